@@ -1,0 +1,12 @@
+module github.com/agentfleet/fleet
+
+go 1.26.8
+
+require github.com/gofrs/flock v0.13.1
+
+require (
+	github.com/xeipuuv/gojsonpointer v0.0.0-20180127040702-4e3ac2762d5f // indirect
+	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
+	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)

@@ -1,0 +1,89 @@
+// Package fsx holds the two file primitives every state file of the toolkit is written with: a
+// lock on a sidecar file, and an atomic replace (write a temp file, fsync, rename, fsync the
+// directory). Readers take no lock: a rename is atomic, so they see the old file or the new one,
+// never a torn one.
+package fsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// ErrLocked is returned by Lock when the context ends before the lock could be taken.
+var ErrLocked = errors.New("locked by another process")
+
+// LockPath returns the sidecar lock file that guards path. The data file itself is never
+// locked: the rename in WriteFileAtomic replaces its inode, so a lock on it would guard nothing.
+func LockPath(path string) string { return path + ".lock" }
+
+// Lock takes the exclusive sidecar lock of path, waiting until ctx ends. The returned function
+// releases it. The lock is an flock(2), so it dies with the process that holds it.
+func Lock(ctx context.Context, path string) (unlock func() error, err error) {
+	fl := flock.New(LockPath(path))
+	ok, err := fl.TryLockContext(ctx, 5*time.Millisecond)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("locking %s: %w", LockPath(path), err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
+	}
+	return fl.Unlock, nil
+}
+
+// WriteFileAtomic replaces path with data: it writes a temp file in the same directory, fsyncs
+// it, renames it over path and fsyncs the directory, so after a crash path holds either the old
+// content or the new, and a full disk leaves the old file untouched. perm applies to a new file;
+// an existing file keeps its mode.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if fi, statErr := os.Stat(path); statErr == nil {
+		perm = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	// The rename is only durable once the directory entry is on disk.
+	if d, dirErr := os.Open(dir); dirErr == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// WriteLocked takes path's sidecar lock (waiting until ctx ends), then writes data atomically.
+func WriteLocked(ctx context.Context, path string, data []byte, perm os.FileMode) error {
+	unlock, err := Lock(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return WriteFileAtomic(path, data, perm)
+}

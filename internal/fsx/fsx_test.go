@@ -1,0 +1,83 @@
+package fsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestWriteFileAtomicReplacesAndKeepsMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	if err := WriteFileAtomic(path, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(path, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if string(got) != "two" {
+		t.Errorf("content = %q, want %q", got, "two")
+	}
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode = %v, want 0640", fi.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries, want only the file (no temp left behind)", len(entries))
+	}
+}
+
+func TestWriteFileAtomicMissingDirLeavesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-such-dir", "rec.json")
+	if err := WriteFileAtomic(path, []byte("x"), 0o600); err == nil {
+		t.Fatal("WriteFileAtomic into a missing directory succeeded, want an error")
+	}
+}
+
+func TestLockExcludesAndTimesOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	unlock, err := Lock(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := Lock(ctx, path); !errors.Is(err, ErrLocked) {
+		t.Errorf("second Lock = %v, want ErrLocked", err)
+	}
+	unlock()
+	unlock2, err := Lock(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Lock after unlock = %v", err)
+	}
+	unlock2()
+}
+
+func TestWriteLockedConcurrentWritersNeverTear(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			data := []byte(fmt.Sprintf("writer-%02d", i))
+			if err := WriteLocked(context.Background(), path, data, 0o600); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	got, _ := os.ReadFile(path)
+	if len(got) != len("writer-00") {
+		t.Errorf("content = %q, want one whole writer's data", got)
+	}
+}

@@ -1,0 +1,223 @@
+// Package schema validates state files against JSON Schemas with gojsonschema. A Schema is
+// compiled once and is safe for concurrent use; Validate returns the problems of one document
+// sorted by JSON pointer, each saying what was expected, so output is identical from run to run.
+//
+// gojsonschema implements drafts 4 to 7. The schemas users keep are written for 2020-12 but use
+// only keywords the two share; a schema that uses a keyword of the newer drafts that gojsonschema
+// does not know is compiled all the same, and Unsupported names those keywords so that callers
+// warn instead of passing documents silently.
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agentfleet/fleet/state/schemas"
+	"github.com/xeipuuv/gojsonschema"
+)
+
+// Problem is one reason a document fails its schema.
+type Problem struct {
+	// Pointer is the RFC 6901 JSON pointer of the offending value ("" for the whole document).
+	Pointer string `json:"pointer"`
+	// Message says what was expected, and what was found where that helps.
+	Message string `json:"message"`
+}
+
+// String renders the problem as "<pointer>: <message>", with "/" standing for the whole document.
+func (p Problem) String() string {
+	ptr := p.Pointer
+	if ptr == "" {
+		ptr = "/"
+	}
+	return ptr + ": " + p.Message
+}
+
+// ErrNotJSON marks documents that are not well-formed JSON; they have no schema problems to list.
+var ErrNotJSON = errors.New("not valid JSON")
+
+// Schema is a compiled schema for one kind of state file.
+type Schema struct {
+	// Kind is the kind of state file the schema describes (run, result, swarm-state, …).
+	Kind string
+	// Source is the schema's file path, or "embedded:<kind>.schema.json".
+	Source string
+	// Unsupported lists the keywords the schema uses that gojsonschema does not implement, sorted.
+	Unsupported []string
+
+	compiled *gojsonschema.Schema
+}
+
+// Compile compiles doc, the schema of kind read from source.
+func Compile(kind, source string, doc []byte) (*Schema, error) {
+	doc = StripBOM(doc)
+	var tree any
+	if err := json.Unmarshal(doc, &tree); err != nil {
+		return nil, fmt.Errorf("schema %s is not valid JSON: %w", source, err)
+	}
+	loader := gojsonschema.NewSchemaLoader()
+	// The users' schemas declare 2020-12, which gojsonschema does not know; draft 7 reads every
+	// keyword those schemas use the same way.
+	loader.Draft = gojsonschema.Draft7
+	loader.AutoDetect = false
+	compiled, err := loader.Compile(gojsonschema.NewGoLoader(tree))
+	if err != nil {
+		return nil, fmt.Errorf("compiling schema %s: %w", source, err)
+	}
+	return &Schema{Kind: kind, Source: source, Unsupported: unsupportedKeywords(tree), compiled: compiled}, nil
+}
+
+// Load compiles the schema of kind from dir/<kind>.schema.json when dir is not empty and the file
+// exists there, and from the embedded schemas otherwise.
+func Load(kind, dir string) (*Schema, error) {
+	if dir != "" {
+		path := filepath.Join(dir, schemas.FileName(kind))
+		b, err := os.ReadFile(path)
+		if err == nil {
+			return Compile(kind, path, b)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("reading schema: %w", err)
+		}
+	}
+	b, err := schemas.Read(kind)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(kind, "embedded:"+schemas.FileName(kind), b)
+}
+
+// StripBOM removes a leading UTF-8 byte order mark, which editors on Windows add and which
+// JSON.parse (and so ajv-cli) accepts.
+func StripBOM(b []byte) []byte {
+	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+}
+
+// Validate checks doc against the schema. It returns an error wrapping ErrNotJSON when doc is not
+// one well-formed JSON value, and otherwise the problems found, sorted (none when doc is valid).
+func (s *Schema) Validate(doc []byte) ([]Problem, error) {
+	doc = StripBOM(doc)
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return nil, fmt.Errorf("%w: the file is empty", ErrNotJSON)
+	}
+	// gojsonschema reads only the first value and ignores anything after it, so well-formedness
+	// is checked here first (json.Valid allocates nothing).
+	if !json.Valid(doc) {
+		return nil, fmt.Errorf("%w: %s", ErrNotJSON, syntaxError(doc))
+	}
+	result, err := s.compiled.Validate(gojsonschema.NewBytesLoader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	if result.Valid() {
+		return nil, nil
+	}
+	problems := make([]Problem, 0, len(result.Errors()))
+	for _, e := range result.Errors() {
+		problems = append(problems, toProblem(e))
+	}
+	return SortProblems(problems), nil
+}
+
+// SortProblems orders problems by pointer, then message, and drops exact duplicates in place.
+func SortProblems(ps []Problem) []Problem {
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].Pointer != ps[j].Pointer {
+			return ps[i].Pointer < ps[j].Pointer
+		}
+		return ps[i].Message < ps[j].Message
+	})
+	out := ps[:0]
+	for i, p := range ps {
+		if i == 0 || p != ps[i-1] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// syntaxError describes where doc stops being JSON, e.g. "unexpected end of JSON input at byte 38".
+func syntaxError(doc []byte) string {
+	var v any
+	err := json.Unmarshal(doc, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at byte %d", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
+	}
+	if err != nil {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return "malformed document"
+}
+
+// toProblem turns a gojsonschema error into a Problem whose message reads as an expectation.
+func toProblem(e gojsonschema.ResultError) Problem {
+	ptr := pointer(e.Context())
+	d := e.Details()
+	switch e.Type() {
+	case "required":
+		return Problem{ptr + "/" + escape(fmt.Sprint(d["property"])), "missing required field"}
+	case "additional_property_not_allowed":
+		return Problem{ptr + "/" + escape(fmt.Sprint(d["property"])), "unexpected field: the schema allows no other fields here"}
+	case "invalid_type":
+		return Problem{ptr, fmt.Sprintf("expected %s, got %s", d["expected"], d["given"])}
+	case "enum":
+		return Problem{ptr, fmt.Sprintf("expected one of %s, got %s", d["allowed"], value(e.Value()))}
+	case "const":
+		return Problem{ptr, fmt.Sprintf("expected %s, got %s", d["allowed"], value(e.Value()))}
+	case "pattern":
+		return Problem{ptr, fmt.Sprintf("expected a string matching %s, got %s", d["pattern"], value(e.Value()))}
+	case "string_gte":
+		return Problem{ptr, fmt.Sprintf("expected at least %v character(s), got %s", d["min"], value(e.Value()))}
+	case "string_lte":
+		return Problem{ptr, fmt.Sprintf("expected at most %v character(s)", d["max"])}
+	case "number_gte":
+		return Problem{ptr, fmt.Sprintf("expected a number >= %v, got %s", d["min"], value(e.Value()))}
+	case "number_lte":
+		return Problem{ptr, fmt.Sprintf("expected a number <= %v, got %s", d["max"], value(e.Value()))}
+	}
+	return Problem{ptr, e.Description()}
+}
+
+// pointer turns gojsonschema's context ("(root).verification.tests") into a JSON pointer
+// ("/verification/tests"). The context is rendered with a NUL delimiter rather than the default
+// ".", so field names holding dots stay whole.
+func pointer(c *gojsonschema.JsonContext) string {
+	if c == nil {
+		return ""
+	}
+	parts := strings.Split(c.String("\x00"), "\x00")
+	if len(parts) > 0 && parts[0] == gojsonschema.STRING_CONTEXT_ROOT {
+		parts = parts[1:]
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(escape(p))
+	}
+	return b.String()
+}
+
+// escape encodes a JSON pointer reference token (RFC 6901 §3).
+func escape(token string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1")
+}
+
+// value renders a JSON value for a message, cut short when long.
+func value(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	const max = 60
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,388 @@
+// Package audit checks state files against their schemas, many files at once, and migrates
+// legacy run and result records to full ones. It is validate-state's engine: the command
+// resolves flags into Targets, and audit expands them into files, checks each on every core
+// and reports them in a stable order.
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ordered"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/schema"
+	"gopkg.in/yaml.v3"
+)
+
+// Kinds are the kinds of state file audit knows, in the order summaries list them.
+var Kinds = []string{"run", "result", "swarm-state", "ralph-state", "loop-state", "task-queue",
+	"retry-queue", "progress", "agent-state", "manifest", "execution"}
+
+// KindLabel is how a summary line names the files of a kind ("Run records: 3 passed, 0 failed").
+func KindLabel(kind string) string {
+	switch kind {
+	case "run":
+		return "Run records"
+	case "result":
+		return "Result records"
+	case "manifest":
+		return "Manifests"
+	case "execution":
+		return "Execution states"
+	}
+	words := strings.Split(kind, "-")
+	words[0] = strings.ToUpper(words[0][:1]) + words[0][1:]
+	return strings.Join(words, " ") + " files"
+}
+
+// KnownKind reports whether kind is one of Kinds.
+func KnownKind(kind string) bool {
+	for _, k := range Kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// KindFromPath guesses the kind of the files at path from a "runs" or "results" directory in it:
+// state/runs, state/runs/bd-1.json. It returns "" when the path does not tell.
+func KindFromPath(path string) string {
+	clean := filepath.Clean(path)
+	for _, name := range []string{filepath.Base(clean), filepath.Base(filepath.Dir(clean))} {
+		switch name {
+		case "runs":
+			return "run"
+		case "results":
+			return "result"
+		}
+	}
+	return ""
+}
+
+// Target is a file or directory to check, with the kind of the files in it.
+type Target struct {
+	Path string
+	Kind string
+}
+
+// Options says how to check.
+type Options struct {
+	// SchemaDir holds <kind>.schema.json files that override the embedded schemas ("" = none).
+	SchemaDir string
+	// Fix migrates legacy run and result records before checking them; DryRun only says how.
+	Fix, DryRun bool
+	// MaxRetries is the max_retries a migrated record gets when neither record of its bead has one.
+	MaxRetries int
+	// StateDir is where a record's partner (the result of a run, the run of a result) is looked
+	// for when the record does not sit in a runs or results directory.
+	StateDir string
+	// Workers is how many files are checked at once (0 = two per core).
+	Workers int
+}
+
+// Report is the verdict on one file (or on a target that could not be read at all).
+type Report struct {
+	Path  string `json:"path"`
+	Kind  string `json:"kind"`
+	Valid bool   `json:"valid"`
+	// Error says why the file could not be checked at all: unreadable, not JSON, missing. Empty
+	// when the file was parsed; then Problems lists what the schema found.
+	Error    string           `json:"error,omitempty"`
+	Problems []schema.Problem `json:"problems"`
+	// NotJSON is set when the file was read but is not one well-formed JSON (or YAML) document.
+	NotJSON bool `json:"-"`
+	// Changes are the fields --fix set (or would set, with --dry-run).
+	Changes []record.Change `json:"changes,omitempty"`
+	// Backup is the copy of the original --fix made before rewriting the file.
+	Backup string `json:"backup,omitempty"`
+}
+
+// Auditor checks files against compiled schemas; it is safe for concurrent use.
+type Auditor struct {
+	opts    Options
+	schemas map[string]*schema.Schema
+}
+
+// New compiles the schemas of the given kinds once. Warnings name the keywords a schema uses that
+// the validator does not implement.
+func New(opts Options, kinds []string) (a *Auditor, warnings []string, err error) {
+	a = &Auditor{opts: opts, schemas: map[string]*schema.Schema{}}
+	for _, k := range kinds {
+		if a.schemas[k] != nil {
+			continue
+		}
+		s, err := schema.Load(k, opts.SchemaDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, kw := range s.Unsupported {
+			warnings = append(warnings, fmt.Sprintf("schema %s uses %q, which this validator does not implement: that keyword is not checked", s.Source, kw))
+		}
+		a.schemas[k] = s
+	}
+	return a, warnings, nil
+}
+
+// Schema returns the compiled schema used for kind.
+func (a *Auditor) Schema(kind string) *schema.Schema { return a.schemas[kind] }
+
+// entry is one file to check, or a target that failed before any file could be listed.
+type entry struct {
+	path, kind string
+	failure    string
+}
+
+// expand lists the files of the targets: a file as it is, a directory's *.json entries
+// (and *.yaml, *.yml for manifests) sorted by name, not descending into subdirectories.
+func expand(targets []Target) []entry {
+	var entries []entry
+	for _, t := range targets {
+		fi, err := os.Stat(t.Path)
+		if err != nil {
+			entries = append(entries, entry{path: t.Path, kind: t.Kind, failure: describe(err)})
+			continue
+		}
+		if !fi.IsDir() {
+			entries = append(entries, entry{path: t.Path, kind: t.Kind})
+			continue
+		}
+		dirents, err := os.ReadDir(t.Path)
+		if err != nil {
+			entries = append(entries, entry{path: t.Path, kind: t.Kind, failure: describe(err)})
+			continue
+		}
+		for _, d := range dirents { // os.ReadDir sorts by name
+			if matches(d.Name(), t.Kind) {
+				entries = append(entries, entry{path: filepath.Join(t.Path, d.Name()), kind: t.Kind})
+			}
+		}
+	}
+	return entries
+}
+
+func matches(name, kind string) bool {
+	if strings.HasPrefix(name, ".") { // temp files of an atomic write in progress
+		return false
+	}
+	ext := filepath.Ext(name)
+	return ext == ".json" || (kind == "manifest" && (ext == ".yaml" || ext == ".yml"))
+}
+
+// describe turns a file system error into the words a user needs, without Go's "open x:" prefix.
+func describe(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "does not exist"
+	case errors.Is(err, os.ErrPermission):
+		return "cannot be read: permission denied"
+	}
+	return "cannot be read: " + err.Error()
+}
+
+// Run checks every file of the targets, workers at a time, and calls emit with each report in
+// the targets' order.
+func (a *Auditor) Run(targets []Target, emit func(Report)) {
+	entries := expand(targets)
+	workers := a.opts.Workers
+	if workers <= 0 {
+		// Reading is part I/O, part parsing: twice the cores keeps both busy.
+		workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	ordered.Map(len(entries), workers, 8*workers, func(i int) Report {
+		return a.check(entries[i])
+	}, func(_ int, r Report) { emit(r) })
+}
+
+func (a *Auditor) check(e entry) Report {
+	r := Report{Path: e.path, Kind: e.kind}
+	if e.failure != "" {
+		r.Error = e.failure
+		return r
+	}
+	doc, err := fsx.ReadFileLimit(e.path, record.MaxSize)
+	if err != nil {
+		if errors.Is(err, fsx.ErrTooLarge) {
+			r.Error = "cannot be checked: " + err.Error()
+		} else {
+			r.Error = describe(err)
+		}
+		return r
+	}
+	if ext := filepath.Ext(e.path); ext == ".yaml" || ext == ".yml" {
+		if doc, err = yamlToJSON(doc); err != nil {
+			r.Error, r.NotJSON = "is not valid YAML: "+err.Error(), true
+			return r
+		}
+	}
+	if a.opts.Fix && (e.kind == "run" || e.kind == "result") {
+		if doc, err = a.fix(&r, doc); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+	}
+	problems, err := a.schemas[e.kind].Validate(doc)
+	if err != nil {
+		r.Error, r.NotJSON = "is "+err.Error(), errors.Is(err, schema.ErrNotJSON)
+		return r
+	}
+	r.Problems = problems
+	r.Valid = len(problems) == 0
+	return r
+}
+
+// fix migrates a run or result record, writes the result (unless DryRun) after a backup of the
+// original, and returns the document to validate.
+func (a *Auditor) fix(r *Report, doc []byte) ([]byte, error) {
+	partner := a.partner(r.Path, r.Kind, doc)
+	var m record.Migration
+	var err error
+	if r.Kind == "run" {
+		m, err = record.MigrateRun(doc, partner, a.opts.MaxRetries)
+	} else {
+		m, err = record.MigrateResult(doc, partner, a.opts.MaxRetries)
+	}
+	if err != nil || len(m.Changes) == 0 {
+		return doc, nil // not an object, or nothing missing: validation says the rest
+	}
+	r.Changes = m.Changes
+	if a.opts.DryRun {
+		return m.Output, nil
+	}
+	backup, err := writeBackup(r.Path, doc)
+	if err != nil {
+		return nil, fmt.Errorf("was not fixed: %v", err)
+	}
+	r.Backup = backup
+	if err := fsx.WriteFileAtomic(r.Path, m.Output, 0o600); err != nil {
+		return nil, fmt.Errorf("was not fixed: %v", err)
+	}
+	return m.Output, nil
+}
+
+// partner reads the other record of the same bead: results/<bead>.json beside a runs directory
+// (or under the state directory), and the other way round. nil when there is none.
+func (a *Auditor) partner(path, kind string, doc []byte) []byte {
+	var head struct {
+		Bead string `json:"bead"`
+	}
+	json.Unmarshal(schema.StripBOM(doc), &head)
+	bead := head.Bead
+	if record.CheckBead(bead) != nil {
+		bead = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	other := "results"
+	if kind == "result" {
+		other = "runs"
+	}
+	base := filepath.Dir(filepath.Dir(path))
+	if KindFromPath(path) == "" {
+		base = a.opts.StateDir
+	}
+	b, err := fsx.ReadFileLimit(filepath.Join(base, other, bead+".json"), record.MaxSize)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// writeBackup copies the original to <path>.bak before --fix rewrites it. An existing backup is
+// never overwritten: the next free <path>.bak.N is used, so a second fix cannot lose the first
+// original.
+func writeBackup(path string, doc []byte) (string, error) {
+	for n := 0; n < 1000; n++ {
+		name := path + ".bak"
+		if n > 0 {
+			name = fmt.Sprintf("%s.bak.%d", path, n)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("writing backup: %w", err)
+		}
+		_, werr := f.Write(doc)
+		serr := f.Sync()
+		cerr := f.Close()
+		if err := errors.Join(werr, serr, cerr); err != nil {
+			os.Remove(name)
+			return "", fmt.Errorf("writing backup %s: %w", name, err)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("writing backup: %s.bak.1 to .bak.999 all exist", path)
+}
+
+// yamlToJSON converts a YAML document (a work.yaml manifest) into the JSON it stands for.
+func yamlToJSON(doc []byte) ([]byte, error) {
+	var v any
+	dec := yaml.NewDecoder(bytes.NewReader(doc))
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// Tally counts passed and failed files per kind.
+type Tally map[string]*Count
+
+// Count is the files of one kind that passed and failed.
+type Count struct {
+	Passed int `json:"passed"`
+	Failed int `json:"failed"`
+}
+
+// Add counts a report.
+func (t Tally) Add(r Report) {
+	c := t[r.Kind]
+	if c == nil {
+		c = &Count{}
+		t[r.Kind] = c
+	}
+	if r.Valid {
+		c.Passed++
+	} else {
+		c.Failed++
+	}
+}
+
+// Failed is the number of files that failed, over all kinds.
+func (t Tally) Failed() int {
+	n := 0
+	for _, c := range t {
+		n += c.Failed
+	}
+	return n
+}
+
+// SortedKinds returns the kinds counted, in the order of Kinds.
+func (t Tally) SortedKinds() []string {
+	var ks []string
+	for k := range t {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return kindIndex(ks[i]) < kindIndex(ks[j]) })
+	return ks
+}
+
+func kindIndex(k string) int {
+	for i, v := range Kinds {
+		if v == k {
+			return i
+		}
+	}
+	return len(Kinds)
+}

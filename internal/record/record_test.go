@@ -1,0 +1,201 @@
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/schema"
+)
+
+func TestParseTime(t *testing.T) {
+	want := time.Date(2026, 2, 12, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in     string
+		want   time.Time
+		wantOK bool
+	}{
+		{"2026-02-12T10:00:00Z", want, true},
+		{"2026-02-12T10:00:00.123456Z", want.Add(123456 * time.Microsecond), true},
+		{"2026-02-12T11:00:00+01:00", want, true},
+		{"2026-02-12T10:00:00", want, true},
+		{"2026-02-12T10:00:00.5", want.Add(500 * time.Millisecond), true},
+		{"2026-02-12 10:00:00", want, true},
+		{"'$START'", time.Time{}, false},
+		{"$START", time.Time{}, false},
+		{"", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseTime(tt.in)
+		if ok != tt.wantOK || !got.Equal(tt.want) {
+			t.Errorf("ParseTime(%q) = %v, %v, want %v, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestCheckBead(t *testing.T) {
+	for _, ok := range []string{"bd-1", "A.b_c-9", strings.Repeat("x", 128)} {
+		if err := CheckBead(ok); err != nil {
+			t.Errorf("CheckBead(%q) = %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-x", ".x", "a/b", "a..b", "a b", "a;rm", "$(x)", "é", strings.Repeat("x", 129), "ps\n"} {
+		if err := CheckBead(bad); err == nil {
+			t.Errorf("CheckBead(%q) = nil, want an error", bad)
+		}
+	}
+}
+
+func TestDecodeForms(t *testing.T) {
+	legacy := "\xef\xbb\xbf" + `{"bead":"bd-d","agent":"claude","model":"sonnet","repo":"/tmp/repo","started_at":"'$START'","attempt":1,"prompt":"Review PR"}`
+	r, err := DecodeRun([]byte(legacy))
+	if err != nil {
+		t.Fatalf("DecodeRun(legacy with BOM) = %v", err)
+	}
+	if r.Bead != "bd-d" || r.Attempt != 1 || !IsPlaceholder(r.StartedAt) || r.SchemaVersion != 0 {
+		t.Errorf("DecodeRun(legacy) = %+v", r)
+	}
+	for _, bad := range []string{"", "null", "[1]", `{"bead":`, `{"attempt":"1"}`} {
+		if _, err := DecodeRun([]byte(bad)); err == nil {
+			t.Errorf("DecodeRun(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+func fullRun(bead string) *Run {
+	return &Run{
+		SchemaVersion: 1, Bead: bead, Agent: "aider", Model: "m", Repo: "/r",
+		Prompt: "p", PromptHash: PromptHash("p"), PromptFull: "p",
+		StartedAt: "2026-01-01T00:00:00Z", Status: StatusRunning, Attempt: 1, MaxRetries: 2,
+		SessionName: SessionName(bead), ResultFile: ResultFile(bead),
+	}
+}
+
+func TestStoreWriteValidatesAndIsAtomic(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	ctx := context.Background()
+	r := fullRun("bd-1")
+	if err := s.WriteRun(ctx, r); err != nil {
+		t.Fatalf("WriteRun(valid) = %v", err)
+	}
+	got, err := ReadRun(s.RunPath("bd-1"))
+	if err != nil || got.Agent != "aider" || got.FinishedAt != nil {
+		t.Fatalf("ReadRun = %+v, %v", got, err)
+	}
+	fi, _ := os.Stat(s.RunPath("bd-1"))
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("record mode = %v, want 0600 (records hold prompts)", fi.Mode().Perm())
+	}
+
+	bad := fullRun("bd-1")
+	bad.Status = "finished"
+	err = s.WriteRun(ctx, bad)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "/status") {
+		t.Errorf("WriteRun(invalid status) = %v, want ErrInvalid naming /status", err)
+	}
+	again, _ := ReadRun(s.RunPath("bd-1"))
+	if again.Status != StatusRunning {
+		t.Errorf("after a refused write the record says %q, want the old %q", again.Status, StatusRunning)
+	}
+	if err := s.WriteRun(ctx, fullRun("../escape")); err == nil {
+		t.Error("WriteRun(bead ../escape) = nil, want a refusal")
+	}
+
+	res := &Result{SchemaVersion: 1, Bead: "bd-1", Agent: "aider", Status: StatusDone, Reason: "exit-0",
+		StartedAt: "2026-01-01T00:00:00Z", FinishedAt: Str("2026-01-01T00:01:00Z"), DurationSeconds: Int(60),
+		Attempt: 1, MaxRetries: 2, ExitCode: Int(0), SessionName: SessionName("bd-1")}
+	if err := s.WriteResult(ctx, res); err != nil {
+		t.Fatalf("WriteResult(valid) = %v", err)
+	}
+}
+
+// usersSchemas are the schemas users keep in their workspaces; migrated records must pass them.
+func usersSchema(t *testing.T, kind string) *schema.Schema {
+	t.Helper()
+	s, err := schema.Load(kind, "../../../shared/compat/schemas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.Source, "compat") {
+		t.Skip("compat schemas not found")
+	}
+	return s
+}
+
+func TestMigrateLegacyPair(t *testing.T) {
+	run := []byte(`{"bead":"bd-x","agent":"claude","model":"sonnet","repo":"/tmp/repo","started_at":"'$START'","attempt":1,"prompt":"Fix the bug"}`)
+	res := []byte(`{"bead":"bd-x","status":"failed","finished_at":"2026-02-12T10:05:00Z","attempt":1,"duration_seconds":300,"reason":"exit-1"}`)
+
+	mr, err := MigrateRun(run, res, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Run
+	if err := json.Unmarshal(mr.Output, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.StartedAt != "2026-02-12T10:00:00Z" || got.Status != StatusFailed || *got.FinishedAt != "2026-02-12T10:05:00Z" ||
+		got.PromptHash != PromptHash("Fix the bug") || got.PromptFull != "Fix the bug" || *got.DurationSeconds != 300 ||
+		got.MaxRetries != 2 || got.SessionName != "agent-bd-x" || *got.FailureReason != "exit-1" {
+		t.Errorf("MigrateRun = %s", mr.Output)
+	}
+	if problems, err := usersSchema(t, "run").Validate(mr.Output); err != nil || len(problems) > 0 {
+		t.Errorf("migrated run fails the users' schema: %v %v", problems, err)
+	}
+	mr2, _ := MigrateRun(mr.Output, res, 2)
+	if len(mr2.Changes) != 0 {
+		t.Errorf("second MigrateRun changed %v, want nothing", mr2.Changes)
+	}
+
+	ms, err := MigrateResult(res, mr.Output, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := usersSchema(t, "result").Validate(ms.Output); err != nil || len(problems) > 0 {
+		t.Errorf("migrated result fails the users' schema: %v %v\n%s", problems, err, ms.Output)
+	}
+	var gotRes Result
+	json.Unmarshal(ms.Output, &gotRes)
+	if !gotRes.WillRetry || gotRes.StartedAt != "2026-02-12T10:00:00Z" || gotRes.Reason != "exit-1" {
+		t.Errorf("MigrateResult = %s", ms.Output)
+	}
+	ms2, _ := MigrateResult(ms.Output, mr.Output, 2)
+	if len(ms2.Changes) != 0 {
+		t.Errorf("second MigrateResult changed %v, want nothing", ms2.Changes)
+	}
+}
+
+func TestMigrateKeepsWhatItCannotFix(t *testing.T) {
+	run := []byte(`{"bead":"bd-y","agent":"claude","repo":"/r","started_at":"'$START'","attempt":"1","prompt":"p","exit_code":12345678901234567890}`)
+	m, err := MigrateRun(run, nil, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(m.Output)
+	for _, want := range []string{`"attempt": "1"`, `"exit_code": 12345678901234567890`, `"started_at": "'$START'"`, `"max_retries": 3`, `"status": "running"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("MigrateRun output lacks %s:\n%s", want, out)
+		}
+	}
+	if _, err := MigrateRun([]byte(`[1]`), nil, 2); err == nil {
+		t.Error("MigrateRun(array) = nil error, want one")
+	}
+}
+
+func TestMigrateFullRecordUnchanged(t *testing.T) {
+	dir := "../../../shared/compat/analyze-runs/basic/state"
+	b, err := os.ReadFile(filepath.Join(dir, "runs", "bd-a.json"))
+	if err != nil {
+		t.Skip(err)
+	}
+	m, err := MigrateRun(b, nil, 2)
+	if err != nil || len(m.Changes) != 0 {
+		t.Errorf("MigrateRun(full record) = %v, %v; want no changes", m.Changes, err)
+	}
+}

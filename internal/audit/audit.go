@@ -247,12 +247,13 @@ func (a *Auditor) check(e entry) Report {
 // original, and returns the document to validate.
 func (a *Auditor) fix(r *Report, doc []byte) ([]byte, error) {
 	partner := a.partner(r.Path, r.Kind, doc)
+	def := record.Defaults{Bead: fileBead(r.Path), MaxRetries: a.opts.MaxRetries}
 	var m record.Migration
 	var err error
 	if r.Kind == "run" {
-		m, err = record.MigrateRun(doc, partner, a.opts.MaxRetries)
+		m, err = record.MigrateRun(doc, partner, def)
 	} else {
-		m, err = record.MigrateResult(doc, partner, a.opts.MaxRetries)
+		m, err = record.MigrateResult(doc, partner, def)
 	}
 	if err != nil || len(m.Changes) == 0 {
 		return doc, nil // not an object, or nothing missing: validation says the rest
@@ -281,7 +282,7 @@ func (a *Auditor) partner(path, kind string, doc []byte) []byte {
 	json.Unmarshal(schema.StripBOM(doc), &head)
 	bead := head.Bead
 	if record.CheckBead(bead) != nil {
-		bead = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		bead = fileBead(path)
 	}
 	other := "results"
 	if kind == "result" {
@@ -296,6 +297,11 @@ func (a *Auditor) partner(path, kind string, doc []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// fileBead is the bead id a record's file name gives: state/runs/bd-1.json holds bd-1.
+func fileBead(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
 // writeBackup copies the original to <path>.bak before --fix rewrites it. An existing backup is

@@ -23,16 +23,16 @@ func FuzzDecode(f *testing.F) {
 		DecodeRun(b)
 		DecodeResult(b)
 		// A migration is idempotent: migrating its output again changes nothing.
-		if m, err := MigrateRun(b, b, 2); err == nil && m.Output != nil {
+		if m, err := MigrateRun(b, b, Defaults{MaxRetries: 2}); err == nil && m.Output != nil {
 			if !json.Valid(m.Output) {
 				t.Fatalf("MigrateRun output is not JSON: %s", m.Output)
 			}
-			if again, err := MigrateRun(m.Output, b, 2); err != nil || len(again.Changes) > 0 {
+			if again, err := MigrateRun(m.Output, b, Defaults{MaxRetries: 2}); err != nil || len(again.Changes) > 0 {
 				t.Errorf("MigrateRun twice changed %v (err %v)", again.Changes, err)
 			}
 		}
-		if m, err := MigrateResult(b, nil, 2); err == nil && m.Output != nil {
-			if again, err := MigrateResult(m.Output, nil, 2); err != nil || len(again.Changes) > 0 {
+		if m, err := MigrateResult(b, nil, Defaults{MaxRetries: 2}); err == nil && m.Output != nil {
+			if again, err := MigrateResult(m.Output, nil, Defaults{MaxRetries: 2}); err != nil || len(again.Changes) > 0 {
 				t.Errorf("MigrateResult twice changed %v (err %v)", again.Changes, err)
 			}
 		}

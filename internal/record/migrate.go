@@ -211,6 +211,24 @@ func (o object) marshal(order []string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// Defaults are what a migration uses where neither record of the bead says.
+type Defaults struct {
+	// Bead is the bead id to give a record that has none: its file name without ".json".
+	Bead string
+	// MaxRetries is the max_retries to give (dispatch's DISPATCH_MAX_RETRIES, default 2).
+	MaxRetries int
+}
+
+// fillBead sets a missing bead from the run's partner record or, failing that, the file name.
+func (m *migration) fillBead(partner object, def Defaults) string {
+	m.copyIfMissing("bead", partner, "bead")
+	if !m.o.has("bead") && CheckBead(def.Bead) == nil {
+		m.set("bead", def.Bead)
+	}
+	bead, _ := m.o.str("bead")
+	return bead
+}
+
 // PromptHash is the prompt_hash of a prompt: the hex sha256 of the full prompt.
 func PromptHash(prompt string) string {
 	sum := sha256.Sum256([]byte(prompt))
@@ -232,18 +250,14 @@ func Truncate(s string, n int) string {
 // '$START' started_at is resolved from finished_at and duration_seconds when both are known.
 // Fields present are never changed otherwise; what cannot be derived is left for the caller to
 // report from the schema's problems.
-func MigrateRun(doc, result []byte, maxRetries int) (Migration, error) {
+func MigrateRun(doc, result []byte, def Defaults) (Migration, error) {
 	o, err := decodeObject(doc)
 	if err != nil {
 		return Migration{}, err
 	}
 	res, _ := decodeObject(result) // no usable result: migrate from the run alone
 	m := &migration{o: o}
-	bead, _ := o.str("bead")
-	if bead == "" && res != nil {
-		m.copyIfMissing("bead", res, "bead")
-		bead, _ = o.str("bead")
-	}
+	bead := m.fillBead(res, def)
 
 	m.setIfMissing("schema_version", SchemaVersion)
 	m.copyIfMissing("agent", res, "agent")
@@ -265,7 +279,7 @@ func MigrateRun(doc, result []byte, maxRetries int) (Migration, error) {
 		m.setIfMissing("session_name", SessionName(bead))
 		m.setIfMissing("result_file", ResultFile(bead))
 	}
-	m.setIfMissing("max_retries", maxRetries)
+	m.setIfMissing("max_retries", def.MaxRetries)
 
 	if res != nil {
 		m.copyIfMissing("status", res, "status")
@@ -302,20 +316,20 @@ func MigrateRun(doc, result []byte, maxRetries int) (Migration, error) {
 // MigrateResult fills what a legacy result record lacks to be a full schema-v1 record, taking
 // agent, started_at, attempt and max_retries from the bead's run record (run may be nil).
 // will_retry follows dispatch's rule: not done, not running, and attempts left.
-func MigrateResult(doc, run []byte, maxRetries int) (Migration, error) {
+func MigrateResult(doc, run []byte, def Defaults) (Migration, error) {
 	o, err := decodeObject(doc)
 	if err != nil {
 		return Migration{}, err
 	}
 	rn, _ := decodeObject(run)
 	m := &migration{o: o}
-	bead, _ := o.str("bead")
+	bead := m.fillBead(rn, def)
 
 	m.setIfMissing("schema_version", SchemaVersion)
 	m.copyIfMissing("agent", rn, "agent")
 	m.copyIfMissing("attempt", rn, "attempt")
 	m.copyIfMissing("max_retries", rn, "max_retries")
-	m.setIfMissing("max_retries", maxRetries)
+	m.setIfMissing("max_retries", def.MaxRetries)
 	if !o.has("reason") {
 		if r, ok := rn.str("failure_reason"); ok && r != "" {
 			m.set("reason", r)

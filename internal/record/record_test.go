@@ -132,7 +132,7 @@ func TestMigrateLegacyPair(t *testing.T) {
 	run := []byte(`{"bead":"bd-x","agent":"claude","model":"sonnet","repo":"/tmp/repo","started_at":"'$START'","attempt":1,"prompt":"Fix the bug"}`)
 	res := []byte(`{"bead":"bd-x","status":"failed","finished_at":"2026-02-12T10:05:00Z","attempt":1,"duration_seconds":300,"reason":"exit-1"}`)
 
-	mr, err := MigrateRun(run, res, 2)
+	mr, err := MigrateRun(run, res, Defaults{MaxRetries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +148,12 @@ func TestMigrateLegacyPair(t *testing.T) {
 	if problems, err := usersSchema(t, "run").Validate(mr.Output); err != nil || len(problems) > 0 {
 		t.Errorf("migrated run fails the users' schema: %v %v", problems, err)
 	}
-	mr2, _ := MigrateRun(mr.Output, res, 2)
+	mr2, _ := MigrateRun(mr.Output, res, Defaults{MaxRetries: 2})
 	if len(mr2.Changes) != 0 {
 		t.Errorf("second MigrateRun changed %v, want nothing", mr2.Changes)
 	}
 
-	ms, err := MigrateResult(res, mr.Output, 2)
+	ms, err := MigrateResult(res, mr.Output, Defaults{MaxRetries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestMigrateLegacyPair(t *testing.T) {
 	if !gotRes.WillRetry || gotRes.StartedAt != "2026-02-12T10:00:00Z" || gotRes.Reason != "exit-1" {
 		t.Errorf("MigrateResult = %s", ms.Output)
 	}
-	ms2, _ := MigrateResult(ms.Output, mr.Output, 2)
+	ms2, _ := MigrateResult(ms.Output, mr.Output, Defaults{MaxRetries: 2})
 	if len(ms2.Changes) != 0 {
 		t.Errorf("second MigrateResult changed %v, want nothing", ms2.Changes)
 	}
@@ -173,7 +173,7 @@ func TestMigrateLegacyPair(t *testing.T) {
 
 func TestMigrateKeepsWhatItCannotFix(t *testing.T) {
 	run := []byte(`{"bead":"bd-y","agent":"claude","repo":"/r","started_at":"'$START'","attempt":"1","prompt":"p","exit_code":12345678901234567890}`)
-	m, err := MigrateRun(run, nil, 3)
+	m, err := MigrateRun(run, nil, Defaults{MaxRetries: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestMigrateKeepsWhatItCannotFix(t *testing.T) {
 			t.Errorf("MigrateRun output lacks %s:\n%s", want, out)
 		}
 	}
-	if _, err := MigrateRun([]byte(`[1]`), nil, 2); err == nil {
+	if _, err := MigrateRun([]byte(`[1]`), nil, Defaults{MaxRetries: 2}); err == nil {
 		t.Error("MigrateRun(array) = nil error, want one")
 	}
 }
@@ -194,7 +194,7 @@ func TestMigrateFullRecordUnchanged(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	m, err := MigrateRun(b, nil, 2)
+	m, err := MigrateRun(b, nil, Defaults{MaxRetries: 2})
 	if err != nil || len(m.Changes) != 0 {
 		t.Errorf("MigrateRun(full record) = %v, %v; want no changes", m.Changes, err)
 	}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agentfleet/fleet/internal/audit"
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/schema"
+	ucli "github.com/urfave/cli/v2"
+)
+
+const tool = "validate-state"
+
+// options are validate-state's flags, resolved.
+type options struct {
+	runs, results       bool
+	runsPath, resPath   []string
+	all, fix, dryRun    bool
+	kind, format        string
+	quiet               bool
+	stateDir, schemaDir string
+	paths               []string
+}
+
+// valued are the flags that take a value as the next argument.
+var valued = map[string]bool{"kind": true, "format": true, "state-dir": true, "schema-dir": true,
+	"runs-path": true, "results-path": true}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	app := &ucli.App{
+		Name:      tool,
+		Usage:     "check state files against their JSON Schemas",
+		UsageText: "validate-state --runs [PATH] | --results [PATH] | --all [--fix [--dry-run]] [options]\nvalidate-state [--kind KIND] [options] PATH...",
+		Description: "Exit status: 0 every file is valid, 1 a file is invalid or unreadable, 2 usage error.\n" +
+			"Kinds: " + strings.Join(audit.Kinds, ", ") + ".",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "runs", Usage: "check run records: PATH (a file or directory) or the state directory's runs/"},
+			&ucli.BoolFlag{Name: "results", Usage: "check result records: PATH (a file or directory) or the state directory's results/"},
+			&ucli.StringSliceFlag{Name: "runs-path", Hidden: true},
+			&ucli.StringSliceFlag{Name: "results-path", Hidden: true},
+			&ucli.BoolFlag{Name: "all", Usage: "check both runs/ and results/ of the state directory"},
+			&ucli.BoolFlag{Name: "fix", Usage: "migrate legacy run and result records to full schema-v1 records (writes <file>.bak first)"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "with --fix: print the changes, write nothing"},
+			&ucli.StringFlag{Name: "kind", Usage: "the kind of the files given as PATH (`KIND`)"},
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (same as --format json)"},
+			&ucli.StringFlag{Name: "format", Value: "text", Usage: "text, json or github (workflow annotations)"},
+			&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; the exit status tells"},
+			&ucli.StringFlag{Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"}, Usage: "the state directory (`DIR`)"},
+			&ucli.StringFlag{Name: "schema-dir", Usage: "take <kind>.schema.json files from `DIR` (default: the state directory's schemas/, else built in)"},
+		},
+		Action: func(c *ucli.Context) error {
+			o := options{
+				runs: c.Bool("runs"), results: c.Bool("results"),
+				runsPath: c.StringSlice("runs-path"), resPath: c.StringSlice("results-path"),
+				all: c.Bool("all"), fix: c.Bool("fix"), dryRun: c.Bool("dry-run"),
+				kind: c.String("kind"), format: c.String("format"), quiet: c.Bool("quiet"),
+				stateDir: c.String("state-dir"), schemaDir: c.String("schema-dir"),
+				paths: c.Args().Slice(),
+			}
+			if c.Bool("json") {
+				o.format = "json"
+			}
+			return validate(c.Context, o, stdout, stderr)
+		},
+		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
+			return cli.Usagef("%v", err)
+		},
+	}
+	err := app.Run(append([]string{tool}, normalize(args[1:])...))
+	return cli.Exit(tool, err, stderr)
+}
+
+// normalize turns the original's optional-value flags into ones urfave/cli can read:
+// "--runs PATH" and "--runs=PATH" become "--runs --runs-path PATH" (likewise --results); a bare
+// "--runs" keeps its default directory. Then flags are moved ahead of positional arguments.
+func normalize(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "runs" || name == "results") {
+			out = append(out, "--"+name)
+			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				value, hasValue = args[i+1], true
+				i++
+			}
+			if hasValue {
+				out = append(out, "--"+name+"-path", value)
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return cli.Interspersed(out, valued)
+}
+
+// targets resolves the flags and paths into what to check.
+func targets(o options) ([]audit.Target, error) {
+	var ts []audit.Target
+	if o.kind != "" && !audit.KnownKind(o.kind) {
+		return nil, cli.Usagef("unknown --kind %q; use one of %s", o.kind, strings.Join(audit.Kinds, ", "))
+	}
+	add := func(enabled bool, paths []string, kind, dir string) {
+		if !enabled {
+			return
+		}
+		if len(paths) == 0 {
+			paths = []string{filepath.Join(o.stateDir, dir)}
+		}
+		for _, p := range paths {
+			ts = append(ts, audit.Target{Path: p, Kind: kind})
+		}
+	}
+	// Unlike validate-state.sh, which checked only the last of --runs and --results, both count.
+	add(o.runs || o.all, o.runsPath, "run", "runs")
+	add(o.results || o.all, o.resPath, "result", "results")
+	for _, p := range o.paths {
+		kind := o.kind
+		if kind == "" {
+			kind = audit.KindFromPath(p)
+		}
+		if kind == "" {
+			return nil, cli.Usagef("cannot tell what kind of state file %s holds; pass --kind (one of %s)", p, strings.Join(audit.Kinds, ", "))
+		}
+		ts = append(ts, audit.Target{Path: p, Kind: kind})
+	}
+	if len(ts) == 0 {
+		return nil, cli.Usagef("nothing to check: give --runs, --results, --all or a PATH")
+	}
+	return ts, nil
+}
+
+// schemaDir is --schema-dir, else the workspace's state/schemas when it exists, else none.
+func schemaDir(o options) (string, error) {
+	if o.schemaDir != "" {
+		if fi, err := os.Stat(o.schemaDir); err != nil || !fi.IsDir() {
+			return "", cli.Usagef("--schema-dir %s is not a directory", o.schemaDir)
+		}
+		return o.schemaDir, nil
+	}
+	dir := filepath.Join(o.stateDir, "schemas")
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return dir, nil
+	}
+	return "", nil
+}
+
+// maxRetries is DISPATCH_MAX_RETRIES (a positive integer), else 2, as dispatch uses it.
+func maxRetries() (int, error) {
+	v := os.Getenv("DISPATCH_MAX_RETRIES")
+	if v == "" {
+		return 2, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, cli.Usagef("DISPATCH_MAX_RETRIES=%q is not a positive integer", v)
+	}
+	return n, nil
+}
+
+func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
+	switch o.format {
+	case "text", "json", "github":
+	default:
+		return cli.Usagef("unknown --format %q; use text, json or github", o.format)
+	}
+	if o.dryRun && !o.fix {
+		return cli.Usagef("--dry-run only goes with --fix")
+	}
+	ts, err := targets(o)
+	if err != nil {
+		return err
+	}
+	dir, err := schemaDir(o)
+	if err != nil {
+		return err
+	}
+	retries, err := maxRetries()
+	if err != nil {
+		return err
+	}
+	var kinds []string
+	for _, t := range ts {
+		kinds = append(kinds, t.Kind)
+	}
+	auditor, warnings, err := audit.New(audit.Options{
+		SchemaDir: dir, Fix: o.fix, DryRun: o.dryRun, MaxRetries: retries, StateDir: o.stateDir,
+	}, kinds)
+	if err != nil {
+		return err
+	}
+	if !o.quiet {
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", tool, w)
+		}
+	}
+
+	out := newPrinter(o, stdout, stderr, warnings)
+	tally := audit.Tally{}
+	for _, k := range kinds {
+		tally[k] = &audit.Count{} // every kind asked for gets its summary line, even with no files
+	}
+	auditor.Run(ts, func(r audit.Report) {
+		tally.Add(r)
+		out.file(r)
+	})
+	out.summary(tally)
+	if tally.Failed() > 0 {
+		return &cli.ExitError{Code: cli.ExitFailure}
+	}
+	return nil
+}
+
+// printer writes the reports in the chosen format as they arrive.
+type printer struct {
+	o              options
+	stdout, stderr io.Writer
+	warnings       []string
+	n              int
+}
+
+func newPrinter(o options, stdout, stderr io.Writer, warnings []string) *printer {
+	p := &printer{o: o, stdout: stdout, stderr: stderr, warnings: warnings}
+	if o.format == "json" {
+		// One document, streamed: the files array is written as the reports arrive, so memory
+		// does not grow with the number of files.
+		fmt.Fprint(stdout, "{\n  \"files\": [")
+	}
+	return p
+}
+
+func (p *printer) file(r audit.Report) {
+	if r.Problems == nil {
+		r.Problems = []schema.Problem{}
+	}
+	switch p.o.format {
+	case "json":
+		b, _ := json.Marshal(r)
+		sep := ","
+		if p.n == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(p.stdout, "%s\n    %s", sep, b)
+	case "github":
+		p.github(r)
+	default:
+		p.text(r)
+	}
+	p.n++
+}
+
+func (p *printer) text(r audit.Report) {
+	if p.o.quiet {
+		return
+	}
+	if p.o.fix && len(r.Changes) > 0 {
+		p.changes(r)
+	}
+	if r.Valid {
+		return
+	}
+	w := p.stderr
+	switch {
+	case r.NotJSON && strings.HasPrefix(r.Error, "is not valid JSON"):
+		// validate-state.sh's own line for unparsable files, kept for scripts that grep it.
+		fmt.Fprintf(w, "FAIL: %s is not valid JSON\n  %s: %s\n", r.Path, r.Path, strings.TrimPrefix(r.Error, "is not valid JSON: "))
+	case r.Error != "":
+		fmt.Fprintf(w, "FAIL: %s %s\n", r.Path, r.Error)
+	default:
+		fmt.Fprintf(w, "FAIL: %s has %d validation error(s)\n", r.Path, len(r.Problems))
+		for _, pr := range r.Problems {
+			fmt.Fprintf(w, "  %s: %s\n", r.Path, pr)
+		}
+		if p.o.fix {
+			fmt.Fprintf(w, "  %s: --fix could not mend the problems above: they need a person\n", r.Path)
+		}
+	}
+}
+
+// changes says what --fix did (stderr) or would do (--dry-run: stdout, it is the output asked for).
+func (p *printer) changes(r audit.Report) {
+	if p.o.dryRun {
+		for _, c := range r.Changes {
+			fmt.Fprintf(p.stdout, "%s: would set %s = %s\n", r.Path, c.Field, c.To)
+		}
+		return
+	}
+	fields := make([]string, len(r.Changes))
+	for i, c := range r.Changes {
+		fields[i] = c.Field
+	}
+	fmt.Fprintf(p.stderr, "FIXED: %s: set %s (original kept as %s)\n", r.Path, strings.Join(fields, ", "), r.Backup)
+}
+
+// github writes GitHub Actions workflow commands, one annotation per problem.
+func (p *printer) github(r audit.Report) {
+	if r.Valid || p.o.quiet {
+		return
+	}
+	if r.Error != "" {
+		fmt.Fprintf(p.stdout, "::error file=%s,title=%s::%s\n", ghProperty(r.Path), ghProperty(audit.KindLabel(r.Kind)), ghData(r.Path+" "+r.Error))
+		return
+	}
+	for _, pr := range r.Problems {
+		fmt.Fprintf(p.stdout, "::error file=%s,title=%s::%s\n", ghProperty(r.Path), ghProperty(pr.Pointer), ghData(pr.String()))
+	}
+}
+
+// ghData escapes a workflow command's message; ghProperty also escapes its property separators.
+func ghData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func ghProperty(s string) string {
+	return strings.NewReplacer(":", "%3A", ",", "%2C").Replace(ghData(s))
+}
+
+func (p *printer) summary(t audit.Tally) {
+	if p.o.format == "json" {
+		type kindCount struct {
+			Kind string `json:"kind"`
+			*audit.Count
+		}
+		s := struct {
+			Valid    bool        `json:"valid"`
+			Kinds    []kindCount `json:"kinds"`
+			Warnings []string    `json:"warnings"`
+		}{Valid: t.Failed() == 0, Warnings: p.warnings}
+		if s.Warnings == nil {
+			s.Warnings = []string{}
+		}
+		for _, k := range t.SortedKinds() {
+			s.Kinds = append(s.Kinds, kindCount{k, t[k]})
+		}
+		b, _ := json.MarshalIndent(s, "  ", "  ")
+		fmt.Fprintf(p.stdout, "\n  ],\n  \"summary\": %s\n}\n", b)
+		return
+	}
+	if p.o.quiet {
+		return
+	}
+	for _, k := range t.SortedKinds() {
+		fmt.Fprintf(p.stderr, "%s: %d passed, %d failed\n", audit.KindLabel(k), t[k].Passed, t[k].Failed)
+	}
+}

@@ -141,29 +141,24 @@ type entry struct {
 	failure    string
 }
 
-// expand lists the files of the targets: a file as it is, a directory's *.json entries
-// (and *.yaml, *.yml for manifests) sorted by name, not descending into subdirectories.
-func expand(targets []Target) []entry {
+// expand lists the files of a target: a file as it is, a directory's *.json entries (and
+// *.yaml, *.yml for manifests) sorted by name, not descending into subdirectories.
+func expand(t Target) []entry {
+	fi, err := os.Stat(t.Path)
+	if err != nil {
+		return []entry{{path: t.Path, kind: t.Kind, failure: describe(err)}}
+	}
+	if !fi.IsDir() {
+		return []entry{{path: t.Path, kind: t.Kind}}
+	}
+	dirents, err := os.ReadDir(t.Path)
+	if err != nil {
+		return []entry{{path: t.Path, kind: t.Kind, failure: describe(err)}}
+	}
 	var entries []entry
-	for _, t := range targets {
-		fi, err := os.Stat(t.Path)
-		if err != nil {
-			entries = append(entries, entry{path: t.Path, kind: t.Kind, failure: describe(err)})
-			continue
-		}
-		if !fi.IsDir() {
-			entries = append(entries, entry{path: t.Path, kind: t.Kind})
-			continue
-		}
-		dirents, err := os.ReadDir(t.Path)
-		if err != nil {
-			entries = append(entries, entry{path: t.Path, kind: t.Kind, failure: describe(err)})
-			continue
-		}
-		for _, d := range dirents { // os.ReadDir sorts by name
-			if matches(d.Name(), t.Kind) {
-				entries = append(entries, entry{path: filepath.Join(t.Path, d.Name()), kind: t.Kind})
-			}
+	for _, d := range dirents { // os.ReadDir sorts by name
+		if matches(d.Name(), t.Kind) {
+			entries = append(entries, entry{path: filepath.Join(t.Path, d.Name()), kind: t.Kind})
 		}
 	}
 	return entries
@@ -193,17 +188,20 @@ func describe(err error) string {
 }
 
 // Run checks every file of the targets, workers at a time, and calls emit with each report in
-// the targets' order.
+// the targets' order. Targets are taken one after the other (their files in parallel), so that
+// with Fix a result's migration always reads its run as already migrated, whatever the timing.
 func (a *Auditor) Run(targets []Target, emit func(Report)) {
-	entries := expand(targets)
 	workers := a.opts.Workers
 	if workers <= 0 {
 		// Reading is part I/O, part parsing: twice the cores keeps both busy.
 		workers = 2 * runtime.GOMAXPROCS(0)
 	}
-	ordered.Map(len(entries), workers, 8*workers, func(i int) Report {
-		return a.check(entries[i])
-	}, func(_ int, r Report) { emit(r) })
+	for _, t := range targets {
+		entries := expand(t)
+		ordered.Map(len(entries), workers, 8*workers, func(i int) Report {
+			return a.check(entries[i])
+		}, func(_ int, r Report) { emit(r) })
+	}
 }
 
 func (a *Auditor) check(e entry) Report {

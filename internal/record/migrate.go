@@ -99,6 +99,12 @@ func (m *migration) set(key string, v any) {
 		from = string(old)
 	}
 	m.o[key] = raw
+	for i := range m.changes {
+		if m.changes[i].Field == key { // set twice (copied, then resolved): one change
+			m.changes[i].To = string(raw)
+			return
+		}
+	}
 	m.changes = append(m.changes, Change{Field: key, From: from, To: string(raw)})
 }
 

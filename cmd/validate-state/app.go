@@ -264,11 +264,14 @@ func (p *printer) file(r audit.Report) {
 }
 
 func (p *printer) text(r audit.Report) {
+	if p.o.dryRun {
+		p.planned(r) // the data --dry-run asks for, so --quiet does not hide it
+	}
 	if p.o.quiet {
 		return
 	}
-	if p.o.fix && len(r.Changes) > 0 {
-		p.changes(r)
+	if p.o.fix && !p.o.dryRun && len(r.Changes) > 0 {
+		p.fixed(r)
 	}
 	if r.Valid {
 		return
@@ -291,14 +294,15 @@ func (p *printer) text(r audit.Report) {
 	}
 }
 
-// changes says what --fix did (stderr) or would do (--dry-run: stdout, it is the output asked for).
-func (p *printer) changes(r audit.Report) {
-	if p.o.dryRun {
-		for _, c := range r.Changes {
-			fmt.Fprintf(p.stdout, "%s: would set %s = %s\n", r.Path, c.Field, c.To)
-		}
-		return
+// planned prints what --fix --dry-run would set, on stdout: it is the output asked for.
+func (p *printer) planned(r audit.Report) {
+	for _, c := range r.Changes {
+		fmt.Fprintf(p.stdout, "%s: would set %s = %s\n", r.Path, c.Field, c.To)
 	}
+}
+
+// fixed says on stderr which fields --fix set, and where the original went.
+func (p *printer) fixed(r audit.Report) {
 	fields := make([]string, len(r.Changes))
 	for i, c := range r.Changes {
 		fields[i] = c.Field

@@ -1,0 +1,157 @@
+// Package tmux drives a tmux server through its command line, on a socket of the caller's
+// choosing so that the toolkit's sessions never mix with a user's own.
+//
+// Targets are always exact: tmux matches a bare session name as a prefix ("agent-bd-1" would
+// find "agent-bd-10"), so every target is written "=name".
+package tmux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// ErrNoTmux is returned when the tmux binary cannot be found.
+var ErrNoTmux = errors.New("tmux is not installed (or not on PATH); install it, or pass --no-tmux to run agents as background processes")
+
+// Client runs tmux commands against one server socket.
+type Client struct {
+	// Socket is the server's socket path (tmux -S); empty means tmux's default server.
+	Socket string
+	// Run executes tmux with args and returns its stdout; tests and remote hosts replace it.
+	// nil means the local tmux binary.
+	Run func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+// exact turns a session name into a target that matches only that session.
+func exact(session string) string { return "=" + session }
+
+func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
+	if c.Socket != "" {
+		args = append([]string{"-S", c.Socket}, args...)
+	}
+	if c.Run != nil {
+		return c.Run(ctx, args...)
+	}
+	path, err := exec.LookPath("tmux")
+	if err != nil {
+		return nil, ErrNoTmux
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return stdout.Bytes(), &Error{Args: args, Msg: msg}
+	}
+	return stdout.Bytes(), nil
+}
+
+// Error is a tmux command that failed, with what tmux said.
+type Error struct {
+	Args []string
+	Msg  string
+}
+
+func (e *Error) Error() string { return "tmux " + strings.Join(e.Args, " ") + ": " + e.Msg }
+
+// noServer reports whether err says there is no tmux server on the socket (or no session),
+// which for queries means "nothing there" rather than a failure.
+func noServer(err error) bool {
+	var te *Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, s := range []string{"no server running", "can't find session", "error connecting", "No such file or directory", "session not found"} {
+		if strings.Contains(te.Msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasSession reports whether the session exists.
+func (c *Client) HasSession(ctx context.Context, session string) (bool, error) {
+	_, err := c.run(ctx, "has-session", "-t", exact(session))
+	if err == nil {
+		return true, nil
+	}
+	if noServer(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// NewSession starts a detached session running argv in dir and returns the pid of the pane's
+// process. argv is passed to tmux as separate arguments, which tmux executes directly, without
+// a shell, so nothing in it is ever interpreted. env entries ("K=V") are set in the session.
+func (c *Client) NewSession(ctx context.Context, session, dir string, env []string, argv ...string) (int, error) {
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", session, "-c", dir}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	// A bare "--" keeps an argv whose first word starts with "-" from being read as a flag.
+	args = append(args, "--")
+	args = append(args, argv...)
+	out, err := c.run(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return 0, fmt.Errorf("tmux new-session printed %q, not a pid", out)
+	}
+	return pid, nil
+}
+
+// KillSession ends the session; a session that is already gone is not an error.
+func (c *Client) KillSession(ctx context.Context, session string) error {
+	_, err := c.run(ctx, "kill-session", "-t", exact(session))
+	if err != nil && noServer(err) {
+		return nil
+	}
+	return err
+}
+
+// ListSessions returns the names of the sessions on the server (none when no server runs).
+func (c *Client) ListSessions(ctx context.Context) ([]string, error) {
+	out, err := c.run(ctx, "list-sessions", "-F", "#{session_name}")
+	if err != nil {
+		if noServer(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// Capture returns the last lines of the session's active pane, without escape sequences.
+func (c *Client) Capture(ctx context.Context, session string, lines int) (string, error) {
+	out, err := c.run(ctx, "capture-pane", "-p", "-J", "-t", exact(session)+":", "-S", strconv.Itoa(-lines))
+	return string(out), err
+}
+
+// KillServer stops the server on the socket.
+func (c *Client) KillServer(ctx context.Context) error {
+	_, err := c.run(ctx, "kill-server")
+	if err != nil && noServer(err) {
+		return nil
+	}
+	return err
+}
+
+// AttachArgs is the command line a person runs to watch the session.
+func (c *Client) AttachArgs(session string) []string {
+	args := []string{"tmux"}
+	if c.Socket != "" {
+		args = append(args, "-S", c.Socket)
+	}
+	return append(args, "attach", "-t", exact(session))
+}

@@ -1,0 +1,129 @@
+// Package git drives git through its command line for what the toolkit needs: the current
+// branch, checking a branch out (creating it if missing), and worktrees that are never removed
+// while they hold uncommitted work.
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNoGit is returned when the git binary cannot be found.
+var ErrNoGit = errors.New("git is not installed (or not on PATH)")
+
+// Repo is a git repository (or worktree) on disk.
+type Repo struct{ Dir string }
+
+func (r Repo) git(ctx context.Context, args ...string) (string, error) {
+	path, err := exec.LookPath("git")
+	if err != nil {
+		return "", ErrNoGit
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, append([]string{"-C", r.Dir}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// IsRepo reports whether Dir is inside a git work tree.
+func (r Repo) IsRepo(ctx context.Context) bool {
+	out, err := r.git(ctx, "rev-parse", "--is-inside-work-tree")
+	return err == nil && out == "true"
+}
+
+// Branch returns the checked-out branch ("HEAD" when detached).
+func (r Repo) Branch(ctx context.Context) (string, error) {
+	return r.git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
+}
+
+// CheckBranch refuses names git would refuse as branches (and anything starting with "-",
+// which git would read as an option).
+func (r Repo) CheckBranch(ctx context.Context, name string) error {
+	if name == "" || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("invalid branch name %q", name)
+	}
+	if _, err := r.git(ctx, "check-ref-format", "--branch", name); err != nil {
+		return fmt.Errorf("invalid branch name %q", name)
+	}
+	return nil
+}
+
+func (r Repo) hasBranch(ctx context.Context, name string) bool {
+	_, err := r.git(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+name)
+	return err == nil
+}
+
+// Checkout checks out branch, creating it from HEAD when it does not exist.
+func (r Repo) Checkout(ctx context.Context, branch string) error {
+	if err := r.CheckBranch(ctx, branch); err != nil {
+		return err
+	}
+	if r.hasBranch(ctx, branch) {
+		_, err := r.git(ctx, "checkout", branch, "--")
+		return err
+	}
+	_, err := r.git(ctx, "checkout", "-b", branch)
+	return err
+}
+
+// WorktreePath is where a bead's worktree goes: <repo>-worktrees/<name> beside the repository.
+func (r Repo) WorktreePath(name string) string {
+	dir := filepath.Clean(r.Dir)
+	return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-worktrees", name)
+}
+
+// AddWorktree makes (or reuses) a worktree at path on branch, creating the branch from HEAD
+// when it does not exist. An existing worktree of the repository at path is reused as it is.
+func (r Repo) AddWorktree(ctx context.Context, path, branch string) error {
+	if err := r.CheckBranch(ctx, branch); err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err == nil {
+		wt := Repo{Dir: path}
+		if !wt.IsRepo(ctx) {
+			return fmt.Errorf("%s exists and is not a git worktree; move it away or choose another --branch", path)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if r.hasBranch(ctx, branch) {
+		_, err := r.git(ctx, "worktree", "add", path, branch)
+		return err
+	}
+	_, err := r.git(ctx, "worktree", "add", "-b", branch, path)
+	return err
+}
+
+// Dirty reports whether the work tree has uncommitted changes (untracked files included).
+func (r Repo) Dirty(ctx context.Context) (bool, error) {
+	out, err := r.git(ctx, "status", "--porcelain")
+	return out != "", err
+}
+
+// RemoveWorktree removes a worktree, refusing when it holds uncommitted work unless force.
+func (r Repo) RemoveWorktree(ctx context.Context, path string, force bool) error {
+	if dirty, err := (Repo{Dir: path}).Dirty(ctx); err == nil && dirty && !force {
+		return fmt.Errorf("worktree %s has uncommitted changes; commit them or pass --force-dirty", path)
+	}
+	args := []string{"worktree", "remove", path}
+	if force {
+		args = append(args, "--force")
+	}
+	_, err := r.git(ctx, args...)
+	return err
+}

@@ -232,8 +232,15 @@ func (p *Profile) Model(suffix string, getenv func(string) string) string {
 	if alias, ok := p.Models[m]; ok && alias != "" {
 		m = alias
 	}
+	if m == "" {
+		m = DefaultModel
+	}
 	return m
 }
+
+// DefaultModel is the model recorded for an agent whose config names none: it runs with its
+// own default, and no model flag is passed.
+const DefaultModel = "default"
 
 func envName(agent string) string {
 	return strings.Map(func(r rune) rune {
@@ -261,7 +268,7 @@ func (p *Profile) Invoke(model, prompt, promptFile, effort string) Invocation {
 	if p.Subcommand != "" {
 		argv = append(argv, p.Subcommand)
 	}
-	if p.ModelFlag != "" && model != "" {
+	if p.ModelFlag != "" && model != "" && model != DefaultModel {
 		// codex takes "-m <model>" right after its subcommand, as dispatch.sh wrote it.
 		if p.Subcommand != "" {
 			argv = append(argv, p.ModelFlag, model)

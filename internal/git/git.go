@@ -44,8 +44,12 @@ func (r Repo) IsRepo(ctx context.Context) bool {
 	return err == nil && out == "true"
 }
 
-// Branch returns the checked-out branch ("HEAD" when detached).
+// Branch returns the checked-out branch ("HEAD" when detached). symbolic-ref answers in a
+// repository with no commit yet, where rev-parse fails.
 func (r Repo) Branch(ctx context.Context) (string, error) {
+	if b, err := r.git(ctx, "symbolic-ref", "--short", "-q", "HEAD"); err == nil && b != "" {
+		return b, nil
+	}
 	return r.git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
 }
 

@@ -1,0 +1,38 @@
+// Command dispatch starts an AI coding agent on a bead (a task) in a repository and supervises
+// it: a drop-in for dispatch.sh whose outcomes are known, not guessed.
+//
+// Usage:
+//
+//	dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [--branch B] [--force] [--wait [--retry]]
+//	         [--worktree] [--verify CMD] [--timeout DUR] [--no-tmux] [--no-context] [--relay|--no-relay]
+//	dispatch ps [--json]          live agents, stale ones, the last results
+//	dispatch wait BEAD...         block until the beads' outcomes are final
+//	dispatch kill BEAD            stop an agent; its records say "killed"
+//	dispatch reconcile [--json]   close the records of supervisors that died
+//	dispatch attach BEAD          watch an agent's tmux session
+//
+// PROMPT is the text itself, @FILE for a file's content, or - for standard input; it reaches the
+// agent on its stdin (or as its config says), never through a shell. AGENT is any entry of
+// config/agents.json (CONFIG_FILE) with a "command"; claude and codex are built in.
+//
+// dispatch runs a supervisor (itself, under a hidden verb) in the tmux session agent-BEAD on
+// DISPATCH_TMUX_SOCKET, or as a detached process with --no-tmux. The supervisor starts the agent
+// as its child, so the agent's real exit code decides the outcome: done only for exit 0. It writes
+// the run record (state/runs/BEAD.json) and the result record (state/results/BEAD.json), keeps
+// the agent's output in state/logs/BEAD.log, and earlier attempts in state/attempts/BEAD/.
+//
+// Environment: DISPATCH_TMUX_SOCKET (/tmp/openclaw-coding-agents.sock), DISPATCH_MAX_RETRIES (2),
+// DISPATCH_WATCH_TIMEOUT (3600 s), DISPATCH_WATCH_INTERVAL (accepted; nothing is polled),
+// DISPATCH_FORCE, DISPATCH_<AGENT>_MODEL, DISPATCH_CODEX_REASONING_EFFORT, DISPATCH_BACKEND
+// (tmux or process), DISPATCH_KILL_GRACE (10 s between TERM and KILL), DISPATCH_MIN_FREE_MB (100;
+// twice that is needed to start), CONFIG_FILE (config/agents.json), STATE_DIR (./state).
+//
+// Exit status: 0 dispatched (with --wait: done), 1 failure (refused, launch failed, max retries
+// reached; with --wait: failed), 2 usage error, 124 with --wait: timed out.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
+	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// waitFor follows bead's attempt until its result is final. It reconciles now and then, so a
+// supervisor that died is noticed instead of waited for forever. On a terminal it keeps a live
+// line with the elapsed time on stderr.
+func waitFor(ctx context.Context, s *settings, bead string, attempt int, stderr io.Writer) (*record.Result, error) {
+	store := record.Store{Dir: s.stateDir}
+	live := isTerminal(stderr) && os.Getenv("NO_COLOR") == ""
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		res, err := record.ReadResult(store.ResultPath(bead))
+		if err == nil && res.Status != record.StatusRunning && (attempt == 0 || res.Attempt >= attempt) {
+			if live {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			return res, nil
+		}
+		if i%20 == 19 { // every 2 s
+			supervise.Reconcile(ctx, s.layout(), s.tmux())
+		}
+		if live {
+			fmt.Fprintf(stderr, "\r\033[K%s running %s", record.SessionName(bead), time.Since(start).Truncate(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			if live {
+				fmt.Fprintln(stderr)
+			}
+			return nil, fmt.Errorf("stopped waiting for %s (the agent goes on; 'dispatch wait %s' to follow it again)", bead, bead)
+		case <-tick.C:
+		}
+	}
+}
+
+func outcomeLine(r *record.Result) string {
+	exit := "-"
+	if r.ExitCode != nil {
+		exit = fmt.Sprint(*r.ExitCode)
+	}
+	dur := "-"
+	if r.DurationSeconds != nil {
+		dur = (time.Duration(*r.DurationSeconds) * time.Second).String()
+	}
+	return fmt.Sprintf("%s: %s (exit %s, reason %s, attempt %d/%d, %s)", r.Bead, r.Status, exit, r.Reason, r.Attempt, r.MaxRetries, dur)
+}
+
+// exitFor maps an outcome to --wait's exit status: 0 done, 124 timeout, 1 anything else.
+func exitFor(r *record.Result) error {
+	switch r.Status {
+	case record.StatusDone:
+		return nil
+	case record.StatusTimeout:
+		return &cli.ExitError{Code: 124}
+	}
+	return &cli.ExitError{Code: cli.ExitFailure}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func settingsFrom(c *ucli.Context) (*settings, error) { return loadSettings(c.String("state-dir")) }
+
+func waitApp(stdout, stderr io.Writer) *ucli.App {
+	return newApp(tool+" wait", "block until the beads' outcomes are final", "dispatch wait BEAD...", nil, stdout, stderr,
+		func(c *ucli.Context) error {
+			if c.NArg() == 0 {
+				return cli.Usagef("dispatch wait needs at least one BEAD")
+			}
+			s, err := settingsFrom(c)
+			if err != nil {
+				return err
+			}
+			worst := 0
+			for _, bead := range c.Args().Slice() {
+				if err := record.CheckBead(bead); err != nil {
+					return cli.Usagef("%v", err)
+				}
+				if _, err := os.Stat(record.Store{Dir: s.stateDir}.RunPath(bead)); err != nil {
+					return fmt.Errorf("no run record for %s in %s", bead, s.stateDir)
+				}
+				res, err := waitFor(c.Context, s, bead, 0, stderr)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(stdout, outcomeLine(res))
+				var ee *cli.ExitError
+				if errors.As(exitFor(res), &ee) && (worst == 0 || ee.Code == 124) {
+					worst = ee.Code
+				}
+			}
+			if worst != 0 {
+				return &cli.ExitError{Code: worst}
+			}
+			return nil
+		})
+}
+
+func killApp(stdout, stderr io.Writer) *ucli.App {
+	return newApp(tool+" kill", "stop a bead's agent; its records say killed", "dispatch kill BEAD", nil, stdout, stderr,
+		func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Usagef("dispatch kill needs one BEAD")
+			}
+			bead := c.Args().First()
+			if err := record.CheckBead(bead); err != nil {
+				return cli.Usagef("%v", err)
+			}
+			s, err := settingsFrom(c)
+			if err != nil {
+				return err
+			}
+			l := s.layout()
+			session := record.SessionName(bead)
+			live, entry := alive(c.Context, s, l, bead, session)
+			if !live {
+				closed, _ := supervise.Reconcile(c.Context, l, s.tmux())
+				for _, cl := range closed {
+					fmt.Fprintf(stdout, "%s: closed (%s)\n", cl.Bead, cl.Reason)
+				}
+				return fmt.Errorf("%s is not running", bead)
+			}
+			stopSupervisor(c.Context, s, entry, session, supervise.SignalKill)
+			if !waitGone(c.Context, s, l, bead, session, s.killGrace+5*time.Second) {
+				return fmt.Errorf("%s did not stop within %s", bead, s.killGrace+5*time.Second)
+			}
+			supervise.Reconcile(c.Context, l, s.tmux())
+			if res, err := record.ReadResult(record.Store{Dir: s.stateDir}.ResultPath(bead)); err == nil {
+				fmt.Fprintln(stdout, outcomeLine(res))
+			}
+			return nil
+		})
+}
+
+func reconcileApp(stdout, stderr io.Writer) *ucli.App {
+	return newApp(tool+" reconcile", "close the records of supervisors that died", "dispatch reconcile [--json]",
+		[]ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"}}, stdout, stderr,
+		func(c *ucli.Context) error {
+			s, err := settingsFrom(c)
+			if err != nil {
+				return err
+			}
+			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux())
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if closed == nil {
+					closed = []supervise.Closed{}
+				}
+				return json.NewEncoder(stdout).Encode(map[string]any{"closed": closed})
+			}
+			for _, cl := range closed {
+				fmt.Fprintf(stdout, "%s: closed as failed (%s)\n", cl.Bead, cl.Reason)
+			}
+			if len(closed) == 0 {
+				fmt.Fprintln(stderr, "nothing to reconcile")
+			}
+			return nil
+		})
+}
+
+func attachApp(stdout, stderr io.Writer) *ucli.App {
+	return newApp(tool+" attach", "watch a bead's agent in its tmux session", "dispatch attach BEAD", nil, stdout, stderr,
+		func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Usagef("dispatch attach needs one BEAD")
+			}
+			bead := c.Args().First()
+			if err := record.CheckBead(bead); err != nil {
+				return cli.Usagef("%v", err)
+			}
+			s, err := settingsFrom(c)
+			if err != nil {
+				return err
+			}
+			l := s.layout()
+			session := record.SessionName(bead)
+			if ok, _ := s.tmux().HasSession(c.Context, session); !ok {
+				return fmt.Errorf("%s has no live session; its output is in %s", bead, l.LogPath(bead))
+			}
+			if !term.IsTerminal(int(os.Stdin.Fd())) {
+				return fmt.Errorf("attach needs a terminal; the output so far is in %s", l.LogPath(bead))
+			}
+			args := s.tmux().AttachArgs(session)
+			path, err := exec.LookPath(args[0])
+			if err != nil {
+				return err
+			}
+			return syscall.Exec(path, args, os.Environ())
+		})
+}
+
+// psRow is one line of dispatch ps.
+type psRow struct {
+	Bead     string `json:"bead"`
+	State    string `json:"state"`
+	Agent    string `json:"agent"`
+	Model    string `json:"model"`
+	Attempt  int    `json:"attempt"`
+	Started  string `json:"started_at"`
+	Elapsed  int64  `json:"elapsed_seconds,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Finished string `json:"finished_at,omitempty"`
+}
+
+func psApp(stdout, stderr io.Writer) *ucli.App {
+	return newApp(tool+" ps", "live agents, stale ones, and the last results", "dispatch ps [--json]",
+		[]ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "one JSON document: running, stale, recent"}}, stdout, stderr,
+		func(c *ucli.Context) error {
+			s, err := settingsFrom(c)
+			if err != nil {
+				return err
+			}
+			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux())
+			if err != nil {
+				return err
+			}
+			running, recent := scan(s.stateDir)
+			stale := []psRow{}
+			for _, cl := range closed {
+				stale = append(stale, psRow{Bead: cl.Bead, State: "STALE", Reason: cl.Reason})
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string][]psRow{"running": running, "stale": stale, "recent": recent})
+			}
+			printTable(stdout, "RUNNING", []string{"BEAD", "AGENT", "MODEL", "ATTEMPT", "ELAPSED"}, running, func(r psRow) []string {
+				return []string{r.Bead, r.Agent, r.Model, fmt.Sprint(r.Attempt), (time.Duration(r.Elapsed) * time.Second).String()}
+			})
+			printTable(stdout, "STALE (closed now)", []string{"BEAD", "REASON"}, stale, func(r psRow) []string {
+				return []string{r.Bead, r.Reason}
+			})
+			printTable(stdout, "RECENT RESULTS", []string{"BEAD", "STATUS", "REASON", "FINISHED"}, recent, func(r psRow) []string {
+				return []string{r.Bead, r.State, r.Reason, r.Finished}
+			})
+			return nil
+		})
+}
+
+// scan reads the records: the running beads, and the five most recently finished results.
+func scan(stateDir string) (running, recent []psRow) {
+	store := record.Store{Dir: stateDir}
+	running, recent = []psRow{}, []psRow{}
+	runs, _ := filepath.Glob(filepath.Join(stateDir, "runs", "*.json"))
+	now := time.Now()
+	for _, p := range runs {
+		r, err := record.ReadRun(p)
+		if err != nil || r.Status != record.StatusRunning {
+			continue
+		}
+		row := psRow{Bead: r.Bead, State: "RUNNING", Agent: r.Agent, Model: r.Model, Attempt: r.Attempt, Started: r.StartedAt}
+		if t, ok := record.ParseTime(r.StartedAt); ok {
+			row.Elapsed = int64(now.Sub(t) / time.Second)
+		}
+		running = append(running, row)
+	}
+	results, _ := filepath.Glob(filepath.Join(stateDir, "results", "*.json"))
+	for _, p := range results {
+		r, err := record.ReadResult(p)
+		if err != nil || r.Status == record.StatusRunning || r.FinishedAt == nil || strings.HasSuffix(p, "-verify.json") {
+			continue
+		}
+		recent = append(recent, psRow{Bead: r.Bead, State: strings.ToUpper(r.Status), Agent: r.Agent, Attempt: r.Attempt,
+			Started: r.StartedAt, Reason: r.Reason, Finished: *r.FinishedAt})
+	}
+	sort.Slice(recent, func(i, j int) bool {
+		if recent[i].Finished != recent[j].Finished {
+			return recent[i].Finished > recent[j].Finished
+		}
+		return recent[i].Bead < recent[j].Bead
+	})
+	if len(recent) > 5 {
+		recent = recent[:5]
+	}
+	_ = store
+	return running, recent
+}

@@ -24,7 +24,7 @@ func newApp(name, usage, usageText string, flags []ucli.Flag, stdout, stderr io.
 	return &ucli.App{
 		Name: name, Usage: usage, UsageText: usageText, Flags: append(flags, stateDirFlag),
 		Writer: stdout, ErrWriter: stderr, HideHelpCommand: true, Action: action,
-		Description: "Exit status: 0 ok (with --wait: done), 1 failure, 2 usage error, 124 with --wait: timed out.",
+		Description:  "Exit status: 0 ok (with --wait: done), 1 failure, 2 usage error, 124 with --wait: timed out.",
 		OnUsageError: func(_ *ucli.Context, err error, _ bool) error { return cli.Usagef("%v", err) },
 	}
 }

@@ -37,20 +37,25 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 1 {
 		verb = args[1]
 	}
+	// The verb is the app's name; flags may follow its arguments (dispatch wait bd-1 --state-dir x).
+	verbArgs := func(valued map[string]bool) []string {
+		return append([]string{args[1]}, cli.Interspersed(args[2:], valued)...)
+	}
+	valued := map[string]bool{"state-dir": true}
 	switch verb {
 	case supervise.SuperviseVerb:
 		cancel() // the supervisor handles its own signals
-		err = superviseApp(stdout, stderr).Run(args[1:])
+		err = superviseApp(stdout, stderr).Run(verbArgs(valued))
 	case "ps":
-		err = psApp(stdout, stderr).RunContext(ctx, cli.Interspersed(args[1:], nil))
+		err = psApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
 	case "wait":
-		err = waitApp(stdout, stderr).RunContext(ctx, args[1:])
+		err = waitApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
 	case "kill":
-		err = killApp(stdout, stderr).RunContext(ctx, args[1:])
+		err = killApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
 	case "reconcile":
-		err = reconcileApp(stdout, stderr).RunContext(ctx, args[1:])
+		err = reconcileApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
 	case "attach":
-		err = attachApp(stdout, stderr).RunContext(ctx, args[1:])
+		err = attachApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
 	default:
 		err = dispatchApp(stdin, stdout, stderr).RunContext(ctx, append([]string{tool}, cli.Interspersed(args[1:], dispatchValued)...))
 	}

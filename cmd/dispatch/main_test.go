@@ -81,6 +81,17 @@ func gitRepo(dir string) error {
 
 // scriptCmds are the test-only commands of the dispatch scripts.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	// hidetmux: PATH becomes a directory holding dispatch, git and sh, but no tmux.
+	"hidetmux": func(ts *testscript.TestScript, neg bool, args []string) {
+		dir := ts.MkAbs("no-tmux-bin")
+		ts.Check(os.MkdirAll(dir, 0o755))
+		for _, name := range []string{"dispatch", "git", "sh"} {
+			path, err := exec.LookPath(name)
+			ts.Check(err)
+			ts.Check(os.Symlink(path, filepath.Join(dir, name)))
+		}
+		ts.Setenv("PATH", dir)
+	},
 	// waitstatus BEAD STATUS [SECONDS]: wait until the bead's result record has STATUS.
 	"waitstatus": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {

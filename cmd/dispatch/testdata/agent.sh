@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # A stand-in for a coding agent, for tests: it reads its prompt on stdin, like `claude -p`, and
-# does what the prompt's words say:
+# does what the words of the prompt's first line say (the lines dispatch adds after it, such as
+# other agents' prompts, are not orders):
 #   SAY=<word>      print the word            SLEEP=<s>   sleep s seconds
 #   EXIT=<n>        exit with n (default 0)   HANG        sleep until killed
 #   IGNORE_TERM     ignore SIGTERM            WRITE=<f>   create file f in the working directory
 #   FILL=<MB>       write MB megabytes into fill.bin (to exhaust a disk)
 #   ECHO_PROMPT     print the whole prompt    ARGS        print its arguments
 prompt="$(cat)"
-word() { grep -o "$1=[^ ]*" <<<"$prompt" | head -n1 | cut -d= -f2-; }
-has() { grep -qw "$1" <<<"$prompt"; }
+[ -n "$prompt" ] || prompt="${*: -1}"  # agents configured to take the prompt as an argument
+orders="$(head -n1 <<<"$prompt")"
+word() { grep -o "$1=[^ ]*" <<<"$orders" | head -n1 | cut -d= -f2-; }
+has() { grep -qw "$1" <<<"$orders"; }
 
 echo "agent: pid $$, prompt of ${#prompt} bytes, in $(pwd)"
 has ARGS && printf 'agent: arg <%s>\n' "$@"

@@ -1,60 +1,70 @@
 #!/usr/bin/env bash
 # make demo: the toolkit's main job on a throwaway workspace, start to finish, with nothing but
-# what a fresh machine has. It builds the tools, writes a sample state directory (full records,
-# legacy minimal ones, a few broken ones), checks it with validate-state, migrates the legacy
-# records with --fix, and checks again.
+# what a fresh machine has (Go, git, tmux). It builds the tools, makes a git repository, and
+# dispatches three beads to a small demo agent (one succeeds, one fails, one times out), waiting
+# for each; then it checks every record with validate-state, reports with analyze-runs, and
+# shows validate-state --fix migrating legacy records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+toolkit="$PWD"
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-[ -n "${NO_COLOR:-}" ] || [ ! -t 1 ] && step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s\n' "$*"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }; fi
+# run CMD...: run a tool, print its exit status, never stop the demo.
+run() { local code=0; "$@" || code=$?; echo "(exit $code)"; }
 
 step "building the tools into bin/"
 go build -o bin/ ./cmd/...
-export PATH="$PWD/bin:$PATH"
+export PATH="$toolkit/bin:$PATH"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/fleet-demo.XXXXXX")"
-if [ -z "${DEMO_KEEP:-}" ]; then trap 'rm -rf "$work"' EXIT; fi
-state="state"
+socket="$work/tmux.sock"
+cleanup() {
+  tmux -S "$socket" kill-server 2>/dev/null || true
+  if [ -z "${DEMO_KEEP:-}" ]; then rm -rf "$work"; fi
+}
+trap cleanup EXIT
 cd "$work"
 
-step "writing a sample state directory: $state"
-go run -C "$OLDPWD" ./tools/genrecords -n 12 -legacy 35 -out "$work/$state"
-# Two records as people break them: a hand edit with a typo, and a write cut short.
-cat >"$state/runs/bd-typo.json" <<'JSON'
-{"bead": "bd-typo", "agent": "claude", "model": "opus", "repo": "/srv/repo",
- "started_at": "2026-02-12T10:00:00Z", "attempt": "2", "prompt": "Fix the login bug"}
-JSON
-printf '{"bead": "bd-cut", "agent": "cla' >"$state/results/bd-cut.json"
-echo "  $(ls state/runs | wc -l) run records and $(ls state/results | wc -l) result records, some in the legacy minimal form, two broken by hand"
+step "a workspace in $work: a git repository and an agents config with a demo agent"
+git init -q -b main repo
+git -C repo -c user.email=demo@example.com -c user.name=demo commit -q --allow-empty -m "initial commit"
+mkdir -p config
+printf '{"demo": {"command": "%s/scripts/demo-agent.sh"}}\n' "$toolkit" > config/agents.json
+cat config/agents.json
+export CONFIG_FILE="$work/config/agents.json" DISPATCH_TMUX_SOCKET="$socket" STATE_DIR="$work/state"
 
-# show CMD...: runs a tool, prints the start of its diagnostics and its summary, and the exit code.
-show() {
-  local code=0
-  "$@" 2>"$work/stderr" || code=$?
-  if [ "$(wc -l <"$work/stderr")" -gt 16 ]; then
-    head -n 12 "$work/stderr"; echo "  … ($(grep -c '^FAIL' "$work/stderr") files failed in all)"; grep -E '^[A-Z][a-z]+ records:' "$work/stderr"
-  else
-    cat "$work/stderr"
-  fi
-  echo "exit $code"
-}
+step "dispatch bd-docs: an agent that succeeds (--wait follows it to its end)"
+run dispatch bd-docs repo demo "Write the project notes" docs --wait
 
-step "validate-state --all   (legacy and broken records fail: exit 1)"
-show validate-state --all --state-dir "$state"
+step "dispatch bd-bug: an agent that fails (its real exit code decides)"
+run dispatch bd-bug repo demo "Fix the login bug; the check will fail" bug-fix --wait
 
-step "validate-state --all --fix --dry-run   (what --fix would change; nothing is written)"
-validate-state --all --fix --dry-run --quiet --state-dir "$state" | head -n 8 || true
-echo "  …"
+step "dispatch bd-big: an agent that does not finish in time (--timeout 3s)"
+run dispatch bd-big repo demo "Refactor everything, slow and steady" refactor --timeout 3 --wait
 
-step "validate-state --all --fix   (migrates legacy records, keeps <file>.bak)"
-show validate-state --all --fix --state-dir "$state"
+step "dispatch ps: no agent left running, the last results"
+dispatch ps
 
-step "validate-state --all   (only what needs a person is left)"
-show validate-state --all --state-dir "$state"
+step "the records: state/results/bd-bug.json"
+cat state/results/bd-bug.json
 
-step "validate-state --all --json | the summary"
-validate-state --all --json --state-dir "$state" | sed -n '/"summary"/,$p' || true
+step "validate-state --all: every record dispatch wrote satisfies its schema"
+run validate-state --all
+
+if command -v analyze-runs >/dev/null 2>&1; then
+  step "analyze-runs: the flywheel report"
+  run analyze-runs
+fi
+
+step "validate-state --fix on legacy records (as older dispatchers wrote them)"
+mkdir -p legacy/runs legacy/results
+printf '%s\n' '{"bead":"bd-old","agent":"claude","model":"sonnet","repo":"/srv/repo","started_at":"'"'"'$START'"'"'","attempt":1,"prompt":"Review PR 12"}' > legacy/runs/bd-old.json
+printf '%s\n' '{"bead":"bd-old","status":"done","finished_at":"2026-02-12T10:05:00Z","attempt":1,"duration_seconds":300}' > legacy/results/bd-old.json
+run validate-state --all --state-dir legacy --quiet
+run validate-state --all --fix --state-dir legacy
+run validate-state --all --state-dir legacy
+cat legacy/runs/bd-old.json
 
 step "done"
-if [ -n "${DEMO_KEEP:-}" ]; then echo "The sample workspace is kept in $work."; else echo "The sample workspace is removed now; DEMO_KEEP=1 keeps it."; fi
+if [ -n "${DEMO_KEEP:-}" ]; then echo "The workspace is kept in $work."; else echo "The workspace is removed now; DEMO_KEEP=1 keeps it."; fi

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/report"
+	ucli "github.com/urfave/cli/v2"
+)
+
+const tool = "analyze-runs"
+
+// exitBelow is the exit status when the success rate is below --fail-under, so that cron and CI
+// can tell "the fleet is doing badly" from "the report failed" (1).
+const exitBelow = 3
+
+// maxWarnings is how many unreadable files are named one by one; the rest are counted, so a
+// broken state directory does not flood a cron mail.
+const maxWarnings = 20
+
+// options are analyze-runs' flags, resolved.
+type options struct {
+	stateDir                  string
+	format                    string
+	since, until              string
+	agents, models, templates []string
+	by                        string
+	detailed, attempts        bool
+	scores, writeScores       bool
+	failUnder                 float64
+	hasFailUnder              bool
+}
+
+// valued are the flags that take a value as the next argument.
+var valued = map[string]bool{"state-dir": true, "since": true, "until": true, "agent": true,
+	"model": true, "template": true, "by": true, "format": true, "fail-under": true}
+
+var formats = []string{"text", "json", "markdown", "csv", "html", "prometheus"}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	app := &ucli.App{
+		Name:  tool,
+		Usage: "report how the fleet's agent runs are doing (drop-in for analyze-runs.sh and score-templates.sh)",
+		UsageText: "analyze-runs [--json | --format FORMAT] [--since DATE] [--until DATE] [filters] [options]\n" +
+			"analyze-runs --templates [--json] [--write-scores] [filters]",
+		Description: "Reads <state-dir>/runs and <state-dir>/results, merged by bead.\n" +
+			"Exit status: 0 report written, 1 missing state directory or write failure, 2 usage error,\n" +
+			"3 success rate below --fail-under.",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"}, Usage: "the state directory (`DIR`)"},
+			&ucli.BoolFlag{Name: "json", Usage: "print the JSON document (same as --format json)"},
+			&ucli.StringFlag{Name: "format", Usage: "text, json, markdown, csv, html or prometheus (default text)"},
+			&ucli.StringFlag{Name: "since", Usage: "count runs started, or finished, on or after `DATE` (YYYY-MM-DD or RFC 3339)"},
+			&ucli.StringFlag{Name: "until", Usage: "count runs started before the end of `DATE` (a day: all of it; a time: up to it)"},
+			&ucli.StringSliceFlag{Name: "agent", Usage: "count only runs of agent `NAME` (repeat or comma-separate for several)"},
+			&ucli.StringSliceFlag{Name: "model", Usage: "count only runs of model `NAME`"},
+			&ucli.StringSliceFlag{Name: "template", Usage: "count only runs of template `NAME` (\"custom\": runs naming none)"},
+			&ucli.StringFlag{Name: "by", Usage: "group runs over time by `PERIOD`: day or week"},
+			&ucli.BoolFlag{Name: "detailed", Usage: "text: add the duration percentiles (p50, p90, max)"},
+			&ucli.BoolFlag{Name: "attempts", Usage: "also count the earlier attempts in <state-dir>/attempts/<bead>/"},
+			&ucli.BoolFlag{Name: "templates", Usage: "print the template scores (score-templates.sh) instead"},
+			&ucli.BoolFlag{Name: "write-scores", Usage: "write the template scores to <state-dir>/template-scores.json"},
+			&ucli.StringFlag{Name: "fail-under", Usage: "exit 3 when the success rate is below `PCT` percent"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return cli.Usagef("unexpected argument %q", c.Args().First())
+			}
+			o := options{
+				stateDir: c.String("state-dir"), format: c.String("format"),
+				since: c.String("since"), until: c.String("until"),
+				agents: c.StringSlice("agent"), models: c.StringSlice("model"), templates: c.StringSlice("template"),
+				by: c.String("by"), detailed: c.Bool("detailed"), attempts: c.Bool("attempts"),
+				scores: c.Bool("templates"), writeScores: c.Bool("write-scores"),
+			}
+			if err := o.resolve(c.Bool("json"), c.String("fail-under")); err != nil {
+				return err
+			}
+			return analyze(o, stdout, stderr)
+		},
+		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
+			return cli.Usagef("%v", err)
+		},
+	}
+	err := app.Run(append([]string{tool}, cli.Interspersed(args[1:], valued)...))
+	return cli.Exit(tool, err, stderr)
+}
+
+// resolve checks the flags against each other and fills in the defaults.
+func (o *options) resolve(asJSON bool, failUnder string) error {
+	switch {
+	case asJSON && o.format != "" && o.format != "json":
+		return cli.Usagef("--json and --format %s ask for two formats; give one", o.format)
+	case asJSON:
+		o.format = "json"
+	case o.format == "":
+		o.format = "text"
+	}
+	if !slices.Contains(formats, o.format) {
+		return cli.Usagef("unknown --format %q; use one of %s", o.format, strings.Join(formats, ", "))
+	}
+	if o.scores && o.format != "text" && o.format != "json" {
+		return cli.Usagef("--templates prints text or json, not %s", o.format)
+	}
+	if o.by != "" && o.by != report.PeriodDay && o.by != report.PeriodWeek {
+		return cli.Usagef("unknown --by %q; use day or week", o.by)
+	}
+	if failUnder != "" {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(failUnder, "%"), 64)
+		if err != nil || v < 0 || v > 100 {
+			return cli.Usagef("--fail-under %q is not a percentage from 0 to 100", failUnder)
+		}
+		o.failUnder, o.hasFailUnder = v, true
+	}
+	return nil
+}
+
+// now is the report's time: SOURCE_DATE_EPOCH when set (reproducible reports, tests), else now.
+func now() time.Time {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Now().UTC()
+}
+
+func analyze(o options, stdout, stderr io.Writer) error {
+	filter, err := report.NewFilter(o.since, o.until, o.agents, o.models, o.templates)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	period := o.by
+	if o.format == "html" && period == "" {
+		period = report.PeriodDay // the success-rate-over-time chart
+	}
+	agg := report.NewAggregator(period)
+	src := report.Source{Dir: o.stateDir, Attempts: o.attempts, Raw: o.format == "json" && !o.scores}
+
+	var spool *report.Spool
+	if src.Raw {
+		spool = &report.Spool{}
+		defer spool.Close()
+	}
+	out := bufio.NewWriterSize(stdout, 1<<20)
+	var rows *report.CSVWriter
+	if o.format == "csv" {
+		// Rows need no totals: they go out as the records are read.
+		rows = report.NewCSVWriter(out)
+	}
+	warned := 0
+	err = src.Scan(func(b *report.Bead) {
+		if !filter.Match(b) {
+			return
+		}
+		agg.Add(b)
+		if spool != nil {
+			spool.Add(b.Raw)
+		}
+		if rows != nil {
+			rows.Write(b)
+		}
+	}, func(sk report.Skipped) {
+		agg.Skip()
+		if warned < maxWarnings {
+			fmt.Fprintf(stderr, "%s: warning: skipping %s: %v\n", tool, sk.Path, sk.Err)
+		}
+		warned++
+	})
+	if errors.Is(err, report.ErrNoStateDir) {
+		return fmt.Errorf("state directory %s not found; pass --state-dir DIR or set STATE_DIR", o.stateDir)
+	}
+	if err != nil {
+		return err
+	}
+	if warned > 0 {
+		more := ""
+		if warned > maxWarnings {
+			more = fmt.Sprintf(" (%d not named above)", warned-maxWarnings)
+		}
+		fmt.Fprintf(stderr, "%s: warning: %d unreadable record file(s) left out of the report%s\n", tool, warned, more)
+	}
+
+	at := now()
+	rep := report.NewReport(agg, filter, at)
+	rep.Detailed = o.detailed
+	rep.Raw = spool
+	scores := agg.TemplateScores(at)
+
+	scoresPath := ""
+	if o.writeScores {
+		scoresPath = filepath.Join(o.stateDir, "template-scores.json")
+		var doc bytes.Buffer
+		if err := report.WriteTemplatesJSON(&doc, scores); err != nil {
+			return err
+		}
+		// Atomic, as the original's mktemp and mv: select-template.sh may be reading it.
+		if err := fsx.WriteFileAtomic(scoresPath, doc.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("writing template scores: %w", err)
+		}
+	}
+
+	switch {
+	case o.scores && o.format == "json":
+		err = report.WriteTemplatesJSON(out, scores)
+	case o.scores:
+		err = report.WriteTemplatesText(out, scores, scoresPath)
+	case o.format == "json":
+		err = report.WriteJSON(out, rep)
+	case o.format == "markdown":
+		err = report.WriteMarkdown(out, rep)
+	case o.format == "csv":
+		err = rows.Flush()
+	case o.format == "html":
+		err = report.WriteHTML(out, rep)
+	case o.format == "prometheus":
+		err = report.WritePrometheus(out, rep)
+	default:
+		err = report.WriteText(out, rep)
+	}
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+
+	if o.hasFailUnder {
+		s := rep.Stats
+		switch {
+		case s.TotalRuns == 0:
+			fmt.Fprintf(stderr, "%s: no runs to judge against --fail-under\n", tool)
+		case s.SuccessRate < o.failUnder:
+			return &cli.ExitError{Code: exitBelow, Err: fmt.Errorf("success rate %s%% is below --fail-under %s%% (%d of %d runs succeeded)",
+				strconv.FormatFloat(s.SuccessRate, 'f', 1, 64), strconv.FormatFloat(o.failUnder, 'f', -1, 64), s.Success, s.TotalRuns)}
+		}
+	}
+	return nil
+}

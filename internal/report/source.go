@@ -1,0 +1,440 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ordered"
+	"github.com/agentfleet/fleet/internal/record"
+)
+
+// ErrNoStateDir is returned by Scan when the state directory does not exist.
+var ErrNoStateDir = errors.New("state directory not found")
+
+// verifySuffix marks the verification output dispatch leaves beside a result. The original read
+// these files as results, and whichever came last replaced the bead's real result.
+const verifySuffix = "-verify"
+
+// Source is a state directory read as merged beads: runs/<bead>.json with results/<bead>.json,
+// results/<bead>-verify.json as the bead's verification, and with Attempts the earlier attempts
+// kept in attempts/<bead>/.
+type Source struct {
+	Dir      string
+	Attempts bool // also read attempts/<bead>/ (see readAttempts)
+	Raw      bool // keep each bead's raw_data element (Bead.Raw)
+	// Workers is how many files are read and decoded at once; 0 means four per core, because
+	// the work is mostly system calls that block.
+	Workers int
+}
+
+// entry is one bead name of the directory listings, with the files it has.
+type entry struct {
+	name                             string
+	run, result, verify, hasAttempts bool
+}
+
+// Skipped is a record file that could not be read or decoded: the report goes on without it.
+type Skipped struct {
+	Path string
+	Err  error
+}
+
+func (s Skipped) Error() string { return fmt.Sprintf("%s: %v", s.Path, s.Err) }
+
+// batch is what reading one entry yields: its beads (the current run and any earlier
+// attempts) and the files that had to be skipped.
+type batch struct {
+	beads   []*Bead
+	skipped []Skipped
+}
+
+// Scan reads every bead and calls emit with each in bead order (within a bead, earlier attempts
+// first), and skip with each file it could not read. Both are called from the calling
+// goroutine, one at a time, so they need no locking. Files are read in parallel but never more
+// than a small window of beads is held at once, so memory does not grow with the number of
+// records, only the sorted listing of their names does.
+//
+// A run without a result counts as running; a result without a run is not counted (as in the
+// original, which joined results to runs). A bead whose run or result cannot be read is left out
+// whole, its file reported to skip.
+func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
+	entries, err := s.list()
+	if err != nil {
+		return err
+	}
+	workers := s.Workers
+	if workers <= 0 {
+		workers = 4 * runtime.GOMAXPROCS(0)
+	}
+	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
+		return s.read(entries[i])
+	}, func(_ int, b batch) {
+		for _, sk := range b.skipped {
+			skip(sk)
+		}
+		for _, bd := range b.beads {
+			emit(bd)
+		}
+	})
+	return nil
+}
+
+// list returns the sorted union of the bead names in runs/, results/ and (with Attempts)
+// attempts/.
+func (s Source) list() ([]entry, error) {
+	fi, err := os.Stat(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoStateDir, s.Dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("state directory %s is not a directory", s.Dir)
+	}
+	runs, err := names(filepath.Join(s.Dir, "runs"), false)
+	if err != nil {
+		return nil, err
+	}
+	results, err := names(filepath.Join(s.Dir, "results"), false)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]entry, 0, len(runs))
+	for _, n := range runs {
+		entries = append(entries, entry{name: n, run: true})
+	}
+	runs = nil
+	var verifies []string
+	results = slices.DeleteFunc(results, func(n string) bool {
+		if base, ok := strings.CutSuffix(n, verifySuffix); ok && base != "" {
+			verifies = append(verifies, base)
+			return true
+		}
+		return false
+	})
+	entries = union(entries, results, func(e *entry) { e.result = true })
+	entries = union(entries, verifies, func(e *entry) { e.verify = true })
+	if s.Attempts {
+		dirs, err := names(filepath.Join(s.Dir, "attempts"), true)
+		if err != nil {
+			return nil, err
+		}
+		entries = union(entries, dirs, func(e *entry) { e.hasAttempts = true })
+	}
+	return entries, nil
+}
+
+// names lists a directory's *.json files (without the extension), or with dirs its
+// subdirectories, sorted. A missing directory has none: the original read it as empty. Hidden
+// names are skipped: they are the temporary files of writes in progress.
+func names(dir string, dirs bool) ([]string, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	defer f.Close()
+	var list []string
+	if dirs {
+		des, err := f.ReadDir(-1)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", dir, err)
+		}
+		for _, de := range des {
+			if de.IsDir() && !strings.HasPrefix(de.Name(), ".") {
+				list = append(list, de.Name())
+			}
+		}
+	} else {
+		// Readdirnames, not ReadDir: a million names without a million DirEntry values.
+		all, err := f.Readdirnames(-1)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", dir, err)
+		}
+		list = all[:0]
+		for _, n := range all {
+			if base, ok := strings.CutSuffix(n, ".json"); ok && base != "" && !strings.HasPrefix(n, ".") {
+				list = append(list, base)
+			}
+		}
+	}
+	slices.Sort(list)
+	return list, nil
+}
+
+// union merges the sorted names into the sorted entries, marking each with set.
+func union(entries []entry, names []string, set func(*entry)) []entry {
+	if len(names) == 0 {
+		return entries
+	}
+	out := make([]entry, 0, max(len(entries), len(names)))
+	i, j := 0, 0
+	for i < len(entries) || j < len(names) {
+		switch {
+		case j == len(names) || (i < len(entries) && entries[i].name < names[j]):
+			out = append(out, entries[i])
+			i++
+		case i == len(entries) || names[j] < entries[i].name:
+			e := entry{name: names[j]}
+			set(&e)
+			out = append(out, e)
+			j++
+		default:
+			set(&entries[i])
+			out = append(out, entries[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// readRecord reads one record file, bounded as every record read is.
+func readRecord(path string) ([]byte, error) {
+	return fsx.ReadFileLimit(path, record.MaxSize)
+}
+
+// buffers are the read buffers of one entry's run and result, reused from entry to entry: the
+// decoded records copy what they keep, and the raw_data element is built before they go back.
+type buffers struct{ run, result []byte }
+
+var bufferPool = sync.Pool{New: func() any { return &buffers{make([]byte, 0, 16<<10), make([]byte, 0, 16<<10)} }}
+
+// read reads one entry's files and merges them.
+func (s Source) read(e entry) batch {
+	var out batch
+	fail := func(path string, err error) {
+		out.skipped = append(out.skipped, Skipped{path, err})
+	}
+	var current *Bead
+	if e.run {
+		bufs := bufferPool.Get().(*buffers)
+		current = s.readCurrent(e, bufs, fail)
+		bufferPool.Put(bufs)
+	}
+	if s.Attempts && e.hasAttempts {
+		out.beads = s.readAttempts(e.name, current, fail)
+	}
+	if current != nil {
+		out.beads = append(out.beads, current)
+		// Attempts are numbered; keep the bead's beads in attempt order wherever the current
+		// one falls.
+		slices.SortStableFunc(out.beads, func(a, b *Bead) int { return a.Attempt - b.Attempt })
+	}
+	return out
+}
+
+// readCurrent reads a bead's run, its result and its verification.
+func (s Source) readCurrent(e entry, bufs *buffers, fail func(string, error)) *Bead {
+	runPath := filepath.Join(s.Dir, "runs", e.name+".json")
+	runDoc, err := readInto(runPath, bufs.run)
+	if runDoc != nil {
+		bufs.run = runDoc[:0]
+	}
+	if err != nil {
+		fail(runPath, err)
+		return nil
+	}
+	run, err := record.DecodeRun(runDoc)
+	if err != nil {
+		fail(runPath, err)
+		return nil
+	}
+	// The original joined by the records' bead field; the file names agree with it in every
+	// state directory dispatch writes, but a run saved under another name still finds its result.
+	resName, hasRes := e.name, e.result
+	if run.Bead != "" && run.Bead != e.name && record.CheckBead(run.Bead) == nil {
+		resName, hasRes = run.Bead, true
+	}
+	var res *record.Result
+	if hasRes {
+		resPath := filepath.Join(s.Dir, "results", resName+".json")
+		doc, err := readInto(resPath, bufs.result)
+		if doc != nil {
+			bufs.result = doc[:0]
+		}
+		switch {
+		case err != nil && errors.Is(err, fs.ErrNotExist) && resName != e.name:
+			// No result under the bead's own name either: a run without a result.
+		case err != nil:
+			fail(resPath, err)
+			return nil
+		default:
+			if res, err = record.DecodeResult(doc); err != nil {
+				fail(resPath, err)
+				return nil
+			}
+		}
+	}
+	var verify json.RawMessage
+	if e.verify {
+		path := filepath.Join(s.Dir, "results", e.name+verifySuffix+".json")
+		if verify, err = readObject(path); err != nil {
+			fail(path, err)
+		}
+	}
+	b := newBead(e.name, run, res)
+	s.finish(b, runDoc, res, verify, fail, runPath)
+	return b
+}
+
+// finish adds the verification and the raw_data element to a merged bead.
+func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.RawMessage, fail func(string, error), path string) {
+	if verify != nil {
+		b.Verification = verify
+		var v struct {
+			Overall      string `json:"overall"`
+			Verification *struct {
+				Overall string `json:"overall"`
+			} `json:"verification"`
+		}
+		if json.Unmarshal(verify, &v) == nil {
+			// A verify file holds the verification object itself, or a document with one.
+			if v.Overall == "" && v.Verification != nil {
+				v.Overall = v.Verification.Overall
+			}
+			if v.Overall != "" {
+				b.Verified = v.Overall
+			}
+		}
+	}
+	if s.Raw {
+		raw, err := rawData(runDoc, res, verify)
+		if err != nil {
+			// DecodeRun read the document, so this is not expected; say so rather than lose it.
+			fail(path, err)
+			return
+		}
+		b.Raw = raw
+	}
+}
+
+// readObject reads a JSON object and returns it compact.
+func readObject(path string) (json.RawMessage, error) {
+	doc, err := readRecord(path)
+	if err != nil {
+		return nil, err
+	}
+	doc = bytes.TrimSpace(bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf")))
+	if len(doc) == 0 || doc[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, doc); err != nil {
+		return nil, err
+	}
+	return c.Bytes(), nil
+}
+
+// readAttempts reads the earlier attempts of a bead kept in attempts/<bead>/. Each *.json file
+// there is a record of one attempt: a name containing "result" is a result record, one
+// containing "verify" a verification, anything else a run record (so run-1.json and
+// result-1.json, or 1.run.json and 1.result.json, both work). Records pair up by their attempt
+// field, else by the number in their file name. An attempt that is also the bead's current one
+// (in runs/) is not counted twice, and a result with no run is left out, as in runs/.
+func (s Source) readAttempts(bead string, current *Bead, fail func(string, error)) []*Bead {
+	dir := filepath.Join(s.Dir, "attempts", bead)
+	files, err := names(dir, false)
+	if err != nil {
+		fail(dir, err)
+		return nil
+	}
+	type attempt struct {
+		runDoc []byte
+		run    *record.Run
+		res    *record.Result
+		verify json.RawMessage
+		path   string
+	}
+	byNumber := map[int]*attempt{}
+	get := func(n int) *attempt {
+		if byNumber[n] == nil {
+			byNumber[n] = &attempt{}
+		}
+		return byNumber[n]
+	}
+	for _, name := range files {
+		path := filepath.Join(dir, name+".json")
+		fileNumber := numberIn(name)
+		switch lower := strings.ToLower(name); {
+		case strings.Contains(lower, "verify"):
+			v, err := readObject(path)
+			if err != nil {
+				fail(path, err)
+				continue
+			}
+			get(fileNumber).verify = v
+		case strings.Contains(lower, "result"):
+			doc, err := readRecord(path)
+			if err == nil {
+				var res *record.Result
+				if res, err = record.DecodeResult(doc); err == nil {
+					get(pick(res.Attempt, fileNumber)).res = res
+					continue
+				}
+			}
+			fail(path, err)
+		default:
+			doc, err := readRecord(path)
+			if err == nil {
+				var run *record.Run
+				if run, err = record.DecodeRun(doc); err == nil {
+					a := get(pick(run.Attempt, fileNumber))
+					a.run, a.runDoc, a.path = run, doc, path
+					continue
+				}
+			}
+			fail(path, err)
+		}
+	}
+	var out []*Bead
+	for n, a := range byNumber {
+		if a.run == nil || (current != nil && current.Attempt == n) {
+			continue
+		}
+		b := newBead(bead, a.run, a.res)
+		if b.Attempt == 0 {
+			b.Attempt = n
+		}
+		s.finish(b, a.runDoc, a.res, a.verify, fail, a.path)
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b *Bead) int { return a.Attempt - b.Attempt })
+	return out
+}
+
+// pick is the record's own attempt number when it has one, else the file name's.
+func pick(field, fromName int) int {
+	if field > 0 {
+		return field
+	}
+	return fromName
+}
+
+// numberIn is the first run of digits in a file name (0 when there is none).
+func numberIn(name string) int {
+	start := strings.IndexAny(name, "0123456789")
+	if start < 0 {
+		return 0
+	}
+	end := start
+	for end < len(name) && name[end] >= '0' && name[end] <= '9' {
+		end++
+	}
+	n, _ := strconv.Atoi(name[start:end])
+	return n
+}

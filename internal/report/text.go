@@ -1,0 +1,120 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText writes the FLYWHEEL ANALYSIS REPORT of analyze-runs.sh, line for line. What the
+// original did not print appears only when asked for or when there is something to say: the
+// other filters' lines under "Filter: Since", a Skipped line when records were unreadable, the
+// grouping over time (--by) and the duration percentiles (--detailed).
+func WriteText(w io.Writer, r *Report) error {
+	var b bytes.Buffer
+	s := &r.Stats
+	b.WriteString(rule + "\nFLYWHEEL ANALYSIS REPORT\n")
+	fmt.Fprintf(&b, "Generated: %s\n", r.GeneratedAt.Format("2006-01-02 15:04:05 UTC"))
+	for _, line := range filterLines(r.Filter) {
+		fmt.Fprintf(&b, "Filter: %s\n", line)
+	}
+	b.WriteString(rule + "\n\n")
+
+	b.WriteString("SUMMARY\n")
+	fmt.Fprintf(&b, "  Total runs:     %d\n", s.TotalRuns)
+	fmt.Fprintf(&b, "  Success:        %d (%d%%)\n", s.Success, Floor(s.SuccessRate))
+	fmt.Fprintf(&b, "  Failed:         %d\n", s.Failed)
+	fmt.Fprintf(&b, "  Timeout:        %d\n", s.Timeout)
+	fmt.Fprintf(&b, "  Running:        %d\n", s.Running)
+	fmt.Fprintf(&b, "  Retries:        %d (%d%% of runs)\n", s.RetryCount, Floor(s.RetryRate))
+	fmt.Fprintf(&b, "  Avg duration:   %ds\n", Floor(s.AvgDurationSeconds))
+	if s.SkippedRecords > 0 {
+		fmt.Fprintf(&b, "  Skipped:        %d unreadable record file(s), not counted\n", s.SkippedRecords)
+	}
+	b.WriteString("\n")
+
+	b.WriteString("BY AGENT TYPE\n")
+	for _, a := range s.ByAgent {
+		fmt.Fprintf(&b, "  %s:\n", upper(a.Agent))
+		fmt.Fprintf(&b, "    Runs:         %d\n", a.Count)
+		fmt.Fprintf(&b, "    Success:      %d (%d%%)\n", a.Success, Floor(percent(a.Success, a.Count)))
+		fmt.Fprintf(&b, "    Failed:       %d\n", a.Failed)
+		fmt.Fprintf(&b, "    Avg duration: %ds\n\n", Floor(a.AvgDuration))
+	}
+	b.WriteString("BY MODEL\n")
+	for _, m := range s.ByModel {
+		fmt.Fprintf(&b, "  %s:\n", m.Model)
+		fmt.Fprintf(&b, "    Runs:    %d\n", m.Count)
+		fmt.Fprintf(&b, "    Success: %d\n\n", m.Success)
+	}
+	b.WriteString("BY TEMPLATE\n")
+	for _, t := range s.ByTemplate {
+		fmt.Fprintf(&b, "  %s:\n", t.Template)
+		fmt.Fprintf(&b, "    Runs:         %d\n", t.Count)
+		fmt.Fprintf(&b, "    Success:      %d (%d%%)\n", t.Success, Floor(percent(t.Success, t.Count)))
+		fmt.Fprintf(&b, "    Avg duration: %ds\n\n", Floor(t.AvgDuration))
+	}
+	b.WriteString("BY TASK TYPE\n")
+	for _, t := range s.TaskTypes {
+		fmt.Fprintf(&b, "  %s: %d\n", upper(t.TaskType), t.Count)
+	}
+	b.WriteString("\n")
+
+	if len(s.FailureReasons) > 0 {
+		b.WriteString("FAILURE REASONS\n")
+		for _, f := range s.FailureReasons {
+			fmt.Fprintf(&b, "  [%dx] %s\n", f.Count, f.Reason)
+		}
+		b.WriteString("\n")
+	}
+
+	if r.Period != "" {
+		fmt.Fprintf(&b, "BY %s\n", upper(r.Period))
+		fmt.Fprintf(&b, "  %-10s  %6s  %7s  %8s\n", "PERIOD", "RUNS", "SUCCESS", "MEDIAN")
+		for _, p := range r.periods() {
+			median := "-"
+			if p.MedianDuration != nil {
+				median = fmt.Sprintf("%ds", *p.MedianDuration)
+			}
+			fmt.Fprintf(&b, "  %-10s  %6d  %6d%%  %8s\n", p.Period, p.Runs, Floor(p.SuccessRate), median)
+		}
+		b.WriteString("\n")
+	}
+	if r.Detailed {
+		d := s.Durations
+		b.WriteString("DURATIONS\n")
+		fmt.Fprintf(&b, "  Runs timed:     %d\n", d.Count)
+		fmt.Fprintf(&b, "  p50:            %ds\n", d.P50)
+		fmt.Fprintf(&b, "  p90:            %ds\n", d.P90)
+		fmt.Fprintf(&b, "  Max:            %ds\n\n", d.Max)
+	}
+
+	b.WriteString("RECOMMENDATIONS\n")
+	for _, rec := range r.Recommendations {
+		fmt.Fprintf(&b, "  • %s\n", rec)
+	}
+	b.WriteString("\n" + rule + "\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// filterLines describes the filters, one line each, "Since DATE" first as the original wrote it.
+func filterLines(f Filter) []string {
+	var lines []string
+	if f.Since != "" {
+		lines = append(lines, "Since "+f.Since)
+	}
+	if f.Until != "" {
+		lines = append(lines, "Until "+f.Until)
+	}
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"Agent", f.Agents}, {"Model", f.Models}, {"Template", f.Templates}} {
+		if len(l.list) > 0 {
+			lines = append(lines, l.name+" "+strings.Join(l.list, ", "))
+		}
+	}
+	return lines
+}

@@ -138,12 +138,21 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 
 	sent := prompt
 	if !o.noContext {
-		sent = augment(prompt, others(store, o.bead, repo))
+		sent = augment(prompt, others(l, store, o.bead, repo))
 	}
 	inv := profile.Invoke(model, sent, l.PromptPath(o.bead), effortFor(agentName, s.effort))
 	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.bead, Agent: agentName,
 		Status: record.StatusRunning, Reason: "dispatched", StartedAt: now, Attempt: attempt,
 		MaxRetries: s.maxRetries, SessionName: session}
+	// Registered before the records say "running" (pid 0: launching), so that reconcile, which
+	// looks only at the registry, can never miss a running record.
+	entry := &supervise.Entry{Bead: o.bead, Attempt: attempt, Backend: s.backend, StartedAt: now}
+	if s.backend == supervise.BackendTmux {
+		entry.Socket, entry.Session = s.socket, session
+	}
+	if err := l.WriteEntry(entry); err != nil {
+		return nil, fmt.Errorf("registering the supervisor: %w", err)
+	}
 	if err := store.WriteRun(ctx, &run); err != nil {
 		return nil, err
 	}
@@ -170,13 +179,10 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	pid, err := start(ctx, s, l, spec)
 	if err != nil {
 		closeLaunchFailure(ctx, store, run, err)
+		os.Remove(l.EntryPath(o.bead))
 		return nil, fmt.Errorf("starting the supervisor: %w", err)
 	}
-	entry := &supervise.Entry{Bead: o.bead, Attempt: attempt, PID: pid, Backend: s.backend,
-		Socket: spec.Socket, Session: session, StartedAt: now}
-	if s.backend == supervise.BackendProcess {
-		entry.Socket, entry.Session = "", ""
-	}
+	entry.PID = pid
 	l.WriteEntry(entry)
 
 	fmt.Fprintf(stdout, "Agent dispatched. Background watcher PID: %d\n", pid)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // maxPrompt bounds a prompt read from a file or stdin; a prompt is text, not a data set.
@@ -51,12 +52,13 @@ type peer struct {
 	bead, agent, started, prompt string
 }
 
-// others lists the agents whose run records say they are running in repo, bead excluded.
-func others(store record.Store, bead, repo string) []peer {
-	paths, _ := filepath.Glob(filepath.Join(store.Dir, "runs", "*.json"))
+// others lists the agents running in repo, bead excluded: the registered supervisors whose run
+// records say running. Only the registry is listed, so the cost does not grow with the history.
+func others(l supervise.Layout, store record.Store, bead, repo string) []peer {
+	beads, _ := l.Registered()
 	var peers []peer
-	for _, p := range paths {
-		r, err := record.ReadRun(p)
+	for _, b := range beads {
+		r, err := record.ReadRun(store.RunPath(b))
 		if err != nil || r.Status != record.StatusRunning || r.Bead == bead || filepath.Clean(r.Repo) != filepath.Clean(repo) {
 			continue
 		}

@@ -39,7 +39,7 @@ func waitFor(ctx context.Context, s *settings, bead string, attempt int, stderr 
 			return res, nil
 		}
 		if i%20 == 19 { // every 2 s
-			supervise.Reconcile(ctx, s.layout(), s.tmux())
+			supervise.Reconcile(ctx, s.layout(), s.tmux(), false)
 		}
 		if live {
 			fmt.Fprintf(stderr, "\r\033[K%s running %s", record.SessionName(bead), time.Since(start).Truncate(time.Second))
@@ -138,7 +138,7 @@ func killApp(stdout, stderr io.Writer) *ucli.App {
 			session := record.SessionName(bead)
 			live, entry := alive(c.Context, s, l, bead, session)
 			if !live {
-				closed, _ := supervise.Reconcile(c.Context, l, s.tmux())
+				closed, _ := supervise.Reconcile(c.Context, l, s.tmux(), false)
 				for _, cl := range closed {
 					fmt.Fprintf(stdout, "%s: closed (%s)\n", cl.Bead, cl.Reason)
 				}
@@ -148,7 +148,7 @@ func killApp(stdout, stderr io.Writer) *ucli.App {
 			if !waitGone(c.Context, s, l, bead, session, s.killGrace+5*time.Second) {
 				return fmt.Errorf("%s did not stop within %s", bead, s.killGrace+5*time.Second)
 			}
-			supervise.Reconcile(c.Context, l, s.tmux())
+			supervise.Reconcile(c.Context, l, s.tmux(), false)
 			if res, err := record.ReadResult(record.Store{Dir: s.stateDir}.ResultPath(bead)); err == nil {
 				fmt.Fprintln(stdout, outcomeLine(res))
 			}
@@ -157,14 +157,15 @@ func killApp(stdout, stderr io.Writer) *ucli.App {
 }
 
 func reconcileApp(stdout, stderr io.Writer) *ucli.App {
-	return newApp(tool+" reconcile", "close the records of supervisors that died", "dispatch reconcile [--json]",
-		[]ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"}}, stdout, stderr,
+	return newApp(tool+" reconcile", "close the records of supervisors that died", "dispatch reconcile [--all] [--json]",
+		[]ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"},
+			&ucli.BoolFlag{Name: "all", Usage: "also scan every run record, not only the registered supervisors (for records other tools left running)"}}, stdout, stderr,
 		func(c *ucli.Context) error {
 			s, err := settingsFrom(c)
 			if err != nil {
 				return err
 			}
-			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux())
+			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux(), c.Bool("all"))
 			if err != nil {
 				return err
 			}
@@ -236,11 +237,11 @@ func psApp(stdout, stderr io.Writer) *ucli.App {
 			if err != nil {
 				return err
 			}
-			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux())
+			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux(), false)
 			if err != nil {
 				return err
 			}
-			running, recent := scan(s.stateDir)
+			running, recent := scan(s)
 			stale := []psRow{}
 			for _, cl := range closed {
 				stale = append(stale, psRow{Bead: cl.Bead, State: "STALE", Reason: cl.Reason})
@@ -263,14 +264,16 @@ func psApp(stdout, stderr io.Writer) *ucli.App {
 		})
 }
 
-// scan reads the records: the running beads, and the five most recently finished results.
-func scan(stateDir string) (running, recent []psRow) {
-	store := record.Store{Dir: stateDir}
+// scan reads what ps shows: the registered beads whose records say running, and the five most
+// recently finished results. Neither reads the whole history: the registry lists the live beads,
+// and results are picked by modification time (a stat each) before the newest are read.
+func scan(s *settings) (running, recent []psRow) {
+	l, store := s.layout(), record.Store{Dir: s.stateDir}
 	running, recent = []psRow{}, []psRow{}
-	runs, _ := filepath.Glob(filepath.Join(stateDir, "runs", "*.json"))
+	beads, _ := l.Registered()
 	now := time.Now()
-	for _, p := range runs {
-		r, err := record.ReadRun(p)
+	for _, bead := range beads {
+		r, err := record.ReadRun(store.RunPath(bead))
 		if err != nil || r.Status != record.StatusRunning {
 			continue
 		}
@@ -280,8 +283,7 @@ func scan(stateDir string) (running, recent []psRow) {
 		}
 		running = append(running, row)
 	}
-	results, _ := filepath.Glob(filepath.Join(stateDir, "results", "*.json"))
-	for _, p := range results {
+	for _, p := range newestFiles(filepath.Join(s.stateDir, "results"), 50) {
 		r, err := record.ReadResult(p)
 		if err != nil || r.Status == record.StatusRunning || r.FinishedAt == nil || strings.HasSuffix(p, "-verify.json") {
 			continue
@@ -298,6 +300,29 @@ func scan(stateDir string) (running, recent []psRow) {
 	if len(recent) > 5 {
 		recent = recent[:5]
 	}
-	_ = store
 	return running, recent
+}
+
+// newestFiles returns the paths of the n most recently modified *.json files in dir.
+func newestFiles(dir string, n int) []string {
+	entries, _ := os.ReadDir(dir)
+	type file struct {
+		path string
+		mod  time.Time
+	}
+	var files []file
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			files = append(files, file{filepath.Join(dir, e.Name()), info.ModTime()})
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mod.After(files[j].mod) })
+	var paths []string
+	for i := 0; i < len(files) && i < n; i++ {
+		paths = append(paths, files[i].path)
+	}
+	return paths
 }

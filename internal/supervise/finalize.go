@@ -3,7 +3,6 @@ package supervise
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/record"
@@ -17,7 +16,13 @@ func Finalize(l Layout, spec *Spec, out Outcome) error {
 	if err == nil {
 		defer unlock()
 	} // else: write anyway; an outcome left unwritten is worse than a late one
-	defer os.Remove(l.EntryPath(spec.Bead))
+	// The entry goes only after the final records are written (a running record always has
+	// one), and only if it is this attempt's: a newer attempt may have registered already.
+	defer func() {
+		if e, _ := l.ReadEntry(spec.Bead); e != nil && e.Attempt == spec.Run.Attempt {
+			l.removeEntry(spec.Bead)
+		}
+	}()
 
 	store := record.Store{Dir: l.Dir}
 	if cur, err := record.ReadRun(store.RunPath(spec.Bead)); err == nil && cur.Attempt != spec.Run.Attempt {

@@ -22,34 +22,36 @@ type Closed struct {
 	Reason string `json:"reason"`
 }
 
-// Reconcile finds run records still "running" whose supervisor is gone (its process dead and
-// its tmux session gone) and closes them as failed with reason supervisor-lost, killing what is
-// left of the agent. A bead whose lock is held is being dispatched or finalised and is left
-// alone. sessions is the tmux client of the dispatch socket.
-func Reconcile(ctx context.Context, l Layout, sessions *tmux.Client) ([]Closed, error) {
-	store := record.Store{Dir: l.Dir}
-	entries, err := os.ReadDir(filepath.Join(l.Dir, "runs"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+// Reconcile finds beads whose supervisor is gone (its process dead and its tmux session gone)
+// while their run record still says "running", and closes them as failed with reason
+// supervisor-lost, killing what is left of the agent. A bead whose lock is held is being
+// dispatched or finalised and is left alone. sessions is the tmux client of the dispatch socket.
+//
+// It looks at the registry of supervisors only: dispatch registers a bead before writing its
+// running records and the entry goes only after the final records are written, so every running
+// record has an entry, and the cost does not grow with the number of records. All scans every
+// run record as well, for records no registry knows (written by other tools, or by dispatch.sh).
+func Reconcile(ctx context.Context, l Layout, sessions *tmux.Client, all bool) ([]Closed, error) {
+	beads, err := l.Registered()
 	if err != nil {
 		return nil, err
 	}
+	if all {
+		store := record.Store{Dir: l.Dir}
+		for _, bead := range listBeads(filepath.Join(l.Dir, "runs"), ".json") {
+			if run, err := record.ReadRun(store.RunPath(bead)); err == nil && run.Status == record.StatusRunning {
+				beads = append(beads, bead)
+			}
+		}
+	}
 	var closed []Closed
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+	seen := map[string]bool{}
+	for _, bead := range beads {
+		if seen[bead] {
 			continue
 		}
-		bead := strings.TrimSuffix(name, ".json")
-		if record.CheckBead(bead) != nil {
-			continue
-		}
-		run, err := record.ReadRun(store.RunPath(bead))
-		if err != nil || run.Status != record.StatusRunning {
-			continue
-		}
-		c, err := reconcileBead(ctx, l, sessions, run)
+		seen[bead] = true
+		c, err := reconcileBead(ctx, l, sessions, bead)
 		if err != nil {
 			return closed, err
 		}
@@ -60,8 +62,33 @@ func Reconcile(ctx context.Context, l Layout, sessions *tmux.Client) ([]Closed, 
 	return closed, nil
 }
 
-func reconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, run *record.Run) (*Closed, error) {
-	unlock, err := l.LockBead(ctx, run.Bead, 100*time.Millisecond)
+// Registered lists the beads with a registry entry, sorted.
+func (l Layout) Registered() ([]string, error) {
+	return listBeads(filepath.Join(l.Dir, "supervisors"), ".json"), nil
+}
+
+// listBeads returns the valid bead ids named <bead><suffix> in dir, sorted; spec files, reserves
+// and temp files are not beads.
+func listBeads(dir, suffix string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var beads []string
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, suffix) || strings.HasSuffix(name, ".spec.json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		if bead := strings.TrimSuffix(name, suffix); record.CheckBead(bead) == nil {
+			beads = append(beads, bead)
+		}
+	}
+	return beads
+}
+
+func reconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, bead string) (*Closed, error) {
+	unlock, err := l.LockBead(ctx, bead, 100*time.Millisecond)
 	if errors.Is(err, fsx.ErrLocked) {
 		return nil, nil // a dispatch or a supervisor is at work on it right now
 	}
@@ -69,13 +96,17 @@ func reconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, run *re
 		return nil, err
 	}
 	defer unlock()
-	// Read again under the lock: the supervisor may have finished since the scan.
 	store := record.Store{Dir: l.Dir}
-	run, err = record.ReadRun(store.RunPath(run.Bead))
+	run, err := record.ReadRun(store.RunPath(bead))
+	entry, _ := l.ReadEntry(bead)
 	if err != nil || run.Status != record.StatusRunning {
+		// Final records with an entry left over (a supervisor killed between its last write and
+		// the entry's removal): the entry is stale once its process is gone.
+		if entry != nil && !SupervisorAlive(entry.PID, bead) {
+			l.removeEntry(bead)
+		}
 		return nil, nil
 	}
-	entry, _ := l.ReadEntry(run.Bead)
 	if entry != nil && entry.Attempt == run.Attempt && SupervisorAlive(entry.PID, run.Bead) {
 		return nil, nil
 	}
@@ -88,8 +119,8 @@ func reconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, run *re
 		return nil, err
 	}
 	if live && (entry == nil || entry.Backend == BackendTmux) {
-		// The session is there, the supervisor not (yet, or any more): the pane's process is
-		// the supervisor, so a live pane with no live supervisor only happens while it starts.
+		// The pane's process is the supervisor, so a live session whose supervisor is gone is a
+		// leftover; with no entry at all, the session is the only sign of life: leave it.
 		if entry == nil {
 			return nil, nil
 		}
@@ -112,9 +143,14 @@ func reconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, run *re
 	if err := store.WriteResult(ctx, &res); err != nil {
 		return nil, err
 	}
-	os.Remove(l.EntryPath(run.Bead))
-	os.Remove(l.EntryPath(run.Bead) + ".reserve")
+	l.removeEntry(run.Bead)
 	return &Closed{Bead: run.Bead, Reason: ReasonLost}, nil
+}
+
+// removeEntry removes a bead's registry entry and the supervisor's disk reserve.
+func (l Layout) removeEntry(bead string) {
+	os.Remove(l.EntryPath(bead))
+	os.Remove(l.EntryPath(bead) + ".reserve")
 }
 
 func mustParse(s string) time.Time {

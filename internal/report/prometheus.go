@@ -26,9 +26,9 @@ func WritePrometheus(w io.Writer, r *Report) error {
 	m.sample("runs_by_status", labels("status", "failed"), float64(s.Failed))
 	m.sample("runs_by_status", labels("status", "timeout"), float64(s.Timeout))
 	m.sample("runs_by_status", labels("status", "running"), float64(s.Running))
-	m.gauge("success_ratio", "Share of runs that succeeded (0 to 1).", s.SuccessRate/100)
+	m.gauge("success_ratio", "Share of runs that succeeded (0 to 1).", ratio(s.Success, s.TotalRuns))
 	m.gauge("retries", "Runs that were a retry (attempt > 1).", float64(s.RetryCount))
-	m.gauge("retry_ratio", "Share of runs that were a retry (0 to 1).", s.RetryRate/100)
+	m.gauge("retry_ratio", "Share of runs that were a retry (0 to 1).", ratio(s.RetryCount, s.TotalRuns))
 	m.gauge("skipped_records", "Record files that could not be read and were left out.", float64(s.SkippedRecords))
 	m.gauge("report_timestamp_seconds", "When the report was generated (Unix time).", float64(r.GeneratedAt.Unix()))
 
@@ -110,5 +110,14 @@ func labels(name, value string) string {
 
 var escapeLabel = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace
 var escapeHelp = strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace
+
+// ratio is n of total as a fraction (0 for no total), computed directly rather than from the
+// percentage, so that 1 of 3 prints as 0.3333333333333333.
+func ratio(n, total int) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
+}
 
 func promNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

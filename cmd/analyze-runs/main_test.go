@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		tool: func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+	})
+}
+
+// compatDir is the team's corpus of the original's inputs and outputs.
+func compatDir(t *testing.T) string {
+	dir, err := filepath.Abs("../../../shared/compat/analyze-runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("compat corpus not found: %v", err)
+	}
+	return dir
+}
+
+func TestScripts(t *testing.T) {
+	repo, _ := filepath.Abs("../..")
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("REPO", repo)
+			env.Setenv("SOURCE_DATE_EPOCH", "1771243200") // 2026-02-16 12:00:00 UTC
+			return nil
+		},
+	})
+}
+
+// expectedName matches the expected outputs: report.{txt,json} for a plain run,
+// report-since-<DATE>.{txt,json} for --since DATE.
+var expectedName = regexp.MustCompile(`^report(?:-since-(.+))?\.(txt|json)$`)
+
+// TestCompat runs every set of the corpus, plain and with --since as the expected files name
+// it, and compares as the corpus README says: text line by line with the time line masked, JSON
+// as parsed values (numbers within 1e-9) with raw_data ordered by bead.
+func TestCompat(t *testing.T) {
+	root := compatDir(t)
+	sets, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, set := range sets {
+		if !set.IsDir() {
+			continue
+		}
+		expected, _ := filepath.Glob(filepath.Join(root, set.Name(), "expected", "*"))
+		for _, path := range expected {
+			m := expectedName.FindStringSubmatch(filepath.Base(path))
+			if m == nil {
+				continue
+			}
+			args := []string{tool, "--state-dir", filepath.Join(root, set.Name(), "state")}
+			if m[1] != "" {
+				args = append(args, "--since", m[1])
+			}
+			if m[2] == "json" {
+				args = append(args, "--json")
+			}
+			name := set.Name() + "/" + filepath.Base(path)
+			t.Run(name, func(t *testing.T) {
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var stdout, stderr bytes.Buffer
+				if code := run(args, &stdout, &stderr); code != 0 {
+					t.Fatalf("%s: exit %d, stderr %s", strings.Join(args, " "), code, stderr.String())
+				}
+				if stderr.Len() > 0 {
+					t.Errorf("stderr: %s", stderr.String())
+				}
+				if m[2] == "txt" {
+					compareText(t, stdout.String(), string(want))
+				} else {
+					compareJSON(t, stdout.Bytes(), want)
+				}
+			})
+			ran++
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no expected outputs found in the corpus")
+	}
+}
+
+var generatedLine = regexp.MustCompile(`(?m)^Generated: .*$`)
+
+func compareText(t *testing.T, got, want string) {
+	t.Helper()
+	got = generatedLine.ReplaceAllString(got, "Generated: <TIME>")
+	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(gl), len(wl)); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Errorf("line %d = %q, want %q", i+1, g, w)
+			return
+		}
+	}
+}
+
+// additions are the statistics this tool adds to the original's document; they are checked
+// for presence, their values by the unit tests.
+var additions = []string{"duration_percentiles", "skipped_records"}
+
+func compareJSON(t *testing.T, got, want []byte) {
+	t.Helper()
+	var g, w map[string]any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("output is not JSON: %v", err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	g["generated_at"] = w["generated_at"]
+	stats, _ := g["statistics"].(map[string]any)
+	for _, k := range additions {
+		if _, ok := stats[k]; !ok {
+			t.Errorf("statistics.%s is missing", k)
+		}
+		delete(stats, k)
+	}
+	for _, doc := range []map[string]any{g, w} {
+		if raw, ok := doc["raw_data"].([]any); ok {
+			sort.SliceStable(raw, func(i, j int) bool {
+				return fmt.Sprint(raw[i].(map[string]any)["bead"]) < fmt.Sprint(raw[j].(map[string]any)["bead"])
+			})
+		}
+	}
+	for _, d := range diff("", g, w) {
+		t.Error(d)
+	}
+}
+
+// diff lists where got and want differ, by JSON path.
+func diff(path string, got, want any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s = %v, want an object", path, got)}
+		}
+		var out []string
+		for k := range w {
+			if _, ok := g[k]; !ok {
+				out = append(out, fmt.Sprintf("%s.%s is missing", path, k))
+				continue
+			}
+			out = append(out, diff(path+"."+k, g[k], w[k])...)
+		}
+		for k := range g {
+			if _, ok := w[k]; !ok {
+				out = append(out, fmt.Sprintf("%s.%s is not in the original's document", path, k))
+			}
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s = %v, want %v", path, got, want)}
+		}
+		var out []string
+		for i := range w {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), g[i], w[i])...)
+		}
+		return out
+	case float64:
+		if g, ok := got.(float64); !ok || math.Abs(g-w) > 1e-9 {
+			return []string{fmt.Sprintf("%s = %v, want %v", path, got, want)}
+		}
+		return nil
+	}
+	if got != want {
+		return []string{fmt.Sprintf("%s = %#v, want %#v", path, got, want)}
+	}
+	return nil
+}

@@ -135,33 +135,50 @@ func New(opts Options, kinds []string) (a *Auditor, warnings []string, err error
 // Schema returns the compiled schema used for kind.
 func (a *Auditor) Schema(kind string) *schema.Schema { return a.schemas[kind] }
 
-// entry is one file to check, or a target that failed before any file could be listed.
-type entry struct {
-	path, kind string
-	failure    string
+// listing is what a target expands to: the names of the files to check in dir (sorted), or
+// the one file the target names, or a failure that stands for the whole target. Names are kept
+// apart from the directory and joined one at a time, so a listing costs a string per file.
+type listing struct {
+	dir     string
+	names   []string
+	kind    string
+	failure string
+}
+
+func (ls listing) path(i int) string {
+	if ls.dir == "" {
+		return ls.names[i]
+	}
+	return ls.dir + string(filepath.Separator) + ls.names[i]
 }
 
 // expand lists the files of a target: a file as it is, a directory's *.json entries (and
 // *.yaml, *.yml for manifests) sorted by name, not descending into subdirectories.
-func expand(t Target) []entry {
+func expand(t Target) listing {
 	fi, err := os.Stat(t.Path)
 	if err != nil {
-		return []entry{{path: t.Path, kind: t.Kind, failure: describe(err)}}
+		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
 	}
 	if !fi.IsDir() {
-		return []entry{{path: t.Path, kind: t.Kind}}
+		return listing{names: []string{t.Path}, kind: t.Kind}
 	}
-	dirents, err := os.ReadDir(t.Path)
+	f, err := os.Open(t.Path)
 	if err != nil {
-		return []entry{{path: t.Path, kind: t.Kind, failure: describe(err)}}
+		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
 	}
-	var entries []entry
-	for _, d := range dirents { // os.ReadDir sorts by name
-		if matches(d.Name(), t.Kind) {
-			entries = append(entries, entry{path: filepath.Join(t.Path, d.Name()), kind: t.Kind})
+	all, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
+	}
+	names := all[:0]
+	for _, n := range all {
+		if matches(n, t.Kind) {
+			names = append(names, n)
 		}
 	}
-	return entries
+	sort.Strings(names)
+	return listing{dir: filepath.Clean(t.Path), names: names, kind: t.Kind}
 }
 
 func matches(name, kind string) bool {
@@ -197,20 +214,20 @@ func (a *Auditor) Run(targets []Target, emit func(Report)) {
 		workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	for _, t := range targets {
-		entries := expand(t)
-		ordered.Map(len(entries), workers, 8*workers, func(i int) Report {
-			return a.check(entries[i])
+		ls := expand(t)
+		if ls.failure != "" {
+			emit(Report{Path: t.Path, Kind: t.Kind, Error: ls.failure})
+			continue
+		}
+		ordered.Map(len(ls.names), workers, 8*workers, func(i int) Report {
+			return a.check(ls.path(i), ls.kind)
 		}, func(_ int, r Report) { emit(r) })
 	}
 }
 
-func (a *Auditor) check(e entry) Report {
-	r := Report{Path: e.path, Kind: e.kind}
-	if e.failure != "" {
-		r.Error = e.failure
-		return r
-	}
-	doc, err := fsx.ReadFileLimit(e.path, record.MaxSize)
+func (a *Auditor) check(path, kind string) Report {
+	r := Report{Path: path, Kind: kind}
+	doc, err := fsx.ReadFileLimit(path, record.MaxSize)
 	if err != nil {
 		if errors.Is(err, fsx.ErrTooLarge) {
 			r.Error = "cannot be checked: " + err.Error()
@@ -219,19 +236,19 @@ func (a *Auditor) check(e entry) Report {
 		}
 		return r
 	}
-	if ext := filepath.Ext(e.path); ext == ".yaml" || ext == ".yml" {
+	if ext := filepath.Ext(path); ext == ".yaml" || ext == ".yml" {
 		if doc, err = yamlToJSON(doc); err != nil {
 			r.Error, r.NotJSON = "is not valid YAML: "+err.Error(), true
 			return r
 		}
 	}
-	if a.opts.Fix && (e.kind == "run" || e.kind == "result") {
+	if a.opts.Fix && (kind == "run" || kind == "result") {
 		if doc, err = a.fix(&r, doc); err != nil {
 			r.Error = err.Error()
 			return r
 		}
 	}
-	problems, err := a.schemas[e.kind].Validate(doc)
+	problems, err := a.schemas[kind].Validate(doc)
 	if err != nil {
 		r.Error, r.NotJSON = "is "+err.Error(), errors.Is(err, schema.ErrNotJSON)
 		return r

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,5 +80,43 @@ func TestWriteLockedConcurrentWritersNeverTear(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	if len(got) != len("writer-00") {
 		t.Errorf("content = %q, want one whole writer's data", got)
+	}
+}
+
+func TestReadFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.json")
+	os.WriteFile(small, []byte(`{"a":1}`), 0o600)
+	if b, err := ReadFileLimit(small, 100); err != nil || string(b) != `{"a":1}` {
+		t.Errorf("ReadFileLimit(small) = %q, %v", b, err)
+	}
+	empty := filepath.Join(dir, "empty.json")
+	os.WriteFile(empty, nil, 0o600)
+	if b, err := ReadFileLimit(empty, 100); err != nil || len(b) != 0 {
+		t.Errorf("ReadFileLimit(empty) = %q, %v", b, err)
+	}
+	if _, err := ReadFileLimit(small, 3); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadFileLimit(over the limit) = %v, want ErrTooLarge", err)
+	}
+	if _, err := ReadFileLimit(filepath.Join(dir, "none"), 100); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadFileLimit(missing) = %v, want ErrNotExist", err)
+	}
+	if _, err := ReadFileLimit(dir, 100); err == nil || err.Error() != "not a regular file (a directory)" {
+		t.Errorf("ReadFileLimit(directory) = %v", err)
+	}
+	// A FIFO with no writer must not block the reader.
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFileLimit(fifo, 100); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "not a regular file (a named pipe)" {
+			t.Errorf("ReadFileLimit(fifo) = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadFileLimit(fifo) blocked")
 	}
 }

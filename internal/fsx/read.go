@@ -3,41 +3,80 @@ package fsx
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"syscall"
 )
 
 // ErrTooLarge is returned by ReadFileLimit for files over the limit.
 var ErrTooLarge = errors.New("file too large")
 
-// ReadFileLimit reads a regular file of at most limit bytes. Anything else (a directory, a
-// FIFO that would block, a file over the limit) is an error that says what it is, so one odd
-// entry in a state directory never stalls or exhausts a scan of thousands.
+// ReadFileLimit reads a regular file of at most limit bytes. Anything else (a directory, a FIFO,
+// a device, a file over the limit) is an error that says what it is, so one odd entry in a state
+// directory never stalls or exhausts a scan of thousands.
+//
+// It is written against the system calls, not os.File, because validate-state reads tens of
+// thousands of small files a second: open (non-blocking, so a FIFO with no writer cannot hang
+// it), fstat, one read into a buffer of the file's size, close. os.ReadFile makes about eleven
+// calls per file (the poller registration among them) and was a third of the time.
 func ReadFileLimit(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("not a regular file (%s)", fileType(st.Mode))
 	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%w: %s, over the %s limit", ErrTooLarge, HumanBytes(fi.Size()), HumanBytes(limit))
+	if st.Size > limit {
+		return nil, fmt.Errorf("%w: %s, over the %s limit", ErrTooLarge, HumanBytes(st.Size), HumanBytes(limit))
 	}
-	// The file may grow between Stat and Read; never read past the limit.
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
+	// One byte more than the size: a read that fills it means the file grew since fstat.
+	buf := make([]byte, st.Size+1)
+	n := 0
+	for {
+		k, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if k == 0 {
+			return buf[:n], nil
+		}
+		n += k
+		if n == len(buf) {
+			if int64(n) > limit {
+				return nil, fmt.Errorf("%w: over the %s limit", ErrTooLarge, HumanBytes(limit))
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+		}
 	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: over the %s limit", ErrTooLarge, HumanBytes(limit))
+}
+
+func fileType(mode uint32) string {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return "a directory"
+	case syscall.S_IFIFO:
+		return "a named pipe"
+	case syscall.S_IFSOCK:
+		return "a socket"
+	case syscall.S_IFCHR, syscall.S_IFBLK:
+		return "a device"
 	}
-	return b, nil
+	return "not a file"
 }
 
 // HumanBytes renders n as "512 B", "1.5 KiB", "50.0 MiB".

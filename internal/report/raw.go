@@ -37,7 +37,7 @@ func rawData(runDoc []byte, res *record.Result, verify json.RawMessage) ([]byte,
 	}
 	doc := c.Bytes()
 	var merged []byte
-	if bytes.Contains(doc, []byte(`"result_`)) || (verify != nil && bytes.Contains(doc, []byte(`"verification"`))) {
+	if hasKey(doc, `"result_status"`, `"result_finished_at"`, `"result_reason"`) || (verify != nil && hasKey(doc, `"verification"`)) {
 		// The run already has a field of one of these names: replace it, as jq's `+` did. Rare
 		// enough to take the slow way (the fields come out sorted, which JSON does not mind).
 		var m map[string]json.RawMessage
@@ -76,6 +76,17 @@ func rawData(runDoc []byte, res *record.Result, verify json.RawMessage) ([]byte,
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// hasKey reports whether doc may have one of the quoted keys: a cheap test that sends the rare
+// record with such a field (or such a string anywhere) down the slow, exact path.
+func hasKey(doc []byte, keys ...string) bool {
+	for _, k := range keys {
+		if bytes.Contains(doc, []byte(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // spoolMemory is how much of raw_data is kept in memory before the spool moves to a temporary

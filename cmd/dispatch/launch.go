@@ -84,7 +84,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 			return nil, errors.New("tmux is not installed (or not on PATH); install it, or pass --no-tmux to run the agent as a background process")
 		}
 	}
-	for _, dir := range []string{filepath.Dir(s.stateDir), repo} {
+	for _, dir := range []string{existingAncestor(s.stateDir), repo} {
 		if free, err := supervise.FreeMB(dir); err == nil && free < 2*s.minFreeMB {
 			return nil, fmt.Errorf("only %d MB free in %s; dispatch needs %d MB to start an agent: free some space", free, dir, 2*s.minFreeMB)
 		}
@@ -369,6 +369,21 @@ func start(ctx context.Context, s *settings, l supervise.Layout, spec *supervise
 	pid := cmd.Process.Pid
 	go cmd.Wait() // reap it if it ends while dispatch still runs (--wait)
 	return pid, nil
+}
+
+// existingAncestor is dir if it exists, else its nearest existing parent: the file system the
+// directory is (or will be) on, even when dir is a mount of its own.
+func existingAncestor(dir string) string {
+	for {
+		if _, err := os.Stat(dir); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return dir
+		}
+		dir = parent
+	}
 }
 
 func effortFor(agentName, effort string) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,21 +46,25 @@ func Reconcile(ctx context.Context, l Layout, sessions *tmux.Client, all bool) (
 		}
 	}
 	var closed []Closed
+	var errs []error
 	seen := map[string]bool{}
 	for _, bead := range beads {
 		if seen[bead] {
 			continue
 		}
 		seen[bead] = true
+		// One bead that cannot be judged (an unreadable record, a full disk) must not keep the
+		// others from being closed.
 		c, err := reconcileBead(ctx, l, sessions, bead)
 		if err != nil {
-			return closed, err
+			errs = append(errs, fmt.Errorf("%s: %w", bead, err))
+			continue
 		}
 		if c != nil {
 			closed = append(closed, *c)
 		}
 	}
-	return closed, nil
+	return closed, errors.Join(errs...)
 }
 
 // Registered lists the beads with a registry entry, sorted.
@@ -127,8 +132,11 @@ func reconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, bead st
 		sessions.KillSession(ctx, session)
 	}
 	if entry != nil && entry.AgentPID > 0 {
-		// Pdeathsig should have killed the agent with its supervisor; make sure of it.
-		syscall.Kill(-entry.AgentPID, syscall.SIGKILL)
+		// Pdeathsig should have killed the agent with its supervisor; make sure of it, but only
+		// if the pid is still that agent's: a pid is reused once its process is gone.
+		if start, ok := ProcessStart(entry.AgentPID); ok && entry.AgentStart != 0 && start == entry.AgentStart {
+			syscall.Kill(-entry.AgentPID, syscall.SIGKILL)
+		}
 	}
 	finished := time.Now()
 	if fi, err := os.Stat(l.LogPath(run.Bead)); err == nil && fi.ModTime().After(mustParse(run.StartedAt)) {
@@ -178,6 +186,26 @@ func SupervisorAlive(pid int, bead string) bool {
 		hasBead = hasBead || string(a) == bead
 	}
 	return hasVerb && hasBead
+}
+
+// ProcessStart returns a process's start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat), which together with the pid names one process for good.
+func ProcessStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count after its end.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(fields[19], 10, 64)
+	return n, err == nil
 }
 
 // SuperviseVerb is the hidden verb under which a tool runs the supervisor.

@@ -130,14 +130,17 @@ func (l Layout) TakeSpec(bead string) (*Spec, error) {
 
 // Entry is the registry entry of a live supervisor.
 type Entry struct {
-	Bead      string `json:"bead"`
-	Attempt   int    `json:"attempt"`
-	PID       int    `json:"pid"`       // the supervisor
-	AgentPID  int    `json:"agent_pid"` // the agent, leader of its own process group; 0 until started
-	Backend   string `json:"backend"`
-	Socket    string `json:"socket,omitempty"`
-	Session   string `json:"session,omitempty"`
-	StartedAt string `json:"started_at"`
+	Bead     string `json:"bead"`
+	Attempt  int    `json:"attempt"`
+	PID      int    `json:"pid"`       // the supervisor
+	AgentPID int    `json:"agent_pid"` // the agent, leader of its own process group; 0 until started
+	// AgentStart is the agent's start time (clock ticks since boot, /proc/<pid>/stat), so that a
+	// pid reused by another process is never taken for the agent.
+	AgentStart uint64 `json:"agent_start,omitempty"`
+	Backend    string `json:"backend"`
+	Socket     string `json:"socket,omitempty"`
+	Session    string `json:"session,omitempty"`
+	StartedAt  string `json:"started_at"`
 }
 
 // WriteEntry records a live supervisor.

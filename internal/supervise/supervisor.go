@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +63,9 @@ func Supervise(spec *Spec, term io.Writer) error {
 		fmt.Fprintf(term, "supervisor: warning: %v\n", err)
 	}
 	reserve := l.EntryPath(spec.Bead) + ".reserve"
-	holdReserve(reserve)
+	if err := holdReserve(reserve); err != nil {
+		fmt.Fprintf(term, "supervisor: warning: no disk reserve for the final records: %v\n", err)
+	}
 
 	out := run(spec, l, entry, sigs, term)
 
@@ -98,6 +101,7 @@ func run(spec *Spec, l Layout, entry *Entry, sigs <-chan os.Signal, term io.Writ
 			Finished: time.Now(), Summary: Summary(last.Bytes(), 500)}
 	}
 	entry.AgentPID = agent.Process.Pid
+	entry.AgentStart, _ = ProcessStart(agent.Process.Pid)
 	l.WriteEntry(entry)
 
 	var timeout <-chan time.Time
@@ -289,15 +293,24 @@ func FreeMB(dir string) (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize) / (1 << 20), nil
 }
 
-func holdReserve(path string) {
+// holdReserve takes reserveSize bytes of disk in path. fallocate reserves real blocks even on
+// file systems that compress or deduplicate; where it is not supported, bytes that do not
+// compress are written instead.
+func holdReserve(path string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return
+		return err
 	}
 	defer f.Close()
-	if _, err := f.Write(make([]byte, reserveSize)); err == nil {
-		f.Sync()
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, reserveSize); err == nil {
+		return nil
 	}
+	noise := make([]byte, reserveSize)
+	rand.Read(noise)
+	if _, err := f.Write(noise); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // verify runs the verification command, if any, after the agent ended on its own.

@@ -27,9 +27,9 @@ fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-## bench: each tool against the one it replaces, on the same generated data
+## bench: each tool against the one it replaces, on the same generated data (scripts/bench/*.sh;
+## each runs its tool's `go test -bench` benchmarks or times the binary itself)
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 	./scripts/bench.sh
 
 ## demo: the main job on a throwaway workspace

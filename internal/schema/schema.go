@@ -52,6 +52,8 @@ type Schema struct {
 	Unsupported []string
 
 	compiled *gojsonschema.Schema
+	// fast decides "valid" without gojsonschema for schemas it fully understands (nil: none).
+	fast *fastNode
 }
 
 // Compile compiles doc, the schema of kind read from source.
@@ -70,7 +72,8 @@ func Compile(kind, source string, doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling schema %s: %w", source, err)
 	}
-	return &Schema{Kind: kind, Source: source, Unsupported: unsupportedKeywords(tree), compiled: compiled}, nil
+	return &Schema{Kind: kind, Source: source, Unsupported: unsupportedKeywords(tree), compiled: compiled,
+		fast: compileFast(tree)}, nil
 }
 
 // Load compiles the schema of kind from dir/<kind>.schema.json when dir is not empty and the file
@@ -105,6 +108,10 @@ func (s *Schema) Validate(doc []byte) ([]Problem, error) {
 	doc = StripBOM(doc)
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, fmt.Errorf("%w: the file is empty", ErrNotJSON)
+	}
+	// The fast path proves well-formedness itself; when it is not sure, gojsonschema decides.
+	if s.fast != nil && s.fast.valid(doc) {
+		return nil, nil
 	}
 	// gojsonschema reads only the first value and ignores anything after it, so well-formedness
 	// is checked here first (json.Valid allocates nothing).

@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ordered"
@@ -140,6 +142,7 @@ func (a *Auditor) Schema(kind string) *schema.Schema { return a.schemas[kind] }
 // apart from the directory and joined one at a time, so a listing costs a string per file.
 type listing struct {
 	dir     string
+	dirfd   int // the open directory, or fsx.Cwd for a single file
 	names   []string
 	kind    string
 	failure string
@@ -160,7 +163,7 @@ func expand(t Target) listing {
 		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
 	}
 	if !fi.IsDir() {
-		return listing{names: []string{t.Path}, kind: t.Kind}
+		return listing{names: []string{t.Path}, kind: t.Kind, dirfd: fsx.Cwd}
 	}
 	f, err := os.Open(t.Path)
 	if err != nil {
@@ -178,7 +181,11 @@ func expand(t Target) listing {
 		}
 	}
 	sort.Strings(names)
-	return listing{dir: filepath.Clean(t.Path), names: names, kind: t.Kind}
+	dirfd, err := syscall.Open(t.Path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
+	}
+	return listing{dir: filepath.Clean(t.Path), dirfd: dirfd, names: names, kind: t.Kind}
 }
 
 func matches(name, kind string) bool {
@@ -220,14 +227,26 @@ func (a *Auditor) Run(targets []Target, emit func(Report)) {
 			continue
 		}
 		ordered.Map(len(ls.names), workers, 8*workers, func(i int) Report {
-			return a.check(ls.path(i), ls.kind)
+			return a.check(ls, i)
 		}, func(_ int, r Report) { emit(r) })
+		if ls.dirfd != fsx.Cwd {
+			syscall.Close(ls.dirfd)
+		}
 	}
 }
 
-func (a *Auditor) check(path, kind string) Report {
+// buffers recycles read buffers: a document is not kept once checked (--fix copies what it keeps).
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+func (a *Auditor) check(ls listing, i int) Report {
+	path, kind := ls.path(i), ls.kind
 	r := Report{Path: path, Kind: kind}
-	doc, err := fsx.ReadFileLimit(path, record.MaxSize)
+	bufp := buffers.Get().(*[]byte)
+	defer buffers.Put(bufp)
+	doc, err := fsx.ReadFileAt(ls.dirfd, ls.names[i], record.MaxSize, *bufp)
+	if err == nil && cap(doc) <= 1<<20 {
+		*bufp = doc[:0] // keep a grown buffer for the next file, but not a huge one
+	}
 	if err != nil {
 		if errors.Is(err, fsx.ErrTooLarge) {
 			r.Error = "cannot be checked: " + err.Error()

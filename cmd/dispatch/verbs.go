@@ -85,6 +85,19 @@ func isTerminal(w io.Writer) bool {
 
 func settingsFrom(c *ucli.Context) (*settings, error) { return loadSettings(c.String("state-dir")) }
 
+// oneBead reads the single BEAD argument of a verb, checked, and the settings.
+func oneBead(c *ucli.Context, verb string) (string, *settings, error) {
+	if c.NArg() != 1 {
+		return "", nil, cli.Usagef("dispatch %s needs one BEAD", verb)
+	}
+	bead := c.Args().First()
+	if err := record.CheckBead(bead); err != nil {
+		return "", nil, cli.Usagef("%v", err)
+	}
+	s, err := settingsFrom(c)
+	return bead, s, err
+}
+
 func waitApp(stdout, stderr io.Writer) *ucli.App {
 	return newApp(tool+" wait", "block until the beads' outcomes are final", "dispatch wait BEAD...", nil, stdout, stderr,
 		func(c *ucli.Context) error {
@@ -123,14 +136,7 @@ func waitApp(stdout, stderr io.Writer) *ucli.App {
 func killApp(stdout, stderr io.Writer) *ucli.App {
 	return newApp(tool+" kill", "stop a bead's agent; its records say killed", "dispatch kill BEAD", nil, stdout, stderr,
 		func(c *ucli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Usagef("dispatch kill needs one BEAD")
-			}
-			bead := c.Args().First()
-			if err := record.CheckBead(bead); err != nil {
-				return cli.Usagef("%v", err)
-			}
-			s, err := settingsFrom(c)
+			bead, s, err := oneBead(c, "kill")
 			if err != nil {
 				return err
 			}
@@ -188,14 +194,7 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 func attachApp(stdout, stderr io.Writer) *ucli.App {
 	return newApp(tool+" attach", "watch a bead's agent in its tmux session", "dispatch attach BEAD", nil, stdout, stderr,
 		func(c *ucli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Usagef("dispatch attach needs one BEAD")
-			}
-			bead := c.Args().First()
-			if err := record.CheckBead(bead); err != nil {
-				return cli.Usagef("%v", err)
-			}
-			s, err := settingsFrom(c)
+			bead, s, err := oneBead(c, "attach")
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -375,14 +374,4 @@ func Recommendations(s Statistics) []string {
 		recs = []string{"All metrics within acceptable ranges. Continue monitoring."}
 	}
 	return recs
-}
-
-// upper is jq's ascii_upcase: ASCII letters only, everything else as it is.
-func upper(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' {
-			return r - 'a' + 'A'
-		}
-		return r
-	}, s)
 }

@@ -11,7 +11,6 @@
 package report
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -52,14 +51,12 @@ type Bead struct {
 	FinishedAt string // the result's finished_at; "" when missing or null
 	Reason     string // the result's reason
 
-	// Verification is the object of results/<bead>-verify.json, compact; nil when there is none.
-	Verification json.RawMessage
 	// Verified is the overall verdict of the verification ("pass", "fail"): the verify file's,
 	// else the result's or the run's own verification field; "" when there is none.
 	Verified string
 	// Raw is the bead's element of the JSON report's raw_data, indented for it: the run record
-	// as written plus result_status, result_finished_at and result_reason (and verification
-	// when there is one). Only kept when Source.Raw is set.
+	// as written plus result_status, result_finished_at and result_reason (and the verify
+	// file's object as verification). Only kept when Source.Raw is set.
 	Raw []byte
 
 	// Seconds is the bead's duration, valid when HasSeconds: result finished_at − run started_at.

@@ -59,11 +59,6 @@ func ParseDate(s string) (t time.Time, dateOnly bool, err error) {
 	return time.Time{}, false, fmt.Errorf("%q is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-02-11T09:00:00Z", s)
 }
 
-// Active reports whether the filter leaves anything out.
-func (f Filter) Active() bool {
-	return f.hasSince || f.hasUntil || len(f.Agents)+len(f.Models)+len(f.Templates) > 0
-}
-
 // Match reports whether the report counts b.
 //
 // --since keeps a bead that started at or after the date, or whose result finished at or after

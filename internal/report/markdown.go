@@ -80,16 +80,12 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 }
 
 // seconds prints a duration in seconds as the text report does, with a readable form beside
-// long ones: "3600s (1h0m)".
+// long ones: "5400s (1h30m)".
 func seconds(n int64) string {
 	if n < 60 {
 		return fmt.Sprintf("%ds", n)
 	}
-	h, m := n/3600, n%3600/60
-	if h == 0 {
-		return fmt.Sprintf("%ds (%dm%02ds)", n, m, n%60)
-	}
-	return fmt.Sprintf("%ds (%dh%02dm)", n, h, m)
+	return fmt.Sprintf("%ds (%s)", n, human(n))
 }
 
 // mdEscape keeps a value from a record from breaking a table or starting markup: pipes,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 )
 
@@ -95,7 +94,7 @@ func (p promWriter) family(name, typ, help string) {
 }
 
 func (p promWriter) sample(name, labels string, v float64) {
-	fmt.Fprintf(p.b, "%s%s%s %s\n", MetricPrefix, name, labels, promNumber(v))
+	fmt.Fprintf(p.b, "%s%s%s %s\n", MetricPrefix, name, labels, number(v))
 }
 
 func (p promWriter) gauge(name, help string, v float64) {
@@ -119,5 +118,3 @@ func ratio(n, total int) float64 {
 	}
 	return float64(n) / float64(total)
 }
-
-func promNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

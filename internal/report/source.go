@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,7 +15,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ordered"
 	"github.com/agentfleet/fleet/internal/record"
 )
@@ -49,8 +49,6 @@ type Skipped struct {
 	Path string
 	Err  error
 }
-
-func (s Skipped) Error() string { return fmt.Sprintf("%s: %v", s.Path, s.Err) }
 
 // batch is what reading one entry yields: its beads (the current run and any earlier
 // attempts) and the files that had to be skipped.
@@ -103,11 +101,11 @@ func (s Source) list() ([]entry, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("state directory %s is not a directory", s.Dir)
 	}
-	runs, err := names(filepath.Join(s.Dir, "runs"), false)
+	runs, err := recordNames(filepath.Join(s.Dir, "runs"))
 	if err != nil {
 		return nil, err
 	}
-	results, err := names(filepath.Join(s.Dir, "results"), false)
+	results, err := recordNames(filepath.Join(s.Dir, "results"))
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +113,6 @@ func (s Source) list() ([]entry, error) {
 	for _, n := range runs {
 		entries = append(entries, entry{name: n, run: true})
 	}
-	runs = nil
 	var verifies []string
 	results = slices.DeleteFunc(results, func(n string) bool {
 		if base, ok := strings.CutSuffix(n, verifySuffix); ok && base != "" {
@@ -124,10 +121,12 @@ func (s Source) list() ([]entry, error) {
 		}
 		return false
 	})
+	// Sorted again: "a-b-verify" sorts before "a-verify", but "a" before "a-b".
+	slices.Sort(verifies)
 	entries = union(entries, results, func(e *entry) { e.result = true })
 	entries = union(entries, verifies, func(e *entry) { e.verify = true })
 	if s.Attempts {
-		dirs, err := names(filepath.Join(s.Dir, "attempts"), true)
+		dirs, err := subdirs(filepath.Join(s.Dir, "attempts"))
 		if err != nil {
 			return nil, err
 		}
@@ -136,10 +135,10 @@ func (s Source) list() ([]entry, error) {
 	return entries, nil
 }
 
-// names lists a directory's *.json files (without the extension), or with dirs its
-// subdirectories, sorted. A missing directory has none: the original read it as empty. Hidden
-// names are skipped: they are the temporary files of writes in progress.
-func names(dir string, dirs bool) ([]string, error) {
+// recordNames lists a directory's *.json files, without the extension, sorted. A missing
+// directory has none: the original read it as empty. Hidden names are skipped: they are the
+// temporary files of writes in progress.
+func recordNames(dir string) ([]string, error) {
 	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -148,31 +147,36 @@ func names(dir string, dirs bool) ([]string, error) {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
 	defer f.Close()
-	var list []string
-	if dirs {
-		des, err := f.ReadDir(-1)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", dir, err)
-		}
-		for _, de := range des {
-			if de.IsDir() && !strings.HasPrefix(de.Name(), ".") {
-				list = append(list, de.Name())
-			}
-		}
-	} else {
-		// Readdirnames, not ReadDir: a million names without a million DirEntry values.
-		all, err := f.Readdirnames(-1)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", dir, err)
-		}
-		list = all[:0]
-		for _, n := range all {
-			if base, ok := strings.CutSuffix(n, ".json"); ok && base != "" && !strings.HasPrefix(n, ".") {
-				list = append(list, base)
-			}
+	// Readdirnames, not ReadDir: a million names without a million DirEntry values.
+	all, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	list := all[:0]
+	for _, n := range all {
+		if base, ok := strings.CutSuffix(n, ".json"); ok && base != "" && !strings.HasPrefix(n, ".") {
+			list = append(list, base)
 		}
 	}
 	slices.Sort(list)
+	return list, nil
+}
+
+// subdirs lists a directory's subdirectories (not hidden), sorted; none when it is missing.
+func subdirs(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var list []string
+	for _, de := range des {
+		if de.IsDir() && !strings.HasPrefix(de.Name(), ".") {
+			list = append(list, de.Name())
+		}
+	}
 	return list, nil
 }
 
@@ -203,11 +207,6 @@ func union(entries []entry, names []string, set func(*entry)) []entry {
 	return out
 }
 
-// readRecord reads one record file, bounded as every record read is.
-func readRecord(path string) ([]byte, error) {
-	return fsx.ReadFileLimit(path, record.MaxSize)
-}
-
 // buffers are the read buffers of one entry's run and result, reused from entry to entry: the
 // decoded records copy what they keep, and the raw_data element is built before they go back.
 type buffers struct{ run, result []byte }
@@ -231,9 +230,9 @@ func (s Source) read(e entry) batch {
 	}
 	if current != nil {
 		out.beads = append(out.beads, current)
-		// Attempts are numbered; keep the bead's beads in attempt order wherever the current
-		// one falls.
-		slices.SortStableFunc(out.beads, func(a, b *Bead) int { return a.Attempt - b.Attempt })
+		// Keep the bead's beads in attempt order wherever the current one falls (a legacy run
+		// with no attempt number is the latest).
+		slices.SortStableFunc(out.beads, func(a, b *Bead) int { return order(a) - order(b) })
 	}
 	return out
 }
@@ -295,7 +294,6 @@ func (s Source) readCurrent(e entry, bufs *buffers, fail func(string, error)) *B
 // finish adds the verification and the raw_data element to a merged bead.
 func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.RawMessage, fail func(string, error), path string) {
 	if verify != nil {
-		b.Verification = verify
 		var v struct {
 			Overall      string `json:"overall"`
 			Verification *struct {
@@ -325,7 +323,7 @@ func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.R
 
 // readObject reads a JSON object and returns it compact.
 func readObject(path string) (json.RawMessage, error) {
-	doc, err := readRecord(path)
+	doc, err := readInto(path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +346,7 @@ func readObject(path string) (json.RawMessage, error) {
 // (in runs/) is not counted twice, and a result with no run is left out, as in runs/.
 func (s Source) readAttempts(bead string, current *Bead, fail func(string, error)) []*Bead {
 	dir := filepath.Join(s.Dir, "attempts", bead)
-	files, err := names(dir, false)
+	files, err := recordNames(dir)
 	if err != nil {
 		fail(dir, err)
 		return nil
@@ -379,7 +377,7 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 			}
 			get(fileNumber).verify = v
 		case strings.Contains(lower, "result"):
-			doc, err := readRecord(path)
+			doc, err := readInto(path, nil)
 			if err == nil {
 				var res *record.Result
 				if res, err = record.DecodeResult(doc); err == nil {
@@ -389,7 +387,7 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 			}
 			fail(path, err)
 		default:
-			doc, err := readRecord(path)
+			doc, err := readInto(path, nil)
 			if err == nil {
 				var run *record.Run
 				if run, err = record.DecodeRun(doc); err == nil {
@@ -415,6 +413,13 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 	}
 	slices.SortFunc(out, func(a, b *Bead) int { return a.Attempt - b.Attempt })
 	return out
+}
+
+func order(b *Bead) int {
+	if b.Attempt > 0 {
+		return b.Attempt
+	}
+	return math.MaxInt
 }
 
 // pick is the record's own attempt number when it has one, else the file name's.

@@ -294,3 +294,23 @@ func TestSpool(t *testing.T) {
 		s.Close()
 	}
 }
+
+func TestListVerifyOrder(t *testing.T) {
+	// Stripping "-verify" reorders names: the union needs them sorted again.
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"runs/a.json":               `{"bead":"a"}`,
+		"runs/a-b.json":             `{"bead":"a-b"}`,
+		"results/a-verify.json":     `{"overall":"pass"}`,
+		"results/a-b-verify.json":   `{"overall":"fail"}`,
+		"results/a-b-c-verify.json": `{"overall":"fail"}`,
+	})
+	entries, err := Source{Dir: dir}.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []entry{{name: "a", run: true, verify: true}, {name: "a-b", run: true, verify: true}, {name: "a-b-c", verify: true}}
+	if !reflect.DeepEqual(entries, want) {
+		t.Errorf("list() = %+v, want %+v", entries, want)
+	}
+}

@@ -68,18 +68,18 @@ func templateRecommendation(templates []TemplateScore) string {
 func (ts TemplateScores) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"generated_at":`)
-	writeJSON(&b, ts.GeneratedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	b.Write(indented(ts.GeneratedAt.UTC().Format("2006-01-02T15:04:05Z")))
 	b.WriteString(`,"templates":{`)
 	for i, t := range ts.Templates {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeJSON(&b, t.Template)
+		b.Write(indented(t.Template))
 		fmt.Fprintf(&b, `:{"uses":%d,"success_rate":%s,"avg_duration_s":%d,"avg_retries":%s}`,
 			t.Uses, number(t.SuccessRate), t.AvgDurationS, number(t.AvgRetries))
 	}
 	b.WriteString(`},"recommendation":`)
-	writeJSON(&b, ts.Recommendation)
+	b.Write(indented(ts.Recommendation))
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
@@ -121,13 +121,6 @@ func WriteTemplatesText(w io.Writer, ts TemplateScores, writtenTo string) error 
 	return err
 }
 
-// number prints a float as jq does: integers without a point, others in the shortest form.
+// number prints a float as jq does: integers without a point, others in the shortest form
+// (also what the exposition format takes).
 func number(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-// writeJSON appends v as JSON, without HTML escaping (as jq writes strings).
-func writeJSON(b *bytes.Buffer, v any) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-	b.Truncate(b.Len() - 1) // Encode's newline
-}

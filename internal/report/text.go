@@ -118,3 +118,13 @@ func filterLines(f Filter) []string {
 	}
 	return lines
 }
+
+// upper is jq's ascii_upcase: ASCII letters only, everything else as it is.
+func upper(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}, s)
+}

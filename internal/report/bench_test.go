@@ -3,11 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/benchdata"
 	"github.com/agentfleet/fleet/internal/record"
 )
 
@@ -15,54 +14,11 @@ import (
 // the binary on up to a million pairs (scripts/bench/analyze-runs.sh).
 const benchPairs = 2000
 
-// benchState writes benchPairs full run/result pairs into a temporary state directory, as
-// record.Marshal renders them (not through record.Store: its fsyncs would make the set up take
-// longer than the benchmark).
+// benchState generates benchPairs pairs (10% of them legacy records) as make bench does.
 func benchState(b *testing.B) string {
 	dir := b.TempDir()
-	for _, sub := range []string{"runs", "results"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	write := func(path string, v any) {
-		doc, err := record.Marshal(v)
-		if err == nil {
-			err = os.WriteFile(path, doc, 0o644)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	{
-		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		tmpl := []string{"feature", "bug-fix", "docs"}
-		for i := range benchPairs {
-			id := fmt.Sprintf("bd-%06x", i)
-			start := base.Add(time.Duration(i) * 7 * time.Minute)
-			end := record.FormatTime(start.Add(time.Duration(60+i%3600) * time.Second))
-			status := []string{"done", "done", "failed", "timeout"}[i%4]
-			prompt := fmt.Sprintf("Fix component %d of the service, carefully", i)
-			t := tmpl[i%3]
-			run := &record.Run{SchemaVersion: 1, Bead: id, Agent: "claude", Model: "sonnet", Repo: "/srv/repo",
-				Prompt: prompt, PromptFull: prompt, PromptHash: record.PromptHash(prompt), StartedAt: record.FormatTime(start),
-				FinishedAt: &end, DurationSeconds: record.Int(int64(60 + i%3600)), Status: status, Attempt: 1 + i%2,
-				MaxRetries: 2, SessionName: record.SessionName(id), ResultFile: record.ResultFile(id), TemplateName: &t}
-			res := &record.Result{SchemaVersion: 1, Bead: id, Agent: "claude", Status: status, Reason: "status-file",
-				StartedAt: run.StartedAt, FinishedAt: &end, DurationSeconds: run.DurationSeconds, Attempt: run.Attempt,
-				MaxRetries: 2, SessionName: run.SessionName}
-			if status != "done" {
-				res.ExitCode = record.Int(1)
-			} else {
-				res.ExitCode = record.Int(0)
-			}
-			run.ExitCode = res.ExitCode
-			if status == "timeout" || status == "failed" {
-				run.FailureReason = &res.Reason
-			}
-			write(filepath.Join(dir, "runs", id+".json"), run)
-			write(filepath.Join(dir, "results", id+".json"), res)
-		}
+	if err := benchdata.Generate(benchPairs, dir, 1, 10, 0); err != nil {
+		b.Fatal(err)
 	}
 	return dir
 }

@@ -14,7 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ordered"
 	"github.com/agentfleet/fleet/internal/record"
 )
@@ -75,8 +77,19 @@ func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
 	if workers <= 0 {
 		workers = 4 * runtime.GOMAXPROCS(0)
 	}
+	// The two directories are opened once and each file read by its name in them, so the kernel
+	// resolves one path component per file rather than the whole state directory path.
+	var fds dirs
+	if fds.runs, err = openDir(filepath.Join(s.Dir, "runs")); err != nil {
+		return err
+	}
+	defer closeDir(fds.runs)
+	if fds.results, err = openDir(filepath.Join(s.Dir, "results")); err != nil {
+		return err
+	}
+	defer closeDir(fds.results)
 	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
-		return s.read(entries[i])
+		return s.read(fds, entries[i])
 	}, func(_ int, b batch) {
 		for _, sk := range b.skipped {
 			skip(sk)
@@ -86,6 +99,26 @@ func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
 		}
 	})
 	return nil
+}
+
+// dirs are the open runs/ and results/ directories (-1 for one that does not exist).
+type dirs struct{ runs, results int }
+
+func openDir(path string) (int, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return fd, nil
+}
+
+func closeDir(fd int) {
+	if fd >= 0 {
+		syscall.Close(fd)
+	}
 }
 
 // list returns the sorted union of the bead names in runs/, results/ and (with Attempts)
@@ -211,10 +244,14 @@ func union(entries []entry, names []string, set func(*entry)) []entry {
 // decoded records copy what they keep, and the raw_data element is built before they go back.
 type buffers struct{ run, result []byte }
 
+// maxKeptBuffer is the largest buffer kept for the next entry: records are a few kilobytes, and
+// one huge prompt must not keep its megabytes pinned in the pool.
+const maxKeptBuffer = 1 << 20
+
 var bufferPool = sync.Pool{New: func() any { return &buffers{make([]byte, 0, 16<<10), make([]byte, 0, 16<<10)} }}
 
 // read reads one entry's files and merges them.
-func (s Source) read(e entry) batch {
+func (s Source) read(fds dirs, e entry) batch {
 	var out batch
 	fail := func(path string, err error) {
 		out.skipped = append(out.skipped, Skipped{path, err})
@@ -222,7 +259,7 @@ func (s Source) read(e entry) batch {
 	var current *Bead
 	if e.run {
 		bufs := bufferPool.Get().(*buffers)
-		current = s.readCurrent(e, bufs, fail)
+		current = s.readCurrent(fds, e, bufs, fail)
 		bufferPool.Put(bufs)
 	}
 	if s.Attempts && e.hasAttempts {
@@ -238,10 +275,10 @@ func (s Source) read(e entry) batch {
 }
 
 // readCurrent reads a bead's run, its result and its verification.
-func (s Source) readCurrent(e entry, bufs *buffers, fail func(string, error)) *Bead {
+func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, error)) *Bead {
 	runPath := filepath.Join(s.Dir, "runs", e.name+".json")
-	runDoc, err := readInto(runPath, bufs.run)
-	if runDoc != nil {
+	runDoc, err := fsx.ReadFileAt(fds.runs, e.name+".json", record.MaxSize, bufs.run)
+	if cap(runDoc) <= maxKeptBuffer {
 		bufs.run = runDoc[:0]
 	}
 	if err != nil {
@@ -260,10 +297,10 @@ func (s Source) readCurrent(e entry, bufs *buffers, fail func(string, error)) *B
 		resName, hasRes = run.Bead, true
 	}
 	var res *record.Result
-	if hasRes {
+	if hasRes && fds.results >= 0 {
 		resPath := filepath.Join(s.Dir, "results", resName+".json")
-		doc, err := readInto(resPath, bufs.result)
-		if doc != nil {
+		doc, err := fsx.ReadFileAt(fds.results, resName+".json", record.MaxSize, bufs.result)
+		if cap(doc) <= maxKeptBuffer {
 			bufs.result = doc[:0]
 		}
 		switch {
@@ -323,7 +360,7 @@ func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.R
 
 // readObject reads a JSON object and returns it compact.
 func readObject(path string) (json.RawMessage, error) {
-	doc, err := readInto(path, nil)
+	doc, err := fsx.ReadFileLimit(path, record.MaxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +414,7 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 			}
 			get(fileNumber).verify = v
 		case strings.Contains(lower, "result"):
-			doc, err := readInto(path, nil)
+			doc, err := fsx.ReadFileLimit(path, record.MaxSize)
 			if err == nil {
 				var res *record.Result
 				if res, err = record.DecodeResult(doc); err == nil {
@@ -387,7 +424,7 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 			}
 			fail(path, err)
 		default:
-			doc, err := readInto(path, nil)
+			doc, err := fsx.ReadFileLimit(path, record.MaxSize)
 			if err == nil {
 				var run *record.Run
 				if run, err = record.DecodeRun(doc); err == nil {

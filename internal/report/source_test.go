@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
 )
 
@@ -156,6 +155,19 @@ func TestScanRunNamedOtherwise(t *testing.T) {
 	}
 }
 
+func TestScanNoResults(t *testing.T) {
+	// No results/ at all: every run is running, whatever bead it names.
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"runs/bd-a.json":   `{"bead":"bd-a"}`,
+		"runs/copy-b.json": `{"bead":"bd-b"}`,
+	})
+	beads, skipped := scan(t, Source{Dir: dir})
+	if len(beads) != 2 || beads[0].Outcome() != OutcomeRunning || beads[1].Outcome() != OutcomeRunning || len(skipped) != 0 {
+		t.Errorf("Scan = %d beads, skipped %q; want 2 running, none skipped", len(beads), skipped)
+	}
+}
+
 func TestScanMissing(t *testing.T) {
 	dir := t.TempDir()
 	err := Source{Dir: filepath.Join(dir, "nope")}.Scan(func(*Bead) {}, func(Skipped) {})
@@ -175,45 +187,6 @@ func TestUnion(t *testing.T) {
 	want := []entry{{name: "a", run: true}, {name: "b", result: true}, {name: "c", run: true, result: true}, {name: "d", result: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("union() = %+v, want %+v", got, want)
-	}
-}
-
-func TestReadInto(t *testing.T) {
-	dir := t.TempDir()
-	small := filepath.Join(dir, "small.json")
-	os.WriteFile(small, []byte(`{"a":1}`), 0o644)
-	big := filepath.Join(dir, "big.json")
-	os.WriteFile(big, bytes.Repeat([]byte("x"), 40<<10), 0o644)
-	huge := filepath.Join(dir, "huge.json")
-	f, _ := os.Create(huge)
-	f.Truncate(record.MaxSize + 1)
-	f.Close()
-
-	for _, tt := range []struct {
-		path string
-		buf  []byte
-		want int
-	}{{small, nil, 7}, {small, make([]byte, 0, 4), 7}, {big, make([]byte, 0, 1024), 40 << 10}} {
-		b, err := readInto(tt.path, tt.buf)
-		if err != nil || len(b) != tt.want {
-			t.Errorf("readInto(%s, cap %d) = %d bytes, %v; want %d bytes", filepath.Base(tt.path), cap(tt.buf), len(b), err, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		path string
-		want string
-	}{
-		{filepath.Join(dir, "missing.json"), "no such file"},
-		{dir, "not a regular file"},
-		{huge, "file too large"},
-	} {
-		_, err := readInto(tt.path, nil)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("readInto(%s) = %v, want an error containing %q", filepath.Base(tt.path), err, tt.want)
-		}
-	}
-	if _, err := readInto(huge, nil); !errors.Is(err, fsx.ErrTooLarge) {
-		t.Errorf("readInto(huge) = %v, want fsx.ErrTooLarge", err)
 	}
 }
 

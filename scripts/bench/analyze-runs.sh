@@ -22,7 +22,8 @@
 # Generation is not timed. Each set is read once before it is timed (a warm page cache, as for a
 # cron job that runs often); a set larger than the page cache stays cold whatever is done, and
 # the "cat floor" column shows what merely reading its files costs, to tell I/O from our work.
-# Wall time is measured with date +%s%N; peak RSS comes from GNU time when there is one. The exit
+# Wall time is measured with date +%s%N; peak RSS and CPU time (user + system; above the wall
+# time when both cores work) come from GNU time when there is one. The exit
 # status is 0 unless something could not be run (a missed target is reported, not failed on).
 set -euo pipefail
 
@@ -98,12 +99,13 @@ if [[ -x /usr/bin/time ]] && /usr/bin/time -f %M -o /dev/null true 2>/dev/null; 
 fi
 
 # timed CMD...: runs CMD with stdout to $tmp/out and stderr to $tmp/err; sets t_ns (wall clock),
-# t_kb (peak RSS in KiB, "" when unknown); exits the script when CMD fails.
+# t_kb (peak RSS in KiB) and t_cpu (user + system seconds), "" when unknown; exits the script
+# when CMD fails.
 timed() {
 	local start end rc=0
 	start=$(date +%s%N)
 	if [[ -n $gnu_time ]]; then
-		"$gnu_time" -f %M -o "$tmp/rss" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+		"$gnu_time" -f '%M %U %S' -o "$tmp/rss" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
 	else
 		"$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
 	fi
@@ -114,22 +116,23 @@ timed() {
 		exit 1
 	fi
 	t_ns=$((end - start))
-	t_kb=""
-	[[ -n $gnu_time ]] && t_kb=$(tail -n1 "$tmp/rss")
+	t_kb="" t_cpu=""
+	[[ -n $gnu_time ]] && read -r t_kb t_cpu < <(tail -n1 "$tmp/rss" | awk '{ printf "%s %.2f\n", $1, $2 + $3 }')
 	return 0
 }
 
-# measure N CMD...: a warm-up run, then N timed runs; sets m_ns (median) and m_kb (max).
+# measure N CMD...: a warm-up run, then N timed runs; sets m_ns and m_cpu (of the median run)
+# and m_kb (max).
 measure() {
 	local n=$1 i times=() kb=""
 	shift
 	timed "$@"
 	for ((i = 0; i < n; i++)); do
 		timed "$@"
-		times+=("$t_ns")
+		times+=("$t_ns ${t_cpu:--}")
 		if [[ -n $t_kb && (-z $kb || $t_kb -gt $kb) ]]; then kb=$t_kb; fi
 	done
-	m_ns=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((n + 1) / 2))p")
+	read -r m_ns m_cpu < <(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((n + 1) / 2))p")
 	m_kb=$kb
 }
 
@@ -149,7 +152,7 @@ floor() {
 secs() { awk -v ns="$1" 'BEGIN { s = ns / 1e9; if (s < 0.1) printf "%.1f ms", s * 1000; else if (s < 10) printf "%.2f s", s; else printf "%.1f s", s }'; }
 rate() { awk -v n="$1" -v ns="$2" 'BEGIN { printf "%.0f", n / (ns / 1e9) }'; }
 mb() { if [[ -n $1 ]]; then awk -v kb="$1" 'BEGIN { printf "%.0f MB", kb / 1024 }'; else echo n/a; fi; }
-fmt='%-9s %-9s %-10s %-10s %-9s %-11s %s\n'
+fmt='%-9s %-9s %-10s %-9s %-10s %-9s %-11s %s\n'
 
 echo
 echo "analyze-runs bench ($cores cores, median of $runs runs after a warm-up; sets of 1,000,000+ pairs: $runs_large run)"
@@ -158,7 +161,7 @@ if [[ -n $load_before ]]; then
 fi
 echo "data: tools/genrecords -seed 1 (10% legacy records); command: analyze-runs --state-dir SET (the text report)"
 [[ -z $gnu_time ]] && echo "GNU time not found: peak RSS not measured"
-printf "$fmt" pairs files wall pairs/s "peak RSS" "cat floor" target
+printf "$fmt" pairs files wall "cpu" pairs/s "peak RSS" "cat floor" target
 declare -A NS KB
 for n in "${sizes[@]}"; do
 	set=$(set_dir "$n")
@@ -183,8 +186,15 @@ for n in "${sizes[@]}"; do
 	100000) tgt="< 2 s" ;;
 	1000000) tgt="< 20 s, < 300 MB" ;;
 	esac
-	printf "$fmt" "$n" "$((2 * n))" "$(secs "$m_ns")" "$(rate "$n" "$m_ns")" "$(mb "$m_kb")" "$fl" "$tgt"
+	cpu=-
+	[[ $m_cpu != - ]] && cpu="$m_cpu s"
+	printf "$fmt" "$n" "$((2 * n))" "$(secs "$m_ns")" "$cpu" "$(rate "$n" "$m_ns")" "$(mb "$m_kb")" "$fl" "$tgt"
 done
+
+if [[ ${BENCH_FLOOR:-1} == 1 ]]; then
+	echo "cat floor: cat reading every file of the set ($((cores * 4)) in parallel, after a warm-up): near or above the"
+	echo "wall time, the run was bound by reading files (a set bigger than what the page cache keeps is read cold)"
+fi
 
 echo
 target() { # LABEL OK

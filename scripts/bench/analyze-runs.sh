@@ -16,6 +16,7 @@
 #   BENCH_RUNS=N       timed runs per set below 1,000,000 pairs, the median is reported
 #                      (default 5); larger sets are timed once (BENCH_RUNS_LARGE, default 1).
 #   BENCH_FLOOR=0      skip the "cat floor" (the time to merely read every file with cat).
+#   BENCH_GO=0         skip the Go benchmarks of internal/report (scan, --json path, aggregation).
 #
 # 1,000,000 pairs are 2,000,000 files, about 8 GB on ext4 (one 4 KiB block each): the script
 # checks the free space first and scales the largest set down, saying so, when it is short.
@@ -216,4 +217,10 @@ if [[ -n ${NS[1000000]:-} ]]; then
 	fi
 else
 	echo "  (1,000,000 pairs not timed)"
+fi
+
+if [[ ${BENCH_GO:-1} == 1 ]]; then
+	echo
+	echo "go test -bench (internal/report, 2,000 pairs in a temporary directory):"
+	go test -run '^$' -bench . -benchtime 10x ./internal/report/ 2>&1 | grep -E '^Benchmark' | sed 's/^/  /'
 fi

@@ -90,8 +90,8 @@ func hasKey(doc []byte, keys ...string) bool {
 }
 
 // spoolMemory is how much of raw_data is kept in memory before the spool moves to a temporary
-// file: enough for tens of thousands of records, far below the memory a million would need.
-var spoolMemory = 32 << 20
+// file: enough for several thousand records, far below what a million would need.
+var spoolMemory = 8 << 20
 
 // Spool keeps the raw_data elements between the scan and the end of the report: the statistics
 // come first in the JSON document but are known only after the last record, and a million

@@ -35,8 +35,8 @@ type Source struct {
 	Dir      string
 	Attempts bool // also read attempts/<bead>/ (see readAttempts)
 	Raw      bool // keep each bead's raw_data element (Bead.Raw)
-	// Workers is how many files are read and decoded at once; 0 means four per core, because
-	// the work is mostly system calls that block.
+	// Workers is how many entries are read and decoded at once; 0 means four per P
+	// (GOMAXPROCS), because much of the work is system calls that block.
 	Workers int
 }
 
@@ -276,18 +276,18 @@ func (s Source) read(fds dirs, e entry) batch {
 
 // readCurrent reads a bead's run, its result and its verification.
 func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, error)) *Bead {
-	runPath := filepath.Join(s.Dir, "runs", e.name+".json")
+	runPath := func() string { return filepath.Join(s.Dir, "runs", e.name+".json") }
 	runDoc, err := fsx.ReadFileAt(fds.runs, e.name+".json", record.MaxSize, bufs.run)
-	if cap(runDoc) <= maxKeptBuffer {
+	if err == nil && cap(runDoc) <= maxKeptBuffer {
 		bufs.run = runDoc[:0]
 	}
 	if err != nil {
-		fail(runPath, err)
+		fail(runPath(), err)
 		return nil
 	}
 	run, err := record.DecodeRun(runDoc)
 	if err != nil {
-		fail(runPath, err)
+		fail(runPath(), err)
 		return nil
 	}
 	// The original joined by the records' bead field; the file names agree with it in every
@@ -298,20 +298,20 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, 
 	}
 	var res *record.Result
 	if hasRes && fds.results >= 0 {
-		resPath := filepath.Join(s.Dir, "results", resName+".json")
+		resPath := func() string { return filepath.Join(s.Dir, "results", resName+".json") }
 		doc, err := fsx.ReadFileAt(fds.results, resName+".json", record.MaxSize, bufs.result)
-		if cap(doc) <= maxKeptBuffer {
+		if err == nil && cap(doc) <= maxKeptBuffer {
 			bufs.result = doc[:0]
 		}
 		switch {
 		case err != nil && errors.Is(err, fs.ErrNotExist) && resName != e.name:
 			// No result under the bead's own name either: a run without a result.
 		case err != nil:
-			fail(resPath, err)
+			fail(resPath(), err)
 			return nil
 		default:
 			if res, err = record.DecodeResult(doc); err != nil {
-				fail(resPath, err)
+				fail(resPath(), err)
 				return nil
 			}
 		}
@@ -329,7 +329,7 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, 
 }
 
 // finish adds the verification and the raw_data element to a merged bead.
-func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.RawMessage, fail func(string, error), path string) {
+func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.RawMessage, fail func(string, error), path func() string) {
 	if verify != nil {
 		var v struct {
 			Overall      string `json:"overall"`
@@ -351,7 +351,7 @@ func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.R
 		raw, err := rawData(runDoc, res, verify)
 		if err != nil {
 			// DecodeRun read the document, so this is not expected; say so rather than lose it.
-			fail(path, err)
+			fail(path(), err)
 			return
 		}
 		b.Raw = raw
@@ -445,7 +445,7 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 		if b.Attempt == 0 {
 			b.Attempt = n
 		}
-		s.finish(b, a.runDoc, a.res, a.verify, fail, a.path)
+		s.finish(b, a.runDoc, a.res, a.verify, fail, func() string { return a.path })
 		out = append(out, b)
 	}
 	slices.SortFunc(out, func(a, b *Bead) int { return a.Attempt - b.Attempt })

@@ -267,8 +267,9 @@ func waitGone(ctx context.Context, s *settings, l supervise.Layout, bead, sessio
 	return false
 }
 
-// archive moves the previous attempt's records and log to state/attempts/<bead>/ before a new
-// attempt overwrites them: <N>.run.json, <N>.result.json, <N>.log.
+// archive copies the previous attempt's records and log to state/attempts/<bead>/ before a new
+// attempt overwrites them: run-<N>.json, result-<N>.json, output-<N>.log (the layout
+// analyze-runs --attempts reads).
 func archive(l supervise.Layout, store record.Store, bead string) error {
 	prev, err := record.ReadRun(store.RunPath(bead))
 	if err != nil {
@@ -279,9 +280,9 @@ func archive(l supervise.Layout, store record.Store, bead string) error {
 		return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
 	}
 	moves := [][2]string{
-		{store.RunPath(bead), fmt.Sprintf("%d.run.json", prev.Attempt)},
-		{store.ResultPath(bead), fmt.Sprintf("%d.result.json", prev.Attempt)},
-		{l.LogPath(bead), fmt.Sprintf("%d.log", prev.Attempt)},
+		{store.RunPath(bead), fmt.Sprintf("run-%d.json", prev.Attempt)},
+		{store.ResultPath(bead), fmt.Sprintf("result-%d.json", prev.Attempt)},
+		{l.LogPath(bead), fmt.Sprintf("output-%d.log", prev.Attempt)},
 	}
 	for _, m := range moves {
 		b, err := os.ReadFile(m[0])

@@ -71,6 +71,11 @@ func ReadFileAt(dirfd int, name string, limit int64, buf []byte) ([]byte, error)
 			return buf[:n], nil
 		}
 		n += k
+		// State files are replaced by rename, never written in place: once fstat's size is in,
+		// the read that would return end-of-file is one system call per file saved.
+		if int64(n) == st.Size {
+			return buf[:n], nil
+		}
 		if n == len(buf) {
 			if int64(n) > limit {
 				return nil, fmt.Errorf("%w: over the %s limit", ErrTooLarge, HumanBytes(limit))

@@ -48,8 +48,10 @@ func testEnv(t *testing.T) func(env *testscript.Env) error {
 		cfg := fmt.Sprintf(`{"fake": {"command": %q, "default_model": "m1", "models": {"fast": "m1-fast"}},
 		  "fake-arg": {"command": %q, "prompt": "arg"},
 		  "claude": {"command": %q, "agent_mode": {"flags": ["-p"], "model_flag": "--model"}, "default_model": "opus"},
+		  "codex": {"command": %q, "subcommand": "exec", "exec_mode": {"flags": ["exec", "--yolo"], "model_flag": "-m"},
+		            "reasoning_effort": {"flag": "-c"}, "default_model": "gpt-5.3-codex"},
 		  "repos": {%q: {"test_cmd": "test -f agent-wrote.txt", "timeout": 30}}}`,
-			agentPath, agentPath, agentPath, filepath.Join(env.WorkDir, "verified-repo"))
+			agentPath, agentPath, agentPath, agentPath, filepath.Join(env.WorkDir, "verified-repo"))
 		if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 			return err
 		}

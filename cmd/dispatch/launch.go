@@ -106,9 +106,9 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	prev, err := record.ReadRun(store.RunPath(o.bead))
 	if err == nil {
 		attempt = prev.Attempt + 1
-	}
-	if err := archive(l, store, o.bead); err != nil {
-		return nil, err
+		if err := archive(l, store, prev); err != nil {
+			return nil, err
+		}
 	}
 
 	workdir, branch, err := prepareRepo(ctx, o, repo)
@@ -270,11 +270,8 @@ func waitGone(ctx context.Context, s *settings, l supervise.Layout, bead, sessio
 // archive copies the previous attempt's records and log to state/attempts/<bead>/ before a new
 // attempt overwrites them: run-<N>.json, result-<N>.json, output-<N>.log (the layout
 // analyze-runs --attempts reads).
-func archive(l supervise.Layout, store record.Store, bead string) error {
-	prev, err := record.ReadRun(store.RunPath(bead))
-	if err != nil {
-		return nil // no earlier attempt (or an unreadable one, which stays where it is)
-	}
+func archive(l supervise.Layout, store record.Store, prev *record.Run) error {
+	bead := prev.Bead
 	dir := l.AttemptsDir(bead)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)

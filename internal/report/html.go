@@ -21,7 +21,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		Cards: []card{
 			{"Runs", fmt.Sprint(s.TotalRuns), fmt.Sprintf("%d running", s.Running)},
 			{"Success rate", fmt.Sprintf("%d%%", Floor(s.SuccessRate)), fmt.Sprintf("%d of %d", s.Success, s.TotalRuns)},
-			{"Failed", fmt.Sprint(s.Failed), fmt.Sprintf("%d timed out", s.Timeout)},
+			{"Failed", fmt.Sprint(s.Failed), fmt.Sprintf("and %d timed out", s.Timeout)},
 			{"Retries", fmt.Sprintf("%d%%", Floor(s.RetryRate)), fmt.Sprintf("%d runs", s.RetryCount)},
 			{"Median duration", human(s.Durations.P50), "p90 " + human(s.Durations.P90) + ", max " + human(s.Durations.Max)},
 		},
@@ -171,8 +171,12 @@ func histogram(sorted []int32) *chart {
 	}
 	c.Grid = append(c.Grid, line{padL, padT + plotH, chartW - padR, padT + plotH})
 	c.Labels = append(c.Labels, label{padL - 6, padT + 4, fmt.Sprint(top), "end"}, label{padL - 6, padT + plotH, "0", "end"})
-	for _, i := range []int{0, histBins / 2, histBins} {
-		c.Labels = append(c.Labels, label{padL + float64(i)*step, float64(histH) - 12, human(int64(i) * width), "middle"})
+	// The axis ends are anchored inward so that their labels stay inside the chart.
+	for _, tick := range []struct {
+		bin    int
+		anchor string
+	}{{0, "start"}, {histBins / 2, "middle"}, {histBins, "end"}} {
+		c.Labels = append(c.Labels, label{padL + float64(tick.bin)*step, float64(histH) - 12, human(int64(tick.bin) * width), tick.anchor})
 	}
 	return c
 }

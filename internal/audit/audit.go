@@ -313,7 +313,7 @@ func (a *Auditor) partner(path, kind string, doc []byte) []byte {
 	var head struct {
 		Bead string `json:"bead"`
 	}
-	json.Unmarshal(schema.StripBOM(doc), &head)
+	json.Unmarshal(fsx.StripBOM(doc), &head)
 	bead := head.Bead
 	if record.CheckBead(bead) != nil {
 		bead = fileBead(path)

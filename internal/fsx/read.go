@@ -1,6 +1,7 @@
 package fsx
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -111,4 +112,11 @@ func HumanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// StripBOM removes a leading UTF-8 byte order mark, which editors on Windows add and which
+// JSON.parse (and so ajv-cli and the original jq scripts' users) accept. Every reader of state
+// files goes through it, so that a BOM is accepted everywhere or nowhere.
+func StripBOM(b []byte) []byte {
+	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 }

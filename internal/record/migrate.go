@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"sort"
 	"time"
 )
@@ -47,7 +48,7 @@ type Migration struct {
 type object map[string]json.RawMessage
 
 func decodeObject(doc []byte) (object, error) {
-	doc = bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf"))
+	doc = fsx.StripBOM(doc)
 	trimmed := bytes.TrimSpace(doc)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("not a JSON object")

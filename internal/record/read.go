@@ -54,7 +54,7 @@ func ReadResult(path string) (*Result, error) {
 
 // decode reads one JSON object into v, after a UTF-8 BOM if there is one.
 func decode(b []byte, v any) error {
-	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	b = fsx.StripBOM(b)
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) == 0 {
 		return fmt.Errorf("the file is empty")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"io"
 	"os"
 
@@ -20,7 +21,7 @@ import (
 // only copies bytes.
 func rawData(runDoc []byte, res *record.Result, verify json.RawMessage) ([]byte, error) {
 	var c bytes.Buffer
-	if err := json.Compact(&c, bytes.TrimPrefix(runDoc, []byte("\xef\xbb\xbf"))); err != nil {
+	if err := json.Compact(&c, fsx.StripBOM(runDoc)); err != nil {
 		return nil, err
 	}
 	status, finished, reason := []byte("null"), []byte("null"), []byte("null")

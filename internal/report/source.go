@@ -364,7 +364,7 @@ func readObject(path string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc = bytes.TrimSpace(bytes.TrimPrefix(doc, []byte("\xef\xbb\xbf")))
+	doc = bytes.TrimSpace(fsx.StripBOM(doc))
 	if len(doc) == 0 || doc[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}

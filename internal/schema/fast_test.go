@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -161,7 +162,7 @@ func loadCorpus(t testing.TB) []corpusFile {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, corpusFile{path, filepath.Base(filepath.Dir(path)), StripBOM(doc), v})
+		files = append(files, corpusFile{path, filepath.Base(filepath.Dir(path)), fsx.StripBOM(doc), v})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
 	return files
@@ -501,7 +502,7 @@ func TestFastEmbeddedExamples(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				doc := StripBOM(b)
+				doc := fsx.StripBOM(b)
 				took := checkSound(t, f, s, doc)
 				if sub == "valid" && !took {
 					t.Logf("%s: falls back", f)
@@ -634,7 +635,7 @@ func FuzzFastAgreesWithGojsonschema(f *testing.F) {
 			files, _ = os.ReadDir(dir)
 			for _, e := range files {
 				if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
-					f.Add(StripBOM(b))
+					f.Add(fsx.StripBOM(b))
 				}
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/state/schemas"
 	"github.com/xeipuuv/gojsonschema"
 )
@@ -58,7 +59,7 @@ type Schema struct {
 
 // Compile compiles doc, the schema of kind read from source.
 func Compile(kind, source string, doc []byte) (*Schema, error) {
-	doc = StripBOM(doc)
+	doc = fsx.StripBOM(doc)
 	var tree any
 	if err := json.Unmarshal(doc, &tree); err != nil {
 		return nil, fmt.Errorf("schema %s is not valid JSON: %w", source, err)
@@ -96,16 +97,10 @@ func Load(kind, dir string) (*Schema, error) {
 	return Compile(kind, "embedded:"+schemas.FileName(kind), b)
 }
 
-// StripBOM removes a leading UTF-8 byte order mark, which editors on Windows add and which
-// JSON.parse (and so ajv-cli) accepts.
-func StripBOM(b []byte) []byte {
-	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
-}
-
 // Validate checks doc against the schema. It returns an error wrapping ErrNotJSON when doc is not
 // one well-formed JSON value, and otherwise the problems found, sorted (none when doc is valid).
 func (s *Schema) Validate(doc []byte) ([]Problem, error) {
-	doc = StripBOM(doc)
+	doc = fsx.StripBOM(doc)
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, fmt.Errorf("%w: the file is empty", ErrNotJSON)
 	}

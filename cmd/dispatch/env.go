@@ -31,39 +31,26 @@ type settings struct {
 
 const defaultSocket = "/tmp/openclaw-coding-agents.sock"
 
-// positiveEnv reads a numeric variable, which must be a positive integer when set.
-func positiveEnv(name string, def int) (int, error) {
-	v := os.Getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, cli.Usagef("%s=%q must be a positive integer", name, v)
-	}
-	return n, nil
-}
-
 func loadSettings(stateDir string) (*settings, error) {
 	s := &settings{getenv: os.Getenv, environment: os.Environ()}
 	var err error
-	if s.maxRetries, err = positiveEnv("DISPATCH_MAX_RETRIES", 2); err != nil {
+	if s.maxRetries, err = cli.PositiveEnv("DISPATCH_MAX_RETRIES", 2); err != nil {
 		return nil, err
 	}
-	if _, err = positiveEnv("DISPATCH_WATCH_INTERVAL", 20); err != nil {
+	if _, err = cli.PositiveEnv("DISPATCH_WATCH_INTERVAL", 20); err != nil {
 		return nil, err
 	}
-	timeout, err := positiveEnv("DISPATCH_WATCH_TIMEOUT", 3600)
+	timeout, err := cli.PositiveEnv("DISPATCH_WATCH_TIMEOUT", 3600)
 	if err != nil {
 		return nil, err
 	}
 	s.timeout = time.Duration(timeout) * time.Second
-	grace, err := positiveEnv("DISPATCH_KILL_GRACE", 10)
+	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
 	if err != nil {
 		return nil, err
 	}
 	s.killGrace = time.Duration(grace) * time.Second
-	free, err := positiveEnv("DISPATCH_MIN_FREE_MB", 100)
+	free, err := cli.PositiveEnv("DISPATCH_MIN_FREE_MB", 100)
 	if err != nil {
 		return nil, err
 	}

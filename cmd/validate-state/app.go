@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/agentfleet/fleet/internal/audit"
@@ -159,19 +158,6 @@ func schemaDir(o options) (string, error) {
 	return "", nil
 }
 
-// maxRetries is DISPATCH_MAX_RETRIES (a positive integer), else 2, as dispatch uses it.
-func maxRetries() (int, error) {
-	v := os.Getenv("DISPATCH_MAX_RETRIES")
-	if v == "" {
-		return 2, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, cli.Usagef("DISPATCH_MAX_RETRIES=%q is not a positive integer", v)
-	}
-	return n, nil
-}
-
 func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
 	switch o.format {
 	case "text", "json", "github":
@@ -189,7 +175,7 @@ func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	retries, err := maxRetries()
+	retries, err := cli.PositiveEnv("DISPATCH_MAX_RETRIES", 2) // as dispatch reads it
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 )
 
@@ -103,4 +105,18 @@ func Interspersed(args []string, valued map[string]bool) []string {
 		return flags
 	}
 	return append(append(flags, "--"), positional...)
+}
+
+// PositiveEnv reads the numeric environment variable name, which must be a positive integer
+// when set (as dispatch.sh required of its DISPATCH_* numbers); def when it is unset or empty.
+func PositiveEnv(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, Usagef("%s=%q must be a positive integer", name, v)
+	}
+	return n, nil
 }

@@ -138,7 +138,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 
 	sent := prompt
 	if !o.noContext {
-		sent = augment(prompt, others(l, store, o.bead, repo))
+		sent = augment(prompt, others(l, o.bead, repo))
 	}
 	inv := profile.Invoke(model, sent, l.PromptPath(o.bead), effortFor(agentName, s.effort))
 	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.bead, Agent: agentName,

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/agentfleet/fleet/internal/cli"
@@ -54,17 +53,14 @@ type peer struct {
 
 // others lists the agents running in repo, bead excluded: the registered supervisors whose run
 // records say running. Only the registry is listed, so the cost does not grow with the history.
-func others(l supervise.Layout, store record.Store, bead, repo string) []peer {
-	beads, _ := l.Registered()
+func others(l supervise.Layout, bead, repo string) []peer {
 	var peers []peer
-	for _, b := range beads {
-		r, err := record.ReadRun(store.RunPath(b))
-		if err != nil || r.Status != record.StatusRunning || r.Bead == bead || filepath.Clean(r.Repo) != filepath.Clean(repo) {
+	for _, r := range l.Running() {
+		if r.Bead == bead || filepath.Clean(r.Repo) != filepath.Clean(repo) {
 			continue
 		}
 		peers = append(peers, peer{r.Bead, r.Agent, r.StartedAt, strings.Join(strings.Fields(record.Truncate(r.Prompt, 100)), " ")})
 	}
-	sort.Slice(peers, func(i, j int) bool { return peers[i].bead < peers[j].bead })
 	return peers
 }
 

@@ -267,15 +267,10 @@ func psApp(stdout, stderr io.Writer) *ucli.App {
 // recently finished results. Neither reads the whole history: the registry lists the live beads,
 // and results are picked by modification time (a stat each) before the newest are read.
 func scan(s *settings) (running, recent []psRow) {
-	l, store := s.layout(), record.Store{Dir: s.stateDir}
+	l := s.layout()
 	running, recent = []psRow{}, []psRow{}
-	beads, _ := l.Registered()
 	now := time.Now()
-	for _, bead := range beads {
-		r, err := record.ReadRun(store.RunPath(bead))
-		if err != nil || r.Status != record.StatusRunning {
-			continue
-		}
+	for _, r := range l.Running() {
 		row := psRow{Bead: r.Bead, State: "RUNNING", Agent: r.Agent, Model: r.Model, Attempt: r.Attempt, Started: r.StartedAt}
 		if t, ok := record.ParseTime(r.StartedAt); ok {
 			row.Elapsed = int64(now.Sub(t) / time.Second)

@@ -72,6 +72,20 @@ func (l Layout) Registered() ([]string, error) {
 	return listBeads(filepath.Join(l.Dir, "supervisors"), ".json"), nil
 }
 
+// Running returns the run records of the registered beads that say "running", in bead order:
+// the agents at work now. Like Reconcile it reads the registry, never the whole history.
+func (l Layout) Running() []*record.Run {
+	store := record.Store{Dir: l.Dir}
+	beads, _ := l.Registered()
+	var runs []*record.Run
+	for _, bead := range beads {
+		if r, err := record.ReadRun(store.RunPath(bead)); err == nil && r.Status == record.StatusRunning {
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
 // listBeads returns the valid bead ids named <bead><suffix> in dir, sorted; spec files, reserves
 // and temp files are not beads.
 func listBeads(dir, suffix string) []string {

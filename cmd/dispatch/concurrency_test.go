@@ -462,7 +462,7 @@ func TestConcurrentDispatchesOfOneBead(t *testing.T) {
 		t.Errorf("the log shows %d agents started, want 1:\n%s", c, b)
 	}
 	// No attempt was archived, so none was counted twice.
-	if a, err := os.ReadDir(f.layout().AttemptsDir("bd-same")); err == nil && len(a) > 0 {
+	if a, err := os.ReadDir(record.Store{Dir: f.state}.AttemptsDir("bd-same")); err == nil && len(a) > 0 {
 		var names []string
 		for _, e := range a {
 			names = append(names, e.Name())

@@ -272,7 +272,7 @@ func waitGone(ctx context.Context, s *settings, l supervise.Layout, bead, sessio
 // analyze-runs --attempts reads).
 func archive(l supervise.Layout, store record.Store, prev *record.Run) error {
 	bead := prev.Bead
-	dir := l.AttemptsDir(bead)
+	dir := store.AttemptsDir(bead)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
 	}

@@ -31,6 +31,13 @@ func (s Store) ResultPath(bead string) string {
 	return filepath.Join(s.Dir, "results", bead+".json")
 }
 
+// AttemptsDir is where a bead's earlier attempts are kept (dispatch copies each attempt's records
+// there before the next replaces them; analyze-runs --attempts reads them): attempts/<bead>.
+// With bead "", the directory of all beads' attempts.
+func (s Store) AttemptsDir(bead string) string {
+	return filepath.Join(s.Dir, "attempts", bead)
+}
+
 // WriteRun checks r against the embedded run schema and writes it atomically under its lock.
 func (s Store) WriteRun(ctx context.Context, r *Run) error {
 	if err := CheckBead(r.Bead); err != nil {

@@ -159,7 +159,7 @@ func (s Source) list() ([]entry, error) {
 	entries = union(entries, results, func(e *entry) { e.result = true })
 	entries = union(entries, verifies, func(e *entry) { e.verify = true })
 	if s.Attempts {
-		dirs, err := subdirs(filepath.Join(s.Dir, "attempts"))
+		dirs, err := subdirs(record.Store{Dir: s.Dir}.AttemptsDir(""))
 		if err != nil {
 			return nil, err
 		}
@@ -382,7 +382,7 @@ func readObject(path string) (json.RawMessage, error) {
 // field, else by the number in their file name. An attempt that is also the bead's current one
 // (in runs/) is not counted twice, and a result with no run is left out, as in runs/.
 func (s Source) readAttempts(bead string, current *Bead, fail func(string, error)) []*Bead {
-	dir := filepath.Join(s.Dir, "attempts", bead)
+	dir := record.Store{Dir: s.Dir}.AttemptsDir(bead)
 	files, err := recordNames(dir)
 	if err != nil {
 		fail(dir, err)

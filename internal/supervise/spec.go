@@ -82,9 +82,6 @@ func (l Layout) LockPath(bead string) string { return filepath.Join(l.Dir, "lock
 // LogPath is the agent's full output for the current attempt.
 func (l Layout) LogPath(bead string) string { return filepath.Join(l.Dir, "logs", bead+".log") }
 
-// AttemptsDir keeps the records and log of a bead's earlier attempts.
-func (l Layout) AttemptsDir(bead string) string { return filepath.Join(l.Dir, "attempts", bead) }
-
 // PromptPath is where the prompt is written for agents that read it from a file.
 func (l Layout) PromptPath(bead string) string {
 	return filepath.Join(l.Dir, "prompts", bead+".txt")

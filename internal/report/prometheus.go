@@ -38,50 +38,32 @@ func WritePrometheus(w io.Writer, r *Report) error {
 	m.sample("run_duration_seconds_count", "", float64(s.Durations.Count))
 	m.gauge("run_duration_max_seconds", "The longest run duration.", float64(s.Durations.Max))
 
-	m.family("agent_runs", "gauge", "Runs by agent.")
-	for _, a := range s.ByAgent {
-		m.sample("agent_runs", labels("agent", a.Agent), float64(a.Count))
+	for _, a := range []struct {
+		name, help string
+		value      func(AgentStats) float64
+	}{
+		{"agent_runs", "Runs by agent.", func(a AgentStats) float64 { return float64(a.Count) }},
+		{"agent_successes", "Successful runs by agent.", func(a AgentStats) float64 { return float64(a.Success) }},
+		{"agent_failures", "Failed runs (not timeouts) by agent.", func(a AgentStats) float64 { return float64(a.Failed) }},
+		{"agent_duration_avg_seconds", "Average run duration by agent.", func(a AgentStats) float64 { return a.AvgDuration }},
+	} {
+		promGroup(m, a.name, a.help, "agent", s.ByAgent, func(x AgentStats) string { return x.Agent }, a.value)
 	}
-	m.family("agent_successes", "gauge", "Successful runs by agent.")
-	for _, a := range s.ByAgent {
-		m.sample("agent_successes", labels("agent", a.Agent), float64(a.Success))
-	}
-	m.family("agent_failures", "gauge", "Failed runs (not timeouts) by agent.")
-	for _, a := range s.ByAgent {
-		m.sample("agent_failures", labels("agent", a.Agent), float64(a.Failed))
-	}
-	m.family("agent_duration_avg_seconds", "gauge", "Average run duration by agent.")
-	for _, a := range s.ByAgent {
-		m.sample("agent_duration_avg_seconds", labels("agent", a.Agent), a.AvgDuration)
-	}
-	m.family("model_runs", "gauge", "Runs by model.")
-	for _, x := range s.ByModel {
-		m.sample("model_runs", labels("model", x.Model), float64(x.Count))
-	}
-	m.family("model_successes", "gauge", "Successful runs by model.")
-	for _, x := range s.ByModel {
-		m.sample("model_successes", labels("model", x.Model), float64(x.Success))
-	}
-	m.family("template_runs", "gauge", "Runs by prompt template (custom: none named).")
-	for _, t := range s.ByTemplate {
-		m.sample("template_runs", labels("template", t.Template), float64(t.Count))
-	}
-	m.family("template_successes", "gauge", "Successful runs by prompt template.")
-	for _, t := range s.ByTemplate {
-		m.sample("template_successes", labels("template", t.Template), float64(t.Success))
-	}
-	m.family("template_duration_avg_seconds", "gauge", "Average run duration by prompt template.")
-	for _, t := range s.ByTemplate {
-		m.sample("template_duration_avg_seconds", labels("template", t.Template), t.AvgDuration)
-	}
-	m.family("task_type_runs", "gauge", "Runs by task type (the prompt's first word).")
-	for _, t := range s.TaskTypes {
-		m.sample("task_type_runs", labels("task_type", t.TaskType), float64(t.Count))
-	}
-	m.family("failure_reasons", "gauge", "Failed runs by the reason their result gives.")
-	for _, f := range s.FailureReasons {
-		m.sample("failure_reasons", labels("reason", f.Reason), float64(f.Count))
-	}
+	promGroup(m, "model_runs", "Runs by model.", "model", s.ByModel,
+		func(x ModelStats) string { return x.Model }, func(x ModelStats) float64 { return float64(x.Count) })
+	promGroup(m, "model_successes", "Successful runs by model.", "model", s.ByModel,
+		func(x ModelStats) string { return x.Model }, func(x ModelStats) float64 { return float64(x.Success) })
+	templ := func(x TemplateStats) string { return x.Template }
+	promGroup(m, "template_runs", "Runs by prompt template (custom: none named).", "template", s.ByTemplate,
+		templ, func(x TemplateStats) float64 { return float64(x.Count) })
+	promGroup(m, "template_successes", "Successful runs by prompt template.", "template", s.ByTemplate,
+		templ, func(x TemplateStats) float64 { return float64(x.Success) })
+	promGroup(m, "template_duration_avg_seconds", "Average run duration by prompt template.", "template", s.ByTemplate,
+		templ, func(x TemplateStats) float64 { return x.AvgDuration })
+	promGroup(m, "task_type_runs", "Runs by task type (the prompt's first word).", "task_type", s.TaskTypes,
+		func(x TaskTypeCount) string { return x.TaskType }, func(x TaskTypeCount) float64 { return float64(x.Count) })
+	promGroup(m, "failure_reasons", "Failed runs by the reason their result gives.", "reason", s.FailureReasons,
+		func(x ReasonCount) string { return x.Reason }, func(x ReasonCount) float64 { return float64(x.Count) })
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -100,6 +82,15 @@ func (p promWriter) sample(name, labels string, v float64) {
 func (p promWriter) gauge(name, help string, v float64) {
 	p.family(name, "gauge", help)
 	p.sample(name, "", v)
+}
+
+// promGroup writes one gauge family with a sample per row of a by-agent (model, template, …) table,
+// labelled with the row's key.
+func promGroup[T any](m promWriter, name, help, label string, rows []T, key func(T) string, value func(T) float64) {
+	m.family(name, "gauge", help)
+	for _, r := range rows {
+		m.sample(name, labels(label, key(r)), value(r))
+	}
 }
 
 // labels renders one label pair, its value escaped as the exposition format requires.

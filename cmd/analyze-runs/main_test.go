@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentfleet/fleet/internal/compattest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -19,18 +20,6 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		tool: func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
 	})
-}
-
-// compatDir is the team's corpus of the original's inputs and outputs.
-func compatDir(t *testing.T) string {
-	dir, err := filepath.Abs("../../../shared/compat/analyze-runs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("compat corpus not found: %v", err)
-	}
-	return dir
 }
 
 func TestScripts(t *testing.T) {
@@ -53,7 +42,7 @@ var expectedName = regexp.MustCompile(`^report(?:-since-(.+))?\.(txt|json)$`)
 // it, and compares as the corpus README says: text line by line with the time line masked, JSON
 // as parsed values (numbers within 1e-9) with raw_data ordered by bead.
 func TestCompat(t *testing.T) {
-	root := compatDir(t)
+	root := compattest.Dir(t, "analyze-runs")
 	sets, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentfleet/fleet/internal/compattest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -18,25 +19,13 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// compat is the team's corpus of real records with ajv-cli's verdicts.
-func compat(t *testing.T) string {
-	dir, err := filepath.Abs("../../../shared/compat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("compat corpus not found: %v", err)
-	}
-	return dir
-}
-
 func TestScripts(t *testing.T) {
 	repo, _ := filepath.Abs("../..")
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("REPO", repo)
-			env.Setenv("COMPAT", compat(t))
+			env.Setenv("COMPAT", compattest.Dir(t))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -61,7 +50,7 @@ func TestScripts(t *testing.T) {
 // TestVerdictsMatchAjv runs the binary's engine on the whole compat corpus with the users'
 // schemas and checks every file's verdict against ajv-cli's.
 func TestVerdictsMatchAjv(t *testing.T) {
-	dir := compat(t)
+	dir := compattest.Dir(t)
 	b, err := os.ReadFile(filepath.Join(dir, "validate-state", "verdicts-ajv.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -142,11 +141,6 @@ func superviseApp(stdout, stderr io.Writer) *ucli.App {
 			spec, err := l.TakeSpec(bead)
 			if err != nil {
 				return err
-			}
-			// Registration waits for the dispatch that started it to let go of the bead's lock,
-			// so its own registry entry is the last word.
-			if unlock, err := l.LockBead(context.Background(), bead, 30*time.Second); err == nil {
-				unlock()
 			}
 			return supervise.Supervise(spec, os.Stdout)
 		})

@@ -57,6 +57,11 @@ func Supervise(spec *Spec, term io.Writer) error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, SignalKill)
 	defer signal.Stop(sigs)
 
+	// Registration waits for whoever started the supervisor (dispatch holds the bead's lock
+	// until it has registered the launch) to let go, so this entry is the last word.
+	if unlock, err := l.LockBead(context.Background(), spec.Bead, 30*time.Second); err == nil {
+		unlock()
+	}
 	entry := &Entry{Bead: spec.Bead, Attempt: spec.Run.Attempt, PID: os.Getpid(), Backend: spec.Backend,
 		Socket: spec.Socket, Session: spec.Session, StartedAt: spec.Run.StartedAt}
 	if err := l.WriteEntry(entry); err != nil {

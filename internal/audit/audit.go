@@ -165,22 +165,10 @@ func expand(t Target) listing {
 	if !fi.IsDir() {
 		return listing{names: []string{t.Path}, kind: t.Kind, dirfd: fsx.Cwd}
 	}
-	f, err := os.Open(t.Path)
+	names, err := fsx.Names(t.Path, func(n string) (string, bool) { return n, matches(n, t.Kind) })
 	if err != nil {
 		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
 	}
-	all, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
-	}
-	names := all[:0]
-	for _, n := range all {
-		if matches(n, t.Kind) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
 	dirfd, err := syscall.Open(t.Path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}

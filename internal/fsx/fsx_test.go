@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -118,5 +120,23 @@ func TestReadFileLimit(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("ReadFileLimit(fifo) blocked")
+	}
+}
+
+func TestNamesSortsWhatItLists(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"bd-1.json", "bd-1-x.json", ".tmp.json", "notes.txt"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o600)
+	}
+	got, err := Names(dir, func(n string) (string, bool) {
+		base, ok := strings.CutSuffix(n, ".json")
+		return base, ok && !strings.HasPrefix(n, ".")
+	})
+	// Sorted after the suffix is cut: "bd-1" < "bd-1-x", though "bd-1-x.json" < "bd-1.json".
+	if want := []string{"bd-1", "bd-1-x"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Names = %q, %v; want %q", got, err, want)
+	}
+	if _, err := Names(filepath.Join(dir, "none"), nil); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Names(missing) = %v, want ErrNotExist", err)
 	}
 }

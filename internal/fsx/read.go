@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"syscall"
 )
 
@@ -119,4 +120,29 @@ func HumanBytes(n int64) string {
 // files goes through it, so that a BOM is accepted everywhere or nowhere.
 func StripBOM(b []byte) []byte {
 	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+}
+
+// Names lists dir: for each name, pick returns what to list (a name, or a part of it such as a
+// bead id) and whether to list it; the results are sorted. It reads names only (no stat per
+// entry), so listing a directory of a million records costs a string each. A missing directory
+// is an error satisfying errors.Is(err, os.ErrNotExist): whether that means "none" is the
+// caller's to say.
+func Names(dir string, pick func(name string) (string, bool)) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	all, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, &os.PathError{Op: "readdir", Path: dir, Err: err}
+	}
+	names := all[:0]
+	for _, n := range all {
+		if listed, ok := pick(n); ok {
+			names = append(names, listed)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }

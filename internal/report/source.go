@@ -172,26 +172,16 @@ func (s Source) list() ([]entry, error) {
 // directory has none: the original read it as empty. Hidden names are skipped: they are the
 // temporary files of writes in progress.
 func recordNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
+	list, err := fsx.Names(dir, func(n string) (string, bool) {
+		base, ok := strings.CutSuffix(n, ".json")
+		return base, ok && base != "" && !strings.HasPrefix(n, ".")
+	})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
-	defer f.Close()
-	// Readdirnames, not ReadDir: a million names without a million DirEntry values.
-	all, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", dir, err)
-	}
-	list := all[:0]
-	for _, n := range all {
-		if base, ok := strings.CutSuffix(n, ".json"); ok && base != "" && !strings.HasPrefix(n, ".") {
-			list = append(list, base)
-		}
-	}
-	slices.Sort(list)
 	return list, nil
 }
 

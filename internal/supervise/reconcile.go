@@ -89,20 +89,10 @@ func (l Layout) Running() []*record.Run {
 // listBeads returns the valid bead ids named <bead><suffix> in dir, sorted; spec files, reserves
 // and temp files are not beads.
 func listBeads(dir, suffix string) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var beads []string
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, suffix) || strings.HasSuffix(name, ".spec.json") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		if bead := strings.TrimSuffix(name, suffix); record.CheckBead(bead) == nil {
-			beads = append(beads, bead)
-		}
-	}
+	beads, _ := fsx.Names(dir, func(n string) (string, bool) {
+		bead, ok := strings.CutSuffix(n, suffix)
+		return bead, ok && !strings.HasSuffix(n, ".spec.json") && !strings.HasPrefix(n, ".") && record.CheckBead(bead) == nil
+	})
 	return beads
 }
 

@@ -38,8 +38,8 @@ func waitFor(ctx context.Context, s *settings, bead string, attempt int, stderr 
 			}
 			return res, nil
 		}
-		if i%20 == 19 { // every 2 s
-			supervise.Reconcile(ctx, s.layout(), s.tmux(), false)
+		if i%20 == 19 { // every 2 s: only this bead's supervisor matters here
+			supervise.ReconcileBead(ctx, s.layout(), s.tmux(), bead)
 		}
 		if live {
 			fmt.Fprintf(stderr, "\r\033[K%s running %s", record.SessionName(bead), time.Since(start).Truncate(time.Second))

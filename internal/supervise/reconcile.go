@@ -55,7 +55,7 @@ func Reconcile(ctx context.Context, l Layout, sessions *tmux.Client, all bool) (
 		seen[bead] = true
 		// One bead that cannot be judged (an unreadable record, a full disk) must not keep the
 		// others from being closed.
-		c, err := reconcileBead(ctx, l, sessions, bead)
+		c, err := ReconcileBead(ctx, l, sessions, bead)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", bead, err))
 			continue
@@ -96,7 +96,9 @@ func listBeads(dir, suffix string) []string {
 	return beads
 }
 
-func reconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, bead string) (*Closed, error) {
+// ReconcileBead is Reconcile for one bead: it closes the bead's records when its supervisor is
+// lost, and returns nil when there was nothing to close.
+func ReconcileBead(ctx context.Context, l Layout, sessions *tmux.Client, bead string) (*Closed, error) {
 	unlock, err := l.LockBead(ctx, bead, 100*time.Millisecond)
 	if errors.Is(err, fsx.ErrLocked) {
 		return nil, nil // a dispatch or a supervisor is at work on it right now

@@ -132,16 +132,3 @@ func dispatchAndMaybeWait(ctx context.Context, o *launchOptions, s *settings, st
 		return exitFor(res)
 	}
 }
-
-func superviseApp(stdout, stderr io.Writer) *ucli.App {
-	return newApp(tool+" "+supervise.SuperviseVerb, "run one attempt's supervisor (started by dispatch)", "", nil, stdout, stderr,
-		func(c *ucli.Context) error {
-			bead := c.Args().First()
-			l := supervise.Layout{Dir: c.String("state-dir")}
-			spec, err := l.TakeSpec(bead)
-			if err != nil {
-				return err
-			}
-			return supervise.Supervise(spec, os.Stdout)
-		})
-}

@@ -22,16 +22,29 @@ var ErrLocked = errors.New("locked by another process")
 // locked: the rename in WriteFileAtomic replaces its inode, so a lock on it would guard nothing.
 func LockPath(path string) string { return path + ".lock" }
 
-// Lock takes the exclusive sidecar lock of path, waiting until ctx ends. The returned function
-// releases it. The lock is an flock(2), so it dies with the process that holds it.
+// Lock takes the exclusive sidecar lock of path (LockPath(path)), waiting until ctx ends. The
+// returned function releases it.
 func Lock(ctx context.Context, path string) (unlock func() error, err error) {
-	fl := flock.New(LockPath(path))
+	return lockFile(ctx, LockPath(path), path)
+}
+
+// LockFile takes the exclusive lock on the file lockPath itself, creating it (0600) if needed,
+// waiting until ctx ends. The returned function releases it. The lock is an flock(2), so it
+// dies with the process that holds it. It is for locks that do not sit beside their data file
+// (statedir keeps the records' locks under locks/, so that runs/ holds records only).
+func LockFile(ctx context.Context, lockPath string) (unlock func() error, err error) {
+	return lockFile(ctx, lockPath, lockPath)
+}
+
+// lockFile locks lockPath; what names the data it guards in an ErrLocked error.
+func lockFile(ctx context.Context, lockPath, what string) (unlock func() error, err error) {
+	fl := flock.New(lockPath)
 	ok, err := fl.TryLockContext(ctx, 5*time.Millisecond)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		return nil, fmt.Errorf("locking %s: %w", LockPath(path), err)
+		return nil, fmt.Errorf("locking %s: %w", lockPath, err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
+		return nil, fmt.Errorf("%s: %w", what, ErrLocked)
 	}
 	return fl.Unlock, nil
 }
@@ -39,12 +52,18 @@ func Lock(ctx context.Context, path string) (unlock func() error, err error) {
 // WriteFileAtomic replaces path with data: it writes a temp file in the same directory, fsyncs
 // it, renames it over path and fsyncs the directory, so after a crash path holds either the old
 // content or the new, and a full disk leaves the old file untouched. perm applies to a new file;
-// an existing file keeps its mode.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if fi, statErr := os.Stat(path); statErr == nil {
+// an existing file keeps its mode. A symbolic link at path is replaced, never written through.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	// Lstat: a symbolic link's target must not lend the new file its mode.
+	if fi, statErr := os.Lstat(path); statErr == nil && fi.Mode().IsRegular() {
 		perm = fi.Mode().Perm()
 	}
+	return writeFileAtomic(path, data, perm)
+}
+
+// writeFileAtomic is WriteFileAtomic giving the file exactly perm.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -80,7 +99,13 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 
 // WriteLocked takes path's sidecar lock (waiting until ctx ends), then writes data atomically.
 func WriteLocked(ctx context.Context, path string, data []byte, perm os.FileMode) error {
-	unlock, err := Lock(ctx, path)
+	return WriteLockedBy(ctx, LockPath(path), path, data, perm)
+}
+
+// WriteLockedBy takes the lock lockPath (waiting until ctx ends), then writes data atomically
+// to path.
+func WriteLockedBy(ctx context.Context, lockPath, path string, data []byte, perm os.FileMode) error {
+	unlock, err := lockFile(ctx, lockPath, path)
 	if err != nil {
 		return err
 	}

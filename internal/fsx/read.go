@@ -31,15 +31,23 @@ const Cwd = -100 // AT_FDCWD
 // into buf when it is large enough. A scan of one directory opens it once and reads each file by
 // its name, so the kernel resolves one path component per file instead of the whole path.
 func ReadFileAt(dirfd int, name string, limit int64, buf []byte) ([]byte, error) {
+	return readFileAt(dirfd, name, limit, buf, 0)
+}
+
+// readFileAt is ReadFileAt with extra open flags (O_NOFOLLOW).
+func readFileAt(dirfd int, name string, limit int64, buf []byte, flags int) ([]byte, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|flags, 0)
 		if err != syscall.EINTR {
 			break
 		}
 	}
 	path := name
+	if err == syscall.ELOOP && flags&syscall.O_NOFOLLOW != 0 {
+		return nil, fmt.Errorf("%s is a symbolic link, which is not followed", path)
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}

@@ -1,0 +1,127 @@
+package statedir
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxSocketPath is the longest path bind(2) and connect(2) take for a Unix socket on Linux:
+// sun_path holds 108 bytes, the last for the terminating NUL. A state directory under a deep
+// workspace or a test's temp directory easily has a longer one.
+const MaxSocketPath = 107
+
+// Listener is a Unix socket listener from ListenUnix. Closing it removes the socket file by its
+// real path.
+type Listener struct {
+	*net.UnixListener
+	path string
+}
+
+// Close stops listening and removes the socket file.
+func (l *Listener) Close() error {
+	err := l.UnixListener.Close()
+	if rmErr := os.Remove(l.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+		err = rmErr
+	}
+	return err
+}
+
+// Path is the socket file's path, as given to ListenUnix.
+func (l *Listener) Path() string { return l.path }
+
+// ListenUnix listens on a Unix stream socket at path, however long path is (see shortPath). A
+// socket file left at path by a listener that is gone (connecting to it is refused) is replaced;
+// a live one, or anything that is not a socket, is an error. The directory should be private
+// (MkdirFor): the socket's own mode follows the umask.
+func ListenUnix(path string) (*Listener, error) {
+	var ul *net.UnixListener
+	err := viaShortPath(path, func(addr string) error {
+		var err error
+		ul, err = net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+		if err != nil && errors.Is(err, syscall.EADDRINUSE) && stale(addr, path) {
+			os.Remove(path)
+			ul, err = net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	// The listener knows the socket by the short name, which means nothing once the directory's
+	// descriptor is closed: Close removes it by its real path instead.
+	ul.SetUnlinkOnClose(false)
+	return &Listener{UnixListener: ul, path: path}, nil
+}
+
+// stale reports whether the file at path is a socket no one listens on.
+func stale(addr, path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().Type() != os.ModeSocket {
+		return false
+	}
+	c, err := net.Dial("unix", addr)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// DialUnix connects to the Unix stream socket at path, however long path is (see shortPath).
+func DialUnix(ctx context.Context, path string) (net.Conn, error) {
+	var c net.Conn
+	err := viaShortPath(path, func(addr string) error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, "unix", addr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// viaShortPath calls use with an address for path that fits in a socket address: path itself
+// when it is short enough, else /proc/self/fd/<N>/<name>, where N is a descriptor of path's
+// directory opened with O_PATH (no read permission needed) and kept open until use returns. The
+// kernel resolves the /proc link to the directory itself, so bind(2) and connect(2) reach the
+// same file. Only the socket's own name must then be short.
+func viaShortPath(path string, use func(addr string) error) error {
+	if len(path) <= MaxSocketPath {
+		return use(path)
+	}
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	short := "/proc/self/fd/" + strconv.Itoa(fd) + "/" + name
+	if len(short) > MaxSocketPath {
+		return fmt.Errorf("the socket's name %q is too long for a socket address (%d bytes with the directory's descriptor; at most %d)", name, len(short), MaxSocketPath)
+	}
+	if _, err := os.Stat("/proc/self/fd/" + strconv.Itoa(fd)); err != nil {
+		return fmt.Errorf("the path is over %d bytes and /proc is not mounted to shorten it: %w", MaxSocketPath, err)
+	}
+	return use(short)
+}
+
+// shortHash is 16 hex digits of name's SHA-256: a short stand-in for a long name.
+func shortHash(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,227 @@
+// Package screen turns an agent's terminal output into the text a person would read.
+//
+// Strip and Summary serve logs and run records: they drop every control sequence and keep the
+// characters. Screen serves "what is on the agent's screen now" when no tmux pane exists to
+// capture: it runs the output through a terminal emulator, so a line redrawn a hundred times by
+// a spinner reads once, as it last looked.
+package screen
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// The states of Strip's machine. They follow the DEC/ANSI parser of Paul Williams
+// (vt100.net/emu/dec_ansi_parser), the one xterm, VTE and the vt library behave like, cut down
+// to what deciding "printed or not" needs: parameters are skipped, never parsed.
+const (
+	ground   = iota // text
+	escape          // after ESC
+	escInter        // ESC and intermediates (0x20–0x2F), waiting for the final byte
+	csiSeq          // CSI: parameters and intermediates, waiting for the final byte
+	oscStr          // OSC: ended by BEL or ST
+	ctrlStr         // DCS, SOS, PM, APC: ended by ST only
+)
+
+// plain marks the bytes copied through as they are in ground state: printable ASCII, newline
+// and tab. Newline and tab are the only controls a reader of the text still needs.
+var plain = func() (t [256]bool) {
+	for b := 0x20; b < 0x7f; b++ {
+		t[b] = true
+	}
+	t['\n'], t['\t'] = true, true
+	return t
+}()
+
+// Strip removes every terminal control sequence from s, leaving the text a person would read:
+// CSI (colours, cursor moves, private modes), OSC (titles, hyperlinks; ended by BEL or ST),
+// DCS, SOS, PM and APC (ended by ST), two-byte escapes and charset designations (ESC ( B),
+// their C1 forms (U+0080–U+009F, as xterm reads them in UTF-8), and the C0 controls but
+// newline and tab: carriage return, backspace and bell are dropped, not obeyed, so a progress
+// bar redrawn with \r reads as its frames one after another (Screen shows it as it last looked).
+// An unterminated sequence at the end is dropped, and so are bytes that are not UTF-8 (a raw
+// 0x9B byte included): keeping them could let the removal of a sequence join two halves into a
+// character, and a terminal shows them as U+FFFD, not as what they meant.
+//
+// Strip(Strip(s)) == Strip(s): what it keeps is printable ASCII, newline, tab and runes from
+// U+00A0 on, which it keeps again.
+func Strip(s string) string {
+	i := 0
+	for i < len(s) && plain[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		return s // already plain ASCII: most log lines of a non-terminal run
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	st := ground
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case st == ground && (plain[c] || c >= 0x80):
+			// The run of text up to the next control: one copy, however many characters.
+			j := textRun(s, i)
+			if j > i {
+				b.WriteString(s[i:j])
+				i = j
+				continue
+			}
+		case st == csiSeq && c >= 0x20 && c <= 0x3f:
+			// Parameters, private markers and intermediates: skipped in one go.
+			i++
+			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+				i++
+			}
+			continue
+		case (st == oscStr || st == ctrlStr) && c >= 0x20 && c < 0x80:
+			// Payload: printable ASCII skipped in one go; controls and non-ASCII (one of which
+			// may be C1 ST) are looked at one by one below.
+			i++
+			for i < len(s) && s[i] >= 0x20 && s[i] < 0x80 {
+				i++
+			}
+			continue
+		}
+		size := 1
+		if c >= 0x80 {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				// Not UTF-8: dropped whatever the state.
+			case r < 0xa0:
+				st = c1(r)
+			case st == ground:
+				b.WriteString(s[i : i+size])
+			case st == oscStr || st == ctrlStr:
+				// Part of the string's payload (a title in UTF-8, say).
+			default:
+				// A character cuts an escape or CSI short, as in xterm, and is shown.
+				st = ground
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+			continue
+		}
+		i++
+		// Transitions from any state (Williams' "anywhere"): ESC starts a new escape, even
+		// inside a string, where it is the first byte of ST; CAN and SUB abort.
+		switch c {
+		case 0x1b:
+			st = escape
+			continue
+		case 0x18, 0x1a:
+			st = ground
+			continue
+		}
+		switch st {
+		case ground:
+			// The other C0 controls and DEL: dropped.
+		case escape:
+			switch {
+			case c == '[':
+				st = csiSeq
+			case c == ']':
+				st = oscStr
+			case c == 'P' || c == 'X' || c == '^' || c == '_': // DCS, SOS, PM, APC
+				st = ctrlStr
+			case c >= 0x20 && c <= 0x2f:
+				st = escInter // ESC ( B and the like: one byte more
+			case c >= 0x30 && c <= 0x7e:
+				st = ground // ESC 7, ESC =, ESC c…: complete
+			default:
+				st = executeC0(&b, c, st)
+			}
+		case escInter:
+			switch {
+			case c >= 0x20 && c <= 0x2f:
+			case c >= 0x30 && c <= 0x7e:
+				st = ground
+			default:
+				st = executeC0(&b, c, st)
+			}
+		case csiSeq:
+			switch {
+			case c >= 0x20 && c <= 0x3f: // parameters, private markers, intermediates
+			case c >= 0x40 && c <= 0x7e:
+				st = ground
+			default:
+				st = executeC0(&b, c, st)
+			}
+		case oscStr:
+			if c == 0x07 {
+				st = ground // xterm's BEL terminator, the usual one for titles
+			}
+		case ctrlStr:
+			// Payload: only ST (or CAN, SUB) ends it.
+		}
+	}
+	return b.String()
+}
+
+// textRun returns the end of the text that starts at s[i]: printable ASCII, newline, tab and
+// UTF-8 characters from U+00A0 on, up to the first byte that is none of these.
+func textRun(s string, i int) int {
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case plain[c]:
+			i++
+		case c < 0x80:
+			return i
+		case c >= 0xe1 && c <= 0xec && i+2 < len(s) && s[i+1]&0xc0 == 0x80 && s[i+2]&0xc0 == 0x80:
+			// Three-byte characters with no overlong or surrogate forms to rule out: box
+			// drawing, braille spinners, arrows and most CJK, the bulk of an agent's non-ASCII.
+			i += 3
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r < 0xa0 || (r == utf8.RuneError && size == 1) {
+				return i // a C1 control, or not UTF-8
+			}
+			i += size
+		}
+	}
+	return i
+}
+
+// executeC0 handles a C0 control met inside an escape or CSI sequence: a terminal obeys it
+// without ending the sequence, so a newline or tab there is kept and the sequence goes on.
+func executeC0(b *strings.Builder, c byte, st int) int {
+	if c == '\n' || c == '\t' {
+		b.WriteByte(c)
+	}
+	return st
+}
+
+// c1 is the state a C1 control puts Strip's machine in, from any state, as 8-bit controls do
+// in Williams' parser: the introducers open their sequence, ST and the rest (NEL, IND, …) end
+// whatever was open and print nothing.
+func c1(r rune) int {
+	switch r {
+	case 0x9b:
+		return csiSeq
+	case 0x9d:
+		return oscStr
+	case 0x90, 0x98, 0x9e, 0x9f: // DCS, SOS, PM, APC
+		return ctrlStr
+	}
+	return ground
+}
+
+// Summary is a run record's output_summary: the last n characters of Strip(output), surrounding
+// whitespace trimmed first, so the n characters are ones that say something. Bytes that are not
+// UTF-8 are dropped (by Strip), and so a summary is always valid UTF-8 for the record's JSON.
+func Summary(output []byte, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	s := strings.TrimSpace(Strip(string(output)))
+	i := len(s)
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}

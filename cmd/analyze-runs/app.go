@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,26 +52,23 @@ type options struct {
 	hasFailUnder              bool
 }
 
-// valued are the flags that take a value as the next argument.
-var valued = map[string]bool{"state-dir": true, "since": true, "until": true, "agent": true,
-	"model": true, "template": true, "by": true, "format": true, "fail-under": true}
-
 var formats = []string{"text", "json", "markdown", "csv", "html", "prometheus"}
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := &ucli.App{
+	app := cli.NewApp(cli.Spec{
 		Name:  tool,
 		Usage: "report how the fleet's agent runs are doing (drop-in for analyze-runs.sh and score-templates.sh)",
 		UsageText: "analyze-runs [--json | --format FORMAT] [--since DATE] [--until DATE] [filters] [options]\n" +
 			"analyze-runs --templates [--json] [--write-scores] [filters]",
-		Description: "Reads <state-dir>/runs and <state-dir>/results, merged by bead.\n" +
-			"Exit status: 0 report written, 1 missing state directory or write failure, 2 usage error,\n" +
-			"3 success rate below --fail-under.",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
+		Description: "Reads <state-dir>/runs and <state-dir>/results, merged by bead.",
+		ExitCodes: []cli.ExitCode{
+			{Code: cli.ExitOK, Meaning: "report written"},
+			{Code: cli.ExitFailure, Meaning: "missing state directory or write failure"},
+			{Code: cli.ExitUsage, Meaning: "usage error"},
+			{Code: exitBelow, Meaning: "success rate below --fail-under"},
+		},
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"}, Usage: "the state directory (`DIR`)"},
+			cli.StateDirFlag(),
 			&ucli.BoolFlag{Name: "json", Usage: "print the JSON document (same as --format json)"},
 			&ucli.StringFlag{Name: "format", Usage: "text, json, markdown, csv, html or prometheus (default text)"},
 			&ucli.StringFlag{Name: "since", Usage: "count runs started, or finished, on or after `DATE` (YYYY-MM-DD or RFC 3339)"},
@@ -83,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&ucli.BoolFlag{Name: "attempts", Usage: "also count the earlier attempts in <state-dir>/attempts/<bead>/"},
 			&ucli.BoolFlag{Name: "templates", Usage: "print the template scores (score-templates.sh) instead"},
 			&ucli.BoolFlag{Name: "write-scores", Usage: "write the template scores to <state-dir>/template-scores.json"},
-			&ucli.StringFlag{Name: "fail-under", Usage: "exit 3 when the success rate is below `PCT` percent"},
+			&ucli.StringFlag{Name: "fail-under", Usage: fmt.Sprintf("exit %d when the success rate is below `PCT` percent", exitBelow)},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -101,12 +99,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			return analyze(o, stdout, stderr)
 		},
-		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
-			return cli.Usagef("%v", err)
-		},
-	}
-	err := app.Run(append([]string{tool}, cli.Interspersed(args[1:], valued)...))
-	return cli.Exit(tool, err, stderr)
+	}, stdout, stderr)
+	return cli.Exit(tool, cli.Run(context.Background(), app, args), stderr)
 }
 
 // resolve checks the flags against each other and fills in the defaults.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agentfleet/fleet/internal/cli"
@@ -14,53 +16,139 @@ import (
 
 const tool = "dispatch"
 
-var stateDirFlag = &ucli.StringFlag{Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"},
-	Usage: "the state directory (`DIR`)"}
-
-// newApp builds a urfave/cli app for the dispatch form or one verb, with usage errors as exit 2.
-func newApp(name, usage, usageText string, flags []ucli.Flag, stdout, stderr io.Writer, action ucli.ActionFunc) *ucli.App {
-	return &ucli.App{
-		Name: name, Usage: usage, UsageText: usageText, Flags: append(flags, stateDirFlag),
-		Writer: stdout, ErrWriter: stderr, HideHelpCommand: true, Action: action,
-		Description:  "Exit status: 0 ok (with --wait: done), 1 failure, 2 usage error, 124 with --wait: timed out.",
-		OnUsageError: func(_ *ucli.Context, err error, _ bool) error { return cli.Usagef("%v", err) },
-	}
+// verb is one of dispatch's verbs: its name and the app that runs it.
+type verb struct {
+	name   string
+	app    func(stdout, stderr io.Writer) *ucli.App
+	hidden bool // started by dispatch itself, not shown in the help
 }
 
+// verbs are dispatch's verbs, in the order of its help. They, "help" and "version" are the
+// reserved words a bead may not be named (isVerb).
+var verbs = []verb{
+	{name: "ps", app: psApp},
+	{name: "wait", app: waitApp},
+	{name: "kill", app: killApp},
+	{name: "reconcile", app: reconcileApp},
+	{name: "attach", app: attachApp},
+	{name: supervise.SuperviseVerb, app: superviseApp, hidden: true},
+}
+
+// lookupVerb returns the verb called name, or nil.
+func lookupVerb(name string) *verb {
+	for i := range verbs {
+		if verbs[i].name == name {
+			return &verbs[i]
+		}
+	}
+	return nil
+}
+
+// isVerb says whether name is a verb (help and version included), never a bead id.
+func isVerb(name string) bool {
+	return name == "help" || name == "version" || lookupVerb(name) != nil
+}
+
+// verbNames lists the verbs shown in the help, for messages.
+func verbNames() string {
+	var names []string
+	for _, v := range verbs {
+		if !v.hidden {
+			names = append(names, v.name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// newApp builds the app of one verb (the verb's name is in name: "dispatch ps"), with
+// --state-dir and the default exit codes (0 ok, 1 failure, 2 usage error).
+func newApp(name, usage, usageText string, flags []ucli.Flag, stdout, stderr io.Writer, action ucli.ActionFunc) *ucli.App {
+	return verbApp(cli.Spec{Name: name, Usage: usage, UsageText: usageText, Flags: flags, Action: action}, stdout, stderr)
+}
+
+// verbApp builds the app of the dispatch form or one verb from s, adding --state-dir, which
+// every verb takes. Only the dispatch form answers --version.
+func verbApp(s cli.Spec, stdout, stderr io.Writer) *ucli.App {
+	s.Flags = append(slices.Clip(s.Flags), cli.StateDirFlag())
+	s.HideVersion = s.Name != tool
+	return cli.NewApp(s, stdout, stderr)
+}
+
+// run finds the verb, the first argument that is not a flag or a flag's value, wherever the
+// flags are ("dispatch --state-dir S reconcile --all" as "dispatch reconcile --all --state-dir
+// S"), and runs it; without one, it dispatches a bead.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	form := dispatchApp(stdin, stdout, stderr)
+	i := 1 + cli.FirstArg(args[1:], allFlags(form))
+	if i == 0 || !isVerb(args[i]) {
+		return cli.Exit(tool, cli.Run(ctx, form, args), stderr)
+	}
+	name := args[i]
+	// The verb's app reads the flags given before the verb as well as after it.
+	rest := slices.Concat([]string{tool + " " + name}, args[1:i], args[i+1:])
 	var err error
-	verb := ""
-	if len(args) > 1 {
-		verb = args[1]
-	}
-	// The verb is the app's name; flags may follow its arguments (dispatch wait bd-1 --state-dir x).
-	verbArgs := func(valued map[string]bool) []string {
-		return append([]string{args[1]}, cli.Interspersed(args[2:], valued)...)
-	}
-	valued := map[string]bool{"state-dir": true}
-	switch verb {
+	switch name {
+	case "help":
+		err = help(ctx, form, rest, stdout, stderr)
+	case "version":
+		if a := positional(form, rest); len(a) > 0 {
+			err = cli.Usagef("version takes no arguments, got %q; a bead may not be named like a verb", a[0])
+		} else {
+			err = cli.Run(ctx, form, []string{tool, "--version"})
+		}
 	case supervise.SuperviseVerb:
 		cancel() // the supervisor handles its own signals
-		err = superviseApp(stdout, stderr).Run(verbArgs(valued))
-	case "ps":
-		err = psApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
-	case "wait":
-		err = waitApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
-	case "kill":
-		err = killApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
-	case "reconcile":
-		err = reconcileApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
-	case "attach":
-		err = attachApp(stdout, stderr).RunContext(ctx, verbArgs(valued))
+		err = cli.Run(context.Background(), superviseApp(stdout, stderr), rest)
 	default:
-		err = dispatchApp(stdin, stdout, stderr).RunContext(ctx, append([]string{tool}, cli.Interspersed(args[1:], dispatchValued)...))
+		err = cli.Run(ctx, lookupVerb(name).app(stdout, stderr), rest)
 	}
 	return cli.Exit(tool, err, stderr)
 }
 
-var dispatchValued = map[string]bool{"branch": true, "verify": true, "timeout": true, "state-dir": true}
+// help answers "dispatch help" with the dispatch form's help, which lists the verbs, and
+// "dispatch help VERB" with the verb's own (its flags and exit codes).
+func help(ctx context.Context, form *ucli.App, args []string, stdout, stderr io.Writer) error {
+	a := positional(form, args)
+	switch {
+	case len(a) == 0 || a[0] == "help" || a[0] == "version":
+		return cli.Run(ctx, form, []string{tool, "--help"})
+	case len(a) == 1 && lookupVerb(a[0]) != nil:
+		return cli.Run(ctx, lookupVerb(a[0]).app(stdout, stderr), []string{tool + " " + a[0], "--help"})
+	case len(a) == 1:
+		return cli.Usagef("no verb %q; the verbs are %s", a[0], verbNames())
+	}
+	// "dispatch help REPO AGENT PROMPT" is a bead named help.
+	return cli.Usagef("%q is a dispatch verb, not a bead id", "help")
+}
+
+// positional returns the positional arguments of a verb's command line args (args[0] the verb).
+func positional(form *ucli.App, args []string) []string {
+	a := cli.Interspersed(args[1:], allFlags(form))
+	if i := slices.Index(a, "--"); i >= 0 {
+		return a[i+1:]
+	}
+	return nil
+}
+
+// allFlags are the flags of the dispatch form and of every verb: those that may come before a
+// verb. A name means the same flag in all of them.
+func allFlags(form *ucli.App) []ucli.Flag {
+	flags := slices.Clip(form.Flags)
+	for _, v := range verbs {
+		flags = append(flags, v.app(io.Discard, io.Discard).Flags...)
+	}
+	return flags
+}
+
+// exitStatus are the dispatch form's exit codes.
+var exitStatus = []cli.ExitCode{
+	{Code: cli.ExitOK, Meaning: "dispatched (with --wait: done)"},
+	{Code: cli.ExitFailure, Meaning: "failure (refused, launch failed, max retries reached; with --wait: failed)"},
+	{Code: cli.ExitUsage, Meaning: "usage error"},
+	{Code: cli.ExitTimeout, Meaning: "with --wait: timed out"},
+}
 
 func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 	flags := []ucli.Flag{
@@ -69,17 +157,30 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		&ucli.BoolFlag{Name: "relay", Usage: "accepted for dispatch.sh compatibility; no effect"},
 		&ucli.BoolFlag{Name: "no-relay", Usage: "accepted for dispatch.sh compatibility; no effect"},
 		&ucli.BoolFlag{Name: "no-context", Usage: "send the prompt as it is, without the other agents and coordination sections"},
-		&ucli.BoolFlag{Name: "wait", Usage: "block until the outcome is final; exit 0 done, 1 failed, 124 timeout"},
+		&ucli.BoolFlag{Name: "wait", Usage: fmt.Sprintf("block until the outcome is final; exit %d done, %d failed, %d timeout", cli.ExitOK, cli.ExitFailure, cli.ExitTimeout)},
 		&ucli.BoolFlag{Name: "retry", Usage: "with --wait: dispatch the next attempt while will_retry holds"},
 		&ucli.BoolFlag{Name: "worktree", Usage: "run the agent in its own git worktree, <repo>-worktrees/BEAD"},
 		&ucli.StringFlag{Name: "verify", Usage: "run `CMD` (a shell command) in the repo after the agent exits; its outcome fills verification"},
 		&ucli.StringFlag{Name: "timeout", Usage: "stop the agent after `DURATION` (seconds, or 90s, 30m, 1h); default DISPATCH_WATCH_TIMEOUT"},
 		&ucli.BoolFlag{Name: "no-tmux", Usage: "run the supervisor as a detached process instead of in tmux (DISPATCH_BACKEND=process)"},
 	}
-	app := newApp(tool, "start an AI coding agent on a bead, supervised",
-		"dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [flags]\n"+
-			"dispatch ps | wait BEAD... | kill BEAD | reconcile | attach BEAD",
-		flags, stdout, stderr, func(c *ucli.Context) error {
+	usageText := "dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [flags]"
+	verbList := "Verbs ('dispatch help VERB' shows a verb's flags and exit codes):"
+	for _, v := range verbs {
+		if !v.hidden {
+			a := v.app(io.Discard, io.Discard)
+			usageText += "\n" + a.UsageText
+			verbList += "\n   " + strings.TrimPrefix(a.Name, tool+" ") + "\t" + a.Usage
+		}
+	}
+	return verbApp(cli.Spec{
+		Name:        tool,
+		Usage:       "start an AI coding agent on a bead, supervised",
+		UsageText:   usageText + "\ndispatch help [VERB]",
+		Description: verbList,
+		Flags:       flags,
+		ExitCodes:   exitStatus,
+		Action: func(c *ucli.Context) error {
 			a := c.Args().Slice()
 			if len(a) < 4 || len(a) > 5 {
 				return cli.Usagef("expected BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE], got %d argument(s)", len(a))
@@ -106,8 +207,8 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 				return err
 			}
 			return dispatchAndMaybeWait(c.Context, o, s, stdin, stdout, stderr)
-		})
-	return app
+		},
+	}, stdout, stderr)
 }
 
 // dispatchAndMaybeWait launches the attempt and, with --wait, follows it to its end (and with

@@ -67,13 +67,14 @@ func outcomeLine(r *record.Result) string {
 	return fmt.Sprintf("%s: %s (exit %s, reason %s, attempt %d/%d, %s)", r.Bead, r.Status, exit, r.Reason, r.Attempt, r.MaxRetries, dur)
 }
 
-// exitFor maps an outcome to --wait's exit status: 0 done, 124 timeout, 1 anything else.
+// exitFor maps an outcome to --wait's exit status: 0 done, 124 timeout (cli.ExitTimeout), 1
+// anything else.
 func exitFor(r *record.Result) error {
 	switch r.Status {
 	case record.StatusDone:
 		return nil
 	case record.StatusTimeout:
-		return &cli.ExitError{Code: 124}
+		return &cli.ExitError{Code: cli.ExitTimeout}
 	}
 	return &cli.ExitError{Code: cli.ExitFailure}
 }
@@ -84,6 +85,15 @@ func isTerminal(w io.Writer) bool {
 }
 
 func settingsFrom(c *ucli.Context) (*settings, error) { return loadSettings(c.String("state-dir")) }
+
+// noArgs refuses arguments to a verb that takes none ("dispatch ps repo agent prompt" is not a
+// bead named ps).
+func noArgs(c *ucli.Context) error {
+	if c.NArg() > 0 {
+		return cli.Usagef("%s takes no arguments, got %q; a bead may not be named like a verb", strings.TrimPrefix(c.App.Name, tool+" "), c.Args().First())
+	}
+	return nil
+}
 
 // oneBead reads the single BEAD argument of a verb, checked, and the settings.
 func oneBead(c *ucli.Context, verb string) (string, *settings, error) {
@@ -99,8 +109,15 @@ func oneBead(c *ucli.Context, verb string) (string, *settings, error) {
 }
 
 func waitApp(stdout, stderr io.Writer) *ucli.App {
-	return newApp(tool+" wait", "block until the beads' outcomes are final", "dispatch wait BEAD...", nil, stdout, stderr,
-		func(c *ucli.Context) error {
+	return verbApp(cli.Spec{
+		Name: tool + " wait", Usage: "block until the beads' outcomes are final", UsageText: "dispatch wait BEAD...",
+		ExitCodes: []cli.ExitCode{
+			{Code: cli.ExitOK, Meaning: "every bead done"},
+			{Code: cli.ExitFailure, Meaning: "a bead failed or has no run record"},
+			{Code: cli.ExitUsage, Meaning: "usage error"},
+			{Code: cli.ExitTimeout, Meaning: "a bead timed out (this outranks a failure)"},
+		},
+		Action: func(c *ucli.Context) error {
 			if c.NArg() == 0 {
 				return cli.Usagef("dispatch wait needs at least one BEAD")
 			}
@@ -122,7 +139,7 @@ func waitApp(stdout, stderr io.Writer) *ucli.App {
 				}
 				fmt.Fprintln(stdout, outcomeLine(res))
 				var ee *cli.ExitError
-				if errors.As(exitFor(res), &ee) && (worst == 0 || ee.Code == 124) {
+				if errors.As(exitFor(res), &ee) && (worst == 0 || ee.Code == cli.ExitTimeout) {
 					worst = ee.Code
 				}
 			}
@@ -130,12 +147,19 @@ func waitApp(stdout, stderr io.Writer) *ucli.App {
 				return &cli.ExitError{Code: worst}
 			}
 			return nil
-		})
+		},
+	}, stdout, stderr)
 }
 
 func killApp(stdout, stderr io.Writer) *ucli.App {
-	return newApp(tool+" kill", "stop a bead's agent; its records say killed", "dispatch kill BEAD", nil, stdout, stderr,
-		func(c *ucli.Context) error {
+	return verbApp(cli.Spec{
+		Name: tool + " kill", Usage: "stop a bead's agent; its records say killed", UsageText: "dispatch kill BEAD",
+		ExitCodes: []cli.ExitCode{
+			{Code: cli.ExitOK, Meaning: "stopped"},
+			{Code: cli.ExitFailure, Meaning: "the bead is not running, or did not stop in time"},
+			{Code: cli.ExitUsage, Meaning: "usage error"},
+		},
+		Action: func(c *ucli.Context) error {
 			bead, s, err := oneBead(c, "kill")
 			if err != nil {
 				return err
@@ -159,14 +183,24 @@ func killApp(stdout, stderr io.Writer) *ucli.App {
 				fmt.Fprintln(stdout, outcomeLine(res))
 			}
 			return nil
-		})
+		},
+	}, stdout, stderr)
 }
 
 func reconcileApp(stdout, stderr io.Writer) *ucli.App {
-	return newApp(tool+" reconcile", "close the records of supervisors that died", "dispatch reconcile [--all] [--json]",
-		[]ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"},
-			&ucli.BoolFlag{Name: "all", Usage: "also scan every run record, not only the registered supervisors (for records other tools left running)"}}, stdout, stderr,
-		func(c *ucli.Context) error {
+	return verbApp(cli.Spec{
+		Name: tool + " reconcile", Usage: "close the records of supervisors that died", UsageText: "dispatch reconcile [--all] [--json]",
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"},
+			&ucli.BoolFlag{Name: "all", Usage: "also scan every run record, not only the registered supervisors (for records other tools left running)"}},
+		ExitCodes: []cli.ExitCode{
+			{Code: cli.ExitOK, Meaning: "the records of dead supervisors closed, or none to close"},
+			{Code: cli.ExitFailure, Meaning: "failure"},
+			{Code: cli.ExitUsage, Meaning: "usage error"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
 			s, err := settingsFrom(c)
 			if err != nil {
 				return err
@@ -188,12 +222,19 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 				fmt.Fprintln(stderr, "nothing to reconcile")
 			}
 			return nil
-		})
+		},
+	}, stdout, stderr)
 }
 
 func attachApp(stdout, stderr io.Writer) *ucli.App {
-	return newApp(tool+" attach", "watch a bead's agent in its tmux session", "dispatch attach BEAD", nil, stdout, stderr,
-		func(c *ucli.Context) error {
+	return verbApp(cli.Spec{
+		Name: tool + " attach", Usage: "watch a bead's agent in its tmux session", UsageText: "dispatch attach BEAD",
+		ExitCodes: []cli.ExitCode{
+			{Code: cli.ExitOK, Meaning: "detached (the status is tmux attach's)"},
+			{Code: cli.ExitFailure, Meaning: "no live session, or no terminal"},
+			{Code: cli.ExitUsage, Meaning: "usage error"},
+		},
+		Action: func(c *ucli.Context) error {
 			bead, s, err := oneBead(c, "attach")
 			if err != nil {
 				return err
@@ -212,7 +253,8 @@ func attachApp(stdout, stderr io.Writer) *ucli.App {
 				return err
 			}
 			return syscall.Exec(path, args, os.Environ())
-		})
+		},
+	}, stdout, stderr)
 }
 
 // psRow is one line of dispatch ps.
@@ -229,9 +271,18 @@ type psRow struct {
 }
 
 func psApp(stdout, stderr io.Writer) *ucli.App {
-	return newApp(tool+" ps", "live agents, stale ones, and the last results", "dispatch ps [--json]",
-		[]ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "one JSON document: running, stale, recent"}}, stdout, stderr,
-		func(c *ucli.Context) error {
+	return verbApp(cli.Spec{
+		Name: tool + " ps", Usage: "live agents, stale ones, and the last results", UsageText: "dispatch ps [--json]",
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "one JSON document: running, stale, recent"}},
+		ExitCodes: []cli.ExitCode{
+			{Code: cli.ExitOK, Meaning: "listed"},
+			{Code: cli.ExitFailure, Meaning: "the state could not be read"},
+			{Code: cli.ExitUsage, Meaning: "usage error"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
 			s, err := settingsFrom(c)
 			if err != nil {
 				return err
@@ -260,7 +311,8 @@ func psApp(stdout, stderr io.Writer) *ucli.App {
 				return []string{r.Bead, r.State, r.Reason, r.Finished}
 			})
 			return nil
-		})
+		},
+	}, stdout, stderr)
 }
 
 // scan reads what ps shows: the registered beads whose records say running, and the five most

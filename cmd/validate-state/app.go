@@ -28,20 +28,17 @@ type options struct {
 	paths               []string
 }
 
-// valued are the flags that take a value as the next argument.
-var valued = map[string]bool{"kind": true, "format": true, "state-dir": true, "schema-dir": true,
-	"runs-path": true, "results-path": true}
-
 func run(args []string, stdout, stderr io.Writer) int {
-	app := &ucli.App{
-		Name:      tool,
-		Usage:     "check state files against their JSON Schemas",
-		UsageText: "validate-state --runs [PATH] | --results [PATH] | --all [--fix [--dry-run]] [options]\nvalidate-state [--kind KIND] [options] PATH...",
-		Description: "Exit status: 0 every file is valid, 1 a file is invalid or unreadable, 2 usage error.\n" +
-			"Kinds: " + strings.Join(audit.Kinds, ", ") + ".",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
+	app := cli.NewApp(cli.Spec{
+		Name:        tool,
+		Usage:       "check state files against their JSON Schemas",
+		UsageText:   "validate-state --runs [PATH] | --results [PATH] | --all [--fix [--dry-run]] [options]\nvalidate-state [--kind KIND] [options] PATH...",
+		Description: "Kinds: " + strings.Join(audit.Kinds, ", ") + ".",
+		ExitCodes: []cli.ExitCode{
+			{Code: cli.ExitOK, Meaning: "every file is valid"},
+			{Code: cli.ExitFailure, Meaning: "a file is invalid or unreadable"},
+			{Code: cli.ExitUsage, Meaning: "usage error"},
+		},
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "runs", Usage: "check run records: PATH (a file or directory) or the state directory's runs/"},
 			&ucli.BoolFlag{Name: "results", Usage: "check result records: PATH (a file or directory) or the state directory's results/"},
@@ -54,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (same as --format json)"},
 			&ucli.StringFlag{Name: "format", Value: "text", Usage: "text, json or github (workflow annotations)"},
 			&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; the exit status tells"},
-			&ucli.StringFlag{Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"}, Usage: "the state directory (`DIR`)"},
+			cli.StateDirFlag(),
 			&ucli.StringFlag{Name: "schema-dir", Usage: "take <kind>.schema.json files from `DIR` (default: the state directory's schemas/, else built in)"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -71,18 +68,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			return validate(c.Context, o, stdout, stderr)
 		},
-		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
-			return cli.Usagef("%v", err)
-		},
-	}
-	err := app.Run(append([]string{tool}, normalize(args[1:])...))
-	return cli.Exit(tool, err, stderr)
+	}, stdout, stderr)
+	return cli.Exit(tool, cli.Run(context.Background(), app, optionalValues(args)), stderr)
 }
 
-// normalize turns the original's optional-value flags into ones urfave/cli can read:
+// optionalValues turns the original's optional-value flags into ones urfave/cli can read:
 // "--runs PATH" and "--runs=PATH" become "--runs --runs-path PATH" (likewise --results); a bare
-// "--runs" keeps its default directory. Then flags are moved ahead of positional arguments.
-func normalize(args []string) []string {
+// "--runs" keeps its default directory. (cli.Run then moves the flags ahead of the positional
+// arguments.)
+func optionalValues(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -91,7 +85,7 @@ func normalize(args []string) []string {
 			break
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && (name == "runs" || name == "results") {
+		if i > 0 && strings.HasPrefix(a, "-") && (name == "runs" || name == "results") {
 			out = append(out, "--"+name)
 			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				value, hasValue = args[i+1], true
@@ -104,7 +98,7 @@ func normalize(args []string) []string {
 		}
 		out = append(out, a)
 	}
-	return cli.Interspersed(out, valued)
+	return out
 }
 
 // targets resolves the flags and paths into what to check.

@@ -1,6 +1,8 @@
-// Package cli holds what the toolkit's commands share around urfave/cli: usage errors and their
-// exit code, the error-to-exit-code mapping main does once, and argument normalisation so flags
-// may follow positional arguments, as users of the shell originals expect.
+// Package cli is the skeleton the toolkit's commands share around urfave/cli: the app with its
+// help layout, --version and usage errors (NewApp), the --state-dir flag (StateDirFlag), flags
+// allowed after positional arguments as users of the shell originals expect (Run, Interspersed),
+// the named exit codes and their help line (ExitStatus), and the one place where main turns an
+// error into "tool: message" and an exit code (Exit).
 package cli
 
 import (
@@ -12,11 +14,15 @@ import (
 	"strings"
 )
 
-// Exit codes shared by every tool. Tools add their own above these (dispatch --wait: 124).
+// Exit codes. ExitOK, ExitFailure and ExitUsage are every tool's; the others are those of the
+// tools that set them, named here so that no exit code is written as a bare number.
 const (
 	ExitOK      = 0
 	ExitFailure = 1
 	ExitUsage   = 2
+	// ExitTimeout is dispatch --wait's status when the agent timed out: timeout(1)'s 124, which
+	// dispatch.sh's callers already test for.
+	ExitTimeout = 124
 )
 
 // UsageError is a mistake in the command line: exit code 2.
@@ -31,6 +37,9 @@ func Usagef(format string, args ...any) error {
 
 // ExitError carries an exit code chosen by the command, with an optional message to print.
 // A nil-message ExitError only sets the code: the command already said what happened.
+//
+// It has no ExitCode method on purpose: urfave/cli would call os.Exit itself for an error that
+// has one, and Exit must stay the one place a tool turns errors into codes.
 type ExitError struct {
 	Code int
 	Err  error
@@ -78,33 +87,20 @@ func isFlagError(err error) bool {
 	return false
 }
 
-// Interspersed moves flags ahead of positional arguments, so that "tool PATH --json" works
-// like "tool --json PATH" (urfave/cli v2 stops reading flags at the first positional argument).
-// valued names the flags that take a value as the next argument. Everything after "--" stays
-// positional.
-func Interspersed(args []string, valued map[string]bool) []string {
-	var flags, positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			positional = append(positional, args[i+1:]...)
-			i = len(args)
-		case len(a) > 1 && a[0] == '-':
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-		default:
-			positional = append(positional, a)
-		}
+// ExitCode is one exit status a command documents in its help: the code and what it means.
+type ExitCode struct {
+	Code    int
+	Meaning string
+}
+
+// ExitStatus is the help's line for codes, in their order: "Exit status: 0 ok, 1 failure, 2
+// usage error.".
+func ExitStatus(codes ...ExitCode) string {
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d %s", c.Code, c.Meaning)
 	}
-	if len(positional) == 0 {
-		return flags
-	}
-	return append(append(flags, "--"), positional...)
+	return "Exit status: " + strings.Join(parts, ", ") + "."
 }
 
 // PositiveEnv reads the numeric environment variable name, which must be a positive integer

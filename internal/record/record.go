@@ -6,14 +6,13 @@
 // attempt, prompt; results with bead, status, finished_at, attempt), some with the literal
 // placeholder '$START' as started_at. Reading accepts both, with or without a UTF-8 BOM, and
 // timestamps with fractional seconds or an offset. Writing produces full records only: each is
-// checked against the embedded schema, then written atomically under the file's sidecar lock.
+// checked against the embedded schema, then written atomically under its lock in locks/.
 package record
 
 import (
 	"encoding/json"
-	"fmt"
-	"regexp"
-	"strings"
+
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // SchemaVersion is the version of the full records this package writes.
@@ -94,29 +93,16 @@ const (
 	KindResult Kind = "result"
 )
 
-var beadPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
 // CheckBead returns an error unless id is a bead id that is safe as a file name, a tmux session
-// name and a git branch component: [A-Za-z0-9][A-Za-z0-9._-]*, at most 128 characters, and no "..".
-func CheckBead(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("bead id is empty")
-	case len(id) > 128:
-		return fmt.Errorf("bead id is %d characters long; at most 128 are allowed", len(id))
-	case !beadPattern.MatchString(id):
-		return fmt.Errorf("bead id %q has characters other than letters, digits, '.', '_' and '-', or does not start with a letter or digit", id)
-	case strings.Contains(id, ".."):
-		return fmt.Errorf("bead id %q contains \"..\"", id)
-	}
-	return nil
-}
+// name and a git branch name: statedir.CheckName's rule for beads ([A-Za-z0-9][A-Za-z0-9._-]*, at
+// most 128 characters, no "..", no final '.' or ".lock", not "HEAD", not ending in "-verify").
+func CheckBead(id string) error { return statedir.CheckName(statedir.KindBead, id) }
 
 // SessionName is the tmux session dispatch runs bead in.
 func SessionName(bead string) string { return "agent-" + bead }
 
 // ResultFile is the result_file a run record names for bead, relative to the workspace.
-func ResultFile(bead string) string { return "state/results/" + bead + ".json" }
+func ResultFile(bead string) string { return statedir.Dir{Root: "state"}.Result(bead) }
 
 // Str returns a pointer to s, for the nullable string fields.
 func Str(s string) *string { return &s }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/schema"
 )
 
@@ -40,12 +41,13 @@ func TestParseTime(t *testing.T) {
 }
 
 func TestCheckBead(t *testing.T) {
-	for _, ok := range []string{"bd-1", "A.b_c-9", strings.Repeat("x", 128)} {
+	for _, ok := range []string{"bd-1", "bd-1.2", "A.b_c-9", strings.Repeat("x", 128)} {
 		if err := CheckBead(ok); err != nil {
 			t.Errorf("CheckBead(%q) = %v, want nil", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "-x", ".x", "a/b", "a..b", "a b", "a;rm", "$(x)", "é", strings.Repeat("x", 129), "ps\n"} {
+	for _, bad := range []string{"", "-x", ".x", "a/b", "a..b", "a b", "a;rm", "$(x)", "é", strings.Repeat("x", 129), "ps\n",
+		"bd-1.", "x.lock", "HEAD", "bd-1-verify"} {
 		if err := CheckBead(bad); err == nil {
 			t.Errorf("CheckBead(%q) = nil, want an error", bad)
 		}
@@ -103,6 +105,13 @@ func TestStoreWriteValidatesAndIsAtomic(t *testing.T) {
 	if again.Status != StatusRunning {
 		t.Errorf("after a refused write the record says %q, want the old %q", again.Status, StatusRunning)
 	}
+	// The locks are under locks/: runs/ holds the records and nothing else.
+	if entries, _ := os.ReadDir(filepath.Dir(s.RunPath("bd-1"))); len(entries) != 1 {
+		t.Errorf("runs/ holds %d entries, want the record only (no lock beside it)", len(entries))
+	}
+	if _, err := os.Stat(s.Paths().RunLock("bd-1")); err != nil {
+		t.Errorf("no run lock under locks/: %v", err)
+	}
 	if err := s.WriteRun(ctx, fullRun("../escape")); err == nil {
 		t.Error("WriteRun(bead ../escape) = nil, want a refusal")
 	}
@@ -112,6 +121,33 @@ func TestStoreWriteValidatesAndIsAtomic(t *testing.T) {
 		Attempt: 1, MaxRetries: 2, ExitCode: Int(0), SessionName: SessionName("bd-1")}
 	if err := s.WriteResult(ctx, res); err != nil {
 		t.Fatalf("WriteResult(valid) = %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(s.ResultPath("bd-1"))); len(entries) != 1 {
+		t.Errorf("results/ holds %d entries, want the record only", len(entries))
+	}
+	if fi, err := os.Stat(s.Paths().Locks()); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("locks/ = %v, %v; want a directory 0700", fi, err)
+	}
+}
+
+func TestStoreWriteWaitsForTheRecordLock(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	lock := s.Paths().RunLock("bd-1")
+	os.MkdirAll(filepath.Dir(lock), 0o700)
+	unlock, err := fsx.LockFile(context.Background(), lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := s.WriteRun(ctx, fullRun("bd-1")); !errors.Is(err, fsx.ErrLocked) {
+		t.Errorf("WriteRun(run lock held) = %v, want ErrLocked", err)
+	}
+	if err := s.WriteResult(context.Background(), &Result{SchemaVersion: 1, Bead: "bd-1", Agent: "a", Status: StatusRunning,
+		Reason: "dispatched", StartedAt: "2026-01-01T00:00:00Z", Attempt: 1, MaxRetries: 2,
+		SessionName: SessionName("bd-1")}); err != nil {
+		t.Errorf("WriteResult(only the run's lock held) = %v, want it written", err)
 	}
 }
 

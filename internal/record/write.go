@@ -5,37 +5,41 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/schema"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // ErrInvalid marks a record that does not satisfy its schema; such a record is never written.
 var ErrInvalid = errors.New("record does not satisfy its schema")
 
-// Store is a state directory holding runs/<bead>.json and results/<bead>.json.
+// Store is a state directory holding runs/<bead>.json and results/<bead>.json, with their
+// locks under locks/ (statedir.Dir names every path).
 type Store struct {
 	// Dir is the state directory (the tools' --state-dir, by default ./state).
 	Dir string
 }
 
+// Paths is the layout of the store's state directory.
+func (s Store) Paths() statedir.Dir { return statedir.Dir{Root: s.Dir} }
+
 // RunPath is the path of bead's run record.
-func (s Store) RunPath(bead string) string { return filepath.Join(s.Dir, "runs", bead+".json") }
+func (s Store) RunPath(bead string) string { return s.Paths().Run(bead) }
 
 // ResultPath is the path of bead's result record.
-func (s Store) ResultPath(bead string) string {
-	return filepath.Join(s.Dir, "results", bead+".json")
-}
+func (s Store) ResultPath(bead string) string { return s.Paths().Result(bead) }
 
 // AttemptsDir is where a bead's earlier attempts are kept (dispatch copies each attempt's records
 // there before the next replaces them; analyze-runs --attempts reads them): attempts/<bead>.
 // With bead "", the directory of all beads' attempts.
 func (s Store) AttemptsDir(bead string) string {
-	return filepath.Join(s.Dir, "attempts", bead)
+	if bead == "" {
+		return s.Paths().Attempts()
+	}
+	return s.Paths().AttemptDir(bead)
 }
 
 // WriteRun checks r against the embedded run schema and writes it atomically under its lock.
@@ -43,7 +47,7 @@ func (s Store) WriteRun(ctx context.Context, r *Run) error {
 	if err := CheckBead(r.Bead); err != nil {
 		return err
 	}
-	return write(ctx, KindRun, s.RunPath(r.Bead), r)
+	return write(ctx, KindRun, s.RunPath(r.Bead), s.Paths().RunLock(r.Bead), r)
 }
 
 // WriteResult checks r against the embedded result schema and writes it atomically under its lock.
@@ -51,7 +55,7 @@ func (s Store) WriteResult(ctx context.Context, r *Result) error {
 	if err := CheckBead(r.Bead); err != nil {
 		return err
 	}
-	return write(ctx, KindResult, s.ResultPath(r.Bead), r)
+	return write(ctx, KindResult, s.ResultPath(r.Bead), s.Paths().ResultLock(r.Bead), r)
 }
 
 // Marshal renders a record as the tools write it: two-space indent, a final newline (as jq does).
@@ -101,7 +105,9 @@ func Check(kind Kind, doc []byte) error {
 	return nil
 }
 
-func write(ctx context.Context, kind Kind, path string, v any) error {
+// write checks a record and writes it atomically under lockPath. The locks live under locks/,
+// not beside the records: runs/ and results/ hold records only.
+func write(ctx context.Context, kind Kind, path, lockPath string, v any) error {
 	doc, err := Marshal(v)
 	if err != nil {
 		return err
@@ -110,8 +116,11 @@ func write(ctx context.Context, kind Kind, path string, v any) error {
 		return fmt.Errorf("not writing %s: %w", path, err)
 	}
 	// State directories hold prompts: keep them private.
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("creating state directory: %w", err)
+	if err := statedir.MkdirFor(path); err != nil {
+		return err
 	}
-	return fsx.WriteLocked(ctx, path, doc, 0o600)
+	if err := statedir.MkdirFor(lockPath); err != nil {
+		return err
+	}
+	return fsx.WriteLockedBy(ctx, lockPath, path, doc, 0o600)
 }

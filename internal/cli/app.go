@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"runtime/debug"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// version is the toolkit's version, set by the Makefile's build:
+// -ldflags "-X github.com/agentfleet/fleet/internal/cli.version=v1.2.3".
+var version string
+
+// Version is the version --version prints: the one the build set, else the module's version
+// from the build info (go build stamps it from git), else "devel".
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// Spec is what one command is made of: a tool, or one verb of a tool with verbs (dispatch).
+type Spec struct {
+	Name        string // the tool, or "tool verb"
+	Usage       string // one line: what it does
+	UsageText   string // the synopsis, one form a line
+	Description string // what the help says between the synopsis and the options
+	Flags       []ucli.Flag
+	// ExitCodes are documented at the end of the help; none means 0 ok, 1 failure, 2 usage error.
+	ExitCodes []ExitCode
+	// HideVersion drops --version, for verbs: the tool itself answers it.
+	HideVersion bool
+	Action      ucli.ActionFunc
+}
+
+// defaultExitCodes are those of a command that has no codes of its own.
+var defaultExitCodes = []ExitCode{{ExitOK, "ok"}, {ExitFailure, "failure"}, {ExitUsage, "usage error"}}
+
+// helpTemplate lays out every command's help the same way: the synopsis under "Usage:" (the
+// line scripts and the workspace's acceptance tests look for), the description, the options,
+// and the exit codes last, as a man page does.
+const helpTemplate = `{{.Name}}{{with .Usage}} - {{.}}{{end}}
+
+Usage:
+   {{if .UsageText}}{{wrap .UsageText 3}}{{else}}{{.Name}} [options]{{end}}{{with .Description}}
+
+{{wrap . 0}}{{end}}{{if .VisibleFlags}}
+
+Options:{{range .VisibleFlags}}
+   {{wrap .String 6}}{{end}}{{end}}{{with index .Metadata "exitStatus"}}
+
+{{.}}{{end}}
+`
+
+// NewApp builds the urfave/cli app of s, writing to stdout and stderr, with what every command
+// of the toolkit shares: the help layout with the exit codes, --version, and flag mistakes as
+// usage errors (exit 2). Run it with Run.
+func NewApp(s Spec, stdout, stderr io.Writer) *ucli.App {
+	codes := s.ExitCodes
+	if len(codes) == 0 {
+		codes = defaultExitCodes
+	}
+	return &ucli.App{
+		Name: s.Name, Usage: s.Usage, UsageText: s.UsageText, Description: s.Description,
+		Flags: s.Flags, Action: s.Action,
+		Writer: stdout, ErrWriter: stderr,
+		Version: Version(), HideVersion: s.HideVersion,
+		HideHelpCommand:       true,
+		CustomAppHelpTemplate: helpTemplate,
+		Metadata:              map[string]any{"exitStatus": ExitStatus(codes...)},
+		OnUsageError:          func(_ *ucli.Context, err error, _ bool) error { return Usagef("%v", err) },
+	}
+}
+
+// Run runs app on the command line args (args[0], the program, is replaced by the app's name),
+// with flags allowed after positional arguments (see Interspersed).
+func Run(ctx context.Context, app *ucli.App, args []string) error {
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	return app.RunContext(ctx, append([]string{app.Name}, Interspersed(args, app.Flags)...))
+}
+
+// StateDirFlag returns a new --state-dir flag: env STATE_DIR, default "state". An empty value
+// is a usage error: a STATE_DIR= left empty by a script must not turn the current directory into
+// the state directory.
+func StateDirFlag() *ucli.StringFlag {
+	return &ucli.StringFlag{
+		Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"},
+		Usage: "the state directory (`DIR`)",
+		Action: func(_ *ucli.Context, dir string) error {
+			if dir != "" {
+				return nil
+			}
+			if v, ok := os.LookupEnv("STATE_DIR"); ok && v == "" {
+				// urfave/cli cannot tell which of the two the empty value came from.
+				return Usagef("the state directory is empty (STATE_DIR is set but empty, or --state-dir is); give a directory, or unset STATE_DIR for ./state")
+			}
+			return Usagef("--state-dir is empty; give a directory")
+		},
+	}
+}

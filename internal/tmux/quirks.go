@@ -1,0 +1,71 @@
+package tmux
+
+import "strings"
+
+// This file holds what tmux does that a caller would not guess, each as a small pure function
+// with a table test (quirks_test.go) whose cases cite the tmux version and situation.
+
+// verdict is what a tmux error message means to a caller.
+type verdict int
+
+const (
+	failed verdict = iota // anything else: a real failure, reported as tmux worded it
+	gone                  // no server, session, window or pane: for a query, "nothing there"
+	exists                // the name asked for a new session is taken
+)
+
+// classify reads what tmux printed on stderr. Only tmux 3.2 and later are read (NewSession's -e
+// needs 3.2); the messages are matched whole or by their fixed part, never by a word inside, so
+// that "error connecting to … (Permission denied)" stays a failure.
+//
+// A server shutting down answers in ways that all mean "gone" (tmux 3.3a, seen when a command
+// races the end of the last session or a kill-server):
+//   - "no current target": the server has no session left but has not exited yet; cmd-find.c
+//     fails before it even looks at an exact "=name" target.
+//   - "server exited unexpectedly": the server closed the connection without answering
+//     (client.c CLIENT_EXIT_LOST_SERVER; tmux before 3.1 said "lost server").
+//   - "no server running on <socket>": the socket file is left but nobody listens.
+//
+// Several lines (one per failed command) are gone only if every one is.
+func classify(stderr string) verdict {
+	v := failed
+	for i, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		lv := classifyLine(strings.TrimSpace(line))
+		if i > 0 && lv != v {
+			return failed
+		}
+		v = lv
+	}
+	return v
+}
+
+func classifyLine(msg string) verdict {
+	switch {
+	case strings.HasPrefix(msg, "no server running on "),
+		// ENOENT: no socket file, or no directory for it. Other errors from connect(2)
+		// (EACCES, ENAMETOOLONG) are real failures.
+		strings.HasPrefix(msg, "error connecting to ") && strings.HasSuffix(msg, " (No such file or directory)"),
+		msg == "server exited unexpectedly",
+		// MSG_SHUTDOWN reached the client before its command ran (client.c, exit reason
+		// CLIENT_EXIT_SERVER_EXITED).
+		msg == "server exited",
+		msg == "no current target",
+		strings.HasPrefix(msg, "can't find session: "),
+		strings.HasPrefix(msg, "can't find window: "),
+		strings.HasPrefix(msg, "can't find pane: "):
+		return gone
+	case strings.HasPrefix(msg, "duplicate session: "):
+		return exists
+	}
+	return failed
+}
+
+func (v verdict) String() string {
+	switch v {
+	case gone:
+		return "gone"
+	case exists:
+		return "exists"
+	}
+	return "failed"
+}

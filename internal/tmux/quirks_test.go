@@ -1,0 +1,42 @@
+package tmux
+
+import "testing"
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		stderr string
+		want   verdict
+		why    string
+	}{
+		// Gone: nothing there, or a server on its way out.
+		{"no server running on /tmp/tmx1/s", gone, "tmux 2.1+: socket file left by an exited server (ECONNREFUSED)"},
+		{"error connecting to /tmp/tmx1/s (No such file or directory)", gone, "tmux 2.1+: no socket file yet (ENOENT)"},
+		{"no current target", gone, "tmux 3.3a: kill-session/has-session -t =name just after the last session ended; the server is exiting"},
+		{"server exited unexpectedly", gone, "tmux 3.1+ (3.3a seen): the server exited mid-command, after the last session ended or a kill-server"},
+		{"server exited", gone, "tmux 3.3a client.c: MSG_SHUTDOWN reached a waiting client"},
+		{"can't find session: agent-bd-1", gone, "tmux 2.9+: exact session target with no such session"},
+		{"can't find window: w1", gone, "tmux 2.9+: =session:=window with no such window"},
+		{"can't find pane: %9", gone, "tmux 2.9+: no such pane"},
+		{"no current target\nserver exited unexpectedly", gone, "every line says gone"},
+		{"  no current target\n", gone, "surrounding space is tmux's newline"},
+		// Exists.
+		{"duplicate session: agent-bd-1", exists, "tmux 3.3a: new-session -s with a taken name"},
+		// Real failures, even where a gone message's words appear.
+		{"error connecting to /tmp/tmx1/s (Permission denied)", failed, "another user's socket: not 'no server'"},
+		{"error connecting to /tmp/x/s (File name too long)", failed, "socket path over the sun_path limit"},
+		{"command too long", failed, "tmux 3.3a: the command's arguments exceed 16 KiB (MAX_IMSGSIZE)"},
+		{"create window failed: index 0 in use", failed, "tmux 3.3a new-window"},
+		{"unknown command: frobnicate", failed, ""},
+		{"open terminal failed: not a terminal", failed, "tmux 3.3a: attach without a terminal"},
+		{"no current target\nunknown command: x", failed, "mixed lines: one real failure"},
+		{"session not found: agent-bd-1", failed, "tmux before 2.1's wording; this package needs 3.2"},
+		{"lost server", failed, "tmux before 3.1's wording; this package needs 3.2"},
+		{"warning: can't find session: x is fine", failed, "a gone message inside another is not one"},
+		{"", failed, "no message at all"},
+	}
+	for _, tt := range tests {
+		if got := classify(tt.stderr); got != tt.want {
+			t.Errorf("classify(%q) = %v, want %v (%s)", tt.stderr, got, tt.want, tt.why)
+		}
+	}
+}

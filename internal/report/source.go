@@ -19,14 +19,11 @@ import (
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ordered"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // ErrNoStateDir is returned by Scan when the state directory does not exist.
 var ErrNoStateDir = errors.New("state directory not found")
-
-// verifySuffix marks the verification output dispatch leaves beside a result. The original read
-// these files as results, and whichever came last replaced the bead's real result.
-const verifySuffix = "-verify"
 
 // Source is a state directory read as merged beads: runs/<bead>.json with results/<bead>.json,
 // results/<bead>-verify.json as the bead's verification, and with Attempts the earlier attempts
@@ -39,6 +36,9 @@ type Source struct {
 	// (GOMAXPROCS), because much of the work is system calls that block.
 	Workers int
 }
+
+// paths is the layout of the state directory.
+func (s Source) paths() statedir.Dir { return statedir.Dir{Root: s.Dir} }
 
 // entry is one bead name of the directory listings, with the files it has.
 type entry struct {
@@ -80,11 +80,11 @@ func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
 	// The two directories are opened once and each file read by its name in them, so the kernel
 	// resolves one path component per file rather than the whole state directory path.
 	var fds dirs
-	if fds.runs, err = openDir(filepath.Join(s.Dir, "runs")); err != nil {
+	if fds.runs, err = openDir(s.paths().Runs()); err != nil {
 		return err
 	}
 	defer closeDir(fds.runs)
-	if fds.results, err = openDir(filepath.Join(s.Dir, "results")); err != nil {
+	if fds.results, err = openDir(s.paths().Results()); err != nil {
 		return err
 	}
 	defer closeDir(fds.results)
@@ -134,11 +134,11 @@ func (s Source) list() ([]entry, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("state directory %s is not a directory", s.Dir)
 	}
-	runs, err := recordNames(filepath.Join(s.Dir, "runs"))
+	runs, err := recordNames(s.paths().Runs())
 	if err != nil {
 		return nil, err
 	}
-	results, err := recordNames(filepath.Join(s.Dir, "results"))
+	results, err := recordNames(s.paths().Results())
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +146,11 @@ func (s Source) list() ([]entry, error) {
 	for _, n := range runs {
 		entries = append(entries, entry{name: n, run: true})
 	}
+	// results/<bead>-verify.json is the verification output dispatch leaves beside a result. The
+	// original read these files as results, and whichever came last replaced the real result.
 	var verifies []string
 	results = slices.DeleteFunc(results, func(n string) bool {
-		if base, ok := strings.CutSuffix(n, verifySuffix); ok && base != "" {
+		if base, ok := statedir.VerifyBead(n); ok {
 			verifies = append(verifies, base)
 			return true
 		}
@@ -159,7 +161,7 @@ func (s Source) list() ([]entry, error) {
 	entries = union(entries, results, func(e *entry) { e.result = true })
 	entries = union(entries, verifies, func(e *entry) { e.verify = true })
 	if s.Attempts {
-		dirs, err := subdirs(record.Store{Dir: s.Dir}.AttemptsDir(""))
+		dirs, err := subdirs(s.paths().Attempts())
 		if err != nil {
 			return nil, err
 		}
@@ -170,12 +172,9 @@ func (s Source) list() ([]entry, error) {
 
 // recordNames lists a directory's *.json files, without the extension, sorted. A missing
 // directory has none: the original read it as empty. Hidden names are skipped: they are the
-// temporary files of writes in progress.
+// temporary files of writes in progress; so are the <bead>.json.lock sidecars older writers left.
 func recordNames(dir string) ([]string, error) {
-	list, err := fsx.Names(dir, func(n string) (string, bool) {
-		base, ok := strings.CutSuffix(n, ".json")
-		return base, ok && base != "" && !strings.HasPrefix(n, ".")
-	})
+	list, err := fsx.Names(dir, statedir.RecordBead)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -266,8 +265,8 @@ func (s Source) read(fds dirs, e entry) batch {
 
 // readCurrent reads a bead's run, its result and its verification.
 func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, error)) *Bead {
-	runPath := func() string { return filepath.Join(s.Dir, "runs", e.name+".json") }
-	runDoc, err := fsx.ReadFileAt(fds.runs, e.name+".json", record.MaxSize, bufs.run)
+	runPath := func() string { return s.paths().Run(e.name) }
+	runDoc, err := fsx.ReadFileAt(fds.runs, statedir.RecordFile(e.name), record.MaxSize, bufs.run)
 	if err == nil && cap(runDoc) <= maxKeptBuffer {
 		bufs.run = runDoc[:0]
 	}
@@ -288,8 +287,8 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, 
 	}
 	var res *record.Result
 	if hasRes && fds.results >= 0 {
-		resPath := func() string { return filepath.Join(s.Dir, "results", resName+".json") }
-		doc, err := fsx.ReadFileAt(fds.results, resName+".json", record.MaxSize, bufs.result)
+		resPath := func() string { return s.paths().Result(resName) }
+		doc, err := fsx.ReadFileAt(fds.results, statedir.RecordFile(resName), record.MaxSize, bufs.result)
 		if err == nil && cap(doc) <= maxKeptBuffer {
 			bufs.result = doc[:0]
 		}
@@ -308,7 +307,7 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, 
 	}
 	var verify json.RawMessage
 	if e.verify {
-		path := filepath.Join(s.Dir, "results", e.name+verifySuffix+".json")
+		path := s.paths().Verify(e.name)
 		if verify, err = readObject(path); err != nil {
 			fail(path, err)
 		}
@@ -372,7 +371,7 @@ func readObject(path string) (json.RawMessage, error) {
 // field, else by the number in their file name. An attempt that is also the bead's current one
 // (in runs/) is not counted twice, and a result with no run is left out, as in runs/.
 func (s Source) readAttempts(bead string, current *Bead, fail func(string, error)) []*Bead {
-	dir := record.Store{Dir: s.Dir}.AttemptsDir(bead)
+	dir := s.paths().AttemptDir(bead)
 	files, err := recordNames(dir)
 	if err != nil {
 		fail(dir, err)

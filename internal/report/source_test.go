@@ -57,6 +57,9 @@ func TestScan(t *testing.T) {
 		"results/bd-e-verify.json": `[1]`, // a bad verification is reported, the bead still counts
 		"runs/notes.txt":           "not a record",
 		"runs/.bd-f.json.tmp-123":  "a write in progress",
+		"runs/bd-a.json.lock":      "", // sidecar locks older writers left beside the records
+		"results/bd-a.json.lock":   "",
+		"locks/runs/bd-a.lock":     "",
 		"attempts/bd-a/run-1.json": `{"bead":"bd-a","agent":"claude","started_at":"2025-12-31T00:00:00Z","attempt":1,"prompt":"Fix a"}`,
 	})
 	if err := os.Mkdir(filepath.Join(dir, "runs", "bd-dir.json"), 0o755); err != nil {

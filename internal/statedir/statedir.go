@@ -218,6 +218,10 @@ func (d Dir) LegacyReserve(bead string) string {
 // record (runs/<bead>.json.lock). Readers of runs/ and results/ must still skip such files.
 func LegacyRecordLock(record string) string { return record + lockSuffix }
 
+// RecordFile is the name of bead's record in runs/ and in results/ (Run and Result are the same
+// name joined to the directory): for readers that open each record relative to the directory.
+func RecordFile(bead string) string { return bead + recordSuffix }
+
 // RecordBead is the bead of a file listed in runs/ or results/: "<bead>.json" gives <bead>.
 // Hidden files (temp files of a write in progress), lock files and backups are not records. The
 // bead is not checked against CheckName: the tools read whatever records a directory holds.

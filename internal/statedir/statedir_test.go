@@ -35,6 +35,8 @@ func TestDirPaths(t *testing.T) {
 		{d.LegacyReserve("bd-1"), "state/supervisors/bd-1.json.reserve"},
 		{LegacyRecordLock(d.Run("bd-1")), "state/runs/bd-1.json.lock"},
 		{Dir{}.Run("x"), "runs/x.json"},
+		{filepath.Join(d.Runs(), RecordFile("bd-1")), d.Run("bd-1")},
+		{filepath.Join(d.Results(), RecordFile("bd-1")), d.Result("bd-1")},
 	}
 	for i, tt := range tests {
 		if tt.got != tt.want {

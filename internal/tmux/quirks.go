@@ -69,3 +69,20 @@ func (v verdict) String() string {
 	}
 	return "failed"
 }
+
+// escapeArg protects one command-line argument from tmux's own parsing of its argument vector:
+// tmux (3.0 to at least 3.5, cmd_parse_from_arguments) reads an argument that ends in ';' as the
+// end of a command, drops the ';' and runs what follows as another tmux command, so argv
+// {"sh", "-c", "make;", "kill-server"} would kill the server. An argument ending in `\;` keeps
+// a literal ';' (and loses the backslash), so a backslash goes before a final ';'.
+func escapeArg(arg string) string {
+	if strings.HasSuffix(arg, ";") {
+		return arg[:len(arg)-1] + `\;`
+	}
+	return arg
+}
+
+// escapeFormat protects a value that tmux expands as a format: new-session's -s and -c and
+// new-window's -n and -c (tmux 3.3a) read "#{pane_pid}", "#S" and the like, so a directory
+// "/work/#1" would become another. "##" is a literal '#'.
+func escapeFormat(s string) string { return strings.ReplaceAll(s, "#", "##") }

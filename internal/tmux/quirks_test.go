@@ -40,3 +40,34 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func TestEscapeArg(t *testing.T) {
+	tests := []struct{ in, want, why string }{
+		{"make", "make", "nothing to protect"},
+		{"make;", `make\;`, "tmux 3.3a: a final ';' ends the command"},
+		{";", `\;`, "a lone ';' separates commands"},
+		{`a\;`, `a\\;`, `tmux turns a final "\;" into ";", so a literal "\;" needs one more backslash`},
+		{"a;b", "a;b", "only a final ';' is special"},
+		{"a; ", "a; ", "nor one followed by a space"},
+		{"", "", ""},
+	}
+	for _, tt := range tests {
+		if got := escapeArg(tt.in); got != tt.want {
+			t.Errorf("escapeArg(%q) = %q, want %q (%s)", tt.in, got, tt.want, tt.why)
+		}
+	}
+}
+
+func TestEscapeFormat(t *testing.T) {
+	tests := []struct{ in, want, why string }{
+		{"/repo", "/repo", ""},
+		{"/work/#1", "/work/##1", "tmux 3.3a expands -c as a format"},
+		{"/tmp/#{pane_pid}", "/tmp/##{pane_pid}", "a format that would expand to the empty string"},
+		{"##", "####", ""},
+	}
+	for _, tt := range tests {
+		if got := escapeFormat(tt.in); got != tt.want {
+			t.Errorf("escapeFormat(%q) = %q, want %q (%s)", tt.in, got, tt.want, tt.why)
+		}
+	}
+}

@@ -40,9 +40,14 @@ type Client struct {
 func exact(session string) string { return "=" + session }
 
 func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
+	full := make([]string, 0, len(args)+2)
 	if c.Socket != "" {
-		args = append([]string{"-S", c.Socket}, args...)
+		full = append(full, "-S", c.Socket)
 	}
+	for _, a := range args {
+		full = append(full, escapeArg(a))
+	}
+	args = full
 	if c.Run != nil {
 		return c.Run(ctx, args...)
 	}
@@ -106,9 +111,12 @@ func (c *Client) HasSession(ctx context.Context, session string) (bool, error) {
 
 // NewSession starts a detached session running argv in dir and returns the pid of the pane's
 // process. argv is passed to tmux as separate arguments, which tmux executes directly, without
-// a shell, so nothing in it is ever interpreted. env entries ("K=V") are set in the session.
+// a shell, so nothing in it is ever interpreted (run protects a final ';', and the session name
+// and dir are kept from format expansion). env entries ("K=V") are set in the session.
+// Everything passed must fit in tmux's 16 KiB command message ("command too long"): pass a long
+// prompt in a file.
 func (c *Client) NewSession(ctx context.Context, session, dir string, env []string, argv ...string) (int, error) {
-	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", session, "-c", dir}
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", escapeFormat(session), "-c", escapeFormat(dir)}
 	for _, kv := range env {
 		args = append(args, "-e", kv)
 	}

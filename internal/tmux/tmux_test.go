@@ -49,6 +49,45 @@ func realClient(t *testing.T) *Client {
 	return c
 }
 
+// waitFile returns the contents of path once it is non-empty, or fails the test after 5s.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, _ := os.ReadFile(path); len(b) > 0 {
+			return string(b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s still empty after 5s", path)
+	return ""
+}
+
+// TestRealArgumentsAreLiteral passes words that tmux 3.3a itself would interpret: a final ';'
+// (a command separator, even in an argument vector), a tmux command after it, and formats in
+// the session name and directory.
+func TestRealArgumentsAreLiteral(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "#{pane_pid}#S")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	words := []string{"a;", ";", "kill-server", `\;`, `b\`, "#{pane_pid}", "-x"}
+	argv := append([]string{"sh", "-c", `printf '%s|' "$PWD" "$V" "$@" > "$0"; sleep 30`, marker}, words...)
+	if _, err := c.NewSession(ctx, "s#{pane_pid}", dir, []string{"V=#S;"}, argv...); err != nil {
+		t.Fatal(err)
+	}
+	want := dir + "|#S;|" + strings.Join(words, "|") + "|"
+	if got := waitFile(t, marker); got != want {
+		t.Errorf("program saw %q, want %q", got, want)
+	}
+	if ok, err := c.HasSession(ctx, "s#{pane_pid}"); !ok {
+		t.Errorf("HasSession(%q) = %v, %v; the name was expanded", "s#{pane_pid}", ok, err)
+	}
+}
+
 func TestRealSessionLifecycle(t *testing.T) {
 	c := realClient(t)
 	ctx := context.Background()

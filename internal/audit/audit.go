@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ordered"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"gopkg.in/yaml.v3"
 )
 
@@ -60,11 +61,8 @@ func KnownKind(kind string) bool {
 func KindFromPath(path string) string {
 	clean := filepath.Clean(path)
 	for _, name := range []string{filepath.Base(clean), filepath.Base(filepath.Dir(clean))} {
-		switch name {
-		case "runs":
-			return "run"
-		case "results":
-			return "result"
+		if kind := statedir.DirKind(name); kind != "" {
+			return kind
 		}
 	}
 	return ""
@@ -176,8 +174,11 @@ func expand(t Target) listing {
 	return listing{dir: filepath.Clean(t.Path), dirfd: dirfd, names: names, kind: t.Kind}
 }
 
+// matches picks the files of a directory to check: the .json ones (and a manifest's YAML), not
+// hidden temp files of an atomic write in progress, nor the <bead>.json.lock sidecars that record
+// writers before statedir's locks/ left in runs/ and results/.
 func matches(name, kind string) bool {
-	if strings.HasPrefix(name, ".") { // temp files of an atomic write in progress
+	if strings.HasPrefix(name, ".") {
 		return false
 	}
 	ext := filepath.Ext(name)
@@ -306,15 +307,15 @@ func (a *Auditor) partner(path, kind string, doc []byte) []byte {
 	if record.CheckBead(bead) != nil {
 		bead = fileBead(path)
 	}
-	other := "results"
-	if kind == "result" {
-		other = "runs"
-	}
-	base := filepath.Dir(filepath.Dir(path))
+	state := statedir.Dir{Root: filepath.Dir(filepath.Dir(path))}
 	if KindFromPath(path) == "" {
-		base = a.opts.StateDir
+		state.Root = a.opts.StateDir
 	}
-	b, err := fsx.ReadFileLimit(filepath.Join(base, other, bead+".json"), record.MaxSize)
+	other := state.Result(bead)
+	if kind == "result" {
+		other = state.Run(bead)
+	}
+	b, err := fsx.ReadFileLimit(other, record.MaxSize)
 	if err != nil {
 		return nil
 	}

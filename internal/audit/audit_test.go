@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -84,6 +85,7 @@ func TestMatches(t *testing.T) {
 		{"bd-1.json", "run", true},
 		{".bd-1.json.tmp-123", "run", false},
 		{"bd-1.json.bak", "run", false},
+		{"bd-1.json.lock", "run", false}, // the sidecar locks of writers before statedir
 		{"work.yaml", "manifest", true},
 		{"work.yaml", "run", false},
 		{"notes.txt", "run", false},
@@ -92,5 +94,47 @@ func TestMatches(t *testing.T) {
 		if got := matches(tt.name, tt.kind); got != tt.want {
 			t.Errorf("matches(%q, %q) = %v, want %v", tt.name, tt.kind, got, tt.want)
 		}
+	}
+}
+
+// TestRunIgnoresOldLockFiles: validate-state over a state directory that record writers before
+// statedir used reports the records only, not the <bead>.json.lock files beside them.
+func TestRunIgnoresOldLockFiles(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	os.Mkdir(runs, 0o700)
+	os.WriteFile(filepath.Join(runs, "bd-1.json"), []byte(`{"bead":"bd-1"}`), 0o600)
+	os.WriteFile(filepath.Join(runs, "bd-1.json.lock"), nil, 0o600)
+	a, _, err := New(Options{}, []string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	a.Run([]Target{{Path: runs, Kind: "run"}}, func(r Report) { paths = append(paths, filepath.Base(r.Path)) })
+	if want := []string{"bd-1.json"}; !reflect.DeepEqual(paths, want) {
+		t.Errorf("Run reported %q, want %q", paths, want)
+	}
+}
+
+// TestFixReadsThePartnerRecord: --fix completes a legacy run from its result in results/.
+func TestFixReadsThePartnerRecord(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "runs"), 0o700)
+	os.Mkdir(filepath.Join(dir, "results"), 0o700)
+	run := filepath.Join(dir, "runs", "bd-x.json")
+	os.WriteFile(run, []byte(`{"bead":"bd-x","agent":"claude","model":"sonnet","repo":"/r","started_at":"'$START'","attempt":1,"prompt":"p"}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "results", "bd-x.json"), []byte(`{"bead":"bd-x","status":"failed","finished_at":"2026-02-12T10:05:00Z","attempt":1,"duration_seconds":300}`), 0o600)
+	a, _, err := New(Options{Fix: true, MaxRetries: 2}, []string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Report
+	a.Run([]Target{{Path: filepath.Join(dir, "runs"), Kind: "run"}}, func(r Report) { got = append(got, r) })
+	if len(got) != 1 || !got[0].Valid {
+		t.Fatalf("Run(--fix) = %+v, want one valid report", got)
+	}
+	b, _ := os.ReadFile(run)
+	if !strings.Contains(string(b), `"status": "failed"`) || !strings.Contains(string(b), `"started_at": "2026-02-12T10:00:00Z"`) {
+		t.Errorf("fixed run lacks what its result says:\n%s", b)
 	}
 }

@@ -11,9 +11,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 var (
@@ -28,8 +29,9 @@ var (
 // records made schema-invalid. The same arguments write the same bytes.
 func Generate(n int, out string, seed int64, legacyPct, invalidPct int) error {
 	rng := rand.New(rand.NewSource(seed))
-	for _, d := range []string{"runs", "results"} {
-		if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {
+	state := statedir.Dir{Root: out}
+	for _, d := range []string{state.Runs(), state.Results()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
@@ -85,7 +87,7 @@ func Generate(n int, out string, seed int64, legacyPct, invalidPct int) error {
 				"repo": "/srv/repo", "prompt": short, "prompt_hash": hex.EncodeToString(sum[:]),
 				"started_at": start.Format(time.RFC3339), "finished_at": fin, "duration_seconds": durv,
 				"status": status, "attempt": attempt, "max_retries": 2, "session_name": "agent-" + bead,
-				"result_file": "state/results/" + bead + ".json", "exit_code": exit, "output_summary": nil,
+				"result_file": statedir.Dir{Root: "state"}.Result(bead), "exit_code": exit, "output_summary": nil,
 				"failure_reason": failure, "template_name": tmplv, "prompt_full": prompt}
 			res = map[string]any{"schema_version": 1, "bead": bead, "agent": agent, "status": status,
 				"reason": reason, "started_at": start.Format(time.RFC3339), "finished_at": fin,
@@ -96,10 +98,10 @@ func Generate(n int, out string, seed int64, legacyPct, invalidPct int) error {
 		if rng.Intn(100) < invalidPct {
 			run["attempt"] = "one"
 		}
-		if err := write(filepath.Join(out, "runs", bead+".json"), run); err != nil {
+		if err := write(state.Run(bead), run); err != nil {
 			return err
 		}
-		if err := write(filepath.Join(out, "results", bead+".json"), res); err != nil {
+		if err := write(state.Result(bead), res); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,7 @@
 //	locks/runs/<bead>.lock            a run record's lock    (Dir.RunLock)
 //	locks/results/<bead>.lock         a result record's lock (Dir.ResultLock)
 //	supervisors/<bead>.json           live supervisor's registry entry (Dir.Supervisor)
-//	specs/<bead>.json                 hand-over from dispatch to its supervisor (Dir.Spec)
+//	handoff/<random>.sock             one-time sockets handing a supervisor its spec (Dir.Handoffs)
 //	reserves/<bead>                   supervisor's disk reserve (Dir.Reserve)
 //	sockets/<bead>.sock               supervisor's control socket (Dir.Socket)
 //	schemas/<kind>.schema.json        the user's schemas     (Dir.Schema)
@@ -29,7 +29,7 @@
 // A name has no '/' and does not start with '.' (CheckName), so no two kinds of file, no two
 // beads, no subdirectory and no temp file of an atomic write (".<file>.tmp-*") can share a path.
 // Before this layout the registry held <bead>.json, <bead>.spec.json and <bead>.json.reserve
-// side by side, so bead "y.spec"'s entry was bead y's hand-over; and every record had a
+// side by side, so bead "y.spec"'s entry was bead y's hand-over file; and every record had a
 // <bead>.json.lock beside it in runs/, which doubled `ls state/runs | wc -l`. The one exception,
 // kept for compatibility, is results/<bead>-verify.json beside results/<bead>.json; CheckName
 // refuses bead ids ending in "-verify" instead.
@@ -63,7 +63,7 @@ const (
 	promptsDir     = "prompts"
 	locksDir       = "locks"
 	supervisorsDir = "supervisors"
-	specsDir       = "specs"
+	handoffDir     = "handoff"
 	reservesDir    = "reserves"
 	socketsDir     = "sockets"
 	schemasDir     = "schemas"
@@ -159,12 +159,10 @@ func (d Dir) Supervisors() string { return d.join(supervisorsDir) }
 // Supervisor is the registry entry of bead's live supervisor: supervisors/<bead>.json.
 func (d Dir) Supervisor(bead string) string { return d.join(supervisorsDir, bead+recordSuffix) }
 
-// Specs is the directory of hand-overs from a dispatch to its supervisor.
-func (d Dir) Specs() string { return d.join(specsDir) }
-
-// Spec is where a dispatch leaves bead's supervisor spec, deleted once read (it holds the
-// environment): specs/<bead>.json.
-func (d Dir) Spec(bead string) string { return d.join(specsDir, bead+recordSuffix) }
+// Handoffs is the directory of the one-time sockets through which a starter hands its
+// supervisor the spec (prompt and environment), so that the spec never lies on disk. The
+// sockets are named at random, not by bead.
+func (d Dir) Handoffs() string { return d.join(handoffDir) }
 
 // Reserves is the directory of the supervisors' disk reserves.
 func (d Dir) Reserves() string { return d.join(reservesDir) }
@@ -202,7 +200,7 @@ func (d Dir) TemplateScores() string { return d.join("template-scores.json") }
 // Watch is the directory dispatch.sh created for its watcher (state/watch).
 func (d Dir) Watch() string { return d.join(watchDir) }
 
-// LegacySpec is where supervisors before this layout found their hand-over:
+// LegacySpec is where supervisors before the handoff sockets found their spec:
 // supervisors/<bead>.spec.json. Only for clearing leftovers.
 func (d Dir) LegacySpec(bead string) string {
 	return d.join(supervisorsDir, bead+".spec"+recordSuffix)

@@ -25,7 +25,7 @@ func TestDirPaths(t *testing.T) {
 		{d.RunLock("bd-1"), "state/locks/runs/bd-1.lock"},
 		{d.ResultLock("bd-1"), "state/locks/results/bd-1.lock"},
 		{d.Supervisor("bd-1"), "state/supervisors/bd-1.json"},
-		{d.Spec("bd-1"), "state/specs/bd-1.json"},
+		{d.Handoffs(), "state/handoff"},
 		{d.Reserve("bd-1"), "state/reserves/bd-1"},
 		{d.Socket("bd-1"), "state/sockets/bd-1.sock"},
 		{d.Schema("run"), "state/schemas/run.schema.json"},
@@ -53,7 +53,7 @@ func perBead(d Dir, bead string) map[string]string {
 		"AttemptResult": d.AttemptResult(bead, 1), "AttemptOutput": d.AttemptOutput(bead, 1),
 		"Log": d.Log(bead), "Prompt": d.Prompt(bead), "BeadLock": d.BeadLock(bead),
 		"RunLock": d.RunLock(bead), "ResultLock": d.ResultLock(bead),
-		"Supervisor": d.Supervisor(bead), "Spec": d.Spec(bead), "Reserve": d.Reserve(bead),
+		"Supervisor": d.Supervisor(bead), "Reserve": d.Reserve(bead),
 		"Socket": d.Socket(bead),
 	}
 }
@@ -76,7 +76,7 @@ func TestNoBeadCollides(t *testing.T) {
 	}
 	fixed := map[string]string{}
 	for _, p := range []string{d.Runs(), d.Results(), d.Attempts(), d.Logs(), d.Prompts(), d.Locks(),
-		d.Supervisors(), d.Specs(), d.Reserves(), d.Sockets(), d.Schemas(), d.Watch(), d.TemplateScores(),
+		d.Supervisors(), d.Handoffs(), d.Reserves(), d.Sockets(), d.Schemas(), d.Watch(), d.TemplateScores(),
 		filepath.Dir(d.RunLock("x")), filepath.Dir(d.ResultLock("x"))} {
 		fixed[p] = "layout"
 	}
@@ -173,7 +173,7 @@ func TestBeads(t *testing.T) {
 	if want := []string{"bd-1", "bd-2", "y.spec"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Beads(supervisors) = %q, %v; want %q", got, err, want)
 	}
-	if got, err := Beads(d.Specs(), ".json"); err != nil || got != nil {
+	if got, err := Beads(d.Sockets(), ".sock"); err != nil || got != nil {
 		t.Errorf("Beads(missing directory) = %q, %v; want none", got, err)
 	}
 	if fi, err := os.Stat(d.Supervisors()); err != nil || fi.Mode().Perm() != 0o700 {

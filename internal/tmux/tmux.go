@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNoTmux is returned when the tmux binary cannot be found.
@@ -78,6 +79,8 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 type Error struct {
 	Args []string
 	Msg  string
+
+	silent bool // exited 0 without the output the command always prints
 }
 
 func (e *Error) Error() string { return "tmux " + strings.Join(e.Args, " ") + ": " + e.Msg }
@@ -86,7 +89,7 @@ func (e *Error) Error() string { return "tmux " + strings.Join(e.Args, " ") + ":
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrGone:
-		return classify(e.Msg) == gone
+		return e.silent || classify(e.Msg) == gone
 	case ErrExists:
 		return classify(e.Msg) == exists
 	}
@@ -123,15 +126,58 @@ func (c *Client) NewSession(ctx context.Context, session, dir string, env []stri
 	// A bare "--" keeps an argv whose first word starts with "-" from being read as a flag.
 	args = append(args, "--")
 	args = append(args, argv...)
-	out, err := c.run(ctx, args...)
+	for attempt := 1; ; attempt++ {
+		pid, err := c.newPane(ctx, args)
+		// tmux 3.3a hands a command sent just after the last session ended to the exiting
+		// server, which drops it: "server exited unexpectedly" (55 to 103 of 400
+		// new-sessions right after a kill-session, here), or exit 0 with nothing printed. Nothing was
+		// created, and the next attempt starts a new server.
+		if err == nil || !errors.Is(err, ErrGone) || attempt == createAttempts {
+			return pid, err
+		}
+		if err := pause(ctx, attempt); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// createAttempts is how many times a new session is tried while servers exit under it.
+const createAttempts = 5
+
+// pause waits a little longer after each attempt, or until ctx ends.
+func pause(ctx context.Context, attempt int) error {
+	t := time.NewTimer(time.Duration(attempt) * 10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// newPane runs a new-session or new-window that prints "#{pane_pid}" and returns the pid.
+func (c *Client) newPane(ctx context.Context, args []string) (int, error) {
+	out, err := c.query(ctx, args...)
 	if err != nil {
 		return 0, err
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil {
-		return 0, fmt.Errorf("tmux new-session printed %q, not a pid", out)
+		return 0, fmt.Errorf("tmux %s printed %q, not a pid", args[0], out)
 	}
 	return pid, nil
+}
+
+// query runs a command that always prints something when it runs. tmux 3.3a exits 0 having
+// printed nothing when a kill-server overtakes the command (display-message -p: 212 of 900
+// runs; new-session -P likewise): that is an error matching ErrGone, not an empty answer.
+func (c *Client) query(ctx context.Context, args ...string) ([]byte, error) {
+	out, err := c.run(ctx, args...)
+	if err == nil && len(out) == 0 {
+		return nil, &Error{Args: args, Msg: "printed nothing: the server exited before the command ran", silent: true}
+	}
+	return out, err
 }
 
 // KillSession ends the session; a session that is already gone is not an error.

@@ -136,3 +136,32 @@ func TestRealSessionLifecycle(t *testing.T) {
 		t.Errorf("AttachArgs = %q", args)
 	}
 }
+
+// TestRealNewSessionAfterLastEnded starts a session just after the last one ended, when tmux
+// 3.3a may hand the command to the exiting server ("server exited unexpectedly": 55 to 103 of
+// 400 new-sessions right after a kill-session, here).
+func TestRealNewSessionAfterLastEnded(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	n := 25
+	if testing.Short() {
+		n = 10
+	}
+	for i := 0; i < n; i++ {
+		if _, err := c.NewSession(ctx, "a", t.TempDir(), nil, "sleep", "30"); err != nil {
+			t.Fatalf("run %d: NewSession(a) = %v", i, err)
+		}
+		if err := c.KillSession(ctx, "a"); err != nil {
+			t.Fatalf("run %d: KillSession(a) = %v", i, err)
+		}
+		if _, err := c.NewSession(ctx, "b", t.TempDir(), nil, "sleep", "30"); err != nil {
+			t.Fatalf("run %d: NewSession(b) just after the last session ended = %v", i, err)
+		}
+		if ok, err := c.HasSession(ctx, "b"); !ok {
+			t.Fatalf("run %d: HasSession(b) = %v, %v after NewSession(b) succeeded", i, ok, err)
+		}
+		if err := c.KillSession(ctx, "b"); err != nil {
+			t.Fatalf("run %d: KillSession(b) = %v", i, err)
+		}
+	}
+}

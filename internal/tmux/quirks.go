@@ -86,3 +86,22 @@ func escapeArg(arg string) string {
 // new-window's -n and -c (tmux 3.3a) read "#{pane_pid}", "#S" and the like, so a directory
 // "/work/#1" would become another. "##" is a literal '#'.
 func escapeFormat(s string) string { return strings.ReplaceAll(s, "#", "##") }
+
+// lastLines returns the last n lines of a capture, each with its trailing spaces dropped and
+// ending in "\n", after dropping the blank lines at its end (a screen's rows below its text).
+func lastLines(capture string, n int) string {
+	lines := strings.Split(capture, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -71,3 +71,55 @@ func TestEscapeFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	tests := []struct {
+		capture string
+		n       int
+		want    string
+		why     string
+	}{
+		{"a\nb\nc\n\n\n\n", 2, "b\nc\n", "tmux 3.3a captures the screen's blank rows below the text"},
+		{"a   \nb \n", 5, "a\nb\n", "-J keeps trailing spaces (tmux 3.3a)"},
+		{"a\n\nb\n", 3, "a\n\nb\n", "blank lines inside the text stay"},
+		{"\n\n\n", 3, "", "a blank screen"},
+		{"", 1, "", "nothing captured"},
+		{"x\ny", 1, "y\n", "no final newline"},
+	}
+	for _, tt := range tests {
+		if got := lastLines(tt.capture, tt.n); got != tt.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q (%s)", tt.capture, tt.n, got, tt.want, tt.why)
+		}
+	}
+}
+
+func TestTargetCheck(t *testing.T) {
+	tests := []struct {
+		target Target
+		ok     bool
+		why    string
+	}{
+		{SessionTarget("agent-bd-1"), true, ""},
+		{WindowTarget("swarm-x", "w1"), true, ""},
+		{WindowTarget("swarm-x", "worker#1"), true, "'#' is only doubled where tmux expands formats"},
+		{WindowTarget("swarm-x", "-w"), true, "tmux 3.3a skips offsets (+1, -1) in an exact window name"},
+		{"agent-bd-1", false, "a bare name is matched by prefix"},
+		{"=agent-bd-1", false, "no ':': for a pane command tmux 3.3a reads a lone name as a pane"},
+		{"=s:w1", false, "window name without '=' is prefix- and pattern-matched"},
+		{"", false, "tmux would use the current pane"},
+		{SessionTarget("agent-bd-1.2"), false, "tmux 3.3a stored that session as agent-bd-1_2"},
+		{SessionTarget("$1"), false, "tmux 3.3a reads '$1' as a session id even after '='"},
+		{SessionTarget(""), false, ""},
+		{WindowTarget("s", "1"), false, "tmux 3.3a: =s:=1 is window index 1, whatever its name"},
+		{WindowTarget("s", "@3"), false, "tmux 3.3a: a window id"},
+		{WindowTarget("s", "w.2"), false, "tmux 3.3a cuts the target at '.': pane 2 of window w"},
+		{WindowTarget("s", "{end}"), false, "tmux 3.3a maps {end} to the last window"},
+		{WindowTarget("s", "a\tb"), false, "tmux 3.3a stores a tab in a name as \\t"},
+		{WindowTarget("s", ""), false, ""},
+	}
+	for _, tt := range tests {
+		if err := tt.target.check(); (err == nil) != tt.ok {
+			t.Errorf("Target(%q).check() = %v, want ok %v (%s)", tt.target, err, tt.ok, tt.why)
+		}
+	}
+}

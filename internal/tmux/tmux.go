@@ -119,6 +119,9 @@ func (c *Client) HasSession(ctx context.Context, session string) (bool, error) {
 // Everything passed must fit in tmux's 16 KiB command message ("command too long"): pass a long
 // prompt in a file.
 func (c *Client) NewSession(ctx context.Context, session, dir string, env []string, argv ...string) (int, error) {
+	if err := checkName(sessionName, session); err != nil {
+		return 0, err
+	}
 	args := []string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", escapeFormat(session), "-c", escapeFormat(dir)}
 	for _, kv := range env {
 		args = append(args, "-e", kv)
@@ -199,12 +202,6 @@ func (c *Client) ListSessions(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return strings.Fields(string(out)), nil
-}
-
-// Capture returns the last lines of the session's active pane, without escape sequences.
-func (c *Client) Capture(ctx context.Context, session string, lines int) (string, error) {
-	out, err := c.run(ctx, "capture-pane", "-p", "-J", "-t", exact(session)+":", "-S", strconv.Itoa(-lines))
-	return string(out), err
 }
 
 // KillServer stops the server on the socket.

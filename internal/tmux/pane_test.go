@@ -3,6 +3,8 @@ package tmux
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +55,80 @@ func TestRealCapture(t *testing.T) {
 	}
 	if _, err := c.Capture(ctx, target, 0); err == nil {
 		t.Error("Capture of 0 lines succeeded")
+	}
+}
+
+// TestRealSendText types a line a shell would interpret, a tmux key name and a tmux command
+// separator into a program that records the line it reads.
+func TestRealSendText(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "line")
+	if _, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil,
+		"sh", "-c", `IFS= read -r line; printf '%s' "$line" > "$0"; sleep 30`, marker); err != nil {
+		t.Fatal(err)
+	}
+	target := SessionTarget("agent-bd-10")
+	text := `-x $(echo no) 'q' Enter C-c héllo ✓ a;b \; ;`
+	if err := c.SendText(ctx, target, text); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendKeys(ctx, target, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFile(t, marker); got != text {
+		t.Errorf("program read %q, want %q", got, text)
+	}
+	if err := c.SendText(ctx, SessionTarget("agent-bd-1"), "x"); !errors.Is(err, ErrGone) {
+		t.Errorf("SendText to agent-bd-1 with only agent-bd-10 running = %v, want ErrGone", err)
+	}
+	if err := c.SendKeys(ctx, target); err == nil {
+		t.Error("SendKeys with no key succeeded")
+	}
+}
+
+// TestRealSendTextLong sends more than one tmux command can carry (16 KiB in tmux 3.3a), with
+// multibyte characters across the cuts, to a terminal in raw mode (a canonical-mode line stops
+// at 4 KiB on Linux).
+func TestRealSendTextLong(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	// 32,012 bytes: four commands, each 8 KiB cut falling inside a '✓'.
+	text := "abcd" + strings.Repeat("é✓abc", 4001)
+	marker := filepath.Join(t.TempDir(), "text")
+	if _, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil,
+		"sh", "-c", `stty raw -echo; head -c "$1" > "$0.tmp"; mv "$0.tmp" "$0"; sleep 30`, marker, strconv.Itoa(len(text))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // let stty run before the text arrives
+	if err := c.SendText(ctx, SessionTarget("agent-bd-10"), text); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFile(t, marker); got != text {
+		t.Errorf("program read %d bytes, want the %d sent", len(got), len(text))
+	}
+}
+
+// TestRealSendKeysInCopyMode presses C-c with the pane in copy mode, as when someone scrolls back
+// in an attached client: tmux 3.3a would give the key to copy mode (which it cancels) instead
+// of the program.
+func TestRealSendKeysInCopyMode(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "int")
+	if _, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil,
+		"sh", "-c", `trap 'echo interrupted > "$0"; exit' INT; while :; do sleep 0.05; done`, marker); err != nil {
+		t.Fatal(err)
+	}
+	target := SessionTarget("agent-bd-10")
+	time.Sleep(100 * time.Millisecond) // let the trap be set
+	if _, err := c.run(ctx, "copy-mode", "-t", string(target)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendKeys(ctx, target, "C-c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFile(t, marker); got != "interrupted\n" {
+		t.Errorf("program wrote %q, want it interrupted", got)
 	}
 }

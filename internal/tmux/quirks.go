@@ -1,6 +1,9 @@
 package tmux
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // This file holds what tmux does that a caller would not guess, each as a small pure function
 // with a table test (quirks_test.go) whose cases cite the tmux version and situation.
@@ -104,4 +107,26 @@ func lastLines(capture string, n int) string {
 		return ""
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// chunks cuts text into pieces of at most max bytes, never inside a UTF-8 sequence (tmux 3.3a
+// drops the halves of a character split between two send-keys). A piece is shorter only where
+// a character would straddle the cut, or if one character is longer than max.
+func chunks(text string, max int) []string {
+	var out []string
+	for len(text) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		if cut == 0 {
+			_, cut = utf8.DecodeRuneInString(text)
+		}
+		out = append(out, text[:cut])
+		text = text[cut:]
+	}
+	if text != "" {
+		out = append(out, text)
+	}
+	return out
 }

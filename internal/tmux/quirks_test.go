@@ -1,6 +1,9 @@
 package tmux
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
@@ -120,6 +123,28 @@ func TestTargetCheck(t *testing.T) {
 	for _, tt := range tests {
 		if err := tt.target.check(); (err == nil) != tt.ok {
 			t.Errorf("Target(%q).check() = %v, want ok %v (%s)", tt.target, err, tt.ok, tt.why)
+		}
+	}
+}
+
+func TestChunks(t *testing.T) {
+	tests := []struct {
+		text string
+		max  int
+		want []string
+		why  string
+	}{
+		{"", 4, nil, ""},
+		{"abcd", 4, []string{"abcd"}, ""},
+		{"abcdefghi", 4, []string{"abcd", "efgh", "i"}, ""},
+		{"abcé", 4, []string{"abc", "é"}, "é is 2 bytes: tmux 3.3a drops half a character"},
+		{"✓✓", 4, []string{"✓", "✓"}, "✓ is 3 bytes"},
+		{"✓", 2, []string{"✓"}, "a character longer than max goes whole"},
+		{"a\xffb", 2, []string{"a\xff", "b"}, "an invalid byte is its own character"},
+	}
+	for _, tt := range tests {
+		if got := chunks(tt.text, tt.max); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("chunks(%q, %d) = %q, want %q (%s)", tt.text, tt.max, got, tt.want, tt.why)
 		}
 	}
 }

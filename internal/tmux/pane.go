@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Capture returns the last lines lines of t's pane as text: no escape sequences, wrapped lines
@@ -78,5 +79,99 @@ func (c *Client) SendKeys(ctx context.Context, t Target, keys ...string) error {
 // program). copy-mode -q needs tmux 3.2.
 func (c *Client) leaveModes(ctx context.Context, t Target) error {
 	_, err := c.run(ctx, "copy-mode", "-q", "-t", string(t))
+	return err
+}
+
+// paneFormat is what pane asks list-panes for, one line a pane.
+const paneFormat = "#{pane_active}\t#{pane_pid}\t#{pane_width}\t#{pane_height}\t#{pane_dead}\t#{pane_dead_status}"
+
+// paneInfo is what tmux says of a pane.
+type paneInfo struct {
+	pid, cols, rows int
+	dead            bool
+	status          int // exit status when dead; -1 if killed by a signal or not known yet
+}
+
+// pane describes t's pane. It asks list-panes, not display-message -p: tmux 3.3a's
+// display-message takes a target it cannot find for the current pane (CMD_FIND_CANFAIL) and
+// exits 0 without a word, which would report another window's pane.
+func (c *Client) pane(ctx context.Context, t Target) (paneInfo, error) {
+	if err := t.check(); err != nil {
+		return paneInfo{}, err
+	}
+	args := []string{"list-panes", "-t", string(t), "-F", paneFormat}
+	out, err := c.query(ctx, args...)
+	if err != nil {
+		return paneInfo{}, err
+	}
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if active, rest, _ := strings.Cut(line, "\t"); active == "1" {
+			p, err := parsePane(rest)
+			if err != nil {
+				return paneInfo{}, fmt.Errorf("tmux %s printed %q: %v", strings.Join(args, " "), out, err)
+			}
+			return p, nil
+		}
+	}
+	return paneInfo{}, fmt.Errorf("tmux %s printed %q: no active pane", strings.Join(args, " "), out)
+}
+
+// parsePane reads the fields of paneFormat after the first: pid, width, height, dead, status.
+func parsePane(s string) (paneInfo, error) {
+	f := strings.Split(s, "\t")
+	if len(f) != 5 {
+		return paneInfo{}, fmt.Errorf("%d fields, want 5", len(f))
+	}
+	var p paneInfo
+	var err error
+	for i, dst := range []*int{&p.pid, &p.cols, &p.rows} {
+		if *dst, err = strconv.Atoi(f[i]); err != nil {
+			return paneInfo{}, err
+		}
+	}
+	p.dead, p.status = f[3] == "1", -1
+	if f[4] != "" {
+		if p.status, err = strconv.Atoi(f[4]); err != nil {
+			return paneInfo{}, err
+		}
+	}
+	return p, nil
+}
+
+// PanePID returns the pid of the process t's pane runs: the argv given to NewSession or
+// NewWindow. A pane kept by remain-on-exit (a user's tmux.conf can turn it on) outlives its
+// process and still reports its pid: PaneDead tells.
+func (c *Client) PanePID(ctx context.Context, t Target) (int, error) {
+	p, err := c.pane(ctx, t)
+	return p.pid, err
+}
+
+// PaneSize returns the width and height of t's pane, in characters.
+func (c *Client) PaneSize(ctx context.Context, t Target) (cols, rows int, err error) {
+	p, err := c.pane(ctx, t)
+	return p.cols, p.rows, err
+}
+
+// PaneDead reports whether the process of t's pane has exited, with its exit status (-1 when a
+// signal ended it, or tmux has not collected the status yet). Only a pane kept by
+// remain-on-exit is ever dead: otherwise tmux closes the pane when its process exits, its window
+// if that was the only pane, and its session if that was the last window, and PaneDead's error
+// matches ErrGone.
+func (c *Client) PaneDead(ctx context.Context, t Target) (dead bool, status int, err error) {
+	p, err := c.pane(ctx, t)
+	return p.dead, p.status, err
+}
+
+// ResizeWindow sets the size of t's window, in characters. A detached session's windows are
+// 80x24 in tmux 3.3a (default-size). tmux 3.3a then sets the window's window-size option to
+// manual, so the size stays when a client attaches, whatever that terminal's size.
+func (c *Client) ResizeWindow(ctx context.Context, t Target, cols, rows int) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if cols < 1 || rows < 1 {
+		return fmt.Errorf("resizing tmux window %s to %dx%d: both must be at least 1", t, cols, rows)
+	}
+	_, err := c.run(ctx, "resize-window", "-t", string(t), "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows))
 	return err
 }

@@ -3,6 +3,8 @@ package tmux
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -130,5 +132,141 @@ func TestRealSendKeysInCopyMode(t *testing.T) {
 	}
 	if got := waitFile(t, marker); got != "interrupted\n" {
 		t.Errorf("program wrote %q, want it interrupted", got)
+	}
+}
+
+func TestRealPaneQueries(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	size := filepath.Join(t.TempDir(), "size")
+	// The program reports its terminal's size once it changes from tmux 3.3a's 80x24.
+	pid, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil, "sh", "-c",
+		`while [ "$(stty size)" = "24 80" ]; do sleep 0.02; done; stty size > "$0"; sleep 30`, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := SessionTarget("agent-bd-10")
+	if got, err := c.PanePID(ctx, target); got != pid || err != nil {
+		t.Errorf("PanePID(%s) = %d, %v; want %d, the pid NewSession returned", target, got, err, pid)
+	}
+	if cols, rows, err := c.PaneSize(ctx, target); cols != 80 || rows != 24 || err != nil {
+		t.Errorf("PaneSize(%s) = %d, %d, %v; want tmux 3.3a's default 80, 24", target, cols, rows, err)
+	}
+	if err := c.ResizeWindow(ctx, target, 132, 40); err != nil {
+		t.Fatal(err)
+	}
+	if cols, rows, err := c.PaneSize(ctx, target); cols != 132 || rows != 40 || err != nil {
+		t.Errorf("PaneSize(%s) after ResizeWindow = %d, %d, %v; want 132, 40", target, cols, rows, err)
+	}
+	if got := waitFile(t, size); got != "40 132\n" {
+		t.Errorf("program's stty size = %q, want %q", got, "40 132\n")
+	}
+	if dead, _, err := c.PaneDead(ctx, target); dead || err != nil {
+		t.Errorf("PaneDead(%s) = %v, %v for a running program", target, dead, err)
+	}
+	// "agent-bd-1" is a prefix of the live session's name: an exact target must not find it.
+	// (display-message -p -t =agent-bd-1: would have answered for agent-bd-10's pane.)
+	if got, err := c.PanePID(ctx, SessionTarget("agent-bd-1")); !errors.Is(err, ErrGone) {
+		t.Errorf("PanePID(agent-bd-1) = %d, %v; want ErrGone with only agent-bd-10 running", got, err)
+	}
+	if _, _, err := c.PaneSize(ctx, WindowTarget("agent-bd-10", "nosuch")); !errors.Is(err, ErrGone) {
+		t.Errorf("PaneSize of a missing window = %v, want ErrGone", err)
+	}
+	if err := c.ResizeWindow(ctx, SessionTarget("agent-bd-1"), 100, 30); !errors.Is(err, ErrGone) {
+		t.Errorf("ResizeWindow(agent-bd-1) = %v, want ErrGone", err)
+	}
+}
+
+// TestRealPaneDead turns remain-on-exit on, as a user's tmux.conf may: the pane outlives its
+// program, and only PaneDead tells that the program is gone.
+func TestRealPaneDead(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	start := filepath.Join(t.TempDir(), "go")
+	if _, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil, "sh", "-c",
+		`while [ ! -e "$0" ]; do sleep 0.02; done; exit 3`, start); err != nil {
+		t.Fatal(err)
+	}
+	target := SessionTarget("agent-bd-10")
+	if _, err := c.run(ctx, "set-option", "-w", "-t", string(target), "remain-on-exit", "on"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(start, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var dead bool
+	var status int
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if dead, status, err = c.PaneDead(ctx, target); err != nil || (dead && status != -1) {
+			break
+		}
+	}
+	if !dead || status != 3 || err != nil {
+		t.Errorf("PaneDead(%s) = %v, %d, %v; want true, 3, nil", target, dead, status, err)
+	}
+	if pid, err := c.PanePID(ctx, target); pid <= 0 || err != nil {
+		t.Errorf("PanePID(%s) of a dead pane = %d, %v; want the old pid", target, pid, err)
+	}
+}
+
+func TestParsePane(t *testing.T) {
+	tests := []struct {
+		in   string
+		want paneInfo
+		ok   bool
+	}{
+		{"2089\t80\t24\t0\t", paneInfo{pid: 2089, cols: 80, rows: 24, status: -1}, true},
+		{"2089\t80\t24\t1\t3", paneInfo{pid: 2089, cols: 80, rows: 24, dead: true, status: 3}, true},
+		{"2089\t80\t24\t1\t", paneInfo{pid: 2089, cols: 80, rows: 24, dead: true, status: -1}, true}, // signalled
+		{"2089\t80\t24\t0", paneInfo{}, false},
+		{"x\t80\t24\t0\t", paneInfo{}, false},
+		{"", paneInfo{}, false},
+	}
+	for _, tt := range tests {
+		got, err := parsePane(tt.in)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("parsePane(%q) = %+v, %v; want %+v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestRealQueriesWhileServerExits runs every query while the server is killed under it: each
+// must answer or fail with ErrGone, never with a message classify does not know.
+func TestRealQueriesWhileServerExits(t *testing.T) {
+	c := realClient(t)
+	ctx := context.Background()
+	target := SessionTarget("agent-bd-10")
+	queries := map[string]func() error{
+		"HasSession":   func() error { _, err := c.HasSession(ctx, "agent-bd-10"); return err },
+		"ListSessions": func() error { _, err := c.ListSessions(ctx); return err },
+		"KillSession":  func() error { return c.KillSession(ctx, "agent-bd-10") },
+		"Capture":      func() error { _, err := c.Capture(ctx, target, 5); return err },
+		"PanePID":      func() error { _, err := c.PanePID(ctx, target); return err },
+		"SendText":     func() error { return c.SendText(ctx, target, "x") },
+		"SendKeys":     func() error { return c.SendKeys(ctx, target, "Enter") },
+	}
+	for i := 0; i < 10; i++ {
+		if _, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil, "sleep", "30"); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, len(queries))
+		for name, q := range queries {
+			go func() {
+				if err := q(); err != nil && !errors.Is(err, ErrGone) {
+					errs <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+				errs <- nil
+			}()
+		}
+		if err := c.KillServer(ctx); err != nil {
+			t.Errorf("KillServer = %v", err)
+		}
+		for range queries {
+			if err := <-errs; err != nil {
+				t.Errorf("during kill-server, %v; want success or ErrGone", err)
+			}
+		}
 	}
 }

@@ -1,9 +1,3 @@
-// Package screen turns an agent's terminal output into the text a person would read.
-//
-// Strip and Summary serve logs and run records: they drop every control sequence and keep the
-// characters. Screen serves "what is on the agent's screen now" when no tmux pane exists to
-// capture: it runs the output through a terminal emulator, so a line redrawn a hundred times by
-// a spinner reads once, as it last looked.
 package screen
 
 import (

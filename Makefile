@@ -2,22 +2,26 @@
 GO      ?= go
 PREFIX  ?= $(shell $(GO) env GOPATH)
 BINDIR  ?= $(PREFIX)/bin
+# VERSION is what --version prints: git's name for the checkout (a tag, else a commit; +dirty
+# with local changes). Without git, the binaries fall back to the module's build info.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
-.PHONY: all build install test vet fmt-check bench demo fuzz clean
+.PHONY: all build install test vet fmt-check tidy-check bench demo fuzz clean
 
 all: build
 
 ## build: the binaries into bin/
 build:
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 ## install: the binaries into $(PREFIX)/bin (default: $(go env GOPATH)/bin)
 install: build
 	mkdir -p "$(DESTDIR)$(BINDIR)"
 	install -m 0755 bin/* "$(DESTDIR)$(BINDIR)/"
 
-## test: vet, formatting, and every test with the race detector
-test: vet fmt-check
+## test: vet, formatting, a tidy go.mod, and every test with the race detector
+test: vet fmt-check tidy-check
 	$(GO) test -race -count=1 ./...
 
 vet:
@@ -26,6 +30,12 @@ vet:
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# tidy-check: go.mod and go.sum are what go mod tidy would make them (a direct dependency marked
+# indirect, a missing or stale line). It changes nothing: it shows the diff and fails.
+tidy-check:
+	@if ! out="$$($(GO) mod tidy -diff 2>&1)"; then \
+		echo "go.mod or go.sum is not tidy; run go mod tidy:"; echo "$$out"; exit 1; fi
 
 ## bench: each tool against the one it replaces, on the same generated data (scripts/bench/*.sh;
 ## each runs its tool's `go test -bench` benchmarks or times the binary itself)

@@ -182,7 +182,7 @@ func (f *fleet) stopAll() {
 			continue
 		}
 		e, err := f.layout().ReadEntry(strings.TrimSuffix(filepath.Base(p), ".json"))
-		if err != nil || e == nil || !supervise.SupervisorAlive(e.PID, e.Bead) {
+		if err != nil || e == nil || !supervise.SupervisorAlive(e.PID, e.Name) {
 			continue
 		}
 		syscall.Kill(e.PID, syscall.SIGTERM)

@@ -98,7 +98,7 @@ func TestStateDiskFullAtTheEnd(t *testing.T) {
 		t.Fatalf("dispatch: exit %d\n%s%s", code, stdout, stderr)
 	}
 	f.waitAgent("bd-full", 30*time.Second)
-	reserve := f.layout().EntryPath("bd-full") + ".reserve"
+	reserve := f.layout().ReservePath("bd-full")
 	if fi, err := os.Stat(reserve); err != nil || fi.Size() == 0 {
 		t.Fatalf("the supervisor holds no reserve: %v", err)
 	}

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
@@ -84,6 +86,13 @@ func loadSettings(stateDir string) (*settings, error) {
 }
 
 func (s *settings) layout() supervise.Layout { return supervise.Layout{Dir: s.stateDir} }
+
+func (s *settings) dir() attempt.Dir { return attempt.NewDir(s.stateDir) }
+
+// where says where bead's supervisor runs under these settings.
+func (s *settings) where(bead string) attempt.Where {
+	return attempt.Where{Backend: s.backend, Tmux: s.tmux(), Session: record.SessionName(bead), KillGrace: s.killGrace}
+}
 
 func (s *settings) tmux() *tmux.Client { return &tmux.Client{Socket: s.socket} }
 

@@ -9,12 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -41,9 +40,6 @@ type launched struct {
 	bead    string
 	attempt int
 }
-
-// errRefused marks a dispatch refused after its records were written (max retries): exit 1.
-var errRefused = errors.New("refused")
 
 // launch sets up and starts one attempt. It holds the bead's lock from reading the previous
 // attempt to writing the supervisor's registry entry, so concurrent dispatches of one bead
@@ -93,23 +89,14 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
 
-	l := s.layout()
-	store := record.Store{Dir: s.stateDir}
+	d := s.dir()
 	session := record.SessionName(o.bead)
-	unlock, err := lockForDispatch(ctx, o, s, l, store, session)
+	opened, err := attempt.Open(ctx, d, o.bead, s.where(o.bead), o.force || s.force)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-
-	attempt := 1
-	prev, err := record.ReadRun(store.RunPath(o.bead))
-	if err == nil {
-		attempt = prev.Attempt + 1
-		if err := archive(l, store, prev); err != nil {
-			return nil, err
-		}
-	}
+	defer opened.Close()
+	number := opened.Number
 
 	workdir, branch, err := prepareRepo(ctx, o, repo)
 	if err != nil {
@@ -123,43 +110,27 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	run := record.Run{
 		SchemaVersion: record.SchemaVersion, Bead: o.bead, Agent: agentName, Model: model, Repo: repo,
 		Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
-		StartedAt: now, Status: record.StatusRunning, Attempt: attempt, MaxRetries: s.maxRetries,
+		StartedAt: now, Status: record.StatusRunning, Attempt: number, MaxRetries: s.maxRetries,
 		SessionName: session, ResultFile: record.ResultFile(o.bead), TemplateName: template,
 	}
-	if attempt > s.maxRetries {
-		return nil, refuse(ctx, store, run, stdout)
+	if number > s.maxRetries {
+		if err := opened.Refuse(ctx, run); err != nil {
+			return nil, err
+		}
+		return nil, &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s: attempt %d is over DISPATCH_MAX_RETRIES=%d: %s", o.bead, number, s.maxRetries, attempt.ReasonMaxRetries)}
 	}
 
 	fmt.Fprintf(stdout, "Starting agent session: %s\n", session)
 	fmt.Fprintf(stdout, "Agent: %s | Model: %s\n", agentName, model)
 	fmt.Fprintf(stdout, "Repo: %s\n", repo)
 	fmt.Fprintf(stdout, "Branch: %s\n", branch)
-	fmt.Fprintf(stdout, "Attempt: %d/%d\n", attempt, s.maxRetries)
+	fmt.Fprintf(stdout, "Attempt: %d/%d\n", number, s.maxRetries)
 
 	sent := prompt
 	if !o.noContext {
-		sent = augment(prompt, others(l, o.bead, repo))
+		sent = augment(prompt, others(d, o.bead, repo))
 	}
-	inv := profile.Invoke(model, sent, l.PromptPath(o.bead), effortFor(agentName, s.effort))
-	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.bead, Agent: agentName,
-		Status: record.StatusRunning, Reason: "dispatched", StartedAt: now, Attempt: attempt,
-		MaxRetries: s.maxRetries, SessionName: session}
-	// Registered before the records say "running" (pid 0: launching), so that reconcile, which
-	// looks only at the registry, can never miss a running record.
-	entry := &supervise.Entry{Bead: o.bead, Attempt: attempt, Backend: s.backend, StartedAt: now}
-	if s.backend == supervise.BackendTmux {
-		entry.Socket, entry.Session = s.socket, session
-	}
-	if err := l.WriteEntry(entry); err != nil {
-		return nil, fmt.Errorf("registering the supervisor: %w", err)
-	}
-	if err := store.WriteRun(ctx, &run); err != nil {
-		return nil, err
-	}
-	if err := store.WriteResult(ctx, &res); err != nil {
-		return nil, err
-	}
-
+	inv := profile.Invoke(model, sent, d.Layout.PromptPath(o.bead), effortFor(agentName, s.effort))
 	verifyCmd, verifyTimeout := o.verify, 0
 	if r, ok := cfg.Verify(repo); ok && verifyCmd == "" {
 		verifyCmd, verifyTimeout = r.TestCmd, r.Timeout
@@ -168,130 +139,35 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if o.timeout > 0 {
 		timeout = o.timeout
 	}
-	spec := &supervise.Spec{
-		Bead: o.bead, StateDir: s.stateDir, Dir: workdir, Argv: inv.Argv,
-		Env:    append(s.environment, "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", attempt)),
-		Prompt: sent, Stdin: inv.Stdin, PromptFile: inv.PromptFile,
-		Timeout: supervise.Seconds(timeout / time.Second), KillGrace: supervise.Seconds(s.killGrace / time.Second),
-		MinFreeMB: s.minFreeMB, Verify: verifyCmd, VerifyTimeout: supervise.Seconds(verifyTimeout),
-		Backend: s.backend, Socket: s.socket, Session: session, Run: run,
+	spec := &attempt.Spec{
+		Attempt: supervise.Attempt{
+			Name: o.bead, Number: number, Dir: workdir, Argv: inv.Argv,
+			Env:    append(s.environment, "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number)),
+			Prompt: sent, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
+			Timeout: timeout, KillGrace: s.killGrace, MinFreeMB: s.minFreeMB, DiskDirs: []string{s.stateDir, workdir},
+			LogPath: d.Layout.LogPath(o.bead),
+		},
+		Backend: s.backend, Verify: verifyCmd, VerifyTimeout: int64(verifyTimeout), Run: run,
 	}
-	pid, err := start(ctx, s, l, spec)
+	if s.backend == supervise.BackendTmux {
+		spec.Socket, spec.Session = s.socket, session
+	}
+	exe, err := self()
 	if err != nil {
-		closeLaunchFailure(ctx, store, run, err)
-		os.Remove(l.EntryPath(o.bead))
-		return nil, fmt.Errorf("starting the supervisor: %w", err)
+		return nil, err
 	}
-	entry.PID = pid
-	l.WriteEntry(entry)
+	pid, err := opened.Launch(ctx, spec, []string{exe, supervise.SuperviseVerb, "--state-dir", s.stateDir})
+	if err != nil {
+		return nil, err
+	}
 
 	fmt.Fprintf(stdout, "Agent dispatched. Background watcher PID: %d\n", pid)
 	if s.backend == supervise.BackendTmux {
 		fmt.Fprintf(stdout, "To attach: tmux -S %s attach -t %s\n", s.socket, session)
 	} else {
-		fmt.Fprintf(stdout, "Output: %s\n", l.LogPath(o.bead))
+		fmt.Fprintf(stdout, "Output: %s\n", d.Layout.LogPath(o.bead))
 	}
-	return &launched{bead: o.bead, attempt: attempt}, nil
-}
-
-// lockForDispatch takes the bead's lock and makes sure no supervisor of an earlier attempt is
-// alive: one whose records are final is cleared away; a running one is an error, unless --force
-// (or DISPATCH_FORCE), which stops it and waits for it to record its end before going on.
-func lockForDispatch(ctx context.Context, o *launchOptions, s *settings, l supervise.Layout, store record.Store, session string) (func() error, error) {
-	for try := 0; ; try++ {
-		unlock, err := l.LockBead(ctx, o.bead, 15*time.Second)
-		if errors.Is(err, fsx.ErrLocked) {
-			return nil, fmt.Errorf("another dispatch of %s holds its lock; retry in a moment", o.bead)
-		}
-		if err != nil {
-			return nil, err
-		}
-		live, entry := alive(ctx, s, l, o.bead, session)
-		if !live {
-			return unlock, nil
-		}
-		prev, _ := record.ReadRun(store.RunPath(o.bead))
-		terminal := prev != nil && prev.Status != record.StatusRunning
-		if !terminal && !(o.force || s.force) {
-			unlock()
-			attempt := 0
-			if prev != nil {
-				attempt = prev.Attempt
-			}
-			return nil, fmt.Errorf("%s is still running (attempt %d); pass --force to replace it, or run 'dispatch wait %s'", session, attempt, o.bead)
-		}
-		if try > 0 {
-			unlock()
-			return nil, fmt.Errorf("%s did not stop; kill it with 'dispatch kill %s' and retry", session, o.bead)
-		}
-		// The old supervisor needs the lock to write its final records: let go while it stops.
-		unlock()
-		stopSupervisor(ctx, s, entry, session, syscall.SIGHUP)
-		waitGone(ctx, s, l, o.bead, session, s.killGrace+5*time.Second)
-	}
-}
-
-// alive reports whether a supervisor of bead is running, by its registry entry or its session.
-func alive(ctx context.Context, s *settings, l supervise.Layout, bead, session string) (bool, *supervise.Entry) {
-	entry, _ := l.ReadEntry(bead)
-	if entry != nil && supervise.SupervisorAlive(entry.PID, bead) {
-		return true, entry
-	}
-	if s.backend == supervise.BackendTmux || (entry != nil && entry.Backend == supervise.BackendTmux) {
-		if ok, _ := s.tmux().HasSession(ctx, session); ok {
-			return true, entry
-		}
-	}
-	return false, entry
-}
-
-// stopSupervisor asks a supervisor to stop its agent and record the end: sig to its process,
-// or, when only its session is known, the session killed (which sends the pane SIGHUP).
-func stopSupervisor(ctx context.Context, s *settings, entry *supervise.Entry, session string, sig syscall.Signal) {
-	if entry != nil && supervise.SupervisorAlive(entry.PID, entry.Bead) {
-		syscall.Kill(entry.PID, sig)
-		return
-	}
-	s.tmux().KillSession(ctx, session)
-}
-
-// waitGone waits until bead has no live supervisor, up to limit.
-func waitGone(ctx context.Context, s *settings, l supervise.Layout, bead, session string, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if live, _ := alive(ctx, s, l, bead, session); !live {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
-
-// archive copies the previous attempt's records and log to state/attempts/<bead>/ before a new
-// attempt overwrites them: run-<N>.json, result-<N>.json, output-<N>.log (the layout
-// analyze-runs --attempts reads).
-func archive(l supervise.Layout, store record.Store, prev *record.Run) error {
-	bead := prev.Bead
-	dir := store.AttemptsDir(bead)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
-	}
-	moves := [][2]string{
-		{store.RunPath(bead), fmt.Sprintf("run-%d.json", prev.Attempt)},
-		{store.ResultPath(bead), fmt.Sprintf("result-%d.json", prev.Attempt)},
-		{l.LogPath(bead), fmt.Sprintf("output-%d.log", prev.Attempt)},
-	}
-	for _, m := range moves {
-		b, err := os.ReadFile(m[0])
-		if err != nil {
-			continue
-		}
-		// Copied, not moved: the current records stay in place until the new ones replace them.
-		if err := fsx.WriteFileAtomic(filepath.Join(dir, m[1]), b, 0o600); err != nil {
-			return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
-		}
-	}
-	return nil
+	return &launched{bead: o.bead, attempt: number}, nil
 }
 
 // prepareRepo checks out --branch, or makes the --worktree, and returns where the agent works
@@ -319,54 +195,6 @@ func prepareRepo(ctx context.Context, o *launchOptions, repo string) (dir, branc
 		return repo, b, nil
 	}
 	return repo, "(not a git repository)", nil
-}
-
-// refuse records an attempt over the limit as failed, as dispatch.sh did, and reports it.
-func refuse(ctx context.Context, store record.Store, run record.Run, stdout io.Writer) error {
-	out := supervise.Outcome{Status: record.StatusFailed, Reason: "max-retries-reached", Finished: time.Now(), UnknownExit: true}
-	r, res := supervise.Complete(run, out)
-	res.WillRetry = false
-	if err := store.WriteRun(ctx, &r); err != nil {
-		return err
-	}
-	if err := store.WriteResult(ctx, &res); err != nil {
-		return err
-	}
-	return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s: attempt %d is over DISPATCH_MAX_RETRIES=%d: max-retries-reached", run.Bead, run.Attempt, run.MaxRetries)}
-}
-
-// closeLaunchFailure records a supervisor that could not be started.
-func closeLaunchFailure(ctx context.Context, store record.Store, run record.Run, cause error) {
-	out := supervise.Outcome{Status: record.StatusFailed, Reason: "tmux-launch-failed", Finished: time.Now(), UnknownExit: true,
-		Summary: cause.Error()}
-	r, res := supervise.Complete(run, out)
-	store.WriteRun(ctx, &r)
-	store.WriteResult(ctx, &res)
-}
-
-// start launches the supervisor in the bead's tmux session, or detached, and returns its pid.
-func start(ctx context.Context, s *settings, l supervise.Layout, spec *supervise.Spec) (int, error) {
-	exe, err := self()
-	if err != nil {
-		return 0, err
-	}
-	if err := l.WriteSpec(spec); err != nil {
-		return 0, err
-	}
-	argv := []string{exe, supervise.SuperviseVerb, "--state-dir", s.stateDir, spec.Bead}
-	if s.backend == supervise.BackendTmux {
-		return s.tmux().NewSession(ctx, spec.Session, spec.Dir, nil, argv...)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = spec.Dir
-	// Its own session: the supervisor must outlive the shell, terminal or CI step that ran dispatch.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	pid := cmd.Process.Pid
-	go cmd.Wait() // reap it if it ends while dispatch still runs (--wait)
-	return pid, nil
 }
 
 // existingAncestor is dir if it exists, else its nearest existing parent: the file system the

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // maxPrompt bounds a prompt read from a file or stdin; a prompt is text, not a data set.
@@ -53,9 +53,9 @@ type peer struct {
 
 // others lists the agents running in repo, bead excluded: the registered supervisors whose run
 // records say running. Only the registry is listed, so the cost does not grow with the history.
-func others(l supervise.Layout, bead, repo string) []peer {
+func others(d attempt.Dir, bead, repo string) []peer {
 	var peers []peer
-	for _, r := range l.Running() {
+	for _, r := range attempt.Running(d) {
 		if r.Bead == bead || filepath.Clean(r.Repo) != filepath.Clean(repo) {
 			continue
 		}

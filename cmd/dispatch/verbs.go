@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -24,7 +25,7 @@ import (
 // waitFor follows bead's attempt until its result is final. It reconciles now and then, so a
 // supervisor that died is noticed instead of waited for forever. On a terminal it keeps a live
 // line with the elapsed time on stderr.
-func waitFor(ctx context.Context, s *settings, bead string, attempt int, stderr io.Writer) (*record.Result, error) {
+func waitFor(ctx context.Context, s *settings, bead string, number int, stderr io.Writer) (*record.Result, error) {
 	store := record.Store{Dir: s.stateDir}
 	live := isTerminal(stderr) && os.Getenv("NO_COLOR") == ""
 	start := time.Now()
@@ -32,14 +33,14 @@ func waitFor(ctx context.Context, s *settings, bead string, attempt int, stderr 
 	defer tick.Stop()
 	for i := 0; ; i++ {
 		res, err := record.ReadResult(store.ResultPath(bead))
-		if err == nil && res.Status != record.StatusRunning && (attempt == 0 || res.Attempt >= attempt) {
+		if err == nil && res.Status != record.StatusRunning && (number == 0 || res.Attempt >= number) {
 			if live {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
 			return res, nil
 		}
 		if i%20 == 19 { // every 2 s: only this bead's supervisor matters here
-			supervise.ReconcileBead(ctx, s.layout(), s.tmux(), bead)
+			attempt.ReconcileBead(ctx, s.dir(), s.tmux(), bead)
 		}
 		if live {
 			fmt.Fprintf(stderr, "\r\033[K%s running %s", record.SessionName(bead), time.Since(start).Truncate(time.Second))
@@ -164,21 +165,20 @@ func killApp(stdout, stderr io.Writer) *ucli.App {
 			if err != nil {
 				return err
 			}
-			l := s.layout()
-			session := record.SessionName(bead)
-			live, entry := alive(c.Context, s, l, bead, session)
+			d, where := s.dir(), s.where(bead)
+			live, entry := attempt.Alive(c.Context, d, where, bead)
 			if !live {
-				closed, _ := supervise.Reconcile(c.Context, l, s.tmux(), false)
+				closed, _ := attempt.Reconcile(c.Context, d, s.tmux(), false)
 				for _, cl := range closed {
-					fmt.Fprintf(stdout, "%s: closed (%s)\n", cl.Bead, cl.Reason)
+					fmt.Fprintf(stdout, "%s: closed (%s)\n", cl.Name, cl.Reason)
 				}
 				return fmt.Errorf("%s is not running", bead)
 			}
-			stopSupervisor(c.Context, s, entry, session, supervise.SignalKill)
-			if !waitGone(c.Context, s, l, bead, session, s.killGrace+5*time.Second) {
+			attempt.Stop(c.Context, s.tmux(), entry, where.Session, supervise.SignalKill)
+			if !attempt.WaitGone(c.Context, d, where, bead, s.killGrace+5*time.Second) {
 				return fmt.Errorf("%s did not stop within %s", bead, s.killGrace+5*time.Second)
 			}
-			supervise.Reconcile(c.Context, l, s.tmux(), false)
+			attempt.Reconcile(c.Context, d, s.tmux(), false)
 			if res, err := record.ReadResult(record.Store{Dir: s.stateDir}.ResultPath(bead)); err == nil {
 				fmt.Fprintln(stdout, outcomeLine(res))
 			}
@@ -205,18 +205,18 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 			if err != nil {
 				return err
 			}
-			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux(), c.Bool("all"))
+			closed, err := attempt.Reconcile(c.Context, s.dir(), s.tmux(), c.Bool("all"))
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if closed == nil {
-					closed = []supervise.Closed{}
+					closed = []supervise.Lost{}
 				}
 				return json.NewEncoder(stdout).Encode(map[string]any{"closed": closed})
 			}
 			for _, cl := range closed {
-				fmt.Fprintf(stdout, "%s: closed as failed (%s)\n", cl.Bead, cl.Reason)
+				fmt.Fprintf(stdout, "%s: closed as failed (%s)\n", cl.Name, cl.Reason)
 			}
 			if len(closed) == 0 {
 				fmt.Fprintln(stderr, "nothing to reconcile")
@@ -287,14 +287,14 @@ func psApp(stdout, stderr io.Writer) *ucli.App {
 			if err != nil {
 				return err
 			}
-			closed, err := supervise.Reconcile(c.Context, s.layout(), s.tmux(), false)
+			closed, err := attempt.Reconcile(c.Context, s.dir(), s.tmux(), false)
 			if err != nil {
 				return err
 			}
 			running, recent := scan(s)
 			stale := []psRow{}
 			for _, cl := range closed {
-				stale = append(stale, psRow{Bead: cl.Bead, State: "STALE", Reason: cl.Reason})
+				stale = append(stale, psRow{Bead: cl.Name, State: "STALE", Reason: cl.Reason})
 			}
 			if c.Bool("json") {
 				enc := json.NewEncoder(stdout)
@@ -319,10 +319,9 @@ func psApp(stdout, stderr io.Writer) *ucli.App {
 // recently finished results. Neither reads the whole history: the registry lists the live beads,
 // and results are picked by modification time (a stat each) before the newest are read.
 func scan(s *settings) (running, recent []psRow) {
-	l := s.layout()
 	running, recent = []psRow{}, []psRow{}
 	now := time.Now()
-	for _, r := range l.Running() {
+	for _, r := range attempt.Running(s.dir()) {
 		row := psRow{Bead: r.Bead, State: "RUNNING", Agent: r.Agent, Model: r.Model, Attempt: r.Attempt, Started: r.StartedAt}
 		if t, ok := record.ParseTime(r.StartedAt); ok {
 			row.Elapsed = int64(now.Sub(t) / time.Second)

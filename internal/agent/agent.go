@@ -48,6 +48,9 @@ type Profile struct {
 	MCPConfig    string // claude: --mcp-config PATH, when set
 	// ReasoningFlag and ReasoningKey pass a reasoning effort (codex: -c model_reasoning_effort="high").
 	ReasoningFlag, ReasoningKey string
+	// Terminal runs the agent on a terminal of its own, as it ran in a tmux pane under
+	// dispatch.sh (the default); "terminal": false gives it plain pipes.
+	Terminal bool
 }
 
 // entry is an agent's JSON form; the mode objects (agent_mode, exec_mode) are the older shape.
@@ -61,6 +64,7 @@ type entry struct {
 	Prompt       string            `json:"prompt"`
 	PromptFlag   string            `json:"prompt_flag"`
 	MCPConfig    string            `json:"mcp_config"`
+	Terminal     *bool             `json:"terminal"`
 	AgentMode    *mode             `json:"agent_mode"`
 	ExecMode     *mode             `json:"exec_mode"`
 	Reasoning    *struct {
@@ -94,10 +98,10 @@ type Config struct {
 func Builtin() *Config {
 	return &Config{Agents: map[string]*Profile{
 		"claude": {Name: "claude", Command: "claude", Flags: []string{"-p", "--dangerously-skip-permissions"},
-			ModelFlag: "--model", DefaultModel: "opus", Prompt: PromptStdin, Models: map[string]string{}},
+			ModelFlag: "--model", DefaultModel: "opus", Prompt: PromptStdin, Models: map[string]string{}, Terminal: true},
 		"codex": {Name: "codex", Command: "codex", Subcommand: "exec", Flags: []string{"--yolo"},
 			ModelFlag: "-m", DefaultModel: "gpt-5.3-codex", Prompt: PromptStdin, Models: map[string]string{},
-			ReasoningFlag: "-c", ReasoningKey: "model_reasoning_effort"},
+			ReasoningFlag: "-c", ReasoningKey: "model_reasoning_effort", Terminal: true},
 	}, Repos: map[string]Repo{}}
 }
 
@@ -162,7 +166,7 @@ func checkName(name string) error {
 func (e entry) profile(name string) *Profile {
 	p := &Profile{Name: name, Command: e.Command, Subcommand: e.Subcommand, Flags: e.Flags,
 		ModelFlag: e.ModelFlag, Models: e.Models, DefaultModel: e.DefaultModel,
-		Prompt: e.Prompt, PromptFlag: e.PromptFlag, MCPConfig: e.MCPConfig}
+		Prompt: e.Prompt, PromptFlag: e.PromptFlag, MCPConfig: e.MCPConfig, Terminal: e.Terminal == nil || *e.Terminal}
 	for _, m := range []*mode{e.AgentMode, e.ExecMode} {
 		if m == nil {
 			continue

@@ -2,258 +2,452 @@ package supervise
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/record"
+	"github.com/creack/pty"
 )
 
-// Reasons an outcome records, besides "agent-exit-<code>", "agent-signal-<SIG>" and
-// "watch-timeout-<N>s".
-const (
-	ReasonStartFailed   = "agent-start-failed"
-	ReasonDiskExhausted = "disk-space-exhausted"
-	ReasonSessionKilled = "session-killed" // SIGHUP: the tmux session or server went away
-	ReasonKilled        = "killed"         // SIGUSR1: dispatch kill
-	ReasonLost          = "supervisor-lost"
-)
+// Supervisor runs a tool's attempts, one after another, and serves their control socket.
+// Make one with the fields set, Open it, Run each attempt, Close it.
+type Supervisor struct {
+	Layout Layout
+	// Tool owns the attempts (its Recorder is the one Reconcile calls when this process is
+	// lost); Name is the bead, worker or loop, which names the entry, the socket and the log.
+	Tool, Name string
+	// Backend, Socket and Session say where the supervisor runs, for the registry.
+	Backend, Socket, Session string
+	// Console is where the agent's output is shown live: the tmux pane, or io.Discard.
+	Console io.Writer
+	// Input is the pane's keyboard (the supervisor's stdin on a terminal), relayed to the
+	// agent in raw mode; nil when no one is attached.
+	Input *os.File
+	// Once says the supervisor runs a single attempt (dispatch's): its registry entry goes as
+	// soon as the attempt is recorded, not when the process ends.
+	Once bool
 
-// SignalKill is what `dispatch kill` sends a supervisor: it stops the agent and records "killed".
-const SignalKill = syscall.SIGUSR1
+	mu       sync.Mutex
+	cur      *running
+	entry    *Entry
+	ln       net.Listener
+	sigs     chan os.Signal
+	stopping string // a signal asked the whole supervisor to stop: no further attempt runs
+	restore  func()
+	size     *pty.Winsize
+}
 
-// Outcome is how an attempt ended.
-type Outcome struct {
-	Status       string
-	ExitCode     int64
-	Reason       string
-	Finished     time.Time
-	Summary      string
-	Verification *record.Verification
-	// UnknownExit is set when the exit code cannot be known (the supervisor was lost).
-	UnknownExit bool
+// running is the attempt in progress, as the control socket and the key relay see it.
+type running struct {
+	a       *Attempt
+	proc    *agentProc
+	screen  *screenSink
+	stopReq chan string
+}
+
+// Open prepares the supervisor: it becomes the subreaper of what it starts, takes the
+// signals that stop an attempt, waits for its starter to let go of the name's lock, registers,
+// and listens on the control socket. Everything it sets up is undone by Close.
+func (s *Supervisor) Open(ctx context.Context) error {
+	if s.Console == nil {
+		s.Console = io.Discard
+	}
+	if err := BecomeSubreaper(); err != nil {
+		s.warnf("not a subreaper (%v): processes the agent leaves behind may outlive it", err)
+	}
+	s.sigs = make(chan os.Signal, 4)
+	signal.Notify(s.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, SignalKill, syscall.SIGWINCH)
+
+	// Registration waits for whoever started the supervisor (it holds the name's lock until
+	// it has registered the launch) to let go, so this entry is the last word.
+	if unlock, err := s.Layout.Lock(ctx, s.Name, 30*time.Second); err == nil {
+		unlock()
+	}
+	s.entry = &Entry{Tool: s.Tool, Name: s.Name, PID: os.Getpid(), Backend: s.Backend, Socket: s.Socket,
+		Session: s.Session, Control: s.Layout.SocketPath(s.Name)}
+	if old, _ := s.Layout.ReadEntry(s.Name); old != nil {
+		s.entry.Attempt, s.entry.StartedAt = old.Attempt, old.StartedAt
+	}
+	ln, err := listenControl(s.Layout.SocketPath(s.Name))
+	if err != nil {
+		s.warnf("no control socket: %v", err)
+		s.entry.Control = ""
+	} else {
+		s.ln = ln
+		go s.serveControl(ln)
+	}
+	if err := s.Layout.WriteEntry(s.entry); err != nil {
+		s.warnf("%v", err)
+	}
+	if s.Input != nil {
+		s.size = paneSize(s.Input)
+		if restore, err := rawInput(s.Input); err == nil {
+			s.restore = restore
+		}
+		go s.relayKeys()
+	}
+	return nil
+}
+
+// Close stops serving, restores the pane's terminal and removes the registry entry, unless a
+// newer attempt of the name has registered since (a --force dispatch replaced this one).
+func (s *Supervisor) Close() {
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	signal.Stop(s.sigs)
+	if s.restore != nil {
+		s.restore()
+	}
+	unlock, err := s.Layout.Lock(context.Background(), s.Name, 30*time.Second)
+	if err == nil {
+		defer unlock()
+	}
+	if e, _ := s.Layout.ReadEntry(s.Name); e != nil && e.Attempt == s.entry.Attempt && (e.PID == os.Getpid() || e.PID == 0) {
+		if e.Outcome == nil {
+			s.Layout.RemoveEntry(s.Name)
+		}
+	}
+}
+
+// Stopping returns the reason a signal gave for stopping the whole supervisor, or "": a loop
+// that runs attempts one after another ends when it is set.
+func (s *Supervisor) Stopping() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
 }
 
 // diskCheckEvery is how often the free space is looked at: a statfs every few seconds costs
 // nothing measurable, and an agent cannot fill 100 MB much faster.
 const diskCheckEvery = 2 * time.Second
 
-// reserveSize is disk space the supervisor holds from the start and frees just before writing the
-// final records, so that an agent that fills the disk cannot keep its outcome from being written.
-const reserveSize = 256 << 10
-
-// Supervise runs the attempt spec describes to its end and writes the final records. term is the
-// terminal (the tmux pane) where the agent's output is shown live; it may be io.Discard.
-func Supervise(spec *Spec, term io.Writer) error {
-	l := Layout{Dir: spec.StateDir}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, SignalKill)
-	defer signal.Stop(sigs)
-
-	// Registration waits for whoever started the supervisor (dispatch holds the bead's lock
-	// until it has registered the launch) to let go, so this entry is the last word.
-	if unlock, err := l.LockBead(context.Background(), spec.Bead, 30*time.Second); err == nil {
-		unlock()
+// Run runs one attempt to its end and has rec record it. It returns the outcome as recorded.
+func (s *Supervisor) Run(ctx context.Context, a *Attempt, rec Recorder) Outcome {
+	if r := s.Stopping(); r != "" {
+		out := Outcome{Status: StatusFailed, Reason: r, UnknownExit: true, Started: time.Now(), Finished: time.Now()}
+		s.record(ctx, a, rec, &out)
+		return out
 	}
-	entry := &Entry{Bead: spec.Bead, Attempt: spec.Run.Attempt, PID: os.Getpid(), Backend: spec.Backend,
-		Socket: spec.Socket, Session: spec.Session, StartedAt: spec.Run.StartedAt}
-	if err := l.WriteEntry(entry); err != nil {
-		fmt.Fprintf(term, "supervisor: warning: %v\n", err)
-	}
-	reserve := l.EntryPath(spec.Bead) + ".reserve"
+	reserve := s.Layout.ReservePath(s.Name)
 	if err := holdReserve(reserve); err != nil {
-		fmt.Fprintf(term, "supervisor: warning: no disk reserve for the final records: %v\n", err)
+		s.warnf("no disk reserve for the final records: %v", err)
 	}
-
-	out := run(spec, l, entry, sigs, term)
-
+	out := s.run(ctx, a, rec)
 	os.Remove(reserve)
-	err := Finalize(l, spec, out)
-	if err != nil {
-		fmt.Fprintf(term, "supervisor: %v\n", err)
-	}
-	fmt.Fprintf(term, "\n%s: %s (exit %d, %s)\n", spec.Session, out.Status, out.ExitCode, out.Reason)
-	return err
+	s.record(ctx, a, rec, &out)
+	fmt.Fprintf(s.Console, "\r\n%s: %s (exit %d, %s)\r\n", s.label(), out.Status, out.ExitCode, out.Reason)
+	return out
 }
 
-// run starts the agent and waits for the first of: its exit, the timeout, a signal to the
-// supervisor, the disk running out.
-func run(spec *Spec, l Layout, entry *Entry, sigs <-chan os.Signal, term io.Writer) Outcome {
-	os.MkdirAll(filepath.Dir(l.LogPath(spec.Bead)), 0o700)
-	logf, err := os.OpenFile(l.LogPath(spec.Bead), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+func (s *Supervisor) label() string {
+	if s.Session != "" {
+		return s.Session
+	}
+	return s.Name
+}
+
+// run starts the agent and waits for the first of: its exit, the timeout, a stop (signal,
+// control socket, context), the disk running out, a watch's verdict.
+func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome {
+	started := time.Now()
+	logf, err := createLog(a.LogPath)
 	if err != nil {
-		fmt.Fprintf(term, "supervisor: warning: no log: %v\n", err)
-		logf = nil
+		s.warnf("no log: %v", err)
 	}
 	if logf != nil {
 		defer logf.Close()
 	}
 	last := &tail{max: 64 << 10}
+	size := s.size
+	if size == nil {
+		size = &defaultSize
+	}
+	scr := newScreenSink(int(size.Cols), int(size.Rows))
 	// A dead pane (session killed) or a full disk makes writes fail; the other copies go on.
-	sink := io.MultiWriter(&bestEffort{w: term}, &bestEffort{w: fileWriter(logf)}, last)
+	sink := io.MultiWriter(&bestEffort{w: s.Console}, &bestEffort{w: fileWriter(logf)}, last, scr)
 
-	agent, wait, err := start(spec, sink)
+	if a.Terminal {
+		a.Env = paneEnv(a.Env, s.Backend == BackendTmux)
+	}
+	proc, err := startAgent(a, size, sink)
 	if err != nil {
-		fmt.Fprintf(sink, "supervisor: cannot start the agent: %v\n", err)
-		return Outcome{Status: record.StatusFailed, ExitCode: 127, Reason: ReasonStartFailed,
+		fmt.Fprintf(sink, "supervisor: cannot start the agent: %v\r\n", err)
+		return Outcome{Status: StatusFailed, ExitCode: 127, Reason: ReasonStartFailed, Started: started,
 			Finished: time.Now(), Summary: Summary(last.Bytes(), 500)}
 	}
-	entry.AgentPID = agent.Process.Pid
-	entry.AgentStart, _ = ProcessStart(agent.Process.Pid)
-	l.WriteEntry(entry)
+	defer scr.Close()
+	if s.Input == nil {
+		// No pane, so no terminal but the screen model to answer the agent's questions (the
+		// cursor position, the terminal's attributes); in a pane, tmux answers them.
+		scr.scr.ReplyTo(writerFunc(proc.write))
+	}
+	cur := &running{a: a, proc: proc, screen: scr, stopReq: make(chan string, 1)}
+	s.mu.Lock()
+	s.cur = cur
+	s.entry.Attempt, s.entry.AgentPID, s.entry.Outcome = a.Number, proc.pid(), nil
+	s.entry.AgentStart, _ = ProcessStart(proc.pid())
+	if s.entry.StartedAt == "" || a.Number != s.entry.Attempt {
+		s.entry.StartedAt = started.UTC().Format(time.RFC3339)
+	}
+	s.mu.Unlock()
+	s.Layout.WriteEntry(s.entry)
+	if err := rec.Started(ctx, a, proc.pid()); err != nil {
+		s.warnf("recording the start: %v", err)
+	}
 
 	var timeout <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout.D())
+	if a.Timeout > 0 {
+		t := time.NewTimer(a.Timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
 	disk := time.NewTicker(diskCheckEvery)
 	defer disk.Stop()
+	var watchTick <-chan time.Time
+	w := &watcher{a: a, scr: scr, started: started, changedAt: started}
+	if a.Watch != nil {
+		every := a.WatchEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		watchTick = t.C
+	}
+	stopWith := func(status, reason string) Outcome {
+		out := exited(proc.stop(a.KillGrace))
+		out.Status, out.Reason = status, reason
+		return out
+	}
 
 	var out Outcome
 	for out.Status == "" {
 		select {
-		case ps := <-wait.done:
+		case ps := <-proc.done:
 			out = exited(ps)
 		case <-timeout:
-			fmt.Fprintf(sink, "\nsupervisor: timeout after %ds: stopping the agent\n", spec.Timeout)
-			stop(agent, wait, spec.KillGrace.D())
-			out = Outcome{Status: record.StatusTimeout, ExitCode: 124, Reason: fmt.Sprintf("watch-timeout-%ds", spec.Timeout)}
-		case sig := <-sigs:
-			s := sig.(syscall.Signal)
-			fmt.Fprintf(sink, "\nsupervisor: %v: stopping the agent\n", s)
-			ps := stop(agent, wait, spec.KillGrace.D())
-			out = exited(ps)
-			out.Status, out.Reason = record.StatusFailed, signalReason(s)
+			fmt.Fprintf(sink, "\r\nsupervisor: timeout after %s: stopping the agent\r\n", a.Timeout)
+			out = stopWith(StatusTimeout, fmt.Sprintf("watch-timeout-%ds", int64(a.Timeout/time.Second)))
+			out.ExitCode = 124
+		case reason := <-cur.stopReq:
+			fmt.Fprintf(sink, "\r\nsupervisor: %s: stopping the agent\r\n", reason)
+			out = stopWith(StatusFailed, reason)
+		case <-ctx.Done():
+			out = stopWith(StatusFailed, ReasonKilled)
+		case sig := <-s.sigs:
+			if sig == syscall.SIGWINCH {
+				s.resize(cur)
+				continue
+			}
+			reason := signalReason(sig.(syscall.Signal))
+			s.mu.Lock()
+			s.stopping = reason
+			s.mu.Unlock()
+			fmt.Fprintf(sink, "\r\nsupervisor: %v: stopping the agent\r\n", sig)
+			out = stopWith(StatusFailed, reason)
 		case <-disk.C:
-			if lowDisk(spec) {
-				fmt.Fprintf(sink, "\nsupervisor: less than %d MB free: stopping the agent\n", spec.MinFreeMB)
-				ps := stop(agent, wait, spec.KillGrace.D())
-				out = exited(ps)
-				out.Status, out.Reason = record.StatusFailed, ReasonDiskExhausted
+			if lowDisk(a) {
+				fmt.Fprintf(sink, "\r\nsupervisor: less than %d MB free: stopping the agent\r\n", a.MinFreeMB)
+				out = stopWith(StatusFailed, ReasonDiskExhausted)
+			}
+		case <-scr.changed:
+			if v := w.look(); v.Stop {
+				out = stopWith(orDefault(v.Status, StatusDone), v.Reason)
+			} else if v.Note != "" {
+				annotate(ctx, rec, a, v.Note)
+			}
+		case <-watchTick:
+			if v := w.look(); v.Stop {
+				out = stopWith(orDefault(v.Status, StatusDone), v.Reason)
+			} else if v.Note != "" {
+				annotate(ctx, rec, a, v.Note)
 			}
 		}
 	}
-	out.Finished = time.Now()
-	// Stragglers the agent left in its process group would hold the output pipe open.
-	syscall.Kill(-agent.Process.Pid, syscall.SIGTERM)
-	wait.drain()
-	if out.Status == record.StatusDone || (out.Status == record.StatusFailed && isExitReason(out.Reason)) {
-		out.Verification = verify(spec, sink)
+	out.Started, out.Finished = started, time.Now()
+	// What is left of the agent's session, then every process it left behind anywhere.
+	syscall.Kill(-proc.pid(), syscall.SIGTERM)
+	if n := reapStragglers(a.KillGrace); n > 0 {
+		out.Stragglers = n
+		fmt.Fprintf(sink, "\r\nsupervisor: stopped %d process(es) the agent left behind\r\n", n)
 	}
+	proc.drain()
+	s.mu.Lock()
+	s.cur = nil
+	s.mu.Unlock()
 	out.Summary = Summary(last.Bytes(), 500)
 	return out
 }
 
-// waiter collects the agent's exit and the end of its output.
-type waiter struct {
-	done   chan *os.ProcessState
-	copied chan struct{}
-	pipe   *os.File
-}
-
-// drain waits for the output copy to reach the end, but not for long: a grandchild that
-// inherited the pipe could hold it open forever.
-func (w *waiter) drain() {
-	select {
-	case <-w.copied:
-	case <-time.After(time.Second):
-		w.pipe.SetReadDeadline(time.Now())
-		<-w.copied
+// record has rec write the outcome. Until it succeeds the outcome stays in the registry
+// entry, and the supervisor retries for a while; if it never does, the entry stays for
+// Reconcile, which hands the outcome to the recorder as Lost.
+func (s *Supervisor) record(ctx context.Context, a *Attempt, rec Recorder, out *Outcome) {
+	s.mu.Lock()
+	s.entry.Attempt, s.entry.AgentPID, s.entry.AgentStart, s.entry.Outcome = a.Number, 0, 0, out
+	s.mu.Unlock()
+	s.Layout.WriteEntry(s.entry)
+	console := &bestEffort{w: s.Console}
+	delay := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		err := rec.Finished(ctx, a, out, console)
+		if err == nil {
+			break
+		}
+		fmt.Fprintf(console, "supervisor: recording the outcome: %v\r\n", err)
+		if try == recordTries {
+			fmt.Fprintf(console, "supervisor: giving up; the outcome is kept in %s for 'reconcile'\r\n", s.Layout.EntryPath(s.Name))
+			return
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 5*time.Second)
 	}
-	w.pipe.Close()
-}
-
-// start launches the agent in its own process group with its output on a pipe copied to sink.
-func start(spec *Spec, sink io.Writer) (*exec.Cmd, *waiter, error) {
-	if len(spec.Argv) == 0 {
-		return nil, nil, errors.New("empty command line")
+	s.mu.Lock()
+	s.entry.Outcome = nil
+	s.mu.Unlock()
+	unlock, err := s.Layout.Lock(ctx, s.Name, 30*time.Second)
+	if err == nil {
+		defer unlock()
 	}
-	if spec.PromptFile != "" {
-		os.MkdirAll(filepath.Dir(spec.PromptFile), 0o700)
-		if err := os.WriteFile(spec.PromptFile, []byte(spec.Prompt), 0o600); err != nil {
-			return nil, nil, err
+	// Only this supervisor's entry: a newer attempt of the name may have registered since.
+	if e, _ := s.Layout.ReadEntry(s.Name); e != nil && e.PID == os.Getpid() {
+		if s.Once {
+			s.Layout.RemoveEntry(s.Name)
+		} else {
+			s.Layout.WriteEntry(s.entry)
 		}
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
+}
+
+// recordTries is how often a failed final write is tried (about 30 s in all) before the
+// outcome is left to Reconcile.
+const recordTries = 10
+
+func annotate(ctx context.Context, rec Recorder, a *Attempt, note string) {
+	if an, ok := rec.(Annotator); ok {
+		an.Annotate(ctx, a, note)
 	}
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Dir, cmd.Env = spec.Dir, spec.Env
-	cmd.Stdout, cmd.Stderr = pw, pw
-	// Its own process group, so a timeout or kill reaches everything the agent started; and
-	// killed with the supervisor, so no agent outlives the process that records it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var stdin io.WriteCloser
-	if spec.Stdin {
-		if stdin, err = cmd.StdinPipe(); err != nil {
-			return nil, nil, err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// watcher feeds an attempt's Watch.
+type watcher struct {
+	a         *Attempt
+	scr       *screenSink
+	started   time.Time
+	hash      uint64
+	changedAt time.Time
+}
+
+// look hashes the screen, to tell a change of what a person sees from output that redraws the
+// same thing, and asks the Watch.
+func (w *watcher) look() Verdict {
+	if w.a.Watch == nil {
+		return Verdict{}
+	}
+	now := time.Now()
+	h := w.scr.Hash()
+	changed := h != w.hash
+	if changed {
+		w.hash, w.changedAt = h, now
+	}
+	return w.a.Watch(&WatchState{Screen: w.scr.Lines, Changed: changed, SinceChange: now.Sub(w.changedAt),
+		Elapsed: now.Sub(w.started)})
+}
+
+// relayKeys passes the pane's keys to the running agent's terminal; between attempts they are
+// dropped.
+func (s *Supervisor) relayKeys() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := s.Input.Read(buf)
+		if n > 0 {
+			s.mu.Lock()
+			cur := s.cur
+			s.mu.Unlock()
+			if cur != nil {
+				cur.proc.write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return nil, nil, err
-	}
-	pw.Close()
-	if stdin != nil {
-		go func() {
-			io.WriteString(stdin, spec.Prompt)
-			stdin.Close() // EOF ends the prompt, as `echo "$prompt" | claude -p` did
-		}()
-	}
-	w := &waiter{done: make(chan *os.ProcessState, 1), copied: make(chan struct{}), pipe: pr}
-	go func() {
-		io.Copy(sink, pr)
-		close(w.copied)
-	}()
-	go func() {
-		ps, _ := cmd.Process.Wait()
-		w.done <- ps
-	}()
-	return cmd, w, nil
 }
 
-// stop sends the agent's process group SIGTERM, then SIGKILL after grace, and returns its end.
-func stop(cmd *exec.Cmd, w *waiter, grace time.Duration) *os.ProcessState {
-	pgid := cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case ps := <-w.done:
-		return ps
-	case <-time.After(grace):
+// resize makes the agent's terminal and screen follow the pane's size.
+func (s *Supervisor) resize(cur *running) {
+	if s.Input == nil {
+		return
 	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	return <-w.done
+	size := paneSize(s.Input)
+	if size == nil {
+		return
+	}
+	s.mu.Lock()
+	s.size = size
+	s.mu.Unlock()
+	cur.proc.resize(size)
+	cur.screen.Resize(int(size.Cols), int(size.Rows))
 }
 
-// exited turns the agent's end into an outcome: done only for exit 0.
-func exited(ps *os.ProcessState) Outcome {
-	if ps == nil {
-		return Outcome{Status: record.StatusFailed, ExitCode: 1, Reason: "agent-wait-failed"}
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		sig := ws.Signal()
-		return Outcome{Status: record.StatusFailed, ExitCode: 128 + int64(sig), Reason: "agent-signal-" + signalName(sig)}
-	}
-	code := int64(ps.ExitCode())
-	status := record.StatusFailed
-	if code == 0 {
-		status = record.StatusDone
-	}
-	return Outcome{Status: status, ExitCode: code, Reason: fmt.Sprintf("agent-exit-%d", code)}
+func (s *Supervisor) warnf(format string, args ...any) {
+	fmt.Fprintf(s.Console, "supervisor: warning: "+format+"\r\n", args...)
 }
 
-func isExitReason(r string) bool { return len(r) > 11 && r[:11] == "agent-exit-" }
+// paneEnv makes the agent's environment look like a pane's: TERM set as tmux sets it (the
+// supervisor's own, in a pane), and the tmux variables of the pane it runs in.
+func paneEnv(env []string, inTmux bool) []string {
+	term := "xterm-256color" // what the screen model emulates when no pane is attached
+	if t := os.Getenv("TERM"); inTmux && t != "" {
+		term = t
+	}
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TERM=") || (inTmux && (strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE="))) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, "TERM="+term)
+	if inTmux {
+		for _, k := range []string{"TMUX", "TMUX_PANE"} {
+			if v, ok := os.LookupEnv(k); ok {
+				out = append(out, k+"="+v)
+			}
+		}
+	}
+	return out
+}
+
+// createLog creates the attempt's log fresh: whatever was at path (the previous attempt's log,
+// already archived, or a link planted there) is removed, never followed or truncated.
+func createLog(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dirOf(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+}
 
 func signalReason(s syscall.Signal) string {
 	switch s {
@@ -262,10 +456,11 @@ func signalReason(s syscall.Signal) string {
 	case SignalKill:
 		return ReasonKilled
 	}
-	return "supervisor-signal-" + signalName(s)
+	return "supervisor-signal-" + SignalName(s)
 }
 
-func signalName(s syscall.Signal) string {
+// SignalName is a signal's conventional name (SIGTERM), or SIG<n>.
+func SignalName(s syscall.Signal) string {
 	names := map[syscall.Signal]string{syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
 		syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT",
 		syscall.SIGPIPE: "SIGPIPE", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2"}
@@ -275,74 +470,14 @@ func signalName(s syscall.Signal) string {
 	return fmt.Sprintf("SIG%d", int(s))
 }
 
-// lowDisk reports whether the state directory or the working directory has less free space
-// than the floor.
-func lowDisk(spec *Spec) bool {
-	if spec.MinFreeMB <= 0 {
-		return false
-	}
-	for _, dir := range []string{spec.StateDir, spec.Dir} {
-		if free, err := FreeMB(dir); err == nil && free < spec.MinFreeMB {
-			return true
-		}
-	}
-	return false
-}
+// writerFunc makes a write function an io.Writer.
+type writerFunc func([]byte) error
 
-// FreeMB is the space available to an unprivileged user on dir's file system, in MB.
-func FreeMB(dir string) (int64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
+func (f writerFunc) Write(p []byte) (int, error) {
+	if err := f(p); err != nil {
 		return 0, err
 	}
-	return int64(st.Bavail) * int64(st.Bsize) / (1 << 20), nil
-}
-
-// holdReserve takes reserveSize bytes of disk in path. fallocate reserves real blocks even on
-// file systems that compress or deduplicate; where it is not supported, bytes that do not
-// compress are written instead.
-func holdReserve(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := syscall.Fallocate(int(f.Fd()), 0, 0, reserveSize); err == nil {
-		return nil
-	}
-	noise := make([]byte, reserveSize)
-	rand.Read(noise)
-	if _, err := f.Write(noise); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-// verify runs the verification command, if any, after the agent ended on its own.
-func verify(spec *Spec, sink io.Writer) *record.Verification {
-	if spec.Verify == "" {
-		return nil
-	}
-	timeout := spec.VerifyTimeout.D()
-	if timeout <= 0 {
-		timeout = 10 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	fmt.Fprintf(sink, "\nsupervisor: verifying: %s\n", spec.Verify)
-	// The verification command is the user's own configuration (--verify or repos.test_cmd), a
-	// shell command line by design; nothing of the prompt reaches it.
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", spec.Verify)
-	cmd.Dir, cmd.Env = spec.Dir, spec.Env
-	cmd.Stdout, cmd.Stderr = sink, sink
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	v := &record.Verification{Tests: "pass", Overall: "pass"}
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(sink, "supervisor: verification failed: %v\n", err)
-		v.Tests, v.Overall = "fail", "fail"
-	}
-	return v
+	return len(p), nil
 }
 
 // bestEffort passes writes on until the first error, then drops them: one broken destination

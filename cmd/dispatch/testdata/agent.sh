@@ -7,7 +7,8 @@
 #   IGNORE_TERM     ignore SIGTERM            WRITE=<f>   create file f in the working directory
 #   FILL=<MB>       write MB megabytes into fill.bin (to exhaust a disk)
 #   ECHO_PROMPT     print the whole prompt    ARGS        print its arguments
-prompt="$(cat)"
+prompt=""
+[ -t 0 ] || prompt="$(cat)"  # on a terminal, stdin is the keyboard: the prompt is an argument
 [ -n "$prompt" ] || prompt="${*: -1}"  # agents configured to take the prompt as an argument
 orders="$(head -n1 <<<"$prompt")"
 word() { grep -o "$1=[^ ]*" <<<"$orders" | head -n1 | cut -d= -f2-; }

@@ -1,0 +1,268 @@
+package attempt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/tmux"
+)
+
+// Where says where a bead's supervisor runs: in the session of a tmux server, or detached.
+type Where struct {
+	Backend string // supervise.BackendTmux or BackendProcess
+	Tmux    *tmux.Client
+	Session string
+	// KillGrace is how long a replaced supervisor is given to stop its agent.
+	KillGrace time.Duration
+}
+
+// Opened is an attempt opened under its bead's lock: nothing else touches the bead until
+// Close. Number is its attempt number; Previous is the attempt before it, archived.
+type Opened struct {
+	Dir      Dir
+	Bead     string
+	Number   int
+	Previous *record.Run
+	where    Where
+	unlock   func() error
+}
+
+// Close lets go of the bead's lock.
+func (o *Opened) Close() {
+	if o.unlock != nil {
+		o.unlock()
+		o.unlock = nil
+	}
+}
+
+// ErrRunning is returned by Open when the bead's agent is still at work and force is not set.
+var ErrRunning = errors.New("still running")
+
+// Open takes bead's lock and makes sure no supervisor of an earlier attempt is alive: one
+// whose records are final is cleared away; a running one is ErrRunning, unless force, which
+// stops it and waits for it to record its end. Then it archives the previous attempt's
+// records and log in attempts/<bead>/ and numbers the new attempt.
+func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Opened, error) {
+	o := &Opened{Dir: d, Bead: bead, Number: 1, where: where}
+	for try := 0; ; try++ {
+		unlock, err := d.Layout.Lock(ctx, bead, 15*time.Second)
+		if errors.Is(err, fsx.ErrLocked) {
+			return nil, fmt.Errorf("another dispatch of %s holds its lock; retry in a moment", bead)
+		}
+		if err != nil {
+			return nil, err
+		}
+		live, entry := o.alive(ctx)
+		if !live {
+			o.unlock = unlock
+			break
+		}
+		prev, _ := record.ReadRun(d.Store.RunPath(bead))
+		terminal := prev != nil && prev.Status != record.StatusRunning
+		if !terminal && !force {
+			unlock()
+			attempt := 0
+			if prev != nil {
+				attempt = prev.Attempt
+			}
+			return nil, fmt.Errorf("%s is %w (attempt %d); pass --force to replace it, or run 'dispatch wait %s'", where.Session, ErrRunning, attempt, bead)
+		}
+		if try > 0 {
+			unlock()
+			return nil, fmt.Errorf("%s did not stop; kill it with 'dispatch kill %s' and retry", where.Session, bead)
+		}
+		// The old supervisor needs the lock to write its final records: let go while it stops.
+		unlock()
+		Stop(ctx, where.Tmux, entry, where.Session, syscall.SIGHUP)
+		o.waitGone(ctx, where.KillGrace+5*time.Second)
+	}
+	prev, err := record.ReadRun(d.Store.RunPath(bead))
+	if err == nil {
+		o.Previous, o.Number = prev, prev.Attempt+1
+		if err := archive(d, prev); err != nil {
+			o.Close()
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func (o *Opened) alive(ctx context.Context) (bool, *supervise.Entry) {
+	return Alive(ctx, o.Dir, o.where, o.Bead)
+}
+
+func (o *Opened) waitGone(ctx context.Context, limit time.Duration) bool {
+	return WaitGone(ctx, o.Dir, o.where, o.Bead, limit)
+}
+
+// Alive reports whether a supervisor of bead is running, by its registry entry or its
+// session, and returns its entry.
+func Alive(ctx context.Context, d Dir, where Where, bead string) (bool, *supervise.Entry) {
+	entry, _ := d.Layout.ReadEntry(bead)
+	if entry != nil && supervise.SupervisorAlive(entry.PID, bead) {
+		return true, entry
+	}
+	if where.Tmux != nil && (where.Backend == supervise.BackendTmux || (entry != nil && entry.Backend == supervise.BackendTmux)) {
+		if ok, _ := where.Tmux.HasSession(ctx, where.Session); ok {
+			return true, entry
+		}
+	}
+	return false, entry
+}
+
+// WaitGone waits until bead has no live supervisor, up to limit.
+func WaitGone(ctx context.Context, d Dir, where Where, bead string, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if live, _ := Alive(ctx, d, where, bead); !live {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// Stop asks a supervisor to stop its agent and record the end: sig to its process, or, when
+// only its session is known, the session killed (which sends the pane SIGHUP).
+func Stop(ctx context.Context, sessions *tmux.Client, entry *supervise.Entry, session string, sig syscall.Signal) {
+	if entry != nil && supervise.SupervisorAlive(entry.PID, entry.Name) {
+		syscall.Kill(entry.PID, sig)
+		return
+	}
+	if sessions != nil && session != "" {
+		sessions.KillSession(ctx, session)
+	}
+}
+
+// archive copies the previous attempt's records and log to attempts/<bead>/ before a new
+// attempt replaces them: run-<N>.json, result-<N>.json, output-<N>.log (the layout
+// analyze-runs --attempts reads).
+func archive(d Dir, prev *record.Run) error {
+	bead := prev.Bead
+	dir := d.Store.AttemptsDir(bead)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
+	}
+	moves := [][2]string{
+		{d.Store.RunPath(bead), fmt.Sprintf("run-%d.json", prev.Attempt)},
+		{d.Store.ResultPath(bead), fmt.Sprintf("result-%d.json", prev.Attempt)},
+		{d.Layout.LogPath(bead), fmt.Sprintf("output-%d.log", prev.Attempt)},
+	}
+	for _, m := range moves {
+		b, err := os.ReadFile(m[0])
+		if err != nil {
+			continue
+		}
+		// Copied, not moved: the current records stay in place until the new ones replace them.
+		if err := fsx.WriteFileAtomic(filepath.Join(dir, m[1]), b, 0o600); err != nil {
+			return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
+		}
+	}
+	return nil
+}
+
+// Refuse records an attempt over the limit as failed, as dispatch.sh did.
+func (o *Opened) Refuse(ctx context.Context, run record.Run) error {
+	out := &supervise.Outcome{Status: record.StatusFailed, Reason: ReasonMaxRetries, Finished: time.Now(), UnknownExit: true}
+	r, res := Complete(run, out, nil)
+	res.WillRetry = false
+	if err := o.Dir.Store.WriteRun(ctx, &r); err != nil {
+		return err
+	}
+	return o.Dir.Store.WriteResult(ctx, &res)
+}
+
+// Launch starts the attempt: it registers the bead's supervisor (launching), writes the
+// running records, starts the supervisor with self (the command line that runs this binary's
+// supervisor verb: self, supervise.SuperviseVerb, --state-dir, …) and hands it spec. It returns
+// the supervisor's pid. A supervisor that cannot be started is recorded as a failed attempt.
+func (o *Opened) Launch(ctx context.Context, spec *Spec, self []string) (int, error) {
+	l := o.Dir.Layout
+	// Registered before the records say "running" (pid 0: launching), so that reconcile, which
+	// looks only at the registry, can never miss a running record.
+	entry := &supervise.Entry{Tool: Tool, Name: o.Bead, Attempt: spec.Run.Attempt, Backend: spec.Backend,
+		StartedAt: spec.Run.StartedAt, Socket: spec.Socket, Session: spec.Session}
+	if err := l.WriteEntry(entry); err != nil {
+		return 0, fmt.Errorf("registering the supervisor: %w", err)
+	}
+	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.Bead, Agent: spec.Run.Agent,
+		Status: record.StatusRunning, Reason: ReasonDispatched, StartedAt: spec.Run.StartedAt, Attempt: spec.Run.Attempt,
+		MaxRetries: spec.Run.MaxRetries, SessionName: spec.Run.SessionName}
+	if err := o.Dir.Store.WriteRun(ctx, &spec.Run); err != nil {
+		l.RemoveEntry(o.Bead)
+		return 0, err
+	}
+	if err := o.Dir.Store.WriteResult(ctx, &res); err != nil {
+		l.RemoveEntry(o.Bead)
+		return 0, err
+	}
+	pid, err := o.start(ctx, spec, self)
+	if err != nil {
+		out := &supervise.Outcome{Status: record.StatusFailed, Reason: ReasonLaunchFailed, Finished: time.Now(),
+			UnknownExit: true, Summary: err.Error()}
+		r, res := Complete(spec.Run, out, nil)
+		o.Dir.Store.WriteRun(ctx, &r)
+		o.Dir.Store.WriteResult(ctx, &res)
+		l.RemoveEntry(o.Bead)
+		return 0, fmt.Errorf("starting the supervisor: %w", err)
+	}
+	entry.PID = pid
+	l.WriteEntry(entry)
+	return pid, nil
+}
+
+// handoffWait is how long a starting supervisor has to take its spec.
+const handoffWait = 15 * time.Second
+
+// start launches the supervisor in the bead's tmux session, or detached, and hands it spec.
+func (o *Opened) start(ctx context.Context, spec *Spec, self []string) (int, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return 0, err
+	}
+	h, err := supervise.OfferHandoff(filepath.Join(o.Dir.Path(), "handoff"), b)
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	argv := append(append([]string{}, self...), "--handoff", h.Path(), o.Bead)
+	var reap func()
+	if spec.Backend == supervise.BackendTmux {
+		if _, err := o.where.Tmux.NewSession(ctx, spec.Session, spec.Attempt.Dir, nil, argv...); err != nil {
+			return 0, err
+		}
+	} else {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = spec.Attempt.Dir
+		// Its own session: the supervisor must outlive the shell, terminal or CI step that ran
+		// dispatch.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		go cmd.Wait() // reap it if it ends while the caller still runs (--wait)
+		reap = func() { cmd.Process.Kill() }
+	}
+	hctx, cancel := context.WithTimeout(ctx, handoffWait)
+	defer cancel()
+	pid, err := h.Give(hctx)
+	if err != nil {
+		if reap != nil {
+			reap()
+		} else {
+			o.where.Tmux.KillSession(ctx, spec.Session)
+		}
+		return 0, err
+	}
+	return pid, nil
+}

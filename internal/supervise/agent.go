@@ -1,0 +1,201 @@
+package supervise
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// agentProc is a running agent: its process, its terminal (nil on pipes) and the copy of its
+// output.
+type agentProc struct {
+	cmd    *exec.Cmd
+	master *os.File // the pty's master side; nil when the agent runs on pipes
+	out    *os.File // what the output is read from: the master, or the pipe's read end
+	done   chan *os.ProcessState
+	copied chan struct{}
+	// wmu keeps writes to the terminal whole: keys from the pane, the control socket and the
+	// screen model's answers come from different goroutines.
+	wmu sync.Mutex
+}
+
+// defaultSize is the terminal size when there is no pane to follow: tmux's default-size.
+var defaultSize = pty.Winsize{Cols: 80, Rows: 24}
+
+// startAgent launches the agent in a session of its own (so a timeout or a kill reaches
+// everything it started through its process group), on a fresh pseudo-terminal that is its
+// controlling terminal, or on pipes. Its output is copied to sink until it ends.
+func startAgent(a *Attempt, size *pty.Winsize, sink io.Writer) (*agentProc, error) {
+	if len(a.Argv) == 0 {
+		return nil, errors.New("empty command line")
+	}
+	if a.PromptFile != "" {
+		if err := writePromptFile(a.PromptFile, a.Prompt); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
+	cmd.Dir, cmd.Env = a.Dir, a.Env
+	// Killed with the supervisor, so no agent outlives the process that records it.
+	attrs := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	var stdin io.WriteCloser
+	var err error
+	if a.Stdin {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+	}
+	p := &agentProc{cmd: cmd, done: make(chan *os.ProcessState, 1), copied: make(chan struct{})}
+	var childEnds []*os.File // the child's side of the pty or pipe, closed here once it runs
+	if a.Terminal {
+		master, tty, err := pty.Open()
+		if err != nil {
+			return nil, err
+		}
+		if size == nil {
+			size = &defaultSize
+		}
+		pty.Setsize(master, size)
+		if err := rawOutput(tty); err != nil {
+			master.Close()
+			tty.Close()
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = tty, tty
+		attrs.Setctty, attrs.Ctty = true, 1 // fd 1 of the child: its stdin may be the prompt pipe
+		if !a.Stdin {
+			cmd.Stdin = tty
+			attrs.Ctty = 0
+		}
+		p.master, p.out = master, master
+		childEnds = append(childEnds, tty)
+	} else {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = pw, pw
+		p.out = pr
+		childEnds = append(childEnds, pw)
+	}
+	cmd.SysProcAttr = attrs
+	err = cmd.Start()
+	for _, f := range childEnds {
+		f.Close()
+	}
+	if err != nil {
+		p.out.Close()
+		return nil, err
+	}
+	if stdin != nil {
+		go func() {
+			io.WriteString(stdin, a.Prompt)
+			stdin.Close() // EOF ends the prompt
+		}()
+	}
+	go func() {
+		io.Copy(sink, p.out)
+		close(p.copied)
+	}()
+	go func() {
+		ps, _ := cmd.Process.Wait()
+		p.done <- ps
+	}()
+	return p, nil
+}
+
+func writePromptFile(path, prompt string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	// Created fresh and renamed into place: a link planted at path is replaced, not followed.
+	tmp := path + ".tmp"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(prompt)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// pid is the agent's pid, which is also its process group and session id.
+func (p *agentProc) pid() int { return p.cmd.Process.Pid }
+
+// stop sends the agent's process group SIGTERM, then SIGKILL after grace, and returns its end.
+func (p *agentProc) stop(grace time.Duration) *os.ProcessState {
+	syscall.Kill(-p.pid(), syscall.SIGTERM)
+	select {
+	case ps := <-p.done:
+		return ps
+	case <-time.After(grace):
+	}
+	syscall.Kill(-p.pid(), syscall.SIGKILL)
+	return <-p.done
+}
+
+// drain waits for the output copy to reach the end, but not for long: a process that escaped
+// the reaping and still holds the terminal or pipe could keep it open forever.
+func (p *agentProc) drain() {
+	select {
+	case <-p.copied:
+	case <-time.After(time.Second):
+		p.out.SetReadDeadline(time.Now())
+		select {
+		case <-p.copied:
+		case <-time.After(time.Second):
+		}
+	}
+	p.out.Close()
+}
+
+// write types b into the agent's terminal, as keys from the pane would arrive.
+func (p *agentProc) write(b []byte) error {
+	if p.master == nil {
+		return errors.New("the agent has no terminal (its profile says \"terminal\": false)")
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	_, err := p.master.Write(b)
+	return err
+}
+
+// resize sets the agent's terminal size; the kernel sends it SIGWINCH.
+func (p *agentProc) resize(size *pty.Winsize) {
+	if p.master != nil {
+		pty.Setsize(p.master, size)
+	}
+}
+
+// exited turns the agent's end into an outcome: done only for exit 0.
+func exited(ps *os.ProcessState) Outcome {
+	if ps == nil {
+		return Outcome{Status: StatusFailed, ExitCode: 1, Reason: "agent-wait-failed"}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig := ws.Signal()
+		return Outcome{Status: StatusFailed, ExitCode: 128 + int64(sig), Reason: "agent-signal-" + SignalName(sig)}
+	}
+	code := int64(ps.ExitCode())
+	status := StatusFailed
+	if code == 0 {
+		status = StatusDone
+	}
+	return Outcome{Status: status, ExitCode: code, Reason: exitReason(code)}
+}

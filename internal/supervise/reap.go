@@ -1,0 +1,134 @@
+package supervise
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BecomeSubreaper makes this process the child subreaper of everything it starts: a process
+// the agent leaves behind (a child that ignores SIGTERM, a daemon started with setsid) is
+// re-parented here when its parent dies, instead of to PID 1, so the supervisor can find it
+// and stop it when the attempt ends.
+func BecomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// reapStragglers stops every process still descending from this one: TERM, then KILL after
+// grace, repeated until none is left (a killed parent re-parents its children here). It must
+// run only when the supervisor has no child of its own to wait for: it reaps what it finds.
+// It returns how many processes it stopped.
+func reapStragglers(grace time.Duration) int {
+	stopped := map[int]bool{}
+	deadline := time.Now().Add(grace)
+	for round := 0; round < 50; round++ {
+		kids := children(os.Getpid())
+		if len(kids) == 0 {
+			break
+		}
+		sig := syscall.SIGTERM
+		if time.Now().After(deadline) {
+			sig = syscall.SIGKILL
+		}
+		for _, pid := range kids {
+			if !stopped[pid] || sig == syscall.SIGKILL {
+				syscall.Kill(pid, sig)
+			}
+			stopped[pid] = true
+		}
+		// Collect the ones that ended, so they do not linger as zombies and are not counted
+		// again; the others get the rest of the grace period.
+		wait := time.Now().Add(100 * time.Millisecond)
+		for time.Now().Before(wait) {
+			if reapSome(kids) == len(kids) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return len(stopped)
+}
+
+// reapSome waits for those of pids that ended, without blocking, and returns how many did.
+func reapSome(pids []int) int {
+	n := 0
+	for _, pid := range pids {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		if got == pid || errors.Is(err, syscall.ECHILD) {
+			n++
+		}
+	}
+	return n
+}
+
+// children lists the live processes whose parent is ppid, from /proc, and collects those of
+// them that already ended (zombies), which need no signal.
+func children(ppid int) []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var kids []int
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		st, ok := readStat(pid)
+		switch {
+		case !ok || st.ppid != ppid:
+		case st.state == 'Z':
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		default:
+			kids = append(kids, pid)
+		}
+	}
+	return kids
+}
+
+// procStat is what the toolkit reads of /proc/<pid>/stat.
+type procStat struct {
+	state byte
+	ppid  int
+	start uint64 // clock ticks since boot
+}
+
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count after its end.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return procStat{}, false
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil || len(fields[0]) != 1 {
+		return procStat{}, false
+	}
+	return procStat{state: fields[0][0], ppid: ppid, start: start}, true
+}
+
+// ProcessStart returns a process's start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat), which together with the pid names one process for good.
+func ProcessStart(pid int) (uint64, bool) {
+	st, ok := readStat(pid)
+	return st.start, ok
+}

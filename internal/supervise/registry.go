@@ -1,0 +1,160 @@
+package supervise
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+)
+
+// Backends a supervisor runs under.
+const (
+	BackendTmux    = "tmux"
+	BackendProcess = "process"
+)
+
+// SuperviseVerb is the hidden verb under which a tool runs the supervisor.
+const SuperviseVerb = "__supervise"
+
+// Layout names the files supervision keeps in a state directory. Each kind of file has a
+// directory of its own, so that no name, whatever it ends with, can be taken for another
+// kind's file: supervisors/<name>.json (the registry), sockets/<name>.sock (control sockets),
+// reserves/<name> (disk held for the final records), locks/<name>, logs/<name>.log.
+type Layout struct{ Dir string }
+
+// EntryPath is the registry entry of name's live supervisor.
+func (l Layout) EntryPath(name string) string {
+	return filepath.Join(l.Dir, "supervisors", name+".json")
+}
+
+// SocketPath is the control socket of name's supervisor.
+func (l Layout) SocketPath(name string) string {
+	return filepath.Join(l.Dir, "sockets", name+".sock")
+}
+
+// ReservePath is the disk space name's supervisor holds for its final records.
+func (l Layout) ReservePath(name string) string { return filepath.Join(l.Dir, "reserves", name) }
+
+// LockPath is name's lock: held while a tool sets up an attempt, while a supervisor records its
+// end, and while reconcile judges it, so they never interleave.
+func (l Layout) LockPath(name string) string { return filepath.Join(l.Dir, "locks", name) }
+
+// LogPath is the agent's full output for the current attempt.
+func (l Layout) LogPath(name string) string { return filepath.Join(l.Dir, "logs", name+".log") }
+
+// PromptPath is where the prompt is written for agents that read it from a file.
+func (l Layout) PromptPath(name string) string {
+	return filepath.Join(l.Dir, "prompts", name+".txt")
+}
+
+// Lock takes name's lock, waiting up to wait.
+func (l Layout) Lock(ctx context.Context, name string, wait time.Duration) (func() error, error) {
+	if err := os.MkdirAll(filepath.Join(l.Dir, "locks"), 0o700); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return fsx.Lock(ctx, l.LockPath(name))
+}
+
+// Entry is the registry entry of a live supervisor.
+type Entry struct {
+	// Tool is the tool whose recorder owns the attempt ("dispatch"), for Reconcile.
+	Tool     string `json:"tool"`
+	Name     string `json:"name"`
+	Attempt  int    `json:"attempt"`
+	PID      int    `json:"pid"`       // the supervisor; 0 while it is being launched
+	AgentPID int    `json:"agent_pid"` // the agent, leader of its own session; 0 until started
+	// AgentStart is the agent's start time (clock ticks since boot), so that a pid reused by
+	// another process is never taken for the agent.
+	AgentStart uint64 `json:"agent_start,omitempty"`
+	Backend    string `json:"backend"`
+	Socket     string `json:"socket,omitempty"` // tmux's server socket
+	Session    string `json:"session,omitempty"`
+	Control    string `json:"control,omitempty"` // the supervisor's control socket
+	StartedAt  string `json:"started_at"`
+	// Outcome is set once the attempt ended and until its recorder has written it: a
+	// supervisor that cannot write its records keeps it here, for Reconcile to finish.
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// WriteEntry records a live supervisor.
+func (l Layout) WriteEntry(e *Entry) error {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(l.Dir, "supervisors"), 0o700); err != nil {
+		return err
+	}
+	return fsx.WriteFileAtomic(l.EntryPath(e.Name), append(b, '\n'), 0o600)
+}
+
+// entryLimit bounds what is read of an entry: a few hundred bytes are expected.
+const entryLimit = 1 << 20
+
+// ReadEntry returns name's registry entry, or nil when there is none.
+func (l Layout) ReadEntry(name string) (*Entry, error) {
+	b, err := fsx.ReadFileLimit(l.EntryPath(name), entryLimit)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var e Entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("supervisor entry %s: %w", l.EntryPath(name), err)
+	}
+	if e.Name != name {
+		return nil, fmt.Errorf("supervisor entry %s names %q", l.EntryPath(name), e.Name)
+	}
+	return &e, nil
+}
+
+// RemoveEntry removes name's registry entry, its disk reserve and its control socket.
+func (l Layout) RemoveEntry(name string) {
+	os.Remove(l.EntryPath(name))
+	os.Remove(l.ReservePath(name))
+	os.Remove(l.SocketPath(name))
+}
+
+// Registered lists the names with a registry entry, sorted; valid says which file names are
+// names (a tool's name rule), so temp files and strays are skipped.
+func (l Layout) Registered(valid func(string) bool) []string {
+	names, _ := fsx.Names(filepath.Join(l.Dir, "supervisors"), func(n string) (string, bool) {
+		name, ok := strings.CutSuffix(n, ".json")
+		return name, ok && !strings.HasPrefix(n, ".") && valid(name)
+	})
+	return names
+}
+
+// SupervisorAlive reports whether pid is a live supervisor of name. The command line is
+// checked, not only the pid, because a pid is reused once its process is gone.
+func SupervisorAlive(pid int, name string) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	cmdline, err := fsx.ReadFileLimit(fmt.Sprintf("/proc/%d/cmdline", pid), 1<<20)
+	if err != nil {
+		return true // no /proc: trust the signal check
+	}
+	args := bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0})
+	hasVerb, hasName := false, false
+	for _, a := range args {
+		hasVerb = hasVerb || string(a) == SuperviseVerb
+		hasName = hasName || string(a) == name
+	}
+	return hasVerb && hasName
+}

@@ -1,8 +1,16 @@
 // Package tmux drives a tmux server through its command line, on a socket of the caller's
-// choosing so that the toolkit's sessions never mix with a user's own.
+// choosing so that the toolkit's sessions never mix with a user's own. It needs tmux 3.2 or
+// later (new-session -e, copy-mode -q) and is tested against 3.3a. The server still reads the
+// user's tmux.conf, which is why PaneDead exists (remain-on-exit).
 //
 // Targets are always exact: tmux matches a bare session name as a prefix ("agent-bd-1" would
-// find "agent-bd-10"), so every target is written "=name".
+// find "agent-bd-10"), so a session is targeted as "=name", and a pane through a Target made by
+// SessionTarget ("=name:") or WindowTarget ("=name:=window").
+//
+// Nothing passed is interpreted: programs are run from an argument vector, never a shell; text
+// is typed with send-keys -l; and what tmux itself would read (a final ';' in any argument, a
+// format in a name or directory) is escaped. Each such tmux quirk, and each message tmux prints
+// as a server shuts down, lives in a small pure function in quirks.go with a table test.
 package tmux
 
 import (
@@ -77,12 +85,13 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 
 // Error is a tmux command that failed, with what tmux said.
 type Error struct {
-	Args []string
-	Msg  string
+	Args []string // the arguments tmux ran with, after the binary's name
+	Msg  string   // what tmux printed on stderr, or how it failed if it printed nothing
 
 	silent bool // exited 0 without the output the command always prints
 }
 
+// Error returns the command and what tmux said.
 func (e *Error) Error() string { return "tmux " + strings.Join(e.Args, " ") + ": " + e.Msg }
 
 // Is reports whether what tmux said means ErrGone or ErrExists.
@@ -201,7 +210,10 @@ func (c *Client) ListSessions(ctx context.Context) ([]string, error) {
 		}
 		return nil, err
 	}
-	return strings.Fields(string(out)), nil
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return strings.Split(strings.TrimRight(string(out), "\n"), "\n"), nil
 }
 
 // KillServer stops the server on the socket.

@@ -11,23 +11,168 @@ import (
 	"time"
 )
 
+// reply is one answer of the fake tmux in TestArgsAreExactAndShellFree.
+type reply struct {
+	out string
+	err error
+}
+
+// TestArgsAreExactAndShellFree records the exact argument vector each method hands tmux: every
+// target exact, argv after "--", a final ';' escaped, formats in names and directories doubled.
 func TestArgsAreExactAndShellFree(t *testing.T) {
-	var got [][]string
-	c := &Client{Socket: "/tmp/s.sock", Run: func(_ context.Context, args ...string) ([]byte, error) {
-		got = append(got, args)
-		return []byte("4242\n"), nil
-	}}
-	pid, err := c.NewSession(context.Background(), "agent-bd-1", "/repo", []string{"A=1"}, "-x", "$(rm -rf /)")
-	if err != nil || pid != 4242 {
-		t.Fatalf("NewSession = %d, %v", pid, err)
+	const pane = "1\t4242\t80\t24\t0\t\n"
+	noSession := &Error{Msg: "can't find session: swarm"}
+	tests := []struct {
+		name    string
+		call    func(context.Context, *Client) error
+		replies []reply // in order; "4242\n" once they run out
+		want    [][]string
+	}{
+		{"NewSession", func(ctx context.Context, c *Client) error {
+			_, err := c.NewSession(ctx, "agent-bd-1", "/repo/#1", []string{"A=1"}, "-x", "$(rm -rf /)", "a;", "kill-server")
+			return err
+		}, nil, [][]string{
+			{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "agent-bd-1", "-c", "/repo/##1", "-e", "A=1", "--", "-x", "$(rm -rf /)", `a\;`, "kill-server"},
+		}},
+		{"NewSession again while the server exits", func(ctx context.Context, c *Client) error {
+			_, err := c.NewSession(ctx, "s", "/", nil, "true")
+			return err
+		}, []reply{{err: &Error{Msg: "server exited unexpectedly"}}, {out: ""}}, [][]string{
+			{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "s", "-c", "/", "--", "true"},
+			{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "s", "-c", "/", "--", "true"},
+			{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "s", "-c", "/", "--", "true"},
+		}},
+		{"HasSession", func(ctx context.Context, c *Client) error {
+			_, err := c.HasSession(ctx, "agent-bd-1")
+			return err
+		}, nil, [][]string{{"has-session", "-t", "=agent-bd-1"}}},
+		{"KillSession", func(ctx context.Context, c *Client) error {
+			return c.KillSession(ctx, "agent-bd-1")
+		}, nil, [][]string{{"kill-session", "-t", "=agent-bd-1"}}},
+		{"Capture", func(ctx context.Context, c *Client) error {
+			_, err := c.Capture(ctx, WindowTarget("swarm", "w1"), 50)
+			return err
+		}, nil, [][]string{{"capture-pane", "-p", "-J", "-t", "=swarm:=w1", "-S", "-50"}}},
+		{"SendText", func(ctx context.Context, c *Client) error {
+			return c.SendText(ctx, SessionTarget("agent-bd-1"), "-n $(x) Enter;")
+		}, nil, [][]string{
+			{"copy-mode", "-q", "-t", "=agent-bd-1:"},
+			{"send-keys", "-l", "-t", "=agent-bd-1:", "--", `-n $(x) Enter\;`},
+		}},
+		{"SendKeys", func(ctx context.Context, c *Client) error {
+			return c.SendKeys(ctx, WindowTarget("swarm", "w1"), "C-c", "Enter")
+		}, nil, [][]string{
+			{"copy-mode", "-q", "-t", "=swarm:=w1"},
+			{"send-keys", "-t", "=swarm:=w1", "--", "C-c", "Enter"},
+		}},
+		{"PanePID", func(ctx context.Context, c *Client) error {
+			_, err := c.PanePID(ctx, WindowTarget("swarm", "w1"))
+			return err
+		}, []reply{{out: pane}}, [][]string{{"list-panes", "-t", "=swarm:=w1", "-F", paneFormat}}},
+		{"PaneSize", func(ctx context.Context, c *Client) error {
+			_, _, err := c.PaneSize(ctx, SessionTarget("agent-bd-1"))
+			return err
+		}, []reply{{out: pane}}, [][]string{{"list-panes", "-t", "=agent-bd-1:", "-F", paneFormat}}},
+		{"PaneDead", func(ctx context.Context, c *Client) error {
+			_, _, err := c.PaneDead(ctx, WindowTarget("swarm", "w1"))
+			return err
+		}, []reply{{out: pane}}, [][]string{{"list-panes", "-t", "=swarm:=w1", "-F", paneFormat}}},
+		{"ResizeWindow", func(ctx context.Context, c *Client) error {
+			return c.ResizeWindow(ctx, WindowTarget("swarm", "w1"), 132, 40)
+		}, nil, [][]string{{"resize-window", "-t", "=swarm:=w1", "-x", "132", "-y", "40"}}},
+		{"ListWindows", func(ctx context.Context, c *Client) error {
+			_, err := c.ListWindows(ctx, "swarm")
+			return err
+		}, []reply{{out: "w1\t4242\t80\t24\t0\t\n"}}, [][]string{
+			{"list-windows", "-t", "=swarm", "-F", "#{window_name}\t#{pane_pid}\t#{pane_width}\t#{pane_height}\t#{pane_dead}\t#{pane_dead_status}"},
+		}},
+		{"NewWindow in a session", func(ctx context.Context, c *Client) error {
+			_, err := c.NewWindow(ctx, "swarm", "w#1", "/wt/#1", []string{"A=1"}, "-x", "a;")
+			return err
+		}, []reply{{out: "w10\t4242\t80\t24\t0\t\n"}}, [][]string{
+			{"list-windows", "-t", "=swarm", "-F", "#{window_name}\t#{pane_pid}\t#{pane_width}\t#{pane_height}\t#{pane_dead}\t#{pane_dead_status}"},
+			{"new-window", "-d", "-P", "-F", "#{pane_pid}", "-t", "=swarm:", "-n", "w##1", "-c", "/wt/##1", "-e", "A=1", "--", "-x", `a\;`},
+		}},
+		{"NewWindow without its session", func(ctx context.Context, c *Client) error {
+			_, err := c.NewWindow(ctx, "swarm", "w1", "/wt", nil, "agent")
+			return err
+		}, []reply{{err: noSession}}, [][]string{
+			{"list-windows", "-t", "=swarm", "-F", "#{window_name}\t#{pane_pid}\t#{pane_width}\t#{pane_height}\t#{pane_dead}\t#{pane_dead_status}"},
+			{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "swarm", "-n", "w1", "-c", "/wt", "--", "agent"},
+		}},
+		{"KillWindow", func(ctx context.Context, c *Client) error {
+			return c.KillWindow(ctx, WindowTarget("swarm", "w1"))
+		}, nil, [][]string{{"kill-window", "-t", "=swarm:=w1"}}},
+		{"KillServer", func(ctx context.Context, c *Client) error {
+			return c.KillServer(ctx)
+		}, nil, [][]string{{"kill-server"}}},
 	}
-	c.HasSession(context.Background(), "agent-bd-1")
-	want := [][]string{
-		{"-S", "/tmp/s.sock", "new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "agent-bd-1", "-c", "/repo", "-e", "A=1", "--", "-x", "$(rm -rf /)"},
-		{"-S", "/tmp/s.sock", "has-session", "-t", "=agent-bd-1"},
+	for _, tt := range tests {
+		var got [][]string
+		replies := tt.replies
+		c := &Client{Socket: "/tmp/s.sock", Run: func(_ context.Context, args ...string) ([]byte, error) {
+			got = append(got, args)
+			if len(replies) == 0 {
+				return []byte("4242\n"), nil
+			}
+			r := replies[0]
+			replies = replies[1:]
+			return []byte(r.out), r.err
+		}}
+		if err := tt.call(context.Background(), c); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+		var want [][]string
+		for _, args := range tt.want {
+			want = append(want, append([]string{"-S", "/tmp/s.sock"}, args...))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: tmux args =\n%q\nwant\n%q", tt.name, got, want)
+		}
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("tmux args = %q, want %q", got, want)
+}
+
+// TestRefusedBeforeTmux calls methods with what tmux would not match exactly, or would misread:
+// none of them may reach tmux.
+func TestRefusedBeforeTmux(t *testing.T) {
+	calls := map[string]func(context.Context, *Client) error{
+		"Capture of a bare name": func(ctx context.Context, c *Client) error {
+			_, err := c.Capture(ctx, "agent-bd-1", 5)
+			return err
+		},
+		"SendText to a window index": func(ctx context.Context, c *Client) error {
+			return c.SendText(ctx, WindowTarget("swarm", "1"), "x")
+		},
+		"SendKeys without a key": func(ctx context.Context, c *Client) error {
+			return c.SendKeys(ctx, SessionTarget("agent-bd-1"))
+		},
+		"PanePID of a dotted session": func(ctx context.Context, c *Client) error {
+			_, err := c.PanePID(ctx, SessionTarget("agent-bd-1.2"))
+			return err
+		},
+		"ResizeWindow to 0 rows": func(ctx context.Context, c *Client) error {
+			return c.ResizeWindow(ctx, SessionTarget("agent-bd-1"), 80, 0)
+		},
+		"NewSession with a dotted name": func(ctx context.Context, c *Client) error {
+			_, err := c.NewSession(ctx, "agent-bd-1.2", "/", nil, "true")
+			return err
+		},
+		"NewWindow named by digits": func(ctx context.Context, c *Client) error {
+			_, err := c.NewWindow(ctx, "swarm", "7", "/", nil, "true")
+			return err
+		},
+		"KillWindow of a window id": func(ctx context.Context, c *Client) error {
+			return c.KillWindow(ctx, WindowTarget("swarm", "@7"))
+		},
+	}
+	for name, call := range calls {
+		c := &Client{Run: func(_ context.Context, args ...string) ([]byte, error) {
+			t.Errorf("%s ran tmux %q", name, args)
+			return nil, nil
+		}}
+		if err := call(context.Background(), c); err == nil {
+			t.Errorf("%s succeeded, want a refusal", name)
+		}
 	}
 }
 

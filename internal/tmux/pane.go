@@ -152,11 +152,15 @@ func (c *Client) PaneSize(ctx context.Context, t Target) (cols, rows int, err er
 	return p.cols, p.rows, err
 }
 
-// PaneDead reports whether the process of t's pane has exited, with its exit status (-1 when a
-// signal ended it, or tmux has not collected the status yet). Only a pane kept by
-// remain-on-exit is ever dead: otherwise tmux closes the pane when its process exits, its window
-// if that was the only pane, and its session if that was the last window, and PaneDead's error
-// matches ErrGone.
+// PaneDead reports whether the process of t's pane has exited, with its exit status, or -1 when
+// a signal ended it or tmux has no status. Only a pane kept by remain-on-exit is ever dead:
+// otherwise tmux closes the pane when its process exits, its window if that was the only pane,
+// and its session if that was the last window, and PaneDead's error matches ErrGone.
+//
+// dead is reliable (the pane's terminal has closed), the status is not: tmux before 3.6 built
+// with libutempter, as Debian's 3.3a is, can miss the SIGCHLD of a pane's process that exits
+// while utempter's own handler is installed, and then never reaps it (tmux issues 311 and 4559,
+// fixed in 3.6). Here 2 to 5 runs in 40 of "exit 3" stayed dead with no status.
 func (c *Client) PaneDead(ctx context.Context, t Target) (dead bool, status int, err error) {
 	p, err := c.pane(ctx, t)
 	return p.dead, p.status, err

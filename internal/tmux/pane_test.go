@@ -197,12 +197,16 @@ func TestRealPaneDead(t *testing.T) {
 	var dead bool
 	var status int
 	var err error
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if dead, status, err = c.PaneDead(ctx, target); err != nil || (dead && status != -1) {
 			break
 		}
 	}
-	if !dead || status != 3 || err != nil {
+	switch {
+	case dead && status == -1 && err == nil:
+		// tmux before 3.6 with libutempter (Debian's 3.3a) can lose the SIGCHLD: see PaneDead.
+		t.Logf("PaneDead(%s) = true, -1: tmux never collected the exit status", target)
+	case !dead || status != 3 || err != nil:
 		t.Errorf("PaneDead(%s) = %v, %d, %v; want true, 3, nil", target, dead, status, err)
 	}
 	if pid, err := c.PanePID(ctx, target); pid <= 0 || err != nil {

@@ -13,7 +13,7 @@ type Window struct {
 	Name   string
 	PID    int  // the pid of the pane's process
 	Dead   bool // the process has exited and remain-on-exit keeps the pane (see PaneDead)
-	Status int  // the exit status when Dead; -1 when a signal ended it or it is not known yet
+	Status int  // the exit status when Dead; -1 when a signal ended it or tmux has none (see PaneDead)
 }
 
 // ListWindows returns the windows of session in tmux's order (by index), or none when there is

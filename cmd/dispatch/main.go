@@ -8,8 +8,13 @@
 //	dispatch ps [--json]          live agents, stale ones, the last results
 //	dispatch wait BEAD...         block until the beads' outcomes are final
 //	dispatch kill BEAD            stop an agent; its records say "killed"
-//	dispatch reconcile [--json]   close the records of supervisors that died
+//	dispatch reconcile [--all] [--json]   close the records of supervisors that died
 //	dispatch attach BEAD          watch an agent's tmux session
+//	dispatch help [VERB]          the help, or a verb's (its flags and exit codes)
+//
+// Flags may come before or after the verb and the arguments: every verb takes --state-dir DIR
+// (STATE_DIR; set but empty, it is a usage error). --version prints the version. The verbs,
+// help and version are never bead ids.
 //
 // PROMPT is the text itself, @FILE for a file's content, or - for standard input; it reaches the
 // agent on its stdin (or as its config says), never through a shell. AGENT is any entry of

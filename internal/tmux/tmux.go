@@ -153,8 +153,10 @@ func (c *Client) NewSession(ctx context.Context, session, dir string, env []stri
 	}
 }
 
-// createAttempts is how many times a new session is tried while servers exit under it.
-const createAttempts = 5
+// createAttempts is how many times a new session or window is tried while servers exit under
+// it: with the pauses between, about a quarter of a second, time for a loaded machine's exiting
+// server to close its socket.
+const createAttempts = 8
 
 // pause waits a little longer after each attempt, or until ctx ends.
 func pause(ctx context.Context, attempt int) error {

@@ -11,6 +11,7 @@ package attempt
 
 import (
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
@@ -37,6 +38,9 @@ func NewDir(dir string) Dir {
 
 // Path is the state directory.
 func (d Dir) Path() string { return d.Store.Dir }
+
+// State names the state directory's files.
+func (d Dir) State() statedir.Dir { return statedir.Dir{Root: d.Store.Dir} }
 
 // Spec is what a supervisor is handed for one dispatched attempt: the attempt to run, where
 // it runs, and the running run record that its outcome completes.

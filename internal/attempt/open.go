@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
@@ -65,6 +65,12 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 		live, entry := o.alive(ctx)
 		if !live {
 			o.unlock = unlock
+			// A predecessor whose supervisor is gone without recording its end is closed
+			// now, so that it is archived as what it was, not as running for ever.
+			if _, err := d.Layout.ReconcileLocked(ctx, where.Tmux, bead, where.Session, &Recorder{Dir: d}); err != nil {
+				o.Close()
+				return nil, fmt.Errorf("closing the previous attempt of %s: %w", bead, err)
+			}
 			break
 		}
 		prev, _ := record.ReadRun(d.Store.RunPath(bead))
@@ -148,15 +154,14 @@ func Stop(ctx context.Context, sessions *tmux.Client, entry *supervise.Entry, se
 // attempt replaces them: run-<N>.json, result-<N>.json, output-<N>.log (the layout
 // analyze-runs --attempts reads).
 func archive(d Dir, prev *record.Run) error {
-	bead := prev.Bead
-	dir := d.Store.AttemptsDir(bead)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
+	bead, n, sd := prev.Bead, prev.Attempt, d.State()
+	if err := statedir.MkdirFor(sd.AttemptRun(bead, n)); err != nil {
+		return fmt.Errorf("keeping attempt %d: %w", n, err)
 	}
 	moves := [][2]string{
-		{d.Store.RunPath(bead), fmt.Sprintf("run-%d.json", prev.Attempt)},
-		{d.Store.ResultPath(bead), fmt.Sprintf("result-%d.json", prev.Attempt)},
-		{d.Layout.LogPath(bead), fmt.Sprintf("output-%d.log", prev.Attempt)},
+		{sd.Run(bead), sd.AttemptRun(bead, n)},
+		{sd.Result(bead), sd.AttemptResult(bead, n)},
+		{sd.Log(bead), sd.AttemptOutput(bead, n)},
 	}
 	for _, m := range moves {
 		b, err := os.ReadFile(m[0])
@@ -164,7 +169,7 @@ func archive(d Dir, prev *record.Run) error {
 			continue
 		}
 		// Copied, not moved: the current records stay in place until the new ones replace them.
-		if err := fsx.WriteFileAtomic(filepath.Join(dir, m[1]), b, 0o600); err != nil {
+		if err := fsx.WriteFileAtomic(m[1], b, 0o600); err != nil {
 			return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
 		}
 	}
@@ -230,7 +235,7 @@ func (o *Opened) start(ctx context.Context, spec *Spec, self []string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	h, err := supervise.OfferHandoff(filepath.Join(o.Dir.Path(), "handoff"), b)
+	h, err := supervise.OfferHandoff(o.Dir.Layout.HandoffDir(), b)
 	if err != nil {
 		return 0, err
 	}

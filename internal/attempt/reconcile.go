@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
@@ -25,10 +23,7 @@ import (
 func Reconcile(ctx context.Context, d Dir, sessions *tmux.Client, all bool) ([]supervise.Lost, error) {
 	beads := d.Layout.Registered(validBead)
 	if all {
-		names, _ := fsx.Names(filepath.Join(d.Path(), "runs"), func(n string) (string, bool) {
-			bead, ok := strings.CutSuffix(n, ".json")
-			return bead, ok && validBead(bead)
-		})
+		names, _ := statedir.Beads(d.State().Runs(), ".json")
 		for _, bead := range names {
 			if run, err := record.ReadRun(d.Store.RunPath(bead)); err == nil && run.Status == record.StatusRunning {
 				beads = append(beads, bead)

@@ -15,6 +15,7 @@ import (
 // it. console is the pane (the verb's stdout), input its keyboard (nil when stdin is not a
 // terminal).
 func Supervise(ctx context.Context, stateDir, handoff, bead string, console io.Writer, input *os.File) error {
+	sigs := supervise.CatchSignals() // before the starter lets go: a stop from then on counts
 	b, err := supervise.TakeHandoff(handoff)
 	if err != nil {
 		return err
@@ -28,7 +29,7 @@ func Supervise(ctx context.Context, stateDir, handoff, bead string, console io.W
 	}
 	d := NewDir(stateDir)
 	s := &supervise.Supervisor{Layout: d.Layout, Tool: Tool, Name: bead, Backend: spec.Backend,
-		Socket: spec.Socket, Session: spec.Session, Console: console, Input: input, Once: true}
+		Socket: spec.Socket, Session: spec.Session, Console: console, Input: input, Once: true, Signals: sigs}
 	if err := s.Open(ctx); err != nil {
 		return err
 	}

@@ -2,13 +2,15 @@ package supervise
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // The control socket: each live supervisor listens on a Unix socket (0600, in a 0700
@@ -159,19 +161,13 @@ func sameUser(c *net.UnixConn) bool {
 	return ok
 }
 
-// listenControl opens the control socket at path, owner only. A socket left by a supervisor
-// that died is replaced; anything else at path is not.
+// listenControl opens the control socket at path, owner only, in a private directory. A
+// socket left by a supervisor that died is replaced; anything else at path is not.
 func listenControl(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := statedir.MkdirFor(path); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket", path)
-		}
-		os.Remove(path)
-	}
-	l, err := listenUnix(path)
+	l, err := statedir.ListenUnix(path)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +186,9 @@ type Control struct {
 
 // DialControl connects to the control socket at path.
 func DialControl(path string, timeout time.Duration) (*Control, error) {
-	c, err := dialUnix(path, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := statedir.DialUnix(ctx, path)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // A handoff passes a new supervisor its spec (the prompt and the whole environment, API keys
@@ -33,19 +35,18 @@ type Handoff struct {
 // OfferHandoff listens in dir for the supervisor that will take spec.
 func OfferHandoff(dir string, spec []byte) (*Handoff, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating state directory: %w", err)
 	}
 	removeStaleHandoffs(dir)
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	path := filepath.Join(dir, hex.EncodeToString(rnd[:])+".sock")
-	ln, err := listenUnix(path)
+	ln, err := statedir.ListenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("handing over to the supervisor: %w", err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		os.Remove(path)
 		return nil, err
 	}
 	return &Handoff{ln: ln, path: path, spec: spec}, nil
@@ -94,14 +95,13 @@ func (h *Handoff) Give(ctx context.Context) (int, error) {
 }
 
 // Close removes the socket.
-func (h *Handoff) Close() {
-	h.ln.Close()
-	os.Remove(h.path)
-}
+func (h *Handoff) Close() { h.ln.Close() }
 
 // TakeHandoff is the supervisor's side: it reads its spec from the starter at path.
 func TakeHandoff(path string) ([]byte, error) {
-	c, err := dialUnix(path, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := statedir.DialUnix(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("taking the spec from %s: %w", path, err)
 	}

@@ -33,6 +33,12 @@ func (l Layout) Reconcile(ctx context.Context, sessions *tmux.Client, name, sess
 		return nil, err
 	}
 	defer unlock()
+	return l.ReconcileLocked(ctx, sessions, name, session, rec)
+}
+
+// ReconcileLocked is Reconcile for a caller that holds name's lock already (a tool about to
+// open the next attempt, which must not archive a lost one as still running).
+func (l Layout) ReconcileLocked(ctx context.Context, sessions *tmux.Client, name, session string, rec Recorder) (*Lost, error) {
 	entry, err := l.ReadEntry(name)
 	if err != nil {
 		return nil, err
@@ -43,7 +49,7 @@ func (l Layout) Reconcile(ctx context.Context, sessions *tmux.Client, name, sess
 	if entry != nil && entry.Session != "" {
 		session = entry.Session
 	}
-	if session != "" && (entry == nil || entry.Backend == BackendTmux) {
+	if session != "" && sessions != nil && (entry == nil || entry.Backend == BackendTmux) {
 		live, err := sessions.HasSession(ctx, session)
 		if err != nil && !errors.Is(err, tmux.ErrNoTmux) {
 			return nil, err

@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // Backends a supervisor runs under.
@@ -24,45 +23,45 @@ const (
 // SuperviseVerb is the hidden verb under which a tool runs the supervisor.
 const SuperviseVerb = "__supervise"
 
-// Layout names the files supervision keeps in a state directory. Each kind of file has a
-// directory of its own, so that no name, whatever it ends with, can be taken for another
-// kind's file: supervisors/<name>.json (the registry), sockets/<name>.sock (control sockets),
-// reserves/<name> (disk held for the final records), locks/<name>, logs/<name>.log.
+// Layout names the files supervision keeps in a state directory, by statedir's rule: each
+// kind of file has a directory of its own, so that no name, whatever it ends with, can be
+// taken for another kind's file: supervisors/<name>.json (the registry), sockets/<name>.sock
+// (control sockets), reserves/<name> (disk held for the final records), locks/<name>.lock,
+// logs/<name>.log, prompts/<name>.txt, handoff/ (one-time spec sockets).
 type Layout struct{ Dir string }
 
+func (l Layout) dir() statedir.Dir { return statedir.Dir{Root: l.Dir} }
+
 // EntryPath is the registry entry of name's live supervisor.
-func (l Layout) EntryPath(name string) string {
-	return filepath.Join(l.Dir, "supervisors", name+".json")
-}
+func (l Layout) EntryPath(name string) string { return l.dir().Supervisor(name) }
 
 // SocketPath is the control socket of name's supervisor.
-func (l Layout) SocketPath(name string) string {
-	return filepath.Join(l.Dir, "sockets", name+".sock")
-}
+func (l Layout) SocketPath(name string) string { return l.dir().Socket(name) }
 
 // ReservePath is the disk space name's supervisor holds for its final records.
-func (l Layout) ReservePath(name string) string { return filepath.Join(l.Dir, "reserves", name) }
+func (l Layout) ReservePath(name string) string { return l.dir().Reserve(name) }
 
 // LockPath is name's lock: held while a tool sets up an attempt, while a supervisor records its
 // end, and while reconcile judges it, so they never interleave.
-func (l Layout) LockPath(name string) string { return filepath.Join(l.Dir, "locks", name) }
+func (l Layout) LockPath(name string) string { return l.dir().BeadLock(name) }
 
 // LogPath is the agent's full output for the current attempt.
-func (l Layout) LogPath(name string) string { return filepath.Join(l.Dir, "logs", name+".log") }
+func (l Layout) LogPath(name string) string { return l.dir().Log(name) }
 
 // PromptPath is where the prompt is written for agents that read it from a file.
-func (l Layout) PromptPath(name string) string {
-	return filepath.Join(l.Dir, "prompts", name+".txt")
-}
+func (l Layout) PromptPath(name string) string { return l.dir().Prompt(name) }
+
+// HandoffDir is where starters offer supervisors their specs.
+func (l Layout) HandoffDir() string { return l.dir().Handoffs() }
 
 // Lock takes name's lock, waiting up to wait.
 func (l Layout) Lock(ctx context.Context, name string, wait time.Duration) (func() error, error) {
-	if err := os.MkdirAll(filepath.Join(l.Dir, "locks"), 0o700); err != nil {
+	if err := statedir.MkdirFor(l.LockPath(name)); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	return fsx.Lock(ctx, l.LockPath(name))
+	return fsx.LockFile(ctx, l.LockPath(name))
 }
 
 // Entry is the registry entry of a live supervisor.
@@ -92,7 +91,7 @@ func (l Layout) WriteEntry(e *Entry) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(l.Dir, "supervisors"), 0o700); err != nil {
+	if err := statedir.MkdirFor(l.EntryPath(e.Name)); err != nil {
 		return err
 	}
 	return fsx.WriteFileAtomic(l.EntryPath(e.Name), append(b, '\n'), 0o600)
@@ -130,11 +129,14 @@ func (l Layout) RemoveEntry(name string) {
 // Registered lists the names with a registry entry, sorted; valid says which file names are
 // names (a tool's name rule), so temp files and strays are skipped.
 func (l Layout) Registered(valid func(string) bool) []string {
-	names, _ := fsx.Names(filepath.Join(l.Dir, "supervisors"), func(n string) (string, bool) {
-		name, ok := strings.CutSuffix(n, ".json")
-		return name, ok && !strings.HasPrefix(n, ".") && valid(name)
-	})
-	return names
+	names, _ := statedir.Beads(l.dir().Supervisors(), ".json")
+	kept := names[:0]
+	for _, n := range names {
+		if valid(n) {
+			kept = append(kept, n)
+		}
+	}
+	return kept
 }
 
 // SupervisorAlive reports whether pid is a live supervisor of name. The command line is

@@ -33,6 +33,9 @@ type Supervisor struct {
 	// Once says the supervisor runs a single attempt (dispatch's): its registry entry goes as
 	// soon as the attempt is recorded, not when the process ends.
 	Once bool
+	// Signals, when set, is the channel of CatchSignals, taken before the supervisor was
+	// made, so that a stop sent while it starts is not lost; Open catches them otherwise.
+	Signals chan os.Signal
 
 	mu       sync.Mutex
 	cur      *running
@@ -62,8 +65,10 @@ func (s *Supervisor) Open(ctx context.Context) error {
 	if err := BecomeSubreaper(); err != nil {
 		s.warnf("not a subreaper (%v): processes the agent leaves behind may outlive it", err)
 	}
-	s.sigs = make(chan os.Signal, 4)
-	signal.Notify(s.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, SignalKill, syscall.SIGWINCH)
+	s.sigs = s.Signals
+	if s.sigs == nil {
+		s.sigs = CatchSignals()
+	}
 
 	// Registration waits for whoever started the supervisor (it holds the name's lock until
 	// it has registered the launch) to let go, so this entry is the last word.
@@ -94,6 +99,15 @@ func (s *Supervisor) Open(ctx context.Context) error {
 		go s.relayKeys()
 	}
 	return nil
+}
+
+// CatchSignals starts catching the signals that stop a supervisor's attempt (and the pane's
+// resizes), for a Supervisor's Signals: a process that will become a supervisor calls it
+// first thing, so a stop that arrives while it starts is acted on, not fatal.
+func CatchSignals() chan os.Signal {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, SignalKill, syscall.SIGWINCH)
+	return sigs
 }
 
 // Close stops serving, restores the pane's terminal and removes the registry entry, unless a

@@ -70,6 +70,8 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 	err = cmd.Run()
 	msg := strings.TrimSpace(stderr.String())
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return stdout.Bytes(), fmt.Errorf("tmux %s: %w", strings.Join(args, " "), ctx.Err())
 	case err != nil:
 		if msg == "" {
 			msg = err.Error()
@@ -141,9 +143,10 @@ func (c *Client) NewSession(ctx context.Context, session, dir string, env []stri
 	for attempt := 1; ; attempt++ {
 		pid, err := c.newPane(ctx, args)
 		// tmux 3.3a hands a command sent just after the last session ended to the exiting
-		// server, which drops it: "server exited unexpectedly" (55 to 103 of 400
-		// new-sessions right after a kill-session, here), or exit 0 with nothing printed. Nothing was
-		// created, and the next attempt starts a new server.
+		// server, which drops it with "server exited unexpectedly" (55 to 103 of 400
+		// new-sessions right after a kill-session, here): nothing was created, and the next
+		// attempt starts a new server. A kill-server that overtakes new-session makes it exit
+		// 0 having printed nothing: whatever it created went with the server.
 		if err == nil || !errors.Is(err, ErrGone) || attempt == createAttempts {
 			return pid, err
 		}

@@ -2,6 +2,7 @@ package tmux
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,5 +309,14 @@ func TestRealNewSessionAfterLastEnded(t *testing.T) {
 		if err := c.KillSession(ctx, "b"); err != nil {
 			t.Fatalf("run %d: KillSession(b) = %v", i, err)
 		}
+	}
+}
+
+func TestRealCanceled(t *testing.T) {
+	c := realClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.ListSessions(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("ListSessions with a canceled context = %v, want context.Canceled", err)
 	}
 }

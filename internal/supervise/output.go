@@ -1,32 +1,17 @@
 package supervise
 
 import (
-	"regexp"
-	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/agentfleet/fleet/internal/screen"
 )
 
-// ansi matches terminal escape sequences: CSI (colours, cursor moves), OSC (titles, links,
-// ended by BEL or ST) and the two-byte escapes.
-var ansi = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+// summaryChars is the length of an outcome's summary: output_summary's 500 characters.
+const summaryChars = 500
 
-// StripANSI removes escape sequences and carriage returns, leaving the text a person would read.
-func StripANSI(s string) string {
-	s = ansi.ReplaceAllString(s, "")
-	return strings.ReplaceAll(s, "\r", "")
-}
-
-// Summary is the run record's output_summary: the last n characters of the output, escape
-// sequences stripped, surrounding whitespace trimmed.
-func Summary(output []byte, n int) string {
-	s := strings.TrimSpace(StripANSI(strings.ToValidUTF8(string(output), "")))
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[len(r)-n:])
-}
+// summarize is an outcome's summary of the end of the output: its last 500 characters, every
+// terminal control sequence removed (screen.Summary).
+func summarize(output []byte) string { return screen.Summary(output, summaryChars) }
 
 // tail keeps the last max bytes written to it: enough of the output for the summary, however
 // long the agent talks.

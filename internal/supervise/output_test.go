@@ -6,22 +6,6 @@ import (
 	"testing"
 )
 
-func TestStripANSI(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain", "plain"},
-		{"\x1b[1;31mred\x1b[0m text", "red text"},
-		{"\x1b]0;title\x07after", "after"},
-		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"},
-		{"progress 10%\rprogress 100%\r\n", "progress 10%progress 100%\n"},
-		{"\x1b[2K\x1b[1Gline", "line"},
-	}
-	for _, tt := range tests {
-		if got := StripANSI(tt.in); got != tt.want {
-			t.Errorf("StripANSI(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestSummaryAndTail(t *testing.T) {
 	var tl tail
 	tl.max = 64
@@ -32,7 +16,7 @@ func TestSummaryAndTail(t *testing.T) {
 		t.Errorf("tail kept %d bytes, want 64", got)
 	}
 	out := strings.Repeat("é", 600) + "\x1b[32m done \x1b[0m\n"
-	got := Summary([]byte(out), 500)
+	got := summarize([]byte(out))
 	if n := len([]rune(got)); n != 500 || !strings.HasSuffix(got, "é done") {
 		t.Errorf("Summary = %d runes ending %q, want 500 ending in \"é done\"", n, got[len(got)-10:])
 	}

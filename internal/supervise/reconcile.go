@@ -77,7 +77,7 @@ func (l Layout) ReconcileLocked(ctx context.Context, sessions *tmux.Client, name
 	out := entry.Outcome
 	if out == nil {
 		out = &Outcome{Status: StatusFailed, Reason: ReasonLost, UnknownExit: true, Finished: l.lastSign(name, entry),
-			Summary: Summary(lastBytes(l.LogPath(name), 64<<10), 500)}
+			Summary: summarize(lastBytes(l.LogPath(name), 64<<10))}
 	}
 	closed, err := rec.Lost(ctx, entry, out)
 	if err != nil {

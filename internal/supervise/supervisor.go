@@ -195,7 +195,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	if err != nil {
 		fmt.Fprintf(sink, "supervisor: cannot start the agent: %v\r\n", err)
 		return Outcome{Status: StatusFailed, ExitCode: 127, Reason: ReasonStartFailed, Started: started,
-			Finished: time.Now(), Summary: Summary(last.Bytes(), 500)}
+			Finished: time.Now(), Summary: summarize(last.Bytes())}
 	}
 	defer scr.Close()
 	if s.Input == nil {
@@ -297,7 +297,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	s.mu.Lock()
 	s.cur = nil
 	s.mu.Unlock()
-	out.Summary = Summary(last.Bytes(), 500)
+	out.Summary = summarize(last.Bytes())
 	return out
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
@@ -91,7 +90,7 @@ func (s *settings) dir() attempt.Dir { return attempt.NewDir(s.stateDir) }
 
 // where says where bead's supervisor runs under these settings.
 func (s *settings) where(bead string) attempt.Where {
-	return attempt.Where{Backend: s.backend, Tmux: s.tmux(), Session: record.SessionName(bead), KillGrace: s.killGrace}
+	return attempt.Where{Backend: s.backend, Tmux: s.tmux(), Session: attempt.Session(bead), KillGrace: s.killGrace}
 }
 
 func (s *settings) tmux() *tmux.Client { return &tmux.Client{Socket: s.socket} }

@@ -150,7 +150,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		Backend: s.backend, Verify: verifyCmd, VerifyTimeout: int64(verifyTimeout), Run: run,
 	}
 	if s.backend == supervise.BackendTmux {
-		spec.Socket, spec.Session = s.socket, session
+		spec.Socket, spec.Session = s.socket, attempt.Session(o.bead)
 	}
 	exe, err := self()
 	if err != nil {
@@ -163,7 +163,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 
 	fmt.Fprintf(stdout, "Agent dispatched. Background watcher PID: %d\n", pid)
 	if s.backend == supervise.BackendTmux {
-		fmt.Fprintf(stdout, "To attach: tmux -S %s attach -t %s\n", s.socket, session)
+		fmt.Fprintf(stdout, "To attach: tmux -S %s attach -t %s\n", s.socket, spec.Session)
 	} else {
 		fmt.Fprintf(stdout, "Output: %s\n", d.Layout.LogPath(o.bead))
 	}

@@ -240,7 +240,7 @@ func attachApp(stdout, stderr io.Writer) *ucli.App {
 				return err
 			}
 			l := s.layout()
-			session := record.SessionName(bead)
+			session := attempt.Session(bead)
 			if ok, _ := s.tmux().HasSession(c.Context, session); !ok {
 				return fmt.Errorf("%s has no live session; its output is in %s", bead, l.LogPath(bead))
 			}

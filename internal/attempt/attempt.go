@@ -25,6 +25,10 @@ const (
 	ReasonDispatched   = "dispatched"
 )
 
+// Session is the tmux session of bead's supervisor: record.SessionName ("agent-<bead>", which the
+// records keep), as tmux stores it (a '.' becomes '_', as it did under dispatch.sh).
+func Session(bead string) string { return statedir.TmuxName(record.SessionName(bead)) }
+
 // Dir is a state directory as the attempt lifecycle sees it: the records and the supervisors.
 type Dir struct {
 	Store  record.Store

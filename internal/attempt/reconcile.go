@@ -54,7 +54,7 @@ func Reconcile(ctx context.Context, d Dir, sessions *tmux.Client, all bool) ([]s
 
 // ReconcileBead is Reconcile for one bead; it returns nil when there was nothing to close.
 func ReconcileBead(ctx context.Context, d Dir, sessions *tmux.Client, bead string) (*supervise.Lost, error) {
-	return d.Layout.Reconcile(ctx, sessions, bead, record.SessionName(bead), &Recorder{Dir: d})
+	return d.Layout.Reconcile(ctx, sessions, bead, Session(bead), &Recorder{Dir: d})
 }
 
 // Running returns the run records of the registered beads that say "running", in bead order:

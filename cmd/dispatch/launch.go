@@ -31,10 +31,6 @@ type launchOptions struct {
 	timeout                                time.Duration
 }
 
-// reserved are the verbs; a bead may not be named like one.
-var reserved = map[string]bool{"ps": true, "wait": true, "kill": true, "reconcile": true, "attach": true,
-	"help": true, "version": true, supervise.SuperviseVerb: true}
-
 // launched is what a successful launch tells the caller.
 type launched struct {
 	bead    string
@@ -48,7 +44,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if err := record.CheckBead(o.bead); err != nil {
 		return nil, cli.Usagef("%v", err)
 	}
-	if reserved[o.bead] {
+	if isVerb(o.bead) {
 		return nil, cli.Usagef("%q is a dispatch verb, not a bead id", o.bead)
 	}
 	repo, err := filepath.Abs(o.repo)

@@ -1,0 +1,159 @@
+package attempt
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
+)
+
+func running(bead string, n int) record.Run {
+	return record.Run{SchemaVersion: record.SchemaVersion, Bead: bead, Agent: "fake", Model: "m", Repo: "/repo",
+		Prompt: "p", PromptHash: record.PromptHash("p"), PromptFull: "p", StartedAt: record.FormatTime(time.Now().Add(-time.Minute)),
+		Status: record.StatusRunning, Attempt: n, MaxRetries: 2, SessionName: record.SessionName(bead),
+		ResultFile: record.ResultFile(bead)}
+}
+
+func TestCompleteAndTheRetryRule(t *testing.T) {
+	tests := []struct {
+		status  string
+		attempt int
+		retry   bool
+	}{
+		{record.StatusDone, 1, false},
+		{record.StatusFailed, 1, true},
+		{record.StatusTimeout, 1, true},
+		{record.StatusFailed, 2, false}, // the last attempt
+	}
+	for _, tt := range tests {
+		out := &supervise.Outcome{Status: tt.status, ExitCode: 3, Reason: "agent-exit-3", Finished: time.Now(), Summary: "s"}
+		run, res := Complete(running("bd-1", tt.attempt), out, nil)
+		if res.WillRetry != tt.retry {
+			t.Errorf("Complete(%s, attempt %d).WillRetry = %v, want %v", tt.status, tt.attempt, res.WillRetry, tt.retry)
+		}
+		if (run.FailureReason != nil) != (tt.status != record.StatusDone) {
+			t.Errorf("Complete(%s).FailureReason = %v", tt.status, run.FailureReason)
+		}
+		if run.ExitCode == nil || *run.ExitCode != 3 || run.DurationSeconds == nil || *run.DurationSeconds < 59 {
+			t.Errorf("Complete(%s) exit %v duration %v", tt.status, run.ExitCode, run.DurationSeconds)
+		}
+	}
+	_, res := Complete(running("bd-1", 1), &supervise.Outcome{Status: record.StatusFailed, UnknownExit: true, Finished: time.Now()}, nil)
+	if res.ExitCode != nil {
+		t.Errorf("an unknown exit was recorded as %d", *res.ExitCode)
+	}
+}
+
+func TestOpenNumbersAndArchives(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	o, err := Open(ctx, d, "bd-1", Where{Backend: supervise.BackendProcess}, false)
+	if err != nil || o.Number != 1 || o.Previous != nil {
+		t.Fatalf("Open on an empty state = %+v, %v; want attempt 1", o, err)
+	}
+	// The first attempt ends; its log is there.
+	rec := &Recorder{Dir: d, Spec: &Spec{Run: running("bd-1", 1)}}
+	if err := d.Store.WriteRun(ctx, &rec.Spec.Run); err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	var console bytes.Buffer
+	out := &supervise.Outcome{Status: record.StatusFailed, ExitCode: 1, Reason: "agent-exit-1", Finished: time.Now()}
+	if err := rec.Finished(ctx, &supervise.Attempt{Name: "bd-1"}, out, &console); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(d.State().Logs(), 0o700)
+	os.WriteFile(d.State().Log("bd-1"), []byte("attempt one's output\n"), 0o600)
+
+	o, err = Open(ctx, d, "bd-1", Where{Backend: supervise.BackendProcess}, false)
+	if err != nil || o.Number != 2 || o.Previous == nil || o.Previous.Status != record.StatusFailed {
+		t.Fatalf("second Open = %+v, %v; want attempt 2 after a failed one", o, err)
+	}
+	defer o.Close()
+	for _, p := range []string{d.State().AttemptRun("bd-1", 1), d.State().AttemptResult("bd-1", 1), d.State().AttemptOutput("bd-1", 1)} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("attempt 1 not archived: %v", err)
+		}
+	}
+	// Over the limit: refused, recorded, not run.
+	run := running("bd-1", 3)
+	if err := o.Refuse(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	res, err := record.ReadResult(d.Store.ResultPath("bd-1"))
+	if err != nil || res.Reason != ReasonMaxRetries || res.WillRetry {
+		t.Errorf("refused result = %+v, %v", res, err)
+	}
+}
+
+func TestOpenClosesALostPredecessorBeforeArchiving(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	run := running("bd-2", 1)
+	if err := d.Store.WriteRun(ctx, &run); err != nil {
+		t.Fatal(err)
+	}
+	// Its supervisor is registered but long dead (pid 0 never runs a supervisor).
+	d.Layout.WriteEntry(&supervise.Entry{Tool: Tool, Name: "bd-2", Attempt: 1, StartedAt: run.StartedAt})
+	o, err := Open(ctx, d, "bd-2", Where{Backend: supervise.BackendProcess}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	archived, err := record.ReadRun(d.State().AttemptRun("bd-2", 1))
+	if err != nil || archived.Status != record.StatusFailed || archived.FailureReason == nil || *archived.FailureReason != supervise.ReasonLost {
+		t.Errorf("archived attempt 1 = %+v, %v; want it closed as supervisor-lost", archived, err)
+	}
+	if archived != nil && archived.FinishedAt != nil && *archived.FinishedAt != run.StartedAt {
+		t.Errorf("lost attempt finished at %s; with no log, its last sign of life is its start %s", *archived.FinishedAt, run.StartedAt)
+	}
+	if e, _ := d.Layout.ReadEntry("bd-2"); e != nil {
+		t.Errorf("the lost supervisor's entry is still there: %+v", e)
+	}
+}
+
+func TestLostUsesTheOutcomeTheSupervisorKept(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	run := running("bd-3", 1)
+	d.Store.WriteRun(ctx, &run)
+	kept := &supervise.Outcome{Status: record.StatusDone, ExitCode: 0, Reason: "agent-exit-0", Finished: time.Now(), Summary: "all good"}
+	d.Layout.WriteEntry(&supervise.Entry{Tool: Tool, Name: "bd-3", Attempt: 1, StartedAt: run.StartedAt, Outcome: kept})
+	lost, err := ReconcileBead(ctx, d, nil, "bd-3")
+	if err != nil || lost == nil || lost.Reason != "agent-exit-0" {
+		t.Fatalf("ReconcileBead = %+v, %v; want the kept outcome written", lost, err)
+	}
+	res, _ := record.ReadResult(d.Store.ResultPath("bd-3"))
+	if res == nil || res.Status != record.StatusDone || res.ExitCode == nil || *res.ExitCode != 0 ||
+		!strings.Contains(*res.OutputSummary, "all good") {
+		t.Errorf("result = %+v; want the real outcome, not supervisor-lost", res)
+	}
+	if again, _ := ReconcileBead(ctx, d, nil, "bd-3"); again != nil {
+		t.Errorf("a second reconcile closed %+v again", again)
+	}
+}
+
+func TestFinishedLeavesANewerAttemptsRecordsAlone(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	newer := running("bd-4", 2)
+	d.Store.WriteRun(ctx, &newer)
+	rec := &Recorder{Dir: d, Spec: &Spec{Run: running("bd-4", 1)}}
+	var console bytes.Buffer
+	out := &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonSessionKilled, Finished: time.Now()}
+	if err := rec.Finished(ctx, &supervise.Attempt{Name: "bd-4"}, out, &console); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := record.ReadRun(d.Store.RunPath("bd-4"))
+	if cur.Attempt != 2 || cur.Status != record.StatusRunning {
+		t.Errorf("attempt 1's end overwrote attempt 2's record: %+v", cur)
+	}
+	if !strings.Contains(console.String(), "now belong to attempt 2") {
+		t.Errorf("console = %q, want it to say why nothing was written", console.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 )
 
@@ -36,9 +37,14 @@ const gapMark = "\x18\r"
 // 2×128 KiB, and the emulator catches up when the screen is read, or, if the output asked
 // the terminal a question (see ReplyTo), on a goroutine of its own straight away. When more
 // than that arrives between two reads, the oldest bytes are dropped and the emulator goes on
-// from the newest 128 KiB, cut at a line: the screen is then the one those bytes paint over
-// what was there, exact for output that scrolls and for full-screen redraws, approximate for
-// a TUI that repaints only what changed until its next full redraw. Dropped counts them.
+// from the newest 128 KiB, cut at a line (or before an escape sequence): the screen is then
+// the one those bytes paint over what was there, exact for output that scrolls and for
+// full-screen redraws, approximate for a TUI that repaints only what changed until its next
+// full redraw. Dropped counts them.
+//
+// Should the emulator panic on some output (vt v0.1.0 did on a case fuzzing found, now kept
+// from it), the screen starts over blank from the next write rather than take the supervisor
+// down.
 //
 // Memory stays under about 6 MB whatever the volume: the visible screen of each buffer (main
 // and alternate) and no scrollback, the pending buffer, and 4 MB the emulator's parser keeps
@@ -53,6 +59,7 @@ type Screen struct {
 
 	written   atomic.Int64
 	dropped   atomic.Int64
+	resets    atomic.Int64  // emulators replaced after a panic
 	size      atomic.Uint64 // cols<<32 | rows
 	answering atomic.Bool   // a goroutine is on its way to catch up and answer a query
 
@@ -66,17 +73,40 @@ type Screen struct {
 // below 1 are taken as 1. Call Close when done with it.
 func New(cols, rows int) *Screen {
 	cols, rows = max(cols, 1), max(rows, 1)
+	s := &Screen{sink: &replySink{}}
+	s.size.Store(uint64(cols)<<32 | uint64(rows))
+	s.start(cols, rows)
+	return s
+}
+
+// start gives s a new emulator of cols×rows, blank. s.mu must be held, or s be new.
+func (s *Screen) start(cols, rows int) {
 	e := vt.NewEmulator(cols, rows)
 	noScrollback(e)
-	s := &Screen{emu: e, sink: &replySink{}, shut: &shutter{emu: e}}
-	s.size.Store(uint64(cols)<<32 | uint64(rows))
+	clampCounts(e)
+	s.emu, s.shut = e, &shutter{emu: e}
 	// The emulator writes its answers into an io.Pipe and blocks until they are read: without
 	// this reader the first cursor position request would hang the emulator, and every reader
 	// of the screen behind it.
 	go drain(e, s.sink)
 	// A Screen dropped without Close would leave that reader blocked for ever.
 	runtime.AddCleanup(s, (*shutter).close, s.shut)
-	return s
+}
+
+// guard runs f on the emulator and, if the emulator panics, gives s a blank one in its place.
+// vt v0.1.0 has panicked on output fuzzing found (a scroll region below the screen, then a
+// scroll); what an agent prints must not take its supervisor down. The output from the panic
+// to the end of f's chunk is lost and the screen starts over blank. s.mu must be held.
+func (s *Screen) guard(f func()) {
+	defer func() {
+		if recover() != nil {
+			s.resets.Add(1)
+			s.shut.close()
+			cols, rows := s.Size()
+			s.start(cols, rows)
+		}
+	}()
+	f()
 }
 
 // Write takes a chunk of the agent's output. It never fails and never waits for the emulator,
@@ -160,12 +190,14 @@ func (s *Screen) catchUp() {
 	buf, gap := s.pending, s.gap
 	s.pending, s.spare, s.gap = s.spare[:0], nil, false
 	s.in.Unlock()
-	if gap {
-		_, _ = s.emu.Write([]byte(gapMark))
-	}
-	if len(buf) > 0 {
-		_, _ = s.emu.Write(buf)
-	}
+	s.guard(func() {
+		if gap {
+			_, _ = s.emu.Write([]byte(gapMark))
+		}
+		if len(buf) > 0 {
+			_, _ = s.emu.Write(buf)
+		}
+	})
 	s.in.Lock()
 	if !s.closed {
 		s.spare = buf[:0]
@@ -197,10 +229,12 @@ func (s *Screen) lines() []string {
 		b.Reset()
 		for x := 0; x < cols; x++ {
 			c := s.emu.CellAt(x, y)
-			switch {
-			case c == nil:
-			case c.Content != "":
-				b.WriteString(c.Content)
+			if c == nil {
+				continue
+			}
+			switch text := printable(c.Content); {
+			case text != "":
+				b.WriteString(text)
 			case c.Width > 0:
 				b.WriteByte(' ')
 				// A zero cell follows a wide character, whose second column it is: skipped.
@@ -212,6 +246,21 @@ func (s *Screen) lines() []string {
 		lines = lines[:len(lines)-1]
 	}
 	return lines
+}
+
+// printable is a cell's content without controls. vt v0.1.0 prints a C1 control that comes
+// UTF-8-encoded (U+0080–U+009F) into a cell, where xterm obeys or ignores it; a caller showing
+// Lines on a terminal must not get it.
+func printable(content string) string {
+	if len(content) == 1 && content[0] >= 0x20 && content[0] < 0x7f {
+		return content // ASCII: nearly every cell
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r >= 0x7f && r < 0xa0 {
+			return -1
+		}
+		return r
+	}, content)
 }
 
 // Text returns the visible screen as Lines(0) does, each line ended by a newline, as
@@ -256,8 +305,8 @@ func (s *Screen) Resize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.catchUp()
-	s.emu.Resize(cols, rows)
 	s.size.Store(uint64(cols)<<32 | uint64(rows))
+	s.guard(func() { s.emu.Resize(cols, rows) })
 }
 
 // Size returns the terminal's columns and rows.
@@ -360,6 +409,45 @@ func noScrollback(e *vt.Emulator) bool {
 		(*vt.Screen)(unsafe.Pointer(v.Index(i).UnsafeAddr())).SetScrollback(nil)
 	}
 	return true
+}
+
+// clampCounts bounds the counts of the sequences vt v0.1.0 carries out one step at a time: REP
+// (CSI n b) prints the last character n times, ECH (CSI n X) erases n cells, CHT and CBT
+// (CSI n I, CSI n Z) move n tab stops, each in a loop of n, and n can be 2³¹−2: REP of
+// 99999999 takes minutes, holding every reader of the screen. Each count is cut to what has the
+// same effect on the screen: ECH, CHT and CBT stop at the line's end, and REP beyond a full
+// screen repaints the same character everywhere, so only the cursor's column (n mod cols)
+// matters. vt calls the handlers for a sequence last-registered first, with the same
+// parameters, so these cut the count in place and return false to let vt's own carry it out.
+func clampCounts(e *vt.Emulator) {
+	clamp := func(limit func(n int) int) vt.CsiHandler {
+		return func(params ansi.Params) bool {
+			if len(params) > 0 {
+				if n := params[0].Param(1); n != limit(n) {
+					params[0] = ansi.Param(limit(n))
+				}
+			}
+			return false
+		}
+	}
+	line := func(n int) int { return min(n, e.Width()) }
+	for _, cmd := range []int{'X', 'I', 'Z'} {
+		e.RegisterCsiHandler(cmd, clamp(line))
+	}
+	// DECSTBM (CSI top ; bottom r) with the bottom below the screen: vt v0.1.0 keeps it, and
+	// its next scroll indexes past the screen and panics. xterm takes the screen's last row.
+	e.RegisterCsiHandler('r', func(params ansi.Params) bool {
+		if len(params) > 1 && params[1].Param(0) > e.Height() {
+			params[1] = ansi.Param(e.Height())
+		}
+		return false
+	})
+	e.RegisterCsiHandler('b', clamp(func(n int) int {
+		if full := e.Width() * e.Height(); n > full {
+			return full + (n-full)%e.Width()
+		}
+		return n
+	}))
 }
 
 // queryScanner finds, in output streaming past in chunks, the end of each sequence that asks the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 )
 
@@ -340,6 +341,75 @@ func TestScreenConcurrent(t *testing.T) {
 	}
 }
 
+// TestHugeCounts: sequences vt carries out one step per count (REP, ECH, CHT, CBT) with the
+// largest count its parser keeps take no time, and leave the screen as the full count would.
+func TestHugeCounts(t *testing.T) {
+	tests := []struct {
+		feature, in string
+		want        []string
+	}{
+		// The bottom row is the one the last scroll opened: it holds (2 + n) mod 5 characters.
+		{"repeat the last character (REP CSI n b)", "ab\x1b[2147483646b|", []string{"bbbbb", "bbbbb", "bbb|"}},
+		{"REP by a multiple of the width, plus one", "x\x1b[1000000001b|", []string{"xxxxx", "xxxxx", "xx|"}},
+		{"REP within the screen is left alone", "\x1b[2;1Hx\x1b[3b|", []string{"", "xxxx|"}},
+		{"erase characters (ECH CSI n X)", "abcde\x1b[3G\x1b[2147483646X", []string{"ab"}},
+		{"tab forward (CHT CSI n I)", "a\x1b[99999999I|", []string{"a   |"}},
+		{"tab back (CBT CSI n Z)", "abcd\x1b[99999999Z|", []string{"|bcd"}},
+	}
+	for _, tt := range tests {
+		s := New(5, 3)
+		start := time.Now()
+		io.WriteString(s, tt.in)
+		got := s.Lines(0)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: %q took %v", tt.feature, tt.in, d)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Lines after %q = %q, want %q", tt.feature, tt.in, got, tt.want)
+		}
+		s.Close()
+	}
+}
+
+// TestScrollRegionBelowScreen: vt v0.1.0 panics on a scroll after a scroll region set below
+// the screen (found by FuzzScreen); the region is cut to the screen, as xterm does.
+func TestScrollRegionBelowScreen(t *testing.T) {
+	s := New(3, 2)
+	defer s.Close()
+	io.WriteString(s, "a\r\nb\x1b[;7r\x1b[S\x1b[2;1Hc")
+	if got, want := s.Lines(0), []string{"b", "c"}; !slices.Equal(got, want) {
+		t.Errorf("Lines after a scroll region to row 7 of 2 and a scroll = %q, want %q", got, want)
+	}
+	if n := s.resets.Load(); n != 0 {
+		t.Errorf("the emulator was replaced %d times, want 0", n)
+	}
+}
+
+// TestEmulatorPanic: a panic in the emulator costs the screen, not the program.
+func TestEmulatorPanic(t *testing.T) {
+	s := New(10, 3)
+	defer s.Close()
+	io.WriteString(s, "before")
+	s.Lines(0)
+	s.mu.Lock()
+	s.emu.RegisterCsiHandler('y', func(ansi.Params) bool { panic("vt bug") })
+	s.mu.Unlock()
+	io.WriteString(s, "\x1b[y lost")
+	if got := s.Lines(0); len(got) != 0 {
+		t.Errorf("Lines after a panic = %q, want a blank screen", got)
+	}
+	io.WriteString(s, "after\x1b[y")
+	if got, want := s.Lines(0), []string{"after"}; !slices.Equal(got, want) {
+		t.Errorf("Lines after the emulator was replaced = %q, want %q", got, want)
+	}
+	if n := s.resets.Load(); n != 1 {
+		t.Errorf("the emulator was replaced %d times, want 1", n)
+	}
+	if c, r := s.Size(); c != 10 || r != 3 {
+		t.Errorf("Size() after the emulator was replaced = %d, %d, want 10, 3", c, r)
+	}
+}
+
 // TestNoScrollback: the workaround for vt's unbounded alternate-screen scrollback still
 // reaches the field it needs. If vt renames it, this fails before memory does.
 func TestNoScrollback(t *testing.T) {
@@ -507,4 +577,32 @@ func BenchmarkScreenRead(b *testing.B) {
 		b.StartTimer()
 		s.Lines(0)
 	}
+}
+
+// FuzzScreen: whatever an agent prints, the emulator does not panic (a panic there would take
+// the supervisor down with it) and the screen reads as text with no control in it.
+func FuzzScreen(f *testing.F) {
+	for _, tt := range screenTests {
+		f.Add(tt.in, uint8(tt.cols), uint8(tt.rows))
+	}
+	for _, tt := range stripTests {
+		f.Add(tt.in, uint8(20), uint8(5))
+	}
+	f.Add("\x1b[99999999;99999999H\x1b[99999999@\x1b[99999999L\x1b[?1049h\x1b[1;99999r\x1b[99999S", uint8(3), uint8(2))
+	f.Fuzz(func(t *testing.T, in string, cols, rows uint8) {
+		s := New(int(cols%200), int(rows%60))
+		defer s.Close()
+		half := len(in) / 2
+		io.WriteString(s, in[:half])
+		s.Lines(0)
+		s.Resize(int(rows%200), int(cols%60))
+		io.WriteString(s, in[half:])
+		for _, l := range s.Lines(0) {
+			for _, r := range l {
+				if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+					t.Fatalf("Lines after %q has control %U in %q", in, r, l)
+				}
+			}
+		}
+	})
 }

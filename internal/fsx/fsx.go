@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -38,7 +39,10 @@ func LockFile(ctx context.Context, lockPath string) (unlock func() error, err er
 
 // lockFile locks lockPath; what names the data it guards in an ErrLocked error.
 func lockFile(ctx context.Context, lockPath, what string) (unlock func() error, err error) {
-	fl := flock.New(lockPath)
+	// Never through a link planted at lockPath (it would create or lock a file elsewhere), and
+	// never waiting on a FIFO planted there.
+	fl := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC),
+		flock.SetPermissions(0o600))
 	ok, err := fl.TryLockContext(ctx, 5*time.Millisecond)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("locking %s: %w", lockPath, err)

@@ -140,3 +140,74 @@ func TestNamesSortsWhatItLists(t *testing.T) {
 		t.Errorf("Names(missing) = %v, want ErrNotExist", err)
 	}
 }
+
+func TestLockNeverFollowsALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	lock := filepath.Join(dir, "bead.lock")
+	if err := os.Symlink(target, lock); err != nil {
+		t.Fatal(err)
+	}
+	if unlock, err := LockFile(context.Background(), lock); err == nil {
+		unlock()
+		t.Error("LockFile took a lock through a symbolic link")
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Error("LockFile created the link's target")
+	}
+	// A FIFO planted as a lock file does not hang the lock.
+	fifo := filepath.Join(dir, "fifo.lock")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		if unlock, err := LockFile(context.Background(), fifo); err == nil {
+			unlock()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("LockFile hung on a FIFO")
+	}
+}
+
+func TestReadOfAStreamThatWouldBlockFails(t *testing.T) {
+	// /proc/self/fd/N of a pipe's read end is not regular; /proc/kmsg is "regular" and would
+	// block, but reading it needs root. A pipe through /dev/fd shows the EAGAIN path only as
+	// root, so this checks the general rule: no read of a non-plain file ever hangs.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadFileLimit(fmt.Sprintf("/proc/self/fd/%d", r.Fd()), 1<<20)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("reading a pipe succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadFileLimit hung on a pipe")
+	}
+	if os.Getuid() == 0 {
+		if _, err := os.Stat("/proc/kmsg"); err == nil {
+			go func() { _, err := ReadFileLimit("/proc/kmsg", 1<<20); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Log("/proc/kmsg had data to read")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("ReadFileLimit spun on /proc/kmsg")
+			}
+		}
+	}
+}

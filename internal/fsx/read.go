@@ -71,8 +71,13 @@ func readFileAt(dirfd int, name string, limit int64, buf []byte, flags int) ([]b
 	n := 0
 	for {
 		k, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR || err == syscall.EAGAIN {
+		if err == syscall.EINTR {
 			continue
+		}
+		if err == syscall.EAGAIN {
+			// A regular file never blocks; one that would (/proc/kmsg, opened non-blocking so
+			// that nothing hangs) is a stream, not a state file. Retrying would spin for ever.
+			return nil, &os.PathError{Op: "read", Path: path, Err: errors.New("would block: not a plain file")}
 		}
 		if err != nil {
 			return nil, &os.PathError{Op: "read", Path: path, Err: err}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,8 +23,12 @@ import (
 //	BenchmarkDispatchLatency  dispatch's exec to its exit, the agent running (target < 200 ms median)
 //	BenchmarkOutcomeLatency   the agent's exit to its result record on disk (target < 1 s; dispatch.sh polled every 20 s)
 //	BenchmarkIdleCPU          a supervisor's CPU while its agent runs (target ~0)
+//	BenchmarkRelay            a supervisor's peak memory while its agent prints 1 GiB (target
+//	                          < 20 MB), and the log complete (relay_bench_test.go)
 //
 // They report figures and never fail on slowness; scripts/bench/dispatch.sh puts them in a table.
+// They time older binaries too (DISPATCH_BIN=the build of another commit), for a before and
+// after: nothing here depends on how a version hands the supervisor its spec.
 
 // median and p90 of ds, in ms.
 func percentiles(ds []time.Duration) (median, p90 float64) {
@@ -42,12 +48,36 @@ func percentiles(ds []time.Duration) (median, p90 float64) {
 // stopBead stops bead's supervisor (SIGTERM) and waits for its final records.
 func (f *fleet) stopBead(bead string) {
 	f.tb.Helper()
-	e, err := f.layout().ReadEntry(bead)
+	e, err := f.entry(bead)
 	if err != nil || e == nil {
 		f.tb.Fatalf("%s: no supervisor entry: %v", bead, err)
 	}
 	syscall.Kill(e.PID, syscall.SIGTERM)
 	f.waitFinal(bead, 60*time.Second)
+}
+
+// benchEntry is what the benchmarks read of a supervisor's registry entry.
+type benchEntry struct {
+	PID      int `json:"pid"`
+	AgentPID int `json:"agent_pid"`
+}
+
+// entry reads bead's registry entry, or nil when there is none. The benchmarks time older
+// binaries too (DISPATCH_BIN), whose entries name the bead under "bead", not "name", which
+// Layout.ReadEntry refuses; the pids are where they always were.
+func (f *fleet) entry(bead string) (*benchEntry, error) {
+	b, err := os.ReadFile(f.layout().EntryPath(bead))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var e benchEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("supervisor entry %s: %w", f.layout().EntryPath(bead), err)
+	}
+	return &e, nil
 }
 
 // BenchmarkDispatchLatency times `dispatch BEAD REPO fake HANG` from its exec to its exit: the
@@ -158,7 +188,7 @@ func BenchmarkIdleCPU(b *testing.B) {
 			return
 		}
 		f.waitAgent("idle", 30*time.Second)
-		e, err := f.layout().ReadEntry("idle")
+		e, err := f.entry("idle")
 		if err != nil || e == nil {
 			idle.measureError = fmt.Errorf("no supervisor entry: %v", err)
 			return

@@ -47,6 +47,23 @@ func init() {
 			ts.Stdout().Write([]byte(strings.Join(resp.Screen, "\n") + "\n"))
 		}
 	}
+	// gone FILE: wait (up to 15 s) until FILE is gone (a supervisor removes its registry entry
+	// just after its final records, so a script that saw them may look a moment too soon).
+	scriptCmds["gone"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 {
+			ts.Fatalf("usage: gone FILE")
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			if _, err := os.Lstat(ts.MkAbs(args[0])); err != nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("%s is still there", args[0])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	// waitlog BEAD TEXT: wait (up to 15 s) until the bead's log holds TEXT.
 	scriptCmds["waitlog"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 2 {

@@ -99,15 +99,15 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		return nil, err
 	}
 	now := record.FormatTime(time.Now())
-	var template *string
-	if o.template != "" {
-		template = record.Str(o.template)
+	template := o.template
+	if template == "" {
+		template = record.DefaultTemplate // dispatch.sh recorded "custom", never null
 	}
 	run := record.Run{
 		SchemaVersion: record.SchemaVersion, Bead: o.bead, Agent: agentName, Model: model, Repo: repo,
 		Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
 		StartedAt: now, Status: record.StatusRunning, Attempt: number, MaxRetries: s.maxRetries,
-		SessionName: session, ResultFile: record.ResultFile(o.bead), TemplateName: template,
+		SessionName: session, ResultFile: record.ResultFile(s.stateDir, o.bead), TemplateName: record.Str(template),
 	}
 	if number > s.maxRetries {
 		if err := opened.Refuse(ctx, run); err != nil {

@@ -16,7 +16,7 @@ func running(bead string, n int) record.Run {
 	return record.Run{SchemaVersion: record.SchemaVersion, Bead: bead, Agent: "fake", Model: "m", Repo: "/repo",
 		Prompt: "p", PromptHash: record.PromptHash("p"), PromptFull: "p", StartedAt: record.FormatTime(time.Now().Add(-time.Minute)),
 		Status: record.StatusRunning, Attempt: n, MaxRetries: 2, SessionName: record.SessionName(bead),
-		ResultFile: record.ResultFile(bead)}
+		ResultFile: record.ResultFile("/state", bead)}
 }
 
 func TestCompleteAndTheRetryRule(t *testing.T) {

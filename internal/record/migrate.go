@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"sort"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // Field orders of the full records, as dispatch writes them. Migrated records are written in
@@ -60,19 +62,21 @@ func decodeObject(doc []byte) (object, error) {
 	return o, nil
 }
 
-// str returns the string at key, if the key holds a string.
+// str returns the string at key, if the key holds a string (null is no string: json.Unmarshal
+// would leave "" and report no error).
 func (o object) str(key string) (string, bool) {
 	var s string
-	if raw, ok := o[key]; ok && json.Unmarshal(raw, &s) == nil {
+	if raw, ok := o[key]; ok && !o.isNull(key) && json.Unmarshal(raw, &s) == nil {
 		return s, true
 	}
 	return "", false
 }
 
-// integer returns the integer at key, if the key holds one.
+// integer returns the integer at key, if the key holds one. A null is unknown, never 0: read as
+// 0, a '$START' record's null duration_seconds once made its start its finish.
 func (o object) integer(key string) (int64, bool) {
 	var n int64
-	if raw, ok := o[key]; ok && json.Unmarshal(raw, &n) == nil {
+	if raw, ok := o[key]; ok && !o.isNull(key) && json.Unmarshal(raw, &n) == nil {
 		return n, true
 	}
 	return 0, false
@@ -224,6 +228,18 @@ type Defaults struct {
 	Bead string
 	// MaxRetries is the max_retries to give (dispatch's DISPATCH_MAX_RETRIES, default 2).
 	MaxRetries int
+	// StateDir is the state directory the record belongs to: a missing result_file is the
+	// absolute path of the bead's result in it, as dispatch writes it. Empty: the seed's
+	// relative "state/results/<bead>.json".
+	StateDir string
+}
+
+// resultFile is the result_file a migrated run gets.
+func (def Defaults) resultFile(bead string) string {
+	if def.StateDir == "" {
+		return statedir.Dir{Root: "state"}.Result(bead)
+	}
+	return ResultFile(def.StateDir, bead)
 }
 
 // fillBead sets a missing bead from the run's partner record or, failing that, the file name.
@@ -284,7 +300,7 @@ func MigrateRun(doc, result []byte, def Defaults) (Migration, error) {
 	}
 	if bead != "" {
 		m.setIfMissing("session_name", SessionName(bead))
-		m.setIfMissing("result_file", ResultFile(bead))
+		m.setIfMissing("result_file", def.resultFile(bead))
 	}
 	m.setIfMissing("max_retries", def.MaxRetries)
 

@@ -11,6 +11,7 @@ package record
 
 import (
 	"encoding/json"
+	"path/filepath"
 
 	"github.com/agentfleet/fleet/internal/statedir"
 )
@@ -62,7 +63,7 @@ type Run struct {
 	FailureReason   *string       `json:"failure_reason"`
 	TemplateName    *string       `json:"template_name"`
 	PromptFull      string        `json:"prompt_full"`
-	Verification    *Verification `json:"verification,omitempty"`
+	Verification    *Verification `json:"verification"` // null when nothing was verified, as dispatch.sh wrote it
 }
 
 // Result is a result record: the outcome of a bead's latest attempt.
@@ -81,7 +82,7 @@ type Result struct {
 	ExitCode        *int64        `json:"exit_code"`
 	SessionName     string        `json:"session_name"`
 	OutputSummary   *string       `json:"output_summary"`
-	Verification    *Verification `json:"verification,omitempty"`
+	Verification    *Verification `json:"verification"`
 }
 
 // Kind names which of the two records a file holds.
@@ -101,8 +102,19 @@ func CheckBead(id string) error { return statedir.CheckName(statedir.KindBead, i
 // SessionName is the tmux session dispatch runs bead in.
 func SessionName(bead string) string { return "agent-" + bead }
 
-// ResultFile is the result_file a run record names for bead, relative to the workspace.
-func ResultFile(bead string) string { return statedir.Dir{Root: "state"}.Result(bead) }
+// DefaultTemplate is the template_name of a run dispatched without a template, as dispatch.sh
+// recorded it (and as analyze-runs and score-templates.sh group a run that names none).
+const DefaultTemplate = "custom"
+
+// ResultFile is the result_file a run record names for bead: the result record's absolute path
+// in the state directory stateDir, as dispatch.sh wrote it (so that a consumer can open it from
+// any directory). A stateDir that cannot be made absolute is kept as given.
+func ResultFile(stateDir, bead string) string {
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	return statedir.Dir{Root: stateDir}.Result(bead)
+}
 
 // Str returns a pointer to s, for the nullable string fields.
 func Str(s string) *string { return &s }

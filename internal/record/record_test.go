@@ -75,7 +75,7 @@ func fullRun(bead string) *Run {
 		SchemaVersion: 1, Bead: bead, Agent: "aider", Model: "m", Repo: "/r",
 		Prompt: "p", PromptHash: PromptHash("p"), PromptFull: "p",
 		StartedAt: "2026-01-01T00:00:00Z", Status: StatusRunning, Attempt: 1, MaxRetries: 2,
-		SessionName: SessionName(bead), ResultFile: ResultFile(bead),
+		SessionName: SessionName(bead), ResultFile: ResultFile("/state", bead),
 	}
 }
 
@@ -233,5 +233,86 @@ func TestMigrateFullRecordUnchanged(t *testing.T) {
 	m, err := MigrateRun(b, nil, Defaults{MaxRetries: 2})
 	if err != nil || len(m.Changes) != 0 {
 		t.Errorf("MigrateRun(full record) = %v, %v; want no changes", m.Changes, err)
+	}
+}
+
+// TestMarshalIsJqCompact pins the bytes dispatch.sh wrote (jq -c, then a newline): one line,
+// the original's field order, verification null when there is none, and jq's escapes.
+func TestMarshalIsJqCompact(t *testing.T) {
+	r := fullRun("bd-1")
+	r.TemplateName = Str(DefaultTemplate)
+	b, err := Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"schema_version":1,"bead":"bd-1","agent":"aider","model":"m","repo":"/r","prompt":"p",` +
+		`"prompt_hash":"` + PromptHash("p") + `","started_at":"2026-01-01T00:00:00Z","finished_at":null,` +
+		`"duration_seconds":null,"status":"running","attempt":1,"max_retries":2,"session_name":"agent-bd-1",` +
+		`"result_file":"/state/results/bd-1.json","exit_code":null,"output_summary":null,"failure_reason":null,` +
+		`"template_name":"custom","prompt_full":"p","verification":null}` + "\n"
+	if string(b) != want {
+		t.Errorf("Marshal(run) =\n%s\nwant\n%s", b, want)
+	}
+	res := &Result{SchemaVersion: 1, Bead: "bd-1", Agent: "claude", Status: StatusFailed, Reason: "max-retries-reached",
+		StartedAt: "2026-01-01T00:00:00Z", FinishedAt: Str("2026-01-01T00:00:00Z"), DurationSeconds: Int(0),
+		Attempt: 2, MaxRetries: 2, ExitCode: Int(1), SessionName: "agent-bd-1"}
+	b, _ = Marshal(res)
+	want = `{"schema_version":1,"bead":"bd-1","agent":"claude","status":"failed","reason":"max-retries-reached",` +
+		`"started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:00Z","duration_seconds":0,"attempt":2,` +
+		`"max_retries":2,"will_retry":false,"exit_code":1,"session_name":"agent-bd-1","output_summary":null,"verification":null}` + "\n"
+	if string(b) != want {
+		t.Errorf("Marshal(result) =\n%s\nwant\n%s", b, want)
+	}
+	for _, kind := range []Kind{KindRun} {
+		doc, _ := Marshal(r)
+		if err := Check(kind, doc); err != nil {
+			t.Errorf("the embedded schema refuses what dispatch.sh wrote: %v", err)
+		}
+	}
+}
+
+// TestMarshalEscapesAsJq compares string escapes with what `jq -c` prints (jq 1.6 here):
+// printf '<&>\u2028\x7f\x01\b\f\t\n"\\/é\xff' | jq -cR '{s:.}' (the last byte invalid UTF-8).
+func TestMarshalEscapesAsJq(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"<&>", `"<&>"`},
+		{"a\u2028b\u2029c", "\"a\u2028b\u2029c\""},
+		{"\x7f\x01\b\f\t\n\"\\/", `"\u007f\u0001\b\f\t\n\"\\/"`},
+		{"é\xff", "\"é\ufffd\""},
+		{`\u2028 \ufffd`, `"\\u2028 \\ufffd"`}, // a backslash in the text is not an escape
+	}
+	for _, tt := range tests {
+		b, err := Marshal(map[string]string{"s": tt.in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(strings.TrimPrefix(string(b), `{"s":`), "}\n"); got != tt.want {
+			t.Errorf("Marshal(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestMigrateNullDurationIsUnknown: a null duration_seconds is unknown, never 0 (read as 0, it
+// made a '$START' record's start its finish, with a 0-second run).
+func TestMigrateNullDurationIsUnknown(t *testing.T) {
+	run := []byte(`{"bead":"bd-n","agent":"claude","model":"m","repo":"/r","started_at":"'$START'","attempt":1,"prompt":"p","duration_seconds":null}`)
+	res := []byte(`{"bead":"bd-n","status":"done","finished_at":"2026-02-12T10:05:00Z","attempt":1,"duration_seconds":null}`)
+	mr, err := MigrateRun(run, res, Defaults{MaxRetries: 2, StateDir: "/ws/state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Run
+	json.Unmarshal(mr.Output, &got)
+	if !IsPlaceholder(got.StartedAt) || got.DurationSeconds != nil {
+		t.Errorf("MigrateRun(null duration) started_at %q, duration %v; want '$START' kept and null", got.StartedAt, got.DurationSeconds)
+	}
+	if got.ResultFile != "/ws/state/results/bd-n.json" {
+		t.Errorf("MigrateRun result_file = %q, want the absolute path in the state directory", got.ResultFile)
+	}
+	ms, _ := MigrateResult(res, run, Defaults{MaxRetries: 2})
+	var gotRes Result
+	json.Unmarshal(ms.Output, &gotRes)
+	if gotRes.StartedAt != "" && !IsPlaceholder(gotRes.StartedAt) || gotRes.DurationSeconds != nil {
+		t.Errorf("MigrateResult(null duration) started_at %q, duration %v; want no start invented", gotRes.StartedAt, gotRes.DurationSeconds)
 	}
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,13 +59,54 @@ func (s Store) WriteResult(ctx context.Context, r *Result) error {
 	return write(ctx, KindResult, s.ResultPath(r.Bead), s.Paths().ResultLock(r.Bead), r)
 }
 
-// Marshal renders a record as the tools write it: two-space indent, a final newline (as jq does).
+// Marshal renders a record as dispatch.sh wrote it (jq -c, then printf '%s\n'): one compact
+// line and a newline, the fields in the struct's order (the original's), strings escaped as jq
+// escapes them, so that `grep -l '"status":"running"' state/runs/*.json` and other line-based
+// consumers keep matching.
 func Marshal(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // jq writes <, > and & as they are
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	return jqEscapes(buf.Bytes()), nil
+}
+
+// jqEscapes turns encoding/json's string escapes into jq's where the two differ: jq writes
+// U+2028, U+2029 and the replacement character for invalid UTF-8 as they are (Go escapes them)
+// and escapes DEL (Go does not). The escapes are read left to right, so a backslash the text
+// itself holds ("\\u2028") is never taken for one.
+func jqEscapes(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u20`)) && !bytes.Contains(b, []byte(`\ufffd`)) && bytes.IndexByte(b, 0x7f) < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+8)
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == 0x7f:
+			out = append(out, `\u007f`...)
+		case c == '\\' && i+1 < len(b) && b[i+1] == 'u' && i+6 <= len(b):
+			switch string(b[i+2 : i+6]) {
+			case "2028":
+				out = append(out, "\u2028"...)
+			case "2029":
+				out = append(out, "\u2029"...)
+			case "fffd":
+				out = append(out, "\ufffd"...)
+			default:
+				out = append(out, b[i:i+6]...)
+			}
+			i += 5
+		case c == '\\' && i+1 < len(b):
+			out = append(out, c, b[i+1])
+			i++
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // embedded holds the compiled embedded schemas, compiled on first use and shared.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,67 @@ func TestFinishedLeavesANewerAttemptsRecordsAlone(t *testing.T) {
 	}
 	if !strings.Contains(console.String(), "now belong to attempt 2") {
 		t.Errorf("console = %q, want it to say why nothing was written", console.String())
+	}
+}
+
+// TestRefusalIsNoAttempt: over DISPATCH_MAX_RETRIES dispatch.sh recorded the capped attempt
+// (attempt = max_retries), failed, max-retries-reached, exit 1, 0 s, and stayed there on every
+// further call. No refusal is archived as an attempt; the real last attempt is kept once.
+func TestRefusalIsNoAttempt(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	last := running("bd-r", 2)
+	d.Store.WriteRun(ctx, &last)
+	rec := &Recorder{Dir: d, Spec: &Spec{Run: last}}
+	var console bytes.Buffer
+	out := &supervise.Outcome{Status: record.StatusFailed, ExitCode: 4, Reason: "agent-exit-4", Finished: time.Now()}
+	if err := rec.Finished(ctx, &supervise.Attempt{Name: "bd-r"}, out, &console); err != nil {
+		t.Fatal(err)
+	}
+	for call := 1; call <= 3; call++ {
+		o, err := Open(ctx, d, "bd-r", Where{Backend: supervise.BackendProcess}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Number != 3 {
+			t.Errorf("refusal %d: Open numbered attempt %d, want 3 (the capped attempt stays 2)", call, o.Number)
+		}
+		run := running("bd-r", o.Number)
+		if err := o.Refuse(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+		r, _ := record.ReadRun(d.Store.RunPath("bd-r"))
+		res, _ := record.ReadResult(d.Store.ResultPath("bd-r"))
+		if r == nil || res == nil || r.Attempt != 2 || res.Attempt != 2 || res.Reason != ReasonMaxRetries || res.WillRetry ||
+			res.ExitCode == nil || *res.ExitCode != 1 || res.DurationSeconds == nil || *res.DurationSeconds != 0 ||
+			*r.FinishedAt != r.StartedAt || r.OutputSummary != nil {
+			t.Errorf("refusal %d recorded run %+v result %+v; want attempt 2, failed, exit 1, 0 s", call, r, res)
+		}
+	}
+	entries, _ := os.ReadDir(d.State().AttemptDir("bd-r"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "result-2.json run-2.json" {
+		t.Errorf("attempts/bd-r holds %v; want the real attempt 2 only, no refusal", names)
+	}
+	if res, _ := record.ReadResult(d.State().AttemptResult("bd-r", 2)); res == nil || res.Reason != "agent-exit-4" {
+		t.Errorf("the archived attempt 2 is %+v; want the real one (agent-exit-4)", res)
+	}
+}
+
+func TestOpenMakesTheOriginalsStateDirs(t *testing.T) {
+	d := NewDir(filepath.Join(t.TempDir(), "state"))
+	o, err := Open(context.Background(), d, "bd-d", Where{Backend: supervise.BackendProcess}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	for _, dir := range []string{d.State().Runs(), d.State().Results(), d.State().Watch()} {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Errorf("Open did not create %s: %v", dir, err)
+		}
 	}
 }

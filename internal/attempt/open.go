@@ -54,6 +54,9 @@ var ErrRunning = errors.New("still running")
 // records and log in attempts/<bead>/ and numbers the new attempt.
 func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Opened, error) {
 	o := &Opened{Dir: d, Bead: bead, Number: 1, where: where}
+	if err := makeStateDirs(d); err != nil {
+		return nil, err
+	}
 	for try := 0; ; try++ {
 		unlock, err := d.Layout.Lock(ctx, bead, 15*time.Second)
 		if errors.Is(err, fsx.ErrLocked) {
@@ -95,12 +98,39 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 	prev, err := record.ReadRun(d.Store.RunPath(bead))
 	if err == nil {
 		o.Previous, o.Number = prev, prev.Attempt+1
-		if err := archive(d, prev); err != nil {
-			o.Close()
-			return nil, err
+		// A refusal is no attempt: it recorded the capped attempt over the real one, which
+		// the first refusal archived already.
+		if !refused(d, prev) {
+			if err := archive(d, prev); err != nil {
+				o.Close()
+				return nil, err
+			}
 		}
 	}
 	return o, nil
+}
+
+// makeStateDirs creates the directories dispatch.sh created on every dispatch (runs/,
+// results/, watch/), which the workspace's own checks expect (tests/e2e/test-workspace.sh
+// fails without state/watch), though only the records are ours.
+func makeStateDirs(d Dir) error {
+	sd := d.State()
+	for _, dir := range []string{sd.Runs(), sd.Results(), sd.Watch()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("creating the state directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// refused reports whether run is a refusal's record (Refuse, or dispatch.sh's over
+// DISPATCH_MAX_RETRIES): failed, its result's reason max-retries-reached for the same attempt.
+func refused(d Dir, run *record.Run) bool {
+	if run.Status != record.StatusFailed {
+		return false
+	}
+	res, err := record.ReadResult(d.Store.ResultPath(run.Bead))
+	return err == nil && res.Reason == ReasonMaxRetries && res.Attempt == run.Attempt
 }
 
 func (o *Opened) alive(ctx context.Context) (bool, *supervise.Entry) {
@@ -176,11 +206,23 @@ func archive(d Dir, prev *record.Run) error {
 	return nil
 }
 
-// Refuse records an attempt over the limit as failed, as dispatch.sh did.
+// Refuse records an attempt over the limit as dispatch.sh did: run and result failed, reason
+// max-retries-reached, exit code 1, finished as it started (0 s), will_retry false, and the
+// attempt capped at max_retries. So every further refusal records the same attempt number, and
+// none counts as an attempt: Open archives the real last attempt once, never a refusal.
 func (o *Opened) Refuse(ctx context.Context, run record.Run) error {
-	out := &supervise.Outcome{Status: record.StatusFailed, Reason: ReasonMaxRetries, Finished: time.Now(), UnknownExit: true}
+	if run.Attempt > run.MaxRetries {
+		run.Attempt = run.MaxRetries
+	}
+	started, ok := record.ParseTime(run.StartedAt)
+	if !ok {
+		started = time.Now()
+	}
+	out := &supervise.Outcome{Status: record.StatusFailed, Reason: ReasonMaxRetries, Finished: started, ExitCode: 1}
 	r, res := Complete(run, out, nil)
 	res.WillRetry = false
+	// Nothing ran, so there is no output: null, as dispatch.sh wrote it.
+	r.OutputSummary, res.OutputSummary = nil, nil
 	if err := o.Dir.Store.WriteRun(ctx, &r); err != nil {
 		return err
 	}

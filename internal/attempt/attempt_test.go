@@ -220,3 +220,99 @@ func TestOpenMakesTheOriginalsStateDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileAllClosesLegacyRecords: records no supervisor of ours registered (dispatch.sh's,
+// legacy minimal ones) are closed when left running, completed to full records, finished at
+// their last sign of life; the others are left as they are.
+func TestReconcileAllClosesLegacyRecords(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	write := func(path, doc string) {
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feb := "2026-02-03T10:00:00Z"
+	// Minimal, with a status: it failed the schema check when closed, before.
+	write(d.Store.RunPath("bd-st"), `{"bead":"bd-st","agent":"claude","model":"sonnet","repo":"/r","started_at":"`+feb+`","attempt":1,"prompt":"Fix it","status":"running"}`)
+	// Minimal, no status, no result: left running.
+	write(d.Store.RunPath("bd-min"), `{"bead":"bd-min","agent":"codex","model":"gpt","repo":"/r","started_at":"`+feb+`","attempt":2,"prompt":"Build it"}`)
+	// Minimal, its result says done: not running.
+	write(d.Store.RunPath("bd-done"), `{"bead":"bd-done","agent":"codex","model":"gpt","repo":"/r","started_at":"`+feb+`","attempt":1,"prompt":"Build it"}`)
+	write(d.Store.ResultPath("bd-done"), `{"bead":"bd-done","status":"done","finished_at":"2026-02-03T10:05:00Z","attempt":1}`)
+	// A log written an hour after the start: the last sign of life.
+	write(d.Store.RunPath("bd-log"), `{"bead":"bd-log","agent":"claude","model":"sonnet","repo":"/r","started_at":"`+feb+`","attempt":1,"prompt":"Fix it"}`)
+	write(d.State().Log("bd-log"), "working\n")
+	hourLater := time.Date(2026, 2, 3, 11, 0, 0, 0, time.UTC)
+	os.Chtimes(d.State().Log("bd-log"), hourLater, hourLater)
+	// '$START' and no log: only the record's own last write is known.
+	write(d.Store.RunPath("bd-ph"), `{"bead":"bd-ph","agent":"claude","model":"sonnet","repo":"/r","started_at":"'$START'","attempt":1,"prompt":"Fix it"}`)
+	written := time.Date(2026, 2, 4, 9, 30, 0, 0, time.UTC)
+	os.Chtimes(d.Store.RunPath("bd-ph"), written, written)
+	// No agent to be had: cannot be closed, and says so, without stopping the others.
+	write(d.Store.RunPath("bd-noagent"), `{"bead":"bd-noagent","model":"sonnet","repo":"/r","started_at":"`+feb+`","attempt":1,"prompt":"Fix it"}`)
+
+	closed, err := Reconcile(ctx, d, nil, true)
+	if err == nil || !strings.Contains(err.Error(), "bd-noagent") || !strings.Contains(err.Error(), "/agent") {
+		t.Errorf("Reconcile error = %v; want bd-noagent named, with what it lacks", err)
+	}
+	var names []string
+	for _, c := range closed {
+		names = append(names, c.Name+":"+c.Reason)
+	}
+	if got, want := strings.Join(names, " "), "bd-log:supervisor-lost bd-min:supervisor-lost bd-ph:supervisor-lost bd-st:supervisor-lost"; got != want {
+		t.Errorf("Reconcile closed %s, want %s", got, want)
+	}
+	finishes := map[string]string{"bd-st": feb, "bd-min": feb, "bd-log": "2026-02-03T11:00:00Z", "bd-ph": "2026-02-04T09:30:00Z"}
+	for bead, fin := range finishes {
+		for _, path := range []string{d.Store.RunPath(bead), d.Store.ResultPath(bead)} {
+			doc, _ := os.ReadFile(path)
+			kind := record.KindRun
+			if path == d.Store.ResultPath(bead) {
+				kind = record.KindResult
+			}
+			if err := record.Check(kind, doc); err != nil {
+				t.Errorf("%s: closed record fails the schema: %v", path, err)
+			}
+		}
+		res, _ := record.ReadResult(d.Store.ResultPath(bead))
+		if res == nil || res.Status != record.StatusFailed || res.FinishedAt == nil || *res.FinishedAt != fin {
+			t.Errorf("%s closed as %+v; want failed, finished at %s (never now)", bead, res, fin)
+		}
+	}
+	if res, _ := record.ReadResult(d.Store.ResultPath("bd-ph")); res != nil && res.DurationSeconds != nil {
+		t.Errorf("bd-ph has no known start, yet a duration of %d s", *res.DurationSeconds)
+	}
+	if res, _ := record.ReadResult(d.Store.ResultPath("bd-min")); res != nil && (res.Attempt != 2 || res.Agent != "codex") {
+		t.Errorf("bd-min closed as attempt %d of %s; want its own attempt 2 of codex", res.Attempt, res.Agent)
+	}
+	if doc, _ := os.ReadFile(d.Store.ResultPath("bd-done")); !strings.Contains(string(doc), `"status":"done"`) {
+		t.Errorf("a finished legacy record was touched: %s", doc)
+	}
+	if again, err := Reconcile(ctx, d, nil, true); len(again) != 0 || err == nil {
+		t.Errorf("a second Reconcile closed %v (err %v); want nothing more, bd-noagent still reported", again, err)
+	}
+}
+
+// TestLostLongAgoFinishesAtTheLogsLastWrite: a registered supervisor lost long ago is closed at
+// its log's last write (supervise's lastSign), not at the time of the reconcile.
+func TestLostLongAgoFinishesAtTheLogsLastWrite(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	run := running("bd-old", 1)
+	run.StartedAt = "2026-02-03T10:00:00Z"
+	d.Store.WriteRun(ctx, &run)
+	d.Layout.WriteEntry(&supervise.Entry{Tool: Tool, Name: "bd-old", Attempt: 1, StartedAt: run.StartedAt})
+	os.MkdirAll(d.State().Logs(), 0o700)
+	os.WriteFile(d.State().Log("bd-old"), []byte("last words\n"), 0o600)
+	last := time.Date(2026, 2, 3, 10, 42, 0, 0, time.UTC)
+	os.Chtimes(d.State().Log("bd-old"), last, last)
+	if _, err := Reconcile(ctx, d, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := record.ReadResult(d.Store.ResultPath("bd-old"))
+	if res == nil || *res.FinishedAt != "2026-02-03T10:42:00Z" || *res.DurationSeconds != 42*60 {
+		t.Errorf("lost attempt closed as %+v; want finished at the log's last write, 2520 s", res)
+	}
+}

@@ -70,7 +70,7 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 			o.unlock = unlock
 			// A predecessor whose supervisor is gone without recording its end is closed
 			// now, so that it is archived as what it was, not as running for ever.
-			if _, err := d.Layout.ReconcileLocked(ctx, where.Tmux, bead, where.Session, &Recorder{Dir: d}); err != nil {
+			if _, err := reconcileLocked(ctx, d, where.Tmux, bead, where.Session); err != nil {
 				o.Close()
 				return nil, fmt.Errorf("closing the previous attempt of %s: %w", bead, err)
 			}

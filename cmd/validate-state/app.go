@@ -211,6 +211,7 @@ type printer struct {
 	stdout, stderr io.Writer
 	warnings       []string
 	n              int
+	wouldFix       int // files --fix --dry-run would change
 }
 
 func newPrinter(o options, stdout, stderr io.Writer, warnings []string) *printer {
@@ -250,8 +251,8 @@ func (p *printer) text(r audit.Report) {
 	if p.o.quiet {
 		return
 	}
-	if p.o.fix && !p.o.dryRun && len(r.Changes) > 0 {
-		p.fixed(r)
+	if r.Fixed {
+		p.fixed(r) // only a file really rewritten: a failed rewrite is a FAIL line below
 	}
 	if r.Valid {
 		return
@@ -268,7 +269,12 @@ func (p *printer) text(r audit.Report) {
 		for _, pr := range r.Problems {
 			fmt.Fprintf(w, "  %s: %s\n", r.Path, pr)
 		}
-		if p.o.fix {
+		switch {
+		case p.o.dryRun && r.FixWouldMend:
+			fmt.Fprintf(w, "  %s: --fix would mend this file\n", r.Path)
+		case p.o.dryRun && len(r.Changes) > 0:
+			fmt.Fprintf(w, "  %s: --fix would not mend all of it: what it cannot set needs a person\n", r.Path)
+		case p.o.fix:
 			fmt.Fprintf(w, "  %s: --fix could not mend the problems above: they need a person\n", r.Path)
 		}
 	}
@@ -276,6 +282,9 @@ func (p *printer) text(r audit.Report) {
 
 // planned prints what --fix --dry-run would set, on stdout: it is the output asked for.
 func (p *printer) planned(r audit.Report) {
+	if len(r.Changes) > 0 {
+		p.wouldFix++
+	}
 	for _, c := range r.Changes {
 		fmt.Fprintf(p.stdout, "%s: would set %s = %s\n", r.Path, c.Field, c.To)
 	}
@@ -339,5 +348,9 @@ func (p *printer) summary(t audit.Tally) {
 	}
 	for _, k := range t.SortedKinds() {
 		fmt.Fprintf(p.stderr, "%s: %d passed, %d failed\n", audit.KindLabel(k), t[k].Passed, t[k].Failed)
+	}
+	if p.o.dryRun {
+		// The counts are of the files as they are on disk; nothing was written.
+		fmt.Fprintf(p.stderr, "Dry run: the files as they are on disk; --fix would change %d of them\n", p.wouldFix)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,9 +37,23 @@ func TestScripts(t *testing.T) {
 			if cond == "compat" {
 				return errCompat == nil, nil
 			}
+			if cond == "readonlydirs" {
+				return readOnlyWorks(), nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// readonly DIR: no file can be created in DIR any more (chmod, and for root, whom
+			// modes do not hold back, the immutable attribute). Guard with [readonlydirs].
+			// writable DIR undoes it.
+			"readonly": func(ts *testscript.TestScript, neg bool, args []string) {
+				dir := ts.MkAbs(args[0])
+				ts.Defer(func() { makeWritable(dir) })
+				ts.Check(makeReadOnly(dir))
+			},
+			"writable": func(ts *testscript.TestScript, neg bool, args []string) {
+				ts.Check(makeWritable(ts.MkAbs(args[0])))
+			},
 			// mkbig FILE MB writes a JSON record padded to MB megabytes.
 			"mkbig": func(ts *testscript.TestScript, neg bool, args []string) {
 				f, err := os.Create(ts.MkAbs(args[0]))
@@ -94,4 +109,45 @@ func TestVerdictsMatchAjv(t *testing.T) {
 			t.Errorf("%s: %s, ajv-cli says %q", rel, got, want[rel])
 		}
 	}
+}
+
+// makeReadOnly keeps anyone from creating files in dir: its mode, and for root the immutable
+// attribute (chattr +i), since modes do not stop root.
+func makeReadOnly(dir string) error {
+	if err := os.Chmod(dir, 0o555); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+			return fmt.Errorf("chattr +i %s: %v %s", dir, err, out)
+		}
+	}
+	return nil
+}
+
+func makeWritable(dir string) error {
+	if os.Geteuid() == 0 {
+		exec.Command("chattr", "-i", dir).Run()
+	}
+	return os.Chmod(dir, 0o755)
+}
+
+// readOnlyWorks reports whether makeReadOnly really stops file creation here (chattr needs a
+// file system that has the attribute, ext4 say, not tmpfs).
+func readOnlyWorks() bool {
+	dir, err := os.MkdirTemp("", "ro")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	defer makeWritable(dir)
+	if makeReadOnly(dir) != nil {
+		return false
+	}
+	f, err := os.Create(filepath.Join(dir, "probe"))
+	if err == nil {
+		f.Close()
+		return false
+	}
+	return true
 }

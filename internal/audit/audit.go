@@ -100,8 +100,12 @@ type Report struct {
 	Problems []schema.Problem `json:"problems"`
 	// NotJSON is set when the file was read but is not one well-formed JSON (or YAML) document.
 	NotJSON bool `json:"-"`
-	// Changes are the fields --fix set (or would set, with --dry-run).
+	// Changes are the fields --fix set (or would set, with --dry-run); empty when a fix failed.
 	Changes []record.Change `json:"changes,omitempty"`
+	// Fixed is set when --fix really rewrote the file (never with DryRun).
+	Fixed bool `json:"fixed,omitempty"`
+	// FixWouldMend is set, with DryRun, when the Changes would make the file valid.
+	FixWouldMend bool `json:"fix_would_mend,omitempty"`
 	// Backup is the copy of the original --fix made before rewriting the file.
 	Backup string `json:"backup,omitempty"`
 }
@@ -163,7 +167,7 @@ func expand(t Target) listing {
 	if !fi.IsDir() {
 		return listing{names: []string{t.Path}, kind: t.Kind, dirfd: fsx.Cwd}
 	}
-	names, err := fsx.Names(t.Path, func(n string) (string, bool) { return n, matches(n, t.Kind) })
+	names, err := fsx.Names(t.Path, func(n string) (string, bool) { return n, matches(n, t.Kind) && !isVerify(n, t.Kind) })
 	if err != nil {
 		return listing{names: []string{t.Path}, kind: t.Kind, failure: describe(err)}
 	}
@@ -183,6 +187,21 @@ func matches(name, kind string) bool {
 	}
 	ext := filepath.Ext(name)
 	return ext == ".json" || (kind == "manifest" && (ext == ".yaml" || ext == ".yml"))
+}
+
+// isVerify reports whether name, in a directory of results, is verify.sh's output beside a
+// result (results/<bead>-verify.json): a verification, not a result record, as analyze-runs
+// reads it. validate-state.sh read it as a result and failed it; --fix would have made it one.
+func isVerify(name, kind string) bool {
+	if kind != "result" {
+		return false
+	}
+	bead, ok := statedir.RecordBead(name)
+	if !ok {
+		return false
+	}
+	_, ok = statedir.VerifyBead(bead)
+	return ok
 }
 
 // describe turns a file system error into the words a user needs, without Go's "open x:" prefix.
@@ -250,8 +269,9 @@ func (a *Auditor) check(ls listing, i int) Report {
 			return r
 		}
 	}
+	var planned []byte
 	if a.opts.Fix && (kind == "run" || kind == "result") {
-		if doc, err = a.fix(&r, doc); err != nil {
+		if doc, planned, err = a.fix(&r, doc); err != nil {
 			r.Error = err.Error()
 			return r
 		}
@@ -263,37 +283,48 @@ func (a *Auditor) check(ls listing, i int) Report {
 	}
 	r.Problems = problems
 	r.Valid = len(problems) == 0
+	if planned != nil {
+		after, err := a.schemas[kind].Validate(planned)
+		r.FixWouldMend = err == nil && len(after) == 0
+	}
 	return r
 }
 
 // fix migrates a run or result record, writes the result (unless DryRun) after a backup of the
-// original, and returns the document to validate.
-func (a *Auditor) fix(r *Report, doc []byte) ([]byte, error) {
+// original, and returns the document to validate. With DryRun that is the one on disk, so the
+// verdict (and the summary) says what the file is, not what it would be; planned is what --fix
+// would write. A file named <bead>-verify.json among results is verify.sh's
+// output and is never rewritten into a result.
+func (a *Auditor) fix(r *Report, doc []byte) (out, planned []byte, err error) {
+	if isVerify(filepath.Base(r.Path), r.Kind) {
+		return doc, nil, nil
+	}
 	partner := a.partner(r.Path, r.Kind, doc)
-	def := record.Defaults{Bead: fileBead(r.Path), MaxRetries: a.opts.MaxRetries}
+	def := record.Defaults{Bead: fileBead(r.Path), MaxRetries: a.opts.MaxRetries, StateDir: a.stateRoot(r.Path)}
 	var m record.Migration
-	var err error
 	if r.Kind == "run" {
 		m, err = record.MigrateRun(doc, partner, def)
 	} else {
 		m, err = record.MigrateResult(doc, partner, def)
 	}
 	if err != nil || len(m.Changes) == 0 {
-		return doc, nil // not an object, or nothing missing: validation says the rest
+		return doc, nil, nil // not an object, or nothing missing: validation says the rest
 	}
-	r.Changes = m.Changes
 	if a.opts.DryRun {
-		return m.Output, nil
+		r.Changes = m.Changes
+		return doc, m.Output, nil
 	}
 	backup, err := writeBackup(r.Path, doc)
 	if err != nil {
-		return nil, fmt.Errorf("was not fixed: %v", err)
+		return nil, nil, fmt.Errorf("was not fixed: %v", err)
 	}
-	r.Backup = backup
 	if err := fsx.WriteFileAtomic(r.Path, m.Output, 0o600); err != nil {
-		return nil, fmt.Errorf("was not fixed: %v", err)
+		// The file is as it was: the backup of it would only push the next one to .bak.1.
+		os.Remove(backup)
+		return nil, nil, fmt.Errorf("was not fixed: %v", err)
 	}
-	return m.Output, nil
+	r.Changes, r.Backup, r.Fixed = m.Changes, backup, true
+	return m.Output, nil, nil
 }
 
 // partner reads the other record of the same bead: results/<bead>.json beside a runs directory
@@ -307,10 +338,7 @@ func (a *Auditor) partner(path, kind string, doc []byte) []byte {
 	if record.CheckBead(bead) != nil {
 		bead = fileBead(path)
 	}
-	state := statedir.Dir{Root: filepath.Dir(filepath.Dir(path))}
-	if KindFromPath(path) == "" {
-		state.Root = a.opts.StateDir
-	}
+	state := statedir.Dir{Root: a.stateRoot(path)}
 	other := state.Result(bead)
 	if kind == "result" {
 		other = state.Run(bead)
@@ -320,6 +348,15 @@ func (a *Auditor) partner(path, kind string, doc []byte) []byte {
 		return nil
 	}
 	return b
+}
+
+// stateRoot is the state directory a record file belongs to: the parent of its runs/ or
+// results/ directory, else the --state-dir.
+func (a *Auditor) stateRoot(path string) string {
+	if KindFromPath(path) == "" {
+		return a.opts.StateDir
+	}
+	return filepath.Dir(filepath.Dir(path))
 }
 
 // fileBead is the bead id a record's file name gives: state/runs/bd-1.json holds bd-1.

@@ -138,3 +138,39 @@ func TestFixReadsThePartnerRecord(t *testing.T) {
 		t.Errorf("fixed run lacks what its result says:\n%s", b)
 	}
 }
+
+// TestDryRunJudgesTheFileOnDisk: with --dry-run the verdict is of the file as it is, and says
+// whether the planned changes would mend it; verify.sh's <bead>-verify.json beside the results
+// is no result record, neither checked nor fixed.
+func TestDryRunJudgesTheFileOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results")
+	os.Mkdir(results, 0o700)
+	legacy := []byte(`{"bead":"bd-x","status":"done","finished_at":"2026-02-12T10:05:00Z","attempt":1}`)
+	os.WriteFile(filepath.Join(results, "bd-x.json"), legacy, 0o600)
+	verify := []byte(`{"overall":"pass"}`)
+	os.WriteFile(filepath.Join(results, "bd-x-verify.json"), verify, 0o600)
+	os.Mkdir(filepath.Join(dir, "runs"), 0o700)
+	os.WriteFile(filepath.Join(dir, "runs", "bd-x.json"), []byte(`{"bead":"bd-x","agent":"claude","model":"m","repo":"/r","started_at":"2026-02-12T10:00:00Z","attempt":1,"prompt":"p"}`), 0o600)
+	for _, dry := range []bool{true, false} {
+		a, _, err := New(Options{Fix: true, DryRun: dry, MaxRetries: 2, StateDir: dir}, []string{"result"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Report
+		a.Run([]Target{{Path: results, Kind: "result"}}, func(r Report) { got = append(got, r) })
+		if len(got) != 1 || filepath.Base(got[0].Path) != "bd-x.json" {
+			t.Fatalf("dry-run %v: reports %+v, want bd-x.json only (not the verify output)", dry, got)
+		}
+		r := got[0]
+		if dry && (r.Valid || !r.FixWouldMend || r.Fixed || len(r.Changes) == 0) {
+			t.Errorf("dry run: %+v; want invalid as on disk, mendable, not fixed", r)
+		}
+		if !dry && (!r.Valid || !r.Fixed || r.Backup == "") {
+			t.Errorf("fix: %+v; want valid, fixed, backed up", r)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(results, "bd-x-verify.json")); string(b) != string(verify) {
+		t.Errorf("--fix rewrote the verify output: %s", b)
+	}
+}

@@ -26,6 +26,8 @@ import (
 // at its own pace. Per op it reports:
 //
 //	peak-rss-MB   the supervisor's peak resident memory (VmHWM of /proc/PID/status, polled)
+//	anon-MB       the most of it that was its own (RssAnon: heap, stacks, buffers; the rest is
+//	              the binary's pages, shared by every supervisor)
 //	MiB/s         the agent's first byte in the log to its last
 //	sup-cpu-s     the supervisor's CPU time (user+system) over its life
 //	tmux-cpu-s    the tmux server's CPU time over the op (tmux only)
@@ -47,15 +49,16 @@ func BenchmarkRelay(b *testing.B) {
 	}{{"no-tmux", []string{"--no-tmux"}}, {"tmux", nil}} {
 		b.Run(mode.name, func(b *testing.B) {
 			f := newFleet(b, "", "")
-			var peak, rate, cpu, tmuxCPU float64
+			var peak, anon, rate, cpu, tmuxCPU float64
 			for i := 0; i < b.N; i++ {
 				r := f.relay(fmt.Sprintf("relay-%d", i), mb, mode.args)
-				peak = max(peak, r.peakMB)
+				peak, anon = max(peak, r.peakMB), max(anon, r.anonMB)
 				rate += r.mibPerSec / float64(b.N)
 				cpu += r.cpuSec / float64(b.N)
 				tmuxCPU += r.tmuxCPUSec / float64(b.N)
 			}
 			b.ReportMetric(peak, "peak-rss-MB")
+			b.ReportMetric(anon, "anon-MB")
 			b.ReportMetric(rate, "MiB/s")
 			b.ReportMetric(cpu, "sup-cpu-s")
 			if mode.args == nil {
@@ -68,7 +71,7 @@ func BenchmarkRelay(b *testing.B) {
 
 // relayFigures are one relay's measurements.
 type relayFigures struct {
-	peakMB, mibPerSec, cpuSec, tmuxCPUSec float64
+	peakMB, anonMB, mibPerSec, cpuSec, tmuxCPUSec float64
 }
 
 // relay dispatches an agent that prints mb MiB, watches its supervisor until the outcome is
@@ -108,13 +111,13 @@ func (f *fleet) relay(bead string, mb int, extraArgs []string) relayFigures {
 	// Poll every 10 ms: often enough to time the relay within a percent of a second-long run,
 	// seldom enough to cost the two of them (agent and supervisor) nothing measurable.
 	logPath := f.layout().LogPath(bead)
-	var peakKB, ticks int64
+	var peakKB, anonKB, ticks int64
 	var first, full time.Time
 	var res *record.Result
 	for {
 		now := time.Now()
-		if kb, ok := statusKB(pid, "VmHWM"); ok {
-			peakKB = max(peakKB, kb)
+		if hwm, anon, ok := memKB(pid); ok {
+			peakKB, anonKB = max(peakKB, hwm), max(anonKB, anon)
 			if t, err := cpuTicks(pid); err == nil {
 				ticks = t
 			}
@@ -141,7 +144,7 @@ func (f *fleet) relay(bead string, mb int, extraArgs []string) relayFigures {
 	if full.IsZero() {
 		full = time.Now()
 	}
-	fig := relayFigures{peakMB: float64(peakKB) * 1024 / 1e6, cpuSec: float64(ticks) / 100}
+	fig := relayFigures{peakMB: float64(peakKB) * 1024 / 1e6, anonMB: float64(anonKB) * 1024 / 1e6, cpuSec: float64(ticks) / 100}
 	if d := full.Sub(first).Seconds(); d > 0 && !first.IsZero() {
 		fig.mibPerSec = float64(mb) / d
 	}
@@ -163,8 +166,8 @@ func (f *fleet) relay(bead string, mb int, extraArgs []string) relayFigures {
 		b.Errorf("%s: the log is not the agent's output: %v", bead, err)
 	}
 	os.Remove(logPath) // a GiB a run
-	b.Logf("%s: peak RSS %.1f MB, %.0f MiB/s, supervisor CPU %.2f s, tmux CPU %.2f s",
-		bead, fig.peakMB, fig.mibPerSec, fig.cpuSec, fig.tmuxCPUSec)
+	b.Logf("%s: peak RSS %.1f MB (%.1f MB its own), %.1f MiB/s, supervisor CPU %.2f s, tmux CPU %.2f s",
+		bead, fig.peakMB, fig.anonMB, fig.mibPerSec, fig.cpuSec, fig.tmuxCPUSec)
 	b.StartTimer()
 	return fig
 }
@@ -195,19 +198,26 @@ func (f *fleet) tmuxServer() (int, int64) {
 	return pid, t
 }
 
-// statusKB is a "Name: N kB" field of /proc/PID/status.
-func statusKB(pid int, name string) (int64, bool) {
+// memKB is pid's peak resident memory (VmHWM) and its private part now (RssAnon), in kB,
+// from /proc/PID/status.
+func memKB(pid int) (hwm, anon int64, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
+	n := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n, err == nil
+		name, v, _ := strings.Cut(line, ":")
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch {
+		case err != nil:
+		case name == "VmHWM":
+			hwm, n = kb, n+1
+		case name == "RssAnon":
+			anon, n = kb, n+1
 		}
 	}
-	return 0, false
+	return hwm, anon, n == 2
 }
 
 // spewBlock is block n of what agent.sh prints for SPEW: a numbered line, then 64-byte lines

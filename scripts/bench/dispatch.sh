@@ -58,8 +58,10 @@ outcome_ms=$(metric BenchmarkOutcomeLatency median-ms)
 outcome_p90=$(metric BenchmarkOutcomeLatency p90-ms)
 idle_ticks=$(metric BenchmarkIdleCPU ticks/s)
 relay_rss=$(metric BenchmarkRelay/no-tmux peak-rss-MB)
+relay_anon=$(metric BenchmarkRelay/no-tmux anon-MB)
 relay_rate=$(metric BenchmarkRelay/no-tmux MiB/s)
 relay_tmux_rss=$(metric BenchmarkRelay/tmux peak-rss-MB)
+relay_tmux_anon=$(metric BenchmarkRelay/tmux anon-MB)
 relay_tmux_rate=$(metric BenchmarkRelay/tmux MiB/s)
 for v in dispatch_ms outcome_ms idle_ticks relay_rss relay_tmux_rss; do
 	if [[ -z ${!v} ]]; then
@@ -78,8 +80,10 @@ printf '  %-40s %9.1f ms %12s %14s\n' "  ... and the agent started" "$agent_up_m
 printf '  %-40s %9.1f ms %9.1f ms %14s  %s\n' "outcome recorded after the agent's exit" "$outcome_ms" "$outcome_p90" "< 1000 ms" "$(met "$outcome_ms" 1000)"
 printf '  %-40s %6.2f ticks/s %9s %14s  %s\n' "idle supervisor CPU (10 ms ticks, 5 s)" "$idle_ticks" "" "~0" "$(met "$idle_ticks" 0.2)"
 printf '  %-40s %9.1f MB %12s %14s  %s\n' "$relay_mb MiB relayed, no tmux: peak RSS" "$relay_rss" "" "< 20 MB" "$(met "$relay_rss" 20)"
+printf '  %-40s %9.1f MB %12s %14s\n' "  ... of it its own (RssAnon)" "$relay_anon" "" "(reported)"
 printf '  %-40s %7.1f MiB/s %12s %14s\n' "  ... at" "$relay_rate" "" "(reported)"
 printf '  %-40s %9.1f MB %12s %14s  %s\n' "$relay_mb MiB relayed, in tmux: peak RSS" "$relay_tmux_rss" "" "< 20 MB" "$(met "$relay_tmux_rss" 20)"
+printf '  %-40s %9.1f MB %12s %14s\n' "  ... of it its own (RssAnon)" "$relay_tmux_anon" "" "(reported)"
 printf '  %-40s %7.1f MiB/s %12s %14s\n' "  ... at the pane's pace" "$relay_tmux_rate" "" "(reported)"
 printf '  %-40s %12s %12s %14s  %s\n' "  ... the logs, byte for byte" "complete" "" "complete" "met"
 echo

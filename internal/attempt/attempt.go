@@ -2,8 +2,9 @@
 // it (take the bead's lock, stop or refuse a live predecessor, archive the previous attempt,
 // count, refuse one over the limit), launch it (register, write the running records, start a
 // supervisor in tmux or detached and hand it its spec), record its end (Recorder: the run and
-// result records, with the verification and the retry rule), and close the records of one whose
-// supervisor was lost (Reconcile).
+// result records, with the verification and the retry rule, and the workspace's hooks around
+// them, see package workspace), and close the records of one whose supervisor was lost
+// (Reconcile).
 //
 // dispatch calls it for every launch; swarm and ralph call it to dispatch agents as a library
 // call, so whatever starts an agent headless on a task leaves run and result records.
@@ -13,6 +14,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/workspace"
 )
 
 // Tool is the name attempts are registered under, for Reconcile.
@@ -58,6 +60,9 @@ type Spec struct {
 	Verify        string     `json:"verify,omitempty"`
 	VerifyTimeout int64      `json:"verify_timeout,omitempty"` // seconds
 	Run           record.Run `json:"run"`
+	// Hooks are the workspace's hooks and dispatch.sh's relay and Truthsayer integrations,
+	// which the recorder runs around the final records; nil runs none.
+	Hooks *workspace.Hooks `json:"hooks,omitempty"`
 }
 
 // Complete fills a running run record with an outcome and builds the matching result record,

@@ -291,3 +291,35 @@ func TestTemplateRecommendation(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePeriod: analyze-runs.sh compared --since with started_at as strings, so users passed
+// prefixes ("2026-02", "2026-02-10 12:00") and compact dates ("20260210"); each names a period,
+// read from its start (--since) to its end (--until).
+func TestParsePeriod(t *testing.T) {
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339Nano, s); return v }
+	tests := []struct{ in, start, end string }{
+		{"2026", "2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z"},
+		{"2026-02", "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z"},
+		{"202602", "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z"},
+		{"2026-02-10", "2026-02-10T00:00:00Z", "2026-02-11T00:00:00Z"},
+		{"20260210", "2026-02-10T00:00:00Z", "2026-02-11T00:00:00Z"},
+		{"2026-02-10T12", "2026-02-10T12:00:00Z", "2026-02-10T13:00:00Z"},
+		{"2026-02-10 12:00", "2026-02-10T12:00:00Z", "2026-02-10T12:01:00Z"},
+		{"2026-02-10T12:00", "2026-02-10T12:00:00Z", "2026-02-10T12:01:00Z"},
+		{"2026-02-10T12:00+02:00", "2026-02-10T10:00:00Z", "2026-02-10T10:01:00Z"},
+		{"2026-02-10 12:00:30", "2026-02-10T12:00:30Z", "2026-02-10T12:00:30.000000001Z"},
+		{"2026-02-10T12:00:30.5Z", "2026-02-10T12:00:30.5Z", "2026-02-10T12:00:30.500000001Z"},
+		{"20260210T120030Z", "2026-02-10T12:00:30Z", "2026-02-10T12:00:31Z"},
+	}
+	for _, tt := range tests {
+		start, end, err := ParsePeriod(tt.in)
+		if err != nil || !start.Equal(at(tt.start)) || !end.Equal(at(tt.end)) {
+			t.Errorf("ParsePeriod(%q) = %v, %v, %v; want %s, %s", tt.in, start, end, err, tt.start, tt.end)
+		}
+	}
+	for _, bad := range []string{"", "last-week", "2026-13", "2026-02-30", "26-02-10", "2026/02/10"} {
+		if _, _, err := ParsePeriod(bad); err == nil {
+			t.Errorf("ParsePeriod(%q) = nil error, want one", bad)
+		}
+	}
+}

@@ -18,28 +18,24 @@ type Filter struct {
 	Agents, Models, Templates []string // keep beads with one of these (none: any)
 }
 
-// NewFilter parses the --since and --until dates ("" for none). A date (YYYY-MM-DD) is midnight
-// UTC; --until DATE keeps that whole day.
+// NewFilter parses the --since and --until values ("" for none) with ParsePeriod: --since keeps
+// beads from the start of its period, --until up to the end of its (--until 2026-02 keeps all of
+// February; an exact time is kept).
 func NewFilter(since, until string, agents, models, templates []string) (Filter, error) {
 	f := Filter{Since: since, Until: until, Agents: agents, Models: models, Templates: templates}
-	var err error
 	if since != "" {
-		if f.since, _, err = ParseDate(since); err != nil {
+		start, _, err := ParsePeriod(since)
+		if err != nil {
 			return Filter{}, fmt.Errorf("--since: %w", err)
 		}
-		f.hasSince = true
+		f.since, f.hasSince = start, true
 	}
 	if until != "" {
-		t, dateOnly, err := ParseDate(until)
+		_, end, err := ParsePeriod(until)
 		if err != nil {
 			return Filter{}, fmt.Errorf("--until: %w", err)
 		}
-		if dateOnly {
-			f.until = t.AddDate(0, 0, 1)
-		} else {
-			f.until = t.Add(time.Nanosecond) // an exact time is kept
-		}
-		f.hasUntil = true
+		f.until, f.hasUntil = end, true
 	}
 	if f.hasSince && f.hasUntil && !f.since.Before(f.until) {
 		return Filter{}, fmt.Errorf("--since %s is not before --until %s", since, until)
@@ -47,16 +43,51 @@ func NewFilter(since, until string, agents, models, templates []string) (Filter,
 	return f, nil
 }
 
-// ParseDate reads a --since or --until value: YYYY-MM-DD (midnight UTC, dateOnly), or a time as
-// records write them (RFC 3339 with or without fractions and offset).
-func ParseDate(s string) (t time.Time, dateOnly bool, err error) {
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, true, nil
+// periodLayouts are the shortened timestamps --since and --until take, with the length of the
+// period each names. analyze-runs.sh compared --since with started_at as strings, so users
+// passed whatever prefix read right to them ("2026-02", "2026-02-10 12:00", "20260210"); each is
+// read here as the period it names. A time without a zone is UTC, as records' are.
+var periodLayouts = []struct {
+	layout string
+	years  int
+	months int
+	days   int
+	dur    time.Duration
+}{
+	{"2006", 1, 0, 0, 0},
+	{"2006-01", 0, 1, 0, 0},
+	{"200601", 0, 1, 0, 0},
+	{time.DateOnly, 0, 0, 1, 0},
+	{"20060102", 0, 0, 1, 0},
+	{"2006-01-02T15", 0, 0, 0, time.Hour},
+	{"2006-01-02 15", 0, 0, 0, time.Hour},
+	{"2006-01-02T15:04", 0, 0, 0, time.Minute},
+	{"2006-01-02 15:04", 0, 0, 0, time.Minute},
+	{"2006-01-02T15:04Z07:00", 0, 0, 0, time.Minute},
+	{"2006-01-02 15:04Z07:00", 0, 0, 0, time.Minute},
+	{"20060102T150405Z07:00", 0, 0, 0, time.Second},
+	{"20060102T150405", 0, 0, 0, time.Second},
+}
+
+// ParsePeriod reads a --since or --until value as the period it names: a year (2026), a month
+// (2026-02, 202602), a day (2026-02-10, 20260210), an hour (2026-02-10T12, or with a space), a
+// minute (2026-02-10 12:00, with T, with or without a zone), or a time as records write them
+// (RFC 3339 with or without fractions, offset or T), which names that instant. It returns the
+// period's start and its end (exclusive; just after the instant for a time).
+func ParsePeriod(s string) (start, end time.Time, err error) {
+	for _, p := range periodLayouts {
+		if t, err := time.Parse(p.layout, s); err == nil {
+			t = t.UTC()
+			if p.dur > 0 {
+				return t, t.Add(p.dur), nil
+			}
+			return t, t.AddDate(p.years, p.months, p.days), nil
+		}
 	}
 	if t, ok := record.ParseTime(s); ok {
-		return t, false, nil
+		return t, t.Add(time.Nanosecond), nil
 	}
-	return time.Time{}, false, fmt.Errorf("%q is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-02-11T09:00:00Z", s)
+	return time.Time{}, time.Time{}, fmt.Errorf("%q is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-02-11T09:00:00Z (a year, a month, YYYYMMDD and \"YYYY-MM-DD HH:MM\" work too)", s)
 }
 
 // Match reports whether the report counts b.

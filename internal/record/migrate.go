@@ -181,7 +181,8 @@ func indexOf(list []string, s string) int {
 	return len(list)
 }
 
-// marshal writes the object with the known fields in order, then the others sorted.
+// marshal writes the object with the known fields in order, then the others sorted, indented
+// as the original's --fix wrote it (jq without -c); dispatch's own writes are compact (Marshal).
 func (o object) marshal(order []string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteByte('{')

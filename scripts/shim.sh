@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Drop-in shim for the workspace scripts the toolkit replaces. Each script name is a symlink to
-# this file (validate-state.sh, analyze-runs.sh, dispatch.sh); the name picks the binary, which
-# runs with this workspace's state directory, so existing callers keep their paths and flags.
+# this file (validate-state.sh, analyze-runs.sh, dispatch.sh); the name picks the binary, so
+# existing callers keep their paths and flags.
+#
+# The workspace is the directory above the one the shim was called from (its scripts/), found
+# from the path the caller used, not from the caller's directory: cron and orchestrators call
+# <workspace>/scripts/dispatch.sh from anywhere, as the originals allowed. As the originals did,
+# the binary then works on that workspace:
+#   - state: <workspace>/state, always. A STATE_DIR inherited from the caller's environment (set
+#     for some other tool) does not move it; the caller says otherwise with --state-dir DIR.
+#   - agents config (dispatch): <workspace>/config/agents.json, which must exist, unless
+#     CONFIG_FILE is set (then that file, which must exist and be valid JSON).
+# FLEET_WORKSPACE tells the binary which workspace it runs for.
 #
 # The binary is looked for in $FLEET_BIN (a directory), then <workspace>/bin, then PATH.
 set -euo pipefail
@@ -9,7 +19,8 @@ set -euo pipefail
 name="$(basename "${BASH_SOURCE[0]}" .sh)"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 workspace="$(dirname "$here")"
-export STATE_DIR="${STATE_DIR:-$workspace/state}"
+export FLEET_WORKSPACE="$workspace"
+export STATE_DIR="$workspace/state"
 
 for dir in "${FLEET_BIN:-}" "$workspace/bin"; do
   if [ -n "$dir" ] && [ -x "$dir/$name" ]; then

@@ -83,7 +83,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	form := dispatchApp(stdin, stdout, stderr)
 	i := 1 + cli.FirstArg(args[1:], allFlags(form))
 	if i == 0 || !isVerb(args[i]) {
-		return cli.Exit(tool, cli.Run(ctx, form, args), stderr)
+		formed, warnings := formArgs(args[1:], form.Flags)
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", tool, w)
+		}
+		return cli.Exit(tool, cli.Run(ctx, form, append([]string{tool}, formed...)), stderr)
 	}
 	name := args[i]
 	// The verb's app reads the flags given before the verb as well as after it.
@@ -142,6 +146,81 @@ func allFlags(form *ucli.App) []ucli.Flag {
 	return flags
 }
 
+// formArgs orders the dispatch form's command line as urfave/cli reads it (flags, "--", then
+// BEAD REPO AGENT PROMPT [TEMPLATE]), reading it as dispatch.sh read its words. The fourth word
+// that is not a flag is the prompt, whatever it looks like: a markdown list ("- fix a"), front
+// matter ("---"), "--fix it". After the prompt, only dispatch's own flags are flags; any other
+// word is the template name, the last one winning, and one that looks like a flag is taken so
+// with a warning. Before the prompt, a word starting with "-" is a flag (an unknown one is a
+// usage error) and "--" makes the words after it positional. Of --relay and --no-relay, the
+// last one given counts, as in dispatch.sh.
+func formArgs(args []string, flags []ucli.Flag) (formed, warnings []string) {
+	valued := map[string]bool{}
+	for _, f := range append(slices.Clip(flags), ucli.HelpFlag, ucli.VersionFlag) {
+		_, isBool := f.(*ucli.BoolFlag)
+		for _, name := range f.Names() {
+			valued[name] = !isBool
+		}
+	}
+	// ours returns the name of the dispatch flag a is ("--branch", "-branch", "--branch=x"), or "".
+	ours := func(a string) string {
+		if !strings.HasPrefix(a, "-") {
+			return ""
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		if _, ok := valued[name]; !ok || strings.HasPrefix(name, "-") {
+			return ""
+		}
+		return name
+	}
+	var flagArgs, positional []string
+	template, dashdash, relay := "", false, -1
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := ours(a)
+		switch {
+		case len(positional) == 3:
+			if name != "" {
+				warnings = append(warnings, fmt.Sprintf("%q is taken as the prompt, as dispatch.sh took its fourth word; flags go after the prompt", a))
+			}
+			positional = append(positional, a)
+			continue
+		case len(positional) < 3 && !dashdash && a == "--":
+			dashdash = true
+			continue
+		case len(positional) < 3 && (dashdash || !isFlagWord(a)):
+			positional = append(positional, a)
+			continue
+		case len(positional) < 3:
+			// A flag before the prompt, ours or not: urfave/cli refuses one it does not know.
+		case name == "":
+			if isFlagWord(a) {
+				warnings = append(warnings, fmt.Sprintf("%q is not a dispatch flag; it is taken as the template name, as dispatch.sh took any other word after the prompt", a))
+			}
+			template = a
+			continue
+		}
+		if name == "relay" || name == "no-relay" {
+			if relay >= 0 {
+				flagArgs = slices.Delete(flagArgs, relay, relay+1)
+			}
+			relay = len(flagArgs)
+		}
+		flagArgs = append(flagArgs, a)
+		if valued[name] && !strings.Contains(a, "=") && i+1 < len(args) {
+			i++
+			flagArgs = append(flagArgs, args[i])
+		}
+	}
+	if template != "" {
+		positional = append(positional, template)
+	}
+	return append(append(flagArgs, "--"), positional...), warnings
+}
+
+// isFlagWord says whether a looks like a flag; "-" alone is a word (standard input).
+func isFlagWord(a string) bool { return len(a) > 1 && a[0] == '-' }
+
 // exitStatus are the dispatch form's exit codes.
 var exitStatus = []cli.ExitCode{
 	{Code: cli.ExitOK, Meaning: "dispatched (with --wait: done)"},
@@ -154,8 +233,8 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 	flags := []ucli.Flag{
 		&ucli.StringFlag{Name: "branch", Usage: "check out (or create) `BRANCH` in the repo; with --worktree, the worktree's branch"},
 		&ucli.BoolFlag{Name: "force", Usage: "replace a running agent of the same bead"},
-		&ucli.BoolFlag{Name: "relay", Usage: "accepted for dispatch.sh compatibility; no effect"},
-		&ucli.BoolFlag{Name: "no-relay", Usage: "accepted for dispatch.sh compatibility; no effect"},
+		&ucli.BoolFlag{Name: "relay", Usage: "use the relay (the default, DISPATCH_USE_RELAY) when DISPATCH_RELAY_BIN is there"},
+		&ucli.BoolFlag{Name: "no-relay", Usage: "do not use the relay"},
 		&ucli.BoolFlag{Name: "no-context", Usage: "send the prompt as it is, without the other agents and coordination sections"},
 		&ucli.BoolFlag{Name: "wait", Usage: fmt.Sprintf("block until the outcome is final; exit %d done, %d failed, %d timeout", cli.ExitOK, cli.ExitFailure, cli.ExitTimeout)},
 		&ucli.BoolFlag{Name: "retry", Usage: "with --wait: dispatch the next attempt while will_retry holds"},
@@ -206,6 +285,13 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			if err != nil {
 				return err
 			}
+			// formArgs kept only the last of the two.
+			if c.Bool("relay") {
+				s.relay = true
+			}
+			if c.Bool("no-relay") {
+				s.relay = false
+			}
 			return dispatchAndMaybeWait(c.Context, o, s, stdin, stdout, stderr)
 		},
 	}, stdout, stderr)
@@ -215,7 +301,7 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 // --retry, launches the next attempts while the result says it will be retried).
 func dispatchAndMaybeWait(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
 	for {
-		l, err := launch(ctx, o, s, stdin, stdout)
+		l, err := launch(ctx, o, s, stdin, stdout, stderr)
 		if err != nil || !o.wait {
 			return err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -16,14 +18,25 @@ import (
 
 // settings are dispatch's environment, read and checked once.
 type settings struct {
-	socket      string
-	maxRetries  int
-	timeout     time.Duration
-	killGrace   time.Duration
-	minFreeMB   int64
-	force       bool
-	backend     string
-	configFile  string
+	socket     string
+	maxRetries int
+	timeout    time.Duration
+	killGrace  time.Duration
+	minFreeMB  int64
+	force      bool
+	backend    string
+	// configFile is the agents config; configFrom says who named it (configFromEnv,
+	// configFromWorkspace: then it must exist), or "" (the built-in claude and codex stand in
+	// when it is missing).
+	configFile string
+	configFrom string
+	// workspace is the workspace a shim ran dispatch for (FLEET_WORKSPACE): its
+	// config/agents.json, its scripts/ and its state/, as dispatch.sh had them. "" without one.
+	workspace string
+	// relay and relayBin are dispatch.sh's relay settings: DISPATCH_USE_RELAY (true) or
+	// --relay/--no-relay, and DISPATCH_RELAY_BIN ($HOME/go/bin/relay).
+	relay       bool
+	relayBin    string
 	stateDir    string // absolute
 	effort      string
 	getenv      func(string) string
@@ -31,6 +44,11 @@ type settings struct {
 }
 
 const defaultSocket = "/tmp/openclaw-coding-agents.sock"
+
+// workspaceEnv names the workspace a shim (scripts/shim.sh) runs dispatch for. The shims set it
+// from where they are, whatever the caller's directory, as dispatch.sh found its workspace
+// from its own path.
+const workspaceEnv = "FLEET_WORKSPACE"
 
 func loadSettings(stateDir string) (*settings, error) {
 	s := &settings{getenv: os.Getenv, environment: os.Environ()}
@@ -73,15 +91,89 @@ func loadSettings(stateDir string) (*settings, error) {
 	default:
 		return nil, cli.Usagef("DISPATCH_BACKEND=%q: use tmux or process", b)
 	}
-	s.configFile = os.Getenv("CONFIG_FILE")
-	if s.configFile == "" {
-		s.configFile = filepath.Join("config", "agents.json")
+	s.workspace = os.Getenv(workspaceEnv)
+	if s.configFile, s.configFrom, err = configPath(s.workspace); err != nil {
+		return nil, err
+	}
+	switch v := os.Getenv("DISPATCH_USE_RELAY"); v {
+	case "", "true":
+		s.relay = true
+	case "false":
+	default:
+		return nil, cli.Usagef("DISPATCH_USE_RELAY=%q: use true or false", v)
+	}
+	s.relayBin = os.Getenv("DISPATCH_RELAY_BIN")
+	if s.relayBin == "" {
+		home, _ := os.UserHomeDir()
+		s.relayBin = filepath.Join(home, "go", "bin", "relay")
 	}
 	s.effort = os.Getenv("DISPATCH_CODEX_REASONING_EFFORT")
 	if s.stateDir, err = filepath.Abs(stateDir); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// configPath says which agents config to read, as dispatch.sh's lib/config.sh did: CONFIG_FILE
+// when it is set (relative to the caller's directory; set but empty is an error), else the
+// workspace's config/agents.json. Either must exist. Without a workspace (the binary called
+// directly), ./config/agents.json, or the built-in claude and codex when there is none.
+func configPath(workspace string) (path, from string, err error) {
+	if v, ok := os.LookupEnv("CONFIG_FILE"); ok {
+		if v == "" {
+			return "", "", cli.Usagef("CONFIG_FILE is set but empty; name the agents config, or unset it for %s", defaultConfig(workspace))
+		}
+		return v, configFromEnv, nil
+	}
+	if workspace != "" {
+		return defaultConfig(workspace), configFromWorkspace, nil
+	}
+	return defaultConfig(""), "", nil
+}
+
+// Who named the agents config.
+const (
+	configFromEnv       = "CONFIG_FILE"
+	configFromWorkspace = "workspace"
+)
+
+func defaultConfig(workspace string) string {
+	return filepath.Join(workspace, "config", "agents.json")
+}
+
+// agents loads the agents config the settings name. A config that must exist and does not, or
+// any config that is not valid, is an error naming the file: never a silent fallback.
+func (s *settings) agents() (*agent.Config, error) {
+	cfg, err := agent.Load(s.configFile)
+	switch {
+	case err == nil:
+		return cfg, nil
+	case !errors.Is(err, agent.ErrNoConfig):
+	case s.configFrom == configFromEnv:
+		return nil, fmt.Errorf("%w; CONFIG_FILE names it: point it at the agents config, or unset it", err)
+	case s.configFrom == configFromWorkspace:
+		return nil, fmt.Errorf("%w; the workspace's agents config is needed, as dispatch.sh needed it: create it, or set CONFIG_FILE", err)
+	default:
+		return agent.Builtin(), nil
+	}
+	return nil, err
+}
+
+// relayLine is dispatch.sh's console line about the relay.
+func (s *settings) relayLine() string {
+	switch {
+	case !s.relay:
+		return "Relay: disabled (--no-relay)"
+	case isExecutable(s.relayBin):
+		return fmt.Sprintf("Relay: enabled (%s)", s.relayBin)
+	}
+	return fmt.Sprintf("Relay: requested but unavailable (%s)", s.relayBin)
+}
+
+// isExecutable is the shell's test -x for a file.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
 }
 
 func (s *settings) layout() supervise.Layout { return supervise.Layout{Dir: s.stateDir} }

@@ -40,7 +40,7 @@ type launched struct {
 // launch sets up and starts one attempt. It holds the bead's lock from reading the previous
 // attempt to writing the supervisor's registry entry, so concurrent dispatches of one bead
 // count each attempt once and never start two agents.
-func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader, stdout io.Writer) (*launched, error) {
+func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) (*launched, error) {
 	if err := record.CheckBead(o.bead); err != nil {
 		return nil, cli.Usagef("%v", err)
 	}
@@ -54,16 +54,24 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if fi, err := os.Stat(repo); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("repository %s is not a directory", o.repo)
 	}
-	cfg, err := agent.Load(s.configFile)
+	cfg, err := s.agents()
 	if err != nil {
 		return nil, err
 	}
-	agentName, modelArg, _ := strings.Cut(o.agentArg, ":")
+	agentName, modelArg, colon := strings.Cut(o.agentArg, ":")
+	if colon && modelArg == "" {
+		return nil, cli.Usagef("empty model after the colon in %q; give AGENT:MODEL or AGENT", o.agentArg)
+	}
 	profile, err := cfg.Lookup(agentName)
 	if err != nil {
 		return nil, cli.Usagef("%v", err)
 	}
+	// The model as given is recorded and printed; only the agent's command line gets the name
+	// it resolves to, as in dispatch.sh.
 	model := profile.Model(modelArg, s.getenv)
+	if model.FromConfig {
+		fmt.Fprintf(stderr, "INFO: Using default model for %s: %s\n", agentName, model.Name)
+	}
 	prompt, err := readPrompt(o.prompt, stdin)
 	if err != nil {
 		return nil, err
@@ -87,6 +95,9 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 
 	d := s.dir()
 	session := record.SessionName(o.bead)
+	if line := replacingLine(ctx, s, o.bead, o.force || s.force); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
 	opened, err := attempt.Open(ctx, d, o.bead, s.where(o.bead), o.force || s.force)
 	if err != nil {
 		return nil, err
@@ -94,7 +105,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	defer opened.Close()
 	number := opened.Number
 
-	workdir, branch, err := prepareRepo(ctx, o, repo)
+	workdir, branch, err := prepareRepo(ctx, o, repo, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +115,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		template = record.DefaultTemplate // dispatch.sh recorded "custom", never null
 	}
 	run := record.Run{
-		SchemaVersion: record.SchemaVersion, Bead: o.bead, Agent: agentName, Model: model, Repo: repo,
+		SchemaVersion: record.SchemaVersion, Bead: o.bead, Agent: agentName, Model: model.Name, Repo: repo,
 		Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
 		StartedAt: now, Status: record.StatusRunning, Attempt: number, MaxRetries: s.maxRetries,
 		SessionName: session, ResultFile: record.ResultFile(s.stateDir, o.bead), TemplateName: record.Str(template),
@@ -117,16 +128,18 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	}
 
 	fmt.Fprintf(stdout, "Starting agent session: %s\n", session)
-	fmt.Fprintf(stdout, "Agent: %s | Model: %s\n", agentName, model)
+	fmt.Fprintf(stdout, "Agent: %s | Model: %s\n", agentName, model.Name)
 	fmt.Fprintf(stdout, "Repo: %s\n", repo)
 	fmt.Fprintf(stdout, "Branch: %s\n", branch)
 	fmt.Fprintf(stdout, "Attempt: %d/%d\n", number, s.maxRetries)
+	fmt.Fprintln(stdout, s.relayLine())
 
 	sent := prompt
 	if !o.noContext {
-		sent = augment(prompt, others(d, o.bead, repo))
+		sent = augment(prompt, o.bead, branch, others(d, o.bead, repo))
 	}
-	inv := profile.Invoke(model, sent, d.Layout.PromptPath(o.bead), effortFor(agentName, s.effort))
+	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: sent, PromptFile: d.Layout.PromptPath(o.bead),
+		Effort: effortFor(agentName, s.effort), Dir: workdir})
 	verifyCmd, verifyTimeout := o.verify, 0
 	if r, ok := cfg.Verify(repo); ok && verifyCmd == "" {
 		verifyCmd, verifyTimeout = r.TestCmd, r.Timeout
@@ -166,10 +179,18 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	return &launched{bead: o.bead, attempt: number}, nil
 }
 
+// noBranch is the branch dispatch.sh printed for a directory outside git.
+const noBranch = "N/A"
+
 // prepareRepo checks out --branch, or makes the --worktree, and returns where the agent works
-// and on which branch.
-func prepareRepo(ctx context.Context, o *launchOptions, repo string) (dir, branch string, err error) {
+// and on which branch (noBranch outside git).
+func prepareRepo(ctx context.Context, o *launchOptions, repo string, stderr io.Writer) (dir, branch string, err error) {
 	r := git.Repo{Dir: repo}
+	if o.branch != "" && !o.worktree && !r.IsRepo(ctx) {
+		// dispatch.sh went on without the branch outside git; so do we, but say so.
+		fmt.Fprintf(stderr, "%s: warning: --branch %s ignored: %s is not a git repository\n", tool, o.branch, repo)
+		return repo, noBranch, nil
+	}
 	if o.worktree {
 		b := o.branch
 		if b == "" {
@@ -190,7 +211,31 @@ func prepareRepo(ctx context.Context, o *launchOptions, repo string) (dir, branc
 	if b, err := r.Branch(ctx); err == nil {
 		return repo, b, nil
 	}
-	return repo, "(not a git repository)", nil
+	return repo, noBranch, nil
+}
+
+// replacingLine is what dispatch.sh said before it replaced a live session of bead: one whose
+// run record is final is stale and cleaned up, a running one is killed with --force (as
+// attempt.Open decides); "" when there is none, or it will be refused. It is read before Open
+// takes the bead's lock: it only says what Open is about to do.
+func replacingLine(ctx context.Context, s *settings, bead string, force bool) string {
+	if live, _ := attempt.Alive(ctx, s.dir(), s.where(bead), bead); !live {
+		return ""
+	}
+	runStatus, resultStatus := "", ""
+	if r, err := record.ReadRun(s.dir().Store.RunPath(bead)); err == nil {
+		runStatus = r.Status
+	}
+	if r, err := record.ReadResult(s.dir().Store.ResultPath(bead)); err == nil {
+		resultStatus = r.Status
+	}
+	switch {
+	case runStatus != "" && runStatus != record.StatusRunning:
+		return fmt.Sprintf("Cleaning up stale tmux session '%s' (status: result=%s, run=%s)", attempt.Session(bead), resultStatus, runStatus)
+	case force:
+		return fmt.Sprintf("Force-killing existing session '%s'", attempt.Session(bead))
+	}
+	return ""
 }
 
 // existingAncestor is dir if it exists, else its nearest existing parent: the file system the

@@ -48,7 +48,7 @@ func readPrompt(arg string, stdin io.Reader) (string, error) {
 
 // peer is another agent running in the same repository.
 type peer struct {
-	bead, agent, started, prompt string
+	bead, agent, prompt string
 }
 
 // others lists the agents running in repo, bead excluded: the registered supervisors whose run
@@ -59,29 +59,38 @@ func others(d attempt.Dir, bead, repo string) []peer {
 		if r.Bead == bead || filepath.Clean(r.Repo) != filepath.Clean(repo) {
 			continue
 		}
-		peers = append(peers, peer{r.Bead, r.Agent, r.StartedAt, strings.Join(strings.Fields(record.Truncate(r.Prompt, 100)), " ")})
+		// One line each: a peer's prompt is shown, not obeyed.
+		peers = append(peers, peer{r.Bead, r.Agent, strings.Join(strings.Fields(record.Truncate(r.Prompt, 200)), " ")})
 	}
 	return peers
 }
 
-// augment appends what dispatch.sh added to every prompt: the other agents at work in the same
-// repository, and how to work beside them.
-func augment(prompt string, peers []peer) string {
+// augment appends what dispatch.sh appended to every prompt: the other agents at work in the
+// same repository (each with its own agent type: dispatch.sh printed the new agent's type for
+// every one), and its coordination instructions, with the bead and the branch (noBranch:
+// "unknown", as dispatch.sh said outside git).
+func augment(prompt, bead, branch string, peers []peer) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(prompt, "\n"))
-	b.WriteString("\n\n## Other agents in this repository\n")
-	if len(peers) == 0 {
-		b.WriteString("No other agent is running in this repository right now.\n")
+	b.WriteString("\n")
+	if len(peers) > 0 {
+		b.WriteString("\n## Other Active Agents (same repo)\n")
+		b.WriteString("These agents are currently working on this repo. Coordinate to avoid overlap.\n")
+		for _, p := range peers {
+			fmt.Fprintf(&b, "- Bead %s (%s): %s\n", p.bead, p.agent, p.prompt)
+		}
 	}
-	for _, p := range peers {
-		fmt.Fprintf(&b, "- %s (%s, since %s): %s\n", p.bead, p.agent, p.started, p.prompt)
+	if branch == "" || branch == noBranch {
+		branch = "unknown"
 	}
-	b.WriteString(`
-## Coordination
-- Other agents may be changing this repository while you work. Keep to your task's files.
-- Before editing a file, check ` + "`git status`" + `; never revert or overwrite changes you did not make.
-- Commit only your own changes, in small commits, and say in each message which task they belong to.
-- If your task depends on work another agent is doing, say so in your final message instead of doing it twice.
-`)
+	b.WriteString("\n## Coordination Instructions\n")
+	fmt.Fprintf(&b, "- You are agent for bead %s working on branch: %s\n", bead, branch)
+	if len(peers) > 0 {
+		b.WriteString("- Check the active-agent list above and avoid overlapping file edits\n")
+	}
+	b.WriteString("- Announce intended scope in your first response before making edits\n")
+	b.WriteString("- Pull before committing: git pull --rebase\n")
+	fmt.Fprintf(&b, "- Commit frequently with descriptive messages referencing bead %s\n", bead)
+	b.WriteString("- When done, provide a clear completion summary with test results and commit SHA\n")
 	return b.String()
 }

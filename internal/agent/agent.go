@@ -15,6 +15,11 @@
 // The prompt goes on the agent's stdin unless "prompt" says "arg" (the last argument, or after
 // "prompt_flag") or "file" (a file's path after "prompt_flag"). The prompt never passes
 // through a shell: the command line is an argv.
+//
+// Two keys say what dispatch.sh did for codex by name, and default to that for an entry named
+// codex: "stdin_arg" ("-": the last argument, telling the agent its prompt is on stdin) and
+// "outside_git_flag" ("--skip-git-repo-check": added when the agent's directory has no .git).
+// An entry named codex also gets codex's -c model_reasoning_effort without "reasoning_effort".
 package agent
 
 import (
@@ -45,7 +50,12 @@ type Profile struct {
 	DefaultModel string
 	Prompt       string // stdin, arg or file
 	PromptFlag   string // for arg and file: the flag before the prompt or its path
-	MCPConfig    string // claude: --mcp-config PATH, when set
+	MCPConfig    string // claude: --mcp-config PATH, when set and the file exists
+	// StdinArg is the last argument when the prompt goes on stdin (codex: "-").
+	StdinArg string
+	// OutsideGitFlag is added when the agent's directory has no .git (codex:
+	// "--skip-git-repo-check": it refuses to run outside a repository without it).
+	OutsideGitFlag string
 	// ReasoningFlag and ReasoningKey pass a reasoning effort (codex: -c model_reasoning_effort="high").
 	ReasoningFlag, ReasoningKey string
 	// Terminal runs the agent on a terminal of its own, as it ran in a tmux pane under
@@ -64,6 +74,8 @@ type entry struct {
 	Prompt       string            `json:"prompt"`
 	PromptFlag   string            `json:"prompt_flag"`
 	MCPConfig    string            `json:"mcp_config"`
+	StdinArg     *string           `json:"stdin_arg"`
+	OutsideGit   *string           `json:"outside_git_flag"`
 	Terminal     *bool             `json:"terminal"`
 	AgentMode    *mode             `json:"agent_mode"`
 	ExecMode     *mode             `json:"exec_mode"`
@@ -101,23 +113,37 @@ func Builtin() *Config {
 			ModelFlag: "--model", DefaultModel: "opus", Prompt: PromptStdin, Models: map[string]string{}, Terminal: true},
 		"codex": {Name: "codex", Command: "codex", Subcommand: "exec", Flags: []string{"--yolo"},
 			ModelFlag: "-m", DefaultModel: "gpt-5.3-codex", Prompt: PromptStdin, Models: map[string]string{},
-			ReasoningFlag: "-c", ReasoningKey: "model_reasoning_effort", Terminal: true},
+			ReasoningFlag: "-c", ReasoningKey: reasoningKey, StdinArg: codexStdinArg,
+			OutsideGitFlag: codexOutsideGitFlag, Terminal: true},
 	}, Repos: map[string]Repo{}}
 }
 
-// Load reads the config at path. A missing file gives the built-in defaults; a file that is
-// there but broken is an error, never silently replaced.
+// What dispatch.sh added to codex's command line by name: codex reads its prompt from stdin
+// only when told so by "-", and refuses a directory outside a git repository without
+// --skip-git-repo-check.
+const (
+	codexStdinArg       = "-"
+	codexOutsideGitFlag = "--skip-git-repo-check"
+	reasoningKey        = "model_reasoning_effort"
+)
+
+// ErrNoConfig is returned by Load when there is no file at the path.
+var ErrNoConfig = errors.New("no such file")
+
+// Load reads the config at path. A file that is missing or broken is an error naming it,
+// never silently replaced by the built-in defaults (a cron job that loses its models, aliases
+// and extra agents must hear of it).
 func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Builtin(), nil
+		return nil, fmt.Errorf("agents config %s: %w", path, ErrNoConfig)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading agent config: %w", err)
+		return nil, fmt.Errorf("reading the agents config: %w", err)
 	}
 	cfg, err := Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("agent config %s: %w", path, err)
+		return nil, fmt.Errorf("agents config %s: %w", path, err)
 	}
 	cfg.Path = path
 	return cfg, nil
@@ -192,7 +218,20 @@ func (e entry) profile(name string) *Profile {
 		p.Flags = rest
 	}
 	if e.Reasoning != nil && e.Reasoning.Flag != "" {
-		p.ReasoningFlag, p.ReasoningKey = e.Reasoning.Flag, "model_reasoning_effort"
+		p.ReasoningFlag, p.ReasoningKey = e.Reasoning.Flag, reasoningKey
+	}
+	if name == "codex" {
+		// dispatch.sh built codex's command line by name, whatever its entry said.
+		p.StdinArg, p.OutsideGitFlag = codexStdinArg, codexOutsideGitFlag
+		if p.ReasoningFlag == "" {
+			p.ReasoningFlag, p.ReasoningKey = "-c", reasoningKey
+		}
+	}
+	if e.StdinArg != nil {
+		p.StdinArg = *e.StdinArg
+	}
+	if e.OutsideGit != nil {
+		p.OutsideGitFlag = *e.OutsideGit
 	}
 	if p.Prompt == "" {
 		p.Prompt = PromptStdin
@@ -222,22 +261,39 @@ func (c *Config) Lookup(name string) (*Profile, error) {
 	return p, nil
 }
 
-// Model resolves the model to use: the colon suffix of AGENT:MODEL, else the environment's
+// Model is the model an attempt runs with, as dispatch.sh kept it: the name as the user gave
+// it, which the records keep and the console prints (so reports group "sonnet" with "sonnet"
+// across old and new history), and the name it resolves to through the profile's aliases,
+// which only the agent's command line gets.
+type Model struct {
+	// Name is as given: the colon suffix, else DISPATCH_<AGENT>_MODEL, else default_model;
+	// DefaultModel when the config names none.
+	Name string
+	// Resolved is Name through the profile's models map; "" when the config names no model,
+	// and the agent gets no model flag.
+	Resolved string
+	// FromConfig says Name is the config's default_model (dispatch.sh said so on stderr).
+	FromConfig bool
+}
+
+// Model chooses the model: the colon suffix of AGENT:MODEL, else the environment's
 // DISPATCH_<AGENT>_MODEL, else the profile's default; aliases resolve through the profile's
 // models map.
-func (p *Profile) Model(suffix string, getenv func(string) string) string {
-	m := suffix
-	if m == "" {
-		m = getenv("DISPATCH_" + envName(p.Name) + "_MODEL")
+func (p *Profile) Model(suffix string, getenv func(string) string) Model {
+	m := Model{Name: suffix}
+	if m.Name == "" {
+		m.Name = getenv("DISPATCH_" + envName(p.Name) + "_MODEL")
 	}
-	if m == "" {
-		m = p.DefaultModel
+	if m.Name == "" && p.DefaultModel != "" {
+		m.Name, m.FromConfig = p.DefaultModel, true
 	}
-	if alias, ok := p.Models[m]; ok && alias != "" {
-		m = alias
+	if m.Name == "" {
+		m.Name = DefaultModel
+		return m
 	}
-	if m == "" {
-		m = DefaultModel
+	m.Resolved = m.Name
+	if alias, ok := p.Models[m.Name]; ok && alias != "" {
+		m.Resolved = alias
 	}
 	return m
 }
@@ -265,30 +321,49 @@ type Invocation struct {
 	PromptFile string
 }
 
-// Invoke builds the invocation for model and prompt. promptFile is where a prompt file goes for
-// agents that take one; effort is a reasoning effort ("" for none).
-func (p *Profile) Invoke(model, prompt, promptFile, effort string) Invocation {
+// Call is what one start of an agent needs besides its profile.
+type Call struct {
+	Model      string // the resolved model (Model.Resolved); "" passes no model flag
+	Prompt     string
+	PromptFile string // where a prompt file goes, for agents that read one
+	Effort     string // a reasoning effort; "" for none
+	// Dir is the directory the agent works in: without a .git there, OutsideGitFlag is added.
+	Dir string
+}
+
+// Invoke builds the invocation of c. It looks at the file system twice, as dispatch.sh did:
+// for a .git in c.Dir, and for the MCP config file, passed only when it exists.
+func (p *Profile) Invoke(c Call) Invocation {
 	argv := []string{p.Command}
 	if p.Subcommand != "" {
 		argv = append(argv, p.Subcommand)
 	}
-	if p.ModelFlag != "" && model != "" && model != DefaultModel {
+	if p.ModelFlag != "" && c.Model != "" {
 		// codex takes "-m <model>" right after its subcommand, as dispatch.sh wrote it.
 		if p.Subcommand != "" {
-			argv = append(argv, p.ModelFlag, model)
+			argv = append(argv, p.ModelFlag, c.Model)
 			argv = append(argv, p.Flags...)
 		} else {
 			argv = append(argv, p.Flags...)
-			argv = append(argv, p.ModelFlag, model)
+			argv = append(argv, p.ModelFlag, c.Model)
 		}
 	} else {
 		argv = append(argv, p.Flags...)
 	}
-	if p.MCPConfig != "" {
-		argv = append(argv, "--mcp-config", p.MCPConfig)
+	if p.MCPConfig != "" && isFile(p.MCPConfig) {
+		mcp := p.MCPConfig
+		// The agent starts in its repository, not where dispatch was called: a relative path
+		// checked here must reach it whole.
+		if abs, err := filepath.Abs(mcp); err == nil {
+			mcp = abs
+		}
+		argv = append(argv, "--mcp-config", mcp)
 	}
-	if effort != "" && p.ReasoningFlag != "" {
-		argv = append(argv, p.ReasoningFlag, fmt.Sprintf("%s=%q", p.ReasoningKey, effort))
+	if c.Effort != "" && p.ReasoningFlag != "" {
+		argv = append(argv, p.ReasoningFlag, fmt.Sprintf("%s=%q", p.ReasoningKey, c.Effort))
+	}
+	if p.OutsideGitFlag != "" && c.Dir != "" && !exists(filepath.Join(c.Dir, ".git")) {
+		argv = append(argv, p.OutsideGitFlag)
 	}
 	inv := Invocation{}
 	switch p.Prompt {
@@ -296,18 +371,33 @@ func (p *Profile) Invoke(model, prompt, promptFile, effort string) Invocation {
 		if p.PromptFlag != "" {
 			argv = append(argv, p.PromptFlag)
 		}
-		argv = append(argv, prompt)
+		argv = append(argv, c.Prompt)
 	case PromptFile:
 		if p.PromptFlag != "" {
 			argv = append(argv, p.PromptFlag)
 		}
-		argv = append(argv, promptFile)
-		inv.PromptFile = promptFile
+		argv = append(argv, c.PromptFile)
+		inv.PromptFile = c.PromptFile
 	default:
 		inv.Stdin = true
+		if p.StdinArg != "" {
+			argv = append(argv, p.StdinArg)
+		}
 	}
 	inv.Argv = argv
 	return inv
+}
+
+// isFile says whether path is a regular file (dispatch.sh's test -f).
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// exists says whether path exists: .git is a directory in a repository, a file in a worktree.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // Verify returns the verification command configured for repo, if any.

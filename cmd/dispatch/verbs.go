@@ -205,18 +205,23 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 			if err != nil {
 				return err
 			}
-			closed, err := attempt.Reconcile(c.Context, s.dir(), s.tmux(), c.Bool("all"))
-			if err != nil {
-				return err
-			}
+			// What was closed is reported even when another bead could not be: one bad record
+			// must not hide the work done on the others.
+			closed, rerr := attempt.Reconcile(c.Context, s.dir(), s.tmux(), c.Bool("all"))
 			if c.Bool("json") {
 				if closed == nil {
 					closed = []supervise.Lost{}
 				}
-				return json.NewEncoder(stdout).Encode(map[string]any{"closed": closed})
+				if err := json.NewEncoder(stdout).Encode(map[string]any{"closed": closed}); err != nil {
+					return err
+				}
+				return rerr
 			}
 			for _, cl := range closed {
 				fmt.Fprintf(stdout, "%s: closed as failed (%s)\n", cl.Name, cl.Reason)
+			}
+			if rerr != nil {
+				return rerr
 			}
 			if len(closed) == 0 {
 				fmt.Fprintln(stderr, "nothing to reconcile")

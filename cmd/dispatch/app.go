@@ -244,7 +244,10 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		&ucli.BoolFlag{Name: "no-tmux", Usage: "run the supervisor as a detached process instead of in tmux (DISPATCH_BACKEND=process)"},
 	}
 	usageText := "dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [flags]"
-	verbList := "Verbs ('dispatch help VERB' shows a verb's flags and exit codes):"
+	verbList := "PROMPT is the fourth word that is not a flag, whatever it looks like (\"- a list\",\n" +
+		"\"--fix it\"), as dispatch.sh took it; after it, every word that is not one of the flags\n" +
+		"below names the template (the last one counts).\n\n" +
+		"Verbs ('dispatch help VERB' shows a verb's flags and exit codes):"
 	for _, v := range verbs {
 		if !v.hidden {
 			a := v.app(io.Discard, io.Discard)

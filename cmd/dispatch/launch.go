@@ -89,6 +89,9 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 			return nil, fmt.Errorf("only %d MB free in %s; dispatch needs %d MB to start an agent: free some space", free, dir, 2*s.minFreeMB)
 		}
 	}
+	if err := beforeLaunch(ctx, s, agentName, repo, stdout, stderr); err != nil { // the workspace's (hooks.go)
+		return nil, err
+	}
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
@@ -124,6 +127,8 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		if err := opened.Refuse(ctx, run); err != nil {
 			return nil, err
 		}
+		opened.Close()
+		refusedHooks(ctx, s, &run, stderr) // the memory line and the wake (hooks.go)
 		return nil, &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s: attempt %d is over DISPATCH_MAX_RETRIES=%d: %s", o.bead, number, s.maxRetries, attempt.ReasonMaxRetries)}
 	}
 
@@ -165,10 +170,15 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if err != nil {
 		return nil, err
 	}
+	spec.Hooks = attemptHooks(s, &run, workdir, stderr) // the workspace's, relay, Truthsayer (hooks.go)
 	pid, err := opened.Launch(ctx, spec, []string{exe, supervise.SuperviseVerb, "--state-dir", s.stateDir})
 	if err != nil {
+		opened.Close()
+		launchFailed(ctx, s, spec, stderr)
 		return nil, err
 	}
+	opened.Close()
+	dispatched(ctx, spec, s.environment, stderr)
 
 	fmt.Fprintf(stdout, "Agent dispatched. Background watcher PID: %d\n", pid)
 	if s.backend == supervise.BackendTmux {

@@ -28,6 +28,9 @@ func Supervise(ctx context.Context, stateDir, handoff, bead string, console io.W
 		return fmt.Errorf("the supervisor's spec is for %q, not %q", spec.Run.Bead, bead)
 	}
 	d := NewDir(stateDir)
+	if f, ok := console.(*os.File); ok {
+		console = supervise.ConsoleOf(f)
+	}
 	s := &supervise.Supervisor{Layout: d.Layout, Tool: Tool, Name: bead, Backend: spec.Backend,
 		Socket: spec.Socket, Session: spec.Session, Console: console, Input: input, Once: true, Signals: sigs}
 	if err := s.Open(ctx); err != nil {

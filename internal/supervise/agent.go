@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // agentProc is a running agent: its process, its terminal (nil on pipes) and the copy of its
@@ -55,7 +56,7 @@ func startAgent(a *Attempt, size *pty.Winsize, sink io.Writer) (*agentProc, erro
 	p := &agentProc{cmd: cmd, done: make(chan *os.ProcessState, 1), copied: make(chan struct{})}
 	var childEnds []*os.File // the child's side of the pty or pipe, closed here once it runs
 	if a.Terminal {
-		master, tty, err := pty.Open()
+		master, tty, err := openPty()
 		if err != nil {
 			return nil, err
 		}
@@ -133,6 +134,29 @@ func writePromptFile(path, prompt string) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// openPty opens a pseudo-terminal whose master side is non-blocking and so in Go's poller:
+// pty.Open leaves it blocking, where a read can neither time out (drain's deadline) nor be
+// interrupted by Close.
+func openPty() (master, tty *os.File, err error) {
+	m, tty, err := pty.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer m.Close()
+	fd, err := unix.Dup(int(m.Fd()))
+	if err != nil {
+		tty.Close()
+		return nil, nil, err
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		tty.Close()
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty, nil
 }
 
 // pid is the agent's pid, which is also its process group and session id.

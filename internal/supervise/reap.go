@@ -26,6 +26,9 @@ func BecomeSubreaper() error {
 // run only when the supervisor has no child of its own to wait for: it reaps what it finds.
 // It returns how many processes it stopped.
 func reapStragglers(grace time.Duration) int {
+	if !hasChildren() {
+		return 0 // the common case, without a scan of every process in /proc
+	}
 	stopped := map[int]bool{}
 	deadline := time.Now().Add(grace)
 	for round := 0; round < 50; round++ {
@@ -54,6 +57,23 @@ func reapStragglers(grace time.Duration) int {
 		}
 	}
 	return len(stopped)
+}
+
+// hasChildren reports whether this process has a child, live or ended, collecting the ended
+// ones on the way.
+func hasChildren() bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case err != nil:
+			return false // ECHILD: none at all
+		case pid == 0:
+			return true // some, still running
+		}
+		// pid > 0: an ended child collected; look again.
+	}
 }
 
 // reapSome waits for those of pids that ended, without blocking, and returns how many did.

@@ -186,7 +186,9 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	}
 	scr := newScreenSink(int(size.Cols), int(size.Rows))
 	// A dead pane (session killed) or a full disk makes writes fail; the other copies go on.
-	sink := io.MultiWriter(&bestEffort{w: s.Console}, &bestEffort{w: fileWriter(logf)}, last, scr)
+	logw := newLogWriter(logf)
+	defer logw.Flush()
+	sink := io.MultiWriter(&bestEffort{w: s.Console}, &bestEffort{w: writerOf(logw)}, last, scr)
 
 	if a.Terminal {
 		a.Env = paneEnv(a.Env, s.Backend == BackendTmux)
@@ -294,6 +296,9 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		fmt.Fprintf(sink, "\r\nsupervisor: stopped %d process(es) the agent left behind\r\n", n)
 	}
 	proc.drain()
+	if err := logw.Flush(); err != nil {
+		s.warnf("the log is incomplete: %v", err)
+	}
 	s.mu.Lock()
 	s.cur = nil
 	s.mu.Unlock()
@@ -510,9 +515,22 @@ func (b *bestEffort) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func fileWriter(f *os.File) io.Writer {
-	if f == nil {
+// writerOf is w as an io.Writer, nil when there is no log (a nil *logWriter in an interface
+// would not be nil).
+func writerOf(w *logWriter) io.Writer {
+	if w == nil {
 		return nil
+	}
+	return w
+}
+
+// ConsoleOf is where a supervisor whose stdout is f shows the agent's output: f, or nothing
+// when f is /dev/null (a detached supervisor), which saves a write per chunk.
+func ConsoleOf(f *os.File) io.Writer {
+	fi, err := f.Stat()
+	null, nerr := os.Stat(os.DevNull)
+	if err == nil && nerr == nil && os.SameFile(fi, null) {
+		return io.Discard
 	}
 	return f
 }

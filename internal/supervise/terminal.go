@@ -39,8 +39,9 @@ func paneSize(f *os.File) *pty.Winsize {
 	return size
 }
 
-// rawOutput turns off the newline translation (ONLCR) of the agent's terminal, so that what is
-// read from it, and kept in the log, is the bytes the agent wrote. The translation happens
+// rawOutput turns off the output processing (OPOST, and with it ONLCR's newline translation)
+// of the agent's terminal, so that what is read from it, and kept in the log, is the bytes the
+// agent wrote, and the kernel does not look at every byte on the way. The translation happens
 // once, where the output is shown: the pane's own terminal does it, and the screen model is
 // fed as if it did.
 func rawOutput(tty *os.File) error {
@@ -49,6 +50,6 @@ func rawOutput(tty *os.File) error {
 	if err != nil {
 		return err
 	}
-	t.Oflag &^= unix.ONLCR
+	t.Oflag &^= unix.OPOST | unix.ONLCR
 	return unix.IoctlSetTermios(fd, unix.TCSETS, t)
 }

@@ -129,7 +129,9 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		}
 		opened.Close()
 		refusedHooks(ctx, s, &run, stderr) // the memory line and the wake (hooks.go)
-		return nil, &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s: attempt %d is over DISPATCH_MAX_RETRIES=%d: %s", o.bead, number, s.maxRetries, attempt.ReasonMaxRetries)}
+		// dispatch.sh's own words (pipelines grep them), then exit 1.
+		fmt.Fprintf(stderr, "Error: max retries reached for bead '%s' (%d)\n", o.bead, s.maxRetries)
+		return nil, &cli.ExitError{Code: cli.ExitFailure}
 	}
 
 	fmt.Fprintf(stdout, "Starting agent session: %s\n", session)

@@ -277,8 +277,12 @@ func (a *Auditor) check(ls listing, i int) Report {
 		}
 	}
 	problems, err := a.schemas[kind].Validate(doc)
-	if err != nil {
-		r.Error, r.NotJSON = "is "+err.Error(), errors.Is(err, schema.ErrNotJSON)
+	switch {
+	case errors.Is(err, schema.ErrNotJSON):
+		r.Error, r.NotJSON = "is "+err.Error(), true
+		return r
+	case err != nil: // too many values, or the validator failed
+		r.Error = "cannot be checked: " + err.Error()
 		return r
 	}
 	r.Problems = problems

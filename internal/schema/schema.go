@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/state/schemas"
@@ -99,7 +100,33 @@ func Load(kind, dir string) (*Schema, error) {
 
 // Validate checks doc against the schema. It returns an error wrapping ErrNotJSON when doc is not
 // one well-formed JSON value, and otherwise the problems found, sorted (none when doc is valid).
-func (s *Schema) Validate(doc []byte) ([]Problem, error) {
+func (s *Schema) Validate(doc []byte) ([]Problem, error) { return s.ValidateWithin(doc, nil) }
+
+// MaxValues is the most JSON values a document may hold for gojsonschema to check it: about
+// 160 MB of its memory (CostPerValue), and a swarm of 5,000 workers. A document the fast path
+// vouches for has no limit but the file size; a larger one it cannot vouch for is an error
+// wrapping ErrTooComplex, never a gigabyte of memory (a 16 MiB record of 1.6 million unknown
+// keys took 1.5 GB).
+const MaxValues = 100_000
+
+// CostPerValue is, in bytes, the most gojsonschema was measured to allocate per value of a
+// document: decoding it (100 to 500) and a problem for it (1,100).
+const CostPerValue = 1600
+
+// ErrTooComplex marks a document that holds more than MaxValues values and that the fast path
+// could not vouch for.
+var ErrTooComplex = errors.New("too many JSON values")
+
+// ErrValidator marks a document on which gojsonschema failed (it panicked).
+var ErrValidator = errors.New("the validator failed")
+
+// Admit is called before a document goes to gojsonschema, with what checking it may cost in
+// bytes; the function it returns is called when the check is done. Callers that check many
+// documents in parallel bound their memory with it.
+type Admit func(cost int64) (done func())
+
+// ValidateWithin is Validate, calling admit (when not nil) before the costly check.
+func (s *Schema) ValidateWithin(doc []byte, admit Admit) (problems []Problem, err error) {
 	doc = fsx.StripBOM(doc)
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return nil, fmt.Errorf("%w: the file is empty", ErrNotJSON)
@@ -113,6 +140,21 @@ func (s *Schema) Validate(doc []byte) ([]Problem, error) {
 	if !json.Valid(doc) {
 		return nil, fmt.Errorf("%w: %s", ErrNotJSON, syntaxError(doc))
 	}
+	st := Measure(doc)
+	if st.Values > MaxValues {
+		return nil, fmt.Errorf("%w: %d, over the limit of %d (a state file holds hundreds)", ErrTooComplex, st.Values, MaxValues)
+	}
+	if admit != nil {
+		defer admit(int64(st.Values)*CostPerValue + 2*int64(len(doc)))()
+	}
+	if st.Overflow {
+		doc = clampNumbers(doc)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			problems, err = nil, fmt.Errorf("%w: %v", ErrValidator, r)
+		}
+	}()
 	result, err := s.compiled.Validate(gojsonschema.NewBytesLoader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
@@ -120,7 +162,7 @@ func (s *Schema) Validate(doc []byte) ([]Problem, error) {
 	if result.Valid() {
 		return nil, nil
 	}
-	problems := make([]Problem, 0, len(result.Errors()))
+	problems = make([]Problem, 0, len(result.Errors()))
 	for _, e := range result.Errors() {
 		problems = append(problems, toProblem(e))
 	}
@@ -206,10 +248,21 @@ func pointer(c *gojsonschema.JsonContext) string {
 	return b.String()
 }
 
-// escape encodes a JSON pointer reference token (RFC 6901 §3).
+// escape encodes a JSON pointer reference token (RFC 6901 §3), cut short past maxToken bytes:
+// a key of megabytes would otherwise be printed whole in every line that names it.
 func escape(token string) string {
+	if len(token) > maxToken {
+		cut := maxToken
+		for cut > 0 && !utf8.RuneStart(token[cut]) {
+			cut--
+		}
+		token = token[:cut] + "…"
+	}
 	return strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1")
 }
+
+// maxToken is the longest key a pointer names in full.
+const maxToken = 200
 
 // value renders a JSON value for a message, cut short when long.
 func value(v any) string {

@@ -72,14 +72,12 @@ func (o object) str(key string) (string, bool) {
 	return "", false
 }
 
-// integer returns the integer at key, if the key holds one. A null is unknown, never 0: read as
-// 0, a '$START' record's null duration_seconds once made its start its finish.
+// integer returns the integer at key, if the key holds one, read as the records' reader reads
+// it (Integer: 2.0 and "2" too). A null is unknown, never 0: read as 0, a '$START' record's
+// null duration_seconds once made its start its finish.
 func (o object) integer(key string) (int64, bool) {
-	var n int64
-	if raw, ok := o[key]; ok && !o.isNull(key) && json.Unmarshal(raw, &n) == nil {
-		return n, true
-	}
-	return 0, false
+	n, ok, err := Integer(o[key])
+	return n, ok && err == nil
 }
 
 func (o object) has(key string) bool { _, ok := o[key]; return ok }

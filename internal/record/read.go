@@ -3,7 +3,10 @@ package record
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 )
@@ -11,7 +14,7 @@ import (
 // DecodeRun decodes a run record of either form. Fields a legacy record lacks are left zero.
 func DecodeRun(b []byte) (*Run, error) {
 	var r Run
-	if err := decode(b, &r); err != nil {
+	if err := decode(b, r.decode); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -20,7 +23,7 @@ func DecodeRun(b []byte) (*Run, error) {
 // DecodeResult decodes a result record of either form. Fields a legacy record lacks are left zero.
 func DecodeResult(b []byte) (*Result, error) {
 	var r Result
-	if err := decode(b, &r); err != nil {
+	if err := decode(b, r.decode); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -52,8 +55,10 @@ func ReadResult(path string) (*Result, error) {
 	return r, nil
 }
 
-// decode reads one JSON object into v, after a UTF-8 BOM if there is one.
-func decode(b []byte, v any) error {
+// decode reads one JSON object with into, after a UTF-8 BOM if there is one. into is the
+// record's own decoder, called directly: through json.Unmarshal, the document would be
+// checked twice.
+func decode(b []byte, into func([]byte) error) error {
 	b = fsx.StripBOM(b)
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) == 0 {
@@ -62,8 +67,29 @@ func decode(b []byte, v any) error {
 	if trimmed[0] != '{' {
 		return fmt.Errorf("not a JSON object")
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := into(b); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// "attempt: expected int, got string" rather than encoding/json's words, which
+			// name the Go type decoding it (the records' own UnmarshalJSON's inner struct).
+			return fmt.Errorf("%s: expected %s, got %s", strings.TrimPrefix(te.Field, "deeper.plain."), jsonType(te.Type.Kind()), te.Value)
+		}
 		return err
 	}
 	return nil
+}
+
+// jsonType names the JSON type a Go kind is read from.
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "a number"
 }

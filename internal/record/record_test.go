@@ -63,7 +63,7 @@ func TestDecodeForms(t *testing.T) {
 	if r.Bead != "bd-d" || r.Attempt != 1 || !IsPlaceholder(r.StartedAt) || r.SchemaVersion != 0 {
 		t.Errorf("DecodeRun(legacy) = %+v", r)
 	}
-	for _, bad := range []string{"", "null", "[1]", `{"bead":`, `{"attempt":"1"}`} {
+	for _, bad := range []string{"", "null", "[1]", `{"bead":`, `{"attempt":"one"}`, `{"attempt":1.5}`} {
 		if _, err := DecodeRun([]byte(bad)); err == nil {
 			t.Errorf("DecodeRun(%q) = nil error, want one", bad)
 		}

@@ -77,7 +77,11 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 			break
 		}
 		prev, _ := record.ReadRun(d.Store.RunPath(bead))
+		// Final if either record says so, as dispatch.sh judged a session stale.
 		terminal := prev != nil && prev.Status != record.StatusRunning
+		if res, err := record.ReadResult(d.Store.ResultPath(bead)); err == nil && res.Status != record.StatusRunning {
+			terminal = true
+		}
 		if !terminal && !force {
 			unlock()
 			attempt := 0

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Drop-in shim for the workspace scripts the toolkit replaces. Each script name is a symlink to
-# this file (validate-state.sh, analyze-runs.sh, dispatch.sh); the name picks the binary, so
-# existing callers keep their paths and flags.
+# this file (validate-state.sh, analyze-runs.sh, dispatch.sh, score-templates.sh); the name picks
+# the binary, so existing callers keep their paths and flags. score-templates.sh is
+# `analyze-runs --templates --write-scores`: as the original did, it prints the template report
+# ending in "Scores written to: <path>" (with --json, the document) and writes
+# state/template-scores.json every time, for select-template.sh to read.
 #
 # The workspace is the directory above the one the shim was called from (its scripts/), found
 # from the path the caller used, not from the caller's directory: cron and orchestrators call
@@ -16,7 +19,12 @@
 # The binary is looked for in $FLEET_BIN (a directory), then <workspace>/bin, then PATH.
 set -euo pipefail
 
-name="$(basename "${BASH_SOURCE[0]}" .sh)"
+script="$(basename "${BASH_SOURCE[0]}")"
+name="${script%.sh}"
+if [ "$name" = score-templates ]; then
+  name=analyze-runs
+  set -- --templates --write-scores "$@"
+fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 workspace="$(dirname "$here")"
 export FLEET_WORKSPACE="$workspace"
@@ -30,5 +38,5 @@ done
 if command -v "$name" >/dev/null 2>&1; then
   exec "$name" "$@"
 fi
-echo "$name.sh: the $name binary was not found in \$FLEET_BIN, $workspace/bin or PATH; run 'make install' in the toolkit" >&2
+echo "$script: the $name binary was not found in \$FLEET_BIN, $workspace/bin or PATH; run 'make install' in the toolkit" >&2
 exit 127

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/report"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -94,7 +95,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 				by: c.String("by"), detailed: c.Bool("detailed"), attempts: c.Bool("attempts"),
 				scores: c.Bool("templates"), writeScores: c.Bool("write-scores"),
 			}
-			if err := o.resolve(c.Bool("json"), c.String("fail-under")); err != nil {
+			failUnder := c.String("fail-under")
+			if c.IsSet("fail-under") && failUnder == "" {
+				failUnder = `""` // given empty: not a percentage, not "no threshold"
+			}
+			if err := o.resolve(c.Bool("json"), failUnder); err != nil {
 				return err
 			}
 			return analyze(o, stdout, stderr)
@@ -123,13 +128,26 @@ func (o *options) resolve(asJSON bool, failUnder string) error {
 		return cli.Usagef("unknown --by %q; use day or week", o.by)
 	}
 	if failUnder != "" {
-		v, err := strconv.ParseFloat(strings.TrimSuffix(failUnder, "%"), 64)
-		if err != nil || v < 0 || v > 100 {
+		v, ok := percentage(failUnder)
+		if !ok {
 			return cli.Usagef("--fail-under %q is not a percentage from 0 to 100", failUnder)
 		}
 		o.failUnder, o.hasFailUnder = v, true
 	}
 	return nil
+}
+
+// percentage reads --fail-under's PCT: digits, an optional fraction and an optional '%', from
+// 0 to 100. strconv.ParseFloat alone also takes NaN (which compares false with every rate, so
+// the threshold never fired), Inf, hex and exponents.
+func percentage(s string) (float64, bool) {
+	s = strings.TrimSuffix(s, "%")
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	if whole == "" || strings.Trim(whole, "0123456789") != "" || hasFrac && (frac == "" || strings.Trim(frac, "0123456789") != "") {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	return v, err == nil && v >= 0 && v <= 100
 }
 
 // now is the report's time: SOURCE_DATE_EPOCH when set (reproducible reports, tests), else now.
@@ -183,7 +201,9 @@ func analyze(o options, stdout, stderr io.Writer) error {
 	}, func(sk report.Skipped) {
 		agg.Skip()
 		if warned < maxWarnings {
-			fmt.Fprintf(stderr, "%s: warning: skipping %s: %v\n", tool, sk.Path, sk.Err)
+			// The name is the state directory's and the error may quote a record: neither
+			// reaches the terminal as it is.
+			fmt.Fprintf(stderr, "%s: warning: skipping %s: %s\n", tool, record.QuoteName(sk.Path), record.Printable(sk.Err.Error()))
 		}
 		warned++
 	})

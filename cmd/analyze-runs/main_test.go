@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,6 +31,17 @@ func TestScripts(t *testing.T) {
 			env.Setenv("REPO", repo)
 			env.Setenv("SOURCE_DATE_EPOCH", "1771243200") // 2026-02-16 12:00:00 UTC
 			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// mkfile NAME CONTENT writes CONTENT to the file NAME, both read as the inside of a
+			// Go string literal, so that a name can hold a newline or an escape ('a\nb', '\x1b').
+			"mkfile": func(ts *testscript.TestScript, neg bool, args []string) {
+				name, err := strconv.Unquote(`"` + args[0] + `"`)
+				ts.Check(err)
+				content, err := strconv.Unquote(`"` + args[1] + `"`)
+				ts.Check(err)
+				ts.Check(os.WriteFile(ts.MkAbs(name), []byte(content), 0o600))
+			},
 		},
 	})
 }

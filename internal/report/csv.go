@@ -11,7 +11,8 @@ var csvHeader = []string{"bead", "attempt", "agent", "model", "template", "task_
 	"result_status", "reason", "started_at", "finished_at", "duration_seconds", "verification"}
 
 // CSVWriter writes the merged records as CSV (RFC 4180), a row as each arrives: it needs no
-// totals, so it holds nothing. status is the outcome the report counts the record under
+// totals, so it holds nothing. Text from the records is printable and never starts a formula
+// (csvCell). status is the outcome the report counts the record under
 // (done, failed, timeout, running); result_status is the result's own status, empty without one.
 type CSVWriter struct {
 	w      *csv.Writer
@@ -36,8 +37,9 @@ func (c *CSVWriter) Write(b *Bead) {
 		attempt = strconv.Itoa(b.Attempt)
 	}
 	r := c.row
-	r[0], r[1], r[2], r[3], r[4], r[5] = b.ID, attempt, b.Agent, b.Model, b.Template, TaskType(b.Prompt)
-	r[6], r[7], r[8], r[9], r[10], r[11], r[12] = b.Outcome(), b.Status, b.Reason, b.StartedAt, b.FinishedAt, duration, b.Verified
+	r[0], r[1], r[2], r[3], r[4], r[5] = csvCell(b.ID), attempt, csvCell(b.Agent), csvCell(b.Model), csvCell(b.Template), TaskType(b.Prompt)
+	r[6], r[7], r[8] = csvCell(b.Outcome()), csvCell(b.Status), csvCell(b.Reason)
+	r[9], r[10], r[11], r[12] = csvCell(b.StartedAt), csvCell(b.FinishedAt), duration, csvCell(b.Verified)
 	c.w.Write(r)
 }
 

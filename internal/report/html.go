@@ -25,8 +25,8 @@ func WriteHTML(w io.Writer, r *Report) error {
 			{"Retries", fmt.Sprintf("%d%%", Floor(s.RetryRate)), fmt.Sprintf("%d runs", s.RetryCount)},
 			{"Median duration", human(s.Durations.P50), "p90 " + human(s.Durations.P90) + ", max " + human(s.Durations.Max)},
 		},
-		Reasons:         s.FailureReasons,
-		Recommendations: r.Recommendations,
+		Reasons:         printableReasons(s.FailureReasons),
+		Recommendations: printableAll(r.Recommendations),
 		Skipped:         s.SkippedRecords,
 	}
 	periods, unit := r.periods(), r.Period
@@ -42,6 +42,26 @@ func WriteHTML(w io.Writer, r *Report) error {
 		groupChart("Templates", templateRows(s.ByTemplate)),
 	}
 	return pageTemplate.Execute(w, p)
+}
+
+// printableReasons and printableAll make the text of records printable for the page: the
+// template escapes markup, but a control character would still reach the page (and make it
+// XML that does not parse).
+func printableReasons(in []ReasonCount) []ReasonCount {
+	out := make([]ReasonCount, len(in))
+	for i, r := range in {
+		out[i] = r
+		out[i].Reason = printable(r.Reason)
+	}
+	return out
+}
+
+func printableAll(in []string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = printable(s)
+	}
+	return out
 }
 
 // maxDays is the most days drawn one by one; beyond it the chart goes by week.
@@ -191,7 +211,7 @@ type barRowData struct {
 func agentRows(in []AgentStats) []barRowData {
 	rows := make([]barRowData, len(in))
 	for i, a := range in {
-		rows[i] = barRowData{a.Agent, a.Count, a.Success, a.AvgDuration}
+		rows[i] = barRowData{printable(a.Agent), a.Count, a.Success, a.AvgDuration}
 	}
 	return rows
 }
@@ -199,7 +219,7 @@ func agentRows(in []AgentStats) []barRowData {
 func modelRows(in []ModelStats) []barRowData {
 	rows := make([]barRowData, len(in))
 	for i, m := range in {
-		rows[i] = barRowData{m.Model, m.Count, m.Success, -1}
+		rows[i] = barRowData{printable(m.Model), m.Count, m.Success, -1}
 	}
 	return rows
 }
@@ -207,7 +227,7 @@ func modelRows(in []ModelStats) []barRowData {
 func templateRows(in []TemplateStats) []barRowData {
 	rows := make([]barRowData, len(in))
 	for i, t := range in {
-		rows[i] = barRowData{t.Template, t.Count, t.Success, t.AvgDuration}
+		rows[i] = barRowData{printable(t.Template), t.Count, t.Success, t.AvgDuration}
 	}
 	return rows
 }

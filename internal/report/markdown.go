@@ -88,9 +88,11 @@ func seconds(n int64) string {
 	return fmt.Sprintf("%ds (%s)", n, human(n))
 }
 
-// mdEscape keeps a value from a record from breaking a table or starting markup: pipes,
-// backslashes, markup characters and line breaks are neutralised.
-var mdEscape = strings.NewReplacer(
+// mdEscape keeps a value from a record from breaking a table or starting markup: it is made
+// printable, then pipes, backslashes and markup characters are neutralised.
+func mdEscape(s string) string { return mdReplacer.Replace(printable(s)) }
+
+var mdReplacer = strings.NewReplacer(
 	`\`, `\\`, "|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;",
-	"[", `\[`, "]", `\]`, "\r", " ", "\n", " ",
-).Replace
+	"[", `\[`, "]", `\]`,
+)

@@ -93,9 +93,10 @@ func promGroup[T any](m promWriter, name, help, label string, rows []T, key func
 	}
 }
 
-// labels renders one label pair, its value escaped as the exposition format requires.
+// labels renders one label pair, its value printable and escaped as the exposition format
+// requires.
 func labels(name, value string) string {
-	return "{" + name + `="` + escapeLabel(value) + `"}`
+	return "{" + name + `="` + escapeLabel(printable(value)) + `"}`
 }
 
 var escapeLabel = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace

@@ -106,15 +106,15 @@ func WriteTemplatesText(w io.Writer, ts TemplateScores, writtenTo string) error 
 	b.WriteString(rule + "\nTEMPLATE SCORING REPORT\n")
 	fmt.Fprintf(&b, "Generated: %s\n%s\n\n", ts.GeneratedAt.UTC().Format("2006-01-02 15:04:05 UTC"), rule)
 	for _, t := range ts.Templates {
-		fmt.Fprintf(&b, "TEMPLATE: %s\n", t.Template)
+		fmt.Fprintf(&b, "TEMPLATE: %s\n", printable(t.Template))
 		fmt.Fprintf(&b, "  Uses:            %d\n", t.Uses)
 		fmt.Fprintf(&b, "  Success rate:    %d%%\n", Floor(t.SuccessRate*100))
 		fmt.Fprintf(&b, "  Avg duration:    %ds\n", t.AvgDurationS)
 		fmt.Fprintf(&b, "  Avg retries:     %s\n\n", number(t.AvgRetries))
 	}
-	fmt.Fprintf(&b, "RECOMMENDATION\n  %s\n\n", ts.Recommendation)
+	fmt.Fprintf(&b, "RECOMMENDATION\n  %s\n\n", printable(ts.Recommendation))
 	if writtenTo != "" {
-		fmt.Fprintf(&b, "Scores written to: %s\n", writtenTo)
+		fmt.Fprintf(&b, "Scores written to: %s\n", printable(writtenTo))
 	}
 	b.WriteString(rule + "\n")
 	_, err := w.Write(b.Bytes())

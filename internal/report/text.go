@@ -36,7 +36,7 @@ func WriteText(w io.Writer, r *Report) error {
 
 	b.WriteString("BY AGENT TYPE\n")
 	for _, a := range s.ByAgent {
-		fmt.Fprintf(&b, "  %s:\n", upper(a.Agent))
+		fmt.Fprintf(&b, "  %s:\n", upper(printable(a.Agent)))
 		fmt.Fprintf(&b, "    Runs:         %d\n", a.Count)
 		fmt.Fprintf(&b, "    Success:      %d (%d%%)\n", a.Success, Floor(percent(a.Success, a.Count)))
 		fmt.Fprintf(&b, "    Failed:       %d\n", a.Failed)
@@ -44,13 +44,13 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	b.WriteString("BY MODEL\n")
 	for _, m := range s.ByModel {
-		fmt.Fprintf(&b, "  %s:\n", m.Model)
+		fmt.Fprintf(&b, "  %s:\n", printable(m.Model))
 		fmt.Fprintf(&b, "    Runs:    %d\n", m.Count)
 		fmt.Fprintf(&b, "    Success: %d\n\n", m.Success)
 	}
 	b.WriteString("BY TEMPLATE\n")
 	for _, t := range s.ByTemplate {
-		fmt.Fprintf(&b, "  %s:\n", t.Template)
+		fmt.Fprintf(&b, "  %s:\n", printable(t.Template))
 		fmt.Fprintf(&b, "    Runs:         %d\n", t.Count)
 		fmt.Fprintf(&b, "    Success:      %d (%d%%)\n", t.Success, Floor(percent(t.Success, t.Count)))
 		fmt.Fprintf(&b, "    Avg duration: %ds\n\n", Floor(t.AvgDuration))
@@ -64,7 +64,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(s.FailureReasons) > 0 {
 		b.WriteString("FAILURE REASONS\n")
 		for _, f := range s.FailureReasons {
-			fmt.Fprintf(&b, "  [%dx] %s\n", f.Count, f.Reason)
+			fmt.Fprintf(&b, "  [%dx] %s\n", f.Count, printable(f.Reason))
 		}
 		b.WriteString("\n")
 	}
@@ -92,28 +92,29 @@ func WriteText(w io.Writer, r *Report) error {
 
 	b.WriteString("RECOMMENDATIONS\n")
 	for _, rec := range r.Recommendations {
-		fmt.Fprintf(&b, "  • %s\n", rec)
+		fmt.Fprintf(&b, "  • %s\n", printable(rec))
 	}
 	b.WriteString("\n" + rule + "\n")
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-// filterLines describes the filters, one line each, "Since DATE" first as the original wrote it.
+// filterLines describes the filters, one line each, "Since DATE" first as the original wrote it,
+// printable: a filter given for a name a record holds is that name.
 func filterLines(f Filter) []string {
 	var lines []string
 	if f.Since != "" {
-		lines = append(lines, "Since "+f.Since)
+		lines = append(lines, printable("Since "+f.Since))
 	}
 	if f.Until != "" {
-		lines = append(lines, "Until "+f.Until)
+		lines = append(lines, printable("Until "+f.Until))
 	}
 	for _, l := range []struct {
 		name string
 		list []string
 	}{{"Agent", f.Agents}, {"Model", f.Models}, {"Template", f.Templates}} {
 		if len(l.list) > 0 {
-			lines = append(lines, l.name+" "+strings.Join(l.list, ", "))
+			lines = append(lines, printable(l.name+" "+strings.Join(l.list, ", ")))
 		}
 	}
 	return lines

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/audit"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -185,7 +186,7 @@ func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	if !o.quiet {
 		for _, w := range warnings {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", tool, w)
+			fmt.Fprintf(stderr, "%s: warning: %s\n", tool, record.Printable(w))
 		}
 	}
 
@@ -258,24 +259,30 @@ func (p *printer) text(r audit.Report) {
 		return
 	}
 	w := p.stderr
+	// A file name is the state directory's, a problem quotes a record: neither may reach the
+	// terminal as it is (record.QuoteName, record.Printable).
+	path := record.QuoteName(r.Path)
 	switch {
 	case r.NotJSON && strings.HasPrefix(r.Error, "is not valid JSON"):
 		// validate-state.sh's own line for unparsable files, kept for scripts that grep it.
-		fmt.Fprintf(w, "FAIL: %s is not valid JSON\n  %s: %s\n", r.Path, r.Path, strings.TrimPrefix(r.Error, "is not valid JSON: "))
+		fmt.Fprintf(w, "FAIL: %s is not valid JSON\n  %s: %s\n", path, path, record.Printable(strings.TrimPrefix(r.Error, "is not valid JSON: ")))
 	case r.Error != "":
-		fmt.Fprintf(w, "FAIL: %s %s\n", r.Path, r.Error)
+		fmt.Fprintf(w, "FAIL: %s %s\n", path, record.Printable(r.Error))
 	default:
-		fmt.Fprintf(w, "FAIL: %s has %d validation error(s)\n", r.Path, len(r.Problems))
+		fmt.Fprintf(w, "FAIL: %s has %d validation error(s)\n", path, len(r.Problems)+r.MoreProblems)
 		for _, pr := range r.Problems {
-			fmt.Fprintf(w, "  %s: %s\n", r.Path, pr)
+			fmt.Fprintf(w, "  %s: %s\n", path, record.Printable(pr.String()))
+		}
+		if r.MoreProblems > 0 {
+			fmt.Fprintf(w, "  %s: and %d more problem(s) not listed\n", path, r.MoreProblems)
 		}
 		switch {
 		case p.o.dryRun && r.FixWouldMend:
-			fmt.Fprintf(w, "  %s: --fix would mend this file\n", r.Path)
+			fmt.Fprintf(w, "  %s: --fix would mend this file\n", path)
 		case p.o.dryRun && len(r.Changes) > 0:
-			fmt.Fprintf(w, "  %s: --fix would not mend all of it: what it cannot set needs a person\n", r.Path)
+			fmt.Fprintf(w, "  %s: --fix would not mend all of it: what it cannot set needs a person\n", path)
 		case p.o.fix:
-			fmt.Fprintf(w, "  %s: --fix could not mend the problems above: they need a person\n", r.Path)
+			fmt.Fprintf(w, "  %s: --fix could not mend the problems above: they need a person\n", path)
 		}
 	}
 }
@@ -286,7 +293,7 @@ func (p *printer) planned(r audit.Report) {
 		p.wouldFix++
 	}
 	for _, c := range r.Changes {
-		fmt.Fprintf(p.stdout, "%s: would set %s = %s\n", r.Path, c.Field, c.To)
+		fmt.Fprintf(p.stdout, "%s: would set %s = %s\n", record.QuoteName(r.Path), c.Field, record.Printable(c.To))
 	}
 }
 
@@ -296,7 +303,7 @@ func (p *printer) fixed(r audit.Report) {
 	for i, c := range r.Changes {
 		fields[i] = c.Field
 	}
-	fmt.Fprintf(p.stderr, "FIXED: %s: set %s (original kept as %s)\n", r.Path, strings.Join(fields, ", "), r.Backup)
+	fmt.Fprintf(p.stderr, "FIXED: %s: set %s (original kept as %s)\n", record.QuoteName(r.Path), strings.Join(fields, ", "), record.QuoteName(r.Backup))
 }
 
 // github writes GitHub Actions workflow commands, one annotation per problem.
@@ -311,11 +318,16 @@ func (p *printer) github(r audit.Report) {
 	for _, pr := range r.Problems {
 		fmt.Fprintf(p.stdout, "::error file=%s,title=%s::%s\n", ghProperty(r.Path), ghProperty(pr.Pointer), ghData(pr.String()))
 	}
+	if r.MoreProblems > 0 {
+		fmt.Fprintf(p.stdout, "::error file=%s,title=%s::%s\n", ghProperty(r.Path), ghProperty("/"), ghData(fmt.Sprintf("and %d more problem(s) not listed", r.MoreProblems)))
+	}
 }
 
-// ghData escapes a workflow command's message; ghProperty also escapes its property separators.
+// ghData escapes a workflow command's message (the log viewer obeys terminal colours and
+// more, so control characters are escaped as record.Printable does); ghProperty also escapes
+// its property separators.
 func ghData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(record.Printable(s))
 }
 
 func ghProperty(s string) string {

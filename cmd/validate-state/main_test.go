@@ -54,6 +54,15 @@ func TestScripts(t *testing.T) {
 			"writable": func(ts *testscript.TestScript, neg bool, args []string) {
 				ts.Check(makeWritable(ts.MkAbs(args[0])))
 			},
+			// mkfile NAME CONTENT writes CONTENT to the file NAME, both read as the inside of a Go
+			// string literal, so that a name can hold a newline or an escape ('a\nb', '\x1b').
+			"mkfile": func(ts *testscript.TestScript, neg bool, args []string) {
+				name, err := strconv.Unquote(`"` + args[0] + `"`)
+				ts.Check(err)
+				content, err := strconv.Unquote(`"` + args[1] + `"`)
+				ts.Check(err)
+				ts.Check(os.WriteFile(ts.MkAbs(name), []byte(content), 0o600))
+			},
 			// mkbig FILE MB writes a JSON record padded to MB megabytes.
 			"mkbig": func(ts *testscript.TestScript, neg bool, args []string) {
 				f, err := os.Create(ts.MkAbs(args[0]))

@@ -89,6 +89,10 @@ type Options struct {
 	Workers int
 }
 
+// MaxProblems is how many problems of one file a Report lists (sorted, so the first ones by
+// pointer); the rest are counted.
+const MaxProblems = 100
+
 // Report is the verdict on one file (or on a target that could not be read at all).
 type Report struct {
 	Path  string `json:"path"`
@@ -98,6 +102,9 @@ type Report struct {
 	// when the file was parsed; then Problems lists what the schema found.
 	Error    string           `json:"error,omitempty"`
 	Problems []schema.Problem `json:"problems"`
+	// MoreProblems counts the problems found beyond the first MaxProblems, which are not kept:
+	// a file of a million wrong fields is one failure, not a million lines.
+	MoreProblems int `json:"more_problems,omitempty"`
 	// NotJSON is set when the file was read but is not one well-formed JSON (or YAML) document.
 	NotJSON bool `json:"-"`
 	// Changes are the fields --fix set (or would set, with --dry-run); empty when a fix failed.
@@ -284,6 +291,10 @@ func (a *Auditor) check(ls listing, i int) Report {
 	case err != nil: // too many values, or the validator failed
 		r.Error = "cannot be checked: " + err.Error()
 		return r
+	}
+	if len(problems) > MaxProblems {
+		r.MoreProblems = len(problems) - MaxProblems
+		problems = append([]schema.Problem(nil), problems[:MaxProblems]...)
 	}
 	r.Problems = problems
 	r.Valid = len(problems) == 0

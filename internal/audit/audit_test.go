@@ -174,3 +174,26 @@ func TestDryRunJudgesTheFileOnDisk(t *testing.T) {
 		t.Errorf("--fix rewrote the verify output: %s", b)
 	}
 }
+
+// TestProblemsAreCapped: a file of thousands of wrong fields keeps its first MaxProblems
+// problems and counts the rest, so the reports waiting to be printed stay small.
+func TestProblemsAreCapped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs")
+	os.MkdirAll(dir, 0o700)
+	var b strings.Builder
+	b.WriteString(`{"x0":0`)
+	for i := 1; i < 1000; i++ {
+		b.WriteString(`,"x` + strings.Repeat("y", i%7) + string(rune('a'+i%26)) + strings.Repeat("z", i/26) + `":0`)
+	}
+	b.WriteString(`}`)
+	os.WriteFile(filepath.Join(dir, "bd-1.json"), []byte(b.String()), 0o600)
+	a, _, err := New(Options{}, []string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Report
+	a.Run([]Target{{Path: dir, Kind: "run"}}, func(r Report) { got = append(got, r) })
+	if len(got) != 1 || len(got[0].Problems) != MaxProblems || got[0].MoreProblems != 1000+17-MaxProblems {
+		t.Errorf("Run(1,017 problems) = %d problems listed, %d more; want %d and %d", len(got[0].Problems), got[0].MoreProblems, MaxProblems, 1017-MaxProblems)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/compattest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -62,6 +63,58 @@ func TestScripts(t *testing.T) {
 				content, err := strconv.Unquote(`"` + args[1] + `"`)
 				ts.Check(err)
 				ts.Check(os.WriteFile(ts.MkAbs(name), []byte(content), 0o600))
+			},
+			// fixkill DIR N runs validate-state --runs DIR --fix N times, each killed (SIGKILL) the
+			// moment a backup's name appears in DIR (hidden or not), or failing that after 2 s, and
+			// fails if a backup it left is not a whole copy of the record it was made from: the
+			// original must be in <file>.bak, or nowhere. Files whose name starts with '.' are
+			// temporary, and left for the next run to remove.
+			"fixkill": func(ts *testscript.TestScript, neg bool, args []string) {
+				dir := ts.MkAbs(args[0])
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				bin := lookPath(ts.Getenv("PATH"), tool)
+				originals := map[string][]byte{}
+				names, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+				for _, name := range names {
+					originals[filepath.Base(name)], _ = os.ReadFile(name)
+				}
+				partial := 0
+				for i := 0; i < n; i++ {
+					for name, b := range originals {
+						ts.Check(os.WriteFile(filepath.Join(dir, name), b, 0o600))
+					}
+					cmd := exec.Command(bin, "--runs", dir, "--fix")
+					cmd.Env = []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME")}
+					ts.Check(cmd.Start())
+					for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+						if matches, _ := filepath.Glob(filepath.Join(dir, "*.bak*")); len(matches) > 0 {
+							break
+						}
+						if matches, _ := filepath.Glob(filepath.Join(dir, ".*.bak*")); len(matches) > 0 {
+							break
+						}
+						time.Sleep(20 * time.Microsecond)
+					}
+					cmd.Process.Kill()
+					cmd.Wait()
+					baks, _ := filepath.Glob(filepath.Join(dir, "*.bak*"))
+					for _, bak := range baks {
+						if strings.HasPrefix(filepath.Base(bak), ".") {
+							continue // a temporary file, for the next run to remove
+						}
+						b, _ := os.ReadFile(bak)
+						orig := originals[strings.SplitN(filepath.Base(bak), ".bak", 2)[0]]
+						if !bytes.Equal(b, orig) {
+							partial++
+							ts.Logf("kill %d left %s with %d of the original's %d bytes", i, filepath.Base(bak), len(b), len(orig))
+						}
+						os.Remove(bak)
+					}
+				}
+				if partial > 0 {
+					ts.Fatalf("%d of %d killed runs left a backup that is not a whole copy of its record", partial, n)
+				}
 			},
 			// mkbig FILE MB writes a JSON record padded to MB megabytes.
 			"mkbig": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -118,6 +171,16 @@ func TestVerdictsMatchAjv(t *testing.T) {
 			t.Errorf("%s: %s, ajv-cli says %q", rel, got, want[rel])
 		}
 	}
+}
+
+// lookPath finds file in the directories of path, as the shell would.
+func lookPath(path, file string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if fi, err := os.Stat(filepath.Join(dir, file)); err == nil && !fi.IsDir() {
+			return filepath.Join(dir, file)
+		}
+	}
+	return file
 }
 
 // makeReadOnly keeps anyone from creating files in dir: its mode, and for root the immutable

@@ -6,6 +6,7 @@ package audit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,12 +17,14 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ordered"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
+	"golang.org/x/sys/unix"
 	"gopkg.in/yaml.v3"
 )
 
@@ -241,6 +244,9 @@ func (a *Auditor) Run(targets []Target, emit func(Report)) {
 			emit(Report{Path: t.Path, Kind: t.Kind, Error: ls.failure})
 			continue
 		}
+		if ls.dir != "" && a.opts.Fix && !a.opts.DryRun && (t.Kind == "run" || t.Kind == "result") {
+			a.sweep(ls.dir, t.Kind)
+		}
 		ordered.Map(len(ls.names), workers, 8*workers, func(i int) Report {
 			return a.check(ls, i)
 		}, func(_ int, r Report) { emit(r) })
@@ -329,6 +335,29 @@ func (a *Auditor) fix(r *Report, doc []byte) (out, planned []byte, err error) {
 		r.Changes = m.Changes
 		return doc, m.Output, nil
 	}
+	// The rewrite is a read-modify-write: under the record's lock (dispatch holds it while it
+	// writes), the file is read again and migrated again, so no write made meanwhile is lost.
+	unlock, err := a.lockRecord(r.Path, r.Kind, 10*time.Second)
+	if err != nil {
+		return nil, nil, fmt.Errorf("was not fixed: %v", err)
+	}
+	defer unlock()
+	if doc, err = fsx.ReadFileLimit(r.Path, record.MaxSize); err != nil {
+		return nil, nil, fmt.Errorf("was not fixed: %v", err)
+	}
+	if r.Kind == "run" {
+		m, err = record.MigrateRun(doc, partner, def)
+	} else {
+		m, err = record.MigrateResult(doc, partner, def)
+	}
+	if err != nil || len(m.Changes) == 0 {
+		return doc, nil, nil
+	}
+	if len(m.Output) > record.MaxSize {
+		// prompt_full copied from a long prompt: a record no tool would read any more.
+		return nil, nil, fmt.Errorf("was not fixed: the fixed record would be %s, over the %s every reader takes",
+			fsx.HumanBytes(int64(len(m.Output))), fsx.HumanBytes(record.MaxSize))
+	}
 	backup, err := writeBackup(r.Path, doc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("was not fixed: %v", err)
@@ -381,30 +410,131 @@ func fileBead(path string) string {
 
 // writeBackup copies the original to <path>.bak before --fix rewrites it. An existing backup is
 // never overwritten: the next free <path>.bak.N is used, so a second fix cannot lose the first
-// original.
-func writeBackup(path string, doc []byte) (string, error) {
+// original. The copy is written to a hidden temporary file, synced, then renamed to its name
+// (refusing to replace one): a kill at any moment leaves the whole original under that name, or
+// nothing there (the temporary file is removed by the next --fix, see sweep).
+func writeBackup(path string, doc []byte) (name string, err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+backupTemp+"*")
+	if err != nil {
+		return "", fmt.Errorf("writing backup: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	_, werr := tmp.Write(doc)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return "", fmt.Errorf("writing backup %s: %w", tmp.Name(), err)
+	}
 	for n := 0; n < 1000; n++ {
-		name := path + ".bak"
+		name = path + ".bak"
 		if n > 0 {
 			name = fmt.Sprintf("%s.bak.%d", path, n)
 		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		err = renameNoReplace(tmp.Name(), name)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("writing backup: %w", err)
-		}
-		_, werr := f.Write(doc)
-		serr := f.Sync()
-		cerr := f.Close()
-		if err := errors.Join(werr, serr, cerr); err != nil {
-			os.Remove(name)
 			return "", fmt.Errorf("writing backup %s: %w", name, err)
 		}
+		syncDir(dir)
 		return name, nil
 	}
 	return "", fmt.Errorf("writing backup: %s.bak.1 to .bak.999 all exist", path)
+}
+
+// backupTemp is in the name of a backup's temporary file: .<file>.bak.tmp-<random>.
+const backupTemp = ".bak.tmp-"
+
+// renameNoReplace renames from to to, failing with an error satisfying errors.Is(err,
+// os.ErrExist) when to exists: renameat2's RENAME_NOREPLACE, or where the file system lacks it,
+// a hard link (which never replaces either) and the removal of from.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if err == nil {
+		return nil
+	}
+	if err != unix.EINVAL && err != unix.ENOSYS && err != unix.ENOTSUP {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	if err := os.Link(from, to); err != nil {
+		return err
+	}
+	return os.Remove(from)
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// isLeftover reports whether name, in a directory of records, is a temporary file a write left
+// (.<bead>.json.tmp-<n>, fsx.WriteFileAtomic's; .<bead>.json.bak.tmp-<n>, writeBackup's), and
+// the record it was for.
+func isLeftover(name string) (record string, ok bool) {
+	if !strings.HasPrefix(name, ".") {
+		return "", false
+	}
+	for _, sep := range []string{backupTemp, ".tmp-"} {
+		if rec, suffix, found := strings.Cut(name[1:], sep); found && suffix != "" && strings.Trim(suffix, "0123456789") == "" &&
+			strings.HasSuffix(rec, ".json") {
+			return rec, true
+		}
+	}
+	return "", false
+}
+
+// sweep removes the temporary files a killed --fix (or a killed writer of records) left in the
+// records directory dir. Each is removed under its record's lock, which every writer holds
+// while its temporary file exists, so a write in progress is never disturbed: a record whose
+// lock is held keeps its temporary files until the next run.
+func (a *Auditor) sweep(dir, kind string) {
+	names, _ := fsx.Names(dir, func(n string) (string, bool) { _, ok := isLeftover(n); return n, ok })
+	for _, name := range names {
+		rec, _ := isLeftover(name)
+		unlock, err := a.lockRecord(filepath.Join(dir, rec), kind, 100*time.Millisecond)
+		if err != nil {
+			continue
+		}
+		os.Remove(filepath.Join(dir, name))
+		unlock()
+	}
+}
+
+// lockRecord takes the lock every writer of the record at path takes (statedir's
+// locks/runs/<bead>.lock or locks/results/<bead>.lock, in the state directory the record's runs/
+// or results/ directory belongs to), waiting up to wait. A record outside such a directory, or
+// whose name is no bead id, has no writer but --fix: it needs no lock.
+func (a *Auditor) lockRecord(path, kind string, wait time.Duration) (unlock func(), err error) {
+	bead := fileBead(path)
+	if KindFromPath(path) == "" || record.CheckBead(bead) != nil {
+		return func() {}, nil
+	}
+	state := statedir.Dir{Root: filepath.Dir(filepath.Dir(path))}
+	lock := state.RunLock(bead)
+	if kind == "result" {
+		lock = state.ResultLock(bead)
+	}
+	if err := statedir.MkdirFor(lock); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	release, err := fsx.LockFile(ctx, lock)
+	if err != nil {
+		return nil, err
+	}
+	return func() { release() }, nil
 }
 
 // yamlToJSON converts a YAML document (a work.yaml manifest) into the JSON it stands for.

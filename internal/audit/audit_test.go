@@ -197,3 +197,25 @@ func TestProblemsAreCapped(t *testing.T) {
 		t.Errorf("Run(1,017 problems) = %d problems listed, %d more; want %d and %d", len(got[0].Problems), got[0].MoreProblems, MaxProblems, 1017-MaxProblems)
 	}
 }
+
+func TestIsLeftover(t *testing.T) {
+	tests := []struct {
+		name, record string
+		ok           bool
+	}{
+		{".bd-1.json.tmp-123", "bd-1.json", true},
+		{".bd-1.json.bak.tmp-4567", "bd-1.json", true},
+		{".bd.x.json.tmp-1", "bd.x.json", true},
+		{"bd-1.json.tmp-123", "", false},
+		{".bd-1.json.tmp-", "", false},
+		{".bd-1.json.tmp-12a", "", false},
+		{".bd-1.txt.tmp-1", "", false},
+		{".template-scores.json", "", false},
+	}
+	for _, tt := range tests {
+		rec, ok := isLeftover(tt.name)
+		if rec != tt.record || ok != tt.ok {
+			t.Errorf("isLeftover(%q) = %q, %v; want %q, %v", tt.name, rec, ok, tt.record, tt.ok)
+		}
+	}
+}

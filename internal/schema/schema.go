@@ -58,34 +58,52 @@ type Schema struct {
 	fast *fastNode
 }
 
-// Compile compiles doc, the schema of kind read from source.
+// Compile compiles doc, the schema of kind read from source. Its references ($ref) can only be
+// fragments of it: it has no directory to take files from (Load's schemas do).
 func Compile(kind, source string, doc []byte) (*Schema, error) {
+	return compile(kind, source, "", doc)
+}
+
+// compile compiles doc, the schema of kind read from source in the schema directory dir ("" for
+// none). Its references are resolved by bundle, never by gojsonschema (see refs.go).
+func compile(kind, source, dir string, doc []byte) (s *Schema, err error) {
 	doc = fsx.StripBOM(doc)
 	var tree any
 	if err := json.Unmarshal(doc, &tree); err != nil {
 		return nil, fmt.Errorf("schema %s is not valid JSON: %w", source, err)
 	}
+	if tree, err = bundle(tree, source, dir); err != nil {
+		return nil, err
+	}
+	unsupported := unsupportedKeywords(tree) // the files pulled in included
 	loader := gojsonschema.NewSchemaLoader()
 	// The users' schemas declare 2020-12, which gojsonschema does not know; draft 7 reads every
 	// keyword those schemas use the same way.
 	loader.Draft = gojsonschema.Draft7
 	loader.AutoDetect = false
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("compiling schema %s: %s: %v", source, ErrValidator, r)
+		}
+	}()
 	compiled, err := loader.Compile(gojsonschema.NewGoLoader(tree))
 	if err != nil {
-		return nil, fmt.Errorf("compiling schema %s: %w", source, err)
+		// One line: gojsonschema's messages may hold several.
+		return nil, fmt.Errorf("compiling schema %s: %s", source, strings.Join(strings.Fields(err.Error()), " "))
 	}
-	return &Schema{Kind: kind, Source: source, Unsupported: unsupportedKeywords(tree), compiled: compiled,
+	return &Schema{Kind: kind, Source: source, Unsupported: unsupported, compiled: compiled,
 		fast: compileFast(tree)}, nil
 }
 
 // Load compiles the schema of kind from dir/<kind>.schema.json when dir is not empty and the file
-// exists there, and from the embedded schemas otherwise.
+// exists there, and from the embedded schemas otherwise. A schema file is read as every state
+// file is: a regular file of at most MaxSchemaSize bytes, never through a symbolic link.
 func Load(kind, dir string) (*Schema, error) {
 	if dir != "" {
 		path := filepath.Join(dir, schemas.FileName(kind))
-		b, err := os.ReadFile(path)
+		b, err := readSchemaFile(path)
 		if err == nil {
-			return Compile(kind, path, b)
+			return compile(kind, path, dir, b)
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("reading schema: %w", err)

@@ -18,6 +18,7 @@ import (
 //	ralph/<name>/state.json           a ralph loop's state (Swarm.RalphState)
 //	ralph/<name>/state.lock           its lock (ours: the Python ralph wrote without one)
 //	ralph/<name>/iterations.log       its iteration log (Swarm.RalphIterations)
+//	supervise/                        swarm's supervisors, a Dir of their own (Swarm.Supervise)
 //
 // Worker and loop names obey CheckName (KindWorker, KindLoop), so a name never reaches outside
 // its directory and the two logs of a worker never meet another worker's. The Python swarm did
@@ -99,3 +100,9 @@ func (s Swarm) RalphStateCorrupted(name string) string {
 func (s Swarm) RalphIterations(name string) string {
 	return s.join("ralph", name, "iterations.log")
 }
+
+// Supervise is the state directory of swarm's supervisors (a statedir.Dir rooted here, and
+// supervise.Layout over it): supervisors/<worker>.json, sockets/<worker>.sock,
+// locks/<worker>.lock, logs/<worker>.log (a tmux worker's output), handoff/. The Python swarm
+// had none of it.
+func (s Swarm) Supervise() string { return s.join("supervise") }

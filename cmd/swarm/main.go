@@ -1,0 +1,41 @@
+// Command swarm keeps AI coding agents (Claude Code, Codex, any command) running side by side,
+// each in a tmux window or as a background process, optionally in a git worktree of its own,
+// and lets scripts type into them, read their screens and wait for them. It is a drop-in for
+// the Python swarm tool: the same verbs, flags, messages, exit codes and $SWARM_DIR/state.json.
+//
+// Usage:
+//
+//	swarm spawn --name N [--tmux] [--session S] [--tmux-socket K] [--worktree [--branch B]
+//	            [--worktree-dir D]] [--tag T]... [--env K=V]... [--cwd P] -- CMD...
+//	swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]
+//	swarm status NAME          exit 0 running, 1 stopped, 2 not found
+//	swarm peek [NAME] [-n N] [--all]
+//	swarm send [NAME] TEXT [--no-enter] [--all] [--raw]
+//	swarm interrupt [NAME] [--all]
+//	swarm eof NAME
+//	swarm kill [NAME] [--rm-worktree] [--force-dirty] [--all]
+//	swarm wait [NAME] [--timeout S] [--all]   exits with the worker's exit code
+//	swarm logs NAME
+//	swarm clean [NAME] [--no-rm-worktree] [--force-dirty] [--all]
+//
+// Not implemented yet (they say so, exit 1): respawn, init, heartbeat, attach, spawn's
+// --ready-wait and --heartbeat, logs' --history and --follow. `swarm ralph` is reserved for
+// the ralph tool.
+//
+// Every worker runs under the toolkit's supervisor (this binary's hidden __supervise verb, in
+// the worker's tmux window or detached): the agent is the supervisor's child on a terminal of
+// its own, so status, ls and wait know whether it is alive and, once it ended, its exit code;
+// send, peek, interrupt and eof reach it through the supervisor's control socket.
+//
+// Environment: SWARM_DIR (default ~/.swarm; set but empty means the current directory),
+// TMUX_TMPDIR (where tmux keeps its sockets).
+//
+// Exit status: 0 ok, 1 failure, 2 usage error; status: 1 stopped, 2 not found; peek: 2 not
+// found; wait: the worker's exit code (1 on timeout).
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}

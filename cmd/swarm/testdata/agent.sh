@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# A stand-in for an interactive coding agent, for tests. It prints a banner and a prompt, then
+# reads lines from its terminal:
+#   exit N      exit with N              say WORD    print "agent says: WORD"
+#   hang        ignore SIGTERM and sleep (the supervisor must KILL it)
+#   pwd         print its working directory     env K   print K's value
+# anything else is echoed as "agent got: LINE". Ctrl-C prints "agent: interrupted" and goes on;
+# end of input (Ctrl-D) prints "agent: eof" and exits 0. Arguments: "exit N" at once, or
+# "print WORD" before the banner.
+[ "$1" = exit ] && { echo "agent: exiting $2"; exit "$2"; }
+[ "$1" = print ] && echo "agent prints: $2"
+trap 'echo "agent: interrupted"' INT
+echo "agent ready (pid $$)"
+while :; do
+  printf '> '
+  IFS= read -r line
+  rc=$?
+  [ $rc -gt 128 ] && continue # interrupted: the trap said so
+  if [ $rc -ne 0 ]; then
+    echo "agent: eof"
+    exit 0
+  fi
+  case "$line" in
+    "exit "*) echo "agent: exiting ${line#exit }"; exit "${line#exit }" ;;
+    "say "*) echo "agent says: ${line#say }" ;;
+    hang) trap '' TERM; echo "agent: hanging"; while :; do sleep 1; done ;;
+    pwd) echo "agent in: $(pwd)" ;;
+    "env "*) echo "agent env: ${line#env }=$(printenv "${line#env }")" ;;
+    "") ;;
+    *) echo "agent got: $line" ;;
+  esac
+done

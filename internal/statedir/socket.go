@@ -41,8 +41,9 @@ func (l *Listener) Path() string { return l.path }
 
 // ListenUnix listens on a Unix stream socket at path, however long path is (see shortPath). A
 // socket file left at path by a listener that is gone (connecting to it is refused) is replaced;
-// a live one, or anything that is not a socket, is an error. The directory should be private
-// (MkdirFor): the socket's own mode follows the umask.
+// a live one, or anything that is not a socket, is an error. The socket is made owner-only
+// (0600) without following a link (ownerOnly); its directory should be private as well
+// (MkdirFor).
 func ListenUnix(path string) (*Listener, error) {
 	var ul *net.UnixListener
 	err := viaShortPath(path, func(addr string) error {
@@ -57,10 +58,43 @@ func ListenUnix(path string) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
+	if err := ownerOnly(path); err != nil {
+		ul.Close()
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
 	// The listener knows the socket by the short name, which means nothing once the directory's
 	// descriptor is closed: Close removes it by its real path instead.
 	ul.SetUnlinkOnClose(false)
 	return &Listener{UnixListener: ul, path: path}, nil
+}
+
+// ownerOnly makes the socket just made at path 0600 without following a link: os.Chmod would
+// change whatever a link swapped in at path points to (as root, any file). The socket is opened
+// as a path (O_PATH, O_NOFOLLOW), checked to be a socket, and changed through /proc/self/fd,
+// since fchmod does not reach a socket's file and Linux's fchmodat has no AT_SYMLINK_NOFOLLOW
+// (glibc emulates it the same way). Without /proc the mode stays the umask's, and the private
+// directory alone keeps other users out.
+func ownerOnly(path string) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("%s was replaced by something that is not a socket", path)
+	}
+	err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), 0o600)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return &os.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	return nil
 }
 
 // stale reports whether the file at path is a socket no one listens on.

@@ -23,6 +23,7 @@
 //	schemas/<kind>.schema.json        the user's schemas     (Dir.Schema)
 //	template-scores.json              analyze-runs --write-scores (Dir.TemplateScores)
 //	watch/                            dispatch.sh's watcher files (Dir.Watch)
+//	truthsayer/<bead>.log             Truthsayer's findings while bead's agent runs (Dir.Truthsayer)
 //
 // The rule that keeps names apart: each directory holds one kind of file, all named
 // <name><suffix> with the kind's one suffix, and its subdirectories (locks/runs) carry no suffix.
@@ -37,6 +38,12 @@
 // Records, attempts, logs, prompts, schemas, template-scores.json and watch/ are where
 // dispatch.sh, validate-state.sh and analyze-runs.sh put them; the rest is ours. Directories are
 // created 0700 (MkdirFor): the files hold prompts and environments.
+//
+// Nothing in a state directory is trusted to be what its name says (see check.go): a writer
+// checks that the directories it writes in are real directories of its own user (Dir.Check,
+// MkdirFor), never follows a link at a file it creates or rewrites (it creates the file fresh,
+// or renames a new one over it), and reads state files with ReadFile: regular files only, never
+// through a link, never blocking, never past a bound.
 //
 // swarm and ralph keep their state in $SWARM_DIR, named by Swarm.
 package statedir
@@ -68,6 +75,7 @@ const (
 	socketsDir     = "sockets"
 	schemasDir     = "schemas"
 	watchDir       = "watch"
+	truthsayerDir  = "truthsayer"
 
 	recordSuffix = ".json"
 	verifySuffix = "-verify"
@@ -265,10 +273,17 @@ func Beads(dir, suffix string) ([]string, error) {
 }
 
 // MkdirFor creates the directory that will hold path, and any missing parents, private to the
-// user (0700): state directories hold prompts and environments.
+// user (0700): state directories hold prompts and environments. The directory must then be a
+// real directory (not a link) owned by the user (CheckDir): a file is never created in a
+// directory another user could plant links in, or that leads somewhere else.
 func MkdirFor(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	return Mkdir(filepath.Dir(path))
+}
+
+// Mkdir is MkdirFor for the directory dir itself.
+func Mkdir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating state directory: %w", err)
 	}
-	return nil
+	return CheckDir(dir)
 }

@@ -63,6 +63,10 @@ func testEnv(env *testscript.Env) error {
 		}
 	}
 	env.Setenv("SWARM_PY", pythonSwarm(env.WorkDir))
+	gitBin, _ := exec.LookPath("git")
+	env.Setenv("GITBIN", gitBin)
+	swarmBin, _ := exec.LookPath(tool) // testscript puts the test binary on PATH as swarm
+	env.Setenv("SWARMBIN", swarmBin)
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -120,7 +119,7 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 	if err != nil {
 		return err
 	}
-	if s, err := h.reg.Load(); err == nil && s.Get(name) != nil {
+	if s, err := h.reg.Load(); err == nil && recoverSpawns(ctx, e, h, s).Get(name) != nil {
 		return fmt.Errorf("worker '%s' already exists", name)
 	}
 	// The name's lock is held from here until the supervisor is registered, so that ls never
@@ -134,6 +133,10 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 	}
 	defer unlock()
 
+	// What a failed spawn made is undone in reverse; what a killed one made, by the next
+	// command, from the journal in the worker's metadata (spawnsafe.go).
+	// What a failed spawn made is undone in reverse; what a killed one made, by the next
+	// command, from the journal in the worker's metadata (spawnsafe.go).
 	var undo []func()
 	rollback := func(err error) error {
 		e.warnf("spawn failed, cleaning up partial state")
@@ -142,6 +145,7 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		}
 		return err
 	}
+	journal := &spawnJournal{PID: os.Getpid()}
 
 	dir, _ := os.Getwd()
 	if d := c.String("cwd"); d != "" {
@@ -150,22 +154,24 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		}
 	}
 	var wt *worker.Worktree
+	var plan *worktreePlan
 	if c.Bool("worktree") {
 		branch := c.String("branch")
 		if branch == "" {
 			branch = name
 		}
-		wt, err = addWorktree(ctx, e, name, branch, c.String("worktree-dir"))
-		if err != nil {
+		if plan, err = planWorktree(ctx, name, branch, c.String("worktree-dir")); err != nil {
 			return rollback(fmt.Errorf("failed to create worktree: %w", err))
 		}
-		undo = append(undo, func() { removeWorktree(context.Background(), wt, true) })
-		dir = wt.Path
+		wt, dir = plan.worktree(), plan.path
+		journal.Worktree, journal.Root, journal.Branch, journal.NewBranch, journal.From =
+			plan.path, plan.root, plan.branch, plan.newBranch, plan.from
 	}
 
 	now := time.Now()
 	w := &worker.Worker{Name: name, Status: worker.StatusRunning, Cmd: cmd, Started: worker.Timestamp(now), Cwd: dir,
-		Env: env, Tags: c.StringSlice("tag"), Worktree: wt, Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true)}
+		Env: env, Tags: c.StringSlice("tag"), Worktree: wt,
+		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
 	sp := &spec{Worker: name, Started: w.Started, SwarmDir: h.dir.Root, Backend: supervise.BackendProcess}
 	var tc *tmux.Client
 	if useTmux {
@@ -198,6 +204,8 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		}
 	}
 
+	// The worker goes into state first, with its journal: from here a killed spawn is undone
+	// (or finished) by the next command.
 	err = h.reg.Update(ctx, func(s *worker.State) error {
 		if s.Get(name) != nil {
 			return fmt.Errorf("worker '%s' already exists", name)
@@ -209,18 +217,20 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		return rollback(err)
 	}
 	undo = append(undo, func() {
-		h.reg.Update(context.Background(), func(s *worker.State) error {
-			if x := s.Get(name); x == nil || x.Started != w.Started {
-				return worker.ErrUnchanged
-			}
-			s.Remove(name)
-			return nil
-		})
+		entry, _ := h.layout.ReadEntry(name)
+		undoSpawn(ctx, h, w, journal, entry)
 	})
+	crashPoint("state")
+	if plan != nil {
+		if _, err := plan.create(ctx); err != nil {
+			return rollback(fmt.Errorf("failed to create worktree: %w", err))
+		}
+		crashPoint("worktree")
+	}
 	h.layout.WriteEntry(&supervise.Entry{Tool: supervisorTool, Name: name, Attempt: 1, Backend: sp.Backend,
 		Socket: sp.Socket, Session: sp.Session, StartedAt: now.UTC().Format(time.RFC3339)})
-	undo = append(undo, func() { h.layout.RemoveEntry(name) })
 
+	crashPoint("entry")
 	pid, err := launch(ctx, h, sp, tc)
 	if err != nil {
 		what := "failed to spawn process"
@@ -229,6 +239,7 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		}
 		return rollback(fmt.Errorf("%s: %w", what, err))
 	}
+	crashPoint("launched")
 	if e, _ := h.layout.ReadEntry(name); e != nil && e.PID == 0 {
 		e.PID = pid
 		h.layout.WriteEntry(e)
@@ -238,7 +249,7 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		if x == nil || x.Started != w.Started {
 			return worker.ErrUnchanged
 		}
-		x.Metadata = x.Metadata.SetValue(worker.MetaSupervisorPID, pid)
+		x.Metadata = x.Metadata.SetValue(worker.MetaSupervisorPID, pid).Delete(metaSpawning)
 		if !useTmux {
 			p := int64(pid)
 			x.PID = &p
@@ -378,99 +389,12 @@ func superviseWorker(swarmDir, handoff, name string, e *env) error {
 		return err
 	}
 	defer s.Close()
+	if err := stillWanted(h, name, sp.Started); err != nil {
+		return err
+	}
+	if err := stillWanted(h, name, sp.Started); err != nil {
+		return err
+	}
 	s.Run(context.Background(), &sp.Attempt, &recorder{h: h, started: sp.Started})
-	return nil
-}
-
-// addWorktree makes the worker's worktree as the Python swarm did: in the git repository of the
-// current directory, at <worktree-dir or <root>-worktrees>/<name>, on a new branch from HEAD or
-// else an existing one.
-func addWorktree(ctx context.Context, e *env, name, branch, wtDir string) (*worker.Worktree, error) {
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
-	if err != nil {
-		return nil, errors.New("not in a git repository (required for --worktree)")
-	}
-	root := strings.TrimSpace(string(out))
-	parent := filepath.Dir(root)
-	base := filepath.Join(parent, filepath.Base(root)+"-worktrees")
-	if wtDir != "" {
-		base = wtDir
-		if !filepath.IsAbs(base) {
-			base = filepath.Join(parent, base)
-		}
-	}
-	path := filepath.Join(base, name)
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return nil, err
-	}
-	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("Failed to create worktree at %s: it exists", path)
-	}
-	if _, err := gitIn(ctx, root, "check-ref-format", "--branch", branch); err != nil || strings.HasPrefix(branch, "-") {
-		return nil, fmt.Errorf("invalid branch name '%s'", branch)
-	}
-	if _, err := gitIn(ctx, root, "worktree", "add", "-b", branch, path); err != nil {
-		if _, err2 := gitIn(ctx, root, "worktree", "add", path, branch); err2 != nil {
-			gitIn(ctx, root, "worktree", "prune")
-			return nil, fmt.Errorf("Failed to create worktree at %s: %v", path, err2)
-		}
-	}
-	return &worker.Worktree{Path: path, Branch: branch, BaseRepo: root}, nil
-}
-
-// gitIn runs git in dir and returns its output; an error carries what git said.
-func gitIn(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s", strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
-}
-
-// dirtyCount is the number of `git status --porcelain` lines of a worktree (untracked files
-// count, ignored ones do not), as the Python swarm counted them; a missing path is clean.
-func dirtyCount(ctx context.Context, path string) (int, error) {
-	if _, err := os.Stat(path); err != nil {
-		return 0, nil
-	}
-	out, err := gitIn(ctx, path, "status", "--porcelain")
-	if err != nil {
-		return 0, err
-	}
-	out = strings.TrimRight(out, "\n")
-	if out == "" {
-		return 0, nil
-	}
-	return len(strings.Split(out, "\n")), nil
-}
-
-// errDirty is a worktree that was not removed because it has changes.
-type errDirty struct{ n int }
-
-func (e errDirty) Error() string { return fmt.Sprintf("worktree has %d uncommitted change(s)", e.n) }
-
-// removeWorktree removes a worker's worktree unless it is dirty and not forced. Git runs in the
-// base repository, not in the caller's directory (the Python swarm's bug 15). The branch stays.
-func removeWorktree(ctx context.Context, wt *worker.Worktree, force bool) error {
-	if _, err := os.Stat(wt.Path); err != nil {
-		return nil
-	}
-	n, err := dirtyCount(ctx, wt.Path)
-	if err != nil && !force {
-		return fmt.Errorf("cannot tell whether the worktree is clean: %v", err)
-	}
-	if n > 0 && !force {
-		return errDirty{n}
-	}
-	repo := wt.BaseRepo
-	if repo == "" {
-		repo = wt.Path
-	}
-	if _, err := gitIn(ctx, repo, "worktree", "remove", "--force", wt.Path); err != nil {
-		return fmt.Errorf("git worktree remove: %v", err)
-	}
 	return nil
 }

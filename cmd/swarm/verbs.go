@@ -29,7 +29,8 @@ func load(e *env) (*home, *worker.State, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return h, s, nil
+	// A spawn killed half-way is finished or undone before anyone looks (spawnsafe.go).
+	return h, recoverSpawns(context.Background(), e, h, s), nil
 }
 
 // one returns the worker a verb names; not found is an error with code (1, or 2 for status

@@ -191,7 +191,7 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 	return verbApp(cli.Spec{
 		Name: tool + " reconcile", Usage: "close the records of supervisors that died", UsageText: "dispatch reconcile [--all] [--json]",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"},
-			&ucli.BoolFlag{Name: "all", Usage: "also scan every run record, not only the registered supervisors (for records other tools left running)"}},
+			&ucli.BoolFlag{Name: "all", Usage: "also scan every run record and every archived attempt, not only the registered supervisors (for records other tools, or older versions, left running)"}},
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "the records of dead supervisors closed, or none to close"},
 			{Code: cli.ExitFailure, Meaning: "failure"},
@@ -218,6 +218,10 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 				return rerr
 			}
 			for _, cl := range closed {
+				if cl.Attempt > 0 { // --all: an attempt archived while still running
+					fmt.Fprintf(stdout, "%s: archived attempt %d closed as failed (%s)\n", cl.Name, cl.Attempt, cl.Reason)
+					continue
+				}
 				fmt.Fprintf(stdout, "%s: closed as failed (%s)\n", cl.Name, cl.Reason)
 			}
 			if rerr != nil {

@@ -2,11 +2,16 @@ package attempt
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
+	"golang.org/x/sys/unix"
 )
 
 // Where says where a bead's supervisor runs: in the session of a tmux server, or detached.
@@ -48,15 +54,24 @@ func (o *Opened) Close() {
 // ErrRunning is returned by Open when the bead's agent is still at work and force is not set.
 var ErrRunning = errors.New("still running")
 
+// ReasonReplaced is the reason of an attempt a --force dispatch replaced whose supervisor could
+// not record its own end (it did not stop when asked, or died on the way): it ends when it was
+// replaced.
+const ReasonReplaced = "replaced"
+
 // Open takes bead's lock and makes sure no supervisor of an earlier attempt is alive: one
 // whose records are final is cleared away; a running one is ErrRunning, unless force, which
-// stops it and waits for it to record its end. Then it archives the previous attempt's
-// records and log in attempts/<bead>/ and numbers the new attempt.
+// stops it and waits for it to record its end (and kills it if it does not, closing its attempt
+// as replaced). A predecessor whose supervisor is gone without recording its end is closed
+// (supervisor-lost). Then it archives the previous attempt's records and log in
+// attempts/<bead>/ and numbers the new attempt. The state directory is checked first
+// (statedir.Dir.Check): nothing is written into a directory that is a link or another user's.
 func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Opened, error) {
 	o := &Opened{Dir: d, Bead: bead, Number: 1, where: where}
 	if err := makeStateDirs(d); err != nil {
 		return nil, err
 	}
+	replaced := false
 	for try := 0; ; try++ {
 		unlock, err := d.Layout.Lock(ctx, bead, 15*time.Second)
 		if errors.Is(err, fsx.ErrLocked) {
@@ -70,7 +85,7 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 			o.unlock = unlock
 			// A predecessor whose supervisor is gone without recording its end is closed
 			// now, so that it is archived as what it was, not as running for ever.
-			if _, err := reconcileLocked(ctx, d, where.Tmux, bead, where.Session); err != nil {
+			if _, err := reconcileLocked(ctx, d, where.Tmux, bead, where.Session, replaced); err != nil {
 				o.Close()
 				return nil, fmt.Errorf("closing the previous attempt of %s: %w", bead, err)
 			}
@@ -90,14 +105,21 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 			}
 			return nil, fmt.Errorf("%s is %w (attempt %d); pass --force to replace it, or run 'dispatch wait %s'", where.Session, ErrRunning, attempt, bead)
 		}
-		if try > 0 {
-			unlock()
-			return nil, fmt.Errorf("%s did not stop; kill it with 'dispatch kill %s' and retry", where.Session, bead)
-		}
 		// The old supervisor needs the lock to write its final records: let go while it stops.
 		unlock()
-		Stop(ctx, where.Tmux, entry, where.Session, syscall.SIGHUP)
-		o.waitGone(ctx, where.KillGrace+5*time.Second)
+		switch try {
+		case 0:
+			Stop(ctx, where.Tmux, entry, where.Session, syscall.SIGHUP)
+			o.waitGone(ctx, where.KillGrace+5*time.Second)
+		case 1:
+			// It did not stop (stopped, or stuck), so it cannot record its own end either:
+			// killed, and its attempt closed as replaced once it is gone.
+			kill(ctx, where.Tmux, entry, where.Session)
+			o.waitGone(ctx, 5*time.Second)
+		default:
+			return nil, fmt.Errorf("%s did not stop, even killed; stop its processes and retry", where.Session)
+		}
+		replaced = !terminal
 	}
 	prev, err := record.ReadRun(d.Store.RunPath(bead))
 	if err == nil {
@@ -114,14 +136,29 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 	return o, nil
 }
 
-// makeStateDirs creates the directories dispatch.sh created on every dispatch (runs/,
-// results/, watch/), which the workspace's own checks expect (tests/e2e/test-workspace.sh
-// fails without state/watch), though only the records are ours.
+// kill kills a supervisor that did not stop when asked: its process (the agent dies with it,
+// Pdeathsig), and its session.
+func kill(ctx context.Context, sessions *tmux.Client, entry *supervise.Entry, session string) {
+	if entry != nil && supervise.SupervisorAlive(entry.PID, entry.Name) {
+		syscall.Kill(entry.PID, syscall.SIGKILL)
+	}
+	if sessions != nil && session != "" {
+		sessions.KillSession(ctx, session)
+	}
+}
+
+// makeStateDirs checks the state directory (statedir.Dir.Check) and creates the directories
+// dispatch.sh created on every dispatch (runs/, results/, watch/), which the workspace's own
+// checks expect (tests/e2e/test-workspace.sh fails without state/watch), though only the
+// records are ours.
 func makeStateDirs(d Dir) error {
 	sd := d.State()
+	if err := sd.Check(); err != nil {
+		return err
+	}
 	for _, dir := range []string{sd.Runs(), sd.Results(), sd.Watch()} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("creating the state directory: %w", err)
+		if err := statedir.Mkdir(dir); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -184,30 +221,86 @@ func Stop(ctx context.Context, sessions *tmux.Client, entry *supervise.Entry, se
 	}
 }
 
-// archive copies the previous attempt's records and log to attempts/<bead>/ before a new
+// archive keeps the previous attempt's records and log in attempts/<bead>/ before a new
 // attempt replaces them: run-<N>.json, result-<N>.json, output-<N>.log (the layout
-// analyze-runs --attempts reads).
+// analyze-runs --attempts reads). Only regular files are kept, read without following a link
+// and without blocking (statedir.Open): a link or a named pipe planted at a record or the log is
+// nothing of the attempt's. The records are copied (they are small, and bounded); the log,
+// whatever its size, is never read into memory (keepLog).
 func archive(d Dir, prev *record.Run) error {
 	bead, n, sd := prev.Bead, prev.Attempt, d.State()
 	if err := statedir.MkdirFor(sd.AttemptRun(bead, n)); err != nil {
 		return fmt.Errorf("keeping attempt %d: %w", n, err)
 	}
-	moves := [][2]string{
+	records := [][2]string{
 		{sd.Run(bead), sd.AttemptRun(bead, n)},
 		{sd.Result(bead), sd.AttemptResult(bead, n)},
-		{sd.Log(bead), sd.AttemptOutput(bead, n)},
 	}
-	for _, m := range moves {
-		b, err := os.ReadFile(m[0])
+	for _, m := range records {
+		b, err := statedir.ReadFile(m[0], record.MaxSize)
 		if err != nil {
 			continue
 		}
 		// Copied, not moved: the current records stay in place until the new ones replace them.
 		if err := fsx.WriteFileAtomic(m[1], b, 0o600); err != nil {
-			return fmt.Errorf("keeping attempt %d: %w", prev.Attempt, err)
+			return fmt.Errorf("keeping attempt %d: %w", n, err)
 		}
 	}
+	if err := keepLog(sd.Log(bead), sd.AttemptOutput(bead, n)); err != nil {
+		return fmt.Errorf("keeping attempt %d's output: %w", n, err)
+	}
 	return nil
+}
+
+// keepLog keeps the log at src as dst, in constant memory, whatever its size: a hard link to
+// the same file where it can be made (no byte is copied; the next attempt's supervisor makes
+// logs/<bead>.log a new file and never writes the old one again), else a streaming copy. Either
+// goes through one descriptor of src, opened as statedir.Open opens it, so what is kept is the
+// regular file that was checked, not whatever a link swapped in meanwhile points to. The result
+// is renamed into place. A missing log, or one that is not a regular file, keeps nothing.
+func keepLog(src, dst string) error {
+	f, err := statedir.Open(src)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-"+hex.EncodeToString(rnd[:]))
+	// linkat through /proc/self/fd links the file the descriptor holds (AT_EMPTY_PATH would need
+	// CAP_DAC_READ_SEARCH); it fails across file systems, or without /proc.
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
+		if err := copyTo(tmp, f); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if dir, err := os.Open(filepath.Dir(dst)); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	return nil
+}
+
+// copyTo copies r into a new file at path (0600), streaming: io.Copy between files uses
+// copy_file_range, else a small buffer.
+func copyTo(path string, r io.Reader) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, r)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Refuse records an attempt over the limit as dispatch.sh did: run and result failed, reason

@@ -24,8 +24,15 @@ import (
 // records are written and the entry goes only after the final records are, so every running
 // record has an entry, and the cost does not grow with the number of records. all scans every
 // run record as well, for records no registry knows: written by other tools, by dispatch.sh, or
-// legacy minimal records left running (see closeUnregistered).
+// legacy minimal records left running (see closeUnregistered); and every archived attempt, for
+// attempts older versions archived while they still said running (see repairArchive).
+//
+// The state directory is checked first (statedir.Dir.Check): one that is a link or another
+// user's is an error, and nothing is touched.
 func Reconcile(ctx context.Context, d Dir, sessions *tmux.Client, all bool) ([]supervise.Lost, error) {
+	if err := d.State().Check(); err != nil {
+		return nil, err
+	}
 	beads := d.Layout.Registered(validBead)
 	if all {
 		names, _ := statedir.Beads(d.State().Runs(), ".json")
@@ -54,6 +61,11 @@ func Reconcile(ctx context.Context, d Dir, sessions *tmux.Client, all bool) ([]s
 			closed = append(closed, *c)
 		}
 	}
+	if all {
+		archived, err := repairArchives(ctx, d)
+		closed = append(closed, archived...)
+		errs = append(errs, err)
+	}
 	return closed, errors.Join(errs...)
 }
 
@@ -68,16 +80,44 @@ func ReconcileBead(ctx context.Context, d Dir, sessions *tmux.Client, bead strin
 		return nil, err
 	}
 	defer unlock()
-	return reconcileLocked(ctx, d, sessions, bead, Session(bead))
+	return reconcileLocked(ctx, d, sessions, bead, Session(bead), false)
 }
 
 // reconcileLocked judges bead under its lock: a registered supervisor by the registry
 // (supervise's ReconcileLocked), a record no supervisor of ours registered by closeUnregistered.
-func reconcileLocked(ctx context.Context, d Dir, sessions *tmux.Client, bead, session string) (*supervise.Lost, error) {
-	if e, err := d.Layout.ReadEntry(bead); err != nil || e != nil {
-		return d.Layout.ReconcileLocked(ctx, sessions, bead, session, &Recorder{Dir: d})
+// What sits in the registry but is no entry (a link, a named pipe, an older dispatch's orphaned
+// hand-over file) is cleared first. replaced says a --force dispatch just stopped the bead's
+// supervisor: an attempt it did not record is closed as replaced, ending now.
+func reconcileLocked(ctx context.Context, d Dir, sessions *tmux.Client, bead, session string, replaced bool) (*supervise.Lost, error) {
+	e, err := d.Layout.ReadEntry(bead)
+	if errors.Is(err, supervise.ErrNotEntry) {
+		if !d.Layout.ClearNotEntry(bead) {
+			return nil, nil // an older dispatch's launch in progress
+		}
+		e, err = nil, nil
 	}
-	return closeUnregistered(ctx, d, sessions, bead)
+	if err != nil || e != nil {
+		var rec supervise.Recorder = &Recorder{Dir: d}
+		if replaced {
+			rec = replacer{&Recorder{Dir: d}}
+		}
+		return d.Layout.ReconcileLocked(ctx, sessions, bead, session, rec)
+	}
+	return closeUnregistered(ctx, d, sessions, bead, replaced)
+}
+
+// replacer is the Recorder of a supervisor a --force dispatch stopped that did not record its
+// own end: its attempt is closed as replaced, ending now (it ran until it was replaced), unless
+// the supervisor kept an outcome it could not write, which stands.
+type replacer struct{ *Recorder }
+
+func (r replacer) Lost(ctx context.Context, e *supervise.Entry, out *supervise.Outcome) (bool, error) {
+	if out.Reason == supervise.ReasonLost {
+		o := *out
+		o.Reason, o.Finished = ReasonReplaced, time.Now()
+		out = &o
+	}
+	return r.Recorder.Lost(ctx, e, out)
 }
 
 // leftRunning reports whether bead's run record says it is still at work: its status is
@@ -105,7 +145,7 @@ func leftRunning(d Dir, bead string) bool {
 // result, DISPATCH_MAX_RETRIES for a missing max_retries), so that the closed records satisfy
 // the schema; one that cannot be (no agent, say) is an error naming what it lacks. The attempt
 // finishes at its last sign of life (lastSign), never now.
-func closeUnregistered(ctx context.Context, d Dir, sessions *tmux.Client, bead string) (*supervise.Lost, error) {
+func closeUnregistered(ctx context.Context, d Dir, sessions *tmux.Client, bead string, replaced bool) (*supervise.Lost, error) {
 	if !leftRunning(d, bead) {
 		return nil, nil
 	}
@@ -140,6 +180,9 @@ func closeUnregistered(ctx context.Context, d Dir, sessions *tmux.Client, bead s
 	}
 	out := &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonLost, UnknownExit: true,
 		Finished: lastSign(d, bead, run.StartedAt)}
+	if replaced {
+		out.Reason, out.Finished = ReasonReplaced, time.Now()
+	}
 	if err := (&Recorder{Dir: d}).write(ctx, *run, out, nil); err != nil {
 		return nil, err
 	}
@@ -151,17 +194,143 @@ func closeUnregistered(ctx context.Context, d Dir, sessions *tmux.Client, bead s
 // last write of its run record. Never now: a February record closed in November would otherwise
 // claim a nine-month run, and flatten every average.
 func lastSign(d Dir, bead, startedAt string) time.Time {
+	return lastSignOf(d.State().Log(bead), d.Store.RunPath(bead), startedAt)
+}
+
+// lastSignOf is lastSign for the attempt whose output is log and run record is run.
+func lastSignOf(log, run, startedAt string) time.Time {
 	start, hasStart := record.ParseTime(startedAt)
-	if fi, err := os.Lstat(d.State().Log(bead)); err == nil && fi.Mode().IsRegular() && (!hasStart || fi.ModTime().After(start)) {
+	if fi, err := os.Lstat(log); err == nil && fi.Mode().IsRegular() && (!hasStart || fi.ModTime().After(start)) {
 		return fi.ModTime()
 	}
 	if hasStart {
 		return start
 	}
-	if fi, err := os.Stat(d.Store.RunPath(bead)); err == nil {
+	if fi, err := os.Lstat(run); err == nil {
 		return fi.ModTime()
 	}
 	return time.Time{}
+}
+
+// repairArchives closes the archived attempts of every bead (attempts/<bead>/) that were
+// archived while still running: older versions archived a lost predecessor as it was, so that
+// analyze-runs --attempts counted it running for ever. Each bead's are closed under its lock
+// (a dispatch archiving at the same time is waited for a moment, else the bead is left for the
+// next pass), as supervisor-lost, finished at the last sign of life (repairArchive).
+func repairArchives(ctx context.Context, d Dir) ([]supervise.Lost, error) {
+	beads, err := fsx.Names(d.State().Attempts(), func(n string) (string, bool) { return n, validBead(n) })
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the archived attempts: %w", err)
+	}
+	var closed []supervise.Lost
+	var errs []error
+	for _, bead := range beads {
+		c, err := repairBead(ctx, d, bead)
+		closed = append(closed, c...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", bead, err))
+		}
+	}
+	return closed, errors.Join(errs...)
+}
+
+func repairBead(ctx context.Context, d Dir, bead string) ([]supervise.Lost, error) {
+	sd := d.State()
+	runs, err := fsx.Names(sd.AttemptDir(bead), func(n string) (string, bool) {
+		kind, _, ok := statedir.AttemptFile(n)
+		return n, ok && kind == "run"
+	})
+	if err != nil || len(runs) == 0 {
+		return nil, nil // not a directory of attempts, or none archived
+	}
+	unlock, err := d.Layout.Lock(ctx, bead, 100*time.Millisecond)
+	if errors.Is(err, fsx.ErrLocked) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := statedir.CheckDir(sd.AttemptDir(bead)); err != nil {
+		return nil, err
+	}
+	var closed []supervise.Lost
+	var errs []error
+	for _, name := range runs {
+		_, n, _ := statedir.AttemptFile(name)
+		c, err := repairArchive(d, bead, n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attempt %d: %w", n, err))
+		}
+		if c != nil {
+			closed = append(closed, *c)
+		}
+	}
+	return closed, errors.Join(errs...)
+}
+
+// repairArchive closes bead's archived attempt n if it was archived running: its run record
+// says running (or, a legacy minimal one, has no status and no final result). It is completed
+// as closeUnregistered completes a record, closed as supervisor-lost at its last sign of life
+// (its archived output's last write, else its start), and both archived records are rewritten
+// (checked against the schema, renamed into place).
+func repairArchive(d Dir, bead string, n int) (*supervise.Lost, error) {
+	sd := d.State()
+	runPath, resPath := sd.AttemptRun(bead, n), sd.AttemptResult(bead, n)
+	doc, err := statedir.ReadFile(runPath, record.MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", runPath, err)
+	}
+	resDoc, _ := statedir.ReadFile(resPath, record.MaxSize)
+	run, err := record.DecodeRun(doc)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", runPath, err)
+	}
+	switch {
+	case run.Status == record.StatusRunning:
+	case run.Status != "":
+		return nil, nil
+	case resDoc != nil:
+		if res, err := record.DecodeResult(resDoc); err != nil || res.Status != record.StatusRunning {
+			return nil, nil
+		}
+	}
+	m, err := record.MigrateRun(doc, resDoc, record.Defaults{Bead: bead, MaxRetries: maxRetries(), StateDir: d.Path()})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", runPath, err)
+	}
+	if m.Output != nil {
+		doc = m.Output
+	}
+	if err := record.Check(record.KindRun, doc); err != nil {
+		return nil, fmt.Errorf("cannot close %s, archived running: %w (add what it lacks, then reconcile --all again)", runPath, err)
+	}
+	if run, err = record.DecodeRun(doc); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", runPath, err)
+	}
+	out := &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonLost, UnknownExit: true,
+		Finished: lastSignOf(sd.AttemptOutput(bead, n), runPath, run.StartedAt)}
+	done, res := Complete(*run, out, nil)
+	for _, w := range []struct {
+		kind record.Kind
+		path string
+		v    any
+	}{{record.KindRun, runPath, &done}, {record.KindResult, resPath, &res}} {
+		b, err := record.Marshal(w.v)
+		if err == nil {
+			err = record.Check(w.kind, b)
+		}
+		if err == nil {
+			err = fsx.WriteFileAtomic(w.path, b, 0o600)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("closing %s: %w", w.path, err)
+		}
+	}
+	return &supervise.Lost{Name: bead, Reason: out.Reason, Attempt: n}, nil
 }
 
 // maxRetries is DISPATCH_MAX_RETRIES as dispatch reads it (a positive integer, default 2): the

@@ -94,10 +94,16 @@ func (r *Recorder) writeFinal(ctx context.Context, a *supervise.Attempt, out *su
 }
 
 // withLog is console and the attempt's log, where what runs after the agent is shown: without
-// tmux, the console is no one's, and the log is where a user looks.
+// tmux, the console is no one's, and the log is where a user looks. The log is appended to only
+// if it is still a regular file: never through a link (the agent, or another user, may have put
+// one there since the supervisor created it), and never waiting on a named pipe.
 func withLog(console io.Writer, path string) (io.Writer, func()) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		return console, func() {}
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
 		return console, func() {}
 	}
 	return io.MultiWriter(console, bestEffort{f}), func() { f.Close() }
@@ -199,11 +205,16 @@ func worst(a, b string) string {
 	return a
 }
 
-// Lost closes the records of a bead whose supervisor is gone, if they still say running.
+// Lost closes the records of a bead whose supervisor is gone, if they still say running. A
+// supervisor that kept its outcome (e.Outcome) may have written the run record and not the
+// result (results/ unwritable, a full disk): the result is then finished from the run record.
 func (r *Recorder) Lost(ctx context.Context, e *supervise.Entry, out *supervise.Outcome) (bool, error) {
 	run, err := record.ReadRun(r.Dir.Store.RunPath(e.Name))
-	if err != nil || run.Status != record.StatusRunning {
+	if err != nil {
 		return false, nil
+	}
+	if run.Status != record.StatusRunning {
+		return r.finishResult(ctx, e, run)
 	}
 	if e.Attempt != 0 && e.Attempt != run.Attempt {
 		// The entry is an older attempt's; the running record is not its to close, but it has
@@ -216,6 +227,24 @@ func (r *Recorder) Lost(ctx context.Context, e *supervise.Entry, out *supervise.
 		out.Finished, _ = record.ParseTime(run.StartedAt)
 	}
 	return true, r.write(ctx, *run, out, nil)
+}
+
+// finishResult writes the result of a run record its supervisor wrote final before it failed
+// to write the result, when the supervisor kept that attempt's outcome; it reports whether it
+// wrote anything.
+func (r *Recorder) finishResult(ctx context.Context, e *supervise.Entry, run *record.Run) (bool, error) {
+	if e.Outcome == nil || e.Attempt != run.Attempt {
+		return false, nil
+	}
+	if res, err := record.ReadResult(r.Dir.Store.ResultPath(e.Name)); err == nil && res.Attempt == run.Attempt && res.Status != record.StatusRunning {
+		return false, nil
+	}
+	// The run record holds the outcome as written, verification included: the result is made
+	// of it as Complete made both.
+	started := *run
+	started.Status = record.StatusRunning
+	_, res := Complete(started, e.Outcome, run.Verification)
+	return true, r.Dir.Store.WriteResult(ctx, &res)
 }
 
 func (r *Recorder) write(ctx context.Context, run record.Run, out *supervise.Outcome, v *record.Verification) error {

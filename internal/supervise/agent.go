@@ -5,11 +5,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -113,7 +113,7 @@ func startAgent(a *Attempt, size *pty.Winsize, sink io.Writer) (*agentProc, erro
 }
 
 func writePromptFile(path, prompt string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := statedir.MkdirFor(path); err != nil {
 		return err
 	}
 	// Created fresh and renamed into place: a link planted at path is replaced, not followed.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -167,15 +166,8 @@ func listenControl(path string) (net.Listener, error) {
 	if err := statedir.MkdirFor(path); err != nil {
 		return nil, err
 	}
-	l, err := statedir.ListenUnix(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return l, nil
+	// ListenUnix makes it 0600 without following a link swapped in at path (os.Chmod would).
+	return statedir.ListenUnix(path)
 }
 
 // Control is a client of a supervisor's control socket.

@@ -3,8 +3,9 @@ package supervise
 import (
 	"crypto/rand"
 	"os"
-	"path/filepath"
 	"syscall"
+
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // reserveSize is disk space the supervisor holds from the start and frees just before the
@@ -39,7 +40,7 @@ func FreeMB(dir string) (int64, error) {
 // there is removed, never followed). fallocate reserves real blocks even on file systems that
 // compress or deduplicate; where it is not supported, bytes that do not compress are written.
 func holdReserve(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := statedir.MkdirFor(path); err != nil {
 		return err
 	}
 	os.Remove(path)
@@ -58,5 +59,3 @@ func holdReserve(path string) error {
 	}
 	return f.Sync()
 }
-
-func dirOf(path string) string { return filepath.Dir(path) }

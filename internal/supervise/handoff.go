@@ -34,20 +34,17 @@ type Handoff struct {
 
 // OfferHandoff listens in dir for the supervisor that will take spec.
 func OfferHandoff(dir string, spec []byte) (*Handoff, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating state directory: %w", err)
+	if err := statedir.Mkdir(dir); err != nil {
+		return nil, err
 	}
 	removeStaleHandoffs(dir)
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	path := filepath.Join(dir, hex.EncodeToString(rnd[:])+".sock")
+	// Owner only (ListenUnix), in a directory of the user's own; the peer's uid is checked too.
 	ln, err := statedir.ListenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("handing over to the supervisor: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
 	}
 	return &Handoff{ln: ln, path: path, spec: spec}, nil
 }

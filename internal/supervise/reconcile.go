@@ -15,6 +15,9 @@ import (
 type Lost struct {
 	Name   string `json:"bead"`
 	Reason string `json:"reason"`
+	// Attempt is set for an attempt closed in a tool's archive of earlier attempts (dispatch's
+	// attempts/<bead>/run-<N>.json), not in its current records.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // Reconcile judges name: when its supervisor is gone (its process dead and its tmux session
@@ -37,9 +40,18 @@ func (l Layout) Reconcile(ctx context.Context, sessions *tmux.Client, name, sess
 }
 
 // ReconcileLocked is Reconcile for a caller that holds name's lock already (a tool about to
-// open the next attempt, which must not archive a lost one as still running).
+// open the next attempt, which must not archive a lost one as still running). What sits at the
+// entry's path but is no entry (a link, a named pipe, an orphaned hand-over file: ErrNotEntry)
+// is cleared away first, and name is then judged as one with no entry; a hand-over file too
+// young to be an orphan leaves name alone for now.
 func (l Layout) ReconcileLocked(ctx context.Context, sessions *tmux.Client, name, session string, rec Recorder) (*Lost, error) {
 	entry, err := l.ReadEntry(name)
+	if errors.Is(err, ErrNotEntry) {
+		if !l.ClearNotEntry(name) {
+			return nil, nil
+		}
+		entry, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -54,14 +55,23 @@ func (l Layout) PromptPath(name string) string { return l.dir().Prompt(name) }
 // HandoffDir is where starters offer supervisors their specs.
 func (l Layout) HandoffDir() string { return l.dir().Handoffs() }
 
-// Lock takes name's lock, waiting up to wait.
+// Lock takes name's lock, waiting up to wait. A link planted at the lock's path is refused,
+// never followed, and never replaced: two processes that each replaced it would each hold "the"
+// lock.
 func (l Layout) Lock(ctx context.Context, name string, wait time.Duration) (func() error, error) {
-	if err := statedir.MkdirFor(l.LockPath(name)); err != nil {
+	path := l.LockPath(name)
+	if err := statedir.MkdirFor(path); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	return fsx.LockFile(ctx, l.LockPath(name))
+	unlock, err := fsx.LockFile(ctx, path)
+	if err != nil && !errors.Is(err, fsx.ErrLocked) {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("the lock %s is a symbolic link, which is never followed: remove it", path)
+		}
+	}
+	return unlock, err
 }
 
 // Entry is the registry entry of a live supervisor.
@@ -97,33 +107,91 @@ func (l Layout) WriteEntry(e *Entry) error {
 	return fsx.WriteFileAtomic(l.EntryPath(e.Name), append(b, '\n'), 0o600)
 }
 
-// entryLimit bounds what is read of an entry: a few hundred bytes are expected.
-const entryLimit = 1 << 20
+// entryLimit bounds what is read of an entry: a few hundred bytes are expected. (A hand-over
+// file of an older version holds a prompt and an environment: megabytes at most.)
+const entryLimit = 16 << 20
 
-// ReadEntry returns name's registry entry, or nil when there is none.
+// ErrNotEntry is returned (wrapped) by ReadEntry for what sits at an entry's path but is no
+// supervisor's entry: anything but a regular file (a link, a named pipe: never followed, never
+// waited on), or a hand-over file an older dispatch left in the registry (ErrLegacySpec).
+// ClearNotEntry removes it.
+var ErrNotEntry = errors.New("not a supervisor's registry entry")
+
+// ErrLegacySpec is the ErrNotEntry of a hand-over file: before the handoff sockets, dispatch
+// wrote the supervisor's spec (the prompt and the whole environment) to
+// supervisors/<bead>.spec.json, where the registry now reads bead "<bead>.spec"'s entry.
+var ErrLegacySpec = fmt.Errorf("%w: a hand-over file of an older dispatch (a prompt and an environment)", ErrNotEntry)
+
+// ReadEntry returns name's registry entry, or nil when there is none. It reads a regular file
+// only, never through a link and never waiting on a named pipe (see ErrNotEntry). An entry
+// written by an older version, which named its bead "bead", is read as well.
 func (l Layout) ReadEntry(name string) (*Entry, error) {
-	b, err := fsx.ReadFileLimit(l.EntryPath(name), entryLimit)
-	if errors.Is(err, os.ErrNotExist) {
+	path := l.EntryPath(name)
+	b, err := statedir.ReadFile(path, entryLimit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
-		return nil, err
+	case errors.Is(err, statedir.ErrNotRegular):
+		return nil, fmt.Errorf("supervisor entry %w: %w", err, ErrNotEntry)
+	case err != nil:
+		return nil, fmt.Errorf("supervisor entry: %w", err)
 	}
 	var e Entry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("supervisor entry %s: %w", l.EntryPath(name), err)
+		return nil, fmt.Errorf("supervisor entry %s: %w", path, err)
+	}
+	if e.Name == "" {
+		var keys map[string]json.RawMessage
+		json.Unmarshal(b, &keys)
+		var bead string
+		json.Unmarshal(keys["bead"], &bead)
+		_, hasPID := keys["pid"]
+		_, hasArgv := keys["argv"]
+		_, hasEnv := keys["env"]
+		switch {
+		case !hasPID && (hasArgv || hasEnv):
+			return nil, fmt.Errorf("%s: %w", path, ErrLegacySpec)
+		case hasPID && bead == name:
+			e.Name = bead // an entry of the version before "name"
+		}
 	}
 	if e.Name != name {
-		return nil, fmt.Errorf("supervisor entry %s names %q", l.EntryPath(name), e.Name)
+		return nil, fmt.Errorf("supervisor entry %s names %q", path, e.Name)
 	}
 	return &e, nil
 }
 
-// RemoveEntry removes name's registry entry, its disk reserve and its control socket.
+// legacySpecAge is how old a hand-over file must be to be an orphan: an older dispatch hands
+// its supervisor the spec within milliseconds of writing it.
+const legacySpecAge = time.Minute
+
+// ClearNotEntry removes what sits at name's entry path if it is no entry (ErrNotEntry) and
+// reports whether it did: a link or a named pipe goes at once (removing it follows nothing), a
+// hand-over file of an older dispatch once it is a minute old (an orphan, holding a prompt and
+// an environment); a younger one is a launch in progress, and a real entry is never removed.
+// The caller holds name's lock.
+func (l Layout) ClearNotEntry(name string) bool {
+	_, err := l.ReadEntry(name)
+	if !errors.Is(err, ErrNotEntry) {
+		return false
+	}
+	path := l.EntryPath(name)
+	if errors.Is(err, ErrLegacySpec) {
+		fi, err := os.Lstat(path)
+		if err != nil || time.Since(fi.ModTime()) < legacySpecAge {
+			return false
+		}
+	}
+	return os.Remove(path) == nil
+}
+
+// RemoveEntry removes name's registry entry, its disk reserve and its control socket (and the
+// reserve where versions before the layout kept it).
 func (l Layout) RemoveEntry(name string) {
 	os.Remove(l.EntryPath(name))
 	os.Remove(l.ReservePath(name))
 	os.Remove(l.SocketPath(name))
+	os.Remove(l.dir().LegacyReserve(name))
 }
 
 // Registered lists the names with a registry entry, sorted; valid says which file names are

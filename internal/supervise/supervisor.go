@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/creack/pty"
 )
 
@@ -459,7 +460,7 @@ func createLog(path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(dirOf(path), 0o700); err != nil {
+	if err := statedir.MkdirFor(path); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -3,11 +3,14 @@ package workspace
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
@@ -22,7 +25,7 @@ func TruthsayerBin(getenv func(string) string) string {
 // TruthsayerLog is where Truthsayer's output for bead goes: state/truthsayer/<bead>.log, where
 // dispatch.sh kept it.
 func TruthsayerLog(stateDir, bead string) string {
-	return filepath.Join(stateDir, "truthsayer", bead+".log")
+	return statedir.Dir{Root: stateDir}.Truthsayer(bead)
 }
 
 // Watcher is a Truthsayer watching a repository while its agent works: its process group, named
@@ -36,10 +39,15 @@ type Watcher struct {
 // just before it started the agent. It runs in a session of its own: it outlives dispatch and
 // the terminal dispatch ran in, until the attempt's supervisor stops it.
 func StartTruthsayer(bin, dir, log string, env []string) (*Watcher, error) {
-	if err := os.MkdirAll(filepath.Dir(log), 0o700); err != nil {
+	if err := statedir.MkdirFor(log); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// Made fresh, as truncating it would: whatever is at log (the last attempt's findings, or
+	// a link planted there) is removed, never followed.
+	if err := os.Remove(log); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -69,9 +77,10 @@ func (w *Watcher) Stop() {
 }
 
 // CountFindings counts the lines of a Truthsayer log that start with ERROR or WARNING (0 when
-// there is no log), as dispatch.sh counted them for the wake message.
+// there is no log), as dispatch.sh counted them for the wake message. Only a regular file is
+// read, never through a link, and a named pipe there does not block (statedir.Open).
 func CountFindings(log string) int {
-	f, err := os.Open(log)
+	f, err := statedir.Open(log)
 	if err != nil {
 		return 0
 	}

@@ -1,0 +1,71 @@
+package supervise
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReadEntryAndClearNotEntry: what sits at an entry's path and is no entry (issue 9, items
+// 1, 2 and 4) is told apart from a real entry, read without blocking or following, and cleared
+// only when it is no one's.
+func TestReadEntryAndClearNotEntry(t *testing.T) {
+	l := Layout{Dir: t.TempDir()}
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte(`{"name":"x","pid":1}`), 0o644)
+	old := time.Now().Add(-2 * legacySpecAge)
+	spec := `{"bead":"bd","argv":["claude"],"env":["API_KEY=secret"],"prompt":"p","run":{}}`
+	tests := []struct {
+		name    string
+		plant   func(path string)
+		entry   bool // ReadEntry returns an entry
+		notEnt  bool // ReadEntry's error is ErrNotEntry
+		cleared bool // ClearNotEntry removes it
+	}{
+		{"entry", func(p string) { os.WriteFile(p, []byte(`{"tool":"dispatch","name":"entry","pid":1}`), 0o600) }, true, false, false},
+		{"old-entry", func(p string) { os.WriteFile(p, []byte(`{"bead":"old-entry","pid":1,"attempt":2}`), 0o600) }, true, false, false},
+		{"link", func(p string) { os.Symlink(victim, p) }, false, true, true},
+		{"fifo", func(p string) { syscall.Mkfifo(p, 0o600) }, false, true, true},
+		{"dir", func(p string) { os.MkdirAll(filepath.Join(p, "x"), 0o700) }, false, true, false},
+		{"bd.spec", func(p string) { os.WriteFile(p, []byte(spec), 0o600); os.Chtimes(p, old, old) }, false, true, true},
+		{"fresh.spec", func(p string) { os.WriteFile(p, []byte(spec), 0o600) }, false, true, false},
+		{"garbage", func(p string) { os.WriteFile(p, []byte("{}"), 0o600); os.Chtimes(p, old, old) }, false, false, false},
+		{"other", func(p string) { os.WriteFile(p, []byte(`{"name":"someone","pid":1}`), 0o600) }, false, false, false},
+	}
+	for _, tt := range tests {
+		path := l.EntryPath(tt.name)
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		tt.plant(path)
+		done := make(chan struct{})
+		var e *Entry
+		var err error
+		go func() {
+			e, err = l.ReadEntry(tt.name)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadEntry(%s) blocks", tt.name)
+		}
+		if (e != nil) != tt.entry || errors.Is(err, ErrNotEntry) != tt.notEnt {
+			t.Errorf("ReadEntry(%s) = %+v, %v; want entry %v, ErrNotEntry %v", tt.name, e, err, tt.entry, tt.notEnt)
+		}
+		if e != nil && e.Name != tt.name {
+			t.Errorf("ReadEntry(%s).Name = %q", tt.name, e.Name)
+		}
+		if got := l.ClearNotEntry(tt.name); got != tt.cleared {
+			t.Errorf("ClearNotEntry(%s) = %v, want %v", tt.name, got, tt.cleared)
+		}
+		if _, err := os.Lstat(path); os.IsNotExist(err) != tt.cleared {
+			t.Errorf("after ClearNotEntry(%s), the file exists: %v", tt.name, err == nil)
+		}
+	}
+	if b, _ := os.ReadFile(victim); !strings.Contains(string(b), `"name":"x"`) {
+		t.Errorf("the link's target changed: %q", b)
+	}
+}

@@ -14,8 +14,9 @@ import (
 	"strings"
 )
 
-// ErrNoGit is returned when the git binary cannot be found.
-var ErrNoGit = errors.New("git is not installed (or not on PATH)")
+// ErrNoGit is returned when the git binary cannot be found (or run): every operation says so,
+// never that a branch name is invalid or that a directory is no repository.
+var ErrNoGit = errors.New("git is not installed (or not on PATH): install it, or put it on PATH")
 
 // Repo is a git repository (or worktree) on disk.
 type Repo struct{ Dir string }
@@ -29,6 +30,11 @@ func (r Repo) git(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, path, append([]string{"-C", r.Dir}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) && ctx.Err() == nil {
+			// Found on PATH but not run (removed since, not executable): as good as missing.
+			return "", fmt.Errorf("%w (%v)", ErrNoGit, err)
+		}
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
@@ -38,10 +44,34 @@ func (r Repo) git(ctx context.Context, args ...string) (string, error) {
 	return strings.TrimSpace(stdout.String()), nil
 }
 
-// IsRepo reports whether Dir is inside a git work tree.
+// IsRepo reports whether Dir is inside a git work tree. Without git it says whether a .git (a
+// repository's directory, or a worktree's file) is in Dir or above it: the directory is a
+// repository all the same, and what is asked of it next fails with ErrNoGit, where "not a
+// repository" would send the user looking for the wrong problem.
 func (r Repo) IsRepo(ctx context.Context) bool {
 	out, err := r.git(ctx, "rev-parse", "--is-inside-work-tree")
+	if errors.Is(err, ErrNoGit) {
+		return hasDotGit(r.Dir)
+	}
 	return err == nil && out == "true"
+}
+
+// hasDotGit reports whether dir or a directory above it holds a .git.
+func hasDotGit(dir string) bool {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
 
 // Branch returns the checked-out branch ("HEAD" when detached). symbolic-ref answers in a
@@ -60,6 +90,9 @@ func (r Repo) CheckBranch(ctx context.Context, name string) error {
 		return fmt.Errorf("invalid branch name %q", name)
 	}
 	if _, err := r.git(ctx, "check-ref-format", "--branch", name); err != nil {
+		if errors.Is(err, ErrNoGit) {
+			return err
+		}
 		return fmt.Errorf("invalid branch name %q", name)
 	}
 	return nil

@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,5 +69,34 @@ func TestCheckoutAndWorktree(t *testing.T) {
 	}
 	if err := r.RemoveWorktree(ctx, path, true); err != nil {
 		t.Errorf("RemoveWorktree(force) = %v", err)
+	}
+}
+
+// TestWithoutGit (issue 9, item 13): with no git on PATH, every operation says git is missing,
+// never that the branch name is invalid or that the repository is none.
+func TestWithoutGit(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	t.Setenv("PATH", t.TempDir())
+	if !r.IsRepo(ctx) {
+		t.Errorf("IsRepo(a repository, without git) = false; want true, from its .git")
+	}
+	if (Repo{Dir: t.TempDir()}).IsRepo(ctx) {
+		t.Errorf("IsRepo(a plain directory, without git) = true")
+	}
+	for name, err := range map[string]error{
+		"CheckBranch": r.CheckBranch(ctx, "feature"),
+		"Checkout":    r.Checkout(ctx, "feature"),
+		"AddWorktree": r.AddWorktree(ctx, r.WorktreePath("bd-1"), "agent/bd-1"),
+	} {
+		if !errors.Is(err, ErrNoGit) {
+			t.Errorf("%s without git = %v, want ErrNoGit", name, err)
+		}
+	}
+	if _, err := r.Branch(ctx); !errors.Is(err, ErrNoGit) {
+		t.Errorf("Branch without git = %v, want ErrNoGit", err)
+	}
+	if _, err := os.Stat(filepath.Dir(r.WorktreePath("bd-1"))); err == nil {
+		t.Errorf("AddWorktree without git made %s", filepath.Dir(r.WorktreePath("bd-1")))
 	}
 }

@@ -109,6 +109,28 @@ func TestHostileLinks(t *testing.T) {
 		regular(t, h.statePath("attempts", "l-arch", "run-1.json"), 0o600)
 	})
 
+	// reconcile --all closes run records no supervisor registered (dispatch.sh's): one that is a
+	// link is not closed, since closing it would copy what it points to into the state
+	// directory (here, a record of someone else's, with their prompt).
+	t.Run("reconcile --all and a linked record", func(t *testing.T) {
+		secret := filepath.Join(h.dir, "someone-elses-run.json")
+		run := record.Run{SchemaVersion: 1, Bead: "l-rec", Agent: "claude", Model: "opus", Repo: "/elsewhere",
+			Prompt: "SECRET", PromptHash: record.PromptHash("SECRET"), PromptFull: "SECRET", StartedAt: "2026-01-01T00:00:00Z",
+			Status: record.StatusRunning, Attempt: 1, MaxRetries: 2, SessionName: "agent-l-rec", ResultFile: "/elsewhere/l-rec.json"}
+		writeJSON(t, secret, &run)
+		plantLink(t, secret, h.statePath("runs", "l-rec.json"))
+		code, stdout, stderr := h.run(t, nil, "reconcile", "--all")
+		if code != 1 || !strings.Contains(stderr, "symbolic link") {
+			t.Errorf("reconcile --all with a linked run record: exit %d\n%s%s; want 1 and the link named", code, stdout, stderr)
+		}
+		if b, err := os.ReadFile(h.statePath("runs", "l-rec.json")); err == nil && strings.Contains(string(b), "SECRET") {
+			if fi, _ := os.Lstat(h.statePath("runs", "l-rec.json")); fi.Mode().IsRegular() {
+				t.Errorf("reconcile copied the linked record into the state directory: %s", b)
+			}
+		}
+		os.Remove(h.statePath("runs", "l-rec.json"))
+	})
+
 	// Reconcile closes a lost attempt with the tail of its log as output_summary: never the
 	// tail of a file a link at the log points to.
 	t.Run("reconcile summary", func(t *testing.T) {

@@ -158,12 +158,14 @@ func closeUnregistered(ctx context.Context, d Dir, sessions *tmux.Client, bead s
 			return nil, nil
 		}
 	}
+	// Read as written (statedir.ReadFile): a record that is a link is not closed, since closing
+	// it would copy whatever the link points to into the state directory.
 	runPath := d.Store.RunPath(bead)
-	doc, err := fsx.ReadFileLimit(runPath, record.MaxSize)
+	doc, err := statedir.ReadFile(runPath, record.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading run record: %w", err)
 	}
-	resDoc, _ := fsx.ReadFileLimit(d.Store.ResultPath(bead), record.MaxSize)
+	resDoc, _ := statedir.ReadFile(d.Store.ResultPath(bead), record.MaxSize)
 	m, err := record.MigrateRun(doc, resDoc, record.Defaults{Bead: bead, MaxRetries: maxRetries(), StateDir: d.Path()})
 	if err != nil {
 		return nil, fmt.Errorf("reading run record %s: %w", runPath, err)

@@ -103,6 +103,12 @@ func TakeHandoff(path string) ([]byte, error) {
 		return nil, fmt.Errorf("taking the spec from %s: %w", path, err)
 	}
 	defer c.Close()
+	// The spec is a command line the supervisor runs: only this user's starter may give it,
+	// whatever sits at path (the directory is checked to be the user's, but a spec from another
+	// user would run their argv as this one).
+	if uc, ok := c.(*net.UnixConn); !ok || !sameUser(uc) {
+		return nil, fmt.Errorf("taking the spec from %s: the socket's owner is not this user", path)
+	}
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	b, err := io.ReadAll(io.LimitReader(c, handoffLimit+1))
 	if err != nil {

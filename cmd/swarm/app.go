@@ -44,9 +44,7 @@ type verb struct {
 // verbs are swarm's verbs in the order of the help.
 var verbs = []*verb{spawnVerb, lsVerb, statusVerb, peekVerb, sendVerb, interruptVerb, eofVerb, killVerb, waitVerb,
 	logsVerb, cleanVerb,
-	{name: "respawn", usage: "restart a worker with its saved command", missing: true},
-	{name: "attach", usage: "attach to a worker's tmux window", missing: true},
-	{name: "init", usage: "add swarm instructions to AGENTS.md or CLAUDE.md", missing: true},
+	respawnVerb, attachVerb, initVerb,
 	{name: "heartbeat", usage: "periodic messages to an idle worker", missing: true},
 	{name: "ralph", usage: "reserved for the ralph tool (its own issue)", missing: true},
 	superviseVerb,
@@ -176,8 +174,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "   %-10s %s%s\n", v.name, v.usage, note)
 	}
 	fmt.Fprintf(w, `
-Not implemented yet: respawn, attach, init, heartbeat; spawn --ready-wait and --heartbeat;
-logs --history and --follow. They say so and exit 1. 'swarm ralph' is reserved for the ralph tool.
+Not implemented yet: heartbeat, spawn --heartbeat, init --with-sandbox. They say so and
+exit 1. 'swarm ralph' is reserved for the ralph tool.
 
 Every worker runs under a supervisor (%s), so status, ls and wait know whether its
 agent is alive and its exit code. State: $SWARM_DIR (default ~/.swarm), state.json as the

@@ -6,7 +6,8 @@
 // Usage:
 //
 //	swarm spawn --name N [--tmux] [--session S] [--tmux-socket K] [--worktree [--branch B]
-//	            [--worktree-dir D]] [--tag T]... [--env K=V]... [--cwd P] -- CMD...
+//	            [--worktree-dir D]] [--tag T]... [--env K=V]... [--cwd P] [--ready-wait
+//	            [--ready-timeout S]] [--profile P] -- CMD...
 //	swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]
 //	swarm status NAME          exit 0 running, 1 stopped, 2 not found
 //	swarm peek [NAME] [-n N] [--all]
@@ -15,12 +16,18 @@
 //	swarm eof NAME
 //	swarm kill [NAME] [--rm-worktree] [--force-dirty] [--all]
 //	swarm wait [NAME] [--timeout S] [--all]   exits with the worker's exit code
-//	swarm logs NAME
+//	swarm logs NAME [--history] [--lines N] [--follow]
 //	swarm clean [NAME] [--no-rm-worktree] [--force-dirty] [--all]
+//	swarm respawn NAME [--clean-first [--force-dirty]]
+//	swarm attach NAME          tmux workers only
+//	swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force]
 //
-// Not implemented yet (they say so, exit 1): respawn, init, heartbeat, attach, spawn's
-// --ready-wait and --heartbeat, logs' --history and --follow. `swarm ralph` is reserved for
-// the ralph tool.
+// Not implemented yet (they say so, exit 1): heartbeat, spawn's --heartbeat, init's
+// --with-sandbox. `swarm ralph` is reserved for the ralph tool.
+//
+// Agent profiles (ready, busy, waiting and dismiss screen patterns; built in: claude, codex,
+// shell; more in $SWARM_AGENTS or $SWARM_DIR/agents.json) drive --ready-wait and ls'
+// ACTIVITY column.
 //
 // Every worker runs under the toolkit's supervisor (this binary's hidden __supervise verb, in
 // the worker's tmux window or detached): the agent is the supervisor's child on a terminal of
@@ -28,6 +35,7 @@
 // send, peek, interrupt and eof reach it through the supervisor's control socket.
 //
 // Environment: SWARM_DIR (default ~/.swarm; set but empty means the current directory),
+// SWARM_AGENTS (the agents config; default $SWARM_DIR/agents.json),
 // TMUX_TMPDIR (where tmux keeps its sockets).
 //
 // Exit status: 0 ok, 1 failure, 2 usage error; status: 1 stopped, 2 not found; peek: 2 not

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -35,8 +36,9 @@ var spawnVerb = &verb{
 		&ucli.StringSliceFlag{Name: "tag", Usage: "a tag (`T`), repeatable"},
 		&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable `K=V` for the command, repeatable"},
 		&ucli.StringFlag{Name: "cwd", Usage: "the command's working directory (`P`); ignored with --worktree"},
-		&ucli.BoolFlag{Name: "ready-wait", Usage: "not implemented yet"},
-		&ucli.IntFlag{Name: "ready-timeout", Value: 120, Usage: "not implemented yet"},
+		&ucli.BoolFlag{Name: "ready-wait", Usage: "wait until the agent's screen shows its profile's ready pattern"},
+		&ucli.IntFlag{Name: "ready-timeout", Value: 120, Usage: "give up waiting after `S` seconds (a warning; spawn still succeeds)"},
+		&ucli.StringFlag{Name: "profile", Usage: "the agent profile (`P`) that tells ready, busy and waiting from the screen; default by the command"},
 		&ucli.StringFlag{Name: "heartbeat", Usage: "not implemented yet"},
 		&ucli.StringFlag{Name: "heartbeat-expire", Usage: "not implemented yet"},
 		&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "not implemented yet"},
@@ -88,6 +90,7 @@ type spec struct {
 	Socket   string            `json:"socket,omitempty"` // the tmux server's socket path
 	Session  string            `json:"session,omitempty"`
 	Attempt  supervise.Attempt `json:"attempt"`
+	Screen   agent.Patterns    `json:"screen"` // the profile's, for the activity Watch
 }
 
 func spawn(c *ucli.Context, e *env, cmd []string) error {
@@ -100,8 +103,6 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		return errors.New("no command provided (use -- command...)")
 	case c.IsSet("heartbeat") || c.IsSet("heartbeat-expire"):
 		return errors.New("--heartbeat is not implemented yet (nothing was started)")
-	case c.Bool("ready-wait"):
-		return errors.New("--ready-wait is not implemented yet (nothing was started)")
 	}
 	useTmux := c.Bool("tmux")
 	if err := checkWorkerName(name, useTmux); err != nil {
@@ -116,6 +117,10 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		env = append(env, worker.EnvVar{Key: k, Value: v})
 	}
 	h, err := openHome(e)
+	if err != nil {
+		return err
+	}
+	prof, err := workerProfile(h, c.String("profile"), cmd)
 	if err != nil {
 		return err
 	}
@@ -173,6 +178,7 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		Env: env, Tags: c.StringSlice("tag"), Worktree: wt,
 		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
 	sp := &spec{Worker: name, Started: w.Started, SwarmDir: h.dir.Root, Backend: supervise.BackendProcess}
+	w.Metadata, sp.Screen = w.Metadata.SetValue(worker.MetaProfile, prof.Name), prof.Screen
 	var tc *tmux.Client
 	if useTmux {
 		session := c.String("session")
@@ -258,6 +264,10 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 	})
 	if err != nil {
 		e.warnf("recording the supervisor's pid: %v", err)
+	}
+	if c.Bool("ready-wait") {
+		unlock() // the supervisor registers its control socket under the name's lock
+		readyWait(ctx, e, h, name, prof.Screen, time.Duration(c.Int("ready-timeout"))*time.Second)
 	}
 	if useTmux {
 		fmt.Fprintf(e.stdout, "spawned %s (tmux: %s:%s)\n", name, w.Tmux.Session, name)
@@ -374,6 +384,7 @@ func superviseWorker(swarmDir, handoff, name string, e *env) error {
 	if sp.Worker != name || sp.Attempt.Name != name {
 		return fmt.Errorf("the supervisor's spec is for %q, not %q", sp.Worker, name)
 	}
+	sp.Attempt.Watch, sp.Attempt.WatchEvery = activityWatch(sp.Screen)
 	h, err := openHomeAt(e, swarmDir)
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -12,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -74,6 +72,7 @@ var lsVerb = &verb{
 			live := h.check(c.Context, w)
 			x := *w
 			x.Status = statusWord(live.running)
+			x.Metadata = withLiveActivity(w, live.running)
 			if st := c.String("status"); st != "all" && x.Status != st {
 				continue
 			}
@@ -111,7 +110,7 @@ func printTable(e *env, ws []*worker.Worker) {
 	if len(ws) == 0 {
 		return
 	}
-	rows := [][]string{{"NAME", "STATUS", "PID/WINDOW", "STARTED", "WORKTREE", "TAG"}}
+	rows := [][]string{{"NAME", "STATUS", "PID/WINDOW", "STARTED", "WORKTREE", "TAG", "ACTIVITY"}}
 	now := time.Now()
 	for _, w := range ws {
 		where := "-"
@@ -127,7 +126,8 @@ func printTable(e *env, ws []*worker.Worker) {
 		if len(w.Tags) > 0 {
 			tag = strings.Join(w.Tags, ",")
 		}
-		rows = append(rows, []string{w.Name, w.Status, where, age(w.Started, now), wt, tag})
+		rows = append(rows, []string{w.Name, w.Status, where, age(w.Started, now), wt, tag,
+			activityWords(w, w.Status == worker.StatusRunning, now)})
 	}
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
@@ -651,51 +651,6 @@ func exitCode(e *env, w *worker.Worker, live liveness) int {
 		return 1
 	}
 	return c
-}
-
-var logsVerb = &verb{
-	name: "logs", usage: "a worker's output", usageText: "swarm logs NAME",
-	flags: []ucli.Flag{
-		&ucli.BoolFlag{Name: "history", Usage: "not implemented yet"},
-		&ucli.IntFlag{Name: "lines", Value: 1000, Usage: "not implemented yet"},
-		&ucli.BoolFlag{Name: "follow", Usage: "not implemented yet"},
-	},
-	action: func(c *ucli.Context, e *env) error {
-		if c.NArg() != 1 {
-			return cli.Usagef("the following arguments are required: name")
-		}
-		if c.Bool("history") || c.Bool("follow") {
-			return errors.New("logs --history and --follow are not implemented yet")
-		}
-		h, s, err := load(e)
-		if err != nil {
-			return err
-		}
-		name := c.Args().First()
-		w := s.Get(name)
-		if w == nil {
-			fmt.Fprintf(e.stderr, "swarm: no worker named '%s'\n", name)
-			return &cli.ExitError{Code: 1}
-		}
-		if w.Tmux != nil {
-			text, err := screen(c.Context, h, w, 1000)
-			if err != nil {
-				return fmt.Errorf("failed to capture pane for '%s': %v", name, err)
-			}
-			fmt.Fprint(e.stdout, text)
-			return nil
-		}
-		b, err := fsx.ReadFileLimit(h.dir.StdoutLog(name), 1<<30)
-		if errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(e.stderr, "swarm: no logs found for %s\n", name)
-			return &cli.ExitError{Code: 1}
-		}
-		if err != nil {
-			return err
-		}
-		e.stdout.Write(b)
-		return nil
-	},
 }
 
 var cleanVerb = &verb{

@@ -61,6 +61,9 @@ type Profile struct {
 	// Terminal runs the agent on a terminal of its own, as it ran in a tmux pane under
 	// dispatch.sh (the default); "terminal": false gives it plain pipes.
 	Terminal bool
+	// Screen tells from the agent's screen whether it is ready, busy or waiting for input
+	// (swarm's --ready-wait and ls' activity); see screen.go.
+	Screen Patterns
 }
 
 // entry is an agent's JSON form; the mode objects (agent_mode, exec_mode) are the older shape.
@@ -82,6 +85,7 @@ type entry struct {
 	Reasoning    *struct {
 		Flag string `json:"flag"`
 	} `json:"reasoning_effort"`
+	Patterns
 }
 
 type mode struct {
@@ -110,11 +114,12 @@ type Config struct {
 func Builtin() *Config {
 	return &Config{Agents: map[string]*Profile{
 		"claude": {Name: "claude", Command: "claude", Flags: []string{"-p", "--dangerously-skip-permissions"},
-			ModelFlag: "--model", DefaultModel: "opus", Prompt: PromptStdin, Models: map[string]string{}, Terminal: true},
+			ModelFlag: "--model", DefaultModel: "opus", Prompt: PromptStdin, Models: map[string]string{}, Terminal: true,
+			Screen: claudeScreen},
 		"codex": {Name: "codex", Command: "codex", Subcommand: "exec", Flags: []string{"--yolo"},
 			ModelFlag: "-m", DefaultModel: "gpt-5.3-codex", Prompt: PromptStdin, Models: map[string]string{},
 			ReasoningFlag: "-c", ReasoningKey: reasoningKey, StdinArg: codexStdinArg,
-			OutsideGitFlag: codexOutsideGitFlag, Terminal: true},
+			OutsideGitFlag: codexOutsideGitFlag, Terminal: true, Screen: codexScreen},
 	}, Repos: map[string]Repo{}}
 }
 
@@ -175,6 +180,9 @@ func Parse(b []byte) (*Config, error) {
 		if err := checkName(name); err != nil {
 			return nil, err
 		}
+		if _, err := e.Patterns.Compile(); err != nil {
+			return nil, fmt.Errorf("agent %q: %v", name, err)
+		}
 		cfg.Agents[name] = e.profile(name)
 	}
 	return cfg, nil
@@ -192,7 +200,8 @@ func checkName(name string) error {
 func (e entry) profile(name string) *Profile {
 	p := &Profile{Name: name, Command: e.Command, Subcommand: e.Subcommand, Flags: e.Flags,
 		ModelFlag: e.ModelFlag, Models: e.Models, DefaultModel: e.DefaultModel,
-		Prompt: e.Prompt, PromptFlag: e.PromptFlag, MCPConfig: e.MCPConfig, Terminal: e.Terminal == nil || *e.Terminal}
+		Prompt: e.Prompt, PromptFlag: e.PromptFlag, MCPConfig: e.MCPConfig, Terminal: e.Terminal == nil || *e.Terminal,
+		Screen: e.Patterns}
 	for _, m := range []*mode{e.AgentMode, e.ExecMode} {
 		if m == nil {
 			continue

@@ -4,11 +4,15 @@
 #   exit N      exit with N              say WORD    print "agent says: WORD"
 #   hang        ignore SIGTERM and sleep (the supervisor must KILL it)
 #   pwd         print its working directory     env K   print K's value
+#   work        show a busy status line "working (esc to interrupt)" until the next line
+#   ask         ask "Continue? (y/n)" and print the answer
 # anything else is echoed as "agent got: LINE". Ctrl-C prints "agent: interrupted" and goes on;
 # end of input (Ctrl-D) prints "agent: eof" and exits 0. Arguments: "exit N" at once, or
 # "print WORD" before the banner.
 [ "$1" = exit ] && { echo "agent: exiting $2"; exit "$2"; }
 [ "$1" = print ] && echo "agent prints: $2"
+# "gate": a start-up screen that waits for Enter, then clears itself (as a theme picker does).
+[ "$1" = gate ] && { echo "Choose the text style"; IFS= read -r _; printf '\033[2J\033[H'; }
 trap 'echo "agent: interrupted"' INT
 echo "agent ready (pid $$)"
 while :; do
@@ -25,6 +29,8 @@ while :; do
     "say "*) echo "agent says: ${line#say }" ;;
     hang) trap '' TERM; echo "agent: hanging"; while :; do sleep 1; done ;;
     pwd) echo "agent in: $(pwd)" ;;
+    work) printf 'working (esc to interrupt)'; IFS= read -r _; printf '\033[1A\r\033[Kdone working\n' ;;
+    ask) printf 'Continue? (y/n) '; IFS= read -r a; echo "agent answered: $a" ;;
     "env "*) echo "agent env: ${line#env }=$(printenv "${line#env }")" ;;
     "") ;;
     *) echo "agent got: $line" ;;

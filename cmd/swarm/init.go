@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// initMarker is how init recognises its section, in our files and in the Python swarm's.
+const initMarker = "Process Management (swarm)"
+
+// initSection is the section init writes: what an agent needs to run other agents with swarm.
+const initSection = `## Process Management (swarm)
+
+Use swarm to run other agents in parallel, each in a tmux window (or a background process)
+and, with --worktree, in a git worktree and branch of its own.
+
+### Quick reference
+` + "```bash" + `
+swarm spawn --name <id> --tmux --worktree -- claude   # a new agent in its own worktree
+swarm ls                                             # workers, status and activity
+swarm status <name>                                  # exit 0 running, 1 stopped, 2 not found
+swarm send <name> "prompt"                           # type a prompt into it
+swarm peek <name>                                    # its screen
+swarm logs <name>                                    # its output
+swarm wait <name>                                    # until it exits (its exit code)
+swarm attach <name>                                  # watch it in tmux
+swarm kill <name> --rm-worktree                      # stop it, remove its worktree
+` + "```" + `
+
+### Worktrees
+` + "`--worktree`" + ` makes <repo>-worktrees/<name> on branch <name> (--branch to choose). Commit
+there; kill --rm-worktree and clean keep a worktree with uncommitted changes unless
+--force-dirty.
+
+### Tips
+- ` + "`--ready-wait`" + `: spawn returns once the agent shows it is ready for input.
+- ` + "`--tag T`" + ` and ` + "`swarm ls --tag T`" + `: groups of workers.
+- ` + "`--env K=V`" + `: environment for the agent.
+- ` + "`swarm send --all \"msg\"`" + `, ` + "`swarm wait --all`" + `: every running worker.
+
+State is in $SWARM_DIR (default ~/.swarm): state.json, and logs/ for process workers.`
+
+var initVerb = &verb{
+	name: "init", usage: "add swarm instructions to AGENTS.md or CLAUDE.md",
+	usageText: "swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force]",
+	flags: []ucli.Flag{
+		&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written, write nothing"},
+		&ucli.StringFlag{Name: "file", Usage: "the file (`F`: AGENTS.md or CLAUDE.md); default AGENTS.md if it exists, else CLAUDE.md if it exists, else a new AGENTS.md"},
+		&ucli.BoolFlag{Name: "force", Usage: "replace the swarm section when there is one"},
+		&ucli.BoolFlag{Name: "with-sandbox", Usage: "not implemented yet", Hidden: true},
+	},
+	action: func(c *ucli.Context, e *env) error {
+		if c.Bool("with-sandbox") {
+			return errors.New("init --with-sandbox is not implemented yet (nothing was written)")
+		}
+		if f := c.String("file"); f != "" && f != "AGENTS.md" && f != "CLAUDE.md" {
+			return choice("file", f, "AGENTS.md", "CLAUDE.md")
+		}
+		return runInit(e, c.String("file"), c.Bool("dry-run"), c.Bool("force"))
+	},
+}
+
+// readDoc reads an instructions file: its text and whether it exists.
+func readDoc(path string) (string, bool, error) {
+	b, err := fsx.ReadFileLimit(path, 16<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return string(b), true, nil
+}
+
+// sectionRe is the swarm section: from its heading to the next "## " heading or the end.
+var sectionRe = regexp.MustCompile(`(?s)## Process Management \(swarm\).*?(\n## |\z)`)
+
+func runInit(e *env, file string, dryRun, force bool) error {
+	target := file
+	if target == "" {
+		target = "AGENTS.md"
+		if _, err := os.Stat("AGENTS.md"); err != nil {
+			if _, err := os.Stat("CLAUDE.md"); err == nil {
+				target = "CLAUDE.md"
+			}
+		}
+	}
+	text, exists, err := readDoc(target)
+	if err != nil {
+		return err
+	}
+	marked := strings.Contains(text, initMarker)
+	if !force {
+		if marked {
+			fmt.Fprintf(e.stdout, "swarm: %s already contains swarm instructions\n", target)
+			return nil
+		}
+		if file == "" {
+			// Auto-detected: the other file counts too.
+			for _, other := range []string{"AGENTS.md", "CLAUDE.md"} {
+				if other == target {
+					continue
+				}
+				if t, ok, err := readDoc(other); err == nil && ok && strings.Contains(t, initMarker) {
+					fmt.Fprintf(e.stdout, "swarm: %s already contains swarm instructions\n", other)
+					return nil
+				}
+			}
+		}
+	}
+	var out, said string
+	switch {
+	case !exists:
+		out, said = initSection+"\n", "Created "+target
+		if dryRun {
+			said = fmt.Sprintf("Would create %s with swarm agent instructions", target)
+		}
+	case force && marked:
+		out = sectionRe.ReplaceAllStringFunc(text, func(m string) string {
+			if strings.HasSuffix(m, "\n## ") {
+				return initSection + "\n## "
+			}
+			return initSection
+		})
+		said = "Updated swarm instructions in " + target
+		if dryRun {
+			said = "Would update swarm instructions in " + target
+		}
+	default:
+		out, said = strings.TrimRight(text, "\n")+"\n\n"+initSection+"\n", "Added swarm instructions to "+target
+		if dryRun {
+			said = "Would append swarm instructions to " + target
+		}
+	}
+	if !dryRun {
+		mode := os.FileMode(0o644)
+		if fi, err := os.Stat(target); err == nil {
+			mode = fi.Mode().Perm()
+		}
+		if err := fsx.WriteFileAtomic(target, []byte(out), mode); err != nil {
+			return fmt.Errorf("writing %s: %w", target, err)
+		}
+	}
+	fmt.Fprintln(e.stdout, said)
+	return nil
+}

@@ -347,58 +347,6 @@ func typeInto(ctx context.Context, h *home, w *worker.Worker, text string, keys 
 	return nil
 }
 
-var sendVerb = &verb{
-	name: "send", usage: "type text into a worker", usageText: "swarm send [NAME] TEXT [--no-enter] [--all] [--raw]",
-	flags: []ucli.Flag{
-		&ucli.BoolFlag{Name: "no-enter", Usage: "do not press Enter after the text"},
-		&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
-		&ucli.BoolFlag{Name: "raw", Usage: "no pre-clear (Escape, Ctrl-U) before the text"},
-	},
-	action: func(c *ucli.Context, e *env) error {
-		var name, text string
-		switch c.NArg() {
-		case 0:
-			return cli.Usagef("the following arguments are required: text")
-		case 1:
-			text = c.Args().First()
-		default:
-			name, text = c.Args().Get(0), c.Args().Get(1)
-		}
-		h, s, err := load(e)
-		if err != nil {
-			return err
-		}
-		ws, err := targets(c, h, s, name, "worker name required when not using --all")
-		if err != nil {
-			return err
-		}
-		for _, w := range ws {
-			if !c.Bool("raw") {
-				if err := typeInto(c.Context, h, w, "", "escape", "clear-line"); err != nil {
-					return fmt.Errorf("sending to '%s': %v", w.Name, err)
-				}
-			}
-			if err := typeInto(c.Context, h, w, text); err != nil {
-				return fmt.Errorf("sending to '%s': %v", w.Name, err)
-			}
-			if !c.Bool("no-enter") {
-				// As the Python swarm: a pause before Enter, so that an agent that takes fast
-				// input for a paste sees the text first (longer for several lines).
-				delay := 100 * time.Millisecond
-				if strings.Contains(text, "\n") {
-					delay = 500 * time.Millisecond
-				}
-				time.Sleep(delay)
-				if err := typeInto(c.Context, h, w, "", "enter"); err != nil {
-					return fmt.Errorf("sending to '%s': %v", w.Name, err)
-				}
-			}
-			fmt.Fprintf(e.stdout, "sent to %s\n", w.Name)
-		}
-		return nil
-	},
-}
-
 var interruptVerb = &verb{
 	name: "interrupt", usage: "press Ctrl-C in a worker", usageText: "swarm interrupt [NAME] [--all]",
 	flags: []ucli.Flag{&ucli.BoolFlag{Name: "all", Usage: "every running worker"}},

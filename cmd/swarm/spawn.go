@@ -140,8 +140,6 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 
 	// What a failed spawn made is undone in reverse; what a killed one made, by the next
 	// command, from the journal in the worker's metadata (spawnsafe.go).
-	// What a failed spawn made is undone in reverse; what a killed one made, by the next
-	// command, from the journal in the worker's metadata (spawnsafe.go).
 	var undo []func()
 	rollback := func(err error) error {
 		e.warnf("spawn failed, cleaning up partial state")
@@ -400,9 +398,6 @@ func superviseWorker(swarmDir, handoff, name string, e *env) error {
 		return err
 	}
 	defer s.Close()
-	if err := stillWanted(h, name, sp.Started); err != nil {
-		return err
-	}
 	if err := stillWanted(h, name, sp.Started); err != nil {
 		return err
 	}

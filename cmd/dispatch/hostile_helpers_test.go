@@ -257,7 +257,7 @@ func (h *hostile) killSupervisor(t *testing.T, bead string) {
 		t.Fatalf("no live supervisor entry for %s: %+v, %v", bead, e, err)
 	}
 	syscall.Kill(e.PID, syscall.SIGKILL)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for supervise.SupervisorAlive(e.PID, bead) {
 		if time.Now().After(deadline) {
 			t.Fatalf("supervisor %d of %s survived SIGKILL", e.PID, bead)
@@ -271,7 +271,7 @@ func (h *hostile) killSupervisor(t *testing.T, bead string) {
 func (h *hostile) waitGoneEntry(t *testing.T, bead string) {
 	t.Helper()
 	path := h.layout().EntryPath(bead)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		if _, err := os.Lstat(path); os.IsNotExist(err) {
 			return

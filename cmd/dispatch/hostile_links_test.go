@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/record"
 )
@@ -136,7 +137,7 @@ func TestHostileLinks(t *testing.T) {
 	t.Run("reconcile summary", func(t *testing.T) {
 		v := h.victim(t, "l-summ")
 		h.must(t, nil, "l-summ", h.repo, "hostile", "HANG")
-		h.waitAgent("l-summ", 30e9)
+		h.waitAgent("l-summ", time.Minute)
 		h.killSupervisor(t, "l-summ")
 		plantLink(t, v.path, h.statePath("logs", "l-summ.log"))
 		out := h.must(t, nil, "reconcile")

@@ -29,7 +29,7 @@ func readPrompt(arg string, stdin io.Reader) (string, error) {
 		}
 		text = string(b)
 	case strings.HasPrefix(arg, "@") && len(arg) > 1:
-		b, err := os.ReadFile(arg[1:])
+		b, err := readBounded(arg[1:], maxPrompt)
 		if err != nil {
 			return "", cli.Usagef("reading the prompt: %v", err)
 		}
@@ -44,6 +44,20 @@ func readPrompt(arg string, stdin io.Reader) (string, error) {
 		return "", cli.Usagef("the prompt is empty")
 	}
 	return text, nil
+}
+
+// readBounded reads at most limit+1 bytes of the file at path (a pipe or /dev/fd/N too, for
+// a shell's process substitution): @/dev/zero ends at the bound, not at the memory's.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 // peer is another agent running in the same repository.

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -139,7 +140,7 @@ var ErrNoConfig = errors.New("no such file")
 // never silently replaced by the built-in defaults (a cron job that loses its models, aliases
 // and extra agents must hear of it).
 func Load(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := readConfig(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("agents config %s: %w", path, ErrNoConfig)
 	}
@@ -152,6 +153,26 @@ func Load(path string) (*Config, error) {
 	}
 	cfg.Path = path
 	return cfg, nil
+}
+
+// maxConfig bounds the agents config: a few kilobytes of JSON are expected.
+const maxConfig = 1 << 20
+
+// readConfig reads the config file, refusing one over maxConfig before it is all read.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConfig {
+		return nil, fmt.Errorf("%s is over %d MiB: not an agents config", path, maxConfig>>20)
+	}
+	return b, nil
 }
 
 // Parse reads a config document.

@@ -46,9 +46,23 @@ bench: build
 demo:
 	./scripts/demo.sh
 
-## fuzz: a minute of fuzzing on the record reader (the corpus is kept in testdata)
+## fuzz: every parser of untrusted input, FUZZTIME each (20s; corpora are kept in testdata):
+## records, raw data, schemas (compile, fast path), terminal text and screens, names
+FUZZTIME ?= 20s
+FUZZ_TARGETS = \
+	./internal/record/:FuzzDecode \
+	./internal/report/:FuzzRawData \
+	./internal/schema/:FuzzCompile \
+	./internal/schema/:FuzzFastAgreesWithGojsonschema \
+	./internal/schema/:FuzzASCIIDFA \
+	./internal/screen/:FuzzStrip \
+	./internal/screen/:FuzzScreen \
+	./internal/statedir/:FuzzCheckName
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./internal/record/
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 clean:
 	rm -rf bin/

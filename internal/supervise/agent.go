@@ -174,12 +174,17 @@ func (p *agentProc) stop(grace time.Duration) *os.ProcessState {
 	return <-p.done
 }
 
+// drainWait is how long drain waits for the end of the output before cutting it off.
+const drainWait = 5 * time.Second
+
 // drain waits for the output copy to reach the end, but not for long: a process that escaped
 // the reaping and still holds the terminal or pipe could keep it open forever.
 func (p *agentProc) drain() {
 	select {
 	case <-p.copied:
-	case <-time.After(time.Second):
+	// The stragglers are stopped by now, so the end comes at once; the wait is long only for a
+	// machine so loaded that the copy has not been scheduled yet (output must not be cut).
+	case <-time.After(drainWait):
 		p.out.SetReadDeadline(time.Now())
 		select {
 		case <-p.copied:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/agentfleet/fleet/internal/audit"
@@ -17,6 +18,11 @@ import (
 )
 
 const tool = "validate-state"
+
+// memoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT sets one: near it the
+// garbage collector works harder, so the peak RSS follows the live heap, which the audit's
+// budget bounds (audit.MemoryBudget and one file's check), rather than twice that.
+const memoryLimit = 192 << 20
 
 // options are validate-state's flags, resolved.
 type options struct {
@@ -169,6 +175,9 @@ func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
 	dir, err := schemaDir(o)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 	retries, err := cli.PositiveEnv("DISPATCH_MAX_RETRIES", 2) // as dispatch reads it
 	if err != nil {

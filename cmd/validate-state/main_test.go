@@ -18,7 +18,8 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		tool: func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		tool:             func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		"peakrss-helper": peakRSSHelper,
 	})
 }
 
@@ -41,9 +42,12 @@ func TestScripts(t *testing.T) {
 			if cond == "readonlydirs" {
 				return readOnlyWorks(), nil
 			}
+			if cond == "race" {
+				return raceEnabled, nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: withHostile(map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// readonly DIR: no file can be created in DIR any more (chmod, and for root, whom
 			// modes do not hold back, the immutable attribute). Guard with [readonlydirs].
 			// writable DIR undoes it.
@@ -130,7 +134,7 @@ func TestScripts(t *testing.T) {
 				}
 				f.WriteString(`"}`)
 			},
-		},
+		}),
 	})
 }
 

@@ -124,12 +124,31 @@ type Report struct {
 type Auditor struct {
 	opts    Options
 	schemas map[string]*schema.Schema
+	budget  *record.Budget
 }
+
+// MemoryBudget bounds what the workers other than the head hold at once: the documents they
+// read and what checking them costs (gojsonschema's decoding and problems, a migration's copy, a
+// manifest's YAML). Small records take a few kilobytes each, so the bound only ever makes the
+// large ones wait; the head (the next report to print) never waits, so the most held is the
+// budget and the head's own cost (at most schema.MaxValues values' worth: about 100 MB).
+const MemoryBudget = 64 << 20
+
+// MaxManifestSize is the largest manifest (work.yaml) read: decoding YAML allocates about 100
+// bytes per byte of it, and a manifest holds a few kilobytes.
+const MaxManifestSize = 256 << 10
+
+// yamlCost is what decoding a byte of YAML allocates, at most (measured: 98).
+const yamlCost = 100
+
+// migrateCost is what a migration allocates per JSON value of the record it migrates, beyond
+// copies of the document (its fields are held in a map).
+const migrateCost = 256
 
 // New compiles the schemas of the given kinds once. Warnings name the keywords a schema uses that
 // the validator does not implement.
 func New(opts Options, kinds []string) (a *Auditor, warnings []string, err error) {
-	a = &Auditor{opts: opts, schemas: map[string]*schema.Schema{}}
+	a = &Auditor{opts: opts, schemas: map[string]*schema.Schema{}, budget: record.NewBudget(MemoryBudget)}
 	for _, k := range kinds {
 		if a.schemas[k] != nil {
 			continue
@@ -247,9 +266,15 @@ func (a *Auditor) Run(targets []Target, emit func(Report)) {
 		if ls.dir != "" && a.opts.Fix && !a.opts.DryRun && (t.Kind == "run" || t.Kind == "result") {
 			a.sweep(ls.dir, t.Kind)
 		}
+		// The head (the next report to emit) never waits for the budget: the checks after it
+		// may hold it all, and the head is what lets them go on.
+		a.budget.SetHead(0)
 		ordered.Map(len(ls.names), workers, 8*workers, func(i int) Report {
 			return a.check(ls, i)
-		}, func(_ int, r Report) { emit(r) })
+		}, func(i int, r Report) {
+			a.budget.SetHead(i + 1)
+			emit(r)
+		})
 		if ls.dirfd != fsx.Cwd {
 			syscall.Close(ls.dirfd)
 		}
@@ -264,19 +289,45 @@ func (a *Auditor) check(ls listing, i int) Report {
 	r := Report{Path: path, Kind: kind}
 	bufp := buffers.Get().(*[]byte)
 	defer buffers.Put(bufp)
-	doc, err := fsx.ReadFileAt(ls.dirfd, ls.names[i], record.MaxSize, *bufp)
+	// Every byte this check holds is reserved before it is taken (the file's size before it is
+	// read, gojsonschema's cost before it decodes), and given back when the check is done.
+	var held int64
+	reserve := func(n int64) error {
+		a.budget.Acquire(i, held, n)
+		held += n
+		return nil
+	}
+	defer func() { a.budget.Release(held) }()
+	limit := int64(record.MaxSize)
+	if isYAML(path) {
+		limit = MaxManifestSize
+	}
+	var doc []byte
+	var err error
+	if ls.dir == "" {
+		// A file named on the command line is read where it points: the user chose it.
+		if doc, err = fsx.ReadFileAt(fsx.Cwd, ls.names[i], limit, *bufp); err == nil {
+			reserve(int64(len(doc)))
+		}
+	} else {
+		doc, err = record.ReadAt(ls.dirfd, ls.names[i], limit, *bufp, reserve)
+	}
 	if err == nil && cap(doc) <= 1<<20 {
 		*bufp = doc[:0] // keep a grown buffer for the next file, but not a huge one
 	}
 	if err != nil {
-		if errors.Is(err, fsx.ErrTooLarge) {
+		switch {
+		case errors.Is(err, fsx.ErrTooLarge):
 			r.Error = "cannot be checked: " + err.Error()
-		} else {
+		case errors.Is(err, record.ErrLink):
+			r.Error = "cannot be read: " + err.Error()
+		default:
 			r.Error = describe(err)
 		}
 		return r
 	}
-	if ext := filepath.Ext(path); ext == ".yaml" || ext == ".yml" {
+	if isYAML(path) {
+		reserve(yamlCost * int64(len(doc)))
 		if doc, err = yamlToJSON(doc); err != nil {
 			r.Error, r.NotJSON = "is not valid YAML: "+err.Error(), true
 			return r
@@ -284,12 +335,16 @@ func (a *Auditor) check(ls listing, i int) Report {
 	}
 	var planned []byte
 	if a.opts.Fix && (kind == "run" || kind == "result") {
-		if doc, planned, err = a.fix(&r, doc); err != nil {
+		if doc, planned, err = a.fix(&r, doc, reserve); err != nil {
 			r.Error = err.Error()
 			return r
 		}
 	}
-	problems, err := a.schemas[kind].Validate(doc)
+	admit := func(cost int64) func() {
+		reserve(cost)
+		return func() {}
+	}
+	problems, err := a.schemas[kind].ValidateWithin(doc, admit)
 	switch {
 	case errors.Is(err, schema.ErrNotJSON):
 		r.Error, r.NotJSON = "is "+err.Error(), true
@@ -305,10 +360,15 @@ func (a *Auditor) check(ls listing, i int) Report {
 	r.Problems = problems
 	r.Valid = len(problems) == 0
 	if planned != nil {
-		after, err := a.schemas[kind].Validate(planned)
+		after, err := a.schemas[kind].ValidateWithin(planned, admit)
 		r.FixWouldMend = err == nil && len(after) == 0
 	}
 	return r
+}
+
+func isYAML(path string) bool {
+	ext := filepath.Ext(path)
+	return ext == ".yaml" || ext == ".yml"
 }
 
 // fix migrates a run or result record, writes the result (unless DryRun) after a backup of the
@@ -316,11 +376,18 @@ func (a *Auditor) check(ls listing, i int) Report {
 // verdict (and the summary) says what the file is, not what it would be; planned is what --fix
 // would write. A file named <bead>-verify.json among results is verify.sh's
 // output and is never rewritten into a result.
-func (a *Auditor) fix(r *Report, doc []byte) (out, planned []byte, err error) {
+func (a *Auditor) fix(r *Report, doc []byte, reserve func(int64) error) (out, planned []byte, err error) {
 	if isVerify(filepath.Base(r.Path), r.Kind) {
 		return doc, nil, nil
 	}
-	partner := a.partner(r.Path, r.Kind, doc)
+	// A migration holds the record's fields in a map: one of more values than gojsonschema
+	// takes is left as it is (and reported as too complex to check).
+	if st := schema.Measure(fsx.StripBOM(doc)); st.Values > schema.MaxValues {
+		return doc, nil, nil
+	} else {
+		reserve(migrateCost*int64(st.Values) + 3*int64(len(doc)))
+	}
+	partner := a.partner(r.Path, r.Kind, doc, reserve)
 	def := record.Defaults{Bead: fileBead(r.Path), MaxRetries: a.opts.MaxRetries, StateDir: a.stateRoot(r.Path)}
 	var m record.Migration
 	if r.Kind == "run" {
@@ -342,7 +409,7 @@ func (a *Auditor) fix(r *Report, doc []byte) (out, planned []byte, err error) {
 		return nil, nil, fmt.Errorf("was not fixed: %v", err)
 	}
 	defer unlock()
-	if doc, err = fsx.ReadFileLimit(r.Path, record.MaxSize); err != nil {
+	if doc, err = record.ReadAt(fsx.Cwd, r.Path, record.MaxSize, nil, reserve); err != nil {
 		return nil, nil, fmt.Errorf("was not fixed: %v", err)
 	}
 	if r.Kind == "run" {
@@ -373,11 +440,11 @@ func (a *Auditor) fix(r *Report, doc []byte) (out, planned []byte, err error) {
 
 // partner reads the other record of the same bead: results/<bead>.json beside a runs directory
 // (or under the state directory), and the other way round. nil when there is none.
-func (a *Auditor) partner(path, kind string, doc []byte) []byte {
+func (a *Auditor) partner(path, kind string, doc []byte, reserve func(int64) error) []byte {
 	var head struct {
 		Bead string `json:"bead"`
 	}
-	json.Unmarshal(fsx.StripBOM(doc), &head)
+	json.Unmarshal(fsx.StripBOM(doc), &head) // unknown keys are skipped, not kept
 	bead := head.Bead
 	if record.CheckBead(bead) != nil {
 		bead = fileBead(path)
@@ -387,10 +454,17 @@ func (a *Auditor) partner(path, kind string, doc []byte) []byte {
 	if kind == "result" {
 		other = state.Run(bead)
 	}
-	b, err := fsx.ReadFileLimit(other, record.MaxSize)
+	b, err := record.ReadAt(fsx.Cwd, other, record.MaxSize, nil, reserve)
 	if err != nil {
 		return nil
 	}
+	// The migration decodes it into a map: one with more values than a record could hold is
+	// no partner.
+	st := schema.Measure(fsx.StripBOM(b))
+	if st.Values > schema.MaxValues {
+		return nil
+	}
+	reserve(migrateCost * int64(st.Values))
 	return b
 }
 

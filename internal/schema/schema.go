@@ -121,11 +121,11 @@ func Load(kind, dir string) (*Schema, error) {
 func (s *Schema) Validate(doc []byte) ([]Problem, error) { return s.ValidateWithin(doc, nil) }
 
 // MaxValues is the most JSON values a document may hold for gojsonschema to check it: about
-// 160 MB of its memory (CostPerValue), and a swarm of 5,000 workers. A document the fast path
+// 80 MB of its memory (CostPerValue), and a swarm of 2,500 workers. A document the fast path
 // vouches for has no limit but the file size; a larger one it cannot vouch for is an error
 // wrapping ErrTooComplex, never a gigabyte of memory (a 16 MiB record of 1.6 million unknown
 // keys took 1.5 GB).
-const MaxValues = 100_000
+const MaxValues = 50_000
 
 // CostPerValue is, in bytes, the most gojsonschema was measured to allocate per value of a
 // document: decoding it (100 to 500) and a problem for it (1,100).

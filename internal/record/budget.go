@@ -1,0 +1,167 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+)
+
+// Budget bounds the memory that readers working in parallel hold for the records they read and
+// what they build from them. Each reader reserves what a record will cost before it reads it
+// (the size is known from fstat, so the bound is checked before the read) and waits while the
+// others hold the rest. Without it, eight workers each holding a 16 MiB record of 1.6 million
+// keys took 9 GB.
+//
+// Readers whose results are emitted in order (ordered.Map) may hold their reservations until
+// their result is emitted; then the head, the job to be emitted next, never waits (SetHead),
+// or the jobs after it could hold the whole budget while it waits for them.
+type Budget struct {
+	mu    sync.Mutex
+	cond  sync.Cond
+	limit int64
+	used  int64
+	head  int
+}
+
+// NewBudget returns a budget of limit bytes, with no head.
+func NewBudget(limit int64) *Budget {
+	b := &Budget{limit: limit, head: -1}
+	b.cond.L = &b.mu
+	return b
+}
+
+// Acquire reserves n bytes for job seq (-1: none in particular), which already holds held. It
+// waits while other jobs hold bytes and n more would exceed the limit, unless seq is the head: a
+// job alone may exceed it, so a cost larger than the whole budget is taken once the others are
+// done.
+func (b *Budget) Acquire(seq int, held, n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.used-held > 0 && b.used+n > b.limit && (seq < 0 || seq != b.head) {
+		b.cond.Wait()
+	}
+	b.used += n
+}
+
+// Release gives back n bytes.
+func (b *Budget) Release(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// SetHead says job seq is the next to be emitted: it no longer waits.
+func (b *Budget) SetHead(seq int) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.head = seq
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// Used is what is reserved now.
+func (b *Budget) Used() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// ReadAt reads the file name in the open directory dirfd (or fsx.Cwd) as a record file of a
+// state directory: a regular file of at most limit bytes, never through a final symbolic link
+// (nor a named pipe, on which it does not wait), into buf when it is large enough. Once the
+// file's size is known and before it is read, reserve (when not nil) is called with it; an
+// error it returns is returned, the file unread.
+//
+// It is fsx.ReadFileAt (four system calls a file: validate-state reads tens of thousands a
+// second) with O_NOFOLLOW and the reservation, which fsx does not offer.
+func ReadAt(dirfd int, name string, limit int64, buf []byte, reserve func(size int64) error) ([]byte, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err == syscall.ELOOP {
+		return nil, ErrLink
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("not a regular file (%s)", fileType(st.Mode))
+	}
+	if st.Size > limit {
+		return nil, fmt.Errorf("%w: %s, over the %s limit", fsx.ErrTooLarge, fsx.HumanBytes(st.Size), fsx.HumanBytes(limit))
+	}
+	if reserve != nil {
+		if err := reserve(st.Size); err != nil {
+			return nil, err
+		}
+	}
+	// One byte more than the size: a read that fills it means the file grew since fstat.
+	if int64(cap(buf)) >= st.Size+1 {
+		buf = buf[:st.Size+1]
+	} else {
+		buf = make([]byte, st.Size+1)
+	}
+	n := 0
+	for {
+		k, err := syscall.Read(fd, buf[n:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return nil, &os.PathError{Op: "read", Path: name, Err: errors.New("would block: not a plain file")}
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+		case k == 0:
+			return buf[:n], nil
+		}
+		n += k
+		if int64(n) == st.Size {
+			return buf[:n], nil // records are replaced by rename, never grown in place
+		}
+		if n == len(buf) {
+			// It grew: it is not one of the records, which are replaced by rename.
+			return nil, fmt.Errorf("%w: it grew while it was read", fsx.ErrTooLarge)
+		}
+	}
+}
+
+// ErrLink is returned by ReadAt for a symbolic link, which is not followed: a link planted in
+// a state directory must not make the tools read what its owner chooses.
+var ErrLink = errors.New("a symbolic link, which is not followed")
+
+func fileType(mode uint32) string {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return "a directory"
+	case syscall.S_IFIFO:
+		return "a named pipe"
+	case syscall.S_IFSOCK:
+		return "a socket"
+	case syscall.S_IFCHR, syscall.S_IFBLK:
+		return "a device"
+	}
+	return "not a file"
+}

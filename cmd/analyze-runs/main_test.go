@@ -19,7 +19,8 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		tool: func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		tool:             func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		"peakrss-helper": peakRSSHelper,
 	})
 }
 
@@ -32,7 +33,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("SOURCE_DATE_EPOCH", "1771243200") // 2026-02-16 12:00:00 UTC
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Condition: func(cond string) (bool, error) {
+			if cond == "race" {
+				return raceEnabled, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+		Cmds: withHostile(map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// mkfile NAME CONTENT writes CONTENT to the file NAME, both read as the inside of a
 			// Go string literal, so that a name can hold a newline or an escape ('a\nb', '\x1b').
 			"mkfile": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -42,7 +49,7 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				ts.Check(os.WriteFile(ts.MkAbs(name), []byte(content), 0o600))
 			},
-		},
+		}),
 	})
 }
 

@@ -13,6 +13,7 @@ package report
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/record"
 )
@@ -54,7 +55,7 @@ type Bead struct {
 	// Verified is the overall verdict of the verification ("pass", "fail"): the verify file's,
 	// else the result's or the run's own verification field; "" when there is none.
 	Verified string
-	// Raw is the bead's element of the JSON report's raw_data, indented for it: the run record
+	// Raw is the bead's element of the JSON report's raw_data, compact: the run record
 	// as written plus result_status, result_finished_at and result_reason (and the verify
 	// file's object as verification). Only kept when Source.Raw is set.
 	Raw []byte
@@ -110,11 +111,28 @@ func TaskType(prompt string) string {
 	return "other"
 }
 
+// maxText is the longest text of a record a Bead keeps (a name, a reason, a date): what the
+// aggregator holds is then bounded by the number of beads, not by what the records hold (each
+// of a thousand records could name an agent of 16 MiB). Longer text is cut, "…" at its end.
+const maxText = 256
+
+// clipText is s cut to maxText bytes (at a character boundary) and marked, when longer.
+func clipText(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	cut := maxText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // newBead merges a run with its result (res nil when there is none).
 func newBead(name string, run *record.Run, res *record.Result) *Bead {
 	b := &Bead{
-		ID: run.Bead, Agent: run.Agent, Model: run.Model, Prompt: run.Prompt,
-		StartedAt: run.StartedAt, Attempt: run.Attempt, RunStatus: run.Status,
+		ID: clipText(run.Bead), Agent: clipText(run.Agent), Model: clipText(run.Model), Prompt: clipText(run.Prompt),
+		StartedAt: clipText(run.StartedAt), Attempt: run.Attempt, RunStatus: clipText(run.Status),
 		RunSeconds: run.DurationSeconds, Template: DefaultTemplate,
 	}
 	if b.ID == "" {
@@ -127,21 +145,21 @@ func newBead(name string, run *record.Run, res *record.Result) *Bead {
 		b.Model = Unknown
 	}
 	if run.TemplateName != nil && *run.TemplateName != "" {
-		b.Template = *run.TemplateName
+		b.Template = clipText(*run.TemplateName)
 	}
-	b.Start, b.HasStart = record.ParseTime(run.StartedAt)
+	b.Start, b.HasStart = record.ParseTime(b.StartedAt)
 	if run.Verification != nil {
-		b.Verified = run.Verification.Overall
+		b.Verified = clipText(run.Verification.Overall)
 	}
 	if res != nil {
 		if res.Verification != nil && res.Verification.Overall != "" {
-			b.Verified = res.Verification.Overall
+			b.Verified = clipText(res.Verification.Overall)
 		}
 		b.HasResult = true
-		b.Status = res.Status
-		b.Reason = res.Reason
+		b.Status = clipText(res.Status)
+		b.Reason = clipText(res.Reason)
 		if res.FinishedAt != nil {
-			b.FinishedAt = *res.FinishedAt
+			b.FinishedAt = clipText(*res.FinishedAt)
 		}
 		b.Finish, b.HasEnd = record.ParseTime(b.FinishedAt)
 		if b.HasStart && b.HasEnd && !b.Finish.Before(b.Start) {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -45,5 +47,32 @@ func FuzzRawData(f *testing.F) {
 		if _, ok := got["verification"]; verify && !ok {
 			t.Errorf("rawData(%q) lacks the verification", doc)
 		}
+		// It is written indented as jq printed it (json.Indent's form), as it goes.
+		var want, indented bytes.Buffer
+		json.Indent(&want, raw, "    ", "  ")
+		w := bufio.NewWriter(&indented)
+		writeIndented(w, raw, "    ", "  ")
+		w.Flush()
+		if indented.String() != want.String() {
+			t.Errorf("writeIndented(%s) =\n%s\nwant\n%s", raw, indented.String(), want.String())
+		}
 	})
+}
+
+// TestRawDataReplacesInPlace: a run that already has a field the report appends gets its value
+// replaced where it stands, as jq's + did (once, a later duplicate dropped, an escaped name
+// matched), without a map of its members (a record of a million keys made one of 200 MB).
+func TestRawDataReplacesInPlace(t *testing.T) {
+	doc := []byte(`{"a":1,"result_status":"x","b":{"c":[1,"}\",]"]},"result_status":"y","result\u005freason":"z","d":null}`)
+	fin := "2026-01-01T00:00:00Z"
+	raw, err := rawData(doc, &record.Result{Status: "done", FinishedAt: &fin}, json.RawMessage(`{"overall":"pass"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c bytes.Buffer
+	json.Compact(&c, raw)
+	want := `{"a":1,"result_status":"done","b":{"c":[1,"}\",]"]},"result_reason":null,"d":null,"result_finished_at":"2026-01-01T00:00:00Z","verification":{"overall":"pass"}}`
+	if c.String() != want {
+		t.Errorf("rawData =\n%s\nwant\n%s", c.String(), want)
+	}
 }

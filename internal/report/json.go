@@ -42,9 +42,8 @@ func WriteJSON(w io.Writer, r *Report) error {
 				bw.WriteByte(',')
 			}
 			bw.WriteString("\n    ")
-			_, err := bw.Write(elem)
 			n++
-			return err
+			return writeIndented(bw, elem, "    ", "  ")
 		})
 		if err != nil {
 			return err

@@ -17,8 +17,7 @@ import (
 // rawData builds a bead's element of raw_data: the run record as written, followed by the
 // fields the original appended (result_status, result_finished_at, result_reason, null when the
 // result lacks them), and by verification when a verify file was merged. It is returned
-// indented for its place in the JSON report, so the single goroutine that writes the report
-// only copies bytes.
+// compact; WriteJSON indents it as it writes it (writeIndented).
 func rawData(runDoc []byte, res *record.Result, verify json.RawMessage) ([]byte, error) {
 	var c bytes.Buffer
 	if err := json.Compact(&c, fsx.StripBOM(runDoc)); err != nil {
@@ -37,46 +36,184 @@ func rawData(runDoc []byte, res *record.Result, verify json.RawMessage) ([]byte,
 		}
 	}
 	doc := c.Bytes()
+	fields := []member{{"result_status", status}, {"result_finished_at", finished}, {"result_reason", reason}}
+	if verify != nil {
+		fields = append(fields, member{"verification", verify})
+	}
 	var merged []byte
-	if hasKey(doc, `"result_status"`, `"result_finished_at"`, `"result_reason"`) || (verify != nil && hasKey(doc, `"verification"`)) {
-		// The run already has a field of one of these names: replace it, as jq's `+` did. Rare
-		// enough to take the slow way (the fields come out sorted, which JSON does not mind).
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(doc, &m); err != nil {
-			return nil, err
-		}
-		m["result_status"], m["result_finished_at"], m["result_reason"] = status, finished, reason
-		if verify != nil {
-			m["verification"] = verify
-		}
-		var err error
-		if merged, err = json.Marshal(m); err != nil {
-			return nil, err
-		}
+	if hasKey(doc, `"result_status"`, `"result_finished_at"`, `"result_reason"`) || (verify != nil && hasKey(doc, `"verification"`)) || bytes.Contains(doc, []byte(`\u`)) {
+		// The run may already have a field of one of these names (its key may be written with
+		// an escape, "result\u005fstatus"): replace its value where it stands, as jq's + does. Rare
+		// enough to take the slow way, which walks the members and holds no map of them (a
+		// record of a million keys made one of 200 MB).
+		merged = replaceMembers(doc, fields)
 	} else {
 		merged = make([]byte, 0, len(doc)+96+len(verify))
 		merged = append(merged, doc[:len(doc)-1]...) // the object without its closing brace
-		if len(doc) > 2 {
-			merged = append(merged, ',')
-		}
-		merged = append(merged, `"result_status":`...)
-		merged = append(merged, status...)
-		merged = append(merged, `,"result_finished_at":`...)
-		merged = append(merged, finished...)
-		merged = append(merged, `,"result_reason":`...)
-		merged = append(merged, reason...)
-		if verify != nil {
-			merged = append(merged, `,"verification":`...)
-			merged = append(merged, verify...)
+		for i, f := range fields {
+			if i > 0 || len(doc) > 2 {
+				merged = append(merged, ',')
+			}
+			merged = appendMember(merged, f)
 		}
 		merged = append(merged, '}')
 	}
-	var out bytes.Buffer
-	out.Grow(len(merged) * 5 / 4)
-	if err := json.Indent(&out, merged, "    ", "  "); err != nil {
-		return nil, err
+	return merged, nil
+}
+
+// writeIndented writes the compact JSON value doc indented as json.Indent(dst, doc, prefix,
+// indent) would (and jq printed raw_data), but as it goes: indented, a record of arrays nested
+// ten thousand deep is 200 MB, which is the report's output to write, not memory to hold.
+func writeIndented(w *bufio.Writer, doc []byte, prefix, indent string) error {
+	depth := 0
+	newline := func() {
+		w.WriteByte('\n')
+		w.WriteString(prefix)
+		for i := 0; i < depth; i++ {
+			w.WriteString(indent)
+		}
 	}
-	return out.Bytes(), nil
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; c {
+		case '"':
+			end := skipJSONString(doc, i)
+			w.Write(doc[i:end])
+			i = end - 1
+		case '{', '[':
+			w.WriteByte(c)
+			if i+1 < len(doc) && (doc[i+1] == '}' || doc[i+1] == ']') {
+				w.WriteByte(doc[i+1]) // {} and [] stay as they are
+				i++
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			w.WriteByte(c)
+		case ',':
+			w.WriteByte(c)
+			newline()
+		case ':':
+			w.WriteString(": ")
+		default:
+			w.WriteByte(c)
+		}
+	}
+	return nil // a write error sticks to w, for its Flush
+}
+
+// member is one field of an object: its name and its value as JSON.
+type member struct {
+	name  string
+	value []byte
+}
+
+func appendMember(b []byte, m member) []byte {
+	b = append(b, '"')
+	b = append(b, m.name...) // the names here need no escaping
+	b = append(b, '"', ':')
+	return append(b, m.value...)
+}
+
+// replaceMembers returns the compact object doc with the value of each of fields set: in the
+// place of the first member of that name (later ones dropped), or at the end when it has none.
+func replaceMembers(doc []byte, fields []member) []byte {
+	out := make([]byte, 0, len(doc)+96)
+	out = append(out, '{')
+	done := make([]bool, len(fields))
+	n := 0
+	eachMember(doc, func(key, raw []byte) {
+		name := string(key[1 : len(key)-1])
+		if bytes.IndexByte(key, '\\') >= 0 {
+			json.Unmarshal(key, &name)
+		}
+		for i, f := range fields {
+			if f.name == name {
+				if done[i] {
+					return // a duplicate: the value is set once, where the name came first
+				}
+				done[i] = true
+				raw = appendMember(nil, f)
+			}
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, raw...)
+		n++
+	})
+	for i, f := range fields {
+		if !done[i] {
+			if n > 0 {
+				out = append(out, ',')
+			}
+			out = appendMember(out, f)
+			n++
+		}
+	}
+	return append(out, '}')
+}
+
+// eachMember calls fn with the key (quoted, as written) and the whole member (key, colon and
+// value) of each member of the compact JSON object doc.
+func eachMember(doc []byte, fn func(key, raw []byte)) {
+	i := 1
+	for i < len(doc) && doc[i] != '}' {
+		start := i
+		keyEnd := skipJSONString(doc, i)
+		end := skipJSONValue(doc, keyEnd+1) // after the colon
+		fn(doc[start:keyEnd], doc[start:end])
+		i = end
+		if i < len(doc) && doc[i] == ',' {
+			i++
+		}
+	}
+}
+
+// skipJSONString returns the index just after the string that starts at doc[i].
+func skipJSONString(doc []byte, i int) int {
+	for i++; i < len(doc); i++ {
+		switch doc[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipJSONValue returns the index just after the compact JSON value that starts at doc[i].
+func skipJSONValue(doc []byte, i int) int {
+	depth := 0
+	for i < len(doc) {
+		switch doc[i] {
+		case '"':
+			i = skipJSONString(doc, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
 }
 
 // hasKey reports whether doc may have one of the quoted keys: a cheap test that sends the rare

@@ -57,6 +57,50 @@ type Skipped struct {
 type batch struct {
 	beads   []*Bead
 	skipped []Skipped
+	held    int64 // bytes of the budget held until the batch is emitted
+}
+
+// memoryBudget bounds the bytes the readers other than the head hold at once: the records they
+// read and what is built from them until their batch is emitted. The head (the next batch to
+// emit) never waits, so the most held is the budget and one bead (maxBeadBytes).
+const memoryBudget = 64 << 20
+
+// maxBeadBytes bounds the record files read for one bead: its run, result and verification
+// (16 MiB each at most) and as many of its earlier attempts as fit. An attempt's file beyond it
+// is skipped with a warning, unread.
+const maxBeadBytes = 64 << 20
+
+// Costs of a file read, in bytes of memory per byte of it: a run with its raw_data element
+// (the document, its compact copy, the merged one and the indented one that is kept), a run
+// without, and any other record.
+const (
+	costRunRaw = 4
+	costRun    = 2
+	costOther  = 2
+)
+
+// errBeadTooLarge is a file left unread because its bead's records are over maxBeadBytes.
+var errBeadTooLarge = fmt.Errorf("left out unread: the bead's records are over %d MiB", maxBeadBytes>>20)
+
+// reservation is what reading one bead holds of the budget.
+type reservation struct {
+	budget    *record.Budget
+	seq       int
+	held      int64
+	beadBytes int64
+}
+
+// reserve returns ReadAt's reserve function for a file costing cost bytes per byte of it.
+func (r *reservation) reserve(cost int64) func(size int64) error {
+	return func(size int64) error {
+		if r.beadBytes > 0 && r.beadBytes+size > maxBeadBytes {
+			return errBeadTooLarge
+		}
+		r.beadBytes += size
+		r.budget.Acquire(r.seq, r.held, cost*size)
+		r.held += cost * size
+		return nil
+	}
 }
 
 // Scan reads every bead and calls emit with each in bead order (within a bead, earlier attempts
@@ -88,9 +132,13 @@ func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
 		return err
 	}
 	defer closeDir(fds.results)
+	budget := record.NewBudget(memoryBudget)
+	budget.SetHead(0)
 	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
-		return s.read(fds, entries[i])
-	}, func(_ int, b batch) {
+		return s.read(fds, entries[i], &reservation{budget: budget, seq: i})
+	}, func(i int, b batch) {
+		budget.Release(b.held)
+		budget.SetHead(i + 1)
 		for _, sk := range b.skipped {
 			skip(sk)
 		}
@@ -239,20 +287,22 @@ const maxKeptBuffer = 1 << 20
 
 var bufferPool = sync.Pool{New: func() any { return &buffers{make([]byte, 0, 16<<10), make([]byte, 0, 16<<10)} }}
 
-// read reads one entry's files and merges them.
-func (s Source) read(fds dirs, e entry) batch {
+// read reads one entry's files and merges them, each file's cost reserved in res before it is
+// read (and held until the batch is emitted).
+func (s Source) read(fds dirs, e entry, res *reservation) batch {
 	var out batch
+	defer func() { out.held = res.held }()
 	fail := func(path string, err error) {
 		out.skipped = append(out.skipped, Skipped{path, err})
 	}
 	var current *Bead
 	if e.run {
 		bufs := bufferPool.Get().(*buffers)
-		current = s.readCurrent(fds, e, bufs, fail)
+		current = s.readCurrent(fds, e, bufs, res, fail)
 		bufferPool.Put(bufs)
 	}
 	if s.Attempts && e.hasAttempts {
-		out.beads = s.readAttempts(e.name, current, fail)
+		out.beads = s.readAttempts(e.name, current, res, fail)
 	}
 	if current != nil {
 		out.beads = append(out.beads, current)
@@ -264,9 +314,9 @@ func (s Source) read(fds dirs, e entry) batch {
 }
 
 // readCurrent reads a bead's run, its result and its verification.
-func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, error)) *Bead {
+func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, res *reservation, fail func(string, error)) *Bead {
 	runPath := func() string { return s.paths().Run(e.name) }
-	runDoc, err := fsx.ReadFileAt(fds.runs, statedir.RecordFile(e.name), record.MaxSize, bufs.run)
+	runDoc, err := record.ReadAt(fds.runs, statedir.RecordFile(e.name), record.MaxSize, bufs.run, res.reserve(s.runCost()))
 	if err == nil && cap(runDoc) <= maxKeptBuffer {
 		bufs.run = runDoc[:0]
 	}
@@ -285,10 +335,10 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, 
 	if run.Bead != "" && run.Bead != e.name && record.CheckBead(run.Bead) == nil {
 		resName, hasRes = run.Bead, true
 	}
-	var res *record.Result
+	var result *record.Result
 	if hasRes && fds.results >= 0 {
 		resPath := func() string { return s.paths().Result(resName) }
-		doc, err := fsx.ReadFileAt(fds.results, statedir.RecordFile(resName), record.MaxSize, bufs.result)
+		doc, err := record.ReadAt(fds.results, statedir.RecordFile(resName), record.MaxSize, bufs.result, res.reserve(costOther))
 		if err == nil && cap(doc) <= maxKeptBuffer {
 			bufs.result = doc[:0]
 		}
@@ -299,7 +349,7 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, 
 			fail(resPath(), err)
 			return nil
 		default:
-			if res, err = record.DecodeResult(doc); err != nil {
+			if result, err = record.DecodeResult(doc); err != nil {
 				fail(resPath(), err)
 				return nil
 			}
@@ -308,13 +358,21 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, fail func(string, 
 	var verify json.RawMessage
 	if e.verify {
 		path := s.paths().Verify(e.name)
-		if verify, err = readObject(path); err != nil {
+		if verify, err = readObject(path, res); err != nil {
 			fail(path, err)
 		}
 	}
-	b := newBead(e.name, run, res)
-	s.finish(b, runDoc, res, verify, fail, runPath)
+	b := newBead(e.name, run, result)
+	s.finish(b, runDoc, result, verify, fail, runPath)
 	return b
+}
+
+// runCost is what reading a run costs per byte of it.
+func (s Source) runCost() int64 {
+	if s.Raw {
+		return costRunRaw
+	}
+	return costRun
 }
 
 // finish adds the verification and the raw_data element to a merged bead.
@@ -332,7 +390,7 @@ func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.R
 				v.Overall = v.Verification.Overall
 			}
 			if v.Overall != "" {
-				b.Verified = v.Overall
+				b.Verified = clipText(v.Overall)
 			}
 		}
 	}
@@ -348,8 +406,8 @@ func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.R
 }
 
 // readObject reads a JSON object and returns it compact.
-func readObject(path string) (json.RawMessage, error) {
-	doc, err := fsx.ReadFileLimit(path, record.MaxSize)
+func readObject(path string, res *reservation) (json.RawMessage, error) {
+	doc, err := record.ReadAt(fsx.Cwd, path, record.MaxSize, nil, res.reserve(costOther))
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +428,7 @@ func readObject(path string) (json.RawMessage, error) {
 // result-1.json, or 1.run.json and 1.result.json, both work). Records pair up by their attempt
 // field, else by the number in their file name. An attempt that is also the bead's current one
 // (in runs/) is not counted twice, and a result with no run is left out, as in runs/.
-func (s Source) readAttempts(bead string, current *Bead, fail func(string, error)) []*Bead {
+func (s Source) readAttempts(bead string, current *Bead, res *reservation, fail func(string, error)) []*Bead {
 	dir := s.paths().AttemptDir(bead)
 	files, err := recordNames(dir)
 	if err != nil {
@@ -396,14 +454,14 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 		fileNumber := numberIn(name)
 		switch lower := strings.ToLower(name); {
 		case strings.Contains(lower, "verify"):
-			v, err := readObject(path)
+			v, err := readObject(path, res)
 			if err != nil {
 				fail(path, err)
 				continue
 			}
 			get(fileNumber).verify = v
 		case strings.Contains(lower, "result"):
-			doc, err := fsx.ReadFileLimit(path, record.MaxSize)
+			doc, err := record.ReadAt(fsx.Cwd, path, record.MaxSize, nil, res.reserve(costOther))
 			if err == nil {
 				var res *record.Result
 				if res, err = record.DecodeResult(doc); err == nil {
@@ -413,7 +471,7 @@ func (s Source) readAttempts(bead string, current *Bead, fail func(string, error
 			}
 			fail(path, err)
 		default:
-			doc, err := fsx.ReadFileLimit(path, record.MaxSize)
+			doc, err := record.ReadAt(fsx.Cwd, path, record.MaxSize, nil, res.reserve(s.runCost()))
 			if err == nil {
 				var run *record.Run
 				if run, err = record.DecodeRun(doc); err == nil {

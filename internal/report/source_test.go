@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -228,8 +229,16 @@ func TestRawData(t *testing.T) {
 		if !jsonEqual(t, c.Bytes(), []byte(tt.want)) {
 			t.Errorf("%s: rawData(%q) = %s, want %s", tt.name, tt.run, c.Bytes(), tt.want)
 		}
-		if !bytes.HasPrefix(got, []byte("{")) || (len(got) > 2 && !bytes.Contains(got, []byte("\n      \""))) {
-			t.Errorf("%s: rawData(%q) = %q, want it indented for its place in raw_data", tt.name, tt.run, got)
+		// Compact: WriteJSON indents it for its place in raw_data as it writes it.
+		if !bytes.Equal(got, c.Bytes()) {
+			t.Errorf("%s: rawData(%q) = %q, want it compact", tt.name, tt.run, got)
+		}
+		var indented bytes.Buffer
+		w := bufio.NewWriter(&indented)
+		writeIndented(w, got, "    ", "  ")
+		w.Flush()
+		if len(got) > 2 && !bytes.Contains(indented.Bytes(), []byte("\n      \"")) {
+			t.Errorf("%s: writeIndented(%s) = %q, want it indented for its place in raw_data", tt.name, got, indented.Bytes())
 		}
 	}
 }

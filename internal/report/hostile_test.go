@@ -12,25 +12,25 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 )
 
-// hostile is text a record can carry that a terminal obeys: a window title and a clipboard
+// hostileText is text a record can carry that a terminal obeys: a window title and a clipboard
 // write (OSC 0 and 52), a screen clear (CSI), the same in its C1 form, a bell, a carriage
 // return that hides what came before, a newline that forges a line of the report, a right-to-left
 // override, a DEL and a NUL (as \u0000 in JSON).
-const hostile = "ok\x1b]0;pwned\x07\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\u009b31m\a\rfake\nRECOMMENDATIONS\u202eevil\x7f\x00end"
+const hostileText = "ok\x1b]0;pwned\x07\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\u009b31m\a\rfake\nRECOMMENDATIONS\u202eevil\x7f\x00end"
 
-// hostileReport counts beads whose every field shown in a report is hostile, and returns their
+// hostileReport counts beads whose every field shown in a report holds hostileText, and returns their
 // template scores too.
 func hostileReport(t *testing.T) (*Report, TemplateScores) {
 	t.Helper()
 	a := NewAggregator(PeriodDay)
 	for i, status := range []string{"failed", "done", "failed"} {
 		start := time.Date(2026, 1, 1+i, 10, 0, 0, 0, time.UTC)
-		tmpl := hostile
-		run := record.Run{Bead: "bd-" + hostile, Agent: hostile + string(rune('a'+i)), Model: hostile, Prompt: hostile,
+		tmpl := hostileText
+		run := record.Run{Bead: "bd-" + hostileText, Agent: hostileText + string(rune('a'+i)), Model: hostileText, Prompt: hostileText,
 			StartedAt: record.FormatTime(start), Attempt: 1, TemplateName: &tmpl}
-		a.Add(bead(run, result(status, record.FormatTime(start.Add(time.Minute)), hostile)))
+		a.Add(bead(run, result(status, record.FormatTime(start.Add(time.Minute)), hostileText)))
 	}
-	f, _ := NewFilter("2026-01-01", "", nil, []string{hostile}, nil)
+	f, _ := NewFilter("2026-01-01", "", nil, []string{hostileText}, nil)
 	at := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 	return NewReport(a, f, at), a.TemplateScores(at)
 }
@@ -48,15 +48,15 @@ func TestRenderersNeutraliseHostileText(t *testing.T) {
 		{"prometheus", func(b *bytes.Buffer, r *Report, _ TemplateScores) error { return WritePrometheus(b, r) }},
 		{"html", func(b *bytes.Buffer, r *Report, _ TemplateScores) error { return WriteHTML(b, r) }},
 		{"templates", func(b *bytes.Buffer, _ *Report, ts TemplateScores) error {
-			return WriteTemplatesText(b, ts, "state/"+hostile)
+			return WriteTemplatesText(b, ts, "state/"+hostileText)
 		}},
 		{"csv", func(b *bytes.Buffer, _ *Report, _ TemplateScores) error {
 			w := NewCSVWriter(b)
 			for i := 0; i < 2; i++ {
-				tmpl := hostile
-				run := record.Run{Bead: hostile, Agent: "=cmd|' /C calc'!A0", Model: "+1", Prompt: hostile,
+				tmpl := hostileText
+				run := record.Run{Bead: hostileText, Agent: "=cmd|' /C calc'!A0", Model: "+1", Prompt: hostileText,
 					StartedAt: "-2+3", Attempt: 1, TemplateName: &tmpl}
-				w.Write(bead(run, result("@SUM(1+1)", "\t=1", hostile)))
+				w.Write(bead(run, result("@SUM(1+1)", "\t=1", hostileText)))
 			}
 			return w.Flush()
 		}},

@@ -182,7 +182,7 @@ func skipJSONString(doc []byte, i int) int {
 			return i + 1
 		}
 	}
-	return i
+	return len(doc) // unterminated (an escape at the very end included)
 }
 
 // skipJSONValue returns the index just after the compact JSON value that starts at doc[i].

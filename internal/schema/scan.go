@@ -16,7 +16,8 @@ type Stats struct {
 	Overflow bool
 }
 
-// Measure scans doc, which must be one well-formed JSON value (json.Valid), allocating nothing.
+// Measure scans doc, allocating nothing. Its figures are exact for a well-formed document
+// (json.Valid) and bounded for anything else.
 func Measure(doc []byte) Stats {
 	var st Stats
 	for i := 0; i < len(doc); {
@@ -116,7 +117,7 @@ func skipString(doc []byte, i int) int {
 			return i + 1
 		}
 	}
-	return i
+	return len(doc) // unterminated (an escape at the very end included)
 }
 
 // skipNumber returns the index just after the number starting at doc[i].

@@ -130,3 +130,18 @@ func TestLongKeysAreClipped(t *testing.T) {
 		t.Errorf("Validate(a 2 MB key) = %d problems, %v; want one, its pointer clipped", len(got), err)
 	}
 }
+
+// FuzzMeasure: Measure and clampNumbers take any bytes (--fix measures a record before it knows
+// it is JSON) without a panic.
+func FuzzMeasure(f *testing.F) {
+	for _, seed := range []string{`{"a":1e400}`, "\ufeff{\"\\", `"`, `[t`, `{"k\`, `-`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		st := Measure(doc)
+		if st.Values > len(doc) {
+			t.Errorf("Measure(%q) = %d values, more than bytes", doc, st.Values)
+		}
+		clampNumbers(doc)
+	})
+}

@@ -316,3 +316,17 @@ func TestLostLongAgoFinishesAtTheLogsLastWrite(t *testing.T) {
 		t.Errorf("lost attempt closed as %+v; want finished at the log's last write, 2520 s", res)
 	}
 }
+
+func TestOpenNeverReplacesAnUnreadableRecord(t *testing.T) {
+	d := NewDir(t.TempDir())
+	os.MkdirAll(d.State().Runs(), 0o700)
+	bad := []byte(`{"bead":"bd-5","attempt":"two","status":"failed"}`)
+	os.WriteFile(d.Store.RunPath("bd-5"), bad, 0o600)
+	if o, err := Open(context.Background(), d, "bd-5", Where{Backend: supervise.BackendProcess}, false); err == nil {
+		o.Close()
+		t.Fatal("Open took an unreadable run record for no previous attempt")
+	}
+	if b, _ := os.ReadFile(d.Store.RunPath("bd-5")); !bytes.Equal(b, bad) {
+		t.Errorf("the unreadable record was changed: %s", b)
+	}
+}

@@ -122,6 +122,13 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 		replaced = !terminal
 	}
 	prev, err := record.ReadRun(d.Store.RunPath(bead))
+	if err != nil && !errors.Is(err, os.ErrNotExist) && isRegular(d.Store.RunPath(bead)) {
+		// Never replace a record that could not be read, so could not be archived: it may be
+		// the only trace of an attempt (and its number would restart at 1). A link or a special
+		// file planted there is no record: the new one replaces it, never written through.
+		o.Close()
+		return nil, fmt.Errorf("the previous run record of %s cannot be read (%v); repair it (validate-state --fix) or move it away, then dispatch again", bead, err)
+	}
 	if err == nil {
 		o.Previous, o.Number = prev, prev.Attempt+1
 		// A refusal is no attempt: it recorded the capped attempt over the real one, which
@@ -134,6 +141,12 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 		}
 	}
 	return o, nil
+}
+
+// isRegular reports whether path is a regular file, not following a link.
+func isRegular(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // kill kills a supervisor that did not stop when asked: its process (the agent dies with it,
@@ -238,8 +251,11 @@ func archive(d Dir, prev *record.Run) error {
 	}
 	for _, m := range records {
 		b, err := statedir.ReadFile(m[0], record.MaxSize)
+		if errors.Is(err, os.ErrNotExist) || (err != nil && !isRegular(m[0])) {
+			continue // nothing to keep: no record, or a link or special file planted there
+		}
 		if err != nil {
-			continue
+			return fmt.Errorf("keeping attempt %d: %w", n, err)
 		}
 		// Copied, not moved: the current records stay in place until the new ones replace them.
 		if err := fsx.WriteFileAtomic(m[1], b, 0o600); err != nil {

@@ -14,13 +14,14 @@ import (
 	"testing"
 
 	"github.com/agentfleet/fleet/internal/compattest"
+	"github.com/agentfleet/fleet/internal/record/hostile"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		tool:             func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
-		"peakrss-helper": peakRSSHelper,
+		"peakrss-helper": hostile.PeakRSSHelper,
 	})
 }
 
@@ -39,7 +40,7 @@ func TestScripts(t *testing.T) {
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
-		Cmds: withHostile(map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: hostile.WithScriptCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// mkfile NAME CONTENT writes CONTENT to the file NAME, both read as the inside of a
 			// Go string literal, so that a name can hold a newline or an escape ('a\nb', '\x1b').
 			"mkfile": func(ts *testscript.TestScript, neg bool, args []string) {

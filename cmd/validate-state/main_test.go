@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/compattest"
+	"github.com/agentfleet/fleet/internal/record/hostile"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		tool:             func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
-		"peakrss-helper": peakRSSHelper,
+		"peakrss-helper": hostile.PeakRSSHelper,
 	})
 }
 
@@ -47,7 +48,7 @@ func TestScripts(t *testing.T) {
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
-		Cmds: withHostile(map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: hostile.WithScriptCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// readonly DIR: no file can be created in DIR any more (chmod, and for root, whom
 			// modes do not hold back, the immutable attribute). Guard with [readonlydirs].
 			// writable DIR undoes it.

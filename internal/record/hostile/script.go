@@ -1,4 +1,4 @@
-package main
+package hostile
 
 import (
 	"fmt"
@@ -9,18 +9,18 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentfleet/fleet/internal/record/hostile"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// hostileCmds are the testscript commands of the hostile state directory tests:
+// scriptCmds are the testscript commands of the hostile state directory tests, shared by
+// validate-state's and analyze-runs' scripts (WithScriptCmds):
 //
-//	plant DIR SHAPE [N]        N (default 1) entries SHAPE-<i>.json of a hostile.Shape in DIR
+//	plant DIR SHAPE [N]        N (default 1) entries SHAPE-<i>.json of a Shape in DIR
 //	peakrss MB [!] CMD ARGS... runs CMD (from PATH), its output thrown away, and fails if its
 //	                           peak RSS is over MB megabytes (or its exit status is not as asked:
 //	                           ! for a failure); the figure is logged, and written to
 //	                           $WORK/peakrss
-var hostileCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"plant": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
 			ts.Fatalf("usage: plant DIR SHAPE [N]")
@@ -34,7 +34,7 @@ var hostileCmds = map[string]func(ts *testscript.TestScript, neg bool, args []st
 			ts.Check(err)
 		}
 		for i := 0; i < n; i++ {
-			ts.Check(hostile.Plant(dir, fmt.Sprintf("%s-%d.json", args[1], i), hostile.Shape(args[1])))
+			ts.Check(Plant(dir, fmt.Sprintf("%s-%d.json", args[1], i), Shape(args[1])))
 		}
 	},
 	"peakrss": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -75,9 +75,9 @@ var hostileCmds = map[string]func(ts *testscript.TestScript, neg bool, args []st
 	},
 }
 
-// peakRSSHelper is the command peakrss-helper CMD ARGS...: it runs CMD, its output thrown away
+// PeakRSSHelper is the command peakrss-helper CMD ARGS...: it runs CMD, its output thrown away
 // and its stderr passed on, and prints its peak RSS in KiB and its exit status.
-func peakRSSHelper() {
+func PeakRSSHelper() {
 	cmd := exec.Command(os.Args[1], os.Args[2:]...)
 	cmd.Stderr = os.Stderr
 	err := cmd.Run()
@@ -100,9 +100,9 @@ func lookTool(path, file string) string {
 	return file
 }
 
-// withHostile adds hostileCmds to cmds.
-func withHostile(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
-	for name, cmd := range hostileCmds {
+// WithScriptCmds adds the hostile state directory commands (plant, peakrss) to cmds.
+func WithScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	for name, cmd := range scriptCmds {
 		cmds[name] = cmd
 	}
 	return cmds

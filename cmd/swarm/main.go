@@ -42,8 +42,12 @@
 // found; wait: the worker's exit code (1 on timeout).
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/agentfleet/fleet/internal/swarmcli"
+)
 
 func main() {
-	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(swarmcli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }

@@ -15,13 +15,17 @@ import (
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarmcli"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// tool is the name testscript gives the test binary on PATH.
+const tool = "swarm"
+
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		tool: func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		tool: func() { os.Exit(swarmcli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 
@@ -110,17 +114,11 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			n, _ := strconv.Atoi(args[2])
 			limit = time.Duration(n) * time.Second
 		}
-		h, err := openHomeAt(&env{stderr: os.Stderr}, ts.Getenv("SWARM_DIR"))
+		h, err := swarmcli.OpenHome(ts.Getenv("SWARM_DIR"), os.Stderr)
 		ts.Check(err)
 		var last string
 		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			s, err := h.reg.Load()
-			ts.Check(err)
-			w := s.Get(args[0])
-			if w == nil {
-				ts.Fatalf("no worker %s", args[0])
-			}
-			if text, err := screen(context.Background(), h, w, 100); err == nil {
+			if text, err := h.Screen(context.Background(), args[0], 100); err == nil {
 				last = text
 				if re.MatchString(text) {
 					return

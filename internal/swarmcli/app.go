@@ -1,4 +1,4 @@
-package main
+package swarmcli
 
 import (
 	"context"
@@ -65,7 +65,16 @@ type errNotFound struct{ name string }
 
 func (e errNotFound) Error() string { return fmt.Sprintf("worker '%s' not found", e.name) }
 
-// run runs the verb args[1] and returns the exit status. Diagnostics are "swarm: error: ...".
+// Run runs swarm's verb args[1] and returns the exit status. Diagnostics are
+// "swarm: error: ...". cmd/swarm is this and the ralph verb.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(args, stdin, stdout, stderr)
+}
+
+// RalphVerb runs `swarm ralph ARGS...` (args[0] is "swarm ralph"). cmd/swarm sets it to the
+// ralph tool's loop verbs: that package builds on this one, so this one cannot import it.
+var RalphVerb func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) < 2 || args[1] == "help" || args[1] == "--help" || args[1] == "-h" {
@@ -89,6 +98,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exit(e, "", cli.Usagef("invalid choice: '%s' (choose from %s)", args[1], verbList()))
 	}
 	if v.name == "ralph" {
+		if RalphVerb != nil {
+			return RalphVerb(append([]string{tool + " ralph"}, args[2:]...), stdin, stdout, stderr)
+		}
 		return exit(e, "", errors.New("swarm ralph is reserved for the ralph tool, which is not built yet"))
 	}
 	if v.missing {

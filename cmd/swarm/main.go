@@ -45,9 +45,11 @@ package main
 import (
 	"os"
 
+	"github.com/agentfleet/fleet/internal/ralph/loop"
 	"github.com/agentfleet/fleet/internal/swarmcli"
 )
 
 func main() {
+	swarmcli.RalphVerb = loop.Run
 	os.Exit(swarmcli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }

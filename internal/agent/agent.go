@@ -65,6 +65,12 @@ type Profile struct {
 	// Screen tells from the agent's screen whether it is ready, busy or waiting for input
 	// (swarm's --ready-wait and ls' activity); see screen.go.
 	Screen Patterns
+	// CostPattern ("cost_pattern") finds the cost in USD in the output of an agent that does
+	// not print claude's JSON result: its first group (or whole match) is the number.
+	CostPattern string
+	// Limits ("usage_limit") are the patterns of its usage-limit and rate-limit messages; nil
+	// takes the built-in ones of its name (LimitPatterns), an empty list none. See usage.go.
+	Limits []string
 }
 
 // entry is an agent's JSON form; the mode objects (agent_mode, exec_mode) are the older shape.
@@ -86,6 +92,8 @@ type entry struct {
 	Reasoning    *struct {
 		Flag string `json:"flag"`
 	} `json:"reasoning_effort"`
+	CostPattern string   `json:"cost_pattern"`
+	UsageLimit  []string `json:"usage_limit"`
 	Patterns
 }
 
@@ -204,6 +212,9 @@ func Parse(b []byte) (*Config, error) {
 		if _, err := e.Patterns.Compile(); err != nil {
 			return nil, fmt.Errorf("agent %q: %v", name, err)
 		}
+		if err := checkUsageKeys(e); err != nil {
+			return nil, fmt.Errorf("agent %q: %v", name, err)
+		}
 		cfg.Agents[name] = e.profile(name)
 	}
 	return cfg, nil
@@ -222,7 +233,7 @@ func (e entry) profile(name string) *Profile {
 	p := &Profile{Name: name, Command: e.Command, Subcommand: e.Subcommand, Flags: e.Flags,
 		ModelFlag: e.ModelFlag, Models: e.Models, DefaultModel: e.DefaultModel,
 		Prompt: e.Prompt, PromptFlag: e.PromptFlag, MCPConfig: e.MCPConfig, Terminal: e.Terminal == nil || *e.Terminal,
-		Screen: e.Patterns}
+		Screen: e.Patterns, CostPattern: e.CostPattern, Limits: e.UsageLimit}
 	for _, m := range []*mode{e.AgentMode, e.ExecMode} {
 		if m == nil {
 			continue

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseUsage(t *testing.T) {
+	claude := Builtin().Agents["claude"]
+	codex := Builtin().Agents["codex"]
+	aider := &Profile{Name: "aider", CostPattern: `Cost: \$([0-9.,]+) session`}
+	tests := []struct {
+		name   string
+		p      *Profile
+		output string
+		want   Usage
+	}{
+		{"claude json", claude,
+			`{"type":"result","subtype":"success","is_error":false,"duration_ms":2300,"num_turns":3,"result":"done","session_id":"x","total_cost_usd":0.0425,"usage":{"input_tokens":12,"cache_read_input_tokens":9000,"output_tokens":345}}`,
+			Usage{CostUSD: 0.0425, HasCost: true, InputTokens: 12, OutputTokens: 345}},
+		{"claude json pretty", claude, "{\n  \"type\": \"result\",\n  \"total_cost_usd\": 1.5,\n  \"usage\": {\"input_tokens\": 100, \"output_tokens\": 7}\n}\n",
+			Usage{CostUSD: 1.5, HasCost: true, InputTokens: 100, OutputTokens: 7}},
+		{"claude stream-json: the result line, not the turns", claude,
+			`{"type":"system","subtype":"init"}
+{"type":"assistant","message":{"usage":{"input_tokens":5,"output_tokens":5}}}
+{"type":"result","total_cost_usd":0.2,"usage":{"input_tokens":50,"output_tokens":60}}
+`, Usage{CostUSD: 0.2, HasCost: true, InputTokens: 50, OutputTokens: 60}},
+		{"older claude cost_usd", claude, `{"type":"result","cost_usd":0.3}`, Usage{CostUSD: 0.3, HasCost: true}},
+		{"text around the JSON", claude, "starting\n" + `{"type":"result","total_cost_usd":0.01,"usage":{"input_tokens":1,"output_tokens":2}}` + "\nbye\n",
+			Usage{CostUSD: 0.01, HasCost: true, InputTokens: 1, OutputTokens: 2}},
+		{"codex turns summed", codex,
+			`{"type":"thread.started","thread_id":"t"}
+{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":50,"output_tokens":10}}
+{"type":"turn.completed","usage":{"input_tokens":200,"output_tokens":20}}
+`, Usage{InputTokens: 300, OutputTokens: 30}},
+		{"cost pattern, last match", aider, "Tokens: 1k sent. Cost: $0.01 session\nmore\nCost: $1,234.50 session\n",
+			Usage{CostUSD: 1234.5, HasCost: true}},
+		{"nothing", claude, "plain text\nno cost here\n", Usage{}},
+		{"broken JSON", claude, `{"type":"result","total_cost_usd":`, Usage{}},
+		{"wrong type", claude, `{"type":"result","total_cost_usd":"free"}`, Usage{}},
+		{"nil profile", nil, `{"type":"result","total_cost_usd":2}`, Usage{CostUSD: 2, HasCost: true}},
+	}
+	for _, tt := range tests {
+		if got := tt.p.ParseUsage([]byte(tt.output)); got != tt.want {
+			t.Errorf("%s: ParseUsage(%q) = %+v, want %+v", tt.name, tt.output, got, tt.want)
+		}
+	}
+}
+
+func TestParseUsageReadsOnlyTheTail(t *testing.T) {
+	out := `{"type":"result","total_cost_usd":9}` + "\n" + strings.Repeat("x", usageTail) + "\n" +
+		`{"type":"result","total_cost_usd":0.5}`
+	if got := Builtin().Agents["claude"].ParseUsage([]byte(out)); got.CostUSD != 0.5 {
+		t.Errorf("ParseUsage(long) = %+v, want cost 0.5", got)
+	}
+}
+
+func TestUsageLimit(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no time zone data")
+	}
+	now := time.Date(2026, 11, 23, 13, 10, 0, 0, time.UTC) // 14:10 in Berlin
+	claude := Builtin().Agents["claude"]
+	codex := Builtin().Agents["codex"]
+	custom := &Profile{Name: "mine", Limits: []string{`QUOTA EXHAUSTED`}}
+	none := &Profile{Name: "claude", Limits: []string{}}
+	tests := []struct {
+		name    string
+		p       *Profile
+		text    string
+		limited bool
+		reset   time.Time
+	}{
+		{"claude epoch", claude, "Claude AI usage limit reached|1763913600", true, time.Unix(1763913600, 0)},
+		{"claude clock with zone", claude, "Claude usage limit reached. Your limit will reset at 3pm (Europe/Berlin).",
+			true, time.Date(2026, 11, 23, 15, 0, 0, 0, berlin)},
+		{"claude clock passed today: tomorrow", claude, "5-hour limit reached ∙ resets 1pm (Europe/Berlin)",
+			true, time.Date(2026, 11, 24, 13, 0, 0, 0, berlin)},
+		{"claude clock in now's zone", claude, "You've hit your limit · resets 3:30pm", true,
+			time.Date(2026, 11, 23, 15, 30, 0, 0, time.UTC)},
+		{"claude weekly with date", claude, "You've hit your limit · resets Dec 1, 9am (Europe/Berlin)", true,
+			time.Date(2026, 12, 1, 9, 0, 0, 0, berlin)},
+		{"claude no time", claude, "Claude AI usage limit reached", true, time.Time{}},
+		{"claude api rate limit", claude, `API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}}`, true, time.Time{}},
+		{"claude json error", claude, `{"type":"result","is_error":true,"result":"Claude AI usage limit reached|1763913600"}`,
+			true, time.Unix(1763913600, 0)},
+		{"claude json success mentioning a limit", claude,
+			`{"type":"result","is_error":false,"result":"Added the 'usage limit reached' banner","total_cost_usd":0.1}`, false, time.Time{}},
+		{"codex try again in", codex, "■ You've hit your usage limit. Upgrade to Pro or try again in 2 hours 5 minutes.",
+			true, now.Add(2*time.Hour + 5*time.Minute)},
+		{"codex try again in short units", codex, "usage limit reached; try again in 1h30m", true, now.Add(90 * time.Minute)},
+		{"codex 429", codex, "stream error: exceeded retry limit, last status: 429 Too Many Requests", true, time.Time{}},
+		{"codex try again at", codex, "Rate limit reached. Try again at 15:45.", true, time.Date(2026, 11, 23, 15, 45, 0, 0, time.UTC)},
+		{"retry after seconds", codex, "rate limit exceeded, retry after 30 seconds", true, now.Add(30 * time.Second)},
+		{"reset on the next line", claude, "Claude usage limit reached.\nYour limit will reset at 6am", true,
+			time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)},
+		{"bare hour is no time", claude, "usage limit reached, resets 3", true, time.Time{}},
+		{"nothing", claude, "All tests pass.\nDone.", false, time.Time{}},
+		{"custom pattern", custom, "error: QUOTA EXHAUSTED, try again in 10 minutes", true, now.Add(10 * time.Minute)},
+		{"custom ignores built-ins", custom, "Claude AI usage limit reached", false, time.Time{}},
+		{"empty list disables", none, "Claude AI usage limit reached", false, time.Time{}},
+		{"unknown agent has none", &Profile{Name: "aider"}, "usage limit reached", false, time.Time{}},
+		{"generic has all", Generic(), "You've hit your usage limit, try again in 5 minutes", true, now.Add(5 * time.Minute)},
+		{"nil profile", nil, "usage limit reached", false, time.Time{}},
+	}
+	for _, tt := range tests {
+		limited, reset := tt.p.UsageLimit(tt.text, now)
+		if limited != tt.limited || !reset.Equal(tt.reset) {
+			t.Errorf("%s: UsageLimit(%q) = %v, %v; want %v, %v", tt.name, tt.text, limited, reset, tt.limited, tt.reset)
+		}
+	}
+}
+
+func TestUsageConfigKeys(t *testing.T) {
+	cfg, err := Parse([]byte(`{"aider": {"command": "aider", "cost_pattern": "\\$([0-9.]+)", "usage_limit": ["out of credits"]},
+		"claude": {"command": "claude"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Agents["aider"]
+	if got := a.ParseUsage([]byte("spent $0.75")); got.CostUSD != 0.75 || !got.HasCost {
+		t.Errorf("aider ParseUsage = %+v, want 0.75", got)
+	}
+	if l, _ := a.UsageLimit("you are out of credits", time.Now()); !l {
+		t.Errorf("aider UsageLimit(out of credits) = false, want true")
+	}
+	if l, _ := cfg.Agents["claude"].UsageLimit("Claude AI usage limit reached", time.Now()); !l {
+		t.Errorf("claude entry without usage_limit: built-in patterns not used")
+	}
+	for _, bad := range []string{`{"x": {"command": "x", "cost_pattern": "("}}`, `{"x": {"command": "x", "usage_limit": ["[a"]}}`} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), `agent "x"`) {
+			t.Errorf("Parse(%s) = %v, want an error naming the agent", bad, err)
+		}
+	}
+}

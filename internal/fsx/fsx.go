@@ -10,10 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
-	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // ErrLocked is returned by Lock when the context ends before the lock could be taken.
@@ -35,22 +31,6 @@ func Lock(ctx context.Context, path string) (unlock func() error, err error) {
 // (statedir keeps the records' locks under locks/, so that runs/ holds records only).
 func LockFile(ctx context.Context, lockPath string) (unlock func() error, err error) {
 	return lockFile(ctx, lockPath, lockPath)
-}
-
-// lockFile locks lockPath; what names the data it guards in an ErrLocked error.
-func lockFile(ctx context.Context, lockPath, what string) (unlock func() error, err error) {
-	// Never through a link planted at lockPath (it would create or lock a file elsewhere), and
-	// never waiting on a FIFO planted there.
-	fl := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC),
-		flock.SetPermissions(0o600))
-	ok, err := fl.TryLockContext(ctx, 5*time.Millisecond)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		return nil, fmt.Errorf("locking %s: %w", lockPath, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", what, ErrLocked)
-	}
-	return fl.Unlock, nil
 }
 
 // WriteFileAtomic replaces path with data: it writes a temp file in the same directory, fsyncs

@@ -2,7 +2,7 @@ module github.com/agentfleet/fleet
 
 go 1.26.8
 
-require github.com/gofrs/flock v0.13.1
+require github.com/stretchr/testify v1.12.1 // indirect
 
 require (
 	github.com/charmbracelet/colorprofile v0.4.2 // indirect

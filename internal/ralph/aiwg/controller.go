@@ -1,0 +1,336 @@
+package aiwg
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/cli"
+)
+
+// A loop's controller is the process that runs its iterations: ralph start --foreground
+// itself, or ralph start __run LOOP_ID in the background. Every decision it takes (start the
+// next iteration, pause, end) is taken under the workspace's lock on the state as it is on
+// disk, so a pause or an abort written by another process before that moment always wins: no
+// iteration starts after `ralph pause|abort` returned, and no stale copy of the state is ever
+// written over theirs.
+
+// defaultLimitWait is how long a usage-limit pause lasts when the message names no reset time.
+var defaultLimitWait = 15 * time.Minute
+
+// pollEvery is how often a controller looks at its state while an iteration runs or while it
+// waits out a usage limit: the latency of pause and abort, and between two iterations.
+const pollEvery = 50 * time.Millisecond
+
+func runController(ctx context.Context, args []string, stderr io.Writer) error {
+	if len(args) != 1 || !IsLoopID(args[0]) {
+		return cli.Usagef("ralph start %s is started by ralph start, not by hand", controllerVerb)
+	}
+	ws, err := workspace(ctx)
+	if err != nil {
+		return err
+	}
+	status, err := runLoop(ctx, ws, args[0], stderr)
+	if err == nil {
+		fmt.Fprintf(stderr, "%s loop %s: %s\n", stamp(time.Now()), args[0], status)
+	}
+	return err
+}
+
+// controller is one loop's controlling process at work.
+type controller struct {
+	ws   Workspace
+	id   string
+	log  io.Writer
+	me   int
+	stop atomic.Bool // SIGINT or SIGTERM: pause (interrupted) and leave
+}
+
+// action is what the controller does next.
+type action int
+
+const (
+	actExit action = iota
+	actWait
+	actIterate
+)
+
+// runLoop runs loop id's iterations until it ends or is paused by a person, and returns its
+// status then.
+func runLoop(ctx context.Context, ws Workspace, id string, log io.Writer) (string, error) {
+	c := &controller{ws: ws, id: id, log: log, me: os.Getpid()}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for range sigs {
+			c.stop.Store(true)
+		}
+	}()
+	for {
+		act, st, err := c.next()
+		if err != nil {
+			c.giveUp(err)
+			return "", err
+		}
+		switch act {
+		case actExit:
+			return st.Status, nil
+		case actWait:
+			time.Sleep(pollEvery * 4)
+			continue
+		}
+		i := st.Iteration
+		res := c.iterate(ctx, st, i)
+		if err := c.finish(ctx, i, res); err != nil {
+			c.giveUp(err)
+			return "", err
+		}
+	}
+}
+
+// giveUp records an error that stops the controller where the loop's state can say it (the
+// loop is then failed); when even that fails, the next look finds it crashed.
+func (c *controller) giveUp(cause error) {
+	fmt.Fprintf(c.log, "ralph: error: loop %s: %v\n", c.id, cause)
+	c.ws.Locked(context.Background(), func(reg *Registry) error {
+		st, err := c.ws.ReadState(c.id)
+		if err != nil || !c.mine(st) || !CanTransition(st.Status, StatusFailed) {
+			return err
+		}
+		st.Transition(StatusFailed)
+		st.ExitReason = "error"
+		st.ErrorContext = &ErrorContext{ErrorMessage: cause.Error(), ErrorTimestamp: stamp(time.Now())}
+		return c.ws.save(reg, st)
+	})
+}
+
+// mine reports whether st names this process as its controller (a resumed loop may have
+// another by now).
+func (c *controller) mine(st *State) bool { return st.PID != nil && *st.PID == c.me }
+
+// next decides, under the lock, what to do: start iteration st.Iteration (already recorded as
+// started), wait (a usage-limit pause), or leave.
+func (c *controller) next() (action, *State, error) {
+	var act action
+	var out *State
+	err := c.ws.Locked(context.Background(), func(reg *Registry) error {
+		st, err := c.ws.ReadState(c.id)
+		if err != nil {
+			return err
+		}
+		out = st
+		if !c.mine(st) {
+			act = actExit // another controller took the loop over (ralph resume)
+			return nil
+		}
+		if c.stop.Load() && (st.Status == StatusRunning || st.Status == StatusPaused) {
+			if st.Status == StatusRunning {
+				st.Transition(StatusPaused)
+				st.PauseReason = PauseInterrupted
+			}
+			st.PID, st.PIDStart = nil, 0
+			act = actExit
+			return c.ws.save(reg, st)
+		}
+		now := time.Now()
+		switch st.Status {
+		case StatusPaused:
+			if st.PauseReason != PauseUsageLimit {
+				// A person paused it: ralph resume starts a controller again.
+				st.PID, st.PIDStart = nil, 0
+				act = actExit
+				return c.ws.save(reg, st)
+			}
+			if at, ok := parseStamp(deref(st.ResumeAt)); ok && now.Before(at) {
+				act = actWait
+				return nil
+			}
+			fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration+1)
+			if err := st.Transition(StatusRunning); err != nil {
+				return err
+			}
+		case StatusRunning:
+		default:
+			act = actExit
+			return nil
+		}
+		if reason, msg := c.limitReached(st, now); reason != "" {
+			if err := st.Transition(StatusFailed); err != nil {
+				return err
+			}
+			st.ExitReason = reason
+			st.ErrorContext = &ErrorContext{ErrorMessage: msg, ErrorTimestamp: stamp(now)}
+			act = actExit
+			return c.ws.save(reg, st)
+		}
+		st.Iteration++
+		act = actIterate
+		return c.ws.save(reg, st)
+	})
+	return act, out, err
+}
+
+// limitReached says whether the loop must end before another iteration: its timeout passed, or
+// its iterations are used up.
+func (c *controller) limitReached(st *State, now time.Time) (reason, msg string) {
+	if dl, ok := deadline(st); ok && !now.Before(dl) {
+		return "timeout", fmt.Sprintf("the loop's timeout (%s) passed before the completion command passed", time.Duration(st.TimeoutSeconds)*time.Second)
+	}
+	if st.Iteration >= st.Configuration.MaxIterations {
+		return "max-iterations", fmt.Sprintf("%d iterations ran and the completion command did not pass", st.Configuration.MaxIterations)
+	}
+	return "", ""
+}
+
+// deadline is when the loop's timeout ends, counted from its start.
+func deadline(st *State) (time.Time, bool) {
+	if st.TimeoutSeconds <= 0 {
+		return time.Time{}, false
+	}
+	from := st.TimeoutFrom
+	if from == "" {
+		from = st.StartedAt
+	}
+	start, ok := parseStamp(from)
+	if !ok {
+		return time.Time{}, false
+	}
+	return start.Add(time.Duration(st.TimeoutSeconds) * time.Second), true
+}
+
+// finish records iteration i's outcome under the lock; if it counts, it runs the completion
+// command and records its check, and a pass ends the loop: completing, then completed.
+func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
+	var counted bool
+	var cur *State
+	err := c.ws.Locked(ctx, func(reg *Registry) error {
+		st, err := c.ws.ReadState(c.id)
+		if err != nil {
+			return err
+		}
+		cur = st
+		if !c.mine(st) {
+			return nil
+		}
+		st.Iterations = append(st.Iterations, res.it)
+		switch {
+		case res.it.Outcome == OutcomeUsageLimit:
+			st.Iteration = i - 1 // the same iteration again, not a failure
+			if st.Status == StatusRunning {
+				if err := st.Transition(StatusPaused); err != nil {
+					return err
+				}
+				at := res.resetAt
+				if at.IsZero() {
+					at = time.Now().Add(defaultLimitWait)
+				}
+				s := stamp(at)
+				st.PauseReason, st.ResumeAt = PauseUsageLimit, &s
+				fmt.Fprintf(c.log, "%s loop %s: the agent hit a usage limit; paused until %s\n", stamp(time.Now()), c.id, s)
+			}
+		case res.it.Outcome == OutcomeInterrupted:
+			st.Iteration = i - 1
+		default:
+			counted = true
+			m := &st.Metrics
+			m.TotalIterations++
+			if res.it.Outcome == OutcomeDone {
+				m.SuccessfulIterations++
+			} else {
+				m.FailedIterations++
+			}
+			m.TotalTokens += res.it.InputTokens + res.it.OutputTokens
+			if res.it.CostUSD != nil {
+				m.TotalCostUSD += *res.it.CostUSD
+			}
+			var secs float64
+			for _, it := range st.Iterations {
+				if it.Outcome == OutcomeDone || it.Outcome == OutcomeFailed {
+					secs += it.DurationSeconds
+				}
+			}
+			m.TotalDurationSeconds = int64(secs + 0.5)
+			m.AverageIterationTimeSeconds = round2(secs / float64(m.TotalIterations))
+		}
+		return c.ws.save(reg, st)
+	})
+	if err != nil || !counted || !c.mine(cur) {
+		return err
+	}
+	check := runCheck(ctx, cur, i)
+	var passed bool
+	err = c.ws.Locked(ctx, func(reg *Registry) error {
+		st, err := c.ws.ReadState(c.id)
+		if err != nil {
+			return err
+		}
+		if !c.mine(st) {
+			return nil
+		}
+		st.Progress.CompletionChecks = append(st.Progress.CompletionChecks, check)
+		last := check
+		st.Progress.LastCompletionCheck = &last
+		if check.Passed && st.Status == StatusRunning {
+			passed = true
+			if err := st.Transition(StatusCompleting); err != nil {
+				return err
+			}
+			if err := c.ws.save(reg, st); err != nil {
+				return err
+			}
+			if err := st.Transition(StatusCompleted); err != nil {
+				return err
+			}
+			st.ExitReason = StatusCompleted
+		}
+		if every := st.Configuration.CheckpointInterval; passed || (every > 0 && i%every == 0) {
+			if err := c.ws.checkpoint(st, i); err != nil {
+				return err
+			}
+		}
+		return c.ws.save(reg, st)
+	})
+	return err
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// resolveAgent is --agent's profile and model, from the agents config.
+func resolveAgent(ws Workspace, arg string) (*agent.Profile, agent.Model, error) {
+	cfg, err := agentsConfig(ws)
+	if err != nil {
+		return nil, agent.Model{}, err
+	}
+	name, model, colon := cutColon(arg)
+	if colon && model == "" {
+		return nil, agent.Model{}, cli.Usagef("empty model after the colon in --agent %q; give AGENT:MODEL or AGENT", arg)
+	}
+	p, err := cfg.Lookup(name)
+	if err != nil {
+		return nil, agent.Model{}, cli.Usagef("--agent: %v", err)
+	}
+	return p, p.Model(model, os.Getenv), nil
+}
+
+func cutColon(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ':' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}

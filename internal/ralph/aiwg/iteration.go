@@ -1,0 +1,304 @@
+package aiwg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
+)
+
+// iterResult is what one iteration's agent run came to.
+type iterResult struct {
+	it      Iteration
+	resetAt time.Time // a usage limit's reset, when its message named one
+}
+
+// Bead is iteration i's bead: its run and result records are state/runs/<loop_id>-<i>.json.
+func Bead(id string, i int) string { return id + "-" + strconv.Itoa(i) }
+
+// killGrace is how long an iteration's agent has between TERM and KILL.
+const killGrace = 5 * time.Second
+
+// iterate runs iteration i: the agent, headless on a fresh session, as a supervised attempt of
+// bead <loop_id>-<i> (run and result records in the loop's state directory, as dispatch writes
+// them), and waits for its end. A pause, an abort or a signal to the controller stops it; it
+// is then interrupted, and run again when the loop continues.
+func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
+	bead := Bead(st.LoopID, i)
+	started := time.Now()
+	res := iterResult{it: Iteration{Number: i, Bead: bead, StartedAt: stamp(started)}}
+	fail := func(err error) iterResult {
+		fmt.Fprintf(c.log, "ralph: error: loop %s iteration %d: %v\n", c.id, i, err)
+		res.it.FinishedAt = stamp(time.Now())
+		res.it.DurationSeconds = round2(time.Since(started).Seconds())
+		res.it.Outcome, res.it.Reason = OutcomeFailed, err.Error()
+		return res
+	}
+	profile, model, err := resolveAgent(c.ws, st.Agent)
+	if err != nil {
+		return fail(err)
+	}
+	d := attempt.NewDir(st.StateDir)
+	where := attempt.Where{Backend: supervise.BackendProcess, KillGrace: killGrace}
+	// force: a supervisor of this bead left by a controller that died is stopped, not waited for.
+	opened, err := attempt.Open(ctx, d, bead, where, true)
+	if err != nil {
+		return fail(err)
+	}
+	res.it.Attempt = opened.Number
+	prompt := Prompt(st, i)
+	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: prompt, PromptFile: d.Layout.PromptPath(bead), Dir: st.WorkingDirectory})
+	timeout := time.Duration(0)
+	if dl, ok := deadline(st); ok {
+		if timeout = time.Until(dl); timeout < time.Second {
+			timeout = time.Second
+		}
+	}
+	run := record.Run{SchemaVersion: record.SchemaVersion, Bead: bead, Agent: profile.Name, Model: model.Name,
+		Repo: st.WorkingDirectory, Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
+		StartedAt: stamp(started), Status: record.StatusRunning, Attempt: opened.Number, MaxRetries: opened.Number,
+		SessionName: record.SessionName(bead), ResultFile: record.ResultFile(st.StateDir, bead), TemplateName: record.Str("ralph")}
+	spec := &attempt.Spec{
+		Attempt: supervise.Attempt{Name: bead, Number: opened.Number, Dir: st.WorkingDirectory, Argv: claudeJSON(profile, inv.Argv),
+			Env:    append(os.Environ(), "RALPH_LOOP_ID="+st.LoopID, "RALPH_ITERATION="+strconv.Itoa(i)),
+			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
+			Timeout: timeout, KillGrace: killGrace, DiskDirs: []string{st.StateDir, st.WorkingDirectory},
+			LogPath: d.Layout.LogPath(bead)},
+		Backend: supervise.BackendProcess, Run: run,
+	}
+	exe, err := self()
+	if err != nil {
+		opened.Close()
+		return fail(err)
+	}
+	_, err = opened.Launch(ctx, spec, []string{exe, "start", supervisorVerb, "--state-dir", st.StateDir})
+	opened.Close()
+	if err != nil {
+		return fail(err)
+	}
+	interrupted := c.wait(ctx, d, where, bead)
+	if r, err := record.ReadRun(d.Store.RunPath(bead)); err == nil && r.Status == record.StatusRunning {
+		attempt.ReconcileBead(ctx, d, nil, bead) // its supervisor died without recording the end
+	}
+	finished := time.Now()
+	res.it.FinishedAt = stamp(finished)
+	res.it.DurationSeconds = round2(finished.Sub(started).Seconds())
+	r, err := record.ReadRun(d.Store.RunPath(bead))
+	if err != nil {
+		return fail(fmt.Errorf("reading the iteration's run record: %w", err))
+	}
+	res.it.ExitCode = r.ExitCode
+	res.it.Reason = deref(r.FailureReason)
+	out := logTail(d.Layout.LogPath(bead))
+	u := profile.ParseUsage(out)
+	if u.HasCost {
+		cost := u.CostUSD
+		res.it.CostUSD = &cost
+	}
+	res.it.InputTokens, res.it.OutputTokens = u.InputTokens, u.OutputTokens
+	limited, resetAt := profile.UsageLimit(string(out), finished)
+	switch {
+	case interrupted:
+		res.it.Outcome, res.it.Reason = OutcomeInterrupted, "stopped by "+interruptCause(c)
+	case limited && r.Status != record.StatusDone:
+		res.it.Outcome, res.it.Reason, res.resetAt = OutcomeUsageLimit, "usage limit", resetAt
+	case r.Status == record.StatusDone:
+		res.it.Outcome = OutcomeDone
+	default:
+		res.it.Outcome = OutcomeFailed
+		if res.it.Reason == "" {
+			res.it.Reason = r.Status
+		}
+	}
+	return res
+}
+
+func interruptCause(c *controller) string {
+	if c.stop.Load() {
+		return "a signal to the controller"
+	}
+	return "ralph pause or abort"
+}
+
+// wait waits until bead's supervisor is gone. When the loop stops running meanwhile (ralph
+// pause or abort, or a signal to the controller) it stops the agent and reports true.
+func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Where, bead string) bool {
+	stopped := false
+	for {
+		live, entry := attempt.Alive(ctx, d, where, bead)
+		if !live {
+			return stopped
+		}
+		if !stopped {
+			st, err := c.ws.ReadState(c.id)
+			if c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st))) {
+				attempt.Stop(ctx, nil, entry, "", supervise.SignalKill)
+				stopped = true
+			}
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// claudeJSON asks claude for its JSON result (--output-format json), where the cost and the
+// tokens are, unless the config's flags choose an output format already.
+func claudeJSON(p *agent.Profile, argv []string) []string {
+	if p.Name != "claude" {
+		return argv
+	}
+	for _, a := range argv {
+		if a == "--output-format" || strings.HasPrefix(a, "--output-format=") {
+			return argv
+		}
+	}
+	return append(append([]string{}, argv...), "--output-format", "json")
+}
+
+// logTail is the end of an iteration's log, where an agent prints its result and its limit
+// message: at most 256 KiB, read from a regular file only, never through a link.
+func logTail(path string) []byte {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	const max = 256 << 10
+	if fi.Size() > max {
+		f.Seek(fi.Size()-max, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	// The agent ran on a terminal: its lines end in \r\n.
+	return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
+}
+
+// maxCheckOutput is how much of a completion check's output the state keeps, and the next
+// prompt gets: its end, where test runners print the failures' summary.
+const maxCheckOutput = 4000
+
+// checkTimeout bounds one run of the completion command when the loop has no timeout.
+const checkTimeout = 30 * time.Minute
+
+// runCheck runs the completion command in the loop's directory: the command's words
+// themselves when it is plain words, else through sh -c (see CheckArgv).
+func runCheck(ctx context.Context, st *State, i int) Check {
+	started := time.Now()
+	limit := checkTimeout
+	if dl, ok := deadline(st); ok {
+		limit = max(min(time.Until(dl), checkTimeout), 10*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	argv := CheckArgv(st.CompletionCriteria)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = st.WorkingDirectory
+	cmd.Env = append(os.Environ(), "RALPH_LOOP_ID="+st.LoopID, "RALPH_ITERATION="+strconv.Itoa(i))
+	out := &tailBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	// A group of its own: a timeout kills what the command started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	code := 0
+	if err := cmd.Start(); err != nil {
+		code = 127
+		fmt.Fprintf(out, "ralph: cannot run the completion command: %v\n", err)
+	} else {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			err = <-done
+			fmt.Fprintf(out, "\nralph: the completion command did not finish in %s and was killed\n", limit)
+		}
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+			if code < 0 {
+				code = 128 + int(syscall.SIGKILL)
+			}
+		default:
+			code = 1
+		}
+	}
+	return Check{Iteration: i, Timestamp: stamp(time.Now()), Passed: code == 0, Output: tailString(out.String(), maxCheckOutput),
+		ExitCode: code, DurationSeconds: round2(time.Since(started).Seconds())}
+}
+
+// shellChars are what makes a completion command shell syntax: quoting, expansion,
+// redirection, pipes, lists, globs, comments, assignments.
+const shellChars = "|&;<>()$`\\\"'*?[]#~=%{}\n\t"
+
+// CheckArgv is how the completion command runs. AIWG ran it through a shell (the model ran
+// the command it chose, in Bash): a command with any shell syntax still does (sh -c), since
+// the user wrote it for one; plain words ("npm test", "go test ./...") run as they are, with no
+// shell to interpret them. The command is the user's own; no prompt or agent output ever
+// reaches it.
+func CheckArgv(cmd string) []string {
+	if strings.ContainsAny(cmd, shellChars) || len(strings.Fields(cmd)) == 0 {
+		return []string{"/bin/sh", "-c", cmd}
+	}
+	return strings.Fields(cmd)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	b := t.buf
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+	}
+	return strings.ToValidUTF8(string(b), "")
+}
+
+// tailString is the last n bytes of s, cut at a rune.
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[len(s)-n:], "")
+}
+
+// Prompt is iteration i's prompt: the task, what done means, and what the last completion
+// check printed (each iteration is a fresh session: this is all it knows of the others).
+func Prompt(st *State, i int) string {
+	var b strings.Builder
+	b.WriteString(st.Task)
+	b.WriteString("\n\n---\n")
+	fmt.Fprintf(&b, "This is iteration %d of at most %d of a loop that ends when this command exits 0 in %s:\n\n    %s\n",
+		i, st.Configuration.MaxIterations, st.WorkingDirectory, st.CompletionCriteria)
+	if last := st.Progress.LastCompletionCheck; last != nil {
+		fmt.Fprintf(&b, "\nAfter iteration %d it exited %d. Its output (the end of it):\n\n%s\n", last.Iteration, last.ExitCode, last.Output)
+	}
+	return b.String()
+}

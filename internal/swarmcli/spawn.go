@@ -263,8 +263,13 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 	if err != nil {
 		e.warnf("recording the supervisor's pid: %v", err)
 	}
+	// spawn returns once the agent runs, so that `swarm spawn … && swarm send …` finds it
+	// there. The supervisor registers its control socket under the name's lock: let go first.
+	unlock()
+	if h.waitStarted(ctx, name) {
+		e.warnf("%s: the agent has not started after %s (its supervisor is still at work)", name, startWait)
+	}
 	if c.Bool("ready-wait") {
-		unlock() // the supervisor registers its control socket under the name's lock
 		readyWait(ctx, e, h, name, prof.Screen, time.Duration(c.Int("ready-timeout"))*time.Second)
 	}
 	if useTmux {

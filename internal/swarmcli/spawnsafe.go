@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
@@ -62,9 +61,12 @@ func recoverSpawns(ctx context.Context, e *env, h *home, s *worker.State) *worke
 // recoverSpawn settles name's spawn if it was interrupted; it reports whether it changed
 // anything.
 func (h *home) recoverSpawn(ctx context.Context, e *env, name string) bool {
-	unlock, err := h.layout.Lock(ctx, name, 20*time.Millisecond)
+	// One try, no wait: whoever holds the lock (the spawn, or its supervisor registering) is
+	// at work, so the spawn is not interrupted; and a spawn among a hundred others must not
+	// wait on each of theirs.
+	unlock, err := h.layout.Lock(ctx, name, 0)
 	if err != nil {
-		return false // a spawn (or a supervisor registering) holds it: at work, not interrupted
+		return false
 	}
 	defer unlock()
 	s, err := h.reg.Load()

@@ -127,6 +127,11 @@ func (h *home) check(ctx context.Context, w *worker.Worker) liveness {
 	}
 	e, _ := h.layout.ReadEntry(w.Name)
 	if e != nil && (e.PID == 0 || supervise.SupervisorAlive(e.PID, w.Name)) {
+		if e.Outcome != nil {
+			// Ended, and its supervisor is writing that into state.json: the entry has it
+			// already (a wait must not report the exit code unknown meanwhile).
+			l.outcome = outcomeOf(e.Outcome)
+		}
 		l.running = e.Outcome == nil
 		return l
 	}
@@ -174,8 +179,35 @@ func statusWord(running bool) string {
 	return worker.StatusStopped
 }
 
-// control opens the supervisor's control socket of a running supervised worker.
+// startWait bounds how long spawn, and the verbs that talk to an agent, wait for one that is
+// being started (its supervisor registering, the agent's fork and exec): `swarm spawn … &&
+// swarm send …` must find the agent there.
+const startWait = 10 * time.Second
+
+// starting reports whether name's supervisor is alive (or being launched) and has not started
+// its agent yet.
+func (h *home) starting(name string) bool {
+	e, _ := h.layout.ReadEntry(name)
+	return e != nil && e.Outcome == nil && e.AgentPID == 0 && (e.PID == 0 || supervise.SupervisorAlive(e.PID, name))
+}
+
+// waitStarted waits (at most startWait) until name's agent has started, or its supervisor is
+// gone or done; it reports whether the agent is still being started when it gives up.
+func (h *home) waitStarted(ctx context.Context, name string) bool {
+	deadline := time.Now().Add(startWait)
+	for pause := time.Millisecond; h.starting(name); pause = min(pause*2, 20*time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return true
+		}
+		time.Sleep(pause)
+	}
+	return false
+}
+
+// control opens the supervisor's control socket of a running supervised worker, once its
+// agent has started (a worker spawned a moment ago may still be starting it).
 func (h *home) control(w *worker.Worker) (*supervise.Control, error) {
+	h.waitStarted(context.Background(), w.Name)
 	e, err := h.layout.ReadEntry(w.Name)
 	if err != nil {
 		return nil, err
@@ -235,6 +267,21 @@ func (r *recorder) Lost(ctx context.Context, e *supervise.Entry, out *supervise.
 		return nil
 	})
 	return closed, err
+}
+
+// outcomeOf is out as finish records it.
+func outcomeOf(out *supervise.Outcome) *worker.Outcome {
+	o := &worker.Outcome{Reason: out.Reason}
+	if !out.UnknownExit {
+		code := out.ExitCode
+		o.ExitCode = &code
+	}
+	finished := out.Finished
+	if finished.IsZero() {
+		finished = time.Now()
+	}
+	o.Finished = worker.Timestamp(finished)
+	return o
 }
 
 func finish(w *worker.Worker, out *supervise.Outcome) {

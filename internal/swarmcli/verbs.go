@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ordered"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -411,26 +412,36 @@ var killVerb = &verb{
 			ws = []*worker.Worker{w}
 		}
 		killed := map[string]bool{}
-		for _, w := range ws {
-			stopWorker(c.Context, h, w)
+		// The workers are stopped side by side: each stop waits for its supervisor to record
+		// the end, and a hundred one after another took seconds. What is said about them is
+		// said in their order, as the Python swarm did.
+		ordered.Map(len(ws), 16, len(ws), func(i int) struct{} {
+			stopWorker(c.Context, h, ws[i])
+			return struct{}{}
+		}, func(i int, _ struct{}) {
+			w := ws[i]
 			if c.Bool("rm-worktree") && w.Worktree != nil {
 				if err := removeWorktree(c.Context, w.Worktree, c.Bool("force-dirty")); err != nil {
 					e.warnf("cannot remove worktree for '%s': %v", w.Name, err)
 					fmt.Fprintf(e.stderr, "swarm: use --force-dirty to remove anyway\n")
 				}
 			}
-			// Only this worker's status, under the lock: no other worker's change is lost.
-			h.reg.Update(c.Context, func(s *worker.State) error {
-				x := s.Get(w.Name)
-				if x == nil || x.Started != w.Started {
-					return worker.ErrUnchanged
-				}
-				x.Status = worker.StatusStopped
-				return nil
-			})
 			killed[w.Name] = true
 			fmt.Fprintf(e.stdout, "killed %s\n", w.Name)
-		}
+		})
+		// Only these workers' status, under the lock: no other worker's change is lost.
+		h.reg.Update(c.Context, func(s *worker.State) error {
+			changed := false
+			for _, w := range ws {
+				if x := s.Get(w.Name); x != nil && x.Started == w.Started && x.Status != worker.StatusStopped {
+					x.Status, changed = worker.StatusStopped, true
+				}
+			}
+			if !changed {
+				return worker.ErrUnchanged
+			}
+			return nil
+		})
 		cleanSessions(c.Context, h, ws, killed)
 		return nil
 	},

@@ -1,0 +1,261 @@
+// Package plan reads a plan for ralph's task queue: a markdown task list
+//
+//   - [ ] t1: set up the module
+//   - [ ] t2: write the parser (after t1)
+//   - [x] t0: already done
+//
+// or a YAML or JSON list of {id, description, dependencies} (also under a top-level "tasks"
+// key). Check then holds a plan to the queue's rules: ids that are safe bead names once the plan
+// id is put before them, unique ids, dependencies that exist, and no cycle. Every error names
+// the file and the line of the task it is about.
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/statedir"
+)
+
+// Task is one task of a plan.
+type Task struct {
+	ID           string
+	Description  string
+	Dependencies []string
+	// Done is a markdown task already ticked ("- [x]"): queued as done.
+	Done bool
+	// Line is where the task starts in its file (1-based).
+	Line int
+}
+
+// Error is a problem in a plan file, at a line (0 when it is about the whole file).
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+func errorf(file string, line int, format string, args ...any) *Error {
+	return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MaxSize bounds a plan file: thousands of tasks fit in a few megabytes.
+const MaxSize = 16 << 20
+
+// Formats a plan is written in.
+const (
+	Markdown = "markdown"
+	YAML     = "yaml"
+	JSON     = "json"
+)
+
+// FormatOf tells a plan's format from its file name, else from its content: JSON starts with
+// '[' or '{', a markdown plan has a task line, anything else is read as YAML.
+func FormatOf(name string, data []byte) string {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".md", ".markdown", ".txt":
+		return Markdown
+	case ".yaml", ".yml":
+		return YAML
+	case ".json":
+		return JSON
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') {
+		return JSON
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if taskLine.MatchString(line) {
+			return Markdown
+		}
+	}
+	return YAML
+}
+
+// Parse reads the tasks of the plan file named name (for errors and its format). It checks the
+// form of each task; Check holds the plan as a whole to the queue's rules.
+func Parse(name string, data []byte) ([]Task, error) {
+	data = fsx.StripBOM(data)
+	var tasks []Task
+	var err error
+	switch FormatOf(name, data) {
+	case Markdown:
+		tasks, err = parseMarkdown(name, data)
+	case JSON:
+		tasks, err = parseJSON(name, data)
+	default:
+		tasks, err = parseYAML(name, data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(tasks) == 0 {
+		return nil, errorf(name, 0, "no tasks found; write them as '- [ ] t1: description (after t0)' or as a YAML/JSON list of {id, description, dependencies}")
+	}
+	return tasks, nil
+}
+
+// ID is the plan id of the plan file at path: its name without the extension. It must be a
+// safe name (statedir.CheckName's rule for beads), since it starts every bead of the plan and
+// names the queue's files.
+func ID(path string) (string, error) {
+	base := filepath.Base(path)
+	if ext := filepath.Ext(base); ext != "" && ext != base {
+		base = strings.TrimSuffix(base, ext)
+	}
+	if err := CheckID(base); err != nil {
+		return "", err
+	}
+	return base, nil
+}
+
+// CheckID checks a plan id.
+func CheckID(id string) error {
+	if err := checkName("plan id", id); err != nil {
+		return fmt.Errorf("%v; rename the plan file (letters, digits, '.', '_', '-')", err)
+	}
+	return nil
+}
+
+// checkName holds a plan or task id to the rule of bead ids (statedir.CheckName, which allows
+// '.': task ids like 1.2 are common), naming it as what it is.
+func checkName(what, name string) error {
+	if err := statedir.CheckName(statedir.KindBead, name); err != nil {
+		return errors.New(strings.Replace(err.Error(), string(statedir.KindBead), what, 1))
+	}
+	return nil
+}
+
+// Bead is the bead of task in plan: every attempt at it is dispatched, and recorded, under it.
+func Bead(plan, task string) string { return plan + "-" + task }
+
+// CheckTaskID checks a task id of plan: a safe name of its own, and with the plan id before it a
+// safe bead id (statedir.CheckName, KindBead).
+func CheckTaskID(plan, id string) error {
+	if err := checkName("task id", id); err != nil {
+		return err
+	}
+	if err := statedir.CheckName(statedir.KindBead, Bead(plan, id)); err != nil {
+		return fmt.Errorf("task %q makes the bead id %q: %v", id, Bead(plan, id), err)
+	}
+	return nil
+}
+
+// Known is a task already in a queue, as Check sees it when tasks are added to it.
+type Known struct {
+	Dependencies []string
+}
+
+// Check holds tasks to the queue's rules, given the tasks already queued (nil for a new queue):
+// every id a safe task id of plan, unique (among tasks and against known), every dependency a
+// task of either, and no cycle through the new tasks. Errors carry the file and line of the task.
+func Check(file, plan string, tasks []Task, known map[string]Known) error {
+	lines := map[string]int{}
+	for _, t := range tasks {
+		if err := CheckTaskID(plan, t.ID); err != nil {
+			return errorf(file, t.Line, "%v", err)
+		}
+		if first, ok := lines[t.ID]; ok {
+			return errorf(file, t.Line, "task id %q is used twice (first at line %d); give each task its own id", t.ID, first)
+		}
+		if _, ok := known[t.ID]; ok {
+			return errorf(file, t.Line, "task id %q is already in the queue; give the new task another id", t.ID)
+		}
+		lines[t.ID] = t.Line
+	}
+	deps := map[string][]string{}
+	for id, k := range known {
+		deps[id] = k.Dependencies
+	}
+	for _, t := range tasks {
+		for _, d := range t.Dependencies {
+			if _, ok := lines[d]; ok {
+				continue
+			}
+			if _, ok := known[d]; ok {
+				continue
+			}
+			return errorf(file, t.Line, "task %q depends on %q, which is not in the plan; add it, or fix the id", t.ID, d)
+		}
+		deps[t.ID] = t.Dependencies
+	}
+	order := make([]string, len(tasks))
+	for i, t := range tasks {
+		order[i] = t.ID
+	}
+	if cycle := findCycle(order, deps); cycle != nil {
+		line := lines[cycle[0]]
+		for _, id := range cycle {
+			if l, ok := lines[id]; ok && (line == 0 || l < line) {
+				line = l
+			}
+		}
+		return errorf(file, line, "dependency cycle: %s; remove one of these dependencies", strings.Join(cycle, " -> "))
+	}
+	return nil
+}
+
+// Colours of the depth-first walk.
+const (
+	white = iota // not seen
+	grey         // on the current path
+	black        // done: no cycle through it
+)
+
+type frame struct {
+	id   string
+	next int // the next dependency to follow
+}
+
+// findCycle returns a cycle reachable from the ids of order through deps (its path, the first
+// id repeated last), or nil. One depth-first walk over the whole graph, each task visited once,
+// without recursion, so a chain of 100,000 tasks cannot exhaust the stack.
+func findCycle(order []string, deps map[string][]string) []string {
+	color := map[string]int{}
+	for _, start := range order {
+		if color[start] != white {
+			continue
+		}
+		color[start] = grey
+		stack := []frame{{id: start}}
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			ds := deps[top.id]
+			if top.next == len(ds) {
+				color[top.id] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			d := ds[top.next]
+			top.next++
+			switch color[d] {
+			case grey:
+				var path []string
+				for i := range stack {
+					if stack[i].id == d {
+						for _, f := range stack[i:] {
+							path = append(path, f.id)
+						}
+						break
+					}
+				}
+				return append(path, d)
+			case white:
+				color[d] = grey
+				stack = append(stack, frame{id: d})
+			}
+		}
+	}
+	return nil
+}

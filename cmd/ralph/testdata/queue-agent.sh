@@ -1,0 +1,27 @@
+#!/bin/sh
+# The stand-in agent of ralph queue's tests: it reads its prompt on stdin and acts on the words
+# of the task's description:
+#   fail        exits 3;
+#   flaky:N     fails (exit 4) until its attempt ($DISPATCH_ATTEMPT) is N;
+#   hang        sleeps until killed;
+#   sleep:S     sleeps S seconds first;
+#   cost:X      reports a cost of X USD as claude -p --output-format json does;
+#   touch:F     creates the file F in its directory (the repository or its worktree).
+# It prints what it was asked, and its pid into $QUEUE_PIDS/<bead>-<attempt> when that is set.
+prompt=$(cat)
+[ -n "$QUEUE_PIDS" ] && echo $$ > "$QUEUE_PIDS/$DISPATCH_BEAD-$DISPATCH_ATTEMPT"
+echo "agent $RALPH_AGENT on $RALPH_TASK (attempt $DISPATCH_ATTEMPT): $prompt"
+cost=0
+code=0
+for word in $prompt; do
+	case $word in
+	fail) code=3 ;;
+	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
+	hang) sleep 3600 ;;
+	sleep:*) sleep "${word#sleep:}" ;;
+	cost:*) cost=${word#cost:} ;;
+	touch:*) : > "${word#touch:}" ;;
+	esac
+done
+printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":1,"result":"ok"}\n' "$cost"
+exit $code

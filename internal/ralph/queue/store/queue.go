@@ -1,0 +1,286 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Queue is a task queue in memory: the file's document, an index by task id, and each task's
+// encoding kept until the task changes, so that writing a queue of 10,000 tasks after a claim
+// encodes one task and copies the others.
+type Queue struct {
+	PlanID    string
+	CreatedAt string
+	tasks     []Task
+	index     map[string]int
+	enc       [][]byte
+}
+
+// NewQueue makes a queue of tasks.
+func NewQueue(plan, createdAt string, tasks []Task) *Queue {
+	q := &Queue{PlanID: plan, CreatedAt: createdAt}
+	q.reset(tasks)
+	return q
+}
+
+func (q *Queue) reset(tasks []Task) {
+	q.tasks = tasks
+	q.index = make(map[string]int, len(tasks))
+	q.enc = make([][]byte, len(tasks))
+	for i, t := range tasks {
+		q.index[t.ID] = i
+	}
+}
+
+// Len is the number of tasks.
+func (q *Queue) Len() int { return len(q.tasks) }
+
+// Tasks returns a copy of the tasks, in queue order.
+func (q *Queue) Tasks() []Task { return append([]Task(nil), q.tasks...) }
+
+// Get returns the task id (a copy: change it with Put).
+func (q *Queue) Get(id string) (Task, bool) {
+	i, ok := q.index[id]
+	if !ok {
+		return Task{}, false
+	}
+	return q.tasks[i], true
+}
+
+// Put replaces the task of t's id, or appends t as a new task.
+func (q *Queue) Put(t Task) {
+	if i, ok := q.index[t.ID]; ok {
+		q.tasks[i], q.enc[i] = t, nil
+		return
+	}
+	q.index[t.ID] = len(q.tasks)
+	q.tasks = append(q.tasks, t)
+	q.enc = append(q.enc, nil)
+}
+
+// Ready says whether a pending task can be claimed: every dependency is done or skipped.
+func (q *Queue) Ready(t *Task) bool {
+	if t.Status != Pending {
+		return false
+	}
+	for _, d := range t.Dependencies {
+		i, ok := q.index[d]
+		if !ok {
+			return false
+		}
+		if s := q.tasks[i].Status; s != Done && s != Skipped {
+			return false
+		}
+	}
+	return true
+}
+
+// Claim gives agent the first ready task (queue order), claimed now, and returns it; false when
+// no task is ready.
+func (q *Queue) Claim(agent, now string) (Task, bool) {
+	for i := range q.tasks {
+		t := &q.tasks[i]
+		if !q.Ready(t) {
+			continue
+		}
+		t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
+		q.enc[i] = nil
+		return *t, true
+	}
+	return Task{}, false
+}
+
+// Counts is how many tasks are in each status.
+func (q *Queue) Counts() map[string]int {
+	c := map[string]int{Pending: 0, Claimed: 0, Done: 0, Failed: 0, Blocked: 0, Skipped: 0}
+	for i := range q.tasks {
+		c[q.tasks[i].Status]++
+	}
+	return c
+}
+
+// Reblock makes blocked exactly the pending tasks that cannot run because a dependency failed
+// (or is blocked itself), and pending again the blocked ones that can now (after a retry or a
+// skip). Done, failed, skipped and claimed tasks are left as they are. It returns the ids it
+// changed.
+func (q *Queue) Reblock() []string {
+	// doomed: failed, or depending on a doomed task; memoised, without recursion.
+	const (
+		unknown = iota
+		visiting
+		yes
+		no
+	)
+	state := make([]uint8, len(q.tasks))
+	var stack []int
+	for root := range q.tasks {
+		if state[root] != unknown {
+			continue
+		}
+		stack = append(stack[:0], root)
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			t := &q.tasks[i]
+			if state[i] == unknown {
+				state[i] = visiting
+				if t.Status == Failed {
+					state[i] = yes
+					stack = stack[:len(stack)-1]
+					continue
+				}
+				for _, d := range t.Dependencies {
+					if j, ok := q.index[d]; ok && state[j] == unknown {
+						stack = append(stack, j)
+					}
+				}
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			if state[i] != visiting {
+				continue
+			}
+			state[i] = no
+			if t.Status == Done || t.Status == Skipped {
+				continue // it ran (or need not): what it depended on no longer matters
+			}
+			for _, d := range t.Dependencies {
+				if j, ok := q.index[d]; ok && state[j] == yes {
+					state[i] = yes
+					break
+				}
+			}
+		}
+	}
+	var changed []string
+	for i := range q.tasks {
+		t := &q.tasks[i]
+		switch {
+		case t.Status == Pending && state[i] == yes:
+			t.Status = Blocked
+		case t.Status == Blocked && state[i] != yes:
+			t.Status = Pending
+		default:
+			continue
+		}
+		q.enc[i] = nil
+		changed = append(changed, t.ID)
+	}
+	return changed
+}
+
+// Encode writes the queue as a JSON document: the plan's fields first, then one task a line.
+func (q *Queue) Encode() []byte { return q.AppendEncode(nil) }
+
+// AppendEncode is Encode appending to b, so that a writer can reuse one buffer: a queue of
+// 10,000 tasks is 2 MB, and allocating that on every claim costs more than copying it.
+func (q *Queue) AppendEncode(b []byte) []byte {
+	size := 128
+	for i := range q.tasks {
+		if q.enc[i] == nil {
+			q.enc[i] = appendTask(nil, &q.tasks[i])
+		}
+		size += len(q.enc[i]) + 6
+	}
+	if cap(b)-len(b) < size {
+		b = append(make([]byte, 0, len(b)+size), b...)
+	}
+	b = append(b, "{\n  \"plan_id\": "...)
+	b = appendString(b, q.PlanID)
+	b = append(b, ",\n  \"created_at\": "...)
+	b = appendString(b, q.CreatedAt)
+	b = append(b, ",\n  \"tasks\": ["...)
+	for i, e := range q.enc {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n    "...)
+		b = append(b, e...)
+	}
+	if len(q.enc) > 0 {
+		b = append(b, "\n  "...)
+	}
+	return append(b, "]\n}\n"...)
+}
+
+// DecodeQueue reads a task queue document.
+func DecodeQueue(doc []byte) (*Queue, error) {
+	var f TaskQueue
+	if err := json.Unmarshal(doc, &f); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(f.Tasks))
+	for i := range f.Tasks {
+		t := &f.Tasks[i]
+		if t.ID == "" || seen[t.ID] {
+			return nil, fmt.Errorf("task %d has an empty or repeated id %q", i+1, t.ID)
+		}
+		seen[t.ID] = true
+		if t.Dependencies == nil {
+			t.Dependencies = []string{}
+		}
+	}
+	return NewQueue(f.PlanID, f.CreatedAt, f.Tasks), nil
+}
+
+// appendTask encodes a task on one line, in the seed's key order, as encoding/json would.
+func appendTask(b []byte, t *Task) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, t.ID)
+	b = append(b, `,"description":`...)
+	b = appendString(b, t.Description)
+	b = append(b, `,"status":`...)
+	b = appendString(b, t.Status)
+	b = append(b, `,"claimed_by":`...)
+	b = appendOptString(b, t.ClaimedBy)
+	b = append(b, `,"retries":`...)
+	b = strconv.AppendInt(b, int64(t.Retries), 10)
+	b = append(b, `,"dependencies":[`...)
+	for i, d := range t.Dependencies {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, d)
+	}
+	b = append(b, `],"created_at":`...)
+	b = appendString(b, t.CreatedAt)
+	b = append(b, `,"claimed_at":`...)
+	b = appendOptString(b, t.ClaimedAt)
+	b = append(b, `,"completed_at":`...)
+	b = appendOptString(b, t.CompletedAt)
+	if t.Attempt != 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(t.Attempt), 10)
+	}
+	if t.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, t.Error)
+	}
+	if t.CostUSD != 0 {
+		b = append(b, `,"cost_usd":`...)
+		b = strconv.AppendFloat(b, t.CostUSD, 'f', -1, 64)
+	}
+	return append(b, '}')
+}
+
+func appendOptString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendString(b, *s)
+}
+
+// appendString appends s as a JSON string. Plain ASCII is copied as it is; anything else goes
+// through encoding/json, so control characters and invalid UTF-8 are escaped as it escapes them.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
+			e, _ := json.Marshal(s)
+			return append(b, e...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,0 +1,403 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/schema"
+	"github.com/agentfleet/fleet/internal/statedir"
+)
+
+// Dir is a repository's .claude/ralph directory and the names of its files.
+type Dir struct{ Root string }
+
+// In is the queue directory of repo: <repo>/.claude/ralph.
+func In(repo string) Dir { return Dir{Root: filepath.Join(repo, ".claude", "ralph")} }
+
+// TaskQueue is task-queue-<plan>.json.
+func (d Dir) TaskQueue(plan string) string { return d.join("task-queue-" + plan + ".json") }
+
+// RetryQueue is retry-queue-<plan>.json.
+func (d Dir) RetryQueue(plan string) string { return d.join("retry-queue-" + plan + ".json") }
+
+// Progress is progress-<plan>.json.
+func (d Dir) Progress(plan string) string { return d.join("progress-" + plan + ".json") }
+
+// AgentState is agent-state-<agent>.json. The seed names it by agent alone, so two plans run at
+// once in one repository would share agent-1's file: RunnerLock keeps to one runner a directory.
+func (d Dir) AgentState(agent string) string { return d.join("agent-state-" + agent + ".json") }
+
+// Lock is the seed's one lock, task-queue.lock: every change to the queue, retry and progress
+// files of any plan is made holding it.
+func (d Dir) Lock() string { return d.join("task-queue.lock") }
+
+// AgentLock guards an agent's state file.
+func (d Dir) AgentLock(agent string) string { return d.join("agent-state-" + agent + ".lock") }
+
+// RunnerLock is held by the runner working in this directory for its whole life (an flock: it
+// goes with the runner, however it dies).
+func (d Dir) RunnerLock() string { return d.join("runner.lock") }
+
+// ErrRunnerActive is returned by LockRunner when a runner holds the directory.
+var ErrRunnerActive = errors.New("a runner is at work")
+
+// LockRunner takes the runner lock, without waiting: ErrRunnerActive when a live runner holds
+// it. The runner holds it for its whole life; init --force takes it so as not to pull a queue
+// from under one.
+func (d Dir) LockRunner(ctx context.Context) (func() error, error) {
+	if err := d.Mkdir(); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	unlock, err := fsx.LockFile(lctx, d.RunnerLock())
+	if errors.Is(err, fsx.ErrLocked) {
+		return nil, fmt.Errorf("%w in %s ('ralph queue run' holds %s); wait for it to finish, or stop it (it leaves its agents' claims to the next run)", ErrRunnerActive, d.Root, d.RunnerLock())
+	}
+	return unlock, err
+}
+
+func (d Dir) join(name string) string { return filepath.Join(d.Root, name) }
+
+// Mkdir creates the directory (0700) and checks that it and .claude are real directories of
+// the user's, never followed links.
+func (d Dir) Mkdir() error {
+	if err := statedir.Mkdir(filepath.Dir(d.Root)); err != nil {
+		return err
+	}
+	return statedir.Mkdir(d.Root)
+}
+
+// Kinds of the files, as validate-state --kind names them.
+const (
+	KindTaskQueue  = "task-queue"
+	KindRetryQueue = "retry-queue"
+	KindProgress   = "progress"
+	KindAgentState = "agent-state"
+)
+
+// Store is one plan's queue files. Its transactions (Tx) serialise on the directory's lock,
+// across processes and across the goroutines of one. The queue last written is kept in memory,
+// with its file's identity: the next transaction reads the file again only if another process
+// replaced it since.
+type Store struct {
+	Dir  Dir
+	Plan string
+	// Validate checks every document against its embedded schema before it is written (tests
+	// set RALPH_QUEUE_VALIDATE=1): a document that does not satisfy it is an error, not written.
+	Validate bool
+
+	mu     sync.Mutex
+	cached *Queue
+	stamp  stamp
+	buf    []byte // the last encoding's buffer, reused
+}
+
+// stamp identifies a version of a file: a rename gives it a new inode.
+type stamp struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+func stampOf(fi fs.FileInfo) stamp {
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil {
+		return stamp{}
+	}
+	return stamp{dev: uint64(st.Dev), ino: uint64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+}
+
+// New returns the store of plan in d.
+func New(d Dir, plan string) *Store {
+	return &Store{Dir: d, Plan: plan, Validate: os.Getenv("RALPH_QUEUE_VALIDATE") == "1"}
+}
+
+// ErrNoQueue is returned when the plan has no task queue.
+var ErrNoQueue = errors.New("no task queue")
+
+// Tx is one transaction: the files it read, and which it changed.
+type Tx struct {
+	s                     *Store
+	q                     *Queue
+	r                     *RetryQueue
+	p                     *Progress
+	qDirty, rDirty, pDirt bool
+	create                bool
+}
+
+// Queue returns the task queue, read from its file (or the copy in memory when the file is the
+// one written last). ErrNoQueue when there is none, unless the transaction creates it.
+func (tx *Tx) Queue() (*Queue, error) {
+	if tx.q != nil {
+		return tx.q, nil
+	}
+	s := tx.s
+	path := s.Dir.TaskQueue(s.Plan)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if tx.create {
+			tx.q = NewQueue(s.Plan, "", nil)
+			return tx.q, nil
+		}
+		return nil, fmt.Errorf("plan %s: %w (%s); run 'ralph queue init PLAN_FILE' first", s.Plan, ErrNoQueue, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.cached != nil && stampOf(fi) == s.stamp {
+		tx.q = s.cached
+		return tx.q, nil
+	}
+	s.cached = nil
+	doc, err := statedir.ReadFile(path, fsx.MaxStateFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	q, err := DecodeQueue(bytes.TrimSpace(fsx.StripBOM(doc)))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w; repair it (validate-state --kind task-queue %s) or init the plan again", path, err, path)
+	}
+	tx.q = q
+	return q, nil
+}
+
+// SetQueue replaces the queue, to be written at the end of the transaction.
+func (tx *Tx) SetQueue(q *Queue) { tx.q, tx.qDirty = q, true }
+
+// ChangedQueue marks the queue to be written at the end of the transaction.
+func (tx *Tx) ChangedQueue() { tx.qDirty = true }
+
+// Retry returns the retry queue (empty when there is none); ChangedRetry marks it to be written.
+func (tx *Tx) Retry() (*RetryQueue, error) {
+	if tx.r == nil {
+		r := &RetryQueue{PlanID: tx.s.Plan, Retries: []Retry{}}
+		if err := readJSON(tx.s.Dir.RetryQueue(tx.s.Plan), r); err != nil {
+			return nil, err
+		}
+		if r.Retries == nil {
+			r.Retries = []Retry{}
+		}
+		tx.r = r
+	}
+	return tx.r, nil
+}
+
+// ChangedRetry marks the retry queue to be written.
+func (tx *Tx) ChangedRetry() { tx.rDirty = true }
+
+// Progress returns the progress file (nil Agents and a zero StartedAt when there is none);
+// ChangedProgress marks it to be written.
+func (tx *Tx) Progress() (*Progress, error) {
+	if tx.p == nil {
+		p := &Progress{PlanID: tx.s.Plan, Phase: PhaseImplementation, Agents: []Agent{}}
+		if err := readJSON(tx.s.Dir.Progress(tx.s.Plan), p); err != nil {
+			return nil, err
+		}
+		if p.Agents == nil {
+			p.Agents = []Agent{}
+		}
+		tx.p = p
+	}
+	return tx.p, nil
+}
+
+// ChangedProgress marks the progress file to be written.
+func (tx *Tx) ChangedProgress() { tx.pDirt = true }
+
+// readJSON decodes the state file at path into v; a missing file leaves v as it is.
+func readJSON(path string, v any) error {
+	doc, err := statedir.ReadFile(path, fsx.MaxStateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if doc = bytes.TrimSpace(fsx.StripBOM(doc)); len(doc) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(doc, v); err != nil {
+		return fmt.Errorf("reading %s: %w; repair it or move it away", path, err)
+	}
+	return nil
+}
+
+// Update runs fn in a transaction under the directory's lock and writes what it changed, each
+// file once, atomically: the retry queue and the progress first, the task queue (the truth) last.
+// fn's error is returned and nothing is written.
+func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.update(ctx, false, fn)
+}
+
+// Create is Update for a transaction that may create the task queue (init).
+func (s *Store) Create(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.update(ctx, true, fn)
+}
+
+func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() {
+		if err != nil {
+			// fn may have changed the queue in memory before it failed, or the write failed:
+			// the next transaction reads the file.
+			s.cached = nil
+		}
+	}()
+	if err := s.Dir.Mkdir(); err != nil {
+		return err
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	unlock, err := fsx.LockFile(lctx, s.Dir.Lock())
+	if err != nil {
+		return fmt.Errorf("taking %s: %w", s.Dir.Lock(), err)
+	}
+	defer unlock()
+	tx := &Tx{s: s, create: create}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if tx.rDirty {
+		if err := s.write(KindRetryQueue, s.Dir.RetryQueue(s.Plan), marshal(tx.r)); err != nil {
+			return err
+		}
+	}
+	if tx.pDirt {
+		if err := s.write(KindProgress, s.Dir.Progress(s.Plan), marshal(tx.p)); err != nil {
+			return err
+		}
+	}
+	if tx.qDirty {
+		path := s.Dir.TaskQueue(s.Plan)
+		s.cached = nil
+		s.buf = tx.q.AppendEncode(s.buf[:0])
+		if err := s.write(KindTaskQueue, path, s.buf); err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(path); err == nil {
+			s.cached, s.stamp = tx.q, stampOf(fi)
+		}
+	} else if tx.q != nil && s.cached == nil {
+		if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
+			// Read and not changed: kept, as the version of the file it was read from, unless
+			// the file changed after it was read (the stamp would then be the newer one's).
+			s.cached, s.stamp = tx.q, stampOf(fi)
+		}
+	}
+	return nil
+}
+
+// View reads the task queue without the lock (readers need none: every write is a rename).
+func (s *Store) View() (*Queue, error) {
+	tx := &Tx{s: &Store{Dir: s.Dir, Plan: s.Plan}}
+	return tx.Queue()
+}
+
+// ViewProgress reads the progress file without the lock.
+func (s *Store) ViewProgress() (*Progress, error) {
+	tx := &Tx{s: s}
+	return tx.Progress()
+}
+
+// ViewRetry reads the retry queue without the lock.
+func (s *Store) ViewRetry() (*RetryQueue, error) {
+	tx := &Tx{s: s}
+	return tx.Retry()
+}
+
+func marshal(v any) []byte {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return append(b, '\n')
+}
+
+// write replaces path with doc, atomically, after checking it against kind's schema if asked.
+func (s *Store) write(kind, path string, doc []byte) error {
+	if s.Validate {
+		if err := Check(kind, doc); err != nil {
+			return fmt.Errorf("not writing %s: %w", path, err)
+		}
+	}
+	return fsx.WriteFileAtomic(path, doc, 0o600)
+}
+
+var (
+	schemasOnce sync.Once
+	compiled    map[string]*schema.Schema
+	compileErr  error
+)
+
+// Check validates doc against kind's embedded schema.
+func Check(kind string, doc []byte) error {
+	schemasOnce.Do(func() {
+		compiled = map[string]*schema.Schema{}
+		for _, k := range []string{KindTaskQueue, KindRetryQueue, KindProgress, KindAgentState} {
+			s, err := schema.Load(k, "")
+			if err != nil {
+				compileErr = err
+				return
+			}
+			compiled[k] = s
+		}
+	})
+	if compileErr != nil {
+		return compileErr
+	}
+	problems, err := compiled[kind].Validate(doc)
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid %s: %s", kind, problems[0])
+	}
+	return nil
+}
+
+// WriteAgentState writes an agent's state file under its own lock.
+func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
+	if err := s.Dir.Mkdir(); err != nil {
+		return err
+	}
+	if a.Context.FilesModified == nil {
+		a.Context.FilesModified = []string{}
+	}
+	if a.Context.CommitsMade == nil {
+		a.Context.CommitsMade = []string{}
+	}
+	doc := marshal(a)
+	if s.Validate {
+		if err := Check(KindAgentState, doc); err != nil {
+			return fmt.Errorf("not writing %s's state: %w", a.AgentID, err)
+		}
+	}
+	return fsx.WriteLockedBy(ctx, s.Dir.AgentLock(a.AgentID), s.Dir.AgentState(a.AgentID), doc, 0o600)
+}
+
+// ReadAgentState reads an agent's state file; nil when there is none.
+func (s *Store) ReadAgentState(agent string) (*AgentState, error) {
+	var a AgentState
+	path := s.Dir.AgentState(agent)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := readJSON(path, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// RemoveAgentState removes an agent's state file (the seed deletes it when the agent completes).
+func (s *Store) RemoveAgentState(agent string) {
+	os.Remove(s.Dir.AgentState(agent))
+}

@@ -8,7 +8,10 @@ import (
 
 // Home is a swarm directory opened for code outside this package (ralph's loops, tests): the
 // same registry, layout and rules the verbs use.
-type Home struct{ h *home }
+type Home struct {
+	h      *home
+	stderr io.Writer
+}
 
 // OpenHome opens the swarm directory at dir; warnings go to stderr as "swarm: warning: ...".
 func OpenHome(dir string, stderr io.Writer) (*Home, error) {
@@ -16,7 +19,7 @@ func OpenHome(dir string, stderr io.Writer) (*Home, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Home{h: h}, nil
+	return &Home{h: h, stderr: stderr}, nil
 }
 
 // Screen is the worker's screen as peek shows it, with up to lines lines of history.

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/schema"
+	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/tmux"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// swarm's loops are tested through the real binary (the test binary, as ralph) against real
+// tmux on a private socket directory, real git and real supervisors; the agent is
+// testdata/loop-agent.sh, which does what a plan file says at each start.
+
+// loopEnv gives every loop script its own $SWARM_DIR, tmux socket directory, a git repository
+// at $WORK/repo, $AGENT, a short backoff (RALPH_TEST_BACKOFF), and kills at the end every
+// monitor, supervisor and tmux server it started.
+func loopEnv(env *testscript.Env) error {
+	agent, _ := filepath.Abs("testdata/loop-agent.sh")
+	sockDir, err := os.MkdirTemp("", "rlp")
+	if err != nil {
+		return err
+	}
+	swarmDir := filepath.Join(env.WorkDir, "sd")
+	env.Defer(func() { cleanupSwarm(swarmDir, sockDir) })
+	env.Setenv("TMUX_TMPDIR", sockDir)
+	env.Setenv("TMUX", "")
+	env.Setenv("SWARM_DIR", swarmDir)
+	env.Setenv("AGENT", agent)
+	env.Setenv("HOME", env.WorkDir)
+	env.Setenv("RALPH_TEST_BACKOFF", "10ms")
+	env.Setenv("STATE_DIR", "")
+	repo := filepath.Join(env.WorkDir, "repo")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "config", "user.email", "t@example.com"},
+		{"-C", repo, "config", "user.name", "t"}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v: %s", args, out)
+		}
+	}
+	return nil
+}
+
+// cleanupSwarm kills what a test left running in swarmDir: the loops' monitors (their pid,
+// checked by command line), the workers' supervisors, and the tmux servers under sockDir.
+func cleanupSwarm(swarmDir, sockDir string) {
+	sd := statedir.Swarm{Root: swarmDir}
+	dirs, _ := os.ReadDir(sd.Ralph())
+	for _, d := range dirs {
+		if pid := monitorPID(sd, d.Name()); pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	layout := supervise.Layout{Dir: sd.Supervise()}
+	for _, name := range layout.Registered(func(string) bool { return true }) {
+		if e, _ := layout.ReadEntry(name); e != nil && supervise.SupervisorAlive(e.PID, name) {
+			syscall.Kill(e.PID, syscall.SIGKILL)
+		}
+	}
+	socks, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
+	for _, s := range socks {
+		(&tmux.Client{Socket: s}).KillServer(context.Background())
+	}
+	os.RemoveAll(sockDir)
+}
+
+// monitorPID is a loop's recorded monitor pid when that process is its monitor.
+func monitorPID(sd statedir.Swarm, name string) int {
+	b, err := os.ReadFile(sd.RalphState(name))
+	if err != nil {
+		return 0
+	}
+	var st struct {
+		PID *int `json:"monitor_pid"`
+	}
+	if json.Unmarshal(b, &st) != nil || st.PID == nil {
+		return 0
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", *st.PID))
+	if err != nil || !bytes.Contains(cmdline, []byte("\x00"+name)) {
+		return 0
+	}
+	return *st.PID
+}
+
+// logLine is a line of iterations.log as the Python swarm writes it.
+var logLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \[(START|END|FAIL|TIMEOUT|DONE|PAUSE|WARN|FATAL|ERROR|DISCONNECT)\] ` +
+	`(iteration \d+/\d+|iteration \d+ exit=(\d+|\?) duration=[0-9hms ]*|iteration \d+ exit=\d+ attempt=\d/5 backoff=\d+s|` +
+	`iteration \d+ inactivity_timeout=\d+s|loop complete after \d+ iterations reason=\w+|loop paused reason=\w+|` +
+	`iteration \d+: .*|iteration \d+ -- .*|monitor disconnected.*)$`)
+
+func checkLoopFiles(ts *testscript.TestScript, name string) {
+	sd := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}
+	b, err := os.ReadFile(sd.RalphState(name))
+	ts.Check(err)
+	s, err := schema.Load("ralph-state", "")
+	ts.Check(err)
+	problems, err := s.Validate(b)
+	ts.Check(err)
+	if len(problems) > 0 {
+		ts.Fatalf("%s's state does not validate: %v\n%s", name, problems, b)
+	}
+	// Python's json.load reads it: no final newline, two-space indent, ASCII only.
+	if bytes.HasSuffix(b, []byte("\n")) || !bytes.HasPrefix(b, []byte("{\n  \"worker_name\": ")) {
+		ts.Fatalf("%s's state is not in the Python swarm's format:\n%s", name, b)
+	}
+	log, err := os.ReadFile(sd.RalphIterations(name))
+	ts.Check(err)
+	for _, l := range strings.Split(strings.TrimSuffix(string(log), "\n"), "\n") {
+		if !logLine.MatchString(l) {
+			ts.Fatalf("iterations.log line not in the Python swarm's format: %q", l)
+		}
+	}
+}
+
+var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	// waitlog NAME REGEXP [SECONDS]: wait until the loop's iterations.log matches (negated:
+	// it still does not match after SECONDS, default 1).
+	"waitlog": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 2 {
+			ts.Fatalf("usage: waitlog NAME REGEXP [SECONDS]")
+		}
+		re := regexp.MustCompile("(?m)" + args[1])
+		limit := 20 * time.Second
+		if neg {
+			limit = time.Second
+		}
+		if len(args) > 2 {
+			n, _ := strconv.ParseFloat(args[2], 64)
+			limit = time.Duration(n * float64(time.Second))
+		}
+		path := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}.RalphIterations(args[0])
+		var last []byte
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			last, _ = os.ReadFile(path)
+			if re.Match(last) {
+				if neg {
+					ts.Fatalf("iterations.log matches %q:\n%s", args[1], last)
+				}
+				return
+			}
+		}
+		if !neg {
+			ts.Fatalf("iterations.log does not match %q after %s:\n%s", args[1], limit, last)
+		}
+	},
+	// waitstate NAME KEY VALUE [SECONDS]: wait until the loop's state has KEY = VALUE (JSON).
+	"waitstate": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 3 {
+			ts.Fatalf("usage: waitstate NAME KEY JSON [SECONDS]")
+		}
+		limit := 20 * time.Second
+		if len(args) > 3 {
+			n, _ := strconv.ParseFloat(args[3], 64)
+			limit = time.Duration(n * float64(time.Second))
+		}
+		path := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}.RalphState(args[0])
+		var last []byte
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			last, _ = os.ReadFile(path)
+			var m map[string]json.RawMessage
+			if json.Unmarshal(last, &m) == nil && string(m[args[1]]) == args[2] {
+				return
+			}
+		}
+		ts.Fatalf("%s is not %s after %s:\n%s", args[1], args[2], limit, last)
+	},
+	// loopfiles NAME: the loop's state validates against the ralph-state schema in the Python
+	// swarm's format, and every iterations.log line is in its format.
+	"loopfiles": func(ts *testscript.TestScript, neg bool, args []string) { checkLoopFiles(ts, args[0]) },
+	// monitor NAME SIGNAL: send the loop's monitor a signal (KILL, TERM), and wait for it to go
+	// when it is KILL.
+	"monitor": func(ts *testscript.TestScript, neg bool, args []string) {
+		sd := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}
+		pid := monitorPID(sd, args[0])
+		if pid == 0 {
+			ts.Fatalf("no monitor for %s", args[0])
+		}
+		sig := map[string]syscall.Signal{"KILL": syscall.SIGKILL, "TERM": syscall.SIGTERM, "INT": syscall.SIGINT}[args[1]]
+		ts.Check(syscall.Kill(pid, sig))
+		for i := 0; sig == syscall.SIGKILL && i < 500 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	},
+	// count FILE N: FILE has N lines.
+	"count": func(ts *testscript.TestScript, neg bool, args []string) {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		n := strings.Count(string(b), "\n")
+		if strconv.Itoa(n) != args[1] {
+			ts.Fatalf("%s has %d lines, want %s:\n%s", args[0], n, args[1], b)
+		}
+	},
+	// sleep SECONDS
+	"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+		n, _ := strconv.ParseFloat(args[0], 64)
+		time.Sleep(time.Duration(n * float64(time.Second)))
+	},
+}
+
+func TestLoopScripts(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	files, _ := filepath.Glob("testdata/loop-*.txtar")
+	if len(files) == 0 {
+		t.Fatal("no testdata/loop-*.txtar")
+	}
+	testscript.Run(t, testscript.Params{Files: files, Setup: loopEnv, Cmds: loopCmds})
+}

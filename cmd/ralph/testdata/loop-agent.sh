@@ -1,0 +1,38 @@
+#!/bin/sh
+# A stand-in for an interactive coding agent, for ralph's loop tests: it shows a prompt ("$ "),
+# reads one line (the loop's prompt), shows it again (as an agent's transcript does), then does
+# what the plan says for this start. The plan ($1) has one action a line, line N for the Nth
+# start (the last line repeats); every start appends "start N" to the counter file ($2).
+#   exit N       print a line, exit N
+#   done         print the done marker TASK_DONE and exit at once
+#   donewait     print TASK_DONE, then idle
+#   idle         print nothing more, sleep
+#   chatty       print a line every 0.2 s for ever
+#   compact      show "Compacting conversation", then idle
+#   context N    show "Context: N% used" as its status line, then idle
+#   limit        show a usage-limit message, idle; on the next line typed, print "resumed", exit 0
+#   limitexit    print a usage-limit message and exit 1
+plan=$1
+counter=$2
+n=1
+[ -f "$counter" ] && n=$(( $(wc -l < "$counter") + 1 ))
+echo "start $n" >> "$counter"
+action=$(sed -n "${n}p" "$plan")
+[ -n "$action" ] || action=$(tail -n 1 "$plan")
+printf '$ '
+IFS= read -r line
+printf '%s\n' "$line"
+set -- $action
+case $1 in
+exit) echo "working on it"; exit "$2" ;;
+done) echo "TASK_DONE"; exit 0 ;;
+donewait) echo "TASK_DONE"; exec sleep 1000 ;;
+idle) exec sleep 1000 ;;
+chatty) while :; do echo "tick $(date +%s%N)"; sleep 0.2; done ;;
+compact) echo "Compacting conversation..."; exec sleep 1000 ;;
+context) echo "thinking"; echo "100% of tests pass"; echo "Context: $2% used"; exec sleep 1000 ;;
+limit) echo "Claude usage limit reached. Your limit will reset in 2 seconds."; IFS= read -r more; echo "resumed: $more"; exit 0 ;;
+limitexit) echo "Claude usage limit reached. Your limit will reset in 2 seconds."; exit 1 ;;
+esac
+echo "unknown action: $action"
+exit 3

@@ -1,0 +1,580 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/swarmcli"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// The monitor's rule: control always wins. Every change it makes to the loop's state is a
+// locked read-modify-write of only the fields it means to change (store.update), so a pause,
+// stop or kill written meanwhile is never overwritten; and it decides to start an iteration under
+// that same lock, in the same update that counts it (START), so once a pause/stop/kill has
+// returned no iteration starts. A stop or kill also waits for the monitor to be gone before it
+// stops the worker, so no worker the monitor was starting outlives it.
+
+// maxFailures in a row stop the loop, as in the Python swarm.
+const maxFailures = 5
+
+// backoffUnit is the unit of the backoff after a failure: min(2^(n-1), 300) units. The
+// environment variable RALPH_TEST_BACKOFF (a Go duration) shortens it, for tests only.
+func backoffUnit() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("RALPH_TEST_BACKOFF")); err == nil && d > 0 {
+		return d
+	}
+	return time.Second
+}
+
+func backoffFor(n int) int64 {
+	b := int64(1) << min(n-1, 9)
+	return min(b, 300)
+}
+
+// promptReadyWait is how long an iteration waits for the agent to be ready before it types the
+// prompt anyway (the Python swarm's 30 s).
+const promptReadyWait = 30 * time.Second
+
+// iteration is the one being watched.
+type iteration struct {
+	n       int
+	w       *worker.Worker
+	started time.Time
+	offset  int64 // where the agent's words begin in its output log
+	// stopped: the monitor stopped this worker itself (timeout, compaction, context, done).
+	stopped bool
+}
+
+// monitor runs the loop until it ends, is paused (after the current iteration), stopped, or the
+// monitor is told to go (SIGINT, SIGHUP).
+func (l *app) monitor(ctx context.Context) error {
+	unlock, err := l.st.takeMonitorLock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	pid := os.Getpid()
+	var refuse error
+	_, err = l.st.update(ctx, func(st *State) error {
+		switch st.Status {
+		case StatusPaused:
+			refuse = fmt.Errorf("ralph loop for '%s' is paused (use '%s resume %s' first)", l.st.name, l.tool, l.st.name)
+		case StatusRunning:
+		default:
+			refuse = fmt.Errorf("ralph loop for '%s' has status '%s'", l.st.name, st.Status)
+		}
+		if refuse != nil {
+			return fsx.ErrUnchanged
+		}
+		st.MonitorPID = &pid
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if refuse != nil {
+		return refuse
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, signalLook)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			switch sig {
+			case syscall.SIGTERM:
+				l.sayf("received SIGTERM, pausing loop (current agent will complete)")
+				l.st.update(context.Background(), func(st *State) error {
+					if st.Status != StatusRunning {
+						return fsx.ErrUnchanged
+					}
+					st.Status = StatusPaused
+					l.st.logEvent("PAUSE", "loop paused reason=sigterm")
+					return nil
+				})
+			case syscall.SIGINT, syscall.SIGHUP:
+				cancel()
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+
+	runErr := l.run(ctx, wake)
+	l.leave(pid)
+	return runErr
+}
+
+// leave is the monitor's last step: its pid goes from the state, and a loop left running with
+// its worker alive is recorded as monitor_disconnected (the Python swarm's check).
+func (l *app) leave(pid int) {
+	ctx := context.Background()
+	w, _ := l.home.Worker(l.st.name)
+	alive := w != nil && l.home.Live(ctx, w).Running
+	disconnected := false
+	l.st.update(ctx, func(st *State) error {
+		if st.MonitorPID != nil && *st.MonitorPID == pid {
+			st.MonitorPID = nil
+		}
+		if st.Status == StatusRunning && st.ExitReason == nil && alive {
+			st.Status, st.ExitReason = StatusStopped, strp(ReasonDisconnected)
+			l.st.logEvent("DISCONNECT", "monitor disconnected (worker still running)")
+			disconnected = true
+		}
+		return nil
+	})
+	if disconnected {
+		l.sayf("monitor disconnected (worker still running)")
+	}
+}
+
+// sayf prints a "[ralph] NAME: ..." line, as the Python monitor did.
+func (l *app) sayf(format string, args ...any) {
+	fmt.Fprintf(l.stdout, "[ralph] %s: %s\n", l.st.name, fmt.Sprintf(format, args...))
+}
+
+// errStop ends the loop quietly: its state already says why.
+var errStop = errors.New("loop ended")
+
+func (l *app) run(ctx context.Context, wake chan struct{}) error {
+	rerun := false
+	for ctx.Err() == nil {
+		st, err := l.st.load()
+		if err != nil {
+			if errors.Is(err, errNoState) {
+				return nil // cleaned away
+			}
+			return err
+		}
+		var it *iteration
+		w, _ := l.home.Worker(l.st.name)
+		if w != nil && iterationOf(w) == st.CurrentIteration && st.CurrentIteration > 0 && st.EndedIter < st.CurrentIteration && !rerun {
+			// The current iteration's worker (started by spawn, or by a monitor before this
+			// one): watch it, or record the end it had while no one watched.
+			it = &iteration{n: st.CurrentIteration, w: w, offset: st.PromptOffset, started: time.Now()}
+			if t, ok := parseISO(st.LastIterationStarted); ok {
+				it.started = t
+			}
+		} else {
+			it, err = l.startIteration(ctx, wake, rerun)
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if it == nil {
+				continue // a failed start, counted and waited for
+			}
+		}
+		res := l.watch(ctx, wake, it)
+		rerun = false
+		switch next, err := l.finish(ctx, wake, it, res); {
+		case errors.Is(err, errStop):
+			return nil
+		case err != nil:
+			return err
+		case next == nextRerun:
+			rerun = true
+		}
+		if st, err := l.st.load(); err == nil && st.Status == StatusPaused {
+			l.sayf("paused, exiting loop")
+			return nil
+		} else if err == nil && st.Status != StatusRunning {
+			return nil
+		}
+	}
+	return nil
+}
+
+// iterationOf is the loop iteration a worker was started for (its ralph_iteration metadata).
+func iterationOf(w *worker.Worker) int {
+	var n int
+	if !w.Meta("ralph_iteration", &n) {
+		return 0
+	}
+	return n
+}
+
+// startIteration counts and starts the next iteration (or, with rerun, the current one again
+// after a usage limit). The decision is taken under the state's lock: only a running loop
+// starts one, and a loop at its maximum ends here, after its last iteration ended.
+func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool) (*iteration, error) {
+	st, err := l.st.load()
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := readPrompt(st.PromptFile)
+	if err != nil {
+		fmt.Fprintf(l.stderr, "%s: error: %v\n", l.prog, err)
+		l.st.update(ctx, func(st *State) error {
+			if st.Status != StatusRunning {
+				return fsx.ErrUnchanged
+			}
+			st.Status = StatusFailed
+			return nil
+		})
+		return nil, errStop
+	}
+	if err := l.waitLimit(ctx, wake); err != nil {
+		return nil, err
+	}
+	var n int
+	var why string
+	st, err = l.st.update(ctx, func(st *State) error {
+		n, why = 0, ""
+		switch {
+		case st.Status != StatusRunning:
+			why = st.Status
+			return fsx.ErrUnchanged
+		case !rerun && st.CurrentIteration >= st.MaxIterations:
+			why = ReasonMax
+			st.Status, st.ExitReason = StatusStopped, strp(ReasonMax)
+			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", st.CurrentIteration, ReasonMax)
+			return nil
+		}
+		if !rerun {
+			st.CurrentIteration++
+		}
+		n = st.CurrentIteration
+		st.LastIterationStarted = localISO(time.Now())
+		st.ContextNudgeSent = false
+		st.PromptOffset = 0
+		l.st.logEvent("START", "iteration %d/%d", n, st.MaxIterations)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch why {
+	case "":
+	case StatusPaused:
+		l.sayf("paused, exiting loop")
+		return nil, errStop
+	case ReasonMax:
+		l.sayf("loop complete after %d iterations", st.CurrentIteration)
+		return nil, errStop
+	default:
+		return nil, errStop
+	}
+	l.sayf("starting iteration %d/%d", n, st.MaxIterations)
+	it, err := l.launch(ctx, st, n, prompt)
+	if err == nil {
+		return it, nil
+	}
+	if ctx.Err() != nil {
+		return nil, errStop
+	}
+	// A start that failed: counted as a failure, with the backoff; 5 in a row end the loop.
+	fmt.Fprintf(l.stderr, "%s: error: failed to spawn worker: %v\n", l.prog, err)
+	return nil, l.failed(ctx, wake, n, 1, true)
+}
+
+// failed counts a failed iteration (a start that failed, or an agent that exited non-zero)
+// and waits the backoff; errStop when it was the fifth in a row.
+func (l *app) failed(ctx context.Context, wake chan struct{}, n int, code int64, spawn bool) error {
+	var fails int
+	st, err := l.st.update(ctx, func(st *State) error {
+		st.ConsecutiveFailures++
+		st.TotalFailures++
+		fails = st.ConsecutiveFailures
+		if fails >= maxFailures && (st.Status == StatusRunning || st.Status == StatusPaused) {
+			st.Status, st.ExitReason = StatusFailed, strp(ReasonFailed)
+			l.st.logEvent("FAIL", "iteration %d exit=%d attempt=%d/%d backoff=0s", n, code, fails, maxFailures)
+			return nil
+		}
+		l.st.logEvent("FAIL", "iteration %d exit=%d attempt=%d/%d backoff=%ds", n, code, fails, maxFailures, backoffFor(fails))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if fails >= maxFailures {
+		if st.Status == StatusFailed {
+			l.sayf("%d consecutive failures, stopping loop", maxFailures)
+		}
+		return errStop
+	}
+	b := backoffFor(fails)
+	if spawn {
+		l.sayf("spawn failed, retrying in %ds (attempt %d/%d)", b, fails, maxFailures)
+	} else {
+		l.sayf("iteration %d failed (exit: %d), retrying in %ds (attempt %d/%d)", n, code, b, fails, maxFailures)
+	}
+	l.sleep(ctx, wake, time.Duration(b)*backoffUnit())
+	return nil
+}
+
+// sleep waits d, or less when the loop's state changes to anything but running.
+func (l *app) sleep(ctx context.Context, wake chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		case <-wake:
+			if st, err := l.st.load(); err != nil || st.Status != StatusRunning {
+				return
+			}
+		}
+	}
+}
+
+// readPrompt reads the prompt file (regular, at most 1 MiB: a prompt, typed into a terminal).
+func readPrompt(path string) (string, error) {
+	b, err := fsx.ReadFileLimit(path, 1<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("prompt file not found: %s", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot read prompt file: %s (%v)", path, err)
+	}
+	return string(b), nil
+}
+
+// spec is the worker of iteration n as swarm's spawn takes it.
+func (st *State) spec(n int) *swarmcli.WorkerSpec {
+	ws := st.Worker
+	meta := worker.Object{}.SetValue("ralph", true).SetValue("ralph_iteration", n)
+	sp := &swarmcli.WorkerSpec{Name: st.WorkerName, Cmd: ws.Cmd, Cwd: ws.Cwd, Env: ws.Env, Tags: ws.Tags,
+		Session: ws.Session, Socket: ws.Socket, Profile: ws.Profile, Metadata: meta}
+	if ws.Worktree != nil {
+		sp.Worktree = &worker.Worktree{Path: ws.Worktree.Path, Branch: ws.Worktree.Branch, BaseRepo: ws.Worktree.BaseRepo}
+	}
+	return sp
+}
+
+// launch starts iteration n's worker: the last one's entry goes, a new worker is spawned with
+// the loop's command, and once it is ready the prompt is typed.
+func (l *app) launch(ctx context.Context, st *State, n int, prompt string) (*iteration, error) {
+	if st.Worker == nil {
+		return nil, fmt.Errorf("the loop's state has no worker_spec (it was not started by this ralph): respawn it with '%s spawn --replace'", l.tool)
+	}
+	if w, _ := l.home.Worker(l.st.name); w != nil {
+		if l.home.Live(ctx, w).Running {
+			l.home.Stop(ctx, w)
+		}
+		if err := l.home.Remove(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	started := time.Now()
+	w, err := l.home.Spawn(ctx, st.spec(n))
+	if err != nil {
+		return nil, err
+	}
+	it := &iteration{n: n, w: w, started: started}
+	l.beginRecord(ctx, st, it, prompt)
+	offset, baseline, err := l.typePrompt(ctx, st, w, prompt, promptReadyWait)
+	if err != nil {
+		// The agent is there but could not be typed into: stop it and count a failure.
+		l.home.Stop(ctx, w)
+		return nil, err
+	}
+	it.offset = offset
+	l.st.update(ctx, func(s *State) error {
+		if s.CurrentIteration != n {
+			return fsx.ErrUnchanged
+		}
+		s.PromptOffset, s.PromptBaselineContent = offset, baseline
+		return nil
+	})
+	return it, nil
+}
+
+// next says what the loop does after an iteration ended.
+type next int
+
+const (
+	nextIteration next = iota
+	nextRerun          // the same iteration again (a usage limit ended it)
+)
+
+// finish records how the iteration ended and decides what follows.
+func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res result) (next, error) {
+	n := it.n
+	switch res.kind {
+	case resControl:
+		return nextIteration, errStop
+	case resCancelled:
+		return nextIteration, errStop
+	case resDone:
+		if res.exited {
+			l.sayf("done pattern matched (agent exited), stopping loop")
+		} else {
+			l.sayf("done pattern matched, stopping loop")
+		}
+		code := res.exitCode()
+		st, _ := l.st.update(ctx, func(st *State) error {
+			l.endFields(st, it, code)
+			if res.exited {
+				l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(int64(time.Since(it.started).Seconds())))
+			}
+			if st.Status == StatusRunning || st.Status == StatusPaused {
+				st.Status, st.ExitReason = StatusStopped, strp(ReasonDone)
+				l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", n, ReasonDone)
+			}
+			return nil
+		})
+		if !res.exited {
+			it.stopped = true
+			l.home.Stop(ctx, it.w)
+		}
+		l.endRecord(ctx, st, it, res, "done")
+		return nextIteration, errStop
+	case resInactive:
+		l.sayf("inactivity timeout (%ds), restarting", res.timeout)
+		it.stopped = true
+		l.home.Stop(ctx, it.w)
+		st, _ := l.st.update(ctx, func(st *State) error {
+			st.EndedIter = max(st.EndedIter, n)
+			l.st.logEvent("TIMEOUT", "iteration %d inactivity_timeout=%ds", n, res.timeout)
+			return nil
+		})
+		l.endRecord(ctx, st, it, res, "timeout")
+		return nextIteration, nil
+	case resCompaction, resContext:
+		what := "compaction detected"
+		if res.kind == resContext {
+			what = "context threshold exceeded"
+			l.sayf("context threshold exceeded (%d%%), killing iteration %d", res.pct, n)
+		} else {
+			l.sayf("compaction detected, killing iteration %d", n)
+		}
+		it.stopped = true
+		l.home.Stop(ctx, it.w)
+		// Not a failure, and not the loop's exit reason: the loop goes on (the Python swarm set
+		// exit_reason on a running loop, which hid a later disconnect).
+		st, _ := l.st.update(ctx, func(st *State) error {
+			st.EndedIter = max(st.EndedIter, n)
+			l.st.logEvent("FATAL", "iteration %d -- %s, killing", n, what)
+			return nil
+		})
+		l.endRecord(ctx, st, it, res, "failed")
+		return nextIteration, nil
+	case resLimited:
+		// The agent exited on a usage limit: the same iteration again once it resets, and no
+		// failure counted.
+		until := res.resetAt
+		st, _ := l.st.update(ctx, func(st *State) error {
+			st.LimitedUntil = utcISO(until)
+			st.EndedIter = max(st.EndedIter, n)
+			l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", n, until.Local().Format("2006-01-02T15:04:05"))
+			return nil
+		})
+		l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
+		l.endRecord(ctx, st, it, res, "failed")
+		return nextRerun, nil
+	}
+	// The agent exited on its own.
+	code := res.exitCode()
+	dur := int64(time.Since(it.started).Seconds())
+	if res.out != nil && res.out.Reason == "killed" && !it.stopped {
+		// Stopped from outside the loop (swarm kill through its supervisor): the loop ends,
+		// killed, rather than start the next iteration (the Python swarm's bug).
+		st, _ := l.st.update(ctx, func(st *State) error {
+			l.endFields(st, it, code)
+			l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(dur))
+			if st.Status == StatusRunning || st.Status == StatusPaused {
+				st.Status, st.ExitReason = StatusStopped, strp(ReasonKilled)
+				l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", n, ReasonKilled)
+			}
+			return nil
+		})
+		l.endRecord(ctx, st, it, res, "failed")
+		return nextIteration, errStop
+	}
+	l.sayf("iteration %d completed (exit: %s, duration: %s)", n, exitWord(code), formatDuration(dur))
+	st, err := l.st.update(ctx, func(st *State) error {
+		l.endFields(st, it, code)
+		l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(dur))
+		if code != nil && *code == 0 {
+			st.ConsecutiveFailures = 0
+		}
+		return nil
+	})
+	if err != nil {
+		return nextIteration, err
+	}
+	status := "done"
+	if code == nil || *code != 0 {
+		status = "failed"
+	}
+	l.endRecord(ctx, st, it, res, status)
+	if code == nil || *code != 0 {
+		c := int64(1)
+		if code != nil {
+			c = *code
+		}
+		return nextIteration, l.failed(ctx, wake, n, c, false)
+	}
+	return nextIteration, nil
+}
+
+// endFields are what every iteration's end records: when, how long, the exit code.
+func (l *app) endFields(st *State, it *iteration, code *int64) {
+	st.LastIterationEnded = localISO(time.Now())
+	st.IterationDurations = append(st.IterationDurations, int64(time.Since(it.started).Seconds()))
+	st.EndedIter = max(st.EndedIter, it.n)
+	st.LastExitCode = code
+	if code != nil && *code == 0 {
+		st.ConsecutiveFailures = 0
+	}
+}
+
+func exitWord(code *int64) string {
+	if code == nil {
+		return "?"
+	}
+	return fmt.Sprint(*code)
+}
+
+// waitLimit holds the loop while a usage limit it met has not reset.
+func (l *app) waitLimit(ctx context.Context, wake chan struct{}) error {
+	st, err := l.st.load()
+	if err != nil || st.LimitedUntil == "" {
+		return err
+	}
+	if until, ok := parseISO(st.LimitedUntil); ok && time.Until(until) > 0 {
+		l.sleep(ctx, wake, time.Until(until))
+	}
+	if ctx.Err() != nil {
+		return errStop
+	}
+	_, err = l.st.update(ctx, func(st *State) error {
+		if st.LimitedUntil == "" {
+			return fsx.ErrUnchanged
+		}
+		if until, ok := parseISO(st.LimitedUntil); ok && time.Until(until) > 0 {
+			return fsx.ErrUnchanged // woken by a state change, not the time
+		}
+		st.LimitedUntil = ""
+		return nil
+	})
+	return err
+}
+
+// lines is text split into lines without the final empty one.
+func lines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}

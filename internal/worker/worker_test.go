@@ -392,3 +392,66 @@ func TestPythonDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonHeartbeat: heartbeat files the Python swarm wrote are read and written back byte
+// for byte; one we wrote the Python swarm loads and saves back unchanged.
+func TestPythonHeartbeat(t *testing.T) {
+	py := pythonSwarm(t)
+	dir := t.TempDir()
+	runPython(t, py, dir, "hbwrite", "")
+	sd := statedir.Swarm{Root: dir}
+	for _, name := range []string{"w1", "w2"} {
+		theirs, err := os.ReadFile(sd.Heartbeat(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := DecodeHeartbeat(theirs)
+		if err != nil {
+			t.Fatalf("DecodeHeartbeat(Python's %s) = %v", name, err)
+		}
+		if ours := EncodeHeartbeat(h); !bytes.Equal(ours, theirs) {
+			t.Errorf("EncodeHeartbeat(Python's %s) differs:\n%s\nPython wrote:\n%s", name, ours, theirs)
+		}
+	}
+	pid := int64(7)
+	when := HeartbeatTime(time.Date(2026, 11, 23, 19, 30, 0, 500000000, time.UTC))
+	h := &Heartbeat{WorkerName: "w3", IntervalSeconds: 2, Message: "weiter ✓", ExpireAt: &when, CreatedAt: when,
+		Status: HeartbeatActive, MonitorPID: &pid}
+	ours := EncodeHeartbeat(h)
+	if err := os.WriteFile(sd.Heartbeat("w3"), ours, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runPython(t, py, dir, "hbresave", "w3")
+	if back, _ := os.ReadFile(sd.Heartbeat("w3")); !bytes.Equal(back, ours) {
+		t.Errorf("the Python swarm's resave changed our heartbeat:\n%s\nours:\n%s", back, ours)
+	}
+}
+
+func TestHeartbeatTimes(t *testing.T) {
+	if got := HeartbeatTime(time.Date(2026, 11, 23, 19, 30, 0, 0, time.FixedZone("x", 3600))); got != "2026-11-23T18:30:00+00:00" {
+		t.Errorf("HeartbeatTime = %q", got)
+	}
+	c := "2026-11-23T19:30:00.25+00:00"
+	last := "2026-11-23T19:40:00+00:00"
+	h := &Heartbeat{IntervalSeconds: 60, CreatedAt: c}
+	if n, ok := h.NextBeat(); !ok || !n.Equal(time.Date(2026, 11, 23, 19, 31, 0, 250000000, time.UTC)) {
+		t.Errorf("NextBeat (no beat) = %v %v", n, ok)
+	}
+	h.LastBeatAt = &last
+	if n, ok := h.NextBeat(); !ok || !n.Equal(time.Date(2026, 11, 23, 19, 41, 0, 0, time.UTC)) {
+		t.Errorf("NextBeat = %v %v", n, ok)
+	}
+	now := time.Date(2026, 11, 23, 19, 0, 0, 0, time.UTC)
+	for d, want := range map[time.Duration]string{-time.Second: "now", 0: "now", 30 * time.Second: "in 30s",
+		90 * time.Second: "in 1m", 2 * time.Hour: "in 2h", 49 * time.Hour: "in 2d"} {
+		if got := Until(now.Add(d), now); got != want {
+			t.Errorf("Until(%s) = %q, want %q", d, got, want)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"worker_name": "w"}`, `{"worker_name": "w", "interval_seconds": "x"}`,
+		`{"worker_name": "w", "interval_seconds": 0}`, `{"worker_name": 3, "interval_seconds": 5}`, `{"worker_name": "w", "interval_seconds": 5, "beat_count": "1"}`} {
+		if _, err := DecodeHeartbeat([]byte(bad)); err == nil {
+			t.Errorf("DecodeHeartbeat(%s) = nil error", bad)
+		}
+	}
+}

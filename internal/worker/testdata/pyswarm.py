@@ -4,6 +4,8 @@
 #   resave    load state.json and save it back, as any mutating Python verb does
 #   durations read each line of stdin with parse_duration; print seconds or "error"
 #   formats   print format_duration for each number on stdin
+#   hbwrite   save two heartbeats (w1 with every field set, w2 with the defaults)
+#   hbresave  load the heartbeat of the worker named on stdin and save it back
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("swarm", sys.argv[1])
 swarm = importlib.util.module_from_spec(spec)
@@ -34,3 +36,12 @@ elif op == "durations":
 elif op == "formats":
     for line in sys.stdin.read().split():
         print(swarm.format_duration(float(line)))
+elif op == "hbwrite":
+    swarm.save_heartbeat_state(swarm.HeartbeatState(worker_name="w1", interval_seconds=14400, message="caf\u00e9 \"go\"",
+        expire_at="2026-11-24T19:30:00.123456+00:00", created_at="2026-11-23T19:30:00.123456+00:00",
+        last_beat_at="2026-11-23T23:30:00+00:00", beat_count=1, status="paused", monitor_pid=4242))
+    swarm.save_heartbeat_state(swarm.HeartbeatState(worker_name="w2", interval_seconds=90,
+        created_at="2026-11-23T19:30:00.000001+00:00"))
+elif op == "hbresave":
+    name = sys.stdin.read().strip()
+    swarm.save_heartbeat_state(swarm.load_heartbeat_state(name))

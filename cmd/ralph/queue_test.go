@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -109,5 +108,3 @@ func validQueueFile(name string) error {
 	}
 	return nil
 }
-
-var _ = context.Background

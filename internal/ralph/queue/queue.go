@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -136,3 +137,5 @@ func dirOf(c *ucli.Context) (store.Dir, string, error) {
 	}
 	return store.In(repo), repo, nil
 }
+
+var execLookPath = exec.LookPath

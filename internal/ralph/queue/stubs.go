@@ -16,10 +16,8 @@ func notYet(name string) func(io.Reader, io.Writer, io.Writer) *ucli.App {
 }
 
 var (
-	runApp       = notYet("run")
-	statusApp    = notYet("status")
-	retryApp     = notYet("retry")
-	skipApp      = notYet("skip")
-	addApp       = notYet("add")
-	superviseApp = notYet("__supervise")
+	statusApp = notYet("status")
+	retryApp  = notYet("retry")
+	skipApp   = notYet("skip")
+	addApp    = notYet("add")
 )

@@ -1,0 +1,411 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"golang.org/x/sys/unix"
+)
+
+// agentRun is one agent of the run: it claims task after task.
+type agentRun struct {
+	r  *runner
+	id string
+	// adopted is a task an earlier runner's agent of this id had launched and that is still at
+	// work (or ended while no runner was there): finished first.
+	adopted *claim
+	// extra is an agent of an earlier run beyond this run's N: it finishes its task, no more.
+	extra bool
+}
+
+// claim is a task an agent holds, and the attempt that runs it (0 until launched).
+type claim struct {
+	task    store.Task
+	attempt int
+}
+
+// Outcomes of a task's attempt, as the queue sees them.
+const (
+	outDone    = "done"
+	outFailed  = "failed"
+	outStopped = "stopped" // by --hard-budget: back to pending, not counted as a failure
+	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
+)
+
+func (a *agentRun) work(ctx context.Context) {
+	r := a.r
+	if a.adopted != nil {
+		a.state(ctx, store.AgentWorking, &a.adopted.task, a.adopted.attempt)
+		r.logf("%s: still running %s (attempt %d), from the last run", a.id, a.adopted.task.ID, a.adopted.attempt)
+		a.finish(ctx, a.adopted, a.await(ctx, a.adopted))
+		a.adopted = nil
+	}
+	if a.extra {
+		return
+	}
+	for ctx.Err() == nil {
+		if r.budgetReached() {
+			a.end(ctx, store.AgentBudget)
+			return
+		}
+		c, left, err := a.claim(ctx)
+		if err != nil {
+			r.logf("%s: %v", a.id, err)
+			a.end(ctx, store.AgentFailed)
+			return
+		}
+		if c == nil {
+			if left == 0 {
+				a.end(ctx, store.AgentCompleted)
+				return
+			}
+			r.waitChange(ctx)
+			continue
+		}
+		out := a.run(ctx, c)
+		if ctx.Err() != nil && out.status == "" {
+			return // interrupted while its agent runs: the next run adopts it
+		}
+		a.finish(ctx, c, out)
+	}
+}
+
+// claim takes the next ready task; without one, it returns how many tasks may still become
+// ready (pending or claimed).
+func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
+	var c *claim
+	left := 0
+	t := now()
+	err := a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		if task, ok := q.Claim(a.id, t); ok {
+			c = &claim{task: task}
+			tx.ChangedQueue()
+			return nil
+		}
+		if len(q.Reblock()) > 0 {
+			tx.ChangedQueue()
+		}
+		counts := q.Counts()
+		left = counts[store.Pending] + counts[store.Claimed]
+		return nil
+	})
+	return c, left, err
+}
+
+// outcome is how an attempt ended.
+type outcome struct {
+	status   string // outDone, outFailed, outStopped, outGone; "" when not known (interrupted)
+	reason   string
+	cost     float64
+	duration float64
+}
+
+// run launches the task's attempt and waits for its end.
+func (a *agentRun) run(ctx context.Context, c *claim) outcome {
+	r := a.r
+	bead := plan.Bead(r.plan, c.task.ID)
+	a.state(ctx, store.AgentWorking, &c.task, 0)
+	opened, err := attempt.Open(ctx, r.dir, bead, r.where, false)
+	if err != nil {
+		return outcome{status: outFailed, reason: oneLine(err)}
+	}
+	n := opened.Number
+	// The attempt's number goes into the queue before the attempt starts, so that a runner
+	// that dies from here on is followed by one that knows which records are this claim's.
+	if err := a.setAttempt(ctx, c, n); err != nil {
+		opened.Close()
+		if errors.Is(err, errNotMine) {
+			return outcome{status: outGone}
+		}
+		return outcome{status: outFailed, reason: oneLine(err)}
+	}
+	c.attempt = n
+	a.state(ctx, store.AgentWorking, &c.task, n)
+	spec, err := r.spec(ctx, a.id, c, bead, n)
+	if err != nil {
+		opened.Close()
+		return outcome{status: outFailed, reason: oneLine(err)}
+	}
+	r.mu.Lock()
+	r.running[bead] = true
+	r.mu.Unlock()
+	_, err = opened.Launch(ctx, spec, r.cfg.Self)
+	opened.Close()
+	if err != nil {
+		r.logf("%s: %s: %v", a.id, c.task.ID, err)
+	} else {
+		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, n)
+	}
+	return a.await(ctx, c)
+}
+
+var errNotMine = errors.New("the claim is no longer this agent's")
+
+// setAttempt records the attempt number of the agent's claim.
+func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
+	return a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		t, ok := q.Get(c.task.ID)
+		if !ok || t.Status != store.Claimed || t.ClaimedBy == nil || *t.ClaimedBy != a.id {
+			return errNotMine
+		}
+		t.Attempt = n
+		q.Put(t)
+		tx.ChangedQueue()
+		return nil
+	})
+}
+
+// spec is the dispatch of the task's attempt n: the agent's command line from its profile,
+// the task as its prompt, the run record as dispatch writes it.
+func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string, n int) (*attempt.Spec, error) {
+	workdir := r.cfg.Repo
+	branch := ""
+	if r.cfg.Worktree {
+		repo := git.Repo{Dir: r.cfg.Repo}
+		branch = "agent/" + bead
+		workdir = repo.WorktreePath(bead)
+		if err := repo.AddWorktree(ctx, workdir, branch); err != nil {
+			return nil, fmt.Errorf("--worktree: %w", err)
+		}
+	}
+	prompt := promptOf(r.plan, &c.task)
+	inv := r.cfg.Profile.Invoke(agent.Call{Model: r.cfg.Model.Resolved, Prompt: prompt,
+		PromptFile: r.dir.Layout.PromptPath(bead), Dir: workdir})
+	maxRetries := r.cfg.MaxRetries
+	if n > maxRetries {
+		maxRetries = n // attempts before a 'ralph queue retry' count in the records' numbering
+	}
+	run := record.Run{
+		SchemaVersion: record.SchemaVersion, Bead: bead, Agent: r.cfg.AgentName, Model: r.cfg.Model.Name, Repo: r.cfg.Repo,
+		Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
+		StartedAt: now(), Status: record.StatusRunning, Attempt: n, MaxRetries: maxRetries,
+		SessionName: record.SessionName(bead), ResultFile: record.ResultFile(r.cfg.StateDir, bead),
+		TemplateName: record.Str(Template),
+	}
+	env := append(append([]string{}, r.cfg.Env...),
+		"DISPATCH_BEAD="+bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n),
+		"RALPH_PLAN="+r.plan, "RALPH_TASK="+c.task.ID, "RALPH_AGENT="+agentID)
+	if branch != "" {
+		env = append(env, "RALPH_BRANCH="+branch)
+	}
+	return &attempt.Spec{
+		Attempt: supervise.Attempt{
+			Name: bead, Number: n, Dir: workdir, Argv: inv.Argv, Env: env,
+			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
+			Timeout: r.cfg.Timeout, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
+			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),
+		},
+		Backend: supervise.BackendProcess, Run: run,
+	}, nil
+}
+
+// Template is the template name the queue's run records carry, so that analyze-runs groups
+// the queue's attempts together.
+const Template = "ralph-queue"
+
+// promptOf is what the agent is asked: the task, with its plan and id for context.
+func promptOf(planID string, t *store.Task) string {
+	return fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", t.Description, t.ID, planID)
+}
+
+// await waits for the supervisor of the claim's attempt to end, then judges the attempt by its
+// records. A status "" means ctx ended first (the attempt runs on).
+func (a *agentRun) await(ctx context.Context, c *claim) outcome {
+	r := a.r
+	bead := plan.Bead(r.plan, c.task.ID)
+	for {
+		live, entry := attempt.Alive(ctx, r.dir, r.where, bead)
+		if !live {
+			break
+		}
+		if ctx.Err() != nil {
+			return outcome{}
+		}
+		waitExit(ctx, entry)
+	}
+	r.mu.Lock()
+	delete(r.running, bead)
+	stopped := r.hardStopped[bead]
+	delete(r.hardStopped, bead)
+	r.mu.Unlock()
+	out := r.judge(ctx, bead, c.attempt)
+	if stopped && out.status == outFailed {
+		out.status, out.reason = outStopped, "stopped: the budget was reached (--hard-budget)"
+	}
+	return out
+}
+
+// waitExit waits for the supervisor of entry to exit, through a pidfd (no polling), or a short
+// while when there is none (the entry is being written: pid 0).
+func waitExit(ctx context.Context, entry *supervise.Entry) {
+	if entry == nil || entry.PID <= 0 {
+		sleep(ctx, 10*time.Millisecond)
+		return
+	}
+	fd, err := unix.PidfdOpen(entry.PID, 0)
+	if err != nil {
+		sleep(ctx, 10*time.Millisecond)
+		return
+	}
+	defer unix.Close(fd)
+	// Checked once the pidfd holds the process: a pid reused meanwhile is not our supervisor.
+	if !supervise.SupervisorAlive(entry.PID, entry.Name) {
+		return
+	}
+	for ctx.Err() == nil {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 200)
+		if n > 0 || (err != nil && !errors.Is(err, syscall.EINTR)) {
+			return
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// judge reads the end of bead's attempt n from its records, once its supervisor is gone (one
+// lost without recording its end is closed as supervisor-lost first), and its cost from its
+// output.
+func (r *runner) judge(ctx context.Context, bead string, n int) outcome {
+	if _, err := attempt.ReconcileBead(ctx, r.dir, nil, bead); err != nil {
+		return outcome{status: outFailed, reason: oneLine(err)}
+	}
+	run, err := record.ReadRun(r.dir.Store.RunPath(bead))
+	if err != nil {
+		return outcome{status: outFailed, reason: "reading the run record: " + oneLine(err)}
+	}
+	if run.Attempt != n {
+		return outcome{status: outFailed, reason: fmt.Sprintf("the records of %s are attempt %d's, not %d's", bead, run.Attempt, n)}
+	}
+	out := outcome{status: outFailed, reason: run.Status}
+	if run.FailureReason != nil && *run.FailureReason != "" {
+		out.reason = *run.FailureReason
+	}
+	switch run.Status {
+	case record.StatusDone:
+		out.status, out.reason = outDone, ""
+	case record.StatusRunning:
+		out.reason = "still recorded running"
+	}
+	if run.DurationSeconds != nil {
+		out.duration = float64(*run.DurationSeconds)
+	}
+	out.cost = r.cfg.Profile.ParseUsage(logTail(r.dir.Layout.LogPath(bead))).CostUSD
+	return out
+}
+
+// maxTail is how much of the end of an agent's output is read for its usage: claude's JSON
+// result is its last line.
+const maxTail = 1 << 20
+
+// logTail reads the end of an attempt's log, a regular file only, never through a link.
+func logTail(path string) []byte {
+	f, err := statedir.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	off := fi.Size() - maxTail
+	if off < 0 {
+		off = 0
+	}
+	b, _ := io.ReadAll(io.NewSectionReader(f, off, maxTail))
+	return b
+}
+
+// oneLine is err's message on one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// state writes the agent's state file.
+func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n int) {
+	st := &store.AgentState{AgentID: a.id, PlanID: a.r.plan, Status: status, LastCheckpoint: now()}
+	if t != nil {
+		id := t.ID
+		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
+	}
+	if err := a.r.cfg.Store.WriteAgentState(ctx, st); err != nil {
+		a.r.logf("%s: writing its state: %v", a.id, err)
+	}
+}
+
+// end records the agent's end: completed (its state file removed, as the seed does), failed,
+// or stopped by the budget.
+func (a *agentRun) end(ctx context.Context, status string) {
+	r := a.r
+	t := now()
+	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		p, err := tx.Progress()
+		if err != nil {
+			return err
+		}
+		e := agentEntry(p, a.id)
+		e.Status, e.CompletedAt = status, &t
+		if status == store.AgentCompleted {
+			e.TaskID = nil
+		}
+		p.UpdatedAt = t
+		recount(p)
+		tx.ChangedProgress()
+		return nil
+	})
+	if err != nil {
+		r.logf("%s: %v", a.id, err)
+	}
+	if status == store.AgentCompleted {
+		r.cfg.Store.RemoveAgentState(a.id)
+	} else {
+		a.state(ctx, status, nil, 0)
+	}
+	if status == store.AgentBudget {
+		r.logf("%s: stopped: the budget is reached", a.id)
+	}
+}
+
+// stopAll stops every attempt of this run at work (--hard-budget): each supervisor records its
+// end, and its task goes back to pending.
+func (r *runner) stopAll(ctx context.Context) {
+	r.mu.Lock()
+	var beads []string
+	for bead := range r.running {
+		r.hardStopped[bead] = true
+		beads = append(beads, bead)
+	}
+	r.mu.Unlock()
+	for _, bead := range beads {
+		if live, entry := attempt.Alive(ctx, r.dir, r.where, bead); live {
+			attempt.Stop(ctx, nil, entry, "", syscall.SIGTERM)
+		}
+	}
+}

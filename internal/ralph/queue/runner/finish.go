@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"context"
+
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+)
+
+// finish applies an attempt's outcome in one transaction: the task (done; back to pending with
+// retries + 1 and a retry-queue entry; failed once out of attempts, its dependents blocked), the
+// cost (the task's, the agent's, the plan's) and the progress. Then the budget is checked: once
+// it is reached no agent starts another task, and with --hard-budget the running ones stop.
+func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
+	r := a.r
+	if out.status == "" {
+		return // not known: the attempt runs on after an interrupt
+	}
+	t := now()
+	max := r.cfg.MaxRetries
+	var line string
+	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		rq, err := tx.Retry()
+		if err != nil {
+			return err
+		}
+		p, err := tx.Progress()
+		if err != nil {
+			return err
+		}
+		task, ok := q.Get(c.task.ID)
+		mine := ok && task.Status == store.Claimed && task.ClaimedBy != nil && *task.ClaimedBy == a.id && task.Attempt == c.attempt
+		if mine && out.status != outGone {
+			task.CostUSD += out.cost
+			switch out.status {
+			case outDone:
+				task.Status, task.CompletedAt, task.Error = store.Done, &t, ""
+				dropRetries(rq, task.ID)
+				line = "done"
+			case outStopped:
+				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
+				line = "stopped by the budget, pending again"
+			default:
+				task.Retries++
+				task.Error = out.reason
+				if task.Retries >= max {
+					task.Status, task.CompletedAt = store.Failed, &t
+					dropRetries(rq, task.ID)
+					line = "failed (" + out.reason + "), out of retries"
+				} else {
+					task.Status, task.ClaimedBy, task.ClaimedAt = store.Pending, nil, nil
+					rq.Retries = append(rq.Retries, store.Retry{TaskID: task.ID, AgentID: a.id, Attempt: task.Retries,
+						Error: out.reason, QueuedAt: t, MaxRetries: max})
+					line = "failed (" + out.reason + "), queued for a retry"
+				}
+			}
+			q.Put(task)
+			if task.Status == store.Failed {
+				q.Reblock()
+			}
+			tx.ChangedQueue()
+			tx.ChangedRetry()
+		}
+		p.TotalCostUSD += out.cost
+		e := agentEntry(p, a.id)
+		e.CostUSD += out.cost
+		e.DurationSeconds += out.duration
+		e.Tasks++
+		id := c.task.ID
+		e.TaskID = &id
+		p.UpdatedAt = t
+		recount(p)
+		tx.ChangedProgress()
+		r.mu.Lock()
+		r.cost = p.TotalCostUSD
+		r.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		r.logf("%s: recording %s: %v", a.id, c.task.ID, err)
+	} else if line != "" {
+		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, line)
+	}
+	a.state(ctx, store.AgentWorking, nil, 0)
+	r.notify()
+	if r.budgetReached() && r.cfg.HardBudget {
+		r.stopAll(ctx)
+	}
+}
+
+// dropRetries clears a task's entries from the retry queue: it succeeded, or is out of retries.
+func dropRetries(rq *store.RetryQueue, id string) {
+	kept := rq.Retries[:0]
+	for _, e := range rq.Retries {
+		if e.TaskID != id {
+			kept = append(kept, e)
+		}
+	}
+	rq.Retries = kept
+}

@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/record"
+)
+
+// recover finds the claims an earlier runner left (it died, or was interrupted) and settles
+// them before any new claim: a claim whose attempt's supervisor is alive is returned, by agent,
+// to be waited for; one whose attempt ended is judged by its records, as if the runner had seen
+// it end; one whose attempt never started (no attempt number, or records of an older attempt)
+// goes back to pending, its retries unchanged.
+func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
+	q, err := r.cfg.Store.View()
+	if err != nil {
+		return nil, err
+	}
+	adopted := map[string]*claim{}
+	for _, t := range q.Tasks() {
+		if t.Status != store.Claimed {
+			continue
+		}
+		c := &claim{task: t, attempt: t.Attempt}
+		agentID := ""
+		if t.ClaimedBy != nil {
+			agentID = *t.ClaimedBy
+		}
+		bead := plan.Bead(r.plan, t.ID)
+		launched := t.Attempt > 0 && agentID != "" && adopted[agentID] == nil
+		if launched {
+			if live, _ := attempt.Alive(ctx, r.dir, r.where, bead); live {
+				adopted[agentID] = c
+				continue
+			}
+			if _, err := attempt.ReconcileBead(ctx, r.dir, nil, bead); err != nil {
+				return nil, err
+			}
+			run, err := record.ReadRun(r.dir.Store.RunPath(bead))
+			launched = err == nil && run.Attempt >= t.Attempt
+		}
+		if !launched {
+			if err := r.release(ctx, t); err != nil {
+				return nil, err
+			}
+			r.logf("recovered: %s back to pending (its attempt never started)", t.ID)
+			continue
+		}
+		a := &agentRun{r: r, id: agentID}
+		out := r.judge(ctx, bead, t.Attempt)
+		r.logf("recovered: %s (attempt %d) ended while no runner watched it", t.ID, t.Attempt)
+		a.finish(ctx, c, out)
+	}
+	return adopted, nil
+}
+
+// release puts a claim whose attempt never started back to pending.
+func (r *runner) release(ctx context.Context, t store.Task) error {
+	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		cur, ok := q.Get(t.ID)
+		if !ok || cur.Status != store.Claimed || cur.Attempt != t.Attempt {
+			return errChanged
+		}
+		cur.Status, cur.ClaimedBy, cur.ClaimedAt = store.Pending, nil, nil
+		q.Put(cur)
+		tx.ChangedQueue()
+		return nil
+	})
+	if errors.Is(err, errChanged) {
+		return nil
+	}
+	return err
+}
+
+var errChanged = errors.New("changed meanwhile")

@@ -1,0 +1,248 @@
+// Package runner works through a plan's task queue with N agents at once. Each agent (agent-1 …
+// agent-N) claims the next task whose dependencies are done (one lock, one atomic write: see
+// package store), runs it as a dispatched attempt of bead <plan>-<task> on the shared supervisor
+// (package attempt: run and result records, the supervisor detached, so it outlives the runner),
+// waits for it, reads its cost from its output (agent.Profile.ParseUsage) and marks the task
+// done, or failed: back to pending with retries + 1 through the retry queue until max_retries,
+// then failed, its dependents blocked. The budget is checked before each agent starts a task.
+//
+// A runner that died leaves claims behind; the next Run finds them: a claim whose supervisor is
+// alive is waited for as if it had been started by this run, one whose attempt ended is judged
+// by its records, one never launched goes back to pending.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
+)
+
+// Config is what a run needs.
+type Config struct {
+	Store *store.Store
+	// Agents is how many agents work at once.
+	Agents int
+	// Profile is the agent type every task runs with; AgentName and Model as the records keep
+	// them (Model.Resolved goes on the command line).
+	Profile   *agent.Profile
+	AgentName string
+	Model     agent.Model
+	// Budget, when set, is the most the run may spend in USD: no agent starts a task once the
+	// total cost reached it. HardBudget also stops the agents running when it is reached.
+	Budget     *float64
+	HardBudget bool
+	// MaxRetries is how many attempts a task gets (the first included) before it is failed.
+	MaxRetries int
+	// Repo is the repository the agents work in; Worktree gives each task a git worktree of its
+	// own, on branch agent/<bead>.
+	Repo     string
+	Worktree bool
+	// StateDir is where the run and result records go (absolute).
+	StateDir string
+	// Self is the command line of the supervisor verb (this binary's "queue __supervise
+	// --state-dir DIR"); attempt.Launch adds the handoff and the bead.
+	Self []string
+	// Env is the agents' environment, to which each attempt adds its own variables.
+	Env []string
+	// Timeout, KillGrace and MinFreeMB are each attempt's (dispatch's DISPATCH_* settings).
+	Timeout   time.Duration
+	KillGrace time.Duration
+	MinFreeMB int64
+	// Log receives one line per event (claims, ends, retries, the budget).
+	Log io.Writer
+}
+
+// Result is how a run ended.
+type Result struct {
+	Counts        map[string]int // tasks by status at the end
+	CostUSD       float64        // the plan's total cost so far
+	BudgetReached bool
+	Interrupted   bool // the context ended: claims are left for the next run
+}
+
+// runner is one run's shared state.
+type runner struct {
+	cfg   Config
+	plan  string
+	dir   attempt.Dir
+	where attempt.Where
+
+	mu          sync.Mutex
+	cost        float64
+	budgetHit   bool
+	running     map[string]bool // beads of this run at work now
+	hardStopped map[string]bool // beads stopped by --hard-budget
+	wake        chan struct{}   // closed (and replaced) whenever a task ends or the queue changes
+}
+
+// Run works through the queue until no task can run any more (all done, failed, blocked or
+// skipped), the budget is reached, or ctx ends. The caller holds the directory's runner lock.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Agents < 1 {
+		return nil, errors.New("at least one agent is needed")
+	}
+	if cfg.MaxRetries < 1 {
+		cfg.MaxRetries = 1
+	}
+	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
+		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
+		running: map[string]bool{}, hardStopped: map[string]bool{}, wake: make(chan struct{})}
+	adopted, err := r.recover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
+	for i := 1; i <= cfg.Agents; i++ {
+		id := AgentID(i)
+		agents = append(agents, &agentRun{r: r, id: id, adopted: adopted[id]})
+		delete(adopted, id)
+	}
+	for id, c := range adopted {
+		// An agent of an earlier run that had more agents: it finishes its task, no more.
+		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true})
+	}
+	for _, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.work(ctx)
+		}()
+	}
+	wg.Wait()
+	res := &Result{Interrupted: ctx.Err() != nil}
+	r.mu.Lock()
+	res.CostUSD, res.BudgetReached = r.cost, r.budgetHit
+	r.mu.Unlock()
+	q, err := cfg.Store.View()
+	if err != nil {
+		return res, err
+	}
+	res.Counts = q.Counts()
+	return res, nil
+}
+
+// AgentID is the id of the run's agent i (1-based): agent-i, as the seed names agents.
+func AgentID(i int) string { return fmt.Sprintf("agent-%d", i) }
+
+// logf writes one line to the run's log.
+func (r *runner) logf(format string, args ...any) {
+	if r.cfg.Log != nil {
+		r.mu.Lock()
+		fmt.Fprintf(r.cfg.Log, format+"\n", args...)
+		r.mu.Unlock()
+	}
+}
+
+// notify wakes the agents waiting for a task to become ready.
+func (r *runner) notify() {
+	r.mu.Lock()
+	close(r.wake)
+	r.wake = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// waitChange waits until a task ends, or a while (another process may add or retry tasks).
+func (r *runner) waitChange(ctx context.Context) {
+	r.mu.Lock()
+	ch := r.wake
+	r.mu.Unlock()
+	t := time.NewTimer(500 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// budgetReached says whether no agent may start a task any more.
+func (r *runner) budgetReached() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg.Budget != nil && r.cost >= *r.cfg.Budget {
+		r.budgetHit = true
+	}
+	return r.budgetHit
+}
+
+// now is the time as the queue's files write it.
+func now() string { return record.FormatTime(time.Now()) }
+
+// start writes the run's start into the progress file: the agents, the budget; the total cost
+// so far is the plan's, kept across runs, and the budget counts it.
+func (r *runner) start(ctx context.Context) error {
+	t := now()
+	return r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+		p, err := tx.Progress()
+		if err != nil {
+			return err
+		}
+		if p.StartedAt == "" {
+			p.StartedAt = t
+		}
+		p.PlanID, p.Phase, p.UpdatedAt = r.plan, store.PhaseImplementation, t
+		p.AgentsTotal = r.cfg.Agents
+		p.BudgetLimitUSD = r.cfg.Budget
+		for i := 1; i <= r.cfg.Agents; i++ {
+			a := agentEntry(p, AgentID(i))
+			a.Status, a.StartedAt, a.CompletedAt = store.AgentActive, t, nil
+		}
+		recount(p)
+		r.cost = p.TotalCostUSD
+		tx.ChangedProgress()
+		return nil
+	})
+}
+
+// agentEntry returns the progress entry of agent id, adding it when there is none.
+func agentEntry(p *store.Progress, id string) *store.Agent {
+	for i := range p.Agents {
+		if p.Agents[i].ID == id {
+			return &p.Agents[i]
+		}
+	}
+	p.Agents = append(p.Agents, store.Agent{ID: id, Status: store.AgentActive, StartedAt: now()})
+	return &p.Agents[len(p.Agents)-1]
+}
+
+// recount derives the progress file's counters and averages from its agents.
+func recount(p *store.Progress) {
+	p.AgentsActive, p.AgentsCompleted, p.AgentsFailed = 0, 0, 0
+	var tasks int
+	var cost, secs float64
+	turns := 0
+	for _, a := range p.Agents {
+		switch a.Status {
+		case store.AgentActive:
+			p.AgentsActive++
+		case store.AgentCompleted:
+			p.AgentsCompleted++
+		case store.AgentFailed:
+			p.AgentsFailed++
+		}
+		tasks += a.Tasks
+		cost += a.CostUSD
+		secs += a.DurationSeconds
+		turns += a.NumTurns
+	}
+	p.Performance = store.Performance{TotalTurns: turns}
+	if tasks > 0 {
+		// An "agent" of the seed's averages is one agent run: here, one attempt at a task.
+		p.Performance.AvgCostPerAgent = cost / float64(tasks)
+		p.Performance.AvgDurationSeconds = secs / float64(tasks)
+		p.Performance.AvgTurnsPerAgent = float64(turns) / float64(tasks)
+	}
+}

@@ -1,0 +1,162 @@
+package queue
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/screen"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func statusApp(_ io.Reader, stdout, stderr io.Writer) *ucli.App {
+	return newApp(cli.Spec{
+		Name: tool + " status", Usage: "show a plan's tasks, agents, cost and ETA",
+		UsageText: "ralph queue status PLAN [--json] [--repo DIR]",
+		Description: "Counts the tasks by state, lists the agents of the last run with their cost, the plan's cost against its budget, " +
+			"an estimate of the time left while a runner is at work, and every task that is not done.",
+		Flags: []ucli.Flag{repoFlag(), &ucli.BoolFlag{Name: "json", Usage: "one JSON document"}},
+		Action: func(c *ucli.Context) error {
+			a, err := args(c, "PLAN")
+			if err != nil {
+				return err
+			}
+			return status(c, a[0], stdout)
+		},
+	}, stdout, stderr)
+}
+
+// Status is status --json's document.
+type Status struct {
+	PlanID         string         `json:"plan_id"`
+	Tasks          int            `json:"tasks"`
+	Counts         map[string]int `json:"counts"`
+	RunnerActive   bool           `json:"runner_active"`
+	TotalCostUSD   float64        `json:"total_cost_usd"`
+	BudgetLimitUSD *float64       `json:"budget_limit_usd"`
+	// ETASeconds is the time left while a runner is at work: the tasks left times the average
+	// duration of a task, over the agents at work; null when it cannot be told.
+	ETASeconds *float64      `json:"eta_seconds"`
+	Agents     []store.Agent `json:"agents"`
+	// Open lists every task not done: pending, claimed, failed, blocked, skipped.
+	Open []store.Task `json:"open"`
+}
+
+func status(c *ucli.Context, planArg string, stdout io.Writer) error {
+	id, err := planOf(planArg)
+	if err != nil {
+		return err
+	}
+	dir, _, err := dirOf(c)
+	if err != nil {
+		return err
+	}
+	s := store.New(dir, id)
+	q, err := s.View()
+	if err != nil {
+		return err
+	}
+	p, err := s.ViewProgress()
+	if err != nil {
+		return err
+	}
+	st := Status{PlanID: id, Tasks: q.Len(), Counts: q.Counts(), TotalCostUSD: p.TotalCostUSD,
+		BudgetLimitUSD: p.BudgetLimitUSD, Agents: p.Agents, Open: []store.Task{}}
+	if unlock, err := dir.LockRunner(c.Context); err == nil {
+		unlock()
+	} else if errors.Is(err, store.ErrRunnerActive) {
+		st.RunnerActive = true
+	}
+	for _, t := range q.Tasks() {
+		if t.Status != store.Done {
+			st.Open = append(st.Open, t)
+		}
+	}
+	left := st.Counts[store.Pending] + st.Counts[store.Claimed]
+	if st.RunnerActive && p.AgentsActive > 0 && p.Performance.AvgDurationSeconds > 0 {
+		eta := math.Ceil(float64(left) * p.Performance.AvgDurationSeconds / float64(p.AgentsActive))
+		st.ETASeconds = &eta
+	}
+	if c.Bool("json") {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		_, err := fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	return printStatus(stdout, &st)
+}
+
+// printStatus writes the status as text; every name and description from the files is
+// stripped of control sequences.
+func printStatus(w io.Writer, st *Status) error {
+	n := st.Counts
+	fmt.Fprintf(w, "plan %s: %d tasks: %d done, %d claimed, %d pending, %d failed, %d blocked, %d skipped\n", clean(st.PlanID), st.Tasks,
+		n[store.Done], n[store.Claimed], n[store.Pending], n[store.Failed], n[store.Blocked], n[store.Skipped])
+	runner := "no runner at work"
+	if st.RunnerActive {
+		runner = "a runner is at work"
+	} else if n[store.Claimed] > 0 {
+		runner += fmt.Sprintf(" (%d claims left by one that stopped: 'ralph queue run' takes them back)", n[store.Claimed])
+	}
+	fmt.Fprintf(w, "%s; cost $%s%s", runner, money(st.TotalCostUSD), budgetNote(st.BudgetLimitUSD))
+	if st.ETASeconds != nil {
+		fmt.Fprintf(w, "; about %s left", duration(*st.ETASeconds))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	if len(st.Agents) > 0 {
+		fmt.Fprintln(tw, "\nAGENT\tSTATUS\tTASK\tTASKS RUN\tCOST\tTIME")
+		for _, a := range st.Agents {
+			task := "-"
+			if a.TaskID != nil {
+				task = clean(*a.TaskID)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), task, a.Tasks, money(a.CostUSD), duration(a.DurationSeconds))
+		}
+	}
+	if len(st.Open) > 0 {
+		fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tDESCRIPTION")
+		for _, t := range st.Open {
+			who := "-"
+			if t.ClaimedBy != nil {
+				who = clean(*t.ClaimedBy)
+			}
+			desc := clean(t.Description)
+			if t.Error != "" {
+				desc += " [" + clean(t.Error) + "]"
+			}
+			if len(desc) > 80 {
+				desc = desc[:77] + "..."
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", clean(t.ID), clean(t.Status), t.Retries, who, desc)
+		}
+	}
+	return tw.Flush()
+}
+
+// clean makes a string from the queue's files safe to print: no control sequence, one line.
+func clean(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, screen.Strip(s))
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func duration(secs float64) string {
+	s := int64(secs)
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	case s >= 60:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	return fmt.Sprintf("%ds", s)
+}

@@ -207,15 +207,15 @@ func (H *Home) errw() io.Writer {
 	return H.stderr
 }
 
-// RalphKill is set by ralph's loop package: swarm kill calls it for each worker it kills, before
-// stopping it, so that a loop's monitor is stopped first and starts no new iteration (the Python
-// swarm's kill left the monitor running: it started the next one). It is nil in a binary without
-// ralph's loops.
-var RalphKill func(ctx context.Context, swarmDir, name string, rmWorktree bool, stderr io.Writer)
+// RalphKill is set by ralph's loop package: swarm kill calls it first for the worker it names
+// (for each worker with --all). When name is a ralph loop, it ends the loop (stopped, killed)
+// and waits until its monitor is gone, so that no new iteration starts and no worker is being
+// started once kill has looked the worker up (the Python swarm's kill left the monitor running,
+// and it started the next iteration); it reports whether name was a loop. It is nil in a binary
+// without ralph's loops.
+var RalphKill func(ctx context.Context, swarmDir, name string, rmWorktree bool, stderr io.Writer) bool
 
 // ralphKill calls RalphKill when it is set.
-func ralphKill(ctx context.Context, h *home, name string, rmWorktree bool, stderr io.Writer) {
-	if RalphKill != nil {
-		RalphKill(ctx, h.dir.Root, name, rmWorktree, stderr)
-	}
+func ralphKill(ctx context.Context, h *home, name string, rmWorktree bool, stderr io.Writer) bool {
+	return RalphKill != nil && RalphKill(ctx, h.dir.Root, name, rmWorktree, stderr)
 }

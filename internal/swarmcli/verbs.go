@@ -400,12 +400,32 @@ var killVerb = &verb{
 		if err != nil {
 			return err
 		}
+		// A ralph loop's monitor goes first (it would start the next iteration), then the
+		// workers are read again: the monitor may have just replaced the one it ran.
+		loops := false
+		if c.Bool("all") {
+			for _, w := range s.Workers {
+				loops = ralphKill(c.Context, h, w.Name, c.Bool("rm-worktree"), e.stderr) || loops
+			}
+		} else if c.NArg() > 0 {
+			loops = ralphKill(c.Context, h, c.Args().First(), c.Bool("rm-worktree"), e.stderr)
+		}
+		if loops {
+			if s, err = h.reg.Load(); err != nil {
+				return err
+			}
+		}
 		ws := s.Workers
 		if !c.Bool("all") {
 			if c.NArg() == 0 {
 				return errors.New("must specify worker name or --all")
 			}
 			w, err := one(s, c.Args().First(), 1)
+			if err != nil && loops {
+				// A loop between two iterations has no worker: the loop was what there was to kill.
+				fmt.Fprintf(e.stdout, "killed %s\n", c.Args().First())
+				return nil
+			}
 			if err != nil {
 				return err
 			}

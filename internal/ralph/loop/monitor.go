@@ -61,6 +61,11 @@ func (l *app) monitor(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	// Signals are caught before the pid is recorded: from then on a stop may send one.
+	wake := make(chan struct{}, 1)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, signalLook)
+	defer signal.Stop(sigs)
 	pid := os.Getpid()
 	var refuse error
 	_, err = l.st.update(ctx, func(st *State) error {
@@ -86,10 +91,6 @@ func (l *app) monitor(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wake := make(chan struct{}, 1)
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, signalLook)
-	defer signal.Stop(sigs)
 	go func() {
 		for sig := range sigs {
 			switch sig {
@@ -105,6 +106,12 @@ func (l *app) monitor(ctx context.Context) error {
 				})
 			case syscall.SIGINT, syscall.SIGHUP:
 				cancel()
+			case signalLook:
+				// Stopped, killed or cleaned: whatever the monitor is doing (starting a worker,
+				// waiting for it to be ready, a backoff) ends now; the stopper waits for it.
+				if st, err := l.st.load(); err != nil || st.Status == StatusStopped || st.Status == StatusFailed {
+					cancel()
+				}
 			}
 			select {
 			case wake <- struct{}{}:

@@ -757,6 +757,9 @@ var stopVerb = &verb{
 // returns no iteration starts and no worker is being started.
 func (l *app) stopLoop(ctx context.Context, quiet bool) {
 	st, err := l.st.update(ctx, func(st *State) error {
+		if st.Status != StatusRunning && st.Status != StatusPaused {
+			return fsx.ErrUnchanged // it ended already, and says why
+		}
 		l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", st.CurrentIteration, ReasonKilled)
 		st.Status, st.ExitReason = StatusStopped, strp(ReasonKilled)
 		return nil
@@ -772,23 +775,24 @@ func (l *app) stopLoop(ctx context.Context, quiet bool) {
 
 // killHook is swarm kill's call (swarmcli.RalphKill) for each worker it kills: a loop's
 // monitor goes first. With --rm-worktree the loop's state goes too, as the Python swarm did.
-func killHook(ctx context.Context, swarmDir, name string, rmWorktree bool, stderr io.Writer) {
+func killHook(ctx context.Context, swarmDir, name string, rmWorktree bool, stderr io.Writer) bool {
 	l := &app{tool: "swarm ralph", prog: "swarm", verbPrefix: []string{"ralph"}, stdout: io.Discard, stderr: stderr}
 	l.home, _ = swarmcli.OpenHome(swarmDir, stderr)
 	if l.home == nil {
-		return
+		return false
 	}
 	l.dir = statedirOf(l.home)
 	if l.loop(name) != nil {
-		return
+		return false
 	}
 	if st, err := l.st.load(); err != nil || st == nil {
-		return
+		return false
 	}
 	l.stopLoop(ctx, false)
 	if rmWorktree {
 		os.RemoveAll(l.dir.RalphDir(name))
 	}
+	return true
 }
 
 var listVerb = &verb{

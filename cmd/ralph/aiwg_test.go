@@ -94,16 +94,22 @@ func loops(dir string) []*aiwg.State {
 }
 
 var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	// loopid VAR: VAR becomes the id of the workspace's latest loop (of the current directory).
+	// loopid VAR [PREFIX]: VAR becomes the id of the workspace's loop whose id starts with
+	// PREFIX (the latest one without).
 	"loopid": func(ts *testscript.TestScript, neg bool, args []string) {
-		if len(args) != 1 {
-			ts.Fatalf("usage: loopid VAR")
+		if len(args) < 1 || len(args) > 2 {
+			ts.Fatalf("usage: loopid VAR [PREFIX]")
 		}
-		ls := loops(ts.MkAbs("."))
-		if len(ls) == 0 {
-			ts.Fatalf("no loop in %s", ts.MkAbs("."))
+		var ids []string
+		for _, st := range loops(ts.MkAbs(".")) {
+			if len(args) == 1 || strings.HasPrefix(st.LoopID, args[1]) {
+				ids = append(ids, st.LoopID)
+			}
 		}
-		ts.Setenv(args[0], ls[len(ls)-1].LoopID)
+		if len(ids) == 0 || (len(args) == 2 && len(ids) > 1) {
+			ts.Fatalf("loopid: %d loops match in %s", len(ids), ts.MkAbs("."))
+		}
+		ts.Setenv(args[0], ids[len(ids)-1])
 	},
 	// waitloop ID STATUS [SECONDS]: wait until loop ID has STATUS.
 	"waitloop": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -224,6 +230,14 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 			time.Sleep(10 * time.Millisecond)
 		}
 		ts.Fatalf("controller %d of %s did not die", *st.PID, args[0])
+	},
+	// abortall: ralph abort every loop of the workspace that is not over.
+	"abortall": func(ts *testscript.TestScript, neg bool, args []string) {
+		for _, st := range loops(ts.MkAbs(".")) {
+			if !aiwg.Terminal(st.Status) {
+				ts.Check(ts.Exec("ralph", "abort", st.LoopID))
+			}
+		}
 	},
 	// startmany N ARGS...: run N `ralph ARGS...` at once; stdout gets how many exited 0.
 	"startmany": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -7,9 +7,10 @@
 #   limit=S     print a usage-limit message whose reset is S seconds away (claude's old
 #               "usage limit reached|<epoch>") and exit 1
 #   touch=F     create the file F in the working directory
-#   sleep=S     sleep S seconds first
+#   write=F     append a line to the file F
+#   sleep=S     sleep S seconds
 #   say=TEXT    print TEXT
-# A call past the last line repeats the last line.
+# The words are done in order. A call past the last line repeats the last line.
 dir=${AIWG_AGENT_DIR:?}
 mkdir -p "$dir"
 n=$(( $(cat "$dir/count" 2>/dev/null || echo 0) + 1 ))
@@ -22,12 +23,9 @@ code=0
 for word in $line; do
   case $word in
   sleep=*) sleep "${word#sleep=}" ;;
-  esac
-done
-for word in $line; do
-  case $word in
   exit=*) code=${word#exit=} ;;
   touch=*) : > "${word#touch=}" ;;
+  write=*) echo "agent was here" >> "${word#write=}" ;;
   say=*) echo "${word#say=}" ;;
   cost=*) printf '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"worked","total_cost_usd":%s,"usage":{"input_tokens":100,"output_tokens":20}}\n' "${word#cost=}" ;;
   limit=*) echo "Claude AI usage limit reached|$(( $(date +%s) + ${word#limit=} ))"; code=1 ;;

@@ -45,9 +45,14 @@ func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	var st *State
+	var pid int
+	var pidStart uint64
 	err = ws.Locked(ctx, func(reg *Registry) error {
 		if st, err = ws.ReadState(id); err != nil {
 			return err
+		}
+		if st.PID != nil {
+			pid, pidStart = *st.PID, st.PIDStart
 		}
 		if st.Status == StatusPaused && st.PauseReason == PauseUser {
 			return nil
@@ -62,8 +67,12 @@ func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	// From here no iteration starts; the one in flight is stopped by its controller, and run
-	// again on resume.
+	// again on resume; the controller leaves (resume starts one).
 	waitIterationGone(ctx, st)
+	waitControllerGone(pid, pidStart, id)
+	if cur, err := ws.ReadState(id); err == nil {
+		st = cur
+	}
 	fmt.Fprintf(stdout, "Loop %s paused after %d of at most %d iterations; 'ralph resume %s' continues it\n",
 		id, st.Metrics.TotalIterations, st.Configuration.MaxIterations, id)
 	return nil
@@ -161,8 +170,8 @@ func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err != nil {
 				return err
 			}
-			child.Process.Release()
 			setController(st, child.Process.Pid)
+			child.Process.Release()
 		}
 		return ws.save(reg, st)
 	})

@@ -139,7 +139,7 @@ func TestControlWins(t *testing.T) {
 		n0 := starts(name)
 		s0, r0, _ := state(name)
 		// Long enough for several iterations of this agent to start, had one been allowed to.
-		time.Sleep(800 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 		n1 := starts(name)
 		s1, r1, raw := state(name)
 		log, _ := os.ReadFile(sd.RalphIterations(name))
@@ -165,7 +165,7 @@ func TestControlWins(t *testing.T) {
 			cmdRun(ctx, ralph, "stop", name)
 		}
 	}
-	parallel := 6
+	parallel := 10
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	start := time.Now()

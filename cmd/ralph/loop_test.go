@@ -195,13 +195,17 @@ var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 			time.Sleep(10 * time.Millisecond)
 		}
 	},
-	// count FILE N: FILE has N lines.
+	// count FILE N: FILE has N lines (waiting up to 10 s for them).
 	"count": func(ts *testscript.TestScript, neg bool, args []string) {
-		b, _ := os.ReadFile(ts.MkAbs(args[0]))
-		n := strings.Count(string(b), "\n")
-		if strconv.Itoa(n) != args[1] {
-			ts.Fatalf("%s has %d lines, want %s:\n%s", args[0], n, args[1], b)
+		var b []byte
+		n := 0
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			b, _ = os.ReadFile(ts.MkAbs(args[0]))
+			if n = strings.Count(string(b), "\n"); strconv.Itoa(n) == args[1] {
+				return
+			}
 		}
+		ts.Fatalf("%s has %d lines, want %s:\n%s", args[0], n, args[1], b)
 	},
 	// sleep SECONDS
 	"sleep": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -7,6 +7,7 @@
 #   done         print the done marker TASK_DONE and exit at once
 #   donewait     print TASK_DONE, then idle
 #   idle         print nothing more, sleep
+#   run S        print a line, work S seconds, exit 0
 #   chatty       print a line every 0.2 s for ever
 #   compact      show "Compacting conversation", then idle
 #   context N    show "Context: N% used" as its status line, then idle
@@ -28,6 +29,7 @@ exit) echo "working on it"; exit "$2" ;;
 done) echo "TASK_DONE"; exit 0 ;;
 donewait) echo "TASK_DONE"; exec sleep 1000 ;;
 idle) exec sleep 1000 ;;
+run) echo "working"; sleep "$2"; exit 0 ;;
 chatty) while :; do echo "tick $(date +%s%N)"; sleep 0.2; done ;;
 compact) echo "Compacting conversation..."; exec sleep 1000 ;;
 context) echo "thinking"; echo "100% of tests pass"; echo "Context: $2% used"; exec sleep 1000 ;;

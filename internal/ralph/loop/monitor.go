@@ -168,7 +168,7 @@ func (l *app) run(ctx context.Context, wake chan struct{}) error {
 		}
 		var it *iteration
 		w, _ := l.home.Worker(l.st.name)
-		if w != nil && iterationOf(w) == st.CurrentIteration && st.CurrentIteration > 0 && st.EndedIter < st.CurrentIteration && !rerun {
+		if w != nil && st.isCurrent(w) && st.EndedIter < st.CurrentIteration && !rerun {
 			// The current iteration's worker (started by spawn, or by a monitor before this
 			// one): watch it, or record the end it had while no one watched.
 			it = &iteration{n: st.CurrentIteration, w: w, offset: st.PromptOffset, started: time.Now()}
@@ -205,6 +205,21 @@ func (l *app) run(ctx context.Context, wake chan struct{}) error {
 		}
 	}
 	return nil
+}
+
+// isCurrent reports whether w is the worker of the loop's current iteration: its
+// ralph_iteration says so, or (a monitor killed between the spawn and that note) it has none and
+// was started after the iteration was.
+func (st *State) isCurrent(w *worker.Worker) bool {
+	if st.CurrentIteration <= 0 {
+		return false
+	}
+	if n := iterationOf(w); n != 0 {
+		return n == st.CurrentIteration
+	}
+	ws, ok1 := parseISO(w.Started)
+	is, ok2 := parseISO(st.LastIterationStarted)
+	return ok1 && ok2 && !ws.Before(is)
 }
 
 // iterationOf is the loop iteration a worker was started for (its ralph_iteration metadata).

@@ -99,19 +99,24 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // workspace is the directory whose .aiwg/ralph holds the loops: the top of the git repository
-// the caller is in (so a loop started from a subdirectory counts toward the same limit), else
-// the current directory, as AIWG used it.
+// the caller is in (the nearest directory with a .git, so a loop started from a subdirectory
+// counts toward the same limit; found without running git, which would cost ralph status a
+// few milliseconds), else the current directory, as AIWG used it.
 func workspace(ctx context.Context) (Workspace, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return Workspace{}, err
 	}
-	if out, err := exec.CommandContext(ctx, "git", "-C", wd, "rev-parse", "--show-toplevel").Output(); err == nil {
-		if top := strings.TrimSpace(string(out)); top != "" {
-			return Workspace{Root: top}, nil
+	for dir := wd; ; {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return Workspace{Root: dir}, nil
 		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return Workspace{Root: wd}, nil
+		}
+		dir = parent
 	}
-	return Workspace{Root: wd}, nil
 }
 
 // agentsConfig is the agents config as dispatch reads it: CONFIG_FILE when set (it must exist),

@@ -274,6 +274,12 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		if !c.mine(st) {
 			return nil
 		}
+		// The last check's output is kept whole (maxCheckOutput) for the next prompt; older
+		// ones shrink to their end, so a long loop's state stays small to read.
+		if n := len(st.Progress.CompletionChecks); n > 0 {
+			prev := &st.Progress.CompletionChecks[n-1]
+			prev.Output = tailString(prev.Output, maxOldCheckOutput)
+		}
 		st.Progress.CompletionChecks = append(st.Progress.CompletionChecks, check)
 		last := check
 		st.Progress.LastCompletionCheck = &last

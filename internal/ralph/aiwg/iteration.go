@@ -191,6 +191,9 @@ func logTail(path string) []byte {
 // prompt gets: its end, where test runners print the failures' summary.
 const maxCheckOutput = 4000
 
+// maxOldCheckOutput is what the state keeps of the output of the checks before the last.
+const maxOldCheckOutput = 500
+
 // checkTimeout bounds one run of the completion command when the loop has no timeout.
 const checkTimeout = 30 * time.Minute
 

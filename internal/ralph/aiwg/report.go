@@ -28,12 +28,17 @@ func statusCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := ws.Sweep(ctx, []string{id}); err != nil {
-		return err
-	}
 	st, err := ws.ReadState(id)
 	if err != nil {
 		return err
+	}
+	if looksDead(st) { // the next look: read again once it is recorded
+		if err := ws.Sweep(ctx, []string{id}); err != nil {
+			return err
+		}
+		if st, err = ws.ReadState(id); err != nil {
+			return err
+		}
 	}
 	if flags["json"] == "true" {
 		return writeJSON(stdout, st)

@@ -426,6 +426,7 @@ func (reg *Registry) sync(st *State) {
 func (w Workspace) checkpoint(st *State, n int) error {
 	rel := CheckpointRel(st.LoopID, n)
 	st.LastCheckpoint = &rel
+	st.LastUpdated = stamp(time.Now())
 	b, err := Encode(st)
 	if err != nil {
 		return err

@@ -239,6 +239,58 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 			}
 		}
 	},
+	// controlwins TRIALS: a loop whose iterations follow each other as fast as they can (an
+	// agent that exits at once, a check that fails) is paused at a random moment and resumed,
+	// TRIALS times (AIWG_TRIALS overrides), then aborted: after each pause or abort returns,
+	// no agent starts and the state says paused (aborted) with no controller.
+	"controlwins": func(ts *testscript.TestScript, neg bool, args []string) {
+		trials, _ := strconv.Atoi(args[0])
+		if n, err := strconv.Atoi(os.Getenv("AIWG_TRIALS")); err == nil {
+			trials = n
+		}
+		ralph := func(args ...string) string {
+			cmd := exec.Command("ralph", args...)
+			cmd.Dir = ts.MkAbs(".")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				ts.Fatalf("ralph %s: %v: %s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
+		}
+		calls := func() string {
+			b, _ := os.ReadFile(filepath.Join(ts.Getenv("AIWG_AGENT_DIR"), "count"))
+			return strings.TrimSpace(string(b))
+		}
+		ws := aiwg.Workspace{Root: ts.MkAbs(".")}
+		ralph("start", "control wins", "--completion", "false", "--max-iterations", "100000")
+		ls := loops(ts.MkAbs("."))
+		id := ls[len(ls)-1].LoopID
+		settled := func(verb, want string) {
+			before := calls()
+			time.Sleep(300 * time.Millisecond)
+			if after := calls(); after != before {
+				ts.Fatalf("after %s returned the agent was started again (calls %s, then %s)", verb, before, after)
+			}
+			st, err := ws.ReadState(id)
+			ts.Check(err)
+			if st.Status != want || st.PID != nil {
+				ts.Fatalf("after %s: status %s, pid %v", verb, st.Status, st.PID)
+			}
+		}
+		rnd := time.Now().UnixNano()
+		for i := 0; i < trials; i++ {
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			time.Sleep(time.Duration(uint64(rnd)>>33%300) * time.Millisecond)
+			ralph("pause", id)
+			settled("pause", aiwg.StatusPaused)
+			ralph("resume", id)
+		}
+		time.Sleep(time.Duration(uint64(rnd)>>33%300) * time.Millisecond)
+		ralph("abort", id)
+		settled("abort", aiwg.StatusAborted)
+		st, _ := ws.ReadState(id)
+		fmt.Fprintf(ts.Stdout(), "trials %d iterations %d interrupted %d\n", trials, st.Metrics.TotalIterations, len(st.Iterations)-st.Metrics.TotalIterations)
+	},
 	// startmany N ARGS...: run N `ralph ARGS...` at once; stdout gets how many exited 0.
 	"startmany": func(ts *testscript.TestScript, neg bool, args []string) {
 		n, _ := strconv.Atoi(args[0])

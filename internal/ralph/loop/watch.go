@@ -151,6 +151,17 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 			}
 			return result{kind: resExited, out: out}
 		}
+		if h, now := hashTail(scr, 20), time.Now(); h != lastHash {
+			lastHash, lastChange = h, now
+			// At most once a second: a chatty agent changes its screen every poll.
+			if now.Sub(lastSaved) >= time.Second {
+				lastSaved = now
+				l.st.update(ctx, func(s *State) error {
+					s.LastScreenChange = strp(utcISO(now))
+					return nil
+				})
+			}
+		}
 		text := strings.Join(scr, "\n")
 		for _, p := range stuckPatterns {
 			if !warned[p.text] && strings.Contains(text, p.text) {
@@ -179,19 +190,7 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 			lastChange = time.Now()
 			continue
 		}
-		h := hashTail(scr, 20)
-		now := time.Now()
-		if h != lastHash {
-			lastHash, lastChange = h, now
-			// At most once a second: a chatty agent changes its screen every poll.
-			if now.Sub(lastSaved) >= time.Second {
-				lastSaved = now
-				l.st.update(ctx, func(s *State) error {
-					s.LastScreenChange = strp(utcISO(now))
-					return nil
-				})
-			}
-		} else if timeout > 0 && now.Sub(lastChange) >= timeout {
+		if timeout > 0 && time.Since(lastChange) >= timeout {
 			return result{kind: resInactive, timeout: st.InactivityTimeout}
 		}
 	}

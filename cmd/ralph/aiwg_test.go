@@ -38,7 +38,7 @@ func aiwgSetup(env *testscript.Env) error {
 	agentPath, _ := filepath.Abs("testdata/aiwg-agent.sh")
 	config := filepath.Join(env.WorkDir, "agents.json")
 	cfg := fmt.Sprintf(`{"claude": {"command": %q, "flags": ["-p"], "model_flag": "--model", "default_model": "opus", "terminal": false},
-	  "plain": {"command": %q, "cost_pattern": "spent \\$([0-9.]+)"}}`, agentPath, agentPath)
+	  "plain": {"command": %q, "cost_pattern": "spent=\\$([0-9.]+)"}}`, agentPath, agentPath)
 	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -241,10 +241,13 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	},
 	// controlwins TRIALS: a loop whose iterations follow each other as fast as they can (an
 	// agent that exits at once, a check that fails) is paused at a random moment and resumed,
-	// TRIALS times (AIWG_TRIALS overrides), then aborted: after each pause or abort returns,
+	// TRIALS times (3 under -race; AIWG_TRIALS overrides), then aborted: after each pause or abort returns,
 	// no agent starts and the state says paused (aborted) with no controller.
 	"controlwins": func(ts *testscript.TestScript, neg bool, args []string) {
 		trials, _ := strconv.Atoi(args[0])
+		if aiwgRace {
+			trials = 3
+		}
 		if n, err := strconv.Atoi(os.Getenv("AIWG_TRIALS")); err == nil {
 			trials = n
 		}

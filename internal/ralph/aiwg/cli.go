@@ -83,7 +83,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case verb == "status":
 		err = statusCmd(ctx, rest, stdout)
 	case verb == "list":
-		err = listCmd(ctx, rest, stdout)
+		err = listCmd(ctx, rest, stdout, stderr)
 	case verb == "report":
 		err = reportCmd(ctx, rest, stdout)
 	case verb == "pause":

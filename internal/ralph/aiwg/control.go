@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
@@ -60,7 +62,8 @@ func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := st.Transition(StatusPaused); err != nil {
 			return err
 		}
-		st.PauseReason = PauseUser
+		// A loop waiting out a usage limit is now paused by a person: it waits for resume.
+		st.PauseReason, st.ResumeAt = PauseUser, nil
 		return ws.save(reg, st)
 	})
 	if err != nil {
@@ -329,6 +332,10 @@ func short(commit string) string {
 // the untracked files the loop added.
 const untrackedFile = "untracked-at-start"
 
+// maxUntracked bounds that list: a tree with more untracked files than fit in 4 MiB keeps no
+// list, and --revert then removes no untracked file.
+const maxUntracked = 4 << 20
+
 // recordStart keeps what --revert restores: the uncommitted changes (git stash create, which
 // changes nothing) and the untracked files, in the loop's directory.
 func recordStart(ctx context.Context, ws Workspace, st *State) {
@@ -338,8 +345,8 @@ func recordStart(ctx context.Context, ws Workspace, st *State) {
 	if out, err := git(ctx, ws.Root, "stash", "create"); err == nil {
 		st.StartStash = strings.TrimSpace(string(out))
 	}
-	if out, err := git(ctx, ws.Root, "ls-files", "--others", "--exclude-standard", "-z"); err == nil && len(out) < 4<<20 {
-		os.WriteFile(filepath.Join(ws.LoopDir(st.LoopID), untrackedFile), out, 0o600)
+	if out, err := git(ctx, ws.Root, "ls-files", "--others", "--exclude-standard", "-z"); err == nil && len(out) < maxUntracked {
+		fsx.WriteFileAtomic(filepath.Join(ws.LoopDir(st.LoopID), untrackedFile), out, 0o600)
 	}
 }
 
@@ -354,21 +361,22 @@ func revertTree(ctx context.Context, ws Workspace, st *State) error {
 		return err
 	}
 	before := map[string]bool{}
-	if b, err := os.ReadFile(filepath.Join(ws.LoopDir(st.LoopID), untrackedFile)); err == nil {
+	b, err := statedir.ReadFile(filepath.Join(ws.LoopDir(st.LoopID), untrackedFile), maxUntracked)
+	if err == nil {
 		for _, f := range bytes.Split(b, []byte{0}) {
 			before[string(f)] = true
 		}
-	}
-	out, err := git(ctx, ws.Root, "ls-files", "--others", "--exclude-standard", "-z")
-	if err != nil {
-		return err
-	}
-	for _, f := range bytes.Split(out, []byte{0}) {
-		name := string(f)
-		if name == "" || before[name] || name == ".aiwg" || strings.HasPrefix(name, ".aiwg/") {
-			continue
+		out, err := git(ctx, ws.Root, "ls-files", "--others", "--exclude-standard", "-z")
+		if err != nil {
+			return err
 		}
-		os.Remove(filepath.Join(ws.Root, name))
+		for _, f := range bytes.Split(out, []byte{0}) {
+			name := string(f)
+			if name == "" || before[name] || name == ".aiwg" || strings.HasPrefix(name, ".aiwg/") {
+				continue
+			}
+			os.Remove(filepath.Join(ws.Root, name)) // a link is removed, never followed
+		}
 	}
 	if st.StartStash != "" {
 		if _, err := git(ctx, ws.Root, "stash", "apply", "-q", st.StartStash); err != nil {

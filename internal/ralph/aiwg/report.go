@@ -139,7 +139,7 @@ type LoopSummary struct {
 	PID           *int    `json:"pid"`
 }
 
-func listCmd(ctx context.Context, args []string, stdout io.Writer) error {
+func listCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags, ops, err := parseArgs(args, flagSpec{"json": false})
 	if err != nil {
 		return err
@@ -168,7 +168,8 @@ func listCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if sw, err := statedir.SwarmFromEnv(os.LookupEnv); err == nil {
 		swarm, err := loop.List(ctx, sw.Root)
 		if err != nil {
-			return fmt.Errorf("listing swarm's loops: %w", err)
+			// AIWG's loops are still worth listing.
+			fmt.Fprintf(stderr, "ralph: warning: swarm's loops in %s: %v\n", sw.Root, err)
 		}
 		for i := range swarm {
 			entries = append(entries, ListEntry{Kind: "swarm", Swarm: &swarm[i]})

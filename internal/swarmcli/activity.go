@@ -80,9 +80,10 @@ func classify(m *agent.Matcher, lines []string, sinceChange time.Duration) strin
 }
 
 // activityWatch is the supervisor's Watch for a worker: it notes "<activity>" when the
-// activity changes, with " ready" added the first time the ready pattern shows. Patterns that
-// do not compile (spawn compiled them already) watch nothing.
-func activityWatch(p agent.Patterns) (supervise.Watch, time.Duration) {
+// activity changes, with " ready" added the first time the ready pattern shows, and lets the
+// heartbeat's beater (nil: none) look. Patterns that do not compile (spawn compiled them
+// already) watch nothing.
+func activityWatch(p agent.Patterns, b *beater) (supervise.Watch, time.Duration) {
 	m, err := p.Compile()
 	if err != nil {
 		return nil, 0
@@ -92,6 +93,7 @@ func activityWatch(p agent.Patterns) (supervise.Watch, time.Duration) {
 	return func(s *supervise.WatchState) supervise.Verdict {
 		lines := s.Screen(screenLookAll)
 		state := classify(m, lines, s.SinceChange)
+		b.look(state, lines, time.Now())
 		becameReady := !ready && m.Ready(lines)
 		if state == last && !becameReady {
 			return supervise.Verdict{}

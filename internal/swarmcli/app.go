@@ -45,7 +45,7 @@ type verb struct {
 var verbs = []*verb{spawnVerb, lsVerb, statusVerb, peekVerb, sendVerb, interruptVerb, eofVerb, killVerb, waitVerb,
 	logsVerb, cleanVerb,
 	respawnVerb, attachVerb, initVerb,
-	{name: "heartbeat", usage: "periodic messages to an idle worker", missing: true},
+	heartbeatVerb,
 	{name: "ralph", usage: "reserved for the ralph tool (its own issue)", missing: true},
 	superviseVerb,
 }
@@ -79,6 +79,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) < 2 || args[1] == "help" || args[1] == "--help" || args[1] == "-h" {
 		if len(args) >= 3 && args[1] == "help" {
+			if args[2] == heartbeatVerb.name {
+				return exit(e, "heartbeat", runHeartbeat(context.Background(), e, []string{"--help"}))
+			}
 			if v := lookupVerb(args[2]); v != nil && !v.missing {
 				return exit(e, "", cli.Run(context.Background(), v.app(e), []string{tool + " " + v.name, "--help"}))
 			}
@@ -113,8 +116,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	rest := args[2:]
-	if v == spawnVerb {
+	switch v {
+	case spawnVerb:
 		return exit(e, v.name, runSpawn(ctx, e, rest))
+	case heartbeatVerb:
+		return exit(e, v.name, runHeartbeat(ctx, e, rest))
 	}
 	return exit(e, v.name, cli.Run(ctx, v.app(e), append([]string{tool + " " + v.name}, rest...)))
 }
@@ -186,8 +192,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "   %-10s %s%s\n", v.name, v.usage, note)
 	}
 	fmt.Fprintf(w, `
-Not implemented yet: heartbeat, spawn --heartbeat, init --with-sandbox. They say so and
-exit 1. 'swarm ralph' is reserved for the ralph tool.
+Not implemented yet: init --with-sandbox (it says so and exits 1).
 
 Every worker runs under a supervisor (%s), so status, ls and wait know whether its
 agent is alive and its exit code. State: $SWARM_DIR (default ~/.swarm), state.json as the

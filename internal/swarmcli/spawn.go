@@ -39,9 +39,9 @@ var spawnVerb = &verb{
 		&ucli.BoolFlag{Name: "ready-wait", Usage: "wait until the agent's screen shows its profile's ready pattern"},
 		&ucli.IntFlag{Name: "ready-timeout", Value: 120, Usage: "give up waiting after `S` seconds (a warning; spawn still succeeds)"},
 		&ucli.StringFlag{Name: "profile", Usage: "the agent profile (`P`) that tells ready, busy and waiting from the screen; default by the command"},
-		&ucli.StringFlag{Name: "heartbeat", Usage: "not implemented yet"},
-		&ucli.StringFlag{Name: "heartbeat-expire", Usage: "not implemented yet"},
-		&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "not implemented yet"},
+		&ucli.StringFlag{Name: "heartbeat", Usage: "start a heartbeat: type the message into the idle agent every `DUR` (swarm heartbeat)"},
+		&ucli.StringFlag{Name: "heartbeat-expire", Usage: "stop the heartbeat after `DUR` (default: never)"},
+		&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "the heartbeat's message (`M`)"},
 	},
 }
 
@@ -101,8 +101,18 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 		return cli.Usagef("the following arguments are required: --name")
 	case len(cmd) == 0:
 		return errors.New("no command provided (use -- command...)")
-	case c.IsSet("heartbeat") || c.IsSet("heartbeat-expire"):
-		return errors.New("--heartbeat is not implemented yet (nothing was started)")
+	}
+	// The heartbeat's durations are read before anything is made (the Python swarm created the
+	// worker, reported it, and then failed on them).
+	var hbSecs, hbExpire int64
+	if c.String("heartbeat") != "" {
+		var bad, badText string
+		if hbSecs, hbExpire, bad, badText = hbDurations(c.String("heartbeat"), c.String("heartbeat-expire")); bad != "" {
+			if bad == "interval" {
+				return fmt.Errorf("invalid heartbeat interval '%s' (nothing was started)", badText)
+			}
+			return fmt.Errorf("invalid heartbeat-expire '%s' (nothing was started)", badText)
+		}
 	}
 	useTmux := c.Bool("tmux")
 	if err := checkWorkerName(name, useTmux); err != nil {
@@ -277,6 +287,18 @@ func spawn(c *ucli.Context, e *env, cmd []string) error {
 	} else {
 		fmt.Fprintf(e.stdout, "spawned %s (pid: %d)\n", name, pid)
 	}
+	if hbSecs > 0 {
+		if hbSecs < shortInterval {
+			e.warnf("very short heartbeat interval (%s), consider using at least 1m", c.String("heartbeat"))
+		}
+		hb := newHeartbeat(name, hbSecs, hbExpire, c.String("heartbeat-message"), time.Now())
+		mon := int64(pid)
+		hb.MonitorPID = &mon
+		if err := h.updateHeartbeat(ctx, name, func(*worker.Heartbeat) (*worker.Heartbeat, error) { return hb, nil }); err != nil {
+			return fmt.Errorf("starting the heartbeat: %w (the worker runs: swarm heartbeat start %s)", err, name)
+		}
+		fmt.Fprintf(e.stdout, "heartbeat started (%s)\n", heartbeatTerms(hbSecs, hbExpire))
+	}
 	return nil
 }
 
@@ -387,18 +409,23 @@ func superviseWorker(swarmDir, handoff, name string, e *env) error {
 	if sp.Worker != name || sp.Attempt.Name != name {
 		return fmt.Errorf("the supervisor's spec is for %q, not %q", sp.Worker, name)
 	}
-	sp.Attempt.Watch, sp.Attempt.WatchEvery = activityWatch(sp.Screen)
 	h, err := openHomeAt(e, swarmDir)
 	if err != nil {
 		return err
 	}
+	// The heartbeat is beaten from the Watch; the Python swarm's SIGTERM to its monitor_pid
+	// (this process) is no stop of the worker.
+	beats := newBeater(h, name, sp.Started)
+	sp.Attempt.Watch, sp.Attempt.WatchEvery = activityWatch(sp.Screen, beats)
+	filtered := make(chan os.Signal, cap(sigs))
+	go beats.filterSignals(sigs, filtered)
 	console := supervise.ConsoleOf(os.Stdout)
 	var input *os.File
 	if term.IsTerminal(int(os.Stdin.Fd())) {
 		input = os.Stdin
 	}
 	s := &supervise.Supervisor{Layout: h.layout, Tool: supervisorTool, Name: name, Backend: sp.Backend, Socket: sp.Socket,
-		Session: sp.Session, Console: console, Input: input, Once: true, Signals: sigs}
+		Session: sp.Session, Console: console, Input: input, Once: true, Signals: filtered}
 	if err := s.Open(context.Background()); err != nil {
 		return err
 	}

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -82,6 +86,14 @@ func (h *home) recoverSpawn(ctx context.Context, e *env, name string) bool {
 		return false
 	}
 	entry, _ := h.layout.ReadEntry(name)
+	if entry != nil && entry.PID == 0 {
+		// Killed between handing the supervisor its spec and recording its pid: the
+		// supervisor may not have registered yet, but it runs, with the name on its command
+		// line.
+		if pid := h.findSupervisor(name); pid > 0 {
+			entry.PID = pid
+		}
+	}
 	_, ended := w.Ended()
 	launched := ended || w.Metadata.Has(worker.MetaAgentPID) ||
 		(entry != nil && entry.PID > 0 && supervise.SupervisorAlive(entry.PID, name))
@@ -107,6 +119,32 @@ func (h *home) recoverSpawn(ctx context.Context, e *env, name string) bool {
 	undoSpawn(ctx, h, w, j, entry)
 	e.warnf("the spawn of '%s' was interrupted; removed what it had made", name)
 	return true
+}
+
+// findSupervisor returns the pid of a live supervisor of name in this swarm directory (its
+// command line: the supervise verb, --swarm-dir, the name), or 0.
+func (h *home) findSupervisor(name string) int {
+	pids, err := fsx.Names("/proc", func(n string) (string, bool) { return n, n != "" && strings.Trim(n, "0123456789") == "" })
+	if err != nil {
+		return 0
+	}
+	for _, p := range pids {
+		b, err := fsx.ReadFileLimit("/proc/"+p+"/cmdline", 64<<10)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) < 2 || args[len(args)-1] != name || !slices.Contains(args, supervise.SuperviseVerb) {
+			continue
+		}
+		if i := slices.Index(args, "--swarm-dir"); i < 0 || i+1 >= len(args) || args[i+1] != h.dir.Root {
+			continue
+		}
+		if pid, err := strconv.Atoi(p); err == nil && supervise.SupervisorAlive(pid, name) {
+			return pid
+		}
+	}
+	return 0
 }
 
 // undoSpawn removes what an interrupted or failed spawn made, in reverse order.

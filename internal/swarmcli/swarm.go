@@ -204,6 +204,21 @@ func (h *home) waitStarted(ctx context.Context, name string) bool {
 	return false
 }
 
+// supervisorGone waits (at most d) until w's supervisor has exited: its agent ended, it
+// recorded the end, and its tmux window is closed, so that `swarm wait w && swarm attach w`
+// (or respawn, or clean) finds the worker wholly gone.
+func (h *home) supervisorGone(w *worker.Worker, d time.Duration) {
+	var pid int
+	if e, _ := h.layout.ReadEntry(w.Name); e != nil && e.PID > 0 {
+		pid = e.PID
+	} else if !w.Meta(worker.MetaSupervisorPID, &pid) {
+		return
+	}
+	for deadline := time.Now().Add(d); time.Now().Before(deadline) && supervise.SupervisorAlive(pid, w.Name); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // control opens the supervisor's control socket of a running supervised worker, once its
 // agent has started (a worker spawned a moment ago may still be starting it).
 func (h *home) control(w *worker.Worker) (*supervise.Control, error) {
@@ -247,8 +262,11 @@ func (r *recorder) Started(ctx context.Context, a *supervise.Attempt, pid int) e
 }
 
 // Finished records how the agent ended.
+// Its heartbeat ends with it.
 func (r *recorder) Finished(ctx context.Context, a *supervise.Attempt, out *supervise.Outcome, _ io.Writer) error {
-	return r.update(ctx, a.Name, func(w *worker.Worker) { finish(w, out) })
+	err := r.update(ctx, a.Name, func(w *worker.Worker) { finish(w, out) })
+	r.h.stopHeartbeat(ctx, a.Name)
+	return err
 }
 
 // Lost closes a worker whose supervisor died without recording the end.
@@ -266,6 +284,9 @@ func (r *recorder) Lost(ctx context.Context, e *supervise.Entry, out *supervise.
 		closed = true
 		return nil
 	})
+	if closed {
+		r.h.stopHeartbeat(ctx, e.Name)
+	}
 	return closed, err
 }
 

@@ -589,6 +589,9 @@ var waitVerb = &verb{
 					still = append(still, w)
 					continue
 				}
+				if live.supervised {
+					h.supervisorGone(w, 5*time.Second)
+				}
 				fmt.Fprintf(e.stdout, "%s: exited\n", w.Name)
 				if c := exitCode(e, w, live); code == 0 {
 					code = c
@@ -682,6 +685,7 @@ var cleanVerb = &verb{
 				}
 				return nil
 			})
+			h.stopHeartbeat(c.Context, w.Name) // (one the Python swarm's daemon watched, too)
 			gone[w.Name] = true
 			fmt.Fprintf(e.stdout, "cleaned %s\n", w.Name)
 		}

@@ -38,7 +38,8 @@ func aiwgSetup(env *testscript.Env) error {
 	agentPath, _ := filepath.Abs("testdata/aiwg-agent.sh")
 	config := filepath.Join(env.WorkDir, "agents.json")
 	cfg := fmt.Sprintf(`{"claude": {"command": %q, "flags": ["-p"], "model_flag": "--model", "default_model": "opus", "terminal": false},
-	  "plain": {"command": %q, "cost_pattern": "spent=\\$([0-9.]+)"}}`, agentPath, agentPath)
+	  "plain": {"command": %q, "cost_pattern": "spent=\\$([0-9.]+)"},
+	  "missing": {"command": "/nonexistent/agent"}}`, agentPath, agentPath)
 	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -78,6 +79,15 @@ func killLoops(repo string) {
 			}
 		}
 	}
+}
+
+// scriptEnv is the environment of a script's commands, for the processes a command starts.
+func scriptEnv(ts *testscript.TestScript) []string {
+	env := os.Environ()
+	for _, k := range []string{"CONFIG_FILE", "HOME", "SWARM_DIR", "AIWG_AGENT_DIR", "AIWG_PLAN", "PATH"} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	return env
 }
 
 // loops lists the loop ids of the workspace at dir, oldest first.
@@ -254,6 +264,7 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 		ralph := func(args ...string) string {
 			cmd := exec.Command("ralph", args...)
 			cmd.Dir = ts.MkAbs(".")
+			cmd.Env = scriptEnv(ts)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				ts.Fatalf("ralph %s: %v: %s", strings.Join(args, " "), err, out)
@@ -308,10 +319,7 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 			go func() {
 				cmd := exec.Command(exe, args[1:]...)
 				cmd.Dir = ts.MkAbs(".")
-				cmd.Env = os.Environ()
-				for _, k := range []string{"CONFIG_FILE", "HOME", "SWARM_DIR", "AIWG_AGENT_DIR", "AIWG_PLAN", "PATH"} {
-					cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
-				}
+				cmd.Env = scriptEnv(ts)
 				out, _ := cmd.CombinedOutput()
 				ch <- res{cmd.ProcessState.ExitCode(), string(out)}
 			}()

@@ -93,7 +93,21 @@ func waitIterationGone(ctx context.Context, st *State) {
 	if attempt.WaitGone(ctx, d, where, bead, stopWait) {
 		return
 	}
-	_, entry := attempt.Alive(ctx, d, where, bead)
+	stopIteration(ctx, st)
+}
+
+// stopIteration stops the supervisor of st's current iteration, if one lives, and waits for it.
+func stopIteration(ctx context.Context, st *State) {
+	if st.Iteration < 1 || st.StateDir == "" {
+		return
+	}
+	d := attempt.NewDir(st.StateDir)
+	where := attempt.Where{Backend: supervise.BackendProcess}
+	bead := Bead(st.LoopID, st.Iteration)
+	live, entry := attempt.Alive(ctx, d, where, bead)
+	if !live {
+		return
+	}
 	attempt.Stop(ctx, nil, entry, "", supervise.SignalKill)
 	attempt.WaitGone(ctx, d, where, bead, killGrace+5*time.Second)
 }
@@ -142,6 +156,11 @@ func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		case StatusCrashed:
 			if st, err = ws.restore(reg, cur, flags["force"] == "true", stderr); err != nil {
 				return err
+			}
+			// An iteration past the checkpoint may still run under its own supervisor (it
+			// outlives its controller): stopped, or two agents would work in one tree.
+			for k := st.Iteration + 1; k <= cur.Iteration; k++ {
+				stopIteration(ctx, &State{LoopID: id, StateDir: cur.StateDir, Iteration: k})
 			}
 		case StatusRunning, StatusCompleting:
 			pid := 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // A loop's controller is the process that runs its iterations: ralph start --foreground
@@ -89,6 +90,12 @@ func runLoop(ctx context.Context, ws Workspace, id string, log io.Writer) (strin
 		i := st.Iteration
 		res := c.iterate(ctx, st, i)
 		if err := c.finish(ctx, i, res); err != nil {
+			c.giveUp(err)
+			return "", err
+		}
+		if res.it.Reason == supervise.ReasonStartFailed {
+			// The agent cannot start: every iteration would fail the same way, at once.
+			err := fmt.Errorf("iteration %d: the agent could not be started (see %s)", i, res.it.Bead)
 			c.giveUp(err)
 			return "", err
 		}

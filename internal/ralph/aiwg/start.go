@@ -96,8 +96,13 @@ func startCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if _, _, err := resolveAgent(ws, agentArg); err != nil {
+	profile, _, err := resolveAgent(ws, agentArg)
+	if err != nil {
 		return err
+	}
+	// An agent that cannot start would fail every iteration at full speed: refused now.
+	if _, err := exec.LookPath(profile.Command); err != nil {
+		return fmt.Errorf("agent %s: its command %q cannot be run (%v); install it, or fix its entry in the agents config", profile.Name, profile.Command, err)
 	}
 	stateDir := os.Getenv("STATE_DIR")
 	if stateDir == "" {

@@ -74,6 +74,11 @@ var lsVerb = &verb{
 			x := *w
 			x.Status = statusWord(live.running)
 			x.Metadata = withLiveActivity(w, live.running)
+			if o := live.outcome; o != nil && !x.Metadata.Has(worker.MetaFinished) {
+				// Ended, and its supervisor is still writing that down: say it already.
+				x.Metadata = x.Metadata.SetValue(worker.MetaExitCode, o.ExitCode).SetValue(worker.MetaFinished, o.Finished).
+					SetValue(worker.MetaReason, o.Reason)
+			}
 			if st := c.String("status"); st != "all" && x.Status != st {
 				continue
 			}
@@ -111,7 +116,9 @@ func printTable(e *env, ws []*worker.Worker) {
 	if len(ws) == 0 {
 		return
 	}
-	rows := [][]string{{"NAME", "STATUS", "PID/WINDOW", "STARTED", "WORKTREE", "TAG", "ACTIVITY"}}
+	// The Python swarm's columns first, as it printed them; ours after them, so that scripts
+	// that cut its columns still find them where they were.
+	rows := [][]string{{"NAME", "STATUS", "PID/WINDOW", "STARTED", "WORKTREE", "TAG", "ACTIVITY", "EXIT"}}
 	now := time.Now()
 	for _, w := range ws {
 		where := "-"
@@ -128,7 +135,7 @@ func printTable(e *env, ws []*worker.Worker) {
 			tag = strings.Join(w.Tags, ",")
 		}
 		rows = append(rows, []string{w.Name, w.Status, where, age(w.Started, now), wt, tag,
-			activityWords(w, w.Status == worker.StatusRunning, now)})
+			activityWords(w, w.Status == worker.StatusRunning, now), exitCell(w)})
 	}
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
@@ -191,12 +198,36 @@ var statusVerb = &verb{
 	},
 }
 
-// exitWords says how a worker's agent ended: "exit code 3", or why it is not known.
+// exitWords says how a worker's agent ended: "exit code 3" when it exited by itself, "exit
+// code 143: killed" when something ended it (the supervisor's reason: killed by swarm kill,
+// session-killed when its tmux window or server went, supervisor-signal-SIGTERM, ...), or
+// why the code is not known.
 func exitWords(o *worker.Outcome) string {
 	if o.ExitCode == nil {
 		return "exit code unknown: " + o.Reason
 	}
-	return fmt.Sprintf("exit code %d", *o.ExitCode)
+	if o.Reason == "" || strings.HasPrefix(o.Reason, "agent-exit-") {
+		return fmt.Sprintf("exit code %d", *o.ExitCode)
+	}
+	return fmt.Sprintf("exit code %d: %s", *o.ExitCode, o.Reason)
+}
+
+// exitCell is ls' EXIT column: for a stopped worker of ours, its agent's exit code, with the
+// reason when something else than the agent ended it ("143 killed", "? supervisor-lost");
+// "-" for a running worker and for one the Python swarm started (it never knew).
+func exitCell(w *worker.Worker) string {
+	o, ok := w.Ended()
+	if w.Status == worker.StatusRunning || !ok {
+		return "-"
+	}
+	code := "?"
+	if o.ExitCode != nil {
+		code = fmt.Sprint(*o.ExitCode)
+	}
+	if o.Reason == "" || strings.HasPrefix(o.Reason, "agent-exit-") {
+		return code
+	}
+	return code + " " + o.Reason
 }
 
 var peekVerb = &verb{

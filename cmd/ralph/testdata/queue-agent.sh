@@ -6,6 +6,7 @@
 #   hang        sleeps until killed;
 #   sleep:S     sleeps S seconds first;
 #   cost:X      reports a cost of X USD as claude -p --output-format json does;
+#   plaincost:X reports it as a line of text ("Cost: $X session", as aider does), no JSON;
 #   touch:F     creates the file F in its directory (the repository or its worktree).
 # It prints what it was asked, and its pid into $QUEUE_PIDS/<bead>-<attempt> when that is set.
 prompt=$(cat)
@@ -20,8 +21,13 @@ for word in $prompt; do
 	hang) sleep 3600 ;;
 	sleep:*) sleep "${word#sleep:}" ;;
 	cost:*) cost=${word#cost:} ;;
+	plaincost:*) plain=${word#plaincost:} ;;
 	touch:*) : > "${word#touch:}" ;;
 	esac
 done
+if [ -n "$plain" ]; then
+	echo "Cost: \$$plain session"
+	exit $code
+fi
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":1,"result":"ok"}\n' "$cost"
 exit $code

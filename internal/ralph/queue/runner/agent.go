@@ -62,6 +62,10 @@ func (a *agentRun) work(ctx context.Context) {
 			return
 		}
 		c, left, err := a.claim(ctx)
+		if errors.Is(err, errBudget) {
+			a.end(ctx, store.AgentBudget)
+			return
+		}
 		if err != nil {
 			r.logf("%s: %v", a.id, err)
 			a.end(ctx, store.AgentFailed)
@@ -83,13 +87,31 @@ func (a *agentRun) work(ctx context.Context) {
 	}
 }
 
+// errBudget is claim's error once the budget is reached.
+var errBudget = errors.New("the budget is reached")
+
 // claim takes the next ready task; without one, it returns how many tasks may still become
-// ready (pending or claimed).
+// ready (pending or claimed). The budget is checked in the same transaction, against the cost
+// the progress file holds, which every task's end adds to under the same lock: so the agents at
+// work when the budget is reached are exactly those whose claims came before.
 func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 	var c *claim
 	left := 0
 	t := now()
-	err := a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+	r := a.r
+	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+		if r.cfg.Budget != nil {
+			p, err := tx.Progress()
+			if err != nil {
+				return err
+			}
+			if p.TotalCostUSD >= *r.cfg.Budget {
+				r.mu.Lock()
+				r.budgetHit = true
+				r.mu.Unlock()
+				return errBudget
+			}
+		}
 		q, err := tx.Queue()
 		if err != nil {
 			return err

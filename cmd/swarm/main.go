@@ -7,7 +7,7 @@
 //
 //	swarm spawn --name N [--tmux] [--session S] [--tmux-socket K] [--worktree [--branch B]
 //	            [--worktree-dir D]] [--tag T]... [--env K=V]... [--cwd P] [--ready-wait
-//	            [--ready-timeout S]] [--profile P] -- CMD...
+//	            [--ready-timeout S]] [--profile P] [--heartbeat DUR ...] -- CMD...
 //	swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]
 //	swarm status NAME          exit 0 running, 1 stopped, 2 not found
 //	swarm peek [NAME] [-n N] [--all]
@@ -20,10 +20,14 @@
 //	swarm clean [NAME] [--no-rm-worktree] [--force-dirty] [--all]
 //	swarm respawn NAME [--clean-first [--force-dirty]]
 //	swarm attach NAME          tmux workers only
-//	swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force]
+//	swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force] [--with-sandbox]
+//	swarm heartbeat start NAME --interval DUR [--expire DUR] [--message M] [--force]
+//	swarm heartbeat stop|status|pause|resume NAME;  swarm heartbeat list|ls [--format json]
+//	swarm ralph ...            the ralph tool's loops (see cmd/ralph)
 //
-// Not implemented yet (they say so, exit 1): heartbeat, spawn's --heartbeat, init's
-// --with-sandbox. `swarm ralph` is reserved for the ralph tool.
+// spawn also takes --heartbeat DUR [--heartbeat-expire DUR] [--heartbeat-message M]. A
+// heartbeat types its message into the worker's agent on a schedule, only while the agent is
+// idle; the worker's supervisor types it, so it ends with the worker.
 //
 // Agent profiles (ready, busy, waiting and dismiss screen patterns; built in: claude, codex,
 // shell; more in $SWARM_AGENTS or $SWARM_DIR/agents.json) drive --ready-wait and ls'

@@ -46,7 +46,7 @@ var verbs = []*verb{spawnVerb, lsVerb, statusVerb, peekVerb, sendVerb, interrupt
 	logsVerb, cleanVerb,
 	respawnVerb, attachVerb, initVerb,
 	heartbeatVerb,
-	{name: "ralph", usage: "reserved for the ralph tool (its own issue)", missing: true},
+	{name: "ralph", usage: "the ralph tool's loops on swarm workers (swarm ralph --help)", missing: true},
 	superviseVerb,
 }
 
@@ -192,7 +192,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "   %-10s %s%s\n", v.name, v.usage, note)
 	}
 	fmt.Fprintf(w, `
-Not implemented yet: init --with-sandbox (it says so and exits 1).
+Every verb of the Python swarm is here; 'swarm ralph' is the ralph tool's loops.
 
 Every worker runs under a supervisor (%s), so status, ls and wait know whether its
 agent is alive and its exit code. State: $SWARM_DIR (default ~/.swarm), state.json as the

@@ -1,12 +1,14 @@
 package swarmcli
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	ucli "github.com/urfave/cli/v2"
@@ -49,22 +51,85 @@ State is in $SWARM_DIR (default ~/.swarm): state.json, and logs/ for process wor
 
 var initVerb = &verb{
 	name: "init", usage: "add swarm instructions to AGENTS.md or CLAUDE.md",
-	usageText: "swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force]",
+	usageText: "swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force] [--with-sandbox]",
 	flags: []ucli.Flag{
 		&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written, write nothing"},
 		&ucli.StringFlag{Name: "file", Usage: "the file (`F`: AGENTS.md or CLAUDE.md); default AGENTS.md if it exists, else CLAUDE.md if it exists, else a new AGENTS.md"},
 		&ucli.BoolFlag{Name: "force", Usage: "replace the swarm section when there is one"},
-		&ucli.BoolFlag{Name: "with-sandbox", Usage: "not implemented yet", Hidden: true},
+		&ucli.BoolFlag{Name: "with-sandbox", Usage: "also write, where absent, the files of Docker-sandboxed workers: " +
+			"sandbox.sh, Dockerfile.sandbox, setup-sandbox-network.sh, teardown-sandbox-network.sh, ORCHESTRATOR.md, PROMPT.md"},
 	},
 	action: func(c *ucli.Context, e *env) error {
-		if c.Bool("with-sandbox") {
-			return errors.New("init --with-sandbox is not implemented yet (nothing was written)")
-		}
 		if f := c.String("file"); f != "" && f != "AGENTS.md" && f != "CLAUDE.md" {
 			return choice("file", f, "AGENTS.md", "CLAUDE.md")
 		}
-		return runInit(e, c.String("file"), c.Bool("dry-run"), c.Bool("force"))
+		if err := runInit(e, c.String("file"), c.Bool("dry-run"), c.Bool("force")); err != nil {
+			return err
+		}
+		if c.Bool("with-sandbox") {
+			return initSandbox(e, c.Bool("dry-run"))
+		}
+		return nil
 	},
+}
+
+// sandboxFiles are init --with-sandbox's files (sandbox/), in the order the Python swarm
+// wrote its own: the same names, roles and settings (image sandbox-loop, network sandbox-net,
+// SANDBOX_IMAGE, MEMORY_LIMIT, ...); the text is ours.
+var sandboxFiles = []struct {
+	name string
+	exec bool
+}{{"sandbox.sh", true}, {"Dockerfile.sandbox", false}, {"setup-sandbox-network.sh", true},
+	{"teardown-sandbox-network.sh", true}, {"ORCHESTRATOR.md", false}, {"PROMPT.md", false}}
+
+//go:embed sandbox
+var sandboxFS embed.FS
+
+// initSandbox writes each sandbox file that is not there (anything at its name, a link
+// included, is left alone and said so), scripts executable.
+func initSandbox(e *env, dryRun bool) error {
+	for _, f := range sandboxFiles {
+		if _, err := os.Lstat(f.name); err == nil {
+			fmt.Fprintf(e.stdout, "swarm: %s already exists, skipping\n", f.name)
+			continue
+		}
+		if dryRun {
+			fmt.Fprintf(e.stdout, "Would create %s\n", f.name)
+			continue
+		}
+		data, err := sandboxFS.ReadFile("sandbox/" + f.name)
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if f.exec {
+			mode = 0o755
+		}
+		if err := createNew(f.name, data, mode); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "Created %s\n", f.name)
+	}
+	return nil
+}
+
+// createNew writes a file that must not exist yet (O_EXCL: a file or link that appeared
+// meanwhile is neither overwritten nor followed); a failed write leaves no file.
+func createNew(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // readDoc reads an instructions file: its text and whether it exists.

@@ -240,7 +240,10 @@ func (w Workspace) restore(reg *Registry, cur *State, force bool, stderr io.Writ
 		return nil, fmt.Errorf("loop %s: %w; its state.json is as it was at the crash", cur.LoopID, err)
 	}
 	st.Status, st.ExitReason, st.PauseReason, st.ResumeAt, st.PausedAt, st.CompletedAt = StatusRunning, "", "", nil, nil, nil
-	ec := *cur.ErrorContext
+	ec := ErrorContext{ErrorMessage: "crashed", ErrorTimestamp: stamp(time.Now())}
+	if cur.ErrorContext != nil {
+		ec = *cur.ErrorContext
+	}
 	ec.RecoveryAttempted = true
 	st.ErrorContext = &ec
 	// The loop's time ran while it was crashed: the clock restarts from the checkpoint's age.
@@ -253,8 +256,14 @@ func (w Workspace) restore(reg *Registry, cur *State, force bool, stderr io.Writ
 			st.TimeoutFrom = stamp(t.Add(time.Since(cpAt).Truncate(time.Second)))
 		}
 	}
-	// Checks and iterations after the checkpoint did happen: kept, for the report.
-	st.Iterations = cur.Iterations
+	// Iterations after the checkpoint did happen: kept, for the report, as rolled back (they
+	// run again, and are not counted in the checkpoint's metrics).
+	st.Iterations = append([]Iteration{}, cur.Iterations...)
+	for k := range st.Iterations {
+		if it := &st.Iterations[k]; it.Number > st.Iteration && (it.Outcome == OutcomeDone || it.Outcome == OutcomeFailed) {
+			it.Outcome = OutcomeRolledBack
+		}
+	}
 	return st, nil
 }
 

@@ -140,8 +140,10 @@ func (c *controller) next() (action, *State, error) {
 		if c.stop.Load() && (st.Status == StatusRunning || st.Status == StatusPaused) {
 			if st.Status == StatusRunning {
 				st.Transition(StatusPaused)
-				st.PauseReason = PauseInterrupted
 			}
+			// Interrupted, even while it waited out a usage limit: no controller is left to
+			// continue it at resume_at, ralph resume does.
+			st.PauseReason, st.ResumeAt = PauseInterrupted, nil
 			st.PID, st.PIDStart = nil, 0
 			act = actExit
 			return c.ws.save(reg, st)

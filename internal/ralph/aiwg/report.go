@@ -250,7 +250,7 @@ type Report struct {
 	Metrics     Metrics     `json:"metrics"`
 	Iterations  []Iteration `json:"iterations"`
 	Checks      []Check     `json:"completion_checks"`
-	// Redone counts the iterations run again (a usage limit, a pause, a signal).
+	// Redone counts the iterations run again (a usage limit, a pause, a signal, a crash).
 	Redone int `json:"redone_iterations"`
 }
 
@@ -260,7 +260,7 @@ func NewReport(st *State) *Report {
 		ExitReason: st.ExitReason, StartedAt: st.StartedAt, CompletedAt: st.CompletedAt, Metrics: st.Metrics,
 		Iterations: st.Iterations, Checks: st.Progress.CompletionChecks}
 	for _, it := range st.Iterations {
-		if it.Outcome == OutcomeUsageLimit || it.Outcome == OutcomeInterrupted {
+		if it.Outcome == OutcomeUsageLimit || it.Outcome == OutcomeInterrupted || it.Outcome == OutcomeRolledBack {
 			r.Redone++
 		}
 	}

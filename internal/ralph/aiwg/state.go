@@ -162,7 +162,8 @@ type ErrorContext struct {
 }
 
 // Iteration is one run of the agent (ours): its bead in the state directory, how it ended, and
-// what it spent. Outcome is done or failed (counted), usage-limit or interrupted (run again).
+// what it spent. Outcome is done or failed (counted), usage-limit, interrupted or rolled-back
+// (run again).
 type Iteration struct {
 	Number          int      `json:"number"`
 	Bead            string   `json:"bead"`
@@ -184,6 +185,8 @@ const (
 	OutcomeFailed      = "failed"
 	OutcomeUsageLimit  = "usage-limit"
 	OutcomeInterrupted = "interrupted"
+	// OutcomeRolledBack is an iteration after the checkpoint a crashed loop was restored from.
+	OutcomeRolledBack = "rolled-back"
 )
 
 // Transition changes st's status to to, if seed 003's table allows it.

@@ -402,3 +402,50 @@ func checkAttempts(t *testing.T, stateDir, bead, status string) {
 		t.Errorf("%s (%s): %d attempts done, want %d: %+v", bead, status, done, want, spans)
 	}
 }
+
+// BenchmarkQueueOverhead times ralph queue run on a plan of b.N independent tasks with one
+// agent that does nothing (/bin/true), and reports the time per task, the agent's own time
+// (/bin/true started b.N times) and the difference: the runner's overhead per task (claim,
+// dispatch, supervisor, records, the task's end). Target: under 50 ms. RALPH_BIN times another
+// build (scripts/bench/ralph-queue.sh passes bin/ralph); by default the test binary runs as ralph.
+func BenchmarkQueueOverhead(b *testing.B) {
+	ralph := os.Getenv("RALPH_BIN")
+	if ralph == "" {
+		var err error
+		if ralph, err = exec.LookPath("ralph"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tmp := b.TempDir()
+	repo, stateDir := filepath.Join(tmp, "repo"), filepath.Join(tmp, "state")
+	os.MkdirAll(repo, 0o700)
+	defer killSupervisors(stateDir)
+	config := filepath.Join(tmp, "agents.json")
+	os.WriteFile(config, []byte(`{"true": {"command": "/bin/true", "terminal": false}}`), 0o600)
+	var plan strings.Builder
+	for i := 0; i < b.N; i++ {
+		fmt.Fprintf(&plan, "- [ ] t%d: task %d\n", i, i)
+	}
+	planFile := filepath.Join(tmp, "bench.md")
+	os.WriteFile(planFile, []byte(plan.String()), 0o600)
+	env := append(os.Environ(), "CONFIG_FILE="+config, "STATE_DIR="+stateDir)
+	for _, args := range [][]string{{"init", planFile}, {"run", "bench", "--agents", "1", "--agent", "true"}} {
+		cmd := exec.Command(ralph, append([]string{"queue"}, args...)...)
+		cmd.Env, cmd.Dir = env, repo
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("ralph queue %s: %v\n%s", args[0], err, out)
+		}
+		if args[0] == "run" {
+			perTask := float64(time.Since(start).Microseconds()) / 1000 / float64(b.N)
+			start = time.Now()
+			for i := 0; i < b.N; i++ {
+				exec.Command("/bin/true").Run()
+			}
+			agentMS := float64(time.Since(start).Microseconds()) / 1000 / float64(b.N)
+			b.ReportMetric(perTask, "ms/task")
+			b.ReportMetric(agentMS, "agent-ms/task")
+			b.ReportMetric(perTask-agentMS, "overhead-ms/task")
+		}
+	}
+}

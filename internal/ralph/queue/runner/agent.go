@@ -117,7 +117,13 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			return err
 		}
 		if task, ok := q.Claim(a.id, t); ok {
-			c = &claim{task: task}
+			// The attempt number it will run as goes in with the claim (attempt.Open numbers
+			// an attempt after the bead's last run record), so that a runner dying from here
+			// on is followed by one that knows which records are this claim's; run corrects it
+			// in the rare case Open numbers it otherwise.
+			task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
+			q.Put(task)
+			c = &claim{task: task, attempt: task.Attempt}
 			tx.ChangedQueue()
 			return nil
 		}
@@ -143,22 +149,23 @@ type outcome struct {
 func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
-	a.state(ctx, store.AgentWorking, &c.task, 0)
 	opened, err := attempt.Open(ctx, r.dir, bead, r.where, false)
 	if err != nil {
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
 	n := opened.Number
-	// The attempt's number goes into the queue before the attempt starts, so that a runner
-	// that dies from here on is followed by one that knows which records are this claim's.
-	if err := a.setAttempt(ctx, c, n); err != nil {
-		opened.Close()
-		if errors.Is(err, errNotMine) {
-			return outcome{status: outGone}
+	if n != c.attempt {
+		// Someone dispatched the bead since the claim: the queue must name this attempt
+		// before it starts.
+		if err := a.setAttempt(ctx, c, n); err != nil {
+			opened.Close()
+			if errors.Is(err, errNotMine) {
+				return outcome{status: outGone}
+			}
+			return outcome{status: outFailed, reason: oneLine(err)}
 		}
-		return outcome{status: outFailed, reason: oneLine(err)}
+		c.attempt = n
 	}
-	c.attempt = n
 	a.state(ctx, store.AgentWorking, &c.task, n)
 	spec, err := r.spec(ctx, a.id, c, bead, n)
 	if err != nil {
@@ -179,6 +186,14 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 }
 
 var errNotMine = errors.New("the claim is no longer this agent's")
+
+// nextAttempt is the number attempt.Open gives bead's next attempt: its run record's + 1.
+func nextAttempt(d attempt.Dir, bead string) int {
+	if run, err := record.ReadRun(d.Store.RunPath(bead)); err == nil {
+		return run.Attempt + 1
+	}
+	return 1
+}
 
 // setAttempt records the attempt number of the agent's claim.
 func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {

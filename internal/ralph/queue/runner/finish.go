@@ -38,7 +38,9 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			switch out.status {
 			case outDone:
 				task.Status, task.CompletedAt, task.Error = store.Done, &t, ""
-				dropRetries(rq, task.ID)
+				if dropRetries(rq, task.ID) {
+					tx.ChangedRetry()
+				}
 				line = "done"
 			case outStopped:
 				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
@@ -49,11 +51,13 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 				if task.Retries >= max {
 					task.Status, task.CompletedAt = store.Failed, &t
 					dropRetries(rq, task.ID)
+					tx.ChangedRetry()
 					line = "failed (" + out.reason + "), out of retries"
 				} else {
 					task.Status, task.ClaimedBy, task.ClaimedAt = store.Pending, nil, nil
 					rq.Retries = append(rq.Retries, store.Retry{TaskID: task.ID, AgentID: a.id, Attempt: task.Retries,
 						Error: out.reason, QueuedAt: t, MaxRetries: max})
+					tx.ChangedRetry()
 					line = "failed (" + out.reason + "), queued for a retry"
 				}
 			}
@@ -62,7 +66,6 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 				q.Reblock()
 			}
 			tx.ChangedQueue()
-			tx.ChangedRetry()
 		}
 		p.TotalCostUSD += out.cost
 		e := agentEntry(p, a.id)
@@ -84,15 +87,16 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	} else if line != "" {
 		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, line)
 	}
-	a.state(ctx, store.AgentWorking, nil, 0)
 	r.notify()
 	if r.budgetReached() && r.cfg.HardBudget {
 		r.stopAll(ctx)
 	}
 }
 
-// dropRetries clears a task's entries from the retry queue: it succeeded, or is out of retries.
-func dropRetries(rq *store.RetryQueue, id string) {
+// dropRetries clears a task's entries from the retry queue (it succeeded, or is out of
+// retries) and says whether there were any.
+func dropRetries(rq *store.RetryQueue, id string) bool {
+	n := len(rq.Retries)
 	kept := rq.Retries[:0]
 	for _, e := range rq.Retries {
 		if e.TaskID != id {
@@ -100,4 +104,5 @@ func dropRetries(rq *store.RetryQueue, id string) {
 		}
 	}
 	rq.Retries = kept
+	return len(kept) != n
 }

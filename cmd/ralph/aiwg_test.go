@@ -57,6 +57,21 @@ func aiwgSetup(env *testscript.Env) error {
 	env.Setenv("AIWG_PLAN", filepath.Join(env.WorkDir, "plan"))
 	// Whatever a script leaves running (a failed script's background loop) is stopped.
 	env.Defer(func() { killLoops(repo) })
+	// A private tmux server for the scripts that make a swarm loop too (its socket path must
+	// be short: $WORK is too deep).
+	sockDir, err := os.MkdirTemp("", "aw")
+	if err != nil {
+		return err
+	}
+	env.Setenv("TMUX_TMPDIR", sockDir)
+	env.Setenv("TMUX", "")
+	env.Defer(func() {
+		sockets, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
+		for _, s := range sockets {
+			exec.Command("tmux", "-S", s, "kill-server").Run()
+		}
+		os.RemoveAll(sockDir)
+	})
 	return nil
 }
 

@@ -20,6 +20,11 @@
 // codex: "stdin_arg" ("-": the last argument, telling the agent its prompt is on stdin) and
 // "outside_git_flag" ("--skip-git-repo-check": added when the agent's directory has no .git).
 // An entry named codex also gets codex's -c model_reasoning_effort without "reasoning_effort".
+//
+// Two optional keys say what an agent spent and when it hit a limit (usage.go): "cost_pattern",
+// a regular expression whose first group is the cost in USD in its output (claude's JSON result
+// needs none), and "usage_limit", the patterns of its usage-limit and rate-limit messages
+// (claude's and codex's are built in; [] turns them off).
 package agent
 
 import (

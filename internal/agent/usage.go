@@ -222,6 +222,10 @@ var (
 		`(\d{1,2})(?::(\d{2}))?\s*([ap])?\.?(m\.?)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+\-]+)*)\))?`)
 )
 
+// maxLimitWait bounds a reset named as a duration: a longer one is not believed (and never
+// overflows a time.Duration).
+const maxLimitWait = 31 * 24 * time.Hour
+
 var months = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7,
 	"aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
 
@@ -243,9 +247,13 @@ func ResetTime(msg string, now time.Time) time.Time {
 			if !ok {
 				break
 			}
-			d += time.Duration(v * float64(unit))
+			if part := v * float64(unit); part < float64(maxLimitWait) {
+				d += time.Duration(part)
+			} else {
+				d = maxLimitWait + 1
+			}
 		}
-		if d > 0 {
+		if d > 0 && d <= maxLimitWait {
 			return now.Add(d)
 		}
 	}

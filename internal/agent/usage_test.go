@@ -104,6 +104,7 @@ func TestUsageLimit(t *testing.T) {
 		{"unknown agent has none", &Profile{Name: "aider"}, "usage limit reached", false, time.Time{}},
 		{"generic has all", Generic(), "You've hit your usage limit, try again in 5 minutes", true, now.Add(5 * time.Minute)},
 		{"nil profile", nil, "usage limit reached", false, time.Time{}},
+		{"absurd duration", codex, "usage limit reached, try again in 99999999999999999999 hours", true, time.Time{}},
 	}
 	for _, tt := range tests {
 		limited, reset := tt.p.UsageLimit(tt.text, now)
@@ -134,4 +135,34 @@ func TestUsageConfigKeys(t *testing.T) {
 			t.Errorf("Parse(%s) = %v, want an error naming the agent", bad, err)
 		}
 	}
+}
+
+// FuzzUsage runs ParseUsage and UsageLimit on arbitrary agent output: no panic, no cost without
+// HasCost, no reset time without a limit, and a reset never before the message's time unless
+// the message gave a Unix time.
+func FuzzUsage(f *testing.F) {
+	for _, s := range []string{`{"type":"result","total_cost_usd":0.5,"usage":{"input_tokens":1,"output_tokens":2}}`,
+		"Claude AI usage limit reached|1763913600", "You've hit your limit · resets Dec 1, 9am (Europe/Berlin)",
+		"usage limit reached; try again in 1h30m", `{"type":"turn.completed","usage":{"input_tokens":3}}`,
+		"Rate limit reached. Try again at 15:45.", "spent $1,2.3"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 23, 13, 10, 0, 0, time.UTC)
+	profiles := []*Profile{Builtin().Agents["claude"], Builtin().Agents["codex"], Generic(),
+		{Name: "x", CostPattern: `\$([0-9.,]+)`, Limits: []string{`(?i)limit`}}}
+	f.Fuzz(func(t *testing.T, out string) {
+		for _, p := range profiles {
+			u := p.ParseUsage([]byte(out))
+			if !u.HasCost && u.CostUSD != 0 {
+				t.Errorf("%s: cost %v without HasCost", p.Name, u.CostUSD)
+			}
+			limited, reset := p.UsageLimit(out, now)
+			if !limited && !reset.IsZero() {
+				t.Errorf("%s: reset %v without a limit", p.Name, reset)
+			}
+			if limited && !reset.IsZero() && reset.Before(now) && !epochRe.MatchString(out) {
+				t.Errorf("%s: reset %v before now for %q", p.Name, reset, out)
+			}
+		}
+	})
 }

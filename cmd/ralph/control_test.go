@@ -31,7 +31,7 @@ func TestControlWins(t *testing.T) {
 		t.Skip("tmux not installed")
 	}
 	trials := 100
-	if testing.Short() {
+	if testing.Short() || loopRace {
 		trials = 20
 	}
 	if n := os.Getenv("RALPH_TEST_TRIALS"); n != "" {

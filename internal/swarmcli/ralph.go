@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
@@ -168,6 +169,41 @@ func (H *Home) Stop(ctx context.Context, w *worker.Worker) error {
 		x.Status = worker.StatusStopped
 		return nil
 	})
+}
+
+// Release waits (at most limit) until a stopped worker's supervisor has exited and its tmux
+// window is gone, closing the window itself at the end, so that the name can be spawned again
+// at once: the supervisor records the agent's end a moment before it exits, and tmux closes
+// the window a moment after.
+func (H *Home) Release(ctx context.Context, w *worker.Worker, limit time.Duration) {
+	var pid int
+	w.Meta(worker.MetaSupervisorPID, &pid)
+	deadline := time.Now().Add(limit)
+	for pause := time.Millisecond; pid > 0 && supervise.SupervisorAlive(pid, w.Name) && time.Now().Before(deadline); pause = min(2*pause, 20*time.Millisecond) {
+		time.Sleep(pause)
+	}
+	if w.Tmux == nil {
+		return
+	}
+	tc, err := tmuxOf(w)
+	if err != nil {
+		return
+	}
+	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
+		windows, _ := tc.ListWindows(ctx, w.Tmux.Session)
+		there := false
+		for _, win := range windows {
+			there = there || win.Name == w.Tmux.Window
+		}
+		if !there {
+			return
+		}
+		if time.Now().After(deadline) {
+			tc.KillWindow(ctx, tmux.WindowTarget(w.Tmux.Session, w.Tmux.Window))
+			return
+		}
+		time.Sleep(pause)
+	}
 }
 
 // Remove takes a stopped worker out of state.json (this incarnation only: started), keeping its

@@ -302,6 +302,7 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 	}
 	// A start that failed: counted as a failure, with the backoff; 5 in a row end the loop.
 	fmt.Fprintf(l.stderr, "%s: error: failed to spawn worker: %v\n", l.prog, err)
+	l.st.logEvent("ERROR", "iteration %d: failed to spawn worker: %s", n, oneLine(err.Error()))
 	return nil, l.failed(ctx, wake, n, 1, true)
 }
 
@@ -392,6 +393,7 @@ func (l *app) launch(ctx context.Context, st *State, n int, prompt string) (*ite
 		if l.home.Live(ctx, w).Running {
 			l.home.Stop(ctx, w)
 		}
+		l.home.Release(ctx, w, 5*time.Second)
 		if err := l.home.Remove(ctx, w); err != nil {
 			return nil, err
 		}
@@ -600,3 +602,6 @@ func lines(s string) []string {
 	}
 	return strings.Split(s, "\n")
 }
+
+// oneLine keeps a message on one line of the iteration log.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

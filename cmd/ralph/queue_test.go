@@ -428,15 +428,28 @@ func BenchmarkQueueOverhead(b *testing.B) {
 	}
 	planFile := filepath.Join(tmp, "bench.md")
 	os.WriteFile(planFile, []byte(plan.String()), 0o600)
-	env := append(os.Environ(), "CONFIG_FILE="+config, "STATE_DIR="+stateDir)
+	env := append(os.Environ(), "CONFIG_FILE="+config, "STATE_DIR="+stateDir, "RALPH_QUEUE_TIMING=1")
 	for _, args := range [][]string{{"init", planFile}, {"run", "bench", "--agents", "1", "--agent", "true"}} {
 		cmd := exec.Command(ralph, append([]string{"queue"}, args...)...)
 		cmd.Env, cmd.Dir = env, repo
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("ralph queue %s: %v\n%s", args[0], err, out)
+		if out, err := cmd.Output(); err != nil {
+			b.Fatalf("ralph queue %s: %v\n%s%s", args[0], err, out, stderr.String())
 		}
 		if args[0] == "run" {
+			// The runner's own account: ralph queue: timing: N tasks; per task: queue Q ms,
+			// dispatch launch L ms, the attempt until its end W ms.
+			var tasks int
+			var q, l, w float64
+			line := stderr.String()[strings.Index(stderr.String(), "timing:"):]
+			if _, err := fmt.Sscanf(line, "timing: %d tasks; per task: queue %f ms, dispatch launch %f ms, the attempt until its end %f ms", &tasks, &q, &l, &w); err != nil {
+				b.Fatalf("no timing in %q: %v", stderr.String(), err)
+			}
+			b.ReportMetric(q, "queue-ms/task")
+			b.ReportMetric(l, "launch-ms/task")
+			b.ReportMetric(w, "attempt-ms/task")
 			perTask := float64(time.Since(start).Microseconds()) / 1000 / float64(b.N)
 			start = time.Now()
 			for i := 0; i < b.N; i++ {

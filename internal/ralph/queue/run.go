@@ -138,6 +138,12 @@ func runQueue(c *ucli.Context, planArg string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if os.Getenv("RALPH_QUEUE_TIMING") == "1" && res.Timing.Tasks > 0 {
+		tm := res.Timing
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(tm.Tasks) }
+		fmt.Fprintf(stderr, "%s: timing: %d tasks; per task: queue %.2f ms, dispatch launch %.2f ms, the attempt until its end %.2f ms\n",
+			tool, tm.Tasks, per(tm.Queue), per(tm.Launch), per(tm.Wait))
+	}
 	n := res.Counts
 	fmt.Fprintf(stdout, "plan %s: %d done, %d failed, %d blocked, %d skipped, %d pending, %d claimed; cost $%s%s\n", id,
 		n[store.Done], n[store.Failed], n[store.Blocked], n[store.Skipped], n[store.Pending], n[store.Claimed],

@@ -61,7 +61,9 @@ func (a *agentRun) work(ctx context.Context) {
 			a.end(ctx, store.AgentBudget)
 			return
 		}
+		start := time.Now()
 		c, left, err := a.claim(ctx)
+		r.spent(&r.timing.Queue, time.Since(start))
 		if errors.Is(err, errBudget) {
 			a.end(ctx, store.AgentBudget)
 			return
@@ -83,7 +85,12 @@ func (a *agentRun) work(ctx context.Context) {
 		if ctx.Err() != nil && out.status == "" {
 			return // interrupted while its agent runs: the next run adopts it
 		}
+		start = time.Now()
 		a.finish(ctx, c, out)
+		r.spent(&r.timing.Queue, time.Since(start))
+		r.mu.Lock()
+		r.timing.Tasks++
+		r.mu.Unlock()
 	}
 }
 
@@ -149,7 +156,9 @@ type outcome struct {
 func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
+	start := time.Now()
 	opened, err := attempt.Open(ctx, r.dir, bead, r.where, false)
+	r.spent(&r.timing.Launch, time.Since(start))
 	if err != nil {
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
@@ -166,7 +175,10 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		}
 		c.attempt = n
 	}
+	start = time.Now()
 	a.state(ctx, store.AgentWorking, &c.task, n)
+	r.spent(&r.timing.Queue, time.Since(start))
+	start = time.Now()
 	spec, err := r.spec(ctx, a.id, c, bead, n)
 	if err != nil {
 		opened.Close()
@@ -177,6 +189,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	r.mu.Unlock()
 	_, err = opened.Launch(ctx, spec, r.cfg.Self)
 	opened.Close()
+	r.spent(&r.timing.Launch, time.Since(start))
 	if err != nil {
 		r.logf("%s: %s: %v", a.id, c.task.ID, err)
 	} else {
@@ -248,13 +261,28 @@ func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string
 	}
 	return &attempt.Spec{
 		Attempt: supervise.Attempt{
-			Name: bead, Number: n, Dir: workdir, Argv: inv.Argv, Env: env,
+			Name: bead, Number: n, Dir: workdir, Argv: claudeJSON(r.cfg.Profile, inv.Argv), Env: env,
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
 			Timeout: r.cfg.Timeout, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
 			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),
 		},
 		Backend: supervise.BackendProcess, Run: run,
 	}, nil
+}
+
+// claudeJSON asks claude for its JSON result (--output-format json), where its cost is (the
+// budget reads it), unless the config's flags choose an output format already. (AIWG's loops do
+// the same; it belongs in package agent once both settle.)
+func claudeJSON(p *agent.Profile, argv []string) []string {
+	if p.Name != "claude" {
+		return argv
+	}
+	for _, a := range argv {
+		if a == "--output-format" || strings.HasPrefix(a, "--output-format=") {
+			return argv
+		}
+	}
+	return append(append([]string{}, argv...), "--output-format", "json")
 }
 
 // Template is the template name the queue's run records carry, so that analyze-runs groups
@@ -271,6 +299,7 @@ func promptOf(planID string, t *store.Task) string {
 func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
+	start := time.Now()
 	for {
 		live, entry := attempt.Alive(ctx, r.dir, r.where, bead)
 		if !live {
@@ -281,6 +310,9 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 		}
 		waitExit(ctx, entry)
 	}
+	r.spent(&r.timing.Wait, time.Since(start))
+	start = time.Now()
+	defer func() { r.spent(&r.timing.Queue, time.Since(start)) }()
 	r.mu.Lock()
 	delete(r.running, bead)
 	stopped := r.hardStopped[bead]

@@ -67,6 +67,17 @@ type Result struct {
 	CostUSD       float64        // the plan's total cost so far
 	BudgetReached bool
 	Interrupted   bool // the context ended: claims are left for the next run
+	// Timing is where the run's time went, summed over its tasks.
+	Timing Timing
+}
+
+// Timing splits the time spent on tasks: the queue's own work (claims, the agents' states,
+// judging the end, recording it) and dispatch's (attempt.Open and Launch: records, registry,
+// the supervisor started and handed its spec), apart from the wait for the attempt's end (the
+// agent's run, and its supervisor recording it).
+type Timing struct {
+	Tasks               int64
+	Queue, Launch, Wait time.Duration
 }
 
 // runner is one run's shared state.
@@ -82,6 +93,14 @@ type runner struct {
 	running     map[string]bool // beads of this run at work now
 	hardStopped map[string]bool // beads stopped by --hard-budget
 	wake        chan struct{}   // closed (and replaced) whenever a task ends or the queue changes
+	timing      Timing          // under mu
+}
+
+// spent adds d to one of the timing's sums.
+func (r *runner) spent(sum *time.Duration, d time.Duration) {
+	r.mu.Lock()
+	*sum += d
+	r.mu.Unlock()
 }
 
 // Run works through the queue until no task can run any more (all done, failed, blocked or
@@ -124,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Wait()
 	res := &Result{Interrupted: ctx.Err() != nil}
 	r.mu.Lock()
-	res.CostUSD, res.BudgetReached = r.cost, r.budgetHit
+	res.CostUSD, res.BudgetReached, res.Timing = r.cost, r.budgetHit, r.timing
 	r.mu.Unlock()
 	q, err := cfg.Store.View()
 	if err != nil {

@@ -476,9 +476,9 @@ func (r *logReader) matchesText(re *regexp.Regexp, text string) bool {
 }
 
 // isPrompt reports whether an output line is a piece of the prompt: at least 16 characters of
-// it, once the input marks an agent draws before it are taken away.
+// it, once the input marks and box edges an agent draws around it are taken away.
 func (r *logReader) isPrompt(line string) bool {
-	t := normalize(strings.TrimLeft(strings.TrimSpace(line), ">❯›│|$#*-• \t"))
+	t := normalize(strings.Trim(strings.TrimSpace(line), ">❯›│|$#*-• \t"))
 	return utf8.RuneCountInString(t) >= 16 && strings.Contains(r.prompt, t)
 }
 

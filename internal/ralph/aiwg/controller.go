@@ -68,7 +68,10 @@ func runLoop(ctx context.Context, ws Workspace, id string, log io.Writer) (strin
 	c := &controller{ws: ws, id: id, log: log, me: os.Getpid()}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	defer func() {
+		signal.Stop(sigs)
+		close(sigs)
+	}()
 	go func() {
 		for range sigs {
 			c.stop.Store(true)
@@ -93,9 +96,10 @@ func runLoop(ctx context.Context, ws Workspace, id string, log io.Writer) (strin
 			c.giveUp(err)
 			return "", err
 		}
-		if res.it.Reason == supervise.ReasonStartFailed {
-			// The agent cannot start: every iteration would fail the same way, at once.
-			err := fmt.Errorf("iteration %d: the agent could not be started (see %s)", i, res.it.Bead)
+		if res.fatal || res.it.Reason == supervise.ReasonStartFailed {
+			// The agent cannot start, or its attempt cannot be set up: every iteration would
+			// fail the same way, at once.
+			err := fmt.Errorf("iteration %d: the agent could not be started: %s", i, res.it.Reason)
 			c.giveUp(err)
 			return "", err
 		}

@@ -23,6 +23,7 @@ import (
 type iterResult struct {
 	it      Iteration
 	resetAt time.Time // a usage limit's reset, when its message named one
+	fatal   bool      // the attempt could not be set up: the loop stops
 }
 
 // Bead is iteration i's bead: its run and result records are state/runs/<loop_id>-<i>.json.
@@ -43,7 +44,7 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 		fmt.Fprintf(c.log, "ralph: error: loop %s iteration %d: %v\n", c.id, i, err)
 		res.it.FinishedAt = stamp(time.Now())
 		res.it.DurationSeconds = round2(time.Since(started).Seconds())
-		res.it.Outcome, res.it.Reason = OutcomeFailed, err.Error()
+		res.it.Outcome, res.it.Reason, res.fatal = OutcomeFailed, err.Error(), true
 		return res
 	}
 	profile, model, err := resolveAgent(c.ws, st.Agent)

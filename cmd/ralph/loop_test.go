@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -45,6 +46,7 @@ func loopEnv(env *testscript.Env) error {
 	env.Setenv("HOME", env.WorkDir)
 	env.Setenv("RALPH_TEST_BACKOFF", "10ms")
 	env.Setenv("STATE_DIR", "")
+	env.Setenv("SWARM_PY", pythonSwarm(env.WorkDir))
 	repo := filepath.Join(env.WorkDir, "repo")
 	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "config", "user.email", "t@example.com"},
 		{"-C", repo, "config", "user.name", "t"}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
@@ -179,6 +181,18 @@ var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 		}
 		ts.Fatalf("%s is not %s after %s:\n%s", args[1], args[2], limit, last)
 	},
+	// agestate NAME KEY SECONDS: set the UTC timestamp KEY of the loop's state to SECONDS ago
+	// (as another process would write it: under the state's lock).
+	"agestate": func(ts *testscript.TestScript, neg bool, args []string) {
+		sd := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}
+		secs, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		stamp := time.Now().UTC().Add(-time.Duration(secs) * time.Second).Format("2006-01-02T15:04:05.000000") + "+00:00"
+		ts.Check(fsx.Update(context.Background(), sd.RalphState(args[0]), sd.RalphStateLock(args[0]), func(old []byte) ([]byte, error) {
+			re := regexp.MustCompile(`"` + args[1] + `": [^,\n]*`)
+			return re.ReplaceAll(old, []byte(`"`+args[1]+`": "`+stamp+`"`)), nil
+		}))
+	},
 	// loopfiles NAME: the loop's state validates against the ralph-state schema in the Python
 	// swarm's format, and every iterations.log line is in its format.
 	"loopfiles": func(ts *testscript.TestScript, neg bool, args []string) { checkLoopFiles(ts, args[0]) },
@@ -240,5 +254,29 @@ func TestLoopScripts(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no testdata/loop-*.txtar")
 	}
-	testscript.Run(t, testscript.Params{Files: files, Setup: loopEnv, Cmds: loopCmds})
+	testscript.Run(t, testscript.Params{Files: files, Setup: loopEnv, Cmds: loopCmds,
+		Condition: func(cond string) (bool, error) {
+			if cond == "python" {
+				return pythonSwarm(t.TempDir()) != "", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		}})
+}
+
+// pythonSwarm writes the Python swarm's swarm.py from its mirror into dir and returns its path,
+// or "" when python3 or the mirror is missing.
+func pythonSwarm(dir string) string {
+	if _, err := exec.LookPath("python3"); err != nil {
+		return ""
+	}
+	mirror, _ := filepath.Abs("../../../.mirror/mtomcal+swarm/repo")
+	out, err := exec.Command("git", "-C", mirror, "show", "HEAD:swarm.py").Output()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(dir, "swarm.py")
+	if os.WriteFile(p, out, 0o644) != nil {
+		return ""
+	}
+	return p
 }

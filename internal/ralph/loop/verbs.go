@@ -540,7 +540,9 @@ func (l *app) printStatus(ctx context.Context, st *State, w *worker.Worker, ws s
 	}
 	fmt.Fprintf(out, "Ralph Loop: %s\n", st.WorkerName)
 	line := "Status: " + st.Status
-	if ago > 60 {
+	// Only a loop at work can be stuck (the Python swarm said it of stopped loops too).
+	stuck := ago > 60 && (st.Status == StatusRunning || st.Status == StatusPaused)
+	if stuck {
 		line += fmt.Sprintf(" (possibly stuck — no output change for %ds)", ago)
 	}
 	fmt.Fprintln(out, line)
@@ -592,7 +594,7 @@ func (l *app) printStatus(ctx context.Context, st *State, w *worker.Worker, ws s
 			fmt.Fprintf(out, "Usage limit: waiting until %s\n", t.Local().Format("2006-01-02 15:04:05"))
 		}
 	}
-	if ago > 60 && w != nil && ws == "running" {
+	if stuck && w != nil && ws == "running" {
 		if text, err := l.home.Screen(ctx, w.Name, 200); err == nil {
 			var last []string
 			for _, s := range lines(text) {

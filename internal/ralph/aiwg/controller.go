@@ -277,7 +277,14 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 	if err != nil || !counted || !c.mine(cur) {
 		return err
 	}
+	fmt.Fprintf(c.log, "%s iteration %d: %s (exit %s, %.1f s, cost %s)\n", stamp(time.Now()), i, res.it.Outcome,
+		exitOf(res.it.ExitCode), res.it.DurationSeconds, cost(res.it.CostUSD))
 	check := runCheck(ctx, cur, i)
+	verdict := "failed"
+	if check.Passed {
+		verdict = "passed"
+	}
+	fmt.Fprintf(c.log, "%s iteration %d: the completion command %s (exit %d)\n", stamp(time.Now()), i, verdict, check.ExitCode)
 	var passed bool
 	err = c.ws.Locked(ctx, func(reg *Registry) error {
 		st, err := c.ws.ReadState(c.id)

@@ -187,7 +187,7 @@ var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 		sd := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}
 		secs, err := strconv.Atoi(args[2])
 		ts.Check(err)
-		stamp := time.Now().UTC().Add(-time.Duration(secs) * time.Second).Format("2006-01-02T15:04:05.000000") + "+00:00"
+		stamp := time.Now().UTC().Add(-time.Duration(secs)*time.Second).Format("2006-01-02T15:04:05.000000") + "+00:00"
 		ts.Check(fsx.Update(context.Background(), sd.RalphState(args[0]), sd.RalphStateLock(args[0]), func(old []byte) ([]byte, error) {
 			re := regexp.MustCompile(`"` + args[1] + `": [^,\n]*`)
 			return re.ReplaceAll(old, []byte(`"`+args[1]+`": "`+stamp+`"`)), nil

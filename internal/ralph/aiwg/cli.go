@@ -64,6 +64,44 @@ func parseArgs(args []string, spec flagSpec) (map[string]string, []string, error
 	return flags, ops, nil
 }
 
+// usages are the verbs' --help texts.
+var usages = map[string]string{
+	"start": `ralph start "TASK" --completion "CMD" [options] - run TASK with an agent until CMD exits 0
+
+Options:
+   --completion, -c CMD       the command that exits 0 when the task is done (required); plain
+                              words run as they are, shell syntax through /bin/sh -c
+   --max-iterations N         at most N iterations (200)
+   --timeout DUR              the loop's time: 90s, 30m, 1h30m, bare minutes, or none (60m)
+   --checkpoint-interval N    a checkpoint every N iterations (1)
+   --agent AGENT[:MODEL]      an agent of the agents config (CONFIG_FILE) (claude)
+   --force                    start even with 4 loops active in the workspace
+   --foreground               run here until the loop ends; exit 0 only for completed
+
+The loop lives in .aiwg/ralph/loops/<loop_id>/; each iteration's run and result records in
+$STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
+`,
+	"abort": `ralph abort [LOOP_ID] [--revert | --keep-changes] - end a loop; stop its agent
+
+   --revert          reset the working tree to where the loop started
+   --keep-changes    leave the working tree as the agent left it (the default)
+`,
+	"report": `ralph report [LOOP_ID] [--format text|markdown|json] - a loop's iterations, time, cost and checks
+`,
+	"list": `ralph list [--json] - AIWG's loops of this workspace and swarm's loops ($SWARM_DIR)
+`,
+}
+
+// wantsHelp reports whether args ask for a verb's help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--help" || a == "-h" {
+			return true
+		}
+	}
+	return false
+}
+
 // Run runs the verb args[1] (args[0] is "ralph") and returns the exit status.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tool := "ralph"
@@ -72,6 +110,10 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	verb, rest := args[1], args[2:]
+	if u, ok := usages[verb]; ok && wantsHelp(rest) {
+		fmt.Fprint(stdout, u)
+		return cli.ExitOK
+	}
 	var err error
 	switch {
 	case verb == "start" && len(rest) > 0 && rest[0] == supervisorVerb:

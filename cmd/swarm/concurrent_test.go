@@ -21,7 +21,7 @@ import (
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
-// TestConcurrentSpawn starts 100 (50 under -race; SWARM_TEST_SPAWNS) `swarm spawn` at once
+// TestConcurrentSpawn starts 100 (30 under -race; SWARM_TEST_SPAWNS) `swarm spawn` at once
 // (process mode, an agent that sleeps): all are listed, state.json is valid JSON in the Python
 // tool's format with as many distinct names, and kill --all leaves no worker, supervisor or
 // agent behind.
@@ -31,7 +31,7 @@ func TestConcurrentSpawn(t *testing.T) {
 	}
 	n := 100
 	if raceEnabled {
-		n = 50
+		n = 30
 	}
 	if v, _ := strconv.Atoi(os.Getenv("SWARM_TEST_SPAWNS")); v > 0 {
 		n = v

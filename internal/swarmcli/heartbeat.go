@@ -43,6 +43,11 @@ func (h *home) loadHeartbeat(name string) (*worker.Heartbeat, error) {
 		return nil, err
 	}
 	hb, err := worker.DecodeHeartbeat(b)
+	if err == nil && hb.WorkerName != name {
+		// Every write goes to the file its worker_name names (as the Python swarm's did): a
+		// file that names another must not lead a write elsewhere.
+		err = fmt.Errorf("it is the heartbeat of %q, not of %q", hb.WorkerName, name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
@@ -61,7 +66,10 @@ func (h *home) updateHeartbeat(ctx context.Context, name string, fn func(hb *wor
 		var hb *worker.Heartbeat
 		if len(bytes.TrimSpace(old)) > 0 {
 			var err error
-			if hb, err = worker.DecodeHeartbeat(old); err != nil {
+			if hb, err = worker.DecodeHeartbeat(old); err == nil && hb.WorkerName != name {
+				err = fmt.Errorf("it is the heartbeat of %q, not of %q", hb.WorkerName, name)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("%s: %v (remove it, or fix it by hand)", path, err)
 			}
 		}

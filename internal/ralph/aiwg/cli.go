@@ -90,6 +90,13 @@ $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 `,
 	"list": `ralph list [--json] - AIWG's loops of this workspace and swarm's loops ($SWARM_DIR)
 `,
+	"status": `ralph status LOOP_ID [--json] - an AIWG loop's state (--json: its state.json)
+`,
+	"pause": `ralph pause LOOP_ID - stop the iteration in flight; no other starts until ralph resume
+`,
+	"resume": `ralph resume LOOP_ID [--max-iterations N] [--timeout DUR] [--force] [--foreground]
+   continue a paused loop, or a crashed one from its last checkpoint
+`,
 }
 
 // wantsHelp reports whether args ask for a verb's help.

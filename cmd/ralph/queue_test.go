@@ -126,7 +126,7 @@ func validQueueFile(name string) error {
 	return nil
 }
 
-// TestQueueCrash is the queue's test under fire: a plan of 200 tasks with dependencies (100
+// TestQueueCrash is the queue's test under fire: a plan of 200 tasks with dependencies (60
 // under -race), 8 agents, agents that fail, fail until their third attempt, or hang past the
 // timeout, while agents are SIGKILLed at random and the runner itself is SIGKILLed twice and
 // started again. At the end every task is done exactly once (one run record says done) or failed
@@ -139,7 +139,7 @@ func TestQueueCrash(t *testing.T) {
 	}
 	n := 200
 	if queueRace {
-		n = 100
+		n = 60
 	}
 	const agents, maxRetries = 8, 3
 	seed := time.Now().UnixNano()

@@ -39,8 +39,9 @@ func aiwgSetup(env *testscript.Env) error {
 	config := filepath.Join(env.WorkDir, "agents.json")
 	cfg := fmt.Sprintf(`{"claude": {"command": %q, "flags": ["-p"], "model_flag": "--model", "default_model": "opus", "terminal": false},
 	  "plain": {"command": %q, "cost_pattern": "spent=\\$([0-9.]+)"},
+	  "tty": {"command": %q, "usage_limit": ["(?i)usage limit reached"]},
 	  "missing": {"command": "/nonexistent/agent"},
-	  "broken": {"command": %q, "terminal": false}}`, agentPath, agentPath, filepath.Join(env.WorkDir, "broken.sh"))
+	  "broken": {"command": %q, "terminal": false}}`, agentPath, agentPath, agentPath, filepath.Join(env.WorkDir, "broken.sh"))
 	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 		return err
 	}

@@ -61,16 +61,19 @@ func initQueue(c *ucli.Context, file string, stdout io.Writer) error {
 	now := record.FormatTime(time.Now())
 	done := 0
 	err = s.Create(c.Context, func(tx *store.Tx) error {
-		q, err := tx.Queue()
-		if err != nil {
-			return err
+		if !c.Bool("force") {
+			q, err := tx.Queue()
+			if err != nil {
+				return err
+			}
+			if q.Len() > 0 {
+				counts := q.Counts()
+				return fmt.Errorf("plan %s already has a queue (%d tasks, %d done) in %s; pass --force to start it over, or add tasks with 'ralph queue add'",
+					id, q.Len(), counts[store.Done], dir.TaskQueue(id))
+			}
 		}
-		if q.Len() > 0 && !c.Bool("force") {
-			counts := q.Counts()
-			return fmt.Errorf("plan %s already has a queue (%d tasks, %d done) in %s; pass --force to start it over, or add tasks with 'ralph queue add'",
-				id, q.Len(), counts[store.Done], dir.TaskQueue(id))
-		}
-		q = store.NewQueue(id, now, nil)
+		// --force replaces the queue unread: it may be the broken file being started over.
+		q := store.NewQueue(id, now, nil)
 		for _, t := range tasks {
 			q.Put(queued(t, now))
 			if t.Done {
@@ -79,18 +82,8 @@ func initQueue(c *ucli.Context, file string, stdout io.Writer) error {
 		}
 		tx.SetQueue(q)
 		if c.Bool("force") {
-			r, err := tx.Retry()
-			if err != nil {
-				return err
-			}
-			r.Retries = []store.Retry{}
-			tx.ChangedRetry()
-			p, err := tx.Progress()
-			if err != nil {
-				return err
-			}
-			*p = store.Progress{PlanID: id, Phase: store.PhaseImplementation, StartedAt: now, UpdatedAt: now, Agents: []store.Agent{}}
-			tx.ChangedProgress()
+			tx.SetRetry(&store.RetryQueue{PlanID: id, Retries: []store.Retry{}})
+			tx.SetProgress(&store.Progress{PlanID: id, Phase: store.PhaseImplementation, StartedAt: now, UpdatedAt: now, Agents: []store.Agent{}})
 		}
 		return nil
 	})

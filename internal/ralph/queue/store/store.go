@@ -163,11 +163,11 @@ func (tx *Tx) Queue() (*Queue, error) {
 	s.cached = nil
 	doc, err := statedir.ReadFile(path, fsx.MaxStateFile)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading the task queue: %w", err) // err names the file
 	}
 	q, err := DecodeQueue(bytes.TrimSpace(fsx.StripBOM(doc)))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w; repair it (validate-state --kind task-queue %s) or init the plan again", path, err, path)
+		return nil, fmt.Errorf("reading %s: %w; repair it (validate-state --kind task-queue %s) or start the plan over (ralph queue init --force PLAN_FILE)", path, err, path)
 	}
 	tx.q = q
 	return q, nil
@@ -193,6 +193,12 @@ func (tx *Tx) Retry() (*RetryQueue, error) {
 	}
 	return tx.r, nil
 }
+
+// SetRetry replaces the retry queue, unread, to be written at the end of the transaction.
+func (tx *Tx) SetRetry(r *RetryQueue) { tx.r, tx.rDirty = r, true }
+
+// SetProgress replaces the progress file, unread, to be written at the end of the transaction.
+func (tx *Tx) SetProgress(p *Progress) { tx.p, tx.pDirt = p, true }
 
 // ChangedRetry marks the retry queue to be written.
 func (tx *Tx) ChangedRetry() { tx.rDirty = true }
@@ -223,7 +229,7 @@ func readJSON(path string, v any) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading a queue file: %w", err) // err names the file
 	}
 	if doc = bytes.TrimSpace(fsx.StripBOM(doc)); len(doc) == 0 {
 		return nil

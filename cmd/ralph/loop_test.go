@@ -38,7 +38,19 @@ func loopEnv(env *testscript.Env) error {
 		return err
 	}
 	swarmDir := filepath.Join(env.WorkDir, "sd")
-	env.Defer(func() { cleanupSwarm(swarmDir, sockDir) })
+	env.Defer(func() {
+		cleanupSwarm(swarmDir, sockDir)
+		// Every loop a script left validates and its log parses (loops named bad* are the
+		// scripts' broken ones).
+		dirs, _ := os.ReadDir(statedir.Swarm{Root: swarmDir}.Ralph())
+		for _, d := range dirs {
+			if !strings.HasPrefix(d.Name(), "bad") {
+				if err := loopFilesOK(swarmDir, d.Name()); err != nil {
+					env.T().Fatal(err)
+				}
+			}
+		}
+	})
 	env.Setenv("TMUX_TMPDIR", sockDir)
 	env.Setenv("TMUX", "")
 	env.Setenv("SWARM_DIR", swarmDir)
@@ -106,27 +118,47 @@ var logLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \[(START|END|F
 	`iteration \d+: .*|iteration \d+ -- .*|monitor disconnected.*)$`)
 
 func checkLoopFiles(ts *testscript.TestScript, name string) {
-	sd := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}
+	if err := loopFilesOK(ts.Getenv("SWARM_DIR"), name); err != nil {
+		ts.Fatalf("%v", err)
+	}
+}
+
+// loopFilesOK checks a loop's files: the state validates against the ralph-state schema and is
+// in the Python swarm's format; every iterations.log line is in its format.
+func loopFilesOK(swarmDir, name string) error {
+	sd := statedir.Swarm{Root: swarmDir}
 	b, err := os.ReadFile(sd.RalphState(name))
-	ts.Check(err)
+	if err != nil {
+		return err
+	}
 	s, err := schema.Load("ralph-state", "")
-	ts.Check(err)
+	if err != nil {
+		return err
+	}
 	problems, err := s.Validate(b)
-	ts.Check(err)
+	if err != nil {
+		return err
+	}
 	if len(problems) > 0 {
-		ts.Fatalf("%s's state does not validate: %v\n%s", name, problems, b)
+		return fmt.Errorf("%s's state does not validate: %v\n%s", name, problems, b)
 	}
 	// Python's json.load reads it: no final newline, two-space indent, ASCII only.
 	if bytes.HasSuffix(b, []byte("\n")) || !bytes.HasPrefix(b, []byte("{\n  \"worker_name\": ")) {
-		ts.Fatalf("%s's state is not in the Python swarm's format:\n%s", name, b)
+		return fmt.Errorf("%s's state is not in the Python swarm's format:\n%s", name, b)
 	}
 	log, err := os.ReadFile(sd.RalphIterations(name))
-	ts.Check(err)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	for _, l := range strings.Split(strings.TrimSuffix(string(log), "\n"), "\n") {
 		if !logLine.MatchString(l) {
-			ts.Fatalf("iterations.log line not in the Python swarm's format: %q", l)
+			return fmt.Errorf("%s: iterations.log line not in the Python swarm's format: %q", name, l)
 		}
 	}
+	return nil
 }
 
 var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){

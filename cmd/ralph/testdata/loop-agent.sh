@@ -11,8 +11,9 @@
 #   chatty S     print a line every 0.2 s for S seconds, exit 0
 #   compact      show "Compacting conversation", then idle
 #   context N    show "Context: N% used" as its status line, then idle
-#   limit        show a usage-limit message, idle; on the next line typed, print "resumed", exit 0
-#   limitexit    print a usage-limit message and exit 1
+#   limit S      show a usage-limit message resetting in S seconds, idle; on the next line typed,
+#                print "resumed", exit 0
+#   limitexit S  print a usage-limit message resetting in S seconds and exit 1
 plan=$1
 counter=$2
 n=1
@@ -33,8 +34,8 @@ run) echo "working"; sleep "$2"; exit 0 ;;
 chatty) i=0; while [ $i -lt $(( $2 * 5 )) ]; do echo "tick $i"; i=$((i + 1)); sleep 0.2; done; exit 0 ;;
 compact) echo "Compacting conversation..."; exec sleep 1000 ;;
 context) echo "thinking"; echo "100% of tests pass"; echo "Context: $2% used"; exec sleep 1000 ;;
-limit) echo "Claude usage limit reached. Your limit will reset in 2 seconds."; IFS= read -r more; echo "resumed: $more"; exit 0 ;;
-limitexit) echo "Claude usage limit reached. Your limit will reset in 2 seconds."; exit 1 ;;
+limit) echo "Claude usage limit reached. Your limit will reset in $2 seconds."; IFS= read -r more; echo "resumed: $more"; exit 0 ;;
+limitexit) echo "Claude usage limit reached. Your limit will reset in $2 seconds."; exit 1 ;;
 esac
 echo "unknown action: $action"
 exit 3

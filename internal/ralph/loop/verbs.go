@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarmcli"
 	"github.com/agentfleet/fleet/internal/worker"
 	ucli "github.com/urfave/cli/v2"
@@ -904,9 +905,12 @@ var logsVerb = &verb{
 			return fmt.Errorf("no ralph state found for worker '%s'", name)
 		}
 		path := l.dir.RalphIterations(name)
-		b, err := fsx.ReadFileLimit(path, 64<<20)
-		if err != nil {
+		b, err := statedir.ReadFile(path, 64<<20)
+		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("no iteration log found for worker '%s'", name)
+		}
+		if err != nil {
+			return err
 		}
 		text := string(b)
 		if n := c.Int("lines"); n >= 0 && !c.Bool("live") {
@@ -930,7 +934,7 @@ var logsVerb = &verb{
 				return nil
 			case <-time.After(200 * time.Millisecond):
 			}
-			f, err := os.Open(path)
+			f, err := statedir.Open(path)
 			if err != nil {
 				continue
 			}

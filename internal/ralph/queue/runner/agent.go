@@ -68,6 +68,9 @@ func (a *agentRun) work(ctx context.Context) {
 			a.end(ctx, store.AgentBudget)
 			return
 		}
+		if err != nil && ctx.Err() != nil {
+			return // interrupted while waiting for the lock: nothing was claimed
+		}
 		if err != nil {
 			r.logf("%s: %v", a.id, err)
 			a.end(ctx, store.AgentFailed)
@@ -156,8 +159,12 @@ type outcome struct {
 func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
+	// Once claimed, the attempt is set up and started whatever happens to ctx (an interrupt):
+	// half a launch would be counted as a failed attempt; a whole one is waited for by the
+	// next run.
+	launchCtx := context.WithoutCancel(ctx)
 	start := time.Now()
-	opened, err := attempt.Open(ctx, r.dir, bead, r.where, false)
+	opened, err := attempt.Open(launchCtx, r.dir, bead, r.where, false)
 	r.spent(&r.timing.Launch, time.Since(start))
 	if err != nil {
 		return outcome{status: outFailed, reason: oneLine(err)}
@@ -166,7 +173,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	if n != c.attempt {
 		// Someone dispatched the bead since the claim: the queue must name this attempt
 		// before it starts.
-		if err := a.setAttempt(ctx, c, n); err != nil {
+		if err := a.setAttempt(launchCtx, c, n); err != nil {
 			opened.Close()
 			if errors.Is(err, errNotMine) {
 				return outcome{status: outGone}
@@ -176,10 +183,10 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		c.attempt = n
 	}
 	start = time.Now()
-	a.state(ctx, store.AgentWorking, &c.task, n)
+	a.state(launchCtx, store.AgentWorking, &c.task, n)
 	r.spent(&r.timing.Queue, time.Since(start))
 	start = time.Now()
-	spec, err := r.spec(ctx, a.id, c, bead, n)
+	spec, err := r.spec(launchCtx, a.id, c, bead, n)
 	if err != nil {
 		opened.Close()
 		return outcome{status: outFailed, reason: oneLine(err)}
@@ -187,7 +194,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	r.mu.Lock()
 	r.running[bead] = true
 	r.mu.Unlock()
-	_, err = opened.Launch(ctx, spec, r.cfg.Self)
+	_, err = opened.Launch(launchCtx, spec, r.cfg.Self)
 	opened.Close()
 	r.spent(&r.timing.Launch, time.Since(start))
 	if err != nil {

@@ -153,7 +153,9 @@ var ErrCorrupt = errors.New("corrupt state file")
 // whose top level is not an object or whose "workers" is not a list, is ErrCorrupt. A UTF-8 BOM
 // is accepted (the Python tool refused it as corrupt).
 func Decode(b []byte) (*State, error) {
-	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	// The workers' values are kept as slices of b: a copy, so that the caller's buffer is
+	// the caller's.
+	b = bytes.Clone(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")))
 	if !validUTF8(b) {
 		return nil, fmt.Errorf("%w: not UTF-8", ErrCorrupt)
 	}
@@ -165,8 +167,8 @@ func Decode(b []byte) (*State, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	var top Object
-	if err := json.Unmarshal(b, &top); err != nil {
+	top, err := parseObject(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: the top level is not an object", ErrCorrupt)
 	}
 	s := &State{}
@@ -179,8 +181,8 @@ func Decode(b []byte) (*State, error) {
 	if raw == nil || string(raw) == "null" {
 		return s, nil
 	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
+	list, err := splitArray(raw)
+	if err != nil {
 		return nil, fmt.Errorf("%w: \"workers\" is not a list", ErrCorrupt)
 	}
 	for _, r := range list {
@@ -195,9 +197,10 @@ func Decode(b []byte) (*State, error) {
 	return s, nil
 }
 
+// decodeWorker reads one entry of state.json's workers (valid JSON: Decode checked the file).
 func decodeWorker(b json.RawMessage) (*Worker, error) {
-	var o Object
-	if err := json.Unmarshal(b, &o); err != nil {
+	o, err := parseObject(b)
+	if err != nil {
 		return nil, errors.New("not an object")
 	}
 	w := &Worker{}
@@ -215,7 +218,7 @@ func decodeWorker(b json.RawMessage) (*Worker, error) {
 			}
 			return nil
 		}
-		if err := json.Unmarshal(v, dst); err != nil {
+		if err := fastUnmarshal(v, dst); err != nil {
 			return fmt.Errorf("%q: %v", key, err)
 		}
 		return nil
@@ -288,6 +291,27 @@ func decodeWorker(b json.RawMessage) (*Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// fastUnmarshal is json.Unmarshal for a value of valid JSON, without its checks and
+// reflection for the common types of a worker (strings and objects); anything else, and every
+// value of the wrong type (for its error), goes to json.Unmarshal.
+func fastUnmarshal(v json.RawMessage, dst any) error {
+	switch d := dst.(type) {
+	case *string:
+		if len(v) > 0 && v[0] == '"' {
+			s, err := unquote(v)
+			*d = s
+			return err
+		}
+	case *Object:
+		if len(v) > 0 && v[0] == '{' {
+			o, err := parseObject(v)
+			*d = o
+			return err
+		}
+	}
+	return json.Unmarshal(v, dst)
 }
 
 var knownKeys = map[string]bool{"name": true, "status": true, "cmd": true, "started": true, "cwd": true,

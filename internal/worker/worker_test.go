@@ -455,3 +455,47 @@ func TestHeartbeatTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestParseObject: the one-pass split of an object gives what json.Decoder's tokens gave.
+func TestParseObject(t *testing.T) {
+	reference := func(b []byte) (Object, error) {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+			return nil, fmt.Errorf("not an object")
+		}
+		var out Object
+		for d.More() {
+			kt, err := d.Token()
+			if err != nil {
+				return nil, err
+			}
+			var v json.RawMessage
+			if err := d.Decode(&v); err != nil {
+				return nil, err
+			}
+			out = out.Set(kt.(string), v)
+		}
+		return out, nil
+	}
+	for _, in := range []string{`{}`, ` { } `, `{"a":1}`, "{\n  \"a\" : [1, {\"b\": \"}]\\\"\"}] ,\"c\":null, \"d\":true}",
+		`{"k\"ey\\": "v\\\"", "é\u00e9": "\ud83d\ude00", "a": 1, "a": 2}`, `{"n": -1.5e+10, "o": {"p": {"q": []}}}`,
+		`{"s": "a,b}c]d", "t": "\\"}`} {
+		if !json.Valid([]byte(in)) {
+			t.Fatalf("test input %s is not JSON", in)
+		}
+		want, werr := reference([]byte(in))
+		got, gerr := parseObject([]byte(in))
+		if (werr != nil) != (gerr != nil) || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("parseObject(%s) = %q, %v; want %q, %v", in, got, gerr, want, werr)
+		}
+	}
+	for _, in := range []string{`[1]`, `"x"`, ``, `{"a":1`} {
+		if _, err := parseObject([]byte(in)); err == nil {
+			t.Errorf("parseObject(%s) = nil error", in)
+		}
+	}
+	if l, err := splitArray([]byte(` [ {"a": [1,2]}, "x,]", 3 ] `)); err != nil || len(l) != 3 || string(l[1]) != `"x,]"` {
+		t.Errorf("splitArray = %q, %v", l, err)
+	}
+}

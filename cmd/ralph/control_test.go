@@ -155,6 +155,13 @@ func TestControlWins(t *testing.T) {
 			fail("%s: state does not validate: %v %v", name, err, problems)
 		}
 		if kind != "pause" {
+			// Every iteration's run record is closed.
+			runs, _ := filepath.Glob(filepath.Join(swarmDir, "state", "runs", name+"-*.json"))
+			for _, r := range runs {
+				if b, _ := os.ReadFile(r); bytes.Contains(b, []byte(`"status":"running"`)) {
+					fail("%s (%s): %s is still running after the command returned", name, kind, filepath.Base(r))
+				}
+			}
 			h, err := swarmcli.OpenHome(swarmDir, os.Stderr)
 			if err == nil {
 				if w, _ := h.Worker(name); w != nil && h.Live(ctx, w).Running {

@@ -408,7 +408,13 @@ func (l *app) launch(ctx context.Context, st *State, n int, prompt string) (*ite
 	offset, baseline, err := l.typePrompt(ctx, st, w, prompt, promptReadyWait)
 	if err != nil {
 		// The agent is there but could not be typed into: stop it and count a failure.
-		l.home.Stop(ctx, w)
+		bg := context.WithoutCancel(ctx)
+		l.home.Stop(bg, w)
+		var out *worker.Outcome
+		if x, _ := l.home.Worker(w.Name); x != nil && x.Started == w.Started {
+			out, _ = x.Ended()
+		}
+		l.endRecord(bg, st, it, result{kind: resExited, out: out}, "failed")
 		return nil, err
 	}
 	it.offset = offset
@@ -434,9 +440,8 @@ const (
 func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res result) (next, error) {
 	n := it.n
 	switch res.kind {
-	case resControl:
-		return nextIteration, errStop
-	case resCancelled:
+	case resControl, resCancelled:
+		l.stopped(ctx, it)
 		return nextIteration, errStop
 	case resDone:
 		if res.exited {
@@ -549,6 +554,25 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		return nextIteration, l.failed(ctx, wake, n, c, false)
 	}
 	return nextIteration, nil
+}
+
+// stopped ends the iteration of a loop that was stopped, killed or failed while it ran: the
+// monitor stops its worker itself (before the stopper, which waits for the monitor to be gone)
+// and closes its run record. A monitor told to go (SIGINT) with the loop still running leaves
+// both to the next monitor.
+func (l *app) stopped(ctx context.Context, it *iteration) {
+	st, err := l.st.load()
+	if err != nil || (st.Status != StatusStopped && st.Status != StatusFailed) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	it.stopped = true
+	l.home.Stop(ctx, it.w)
+	var out *worker.Outcome
+	if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
+		out, _ = w.Ended()
+	}
+	l.endRecord(ctx, st, it, result{kind: resExited, out: out}, "failed")
 }
 
 // endFields are what every iteration's end records: when, how long, the exit code.

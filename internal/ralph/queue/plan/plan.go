@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -39,11 +40,18 @@ type Error struct {
 	Msg  string
 }
 
+// Error is one line: a file name with control characters is quoted, and a message (a YAML or
+// JSON decoder's may quote the document) has its line breaks folded.
 func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	file := e.File
+	if strings.IndexFunc(file, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		file = strconv.Quote(file)
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	msg := strings.Join(strings.Fields(e.Msg), " ")
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", file, e.Line, msg)
+	}
+	return fmt.Sprintf("%s: %s", file, msg)
 }
 
 func errorf(file string, line int, format string, args ...any) *Error {

@@ -132,3 +132,30 @@ func TestID(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: any plan file, in any format, parses or fails with one line naming the file,
+// never a panic; what parses has an id and a description for every task, and Check judges it
+// without a panic either.
+func FuzzParse(f *testing.F) {
+	f.Add("p.md", "- [ ] t1: a\n- [x] t2: b (after t1)\n")
+	f.Add("p.yaml", "tasks:\n  - {id: a, description: x, dependencies: [b]}\n  - {id: b, description: y}\n")
+	f.Add("p.json", `[{"id": "a", "description": "x", "dependencies": ["a"]}]`)
+	f.Add("p", "{\"tasks\": [\n\t{\"id\": \"a\", \"description\": \"x\"}]}")
+	f.Fuzz(func(t *testing.T, name, doc string) {
+		tasks, err := Parse(name, []byte(doc))
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("Parse error is more than one line: %q", err)
+			}
+			return
+		}
+		for _, task := range tasks {
+			if task.ID == "" || strings.TrimSpace(task.Description) == "" {
+				t.Errorf("Parse gave a task without an id or description: %+v", task)
+			}
+		}
+		if err := Check(name, "p", tasks, nil); err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("Check error is more than one line: %q", err)
+		}
+	})
+}

@@ -142,13 +142,14 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 		return nil, errorf(file, lineAt(data, offset), "a plan is a list of tasks {%s}", fields)
 	}
 	var tasks []Task
+	lines := lineCounter{data: data, line: 1}
 	for dec.More() {
 		at := offset + dec.InputOffset()
 		var item map[string]json.RawMessage
 		if err := dec.Decode(&item); err != nil {
-			return nil, errorf(file, lineAt(data, skipSpace(data, at)), "a task is an object {%s}", fields)
+			return nil, errorf(file, lines.at(skipSpace(data, at)), "a task is an object {%s}", fields)
 		}
-		t := Task{Line: lineAt(data, skipSpace(data, at))}
+		t := Task{Line: lines.at(skipSpace(data, at))}
 		keys := make([]string, 0, len(item))
 		for k := range item {
 			keys = append(keys, k)
@@ -197,6 +198,21 @@ func skipSpace(data []byte, at int64) int64 {
 		at++
 	}
 	return at
+}
+
+// lineCounter gives the lines of increasing offsets, counting each byte once (lineAt for every
+// task of a large plan would count from the start each time).
+type lineCounter struct {
+	data []byte
+	off  int64
+	line int
+}
+
+func (c *lineCounter) at(off int64) int {
+	off = min(max(off, c.off), int64(len(c.data)))
+	c.line += bytes.Count(c.data[c.off:off], []byte{'\n'})
+	c.off = off
+	return c.line
 }
 
 // lineAt is the 1-based line of byte offset off.

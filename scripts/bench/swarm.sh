@@ -32,10 +32,12 @@ else
 fi
 
 now() { date +%s%N; }
-# median_ms CMD...: the median wall time of runs runs, in ms with one decimal.
+# median_ms CMD...: the median wall time of runs runs, in ms with one decimal, after one run
+# untimed (the first run of a binary or of python3 reads them from disk).
 median_ms() {
-  local ts=() i t0
-  for ((i = 0; i < runs; i++)); do
+  local ts=() run t0
+  "$@" >/dev/null 2>&1 || true
+  for ((run = 0; run < runs; run++)); do
     t0=$(now); "$@" >/dev/null 2>&1 || true; ts+=($(( $(now) - t0 )))
   done
   printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1e6}'
@@ -72,9 +74,11 @@ report "ls, 500 workers" "$ours" "$pyt" 50
 
 # spawn to a running worker (process mode; the agent is sleep).
 rm -rf "$tmp/ours" "$tmp/py"; mkdir -p "$tmp/ours" "$tmp/py"
-i=0
-spawn_ours() { i=$((i + 1)); SWARM_DIR=$tmp/ours "$tmp/swarm" spawn --name s$i -- sleep 600; }
-spawn_py() { i=$((i + 1)); SWARM_DIR=$tmp/py python3 "$py" spawn --name s$i -- sleep 600 </dev/null; }
+# Each spawn a new name: a file counts them (the functions run in $(...) subshells).
+echo 0 >"$tmp/n"
+next_name() { local n; n=$(($(cat "$tmp/n") + 1)); echo "$n" >"$tmp/n"; echo "s$n"; }
+spawn_ours() { SWARM_DIR=$tmp/ours "$tmp/swarm" spawn --name "$(next_name)" -- sleep 600; }
+spawn_py() { SWARM_DIR=$tmp/py python3 "$py" spawn --name "$(next_name)" -- sleep 600 </dev/null; }
 ours=$(median_ms spawn_ours)
 pyt=""; [ -n "$py" ] && pyt=$(median_ms spawn_py)
 report "spawn to a running worker" "$ours" "$pyt" 200

@@ -47,6 +47,9 @@ var perRun = map[string]bool{worker.MetaSupervised: true, worker.MetaSupervisorP
 // Python swarm, a start that fails puts the old entry back (stopped): the worker is never
 // lost from state.
 func respawn(ctx context.Context, e *env, h *home, w *worker.Worker, cleanFirst, force bool) error {
+	// A live heartbeat goes on with the new incarnation, on its schedule (stopping the old
+	// one records it stopped).
+	hb, _ := h.loadHeartbeat(w.Name)
 	if h.check(ctx, w).running {
 		stopWorker(ctx, h, w)
 	}
@@ -119,6 +122,18 @@ func respawn(ctx context.Context, e *env, h *home, w *worker.Worker, cleanFirst,
 		}
 		return nil
 	})
+	if hb != nil && hb.Live() {
+		if s, err := h.reg.Load(); err == nil && s.Get(w.Name) != nil {
+			mon := h.monitorOf(s.Get(w.Name))
+			h.updateHeartbeat(ctx, w.Name, func(cur *worker.Heartbeat) (*worker.Heartbeat, error) {
+				if cur == nil || cur.CreatedAt != hb.CreatedAt || cur.Live() {
+					return nil, nil
+				}
+				cur.Status, cur.MonitorPID = hb.Status, mon
+				return cur, nil
+			})
+		}
+	}
 	fmt.Fprint(e.stdout, strings.Replace(out.String(), "spawned ", "respawned ", 1))
 	return nil
 }

@@ -274,7 +274,9 @@ func runHeartbeat(ctx context.Context, e *env, args []string) error {
 	}
 	for _, v := range heartbeatVerbs {
 		if v.name == sub {
-			return cli.Run(ctx, v.app(e), append([]string{tool + " heartbeat " + v.name}, args[1:]...))
+			named := *v
+			named.name = "heartbeat " + v.name // the help says "swarm heartbeat start"
+			return cli.Run(ctx, named.app(e), append([]string{tool + " heartbeat " + v.name}, args[1:]...))
 		}
 	}
 	return cli.Usagef("argument heartbeat_command: invalid choice: '%s' (choose from 'start', 'stop', 'list', 'status', 'pause', 'resume', 'ls')", sub)

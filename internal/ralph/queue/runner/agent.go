@@ -135,6 +135,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			q.Put(task)
 			c = &claim{task: task, attempt: task.Attempt}
 			tx.ChangedQueue()
+			tx.Lazy()
 			return nil
 		}
 		if len(q.Reblock()) > 0 {

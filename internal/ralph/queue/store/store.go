@@ -135,7 +135,16 @@ type Tx struct {
 	p                     *Progress
 	qDirty, rDirty, pDirt bool
 	create                bool
+	lazy                  bool
 }
+
+// Lazy says that the transaction's writes need not be durable before it returns: the files'
+// contents are fsynced before they are renamed into place, as always (a power cut leaves the old
+// file or the new one, whole), but the directory's fsync, which makes the rename itself durable,
+// is left to the background. A claim is lazy: one lost to a power cut leaves its task pending
+// and the records of its attempt closed as supervisor-lost, and the task is claimed again. It
+// takes a millisecond off a claim at 10,000 tasks.
+func (tx *Tx) Lazy() { tx.lazy = true }
 
 // Queue returns the task queue, read from its file (or the copy in memory when the file is the
 // one written last). ErrNoQueue when there is none, unless the transaction creates it.
@@ -291,7 +300,12 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 		s.cached = nil
 		s.buf = tx.q.AppendEncode(s.buf[:0])
 		release := s.holdOld(path)
-		err := s.write(KindTaskQueue, path, s.buf)
+		var err error
+		if tx.lazy && !tx.rDirty && !tx.pDirt {
+			err = s.writeLazy(path, s.buf)
+		} else {
+			err = s.write(KindTaskQueue, path, s.buf)
+		}
 		release()
 		if err != nil {
 			return err
@@ -352,6 +366,47 @@ func (s *Store) holdOld(path string) func() {
 		return func() {}
 	}
 	return func() { go os.Remove(old) }
+}
+
+// writeLazy is write without the directory's fsync, which a goroutine does after (see Lazy).
+// It is fsx.WriteFileAtomic's sequence otherwise: a temp file (0600) in the same directory,
+// written, fsynced, renamed over path (a link there is replaced, never followed).
+func (s *Store) writeLazy(path string, doc []byte) (err error) {
+	if s.Validate {
+		if err := Check(KindTaskQueue, doc); err != nil {
+			return fmt.Errorf("not writing %s: %w", path, err)
+		}
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(doc); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	go func() {
+		if d, err := os.Open(dir); err == nil {
+			d.Sync()
+			d.Close()
+		}
+	}()
+	return nil
 }
 
 // write replaces path with doc, atomically, after checking it against kind's schema if asked.

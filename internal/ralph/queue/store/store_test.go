@@ -57,6 +57,7 @@ func claim(s *Store, agent string) (Task, bool, error) {
 		}
 		if got, ok = q.Claim(agent, time.Now().UTC().Format(time.RFC3339)); ok {
 			tx.ChangedQueue()
+			tx.Lazy()
 		}
 		return nil
 	})

@@ -11,6 +11,7 @@
 #   chatty S     print a line every 0.2 s for S seconds, exit 0
 #   compact      show "Compacting conversation", then idle
 #   context N    show "Context: N% used" as its status line, then idle
+#   (a plan whose first line is "login" shows a login screen before its prompt, and idles)
 #   limit S      show a usage-limit message resetting in S seconds, idle; on the next line typed,
 #                print "resumed", exit 0
 #   limitexit S  print a usage-limit message resetting in S seconds and exit 1
@@ -21,6 +22,7 @@ n=1
 echo "start $n" >> "$counter"
 action=$(sed -n "${n}p" "$plan")
 [ -n "$action" ] || action=$(tail -n 1 "$plan")
+if [ "$action" = login ]; then echo "Select login method:"; echo " 1. Claude account"; exec sleep 1000; fi
 printf '$ '
 IFS= read -r line
 printf '%s\n' "$line"

@@ -388,6 +388,20 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 		wait = time.Duration(c.Int("ready-timeout")) * time.Second
 	}
 	offset, baseline, err := l.typePrompt(ctx, st, w, prompt, wait)
+	var pf *preflightError
+	if errors.As(err, &pf) {
+		// The Python swarm's pre-flight failure: the worker goes, the loop is failed.
+		l.st.logEvent("ERROR", "iteration 1: %v", err)
+		fmt.Fprintf(l.stderr, "%s: error: %v\n  fix: resolve the issue and re-run %s spawn\n", l.prog, err, l.tool)
+		l.home.Stop(ctx, w)
+		l.endRecord(ctx, st, it, result{kind: resExited}, "failed")
+		l.home.Remove(ctx, w)
+		l.st.update(ctx, func(s *State) error {
+			s.Status, s.ExitReason = StatusFailed, strp(ReasonFailed)
+			return nil
+		})
+		return &cli.ExitError{Code: cli.ExitFailure}
+	}
 	if err != nil {
 		l.warnf("typing the prompt into '%s': %v", name, err)
 	}

@@ -339,6 +339,9 @@ func (l *app) typePrompt(ctx context.Context, st *State, w *worker.Worker, promp
 		return 0, "", err
 	}
 	defer ctl.Close()
+	if err := preflight(ctl, p); err != nil {
+		return 0, "", err
+	}
 	text := strings.TrimRight(prompt, "\r\n")
 	// Compared without white space: a long line wraps on the screen, at a space or not.
 	needle := squeeze(echoNeedle(text))
@@ -370,6 +373,30 @@ func (l *app) typePrompt(ctx context.Context, st *State, w *worker.Worker, promp
 		return 0, "", err
 	}
 	return offset, baseline, nil
+}
+
+// preflightError is an agent that never became ready and shows a screen it is stuck on (a
+// login, a theme picker): typing a prompt into it would be lost (the Python swarm's pre-flight
+// check, done here once the ready wait is over rather than after a fixed 10 s).
+type preflightError struct{ msg string }
+
+func (e *preflightError) Error() string { return "pre-flight check failed — " + e.msg }
+
+func preflight(ctl *supervise.Control, p agent.Patterns) error {
+	r, err := ctl.Do(supervise.Request{Op: supervise.OpScreen})
+	if err != nil {
+		return nil // typing will say what is wrong
+	}
+	if m, err := p.Compile(); err == nil && m.Ready(r.Screen) {
+		return nil
+	}
+	text := strings.Join(r.Screen, "\n")
+	for _, sp := range stuckPatterns {
+		if strings.Contains(text, sp.text) {
+			return &preflightError{sp.msg}
+		}
+	}
+	return nil
 }
 
 // echoNeedle is what of text the screen shows once typed: its last non-empty line, at most its

@@ -42,6 +42,8 @@ type WorkerSpec struct {
 	Worktree *worker.Worktree
 	// Metadata is set in the worker's metadata (the loop's "ralph" and "ralph_iteration").
 	Metadata worker.Object
+	// Heartbeat, HeartbeatExpire and HeartbeatMessage are spawn's --heartbeat flags ("" none).
+	Heartbeat, HeartbeatExpire, HeartbeatMessage string
 }
 
 // Spawn starts a worker as swarm spawn --tmux does and returns its entry. The swarm
@@ -81,6 +83,15 @@ func (H *Home) Spawn(ctx context.Context, sp *WorkerSpec) (*worker.Worker, error
 	}
 	if sp.Profile != "" {
 		args = append(args, "--profile", sp.Profile)
+	}
+	if sp.Heartbeat != "" {
+		args = append(args, "--heartbeat", sp.Heartbeat)
+		if sp.HeartbeatExpire != "" {
+			args = append(args, "--heartbeat-expire", sp.HeartbeatExpire)
+		}
+		if sp.HeartbeatMessage != "" {
+			args = append(args, "--heartbeat-message", sp.HeartbeatMessage)
+		}
 	}
 	args = append(append(args, "--"), sp.Cmd...)
 	var errs bytes.Buffer

@@ -8,6 +8,7 @@
 #   donewait     print TASK_DONE, then idle
 #   idle         print nothing more, sleep
 #   run S        print a line, work S seconds, exit 0
+#   ask          wait for another line typed (a heartbeat), print "got: LINE", exit 0
 #   chatty S     print a line every 0.2 s for S seconds, exit 0
 #   compact      show "Compacting conversation", then idle
 #   context N    show "Context: N% used" as its status line, then idle
@@ -33,6 +34,7 @@ done) echo "TASK_DONE"; exit 0 ;;
 donewait) echo "TASK_DONE"; exec sleep 1000 ;;
 idle) exec sleep 1000 ;;
 run) echo "working"; sleep "$2"; exit 0 ;;
+ask) IFS= read -r more; echo "got: $more"; exit 0 ;;
 chatty) i=0; while [ $i -lt $(( $2 * 5 )) ]; do echo "tick $i"; i=$((i + 1)); sleep 0.2; done; exit 0 ;;
 compact) echo "Compacting conversation..."; exec sleep 1000 ;;
 context) echo "thinking"; echo "100% of tests pass"; echo "Context: $2% used"; exec sleep 1000 ;;

@@ -376,7 +376,8 @@ func (st *State) spec(n int) *swarmcli.WorkerSpec {
 	ws := st.Worker
 	meta := worker.Object{}.SetValue("ralph", true).SetValue("ralph_iteration", n)
 	sp := &swarmcli.WorkerSpec{Name: st.WorkerName, Cmd: ws.Cmd, Cwd: ws.Cwd, Env: ws.Env, Tags: ws.Tags,
-		Session: ws.Session, Socket: ws.Socket, Profile: ws.Profile, Metadata: meta}
+		Session: ws.Session, Socket: ws.Socket, Profile: ws.Profile, Metadata: meta,
+		Heartbeat: ws.Heartbeat, HeartbeatExpire: ws.HeartbeatExpire, HeartbeatMessage: ws.HeartbeatMessage}
 	if ws.Worktree != nil {
 		sp.Worktree = &worker.Worktree{Path: ws.Worktree.Path, Branch: ws.Worktree.Branch, BaseRepo: ws.Worktree.BaseRepo}
 	}

@@ -86,6 +86,10 @@ type WorkerSpec struct {
 	Socket   *string   `json:"socket"`
 	Worktree *Worktree `json:"worktree"`
 	Profile  string    `json:"profile,omitempty"`
+	// The heartbeat started with each iteration's worker (spawn --heartbeat), "" for none.
+	Heartbeat        string `json:"heartbeat,omitempty"`
+	HeartbeatExpire  string `json:"heartbeat_expire,omitempty"`
+	HeartbeatMessage string `json:"heartbeat_message,omitempty"`
 }
 
 // Worktree is a loop's worktree, as state.json names a worker's.

@@ -216,9 +216,9 @@ var spawnVerb = &verb{
 		&ucli.StringFlag{Name: "profile", Usage: "the agent profile (`P`) for readiness and usage limits; default by the command"},
 		&ucli.StringFlag{Name: "state-dir", Usage: "where the iterations' run records go (`DIR`; default $STATE_DIR, else $SWARM_DIR/state)"},
 		&ucli.BoolFlag{Name: "tmux", Usage: "no effect (loops always run in tmux)"},
-		&ucli.StringFlag{Name: "heartbeat", Usage: "not implemented yet"},
-		&ucli.StringFlag{Name: "heartbeat-expire", Usage: "not implemented yet"},
-		&ucli.StringFlag{Name: "heartbeat-message", Usage: "not implemented yet"},
+		&ucli.StringFlag{Name: "heartbeat", Usage: "type the heartbeat message into each iteration's agent when idle, every `DUR` (swarm heartbeat)"},
+		&ucli.StringFlag{Name: "heartbeat-expire", Usage: "stop each iteration's heartbeat after `DUR`"},
+		&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "the heartbeat's message (`M`)"},
 	},
 	action: func(c *ucli.Context, l *app) error { return l.spawn(c, spawnCmd) },
 }
@@ -247,8 +247,6 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 		return cli.Usagef("--worktree and --no-worktree contradict each other")
 	case c.Bool("check-done-continuous") && c.Bool("no-check-done-continuous"):
 		return cli.Usagef("--check-done-continuous and --no-check-done-continuous contradict each other")
-	case c.IsSet("heartbeat") || c.IsSet("heartbeat-expire"):
-		return errors.New("--heartbeat is not implemented yet (nothing was started)")
 	}
 	if len(cmd) == 0 {
 		return errors.New("no command provided (use -- command...)")
@@ -331,6 +329,9 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 	meta := worker.Object{}.SetValue("ralph", true).SetValue("ralph_iteration", 1)
 	sp := &swarmcli.WorkerSpec{Name: name, Cmd: cmd, Env: c.StringSlice("env"), Tags: c.StringSlice("tag"),
 		Session: c.String("session"), Profile: c.String("profile"), Metadata: meta}
+	if hb := c.String("heartbeat"); hb != "" {
+		sp.Heartbeat, sp.HeartbeatExpire, sp.HeartbeatMessage = hb, c.String("heartbeat-expire"), c.String("heartbeat-message")
+	}
 	if c.IsSet("tmux-socket") {
 		s := c.String("tmux-socket")
 		sp.Socket = &s
@@ -357,7 +358,7 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 		return err
 	}
 	ws := &WorkerSpec{Cmd: cmd, Cwd: w.Cwd, Env: sp.Env, Tags: sp.Tags, Session: w.Tmux.Session, Socket: sp.Socket,
-		Profile: sp.Profile}
+		Profile: sp.Profile, Heartbeat: sp.Heartbeat, HeartbeatExpire: sp.HeartbeatExpire, HeartbeatMessage: sp.HeartbeatMessage}
 	if w.Worktree != nil {
 		ws.Worktree = &Worktree{Path: w.Worktree.Path, Branch: w.Worktree.Branch, BaseRepo: w.Worktree.BaseRepo}
 	}

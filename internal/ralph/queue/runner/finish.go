@@ -32,7 +32,9 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			return err
 		}
 		task, ok := q.Get(c.task.ID)
-		mine := ok && task.Status == store.Claimed && task.ClaimedBy != nil && *task.ClaimedBy == a.id && task.Attempt == c.attempt
+		// Still the claim this attempt ran for (a skip, or init --force, may have taken it).
+		mine := ok && task.Status == store.Claimed && task.ClaimedBy != nil && c.task.ClaimedBy != nil &&
+			*task.ClaimedBy == *c.task.ClaimedBy && task.Attempt == c.attempt
 		if mine && out.status != outGone {
 			task.CostUSD += out.cost
 			switch out.status {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"regexp"
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
@@ -29,6 +30,11 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 		agentID := ""
 		if t.ClaimedBy != nil {
 			agentID = *t.ClaimedBy
+			if !agentPattern.MatchString(agentID) {
+				// Not one of ours (a hand-edited file): its end is recorded under agent-0, so
+				// that the files keep to their schemas.
+				agentID = "agent-0"
+			}
 		}
 		bead := plan.Bead(r.plan, t.ID)
 		launched := t.Attempt > 0 && agentID != "" && adopted[agentID] == nil
@@ -81,3 +87,6 @@ func (r *runner) release(ctx context.Context, t store.Task) error {
 }
 
 var errChanged = errors.New("changed meanwhile")
+
+// agentPattern is the seed's agent id: agent-<N>.
+var agentPattern = regexp.MustCompile(`^agent-[0-9]+$`)

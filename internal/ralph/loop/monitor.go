@@ -450,22 +450,25 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		} else {
 			l.sayf("done pattern matched, stopping loop")
 		}
+		if !res.exited {
+			// Found while the agent runs: it is stopped, and its end recorded like any other.
+			it.stopped = true
+			l.home.Stop(ctx, it.w)
+			if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
+				res.out, _ = w.Ended()
+			}
+		}
 		code := res.exitCode()
+		dur := int64(time.Since(it.started).Seconds())
 		st, _ := l.st.update(ctx, func(st *State) error {
 			l.endFields(st, it, code)
-			if res.exited {
-				l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(int64(time.Since(it.started).Seconds())))
-			}
+			l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(dur))
 			if st.Status == StatusRunning || st.Status == StatusPaused {
 				st.Status, st.ExitReason = StatusStopped, strp(ReasonDone)
 				l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", n, ReasonDone)
 			}
 			return nil
 		})
-		if !res.exited {
-			it.stopped = true
-			l.home.Stop(ctx, it.w)
-		}
 		l.endRecord(ctx, st, it, res, "done")
 		return nextIteration, errStop
 	case resInactive:
@@ -505,9 +508,9 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		st, _ := l.st.update(ctx, func(st *State) error {
 			st.LimitedUntil = utcISO(until)
 			st.EndedIter = max(st.EndedIter, n)
-			l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", n, until.Local().Format("2006-01-02T15:04:05"))
 			return nil
 		})
+		l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", n, until.Local().Format("2006-01-02T15:04:05"))
 		l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
 		l.endRecord(ctx, st, it, res, "failed")
 		return nextRerun, nil

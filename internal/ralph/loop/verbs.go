@@ -187,7 +187,7 @@ var spawnVerb = &verb{
 		"      [--check-done-continuous|--no-check-done-continuous] [--max-context PCT] [--foreground] [--no-run]\n" +
 		"      [--replace] [--clean-state] [--session S] [--tmux-socket K] [--worktree|--no-worktree] [--branch B]\n" +
 		"      [--worktree-dir D] [--tag T]... [--env K=V]... [--cwd P] [--ready-wait] [--ready-timeout 120]\n" +
-		"      [--profile P] [--state-dir DIR] -- CMD...",
+		"      [--profile P] [--state-dir DIR] [--heartbeat DUR [--heartbeat-expire DUR] [--heartbeat-message M]] -- CMD...",
 	signals: true,
 	flags: []ucli.Flag{
 		&ucli.StringFlag{Name: "name", Usage: "the loop's and its worker's name (`N`)"},

@@ -228,9 +228,9 @@ func (l *app) holdForLimit(ctx context.Context, wake chan struct{}, it *iteratio
 	l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
 	l.st.update(ctx, func(s *State) error {
 		s.LimitedUntil = utcISO(until)
-		l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", it.n, until.Local().Format("2006-01-02T15:04:05"))
 		return nil
 	})
+	l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", it.n, until.Local().Format("2006-01-02T15:04:05"))
 	l.sleep(ctx, wake, time.Until(until))
 	l.st.update(ctx, func(s *State) error {
 		s.LimitedUntil = ""

@@ -185,6 +185,12 @@ var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 				if neg {
 					ts.Fatalf("iterations.log matches %q:\n%s", args[1], last)
 				}
+				// A line written under the state's lock (START, DONE, ...) is followed by the
+				// state's write under the same lock: taking it waits for that.
+				sd := statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}
+				if unlock, err := fsx.LockFile(context.Background(), sd.RalphStateLock(args[0])); err == nil {
+					unlock()
+				}
 				return
 			}
 		}

@@ -32,7 +32,7 @@ func TestControlWins(t *testing.T) {
 	}
 	trials := 100
 	if testing.Short() || loopRace {
-		trials = 20
+		trials = 12
 	}
 	if n := os.Getenv("RALPH_TEST_TRIALS"); n != "" {
 		fmt.Sscan(n, &trials)

@@ -3,6 +3,7 @@ package swarmcli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
@@ -100,7 +102,8 @@ func (b *beater) look(activity string, lines []string, now time.Time) {
 		b.setReset(now) // the last beat is still on the input line: not consumed, none more
 		return
 	}
-	b.async(func() { b.beat(hb) })
+	seen := strings.Join(lines, "\n")
+	b.async(func() { b.beat(hb, seen) })
 }
 
 func (b *beater) setReset(t time.Time) {
@@ -178,9 +181,13 @@ func (b *beater) settle(created, status string) {
 // beatWait bounds a beat: the send lock (a long send holds it), the text, the echo, Enter.
 const beatWait = 30 * time.Second
 
+// errScreenChanged: the agent's screen changed between the judgement "idle" and the beat.
+var errScreenChanged = errors.New("the screen changed: no beat")
+
 // beat types hb's message and Enter, then records the beat, if the heartbeat is still the
-// same and active.
-func (b *beater) beat(hb *worker.Heartbeat) {
+// same and active, and the screen still the one judged idle (seen) once the send lock is
+// held: a send that held the lock meanwhile (or output) makes the agent busy again.
+func (b *beater) beat(hb *worker.Heartbeat, seen string) {
 	s, err := b.h.reg.Load()
 	if err != nil {
 		return
@@ -193,7 +200,21 @@ func (b *beater) beat(hb *worker.Heartbeat) {
 	defer cancel()
 	// Warnings (an agent that does not echo) would go to the pane: they are not said.
 	quiet := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	if err := sendTo(ctx, quiet, b.h, w, hb.Message, false, true); err != nil {
+	unchanged := func(ctl *supervise.Control) error {
+		r, err := ctl.Do(supervise.Request{Op: supervise.OpScreen, Lines: screenLookAll})
+		if err != nil {
+			return err
+		}
+		if strings.Join(r.Screen, "\n") != seen {
+			return errScreenChanged
+		}
+		return nil
+	}
+	err = sendToIf(ctx, quiet, b.h, w, hb.Message, false, true, unchanged)
+	switch {
+	case errors.Is(err, errScreenChanged):
+		return // judged again at the next look
+	case err != nil:
 		b.setReset(time.Now()) // the agent is ending, or its screen is gone: try after an interval
 		return
 	}

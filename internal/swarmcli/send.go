@@ -63,6 +63,14 @@ func sendLockPath(h *home, name string) string {
 // write, then, once the agent's screen shows it (at most echoWait), Enter. An agent that does
 // not echo (or echoes something else) gets a warning, the Python swarm's pause, and its Enter.
 func sendTo(ctx context.Context, e *env, h *home, w *worker.Worker, text string, clear, enter bool) error {
+	return sendToIf(ctx, e, h, w, text, clear, enter, nil)
+}
+
+// sendToIf is sendTo that first asks ready, once it holds the worker's send lock and before
+// it types anything: an error from ready is returned and nothing is typed. (The heartbeat
+// checks there that the screen it judged idle has not changed meanwhile.)
+func sendToIf(ctx context.Context, e *env, h *home, w *worker.Worker, text string, clear, enter bool,
+	ready func(ctl *supervise.Control) error) error {
 	if !w.Supervised() {
 		return sendUnsupervised(ctx, h, w, text, clear, enter)
 	}
@@ -82,6 +90,11 @@ func sendTo(ctx context.Context, e *env, h *home, w *worker.Worker, text string,
 		return err
 	}
 	defer ctl.Close()
+	if ready != nil {
+		if err := ready(ctl); err != nil {
+			return err
+		}
+	}
 	needle := echoNeedle(text)
 	before := 0
 	if needle != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -82,6 +83,25 @@ func killSupervisors(stateDir string) {
 }
 
 var queueCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	// waitfile FILE REGEXP [SECONDS]: wait until FILE's content matches (30 s by default).
+	"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 2 {
+			ts.Fatalf("usage: waitfile FILE REGEXP [SECONDS]")
+		}
+		re := regexp.MustCompile(args[1])
+		limit := 30 * time.Second
+		if len(args) > 2 {
+			n, _ := strconv.Atoi(args[2])
+			limit = time.Duration(n) * time.Second
+		}
+		var last []byte
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if last, _ = os.ReadFile(ts.MkAbs(args[0])); re.Match(last) {
+				return
+			}
+		}
+		ts.Fatalf("%s does not match %q after %s:\n%s", args[0], args[1], limit, last)
+	},
 	// nosupervisors: no supervisor registered in $STATE_DIR is alive, and none is registered.
 	"nosupervisors": func(ts *testscript.TestScript, neg bool, args []string) {
 		layout := supervise.Layout{Dir: ts.Getenv("STATE_DIR")}
@@ -276,6 +296,10 @@ func TestQueueCrash(t *testing.T) {
 			}
 		}
 		checkQueueFiles(t, store.In(repo))
+		if strings.Contains(out.String(), "not writing") {
+			// RALPH_QUEUE_VALIDATE refused a write that did not satisfy its schema.
+			t.Errorf("run %d wrote a file that does not satisfy its schema:\n%s", round, out.String())
+		}
 		last = []byte(out.String())
 		if round >= 2 {
 			if werr != nil && !strings.Contains(out.String(), "tasks failed") {

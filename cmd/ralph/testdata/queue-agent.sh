@@ -5,6 +5,7 @@
 #   flaky:N     fails (exit 4) until its attempt ($DISPATCH_ATTEMPT) is N;
 #   hang        sleeps until killed;
 #   sleep:S     sleeps S seconds first;
+#   until:F     waits until the file F exists (at most 30 s);
 #   cost:X      reports a cost of X USD as claude -p --output-format json does;
 #   plaincost:X reports it as a line of text ("Cost: $X session", as aider does), no JSON;
 #   touch:F     creates the file F in its directory (the repository or its worktree).
@@ -20,6 +21,10 @@ for word in $prompt; do
 	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
 	hang) sleep 3600 ;;
 	sleep:*) sleep "${word#sleep:}" ;;
+	until:*)
+		i=0
+		while [ ! -e "${word#until:}" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+		;;
 	cost:*) cost=${word#cost:} ;;
 	plaincost:*) plain=${word#plaincost:} ;;
 	touch:*) : > "${word#touch:}" ;;

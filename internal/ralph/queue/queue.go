@@ -66,11 +66,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) < 2 || args[1] == "help" || args[1] == "--help" || args[1] == "-h" {
 		if len(args) > 2 && args[1] == "help" {
 			args = []string{args[0], args[2], "--help"}
+		} else if len(args) < 2 {
+			fmt.Fprint(stderr, usage) // no verb: a usage error, its text on stderr
+			return cli.ExitUsage
 		} else {
 			fmt.Fprint(stdout, usage)
-			if len(args) < 2 {
-				return cli.ExitUsage
-			}
 			return cli.ExitOK
 		}
 	}

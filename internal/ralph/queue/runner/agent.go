@@ -50,7 +50,12 @@ func (a *agentRun) work(ctx context.Context) {
 	if a.adopted != nil {
 		a.state(ctx, store.AgentWorking, &a.adopted.task, a.adopted.attempt)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, a.adopted.task.ID, a.adopted.attempt)
-		a.finish(ctx, a.adopted, a.await(ctx, a.adopted))
+		out := a.await(ctx, a.adopted)
+		if ctx.Err() != nil && out.status == "" {
+			return
+		}
+		a.finish(ctx, a.adopted, out)
+		r.letGo()
 		a.adopted = nil
 	}
 	if a.extra {
@@ -90,6 +95,7 @@ func (a *agentRun) work(ctx context.Context) {
 		}
 		start = time.Now()
 		a.finish(ctx, c, out)
+		r.letGo()
 		r.spent(&r.timing.Queue, time.Since(start))
 		r.mu.Lock()
 		r.timing.Tasks++
@@ -142,10 +148,33 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			tx.ChangedQueue()
 		}
 		counts := q.Counts()
-		left = counts[store.Pending] + counts[store.Claimed]
+		r.mu.Lock()
+		held := r.inflight
+		r.mu.Unlock()
+		if held > 0 {
+			left = counts[store.Pending] + held
+		} else if counts[store.Pending] > 0 {
+			// No agent of this run holds a task, so none of these will become ready: their
+			// dependencies are claimed by no one at work (a claim a failed write left).
+			r.stuckOnce.Do(func() {
+				r.logf("%d tasks pending behind claims no agent holds; run again to settle them", counts[store.Pending])
+			})
+		}
 		return nil
 	})
+	if err == nil && c != nil {
+		r.mu.Lock()
+		r.inflight++
+		r.mu.Unlock()
+	}
 	return c, left, err
+}
+
+// letGo says an agent's task is recorded: it holds it no more.
+func (r *runner) letGo() {
+	r.mu.Lock()
+	r.inflight--
+	r.mu.Unlock()
 }
 
 // outcome is how an attempt ended.

@@ -94,6 +94,10 @@ type runner struct {
 	hardStopped map[string]bool // beads stopped by --hard-budget
 	wake        chan struct{}   // closed (and replaced) whenever a task ends or the queue changes
 	timing      Timing          // under mu
+	// inflight counts the tasks this run's agents hold (claimed or adopted, not yet recorded):
+	// while none is held, a pending task that is not ready never will be.
+	inflight  int
+	stuckOnce sync.Once
 }
 
 // spent adds d to one of the timing's sums.
@@ -123,6 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	var wg sync.WaitGroup
+	r.inflight = len(adopted)
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
 	for i := 1; i <= cfg.Agents; i++ {
 		id := AgentID(i)

@@ -129,13 +129,13 @@ var ErrNoQueue = errors.New("no task queue")
 
 // Tx is one transaction: the files it read, and which it changed.
 type Tx struct {
-	s                     *Store
-	q                     *Queue
-	r                     *RetryQueue
-	p                     *Progress
-	qDirty, rDirty, pDirt bool
-	create                bool
-	lazy                  bool
+	s                      *Store
+	q                      *Queue
+	r                      *RetryQueue
+	p                      *Progress
+	qDirty, rDirty, pDirty bool
+	create                 bool
+	lazy                   bool
 }
 
 // Lazy says that the transaction's writes need not be durable before it returns: the files'
@@ -207,7 +207,7 @@ func (tx *Tx) Retry() (*RetryQueue, error) {
 func (tx *Tx) SetRetry(r *RetryQueue) { tx.r, tx.rDirty = r, true }
 
 // SetProgress replaces the progress file, unread, to be written at the end of the transaction.
-func (tx *Tx) SetProgress(p *Progress) { tx.p, tx.pDirt = p, true }
+func (tx *Tx) SetProgress(p *Progress) { tx.p, tx.pDirty = p, true }
 
 // ChangedRetry marks the retry queue to be written.
 func (tx *Tx) ChangedRetry() { tx.rDirty = true }
@@ -229,7 +229,7 @@ func (tx *Tx) Progress() (*Progress, error) {
 }
 
 // ChangedProgress marks the progress file to be written.
-func (tx *Tx) ChangedProgress() { tx.pDirt = true }
+func (tx *Tx) ChangedProgress() { tx.pDirty = true }
 
 // readJSON decodes the state file at path into v; a missing file leaves v as it is.
 func readJSON(path string, v any) error {
@@ -290,7 +290,7 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 			return err
 		}
 	}
-	if tx.pDirt {
+	if tx.pDirty {
 		if err := s.write(KindProgress, s.Dir.Progress(s.Plan), marshal(tx.p)); err != nil {
 			return err
 		}
@@ -301,7 +301,7 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 		s.buf = tx.q.AppendEncode(s.buf[:0])
 		release := s.holdOld(path)
 		var err error
-		if tx.lazy && !tx.rDirty && !tx.pDirt {
+		if tx.lazy && !tx.rDirty && !tx.pDirty {
 			err = s.writeLazy(path, s.buf)
 		} else {
 			err = s.write(KindTaskQueue, path, s.buf)

@@ -8,7 +8,9 @@
 //
 // --runs and --results check a record file or a directory of them (default: the state
 // directory's runs/ and results/); --all checks both. Positional PATHs are files or directories;
-// their kind comes from a runs/ or results/ directory in the path, or from --kind: run, result,
+// their kind comes from a runs/ or results/ directory in the path, from where ralph keeps its
+// files (.claude/ralph/task-queue-P.json, …; ralph/NAME/state.json; ralph/loops/ID/state.json),
+// or from --kind: run, result,
 // swarm-state, ralph-state, loop-state, task-queue, retry-queue, progress, agent-state,
 // manifest (work.yaml) or execution.
 //

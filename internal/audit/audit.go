@@ -59,13 +59,35 @@ func KnownKind(kind string) bool {
 	return false
 }
 
-// KindFromPath guesses the kind of the files at path from a "runs" or "results" directory in it:
-// state/runs, state/runs/bd-1.json. It returns "" when the path does not tell.
+// KindFromPath guesses the kind of the files at path from a "runs" or "results" directory in it
+// (state/runs, state/runs/bd-1.json), else from where the toolkit's other tools keep their files:
+// the task queue's .claude/ralph/{task-queue,retry-queue,progress}-<plan>.json and
+// agent-state-<agent>.json, swarm's loops' ralph/<name>/state.json, AIWG's loops'
+// ralph/loops/<loop_id>/state.json. It returns "" when the path does not tell.
 func KindFromPath(path string) string {
 	clean := filepath.Clean(path)
-	for _, name := range []string{filepath.Base(clean), filepath.Base(filepath.Dir(clean))} {
+	dir := filepath.Dir(clean)
+	for _, name := range []string{filepath.Base(clean), filepath.Base(dir)} {
 		if kind := statedir.DirKind(name); kind != "" {
 			return kind
+		}
+	}
+	base := filepath.Base(clean)
+	if filepath.Base(dir) == "ralph" && strings.HasSuffix(base, ".json") {
+		for _, kind := range []string{"task-queue", "retry-queue", "progress", "agent-state"} {
+			if strings.HasPrefix(base, kind+"-") && len(base) > len(kind)+len("-.json") {
+				return kind
+			}
+		}
+	}
+	if base == "state.json" {
+		switch filepath.Base(filepath.Dir(dir)) {
+		case "loops":
+			if filepath.Base(filepath.Dir(filepath.Dir(dir))) == "ralph" {
+				return "loop-state"
+			}
+		case "ralph":
+			return "ralph-state"
 		}
 	}
 	return ""

@@ -17,6 +17,17 @@ func TestKindFromPath(t *testing.T) {
 		{"results", "result"},
 		{"state/swarm.json", ""},
 		{"runs-old/bd-1.json", ""},
+		{".claude/ralph/task-queue-plan.json", "task-queue"},
+		{"/ws/.claude/ralph/retry-queue-p.json", "retry-queue"},
+		{".claude/ralph/progress-p.json", "progress"},
+		{".claude/ralph/agent-state-agent-1.json", "agent-state"},
+		{".claude/ralph/progress-.json", ""},
+		{"notes/progress-p.json", ""},
+		{"state/runs/task-queue-p.json", "run"},
+		{"/home/u/.swarm/ralph/fix/state.json", "ralph-state"},
+		{".aiwg/ralph/loops/ralph-fix-1a2b3c4d/state.json", "loop-state"},
+		{"other/loops/x/state.json", ""},
+		{"state.json", ""},
 	}
 	for _, tt := range tests {
 		if got := KindFromPath(tt.path); got != tt.want {

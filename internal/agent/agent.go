@@ -434,6 +434,22 @@ func (p *Profile) Invoke(c Call) Invocation {
 	return inv
 }
 
+// JSONOutput is argv asking claude for its JSON result (--output-format json), where the cost
+// and the tokens are (the queue's budget and AIWG's report read them), unless the config's
+// flags choose an output format already. Other agents' argv is returned as it is; argv is
+// never modified.
+func (p *Profile) JSONOutput(argv []string) []string {
+	if p.Name != "claude" {
+		return argv
+	}
+	for _, a := range argv {
+		if a == "--output-format" || strings.HasPrefix(a, "--output-format=") {
+			return argv
+		}
+	}
+	return append(append([]string{}, argv...), "--output-format", "json")
+}
+
 // isFile says whether path is a regular file (dispatch.sh's test -f).
 func isFile(path string) bool {
 	fi, err := os.Stat(path)

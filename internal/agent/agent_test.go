@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -185,6 +186,25 @@ func TestLoadErrors(t *testing.T) {
 		os.WriteFile(bad, []byte(doc), 0o644)
 		if _, err := Load(bad); err == nil {
 			t.Errorf("Load(%s) = nil error", doc)
+		}
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	claude, other := &Profile{Name: "claude"}, &Profile{Name: "codex"}
+	tests := []struct {
+		p    *Profile
+		argv string
+		want string
+	}{
+		{claude, "claude -p", "claude -p --output-format json"},
+		{claude, "claude -p --output-format stream-json", "claude -p --output-format stream-json"},
+		{claude, "claude -p --output-format=text", "claude -p --output-format=text"},
+		{other, "codex exec", "codex exec"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(tt.p.JSONOutput(strings.Fields(tt.argv)), " "); got != tt.want {
+			t.Errorf("%s.JSONOutput(%q) = %q, want %q", tt.p.Name, tt.argv, got, tt.want)
 		}
 	}
 }

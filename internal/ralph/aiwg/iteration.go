@@ -72,7 +72,7 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 		StartedAt: stamp(started), Status: record.StatusRunning, Attempt: opened.Number, MaxRetries: opened.Number,
 		SessionName: record.SessionName(bead), ResultFile: record.ResultFile(st.StateDir, bead), TemplateName: record.Str("ralph")}
 	spec := &attempt.Spec{
-		Attempt: supervise.Attempt{Name: bead, Number: opened.Number, Dir: st.WorkingDirectory, Argv: claudeJSON(profile, inv.Argv),
+		Attempt: supervise.Attempt{Name: bead, Number: opened.Number, Dir: st.WorkingDirectory, Argv: profile.JSONOutput(inv.Argv),
 			Env:    append(os.Environ(), "RALPH_LOOP_ID="+st.LoopID, "RALPH_ITERATION="+strconv.Itoa(i)),
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
 			Timeout: timeout, KillGrace: killGrace, DiskDirs: []string{st.StateDir, st.WorkingDirectory},
@@ -151,20 +151,6 @@ func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Wher
 		}
 		time.Sleep(pollEvery)
 	}
-}
-
-// claudeJSON asks claude for its JSON result (--output-format json), where the cost and the
-// tokens are, unless the config's flags choose an output format already.
-func claudeJSON(p *agent.Profile, argv []string) []string {
-	if p.Name != "claude" {
-		return argv
-	}
-	for _, a := range argv {
-		if a == "--output-format" || strings.HasPrefix(a, "--output-format=") {
-			return argv
-		}
-	}
-	return append(append([]string{}, argv...), "--output-format", "json")
 }
 
 // logTail is the end of an iteration's log, where an agent prints its result and its limit

@@ -298,28 +298,13 @@ func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string
 	}
 	return &attempt.Spec{
 		Attempt: supervise.Attempt{
-			Name: bead, Number: n, Dir: workdir, Argv: claudeJSON(r.cfg.Profile, inv.Argv), Env: env,
+			Name: bead, Number: n, Dir: workdir, Argv: r.cfg.Profile.JSONOutput(inv.Argv), Env: env,
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
 			Timeout: r.cfg.Timeout, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
 			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),
 		},
 		Backend: supervise.BackendProcess, Run: run,
 	}, nil
-}
-
-// claudeJSON asks claude for its JSON result (--output-format json), where its cost is (the
-// budget reads it), unless the config's flags choose an output format already. (AIWG's loops do
-// the same; it belongs in package agent once both settle.)
-func claudeJSON(p *agent.Profile, argv []string) []string {
-	if p.Name != "claude" {
-		return argv
-	}
-	for _, a := range argv {
-		if a == "--output-format" || strings.HasPrefix(a, "--output-format=") {
-			return argv
-		}
-	}
-	return append(append([]string{}, argv...), "--output-format", "json")
 }
 
 // Template is the template name the queue's run records carry, so that analyze-runs groups

@@ -131,22 +131,3 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 		}
 	}
 }
-
-func TestClaudeJSON(t *testing.T) {
-	claude, other := &agent.Profile{Name: "claude"}, &agent.Profile{Name: "codex"}
-	tests := []struct {
-		p    *agent.Profile
-		argv string
-		want string
-	}{
-		{claude, "claude -p", "claude -p --output-format json"},
-		{claude, "claude -p --output-format stream-json", "claude -p --output-format stream-json"},
-		{claude, "claude -p --output-format=text", "claude -p --output-format=text"},
-		{other, "codex exec", "codex exec"},
-	}
-	for _, tt := range tests {
-		if got := strings.Join(claudeJSON(tt.p, strings.Fields(tt.argv)), " "); got != tt.want {
-			t.Errorf("claudeJSON(%s, %q) = %q, want %q", tt.p.Name, tt.argv, got, tt.want)
-		}
-	}
-}

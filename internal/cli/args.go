@@ -60,6 +60,30 @@ func FirstArg(args []string, flags []ucli.Flag) int {
 	return -1
 }
 
+// SplitCommand splits a command line that ends in a command to run, as argparse's REMAINDER
+// did (swarm spawn, ralph spawn): the tool's own flags and their values as flags defines them
+// (see Interspersed), then the command: what follows "--", or from the first argument that is
+// not a flag on. cmd is nil when there is none.
+func SplitCommand(args []string, flags []ucli.Flag) (flagArgs, cmd []string) {
+	valued := takesValue(flags)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return flagArgs, args[i+1:]
+		case isFlag(a):
+			flagArgs = append(flagArgs, a)
+			if valued(a) && i+1 < len(args) {
+				flagArgs = append(flagArgs, args[i+1])
+				i++
+			}
+		default:
+			return flagArgs, args[i:]
+		}
+	}
+	return flagArgs, nil
+}
+
 // isFlag tells a flag from a positional argument; "-" alone is one (standard input).
 func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' }
 

@@ -64,6 +64,28 @@ func TestFirstArg(t *testing.T) {
 	}
 }
 
+func TestSplitCommand(t *testing.T) {
+	tests := []struct {
+		in    []string
+		flags []string
+		cmd   []string
+	}{
+		{[]string{"claude", "-p"}, nil, []string{"claude", "-p"}},
+		{[]string{"--state-dir", "s", "--json", "claude", "--json"}, []string{"--state-dir", "s", "--json"}, []string{"claude", "--json"}},
+		{[]string{"--kind=run", "--", "-x", "y"}, []string{"--kind=run"}, []string{"-x", "y"}},
+		{[]string{"--json", "--"}, []string{"--json"}, []string{}},
+		{[]string{"--json", "-"}, []string{"--json"}, []string{"-"}},
+		{[]string{"--state-dir"}, []string{"--state-dir"}, nil},
+		{nil, nil, nil},
+	}
+	for _, tt := range tests {
+		flags, cmd := SplitCommand(tt.in, testFlags)
+		if !reflect.DeepEqual(flags, tt.flags) || !reflect.DeepEqual(cmd, tt.cmd) {
+			t.Errorf("SplitCommand(%q) = %q, %q; want %q, %q", tt.in, flags, cmd, tt.flags, tt.cmd)
+		}
+	}
+}
+
 func TestExit(t *testing.T) {
 	tests := []struct {
 		err     error

@@ -49,36 +49,9 @@ var spawnVerb = &verb{
 // everything from "--" or from the first word that is no option belongs to the command) and
 // runs spawn.
 func runSpawn(ctx context.Context, e *env, args []string) error {
-	flagArgs, cmd := splitCommand(args, spawnVerb.flags)
+	flagArgs, cmd := cli.SplitCommand(args, spawnVerb.flags)
 	spawnVerb.action = func(c *ucli.Context, e *env) error { return spawn(c, e, cmd) }
 	return cli.Run(ctx, spawnVerb.app(e), append([]string{tool + " spawn"}, flagArgs...))
-}
-
-func splitCommand(args []string, flags []ucli.Flag) (flagArgs, cmd []string) {
-	valued := map[string]bool{}
-	for _, f := range flags {
-		_, isBool := f.(*ucli.BoolFlag)
-		for _, n := range f.Names() {
-			valued[n] = !isBool
-		}
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return flagArgs, args[i+1:]
-		case len(a) > 1 && a[0] == '-':
-			flagArgs = append(flagArgs, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
-				flagArgs = append(flagArgs, args[i+1])
-				i++
-			}
-		default:
-			return flagArgs, args[i:]
-		}
-	}
-	return flagArgs, nil
 }
 
 // spec is what a worker's supervisor is handed over the handoff socket.

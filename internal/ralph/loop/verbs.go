@@ -84,7 +84,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	rest := args[2:]
 	if v == spawnVerb {
-		flagArgs, cmd := splitCommand(rest, v.flags)
+		flagArgs, cmd := cli.SplitCommand(rest, v.flags)
 		spawnCmd = cmd
 		rest = flagArgs
 	}
@@ -139,35 +139,6 @@ func (l *app) usage() {
 	}
 	fmt.Fprintf(l.stdout, "\nState: $SWARM_DIR/ralph/<name>/ (state.json, iterations.log), as the Python swarm keeps it.\n"+
 		"'%s <verb> --help' shows a verb's options. Exit status: 0 ok, 1 failure, 2 usage error.\n", l.tool)
-}
-
-// splitCommand splits spawn's command line as argparse's REMAINDER did: the command is what
-// follows "--", or the first word that is not an option.
-func splitCommand(args []string, flags []ucli.Flag) (flagArgs, cmd []string) {
-	valued := map[string]bool{}
-	for _, f := range flags {
-		_, isBool := f.(*ucli.BoolFlag)
-		for _, n := range f.Names() {
-			valued[n] = !isBool
-		}
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return flagArgs, args[i+1:]
-		case len(a) > 1 && a[0] == '-':
-			flagArgs = append(flagArgs, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && valued[name] && i+1 < len(args) {
-				flagArgs = append(flagArgs, args[i+1])
-				i++
-			}
-		default:
-			return flagArgs, args[i:]
-		}
-	}
-	return flagArgs, nil
 }
 
 // one returns the single NAME argument of a verb.

@@ -211,3 +211,17 @@ func unsetenv(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 }
+
+func TestTable(t *testing.T) {
+	var b strings.Builder
+	Table(&b, [][]string{{"NAME", "STATUS"}, {"wörker", "running"}, {"a", "-"}})
+	want := "NAME    STATUS \nwörker  running\na       -      \n"
+	if b.String() != want {
+		t.Errorf("Table = %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	Table(&b, nil)
+	if b.String() != "" {
+		t.Errorf("Table(nil) = %q, want nothing", b.String())
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ordered"
@@ -110,8 +109,8 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// printTable prints ls's table as the Python swarm did: columns left-justified to their widest
-// cell (in characters), two spaces apart, the last padded too; nothing when there are no rows.
+// printTable prints ls's table as the Python swarm did (cli.Table); nothing when there are no
+// workers, not even the header.
 func printTable(e *env, ws []*worker.Worker) {
 	if len(ws) == 0 {
 		return
@@ -137,19 +136,7 @@ func printTable(e *env, ws []*worker.Worker) {
 		rows = append(rows, []string{w.Name, w.Status, where, age(w.Started, now), wt, tag,
 			activityWords(w, w.Status == worker.StatusRunning, now), exitCell(w)})
 	}
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, cell := range r {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
-		}
-	}
-	for _, r := range rows {
-		parts := make([]string, len(r))
-		for i, cell := range r {
-			parts[i] = cell + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
-		}
-		fmt.Fprintln(e.stdout, strings.Join(parts, "  "))
-	}
+	cli.Table(e.stdout, rows)
 }
 
 func age(started string, now time.Time) string {

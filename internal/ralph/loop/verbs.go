@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -840,7 +839,7 @@ var listVerb = &verb{
 					fmt.Sprintf("%d/%d", lp.st.CurrentIteration, lp.st.MaxIterations),
 					fmt.Sprintf("%d/%d", lp.st.ConsecutiveFailures, lp.st.TotalFailures)})
 			}
-			printTable(l.stdout, rows)
+			cli.Table(l.stdout, rows)
 		}
 		return nil
 	},
@@ -853,24 +852,6 @@ func choice(name, value string, choices ...string) error {
 		}
 	}
 	return cli.Usagef("argument --%s: invalid choice: '%s' (choose from '%s')", name, value, strings.Join(choices, "', '"))
-}
-
-// printTable prints rows as the Python swarm did: each column left-justified to its widest
-// cell, two spaces apart, the last padded too.
-func printTable(w io.Writer, rows [][]string) {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, cell := range r {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
-		}
-	}
-	for _, r := range rows {
-		parts := make([]string, len(r))
-		for i, cell := range r {
-			parts[i] = cell + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
-		}
-		fmt.Fprintln(w, strings.Join(parts, "  "))
-	}
 }
 
 var logsVerb = &verb{

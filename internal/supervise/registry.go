@@ -1,17 +1,16 @@
 package supervise
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -210,21 +209,5 @@ func (l Layout) Registered(valid func(string) bool) []string {
 // SupervisorAlive reports whether pid is a live supervisor of name. The command line is
 // checked, not only the pid, because a pid is reused once its process is gone.
 func SupervisorAlive(pid int, name string) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	cmdline, err := fsx.ReadFileLimit(fmt.Sprintf("/proc/%d/cmdline", pid), 1<<20)
-	if err != nil {
-		return true // no /proc: trust the signal check
-	}
-	args := bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0})
-	hasVerb, hasName := false, false
-	for _, a := range args {
-		hasVerb = hasVerb || string(a) == SuperviseVerb
-		hasName = hasName || string(a) == name
-	}
-	return hasVerb && hasName
+	return proc.Holds(pid, []string{SuperviseVerb}, []string{name})
 }

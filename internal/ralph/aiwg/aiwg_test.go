@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/proc"
 )
 
 func TestNewID(t *testing.T) {
@@ -200,7 +202,7 @@ func BenchmarkStatus(b *testing.B) {
 	defer func() { ctl.Process.Kill(); ctl.Wait() }()
 	pid := ctl.Process.Pid
 	st.PID = &pid
-	st.PIDStart, _ = procStart(pid)
+	st.PIDStart, _ = proc.StartTime(pid)
 	if err := ws.Locked(context.Background(), func(reg *Registry) error { return ws.save(reg, st) }); err != nil {
 		b.Fatal(err)
 	}

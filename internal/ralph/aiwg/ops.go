@@ -1,19 +1,16 @@
 package aiwg
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -85,50 +82,24 @@ func controllerAlive(st *State) bool {
 		return false
 	}
 	pid := *st.PID
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if !proc.Alive(pid) {
 		return false
 	}
-	start, ok := procStart(pid)
+	start, ok := proc.StartTime(pid)
 	if !ok {
 		return true // no /proc: trust the signal
 	}
 	if st.PIDStart != 0 && start != st.PIDStart {
 		return false
 	}
-	args := procArgs(pid)
+	// Unreadable now that its stat was read: it has just ended.
+	args, _ := proc.Args(pid)
 	for _, a := range args {
 		if a == st.LoopID || a == "--foreground" {
 			return true
 		}
 	}
 	return false
-}
-
-// procStart is a process's start time in clock ticks after boot (/proc/PID/stat, field 22).
-func procStart(pid int) (uint64, bool) {
-	b, err := fsx.ReadFileLimit("/proc/"+strconv.Itoa(pid)+"/stat", 4096)
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces: count after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(fields[19], 10, 64)
-	return n, err == nil
-}
-
-func procArgs(pid int) []string {
-	b, err := fsx.ReadFileLimit("/proc/"+strconv.Itoa(pid)+"/cmdline", 1<<20)
-	if err != nil {
-		return nil
-	}
-	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
 // Sweep is the next look at the loops: one whose controlling process died while it was

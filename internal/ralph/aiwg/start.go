@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -203,7 +204,7 @@ func foregroundResult(status string, err error) error {
 // setController records pid as st's controlling process, with its start time.
 func setController(st *State, pid int) {
 	st.PID = &pid
-	st.PIDStart, _ = procStart(pid)
+	st.PIDStart, _ = proc.StartTime(pid)
 }
 
 // spawnController starts a loop's controller: this binary by its absolute path, in a session

@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
 )
 
 // The monitor: `ralph run NAME` (or `swarm ralph run NAME`), one process per loop. It holds
@@ -58,23 +58,7 @@ func (s store) takeMonitorLock(ctx context.Context) (func() error, error) {
 // isMonitor reports whether pid runs this loop's monitor (or a foreground spawn): its command
 // line names the loop and "run" or "spawn". Without /proc, the signal check is all there is.
 func isMonitor(pid int, name string) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	cmdline, err := fsx.ReadFileLimit(fmt.Sprintf("/proc/%d/cmdline", pid), 1<<20)
-	if err != nil {
-		return true
-	}
-	hasVerb, hasName := false, false
-	for _, a := range bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0}) {
-		s := string(a)
-		hasVerb = hasVerb || s == "run" || s == "spawn"
-		hasName = hasName || s == name || s == "--name="+name
-	}
-	return hasVerb && hasName
+	return proc.Holds(pid, []string{"run", "spawn"}, []string{name, "--name=" + name})
 }
 
 // signalMonitor sends sig to the loop's monitor when the recorded pid is it.

@@ -1,0 +1,48 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// A real process of the test's own making: its pid, its command line, its end.
+func TestHoldsAndStartTime(t *testing.T) {
+	cmd := exec.Command("sleep", "30", "marker-word")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+
+	if !Alive(pid) || Alive(0) || Alive(-1) {
+		t.Fatalf("Alive(%d)=%v Alive(0)=%v Alive(-1)=%v", pid, Alive(pid), Alive(0), Alive(-1))
+	}
+	args, err := Args(pid)
+	if err != nil || len(args) != 3 || args[1] != "30" || args[2] != "marker-word" {
+		t.Fatalf("Args = %q, %v", args, err)
+	}
+	if !Holds(pid, []string{"run", "marker-word"}, []string{"30"}) {
+		t.Error("Holds: a word from each list is there, got false")
+	}
+	if Holds(pid, []string{"marker-word"}, []string{"other"}) {
+		t.Error("Holds: a list with no word there, got true")
+	}
+	if Holds(pid, []string{"marker"}) {
+		t.Error("Holds matched part of an argument")
+	}
+	start, ok := StartTime(pid)
+	self, ok2 := StartTime(os.Getpid())
+	if !ok || !ok2 || start < self {
+		t.Errorf("StartTime = %d, %v; the test's own %d, %v", start, ok, self, ok2)
+	}
+
+	cmd.Process.Kill()
+	cmd.Wait()
+	if Alive(pid) || Holds(pid, []string{"marker-word"}) {
+		t.Error("a reaped process still alive")
+	}
+	if _, ok := StartTime(pid); ok {
+		t.Error("StartTime of a reaped process")
+	}
+}

@@ -20,6 +20,9 @@ var ErrTooLarge = errors.New("file too large")
 // thousands of small files a second: open (non-blocking, so a FIFO with no writer cannot hang
 // it), fstat, one read into a buffer of the file's size, close. os.ReadFile makes about eleven
 // calls per file (the poller registration among them) and was a third of the time.
+//
+// It follows a final symbolic link: readers of a hostile state directory use statedir.ReadFile
+// or record.ReadAt, which do not (see statedir.ReadFile for why there are three).
 func ReadFileLimit(path string, limit int64) ([]byte, error) {
 	return ReadFileAt(Cwd, path, limit, nil)
 }
@@ -158,4 +161,51 @@ func Names(dir string, pick func(name string) (string, bool)) ([]string, error) 
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// ReadTail reads the end of the regular file at path, at most n bytes: where an agent's log
+// holds its result, its usage and its last words. Like every reader of a state directory it
+// never follows a final symbolic link and never waits on a named pipe (anything but a regular
+// file is an error). Unlike ReadFileLimit, a file over n bytes is not an error: its first bytes
+// are skipped. A log that grows meanwhile gives what it held at the fstat.
+func ReadTail(path string, n int64) ([]byte, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err == syscall.ELOOP {
+		return nil, fmt.Errorf("%s is a symbolic link, which is not followed", path)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileType(st.Mode))
+	}
+	off := max(st.Size-n, 0)
+	buf := make([]byte, st.Size-off)
+	k := 0
+	for k < len(buf) {
+		r, err := syscall.Pread(fd, buf[k:], off+int64(k))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if r == 0 {
+			break // truncated since the fstat
+		}
+		k += r
+	}
+	return buf[:k], nil
 }

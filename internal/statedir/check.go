@@ -122,6 +122,13 @@ func Open(path string) (*os.File, error) {
 
 // ReadFile reads the state file at path as Open opens it, at most limit bytes: a larger file is
 // an error, not read.
+//
+// It is not fsx.ReadFileLimit, on purpose: that one follows links (validate-state and
+// analyze-runs are pointed at files by their users) and says "not a regular file" without a
+// sentinel, while this one never follows a final link and wraps ErrNotRegular, which callers
+// test for (a planted link or FIFO is refused, not an odd read error). record.ReadAt is the
+// third reader, for records: O_NOFOLLOW like this one, with a memory reservation before the
+// read and the system-call economy of fsx (validate-state reads tens of thousands a second).
 func ReadFile(path string, limit int64) ([]byte, error) {
 	f, err := Open(path)
 	if err != nil {

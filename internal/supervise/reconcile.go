@@ -116,21 +116,9 @@ func (l Layout) lastSign(name string, e *Entry) time.Time {
 	return start
 }
 
-// lastBytes returns up to n bytes from the end of the regular file at path.
+// lastBytes returns up to n bytes from the end of the regular file at path, nil when it cannot
+// be read (fsx.ReadTail: never through a link).
 func lastBytes(path string, n int64) []byte {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	if fi.Size() > n {
-		f.Seek(fi.Size()-n, 0)
-	}
-	b := make([]byte, n)
-	k, _ := f.Read(b)
-	return b[:k]
+	b, _ := fsx.ReadTail(path, n)
+	return b
 }

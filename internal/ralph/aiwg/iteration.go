@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -156,20 +156,7 @@ func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Wher
 // logTail is the end of an iteration's log, where an agent prints its result and its limit
 // message: at most 256 KiB, read from a regular file only, never through a link.
 func logTail(path string) []byte {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	const max = 256 << 10
-	if fi.Size() > max {
-		f.Seek(fi.Size()-max, io.SeekStart)
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, max))
+	b, _ := fsx.ReadTail(path, 256<<10)
 	// The agent ran on a terminal: its lines end in \r\n.
 	return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/screen"
 )
@@ -83,7 +84,7 @@ func (l *app) endRecord(ctx context.Context, st *State, it *iteration, res resul
 		dur = &d
 	}
 	reason := reasonWord(res)
-	summary := screen.Summary(lastBytes(l.home.LogPath(st.WorkerName), 64<<10), 500)
+	summary := screen.Summary(logEnd(l.home.LogPath(st.WorkerName)), 500)
 	run.FinishedAt, run.DurationSeconds, run.Status, run.ExitCode, run.OutputSummary = &finished, dur, status, res.exitCode(), &summary
 	if status != record.StatusDone {
 		run.FailureReason = record.Str(reason)
@@ -123,19 +124,9 @@ func reasonWord(res result) string {
 	return "exited"
 }
 
-// lastBytes is the end of a file, at most n bytes, "" when it cannot be read.
-func lastBytes(path string, n int64) []byte {
-	r := &logReader{path: path}
-	if !r.open() {
-		return nil
-	}
-	defer r.close()
-	fi, err := r.f.Stat()
-	if err != nil {
-		return nil
-	}
-	off := max(fi.Size()-n, 0)
-	b := make([]byte, fi.Size()-off)
-	k, _ := r.f.ReadAt(b, off)
-	return b[:k]
+// logEnd is the last 64 KiB of a worker's log, nil when it cannot be read (fsx.ReadTail: a
+// regular file only, never through a link).
+func logEnd(path string) []byte {
+	b, _ := fsx.ReadTail(path, 64<<10)
+	return b
 }

@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"golang.org/x/sys/unix"
 )
@@ -419,20 +418,7 @@ const maxTail = 1 << 20
 
 // logTail reads the end of an attempt's log, a regular file only, never through a link.
 func logTail(path string) []byte {
-	f, err := statedir.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil
-	}
-	off := fi.Size() - maxTail
-	if off < 0 {
-		off = 0
-	}
-	b, _ := io.ReadAll(io.NewSectionReader(f, off, maxTail))
+	b, _ := fsx.ReadTail(path, maxTail)
 	return b
 }
 

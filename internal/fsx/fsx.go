@@ -38,14 +38,40 @@ func LockFile(ctx context.Context, lockPath string) (unlock func() error, err er
 // content or the new, and a full disk leaves the old file untouched. perm applies to a new file;
 // an existing file keeps its mode. A symbolic link at path is replaced, never written through.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	syncDir, err := WriteFileAtomicLazy(path, data, perm)
+	if err == nil {
+		syncDir()
+	}
+	return err
+}
+
+// WriteFileAtomicLazy is WriteFileAtomic without the directory's fsync, which it returns as
+// syncDir for the caller to run later (on a goroutine: the task queue's claim does, a
+// millisecond off each claim). The content is fsynced before the rename as always, so a crash
+// leaves the old content or the new, never a torn file; until syncDir has run, a power cut may
+// undo the rename (the old content is back).
+func WriteFileAtomicLazy(path string, data []byte, perm os.FileMode) (syncDir func(), err error) {
 	// Lstat: a symbolic link's target must not lend the new file its mode.
 	if fi, statErr := os.Lstat(path); statErr == nil && fi.Mode().IsRegular() {
 		perm = fi.Mode().Perm()
 	}
-	return writeFileAtomic(path, data, perm)
+	if err := writeFileAtomic(path, data, perm); err != nil {
+		return nil, err
+	}
+	return func() { syncDirOf(path) }, nil
 }
 
-// writeFileAtomic is WriteFileAtomic giving the file exactly perm.
+// syncDirOf fsyncs path's directory: a rename is only durable once the directory entry is on
+// disk.
+func syncDirOf(path string) {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// writeFileAtomic is WriteFileAtomic giving the file exactly perm, without the directory's
+// fsync (the callers' to do).
 func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -72,11 +98,6 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	// The rename is only durable once the directory entry is on disk.
-	if d, dirErr := os.Open(dir); dirErr == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -211,3 +211,29 @@ func TestReadOfAStreamThatWouldBlockFails(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteFileAtomicLazy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.json")
+	if err := WriteFileAtomic(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o640)
+	syncDir, err := WriteFileAtomicLazy(path, []byte("new"), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renamed in place before the directory's fsync: readers see the new content at once.
+	got, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if string(got) != "new" || fi.Mode().Perm() != 0o640 {
+		t.Errorf("before syncDir: %q, mode %v; want %q, 0640 kept", got, fi.Mode().Perm(), "new")
+	}
+	syncDir()
+	if names, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".queue.json.tmp-*")); len(names) != 0 {
+		t.Errorf("temp files left: %v", names)
+	}
+	// A write that fails leaves no syncDir to call and the old content.
+	if syncDir, err := WriteFileAtomicLazy(filepath.Join(path, "sub"), []byte("x"), 0o600); err == nil || syncDir != nil {
+		t.Errorf("write under a file: err %v, syncDir %v", err, syncDir != nil)
+	}
+}

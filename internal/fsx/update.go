@@ -49,7 +49,11 @@ func Update(ctx context.Context, path, lockPath string, fn func(old []byte) ([]b
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o600)
+	if err := writeFileAtomic(path, data, 0o600); err != nil {
+		return err
+	}
+	syncDirOf(path)
+	return nil
 }
 
 // UpdateJSON is Update for a file holding one JSON document of type T: fn gets the decoded

@@ -368,44 +368,19 @@ func (s *Store) holdOld(path string) func() {
 	return func() { go os.Remove(old) }
 }
 
-// writeLazy is write without the directory's fsync, which a goroutine does after (see Lazy).
-// It is fsx.WriteFileAtomic's sequence otherwise: a temp file (0600) in the same directory,
-// written, fsynced, renamed over path (a link there is replaced, never followed).
-func (s *Store) writeLazy(path string, doc []byte) (err error) {
+// writeLazy is write without the directory's fsync, which a goroutine does after (see Lazy):
+// fsx.WriteFileAtomicLazy.
+func (s *Store) writeLazy(path string, doc []byte) error {
 	if s.Validate {
 		if err := Check(KindTaskQueue, doc); err != nil {
 			return fmt.Errorf("not writing %s: %w", path, err)
 		}
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	syncDir, err := fsx.WriteFileAtomicLazy(path, doc, 0o600)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(doc); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	go func() {
-		if d, err := os.Open(dir); err == nil {
-			d.Sync()
-			d.Close()
-		}
-	}()
+	go syncDir()
 	return nil
 }
 

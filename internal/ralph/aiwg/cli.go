@@ -231,6 +231,26 @@ func self() (string, error) {
 	return filepath.Abs(arg0)
 }
 
+// namedLoop is the workspace (of the current directory) and the loop a verb names (loopArg).
+func namedLoop(ctx context.Context, flags map[string]string, ops []string) (Workspace, string, error) {
+	ws, err := workspace(ctx)
+	if err != nil {
+		return ws, "", err
+	}
+	id, err := loopArg(ctx, ws, flags, ops)
+	return ws, id, err
+}
+
+// sweptLoop is namedLoop after a look at the loop (Sweep): one whose controller died is
+// recorded as crashed before a control verb judges it.
+func sweptLoop(ctx context.Context, flags map[string]string, ops []string) (Workspace, string, error) {
+	ws, id, err := namedLoop(ctx, flags, ops)
+	if err == nil {
+		err = ws.Sweep(ctx, []string{id})
+	}
+	return ws, id, err
+}
+
 // loopArg is the loop a control verb names: its operand, or --loop-id (AIWG's spelling); with
 // neither, the one active loop of the workspace, as AIWG chose it.
 func loopArg(ctx context.Context, ws Workspace, flags map[string]string, ops []string) (string, error) {

@@ -35,15 +35,8 @@ func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ws, err := workspace(ctx)
+	ws, id, err := sweptLoop(ctx, flags, ops)
 	if err != nil {
-		return err
-	}
-	id, err := loopArg(ctx, ws, flags, ops)
-	if err != nil {
-		return err
-	}
-	if err := ws.Sweep(ctx, []string{id}); err != nil {
 		return err
 	}
 	var st *State
@@ -128,15 +121,8 @@ func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	foreground := flags["foreground"] == "true"
-	ws, err := workspace(ctx)
+	ws, id, err := sweptLoop(ctx, flags, ops)
 	if err != nil {
-		return err
-	}
-	id, err := loopArg(ctx, ws, flags, ops)
-	if err != nil {
-		return err
-	}
-	if err := ws.Sweep(ctx, []string{id}); err != nil {
 		return err
 	}
 	var st *State
@@ -286,15 +272,8 @@ func abortCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if revert && flags["keep-changes"] == "true" {
 		return cli.Usagef("--revert and --keep-changes exclude each other: give one")
 	}
-	ws, err := workspace(ctx)
+	ws, id, err := sweptLoop(ctx, flags, ops)
 	if err != nil {
-		return err
-	}
-	id, err := loopArg(ctx, ws, flags, ops)
-	if err != nil {
-		return err
-	}
-	if err := ws.Sweep(ctx, []string{id}); err != nil {
 		return err
 	}
 	var st *State

@@ -20,11 +20,7 @@ func statusCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ws, err := workspace(ctx)
-	if err != nil {
-		return err
-	}
-	id, err := loopArg(ctx, ws, flags, ops)
+	ws, id, err := namedLoop(ctx, flags, ops)
 	if err != nil {
 		return err
 	}
@@ -210,15 +206,8 @@ func reportCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	case format != "text" && format != "markdown" && format != "json":
 		return cli.Usagef("--format %q: use text, markdown or json", format)
 	}
-	ws, err := workspace(ctx)
+	ws, id, err := sweptLoop(ctx, flags, ops)
 	if err != nil {
-		return err
-	}
-	id, err := loopArg(ctx, ws, flags, ops)
-	if err != nil {
-		return err
-	}
-	if err := ws.Sweep(ctx, []string{id}); err != nil {
 		return err
 	}
 	st, err := ws.ReadState(id)

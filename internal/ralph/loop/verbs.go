@@ -148,6 +148,16 @@ func one(c *ucli.Context) (string, error) {
 	return c.Args().First(), nil
 }
 
+// namedLoop reads the state of the loop a verb's one argument names (one, loadLoop).
+func (l *app) namedLoop(c *ucli.Context) (string, *State, error) {
+	name, err := one(c)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := l.loadLoop(name)
+	return name, st, err
+}
+
 // spawnCmd is spawn's command (after "--"), split off before the flags are parsed.
 var spawnCmd []string
 
@@ -444,11 +454,7 @@ var runVerb = &verb{
 	name: "run", usage: "run a loop's monitor here (spawn starts one in the background)", usageText: "TOOL run NAME",
 	signals: true,
 	action: func(c *ucli.Context, l *app) error {
-		name, err := one(c)
-		if err != nil {
-			return err
-		}
-		if _, err := l.loadLoop(name); err != nil {
+		if _, _, err := l.namedLoop(c); err != nil {
 			return err
 		}
 		return l.runMonitor(c.Context)
@@ -470,11 +476,7 @@ var statusVerb = &verb{
 	name: "status", usage: "a loop's progress", usageText: "TOOL status NAME [--json]",
 	flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "the loop's state and its worker's status as JSON"}},
 	action: func(c *ucli.Context, l *app) error {
-		name, err := one(c)
-		if err != nil {
-			return err
-		}
-		st, err := l.loadLoop(name)
+		name, st, err := l.namedLoop(c)
 		if err != nil {
 			return err
 		}
@@ -622,11 +624,8 @@ func statusJSON(st *State, workerStatus string, monitor bool) []byte {
 var pauseVerb = &verb{
 	name: "pause", usage: "pause a loop after its current iteration", usageText: "TOOL pause NAME",
 	action: func(c *ucli.Context, l *app) error {
-		name, err := one(c)
+		name, _, err := l.namedLoop(c)
 		if err != nil {
-			return err
-		}
-		if _, err := l.loadLoop(name); err != nil {
 			return err
 		}
 		var was string
@@ -659,11 +658,7 @@ var pauseVerb = &verb{
 var resumeVerb = &verb{
 	name: "resume", usage: "resume a paused loop (and restart a monitor that died)", usageText: "TOOL resume NAME",
 	action: func(c *ucli.Context, l *app) error {
-		name, err := one(c)
-		if err != nil {
-			return err
-		}
-		st, err := l.loadLoop(name)
+		name, st, err := l.namedLoop(c)
 		if err != nil {
 			return err
 		}

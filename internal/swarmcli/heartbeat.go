@@ -181,6 +181,16 @@ func hbWorker(c *ucli.Context) (string, error) {
 	return name, nil
 }
 
+// hbHome is the worker a heartbeat verb names (hbWorker) and the swarm directory it is in.
+func hbHome(c *ucli.Context, e *env) (string, *home, error) {
+	name, err := hbWorker(c)
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := openHome(e)
+	return name, h, err
+}
+
 var heartbeatVerb = &verb{
 	name: "heartbeat", usage: "type a message into an idle worker on a schedule",
 	usageText: "swarm heartbeat start WORKER --interval DUR [--expire DUR] [--message M] [--force]\n" +
@@ -202,11 +212,7 @@ var heartbeatVerbs = []*verb{
 	{
 		name: "stop", usage: "stop a worker's heartbeat (the file is kept)", usageText: "swarm heartbeat stop WORKER",
 		action: func(c *ucli.Context, e *env) error {
-			name, err := hbWorker(c)
-			if err != nil {
-				return err
-			}
-			h, err := openHome(e)
+			name, h, err := hbHome(c, e)
 			if err != nil {
 				return err
 			}
@@ -455,11 +461,7 @@ func heartbeatStatus(c *ucli.Context, e *env) error {
 	if err := choice("format", format, "text", "json"); err != nil {
 		return err
 	}
-	name, err := hbWorker(c)
-	if err != nil {
-		return err
-	}
-	h, err := openHome(e)
+	name, h, err := hbHome(c, e)
 	if err != nil {
 		return err
 	}
@@ -497,11 +499,7 @@ func heartbeatStatus(c *ucli.Context, e *env) error {
 
 // heartbeatFlip is pause (active → paused) and resume (paused → active).
 func heartbeatFlip(c *ucli.Context, e *env, from, to, fromWord, done string) error {
-	name, err := hbWorker(c)
-	if err != nil {
-		return err
-	}
-	h, err := openHome(e)
+	name, h, err := hbHome(c, e)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -46,11 +47,8 @@ func aiwgSetup(env *testscript.Env) error {
 		return err
 	}
 	repo := filepath.Join(env.WorkDir, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "config", "user.email", "t@example.com"},
-		{"-C", repo, "config", "user.name", "t"}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("git %v: %v: %s", args, err, out)
-		}
+	if err := testenv.GitRepo(repo); err != nil {
+		return err
 	}
 	env.Setenv("CONFIG_FILE", config)
 	env.Setenv("HOME", env.WorkDir)

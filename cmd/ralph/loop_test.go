@@ -19,8 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
-	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/tmux"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -33,13 +32,13 @@ import (
 // monitor, supervisor and tmux server it started.
 func loopEnv(env *testscript.Env) error {
 	agent, _ := filepath.Abs("testdata/loop-agent.sh")
-	sockDir, err := os.MkdirTemp("", "rlp")
+	sw, err := testenv.NewSwarm(env, "rlp")
 	if err != nil {
 		return err
 	}
-	swarmDir := filepath.Join(env.WorkDir, "sd")
+	swarmDir := sw.Dir
 	env.Defer(func() {
-		cleanupSwarm(swarmDir, sockDir)
+		cleanupSwarm(swarmDir, sw.SockDir)
 		// Every loop a script left validates and its log parses (loops named bad* are the
 		// scripts' broken ones).
 		dirs, _ := os.ReadDir(statedir.Swarm{Root: swarmDir}.Ralph())
@@ -51,26 +50,16 @@ func loopEnv(env *testscript.Env) error {
 			}
 		}
 	})
-	env.Setenv("TMUX_TMPDIR", sockDir)
-	env.Setenv("TMUX", "")
-	env.Setenv("SWARM_DIR", swarmDir)
 	env.Setenv("AGENT", agent)
-	env.Setenv("HOME", env.WorkDir)
 	env.Setenv("RALPH_TEST_BACKOFF", "10ms")
 	env.Setenv("STATE_DIR", "")
-	env.Setenv("SWARM_PY", pythonSwarm(env.WorkDir))
-	repo := filepath.Join(env.WorkDir, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "config", "user.email", "t@example.com"},
-		{"-C", repo, "config", "user.name", "t"}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("git %v: %s", args, out)
-		}
-	}
-	return nil
+	env.Setenv("SWARM_PY", testenv.PythonSwarm(env.WorkDir))
+	return testenv.GitRepo(filepath.Join(env.WorkDir, "repo"))
 }
 
 // cleanupSwarm kills what a test left running in swarmDir: the loops' monitors (their pid,
-// checked by command line), the workers' supervisors, and the tmux servers under sockDir.
+// checked by command line) first, so that none starts another worker, then what
+// testenv.Swarm.Stop kills: the workers' supervisors and the tmux servers under sockDir.
 func cleanupSwarm(swarmDir, sockDir string) {
 	sd := statedir.Swarm{Root: swarmDir}
 	dirs, _ := os.ReadDir(sd.Ralph())
@@ -79,17 +68,7 @@ func cleanupSwarm(swarmDir, sockDir string) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	layout := supervise.Layout{Dir: sd.Supervise()}
-	for _, name := range layout.Registered(func(string) bool { return true }) {
-		if e, _ := layout.ReadEntry(name); e != nil && supervise.SupervisorAlive(e.PID, name) {
-			syscall.Kill(e.PID, syscall.SIGKILL)
-		}
-	}
-	socks, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
-	for _, s := range socks {
-		(&tmux.Client{Socket: s}).KillServer(context.Background())
-	}
-	os.RemoveAll(sockDir)
+	(&testenv.Swarm{Dir: swarmDir, SockDir: sockDir}).Stop()
 }
 
 // monitorPID is a loop's recorded monitor pid when that process is its monitor.
@@ -295,26 +274,8 @@ func TestLoopScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Files: files, Setup: loopEnv, Cmds: loopCmds,
 		Condition: func(cond string) (bool, error) {
 			if cond == "python" {
-				return pythonSwarm(t.TempDir()) != "", nil
+				return testenv.PythonSwarm(t.TempDir()) != "", nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		}})
-}
-
-// pythonSwarm writes the Python swarm's swarm.py from its mirror into dir and returns its path,
-// or "" when python3 or the mirror is missing.
-func pythonSwarm(dir string) string {
-	if _, err := exec.LookPath("python3"); err != nil {
-		return ""
-	}
-	mirror, _ := filepath.Abs("../../../.mirror/mtomcal+swarm/repo")
-	out, err := exec.Command("git", "-C", mirror, "show", "HEAD:swarm.py").Output()
-	if err != nil {
-		return ""
-	}
-	p := filepath.Join(dir, "swarm.py")
-	if os.WriteFile(p, out, 0o644) != nil {
-		return ""
-	}
-	return p
 }

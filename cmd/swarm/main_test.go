@@ -13,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/statedir"
-	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmcli"
-	"github.com/agentfleet/fleet/internal/tmux"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -29,77 +27,27 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// testEnv gives every script its own $SWARM_DIR, its own tmux socket directory (TMUX_TMPDIR,
-// so even tmux's default server is private; every server in it is killed at the end, and every
-// supervisor still registered), $AGENT (testdata/agent.sh), a git repository at $WORK/repo, and
-// $SWARM_PY when the Python swarm's mirror is here.
+// testEnv gives every script its own swarm (testenv.NewSwarm: $SWARM_DIR, a private tmux
+// socket directory; every server in it is killed at the end, and every supervisor still
+// registered), $AGENT (testdata/agent.sh), a git repository at $WORK/repo, and $SWARM_PY when
+// the Python swarm's mirror is here.
 func testEnv(env *testscript.Env) error {
 	agent, _ := filepath.Abs("testdata/agent.sh")
-	// tmux socket paths must be short (about 100 bytes): $WORK is too deep.
-	sockDir, err := os.MkdirTemp("", "swm")
+	sw, err := testenv.NewSwarm(env, "swm")
 	if err != nil {
 		return err
 	}
-	swarmDir := filepath.Join(env.WorkDir, "sd")
-	env.Defer(func() {
-		layout := supervise.Layout{Dir: statedir.Swarm{Root: swarmDir}.Supervise()}
-		for _, name := range layout.Registered(func(string) bool { return true }) {
-			if e, _ := layout.ReadEntry(name); e != nil && supervise.SupervisorAlive(e.PID, name) {
-				syscall.Kill(e.PID, syscall.SIGKILL)
-			}
-		}
-		socks, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
-		for _, s := range socks {
-			(&tmux.Client{Socket: s}).KillServer(context.Background())
-		}
-		os.RemoveAll(sockDir)
-	})
-	env.Setenv("TMUX_TMPDIR", sockDir)
-	env.Setenv("TMUX", "")
-	env.Setenv("SWARM_DIR", swarmDir)
+	env.Defer(sw.Stop)
 	env.Setenv("AGENT", agent)
-	env.Setenv("HOME", env.WorkDir)
-	repo := filepath.Join(env.WorkDir, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "config", "user.email", "t@example.com"},
-		{"-C", repo, "config", "user.name", "t"}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			return &gitError{args, string(out)}
-		}
+	if err := testenv.GitRepo(filepath.Join(env.WorkDir, "repo")); err != nil {
+		return err
 	}
-	env.Setenv("SWARM_PY", pythonSwarm(env.WorkDir))
+	env.Setenv("SWARM_PY", testenv.PythonSwarm(env.WorkDir))
 	gitBin, _ := exec.LookPath("git")
 	env.Setenv("GITBIN", gitBin)
 	swarmBin, _ := exec.LookPath(tool) // testscript puts the test binary on PATH as swarm
 	env.Setenv("SWARMBIN", swarmBin)
 	return nil
-}
-
-type gitError struct {
-	args []string
-	out  string
-}
-
-func (e *gitError) Error() string { return "git " + strings.Join(e.args, " ") + ": " + e.out }
-
-// pythonSwarm writes the Python swarm's swarm.py from its mirror into dir and returns its path,
-// or "" when python3 or the mirror is missing.
-func pythonSwarm(dir string) string {
-	if _, err := exec.LookPath("python3"); err != nil {
-		return ""
-	}
-	if p := os.Getenv("SWARM_PY"); p != "" {
-		return p
-	}
-	mirror, _ := filepath.Abs("../../../.mirror/mtomcal+swarm/repo")
-	out, err := exec.Command("git", "-C", mirror, "show", "HEAD:swarm.py").Output()
-	if err != nil {
-		return ""
-	}
-	p := filepath.Join(dir, "swarm.py")
-	if os.WriteFile(p, out, 0o644) != nil {
-		return ""
-	}
-	return p
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -168,7 +116,7 @@ func TestScripts(t *testing.T) {
 		Cmds:  scriptCmds,
 		Condition: func(cond string) (bool, error) {
 			if cond == "python" {
-				return pythonSwarm(t.TempDir()) != "", nil
+				return testenv.PythonSwarm(t.TempDir()) != "", nil
 			}
 			return false, nil
 		},

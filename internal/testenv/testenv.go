@@ -1,0 +1,92 @@
+// Package testenv is for tests only: the world cmd/swarm's and cmd/ralph's testscripts run
+// their binaries in, a private swarm (its own $SWARM_DIR and tmux socket directory, whose
+// supervisors and tmux servers are killed at the end), a git repository, the Python swarm's
+// swarm.py where its mirror is here. No command imports it.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/tmux"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// Swarm is a test's private swarm.
+type Swarm struct {
+	Dir     string // $SWARM_DIR
+	SockDir string // TMUX_TMPDIR: even tmux's default server is private
+}
+
+// NewSwarm gives the script env a swarm of its own: $SWARM_DIR at $WORK/sd, TMUX_TMPDIR a new
+// directory under the system's temp directory named prefix-* (tmux socket paths must be short,
+// about 100 bytes: $WORK is too deep), TMUX unset, HOME at $WORK. The caller defers Stop (after
+// stopping what it knows of and Stop does not, such as ralph's loop monitors).
+func NewSwarm(env *testscript.Env, prefix string) (*Swarm, error) {
+	sockDir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	s := &Swarm{Dir: filepath.Join(env.WorkDir, "sd"), SockDir: sockDir}
+	env.Setenv("TMUX_TMPDIR", sockDir)
+	env.Setenv("TMUX", "")
+	env.Setenv("SWARM_DIR", s.Dir)
+	env.Setenv("HOME", env.WorkDir)
+	return s, nil
+}
+
+// Stop kills what a test left running in the swarm: every supervisor still registered (its pid
+// checked by command line), every tmux server in the socket directory; then removes that
+// directory.
+func (s *Swarm) Stop() {
+	layout := supervise.Layout{Dir: statedir.Swarm{Root: s.Dir}.Supervise()}
+	for _, name := range layout.Registered(func(string) bool { return true }) {
+		if e, _ := layout.ReadEntry(name); e != nil && supervise.SupervisorAlive(e.PID, name) {
+			syscall.Kill(e.PID, syscall.SIGKILL)
+		}
+	}
+	socks, _ := filepath.Glob(filepath.Join(s.SockDir, "tmux-*", "*"))
+	for _, sock := range socks {
+		(&tmux.Client{Socket: sock}).KillServer(context.Background())
+	}
+	os.RemoveAll(s.SockDir)
+}
+
+// GitRepo makes a git repository at dir: branch main, one empty commit, an author of its own.
+func GitRepo(dir string) error {
+	for _, args := range [][]string{{"init", "-q", "-b", "main", dir}, {"-C", dir, "config", "user.email", "t@example.com"},
+		{"-C", dir, "config", "user.name", "t"}, {"-C", dir, "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v: %s", args, out)
+		}
+	}
+	return nil
+}
+
+// PythonSwarm is the path of the Python swarm's swarm.py: $SWARM_PY when set, else the file
+// written into dir from its mirror (../../../.mirror/mtomcal+swarm, from a cmd/* package's
+// directory), else "" when python3 or the mirror is missing.
+func PythonSwarm(dir string) string {
+	if _, err := exec.LookPath("python3"); err != nil {
+		return ""
+	}
+	if p := os.Getenv("SWARM_PY"); p != "" {
+		return p
+	}
+	mirror, _ := filepath.Abs("../../../.mirror/mtomcal+swarm/repo")
+	out, err := exec.Command("git", "-C", mirror, "show", "HEAD:swarm.py").Output()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(dir, "swarm.py")
+	if os.WriteFile(p, out, 0o644) != nil {
+		return ""
+	}
+	return p
+}

@@ -460,16 +460,7 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		}
 		code := res.exitCode()
 		dur := int64(time.Since(it.started).Seconds())
-		st, _ := l.st.update(ctx, func(st *State) error {
-			l.endFields(st, it, code)
-			l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(dur))
-			if st.Status == StatusRunning || st.Status == StatusPaused {
-				st.Status, st.ExitReason = StatusStopped, strp(ReasonDone)
-				l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", n, ReasonDone)
-			}
-			return nil
-		})
-		l.endRecord(ctx, st, it, res, "done")
+		l.endLoop(ctx, it, res, code, dur, ReasonDone, "done")
 		return nextIteration, errStop
 	case resInactive:
 		l.sayf("inactivity timeout (%ds), restarting", res.timeout)
@@ -521,16 +512,7 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 	if res.out != nil && res.out.Reason == "killed" && !it.stopped {
 		// Stopped from outside the loop (swarm kill through its supervisor): the loop ends,
 		// killed, rather than start the next iteration (the Python swarm's bug).
-		st, _ := l.st.update(ctx, func(st *State) error {
-			l.endFields(st, it, code)
-			l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(dur))
-			if st.Status == StatusRunning || st.Status == StatusPaused {
-				st.Status, st.ExitReason = StatusStopped, strp(ReasonKilled)
-				l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", n, ReasonKilled)
-			}
-			return nil
-		})
-		l.endRecord(ctx, st, it, res, "failed")
+		l.endLoop(ctx, it, res, code, dur, ReasonKilled, "failed")
 		return nextIteration, errStop
 	}
 	l.sayf("iteration %d completed (exit: %s, duration: %s)", n, exitWord(code), formatDuration(dur))
@@ -577,6 +559,23 @@ func (l *app) stopped(ctx context.Context, it *iteration) {
 		out, _ = w.Ended()
 	}
 	l.endRecord(ctx, st, it, result{kind: resExited, out: out}, "failed")
+}
+
+// endLoop records the END of iteration it (exit code, duration dur) and, for a loop still
+// running or paused, its end for reason (a DONE line), then the iteration's run record with
+// outcome.
+func (l *app) endLoop(ctx context.Context, it *iteration, res result, code *int64, dur int64, reason, outcome string) {
+	n := it.n
+	st, _ := l.st.update(ctx, func(st *State) error {
+		l.endFields(st, it, code)
+		l.st.logEvent("END", "iteration %d exit=%s duration=%s", n, exitWord(code), formatDuration(dur))
+		if st.Status == StatusRunning || st.Status == StatusPaused {
+			st.Status, st.ExitReason = StatusStopped, strp(reason)
+			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", n, reason)
+		}
+		return nil
+	})
+	l.endRecord(ctx, st, it, res, outcome)
 }
 
 // endFields are what every iteration's end records: when, how long, the exit code.

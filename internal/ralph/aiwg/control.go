@@ -39,25 +39,16 @@ func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var st *State
-	var pid int
-	var pidStart uint64
-	err = ws.Locked(ctx, func(reg *Registry) error {
-		if st, err = ws.ReadState(id); err != nil {
-			return err
-		}
-		if st.PID != nil {
-			pid, pidStart = *st.PID, st.PIDStart
-		}
+	st, pid, pidStart, err := controlLoop(ctx, ws, id, func(st *State) (bool, error) {
 		if st.Status == StatusPaused && st.PauseReason == PauseUser {
-			return nil
+			return false, nil
 		}
 		if err := st.Transition(StatusPaused); err != nil {
-			return err
+			return false, err
 		}
 		// A loop waiting out a usage limit is now paused by a person: it waits for resume.
 		st.PauseReason, st.ResumeAt = PauseUser, nil
-		return ws.save(reg, st)
+		return true, nil
 	})
 	if err != nil {
 		return err
@@ -72,6 +63,28 @@ func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "Loop %s paused after %d of at most %d iterations; 'ralph resume %s' continues it\n",
 		id, st.Metrics.TotalIterations, st.Configuration.MaxIterations, id)
 	return nil
+}
+
+// controlLoop is a control verb's change of loop id's state, under the workspace's lock:
+// change edits it and says whether to save it. It returns the state, and its controller's pid
+// and start time as they were before the change (an end clears them, and the controller is
+// still there to wait for).
+func controlLoop(ctx context.Context, ws Workspace, id string, change func(st *State) (bool, error)) (st *State, pid int, pidStart uint64, err error) {
+	err = ws.Locked(ctx, func(reg *Registry) error {
+		var err error
+		if st, err = ws.ReadState(id); err != nil {
+			return err
+		}
+		if st.PID != nil {
+			pid, pidStart = *st.PID, st.PIDStart
+		}
+		save, err := change(st)
+		if err != nil || !save {
+			return err
+		}
+		return ws.save(reg, st)
+	})
+	return st, pid, pidStart, err
 }
 
 // waitIterationGone waits until the supervisor of st's current iteration is gone, and stops it
@@ -276,21 +289,12 @@ func abortCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var st *State
-	var pid int
-	var pidStart uint64
-	err = ws.Locked(ctx, func(reg *Registry) error {
-		if st, err = ws.ReadState(id); err != nil {
-			return err
-		}
-		if st.PID != nil {
-			pid, pidStart = *st.PID, st.PIDStart
-		}
+	st, pid, pidStart, err := controlLoop(ctx, ws, id, func(st *State) (bool, error) {
 		if err := st.Transition(StatusAborted); err != nil {
-			return err
+			return false, err
 		}
 		st.ExitReason = StatusAborted
-		return ws.save(reg, st)
+		return true, nil
 	})
 	if err != nil {
 		return err

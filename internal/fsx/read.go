@@ -37,31 +37,41 @@ func ReadFileAt(dirfd int, name string, limit int64, buf []byte) ([]byte, error)
 	return readFileAt(dirfd, name, limit, buf, 0)
 }
 
-// readFileAt is ReadFileAt with extra open flags (O_NOFOLLOW).
-func readFileAt(dirfd int, name string, limit int64, buf []byte, flags int) ([]byte, error) {
-	var fd int
-	var err error
+// openRegular opens name (relative to dirfd, or Cwd) for reading, non-blocking (a FIFO with no
+// writer cannot hang it) and with the extra flags (O_NOFOLLOW), and checks it is a regular file:
+// the start of every bounded read here. The caller closes fd.
+func openRegular(dirfd int, name string, flags int) (fd int, st syscall.Stat_t, err error) {
 	for {
 		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|flags, 0)
 		if err != syscall.EINTR {
 			break
 		}
 	}
-	path := name
 	if err == syscall.ELOOP && flags&syscall.O_NOFOLLOW != 0 {
-		return nil, fmt.Errorf("%s is a symbolic link, which is not followed", path)
+		return -1, st, fmt.Errorf("%s is a symbolic link, which is not followed", name)
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return -1, st, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+		syscall.Close(fd)
+		return -1, st, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("not a regular file (%s)", fileType(st.Mode))
+		syscall.Close(fd)
+		return -1, st, fmt.Errorf("not a regular file (%s)", fileType(st.Mode))
 	}
+	return fd, st, nil
+}
+
+// readFileAt is ReadFileAt with extra open flags (O_NOFOLLOW).
+func readFileAt(dirfd int, name string, limit int64, buf []byte, flags int) ([]byte, error) {
+	fd, st, err := openRegular(dirfd, name, flags)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	path := name
 	if st.Size > limit {
 		return nil, fmt.Errorf("%w: %s, over the %s limit", ErrTooLarge, HumanBytes(st.Size), HumanBytes(limit))
 	}
@@ -169,28 +179,11 @@ func Names(dir string, pick func(name string) (string, bool)) ([]string, error) 
 // file is an error). Unlike ReadFileLimit, a file over n bytes is not an error: its first bytes
 // are skipped. A log that grows meanwhile gives what it held at the fstat.
 func ReadTail(path string, n int64) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err == syscall.ELOOP {
-		return nil, fmt.Errorf("%s is a symbolic link, which is not followed", path)
-	}
+	fd, st, err := openRegular(Cwd, path, syscall.O_NOFOLLOW)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileType(st.Mode))
-	}
 	off := max(st.Size-n, 0)
 	buf := make([]byte, st.Size-off)
 	k := 0

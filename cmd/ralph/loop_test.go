@@ -239,23 +239,8 @@ var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 		}
 		ts.Fatalf("%s has %d lines, want %s:\n%s", args[0], n, args[1], b)
 	},
-	// exitcode N CMD ARGS...: run CMD, which must exit with N (its output kept for stdout and
-	// stderr, as exec's).
-	"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
-		want, err := strconv.Atoi(args[0])
-		ts.Check(err)
-		got := 0
-		if err := ts.Exec(args[1], args[2:]...); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				ts.Fatalf("%s: %v", args[1], err)
-			}
-			got = ee.ExitCode()
-		}
-		if got != want {
-			ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
-		}
-	},
+	// exitcode N CMD ARGS...: CMD must exit with N.
+	"exitcode": testenv.ExitCode,
 	// sleep SECONDS
 	"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 		n, _ := strconv.ParseFloat(args[0], 64)

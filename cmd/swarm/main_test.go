@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,23 +74,8 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		}
 		ts.Fatalf("%s's screen does not match %q after %s:\n%s", args[0], args[1], limit, last)
 	},
-	// exitcode N CMD ARGS...: run CMD, which must exit with N (its output is kept for stdout
-	// and stderr, as exec's).
-	"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
-		want, err := strconv.Atoi(args[0])
-		ts.Check(err)
-		got := 0
-		if err := ts.Exec(args[1], args[2:]...); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				ts.Fatalf("%s: %v", args[1], err)
-			}
-			got = ee.ExitCode()
-		}
-		if got != want {
-			ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
-		}
-	},
+	// exitcode N CMD ARGS...: CMD must exit with N.
+	"exitcode": testenv.ExitCode,
 	// pidgone PID: the process is gone (within 10 s).
 	"pidgone": func(ts *testscript.TestScript, neg bool, args []string) {
 		pid, err := strconv.Atoi(strings.TrimSpace(args[0]))

@@ -6,10 +6,13 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -89,4 +92,25 @@ func PythonSwarm(dir string) string {
 		return ""
 	}
 	return p
+}
+
+// ExitCode is the scripts' command "exitcode N CMD ARGS...": it runs CMD, which must exit with
+// N; its output is kept for stdout and stderr, as exec's.
+func ExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: exitcode N CMD [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
 }

@@ -158,6 +158,16 @@ func (l *app) namedLoop(c *ucli.Context) (string, *State, error) {
 	return name, st, err
 }
 
+// loopName is the loop a verb's one argument names, checked and chosen (one, loop); its state
+// is not read.
+func (l *app) loopName(c *ucli.Context) (string, error) {
+	name, err := one(c)
+	if err == nil {
+		err = l.loop(name)
+	}
+	return name, err
+}
+
 // spawnCmd is spawn's command (after "--"), split off before the flags are parsed.
 var spawnCmd []string
 
@@ -701,11 +711,8 @@ var stopVerb = &verb{
 		&ucli.BoolFlag{Name: "force-dirty", Usage: "remove the worktree even with changes"},
 	},
 	action: func(c *ucli.Context, l *app) error {
-		name, err := one(c)
+		name, err := l.loopName(c)
 		if err != nil {
-			return err
-		}
-		if err := l.loop(name); err != nil {
 			return err
 		}
 		w, _ := l.home.Worker(name)
@@ -856,11 +863,8 @@ var logsVerb = &verb{
 		&ucli.IntFlag{Name: "lines", Value: -1, Usage: "only the last `N` lines"},
 	},
 	action: func(c *ucli.Context, l *app) error {
-		name, err := one(c)
+		name, err := l.loopName(c)
 		if err != nil {
-			return err
-		}
-		if err := l.loop(name); err != nil {
 			return err
 		}
 		if _, err := l.st.load(); err != nil {

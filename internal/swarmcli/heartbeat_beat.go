@@ -1,13 +1,11 @@
 package swarmcli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -159,11 +158,12 @@ func pythonMonitor(pid int) bool {
 	if pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	args, err := proc.Args(pid) // bounded: a command line can be as long as the kernel allows
 	if err != nil {
 		return false
 	}
-	return bytes.Contains(b, []byte("python")) && bytes.Contains(b, []byte("swarm"))
+	cmdline := strings.Join(args, "\x00")
+	return strings.Contains(cmdline, "python") && strings.Contains(cmdline, "swarm")
 }
 
 // settle gives the heartbeat created at created the status status (expired), if it is still

@@ -411,10 +411,21 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 		return err
 	}
 	fmt.Fprintf(l.stdout, "\nMonitor:\n")
-	fmt.Fprintf(l.stdout, "  %s status %s    # loop progress\n", l.tool, name)
-	fmt.Fprintf(l.stdout, "  swarm peek %s            # terminal output\n", name)
-	fmt.Fprintf(l.stdout, "  %s logs %s      # iteration history\n", l.tool, name)
-	fmt.Fprintf(l.stdout, "  %s stop %s            # stop worker\n", l.tool, name)
+	// The Python swarm's hints, its comments in one column (23 + the name's length wide); as
+	// swarm ralph, its exact lines.
+	stop := l.tool + " stop " + name
+	if l.tool == "swarm ralph" {
+		stop = "swarm kill " + name
+	}
+	hints := [][2]string{{l.tool + " status " + name, "loop progress"}, {"swarm peek " + name, "terminal output"},
+		{l.tool + " logs " + name, "iteration history"}, {stop, "stop worker"}}
+	width := 23 + len(name)
+	for _, h := range hints {
+		width = max(width, len(h[0])+1)
+	}
+	for _, h := range hints {
+		fmt.Fprintf(l.stdout, "  %-*s# %s\n", width, h[0], h[1])
+	}
 	return nil
 }
 

@@ -39,10 +39,11 @@ func run(args []string) int {
 	}
 	switch {
 	case verb == "" || verb == "help" && len(args) == 2 || verb == "-h" || verb == "--help":
-		usage(stdout)
-		if verb == "" {
+		if verb == "" { // a usage error: the usage goes to stderr, as ralph queue's does
+			usage(stderr)
 			return cli.ExitUsage
 		}
+		usage(stdout)
 		return cli.ExitOK
 	case verb == "help":
 		// ralph help VERB is VERB --help, wherever VERB lives.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // A real process of the test's own making: its pid, its command line, its end.
@@ -18,7 +19,15 @@ func TestHoldsAndStartTime(t *testing.T) {
 	if !Alive(pid) || Alive(0) || Alive(-1) {
 		t.Fatalf("Alive(%d)=%v Alive(0)=%v Alive(-1)=%v", pid, Alive(pid), Alive(0), Alive(-1))
 	}
-	args, err := Args(pid)
+	// Start returns once the child is forked, not once it has exec'd sleep: until then its
+	// command line is the test's, or empty. Wait for the exec.
+	var args []string
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if args, err = Args(pid); err == nil && len(args) == 3 {
+			break
+		}
+	}
 	if err != nil || len(args) != 3 || args[1] != "30" || args[2] != "marker-word" {
 		t.Fatalf("Args = %q, %v", args, err)
 	}

@@ -59,7 +59,7 @@ func openRegular(dirfd int, name string, flags int) (fd int, st syscall.Stat_t, 
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		syscall.Close(fd)
-		return -1, st, fmt.Errorf("not a regular file (%s)", fileType(st.Mode))
+		return -1, st, fmt.Errorf("not a regular file (%s)", FileType(st.Mode))
 	}
 	return fd, st, nil
 }
@@ -113,7 +113,9 @@ func readFileAt(dirfd int, name string, limit int64, buf []byte, flags int) ([]b
 	}
 }
 
-func fileType(mode uint32) string {
+// FileType names what a stat mode that is not a regular file is, for an error that says why a
+// file was not read ("a named pipe", "a directory", ...).
+func FileType(mode uint32) string {
 	switch mode & syscall.S_IFMT {
 	case syscall.S_IFDIR:
 		return "a directory"

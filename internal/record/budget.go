@@ -108,7 +108,7 @@ func ReadAt(dirfd int, name string, limit int64, buf []byte, reserve func(size i
 		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("not a regular file (%s)", fileType(st.Mode))
+		return nil, fmt.Errorf("not a regular file (%s)", fsx.FileType(st.Mode))
 	}
 	if st.Size > limit {
 		return nil, fmt.Errorf("%w: %s, over the %s limit", fsx.ErrTooLarge, fsx.HumanBytes(st.Size), fsx.HumanBytes(limit))
@@ -151,17 +151,3 @@ func ReadAt(dirfd int, name string, limit int64, buf []byte, reserve func(size i
 // ErrLink is returned by ReadAt for a symbolic link, which is not followed: a link planted in
 // a state directory must not make the tools read what its owner chooses.
 var ErrLink = errors.New("a symbolic link, which is not followed")
-
-func fileType(mode uint32) string {
-	switch mode & syscall.S_IFMT {
-	case syscall.S_IFDIR:
-		return "a directory"
-	case syscall.S_IFIFO:
-		return "a named pipe"
-	case syscall.S_IFSOCK:
-		return "a socket"
-	case syscall.S_IFCHR, syscall.S_IFBLK:
-		return "a device"
-	}
-	return "not a file"
-}

@@ -24,7 +24,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/loop"
 	"github.com/agentfleet/fleet/internal/ralph/queue"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmcli"
 )
 
 func main() {
@@ -53,7 +52,7 @@ func run(args []string) int {
 		return cli.ExitOK
 	case verb == supervise.SuperviseVerb:
 		// The supervisor of a loop's worker: this binary runs it as swarm does.
-		return swarmcli.Run(args, stdin, stdout, stderr)
+		return superviseTool.Main(args, cli.Streams{In: stdin, Out: stdout, Err: stderr})
 	case verb == "queue":
 		return queue.Run(append([]string{"ralph queue"}, args[2:]...), stdin, stdout, stderr)
 	case verb == "start" || verb == "abort" || verb == "report" || verb == "list" || verb == "ls":

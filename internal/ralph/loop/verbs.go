@@ -38,7 +38,6 @@ var verbs []*verb
 func init() {
 	verbs = []*verb{spawnVerb, runVerb, statusVerb, pauseVerb, resumeVerb, stopVerb, listVerb, logsVerb, cleanVerb,
 		initVerb, templateVerb}
-	swarmcli.RalphKill = killHook
 }
 
 func lookup(name string) *verb {
@@ -774,9 +773,13 @@ func (l *app) stopLoop(ctx context.Context, quiet bool) {
 	}
 }
 
-// killHook is swarm kill's call (swarmcli.RalphKill) for each worker it kills: a loop's
-// monitor goes first. With --rm-worktree the loop's state goes too, as the Python swarm did.
-func killHook(ctx context.Context, swarmDir, name string, rmWorktree bool, stderr io.Writer) bool {
+// Kill is what swarm kill does first for each worker it kills (for each worker with --all):
+// when name is a ralph loop of the swarm directory swarmDir, it ends the loop (stopped,
+// killed) and waits until its monitor is gone, so that no new iteration starts and no worker
+// is being started once kill has looked the worker up (the Python swarm's kill left the
+// monitor running, and it started the next iteration). With rmWorktree the loop's state goes
+// too, as the Python swarm did. It reports whether name was a loop.
+func Kill(ctx context.Context, swarmDir, name string, rmWorktree bool, stderr io.Writer) bool {
 	l := &app{tool: "swarm ralph", prog: "swarm", verbPrefix: []string{"ralph"}, stdout: io.Discard, stderr: stderr}
 	l.home, _ = swarmcli.OpenHome(swarmDir, stderr)
 	if l.home == nil {

@@ -1,6 +1,7 @@
-package swarmcli
+package swarm
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +37,25 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestRespawnArgs(t *testing.T) {
+func TestRespawnSpec(t *testing.T) {
 	sock := "k"
 	w := &worker.Worker{Name: "w", Cmd: []string{"claude", "--x"}, Cwd: "/d", Tags: []string{"a"},
 		Env: worker.Env{{Key: "K", Value: "V=1"}}, Tmux: &worker.Tmux{Session: "s", Window: "w", Socket: &sock},
-		Metadata: worker.Object{}.SetValue(worker.MetaProfile, "claude")}
-	got := strings.Join(respawnArgs(w), " ")
-	want := "--name w --tmux --session s --tmux-socket k --tag a --env K=V=1 --cwd /d --profile claude -- claude --x"
-	if got != want {
-		t.Errorf("respawnArgs = %q, want %q", got, want)
+		Worktree: &worker.Worktree{Path: "/d", Branch: "w", BaseRepo: "/r"},
+		Metadata: worker.Object{}.SetValue(worker.MetaProfile, "claude").SetValue(worker.MetaExitCode, 3).SetValue("ralph", true)}
+	sp := RespawnSpec(w)
+	switch {
+	case sp.Name != "w" || !slices.Equal(sp.Cmd, w.Cmd) || sp.Dir != "/d" || !slices.Equal(sp.Tags, w.Tags):
+		t.Errorf("RespawnSpec(%s) = %+v: name, command, directory or tags lost", w.Name, sp)
+	case len(sp.Env) != 1 || sp.Env[0] != (worker.EnvVar{Key: "K", Value: "V=1"}):
+		t.Errorf("RespawnSpec(%s).Env = %v, want K=V=1", w.Name, sp.Env)
+	case sp.Tmux == nil || sp.Tmux.Session != "s" || sp.Tmux.Socket == nil || *sp.Tmux.Socket != "k":
+		t.Errorf("RespawnSpec(%s).Tmux = %+v, want session s, socket k", w.Name, sp.Tmux)
+	case sp.InWorktree == nil || sp.InWorktree.Path != "/d" || sp.InWorktree.Branch != "w" || sp.InWorktree.BaseRepo != "/r" || sp.Worktree != nil:
+		t.Errorf("RespawnSpec(%s) worktree = %+v (new %+v), want the existing one", w.Name, sp.InWorktree, sp.Worktree)
+	case sp.Profile != "claude":
+		t.Errorf("RespawnSpec(%s).Profile = %q, want claude", w.Name, sp.Profile)
+	case sp.Metadata.Has(worker.MetaProfile) || sp.Metadata.Has(worker.MetaExitCode) || !sp.Metadata.Has("ralph"):
+		t.Errorf("RespawnSpec(%s).Metadata = %s, want ralph alone (no key of one run)", w.Name, sp.Metadata.Get("ralph"))
 	}
 }

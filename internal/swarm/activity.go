@@ -1,9 +1,8 @@
-package swarmcli
+package swarm
 
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,14 +18,15 @@ import (
 // ls reads it from state.json without asking any supervisor. spawn --ready-wait reads the
 // screen itself, as the Python swarm did, so that it can answer a start-up screen with Enter.
 
-// agentsConfig is the agents config swarm reads profiles from: $SWARM_AGENTS, else
-// $SWARM_DIR/agents.json (the format of dispatch's config/agents.json); nil when there is none,
-// and the built-in claude, codex and shell profiles apply. A broken file is an error.
-func agentsConfig(h *home) (*agent.Config, error) {
-	path := os.Getenv("SWARM_AGENTS")
+// agentsConfig is the agents config swarm reads profiles from: Options.AgentsConfig
+// ($SWARM_AGENTS), else <dir>/agents.json (the format of dispatch's config/agents.json); nil
+// when there is none, and the built-in claude, codex and shell profiles apply. A broken file is
+// an error.
+func (s *Swarm) agentsConfig() (*agent.Config, error) {
+	path := s.opts.AgentsConfig
 	explicit := path != ""
 	if !explicit {
-		path = filepath.Join(h.dir.Root, "agents.json")
+		path = filepath.Join(s.dir.Root, "agents.json")
 	}
 	cfg, err := agent.Load(path)
 	if errors.Is(err, agent.ErrNoConfig) && !explicit {
@@ -35,10 +35,11 @@ func agentsConfig(h *home) (*agent.Config, error) {
 	return cfg, err
 }
 
-// workerProfile chooses the profile that watches a worker running cmd: name (--profile) when
-// given, else by cmd's program.
-func workerProfile(h *home, name string, cmd []string) (*agent.Profile, error) {
-	cfg, err := agentsConfig(h)
+// Profile is the agent profile that watches a worker running cmd: the one called name (spawn
+// --profile) when given, else the config's entry whose command is cmd's program by base name,
+// else the generic "shell". A pattern that does not compile is an error naming it.
+func (s *Swarm) Profile(name string, cmd []string) (*agent.Profile, error) {
+	cfg, err := s.agentsConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func activityWatch(p agent.Patterns, b *beater) (supervise.Watch, time.Duration)
 }
 
 // Annotate records a Watch's note ("busy", "idle ready", ...) in the worker's metadata.
-func (r *recorder) Annotate(ctx context.Context, a *supervise.Attempt, note string) {
+func (r *Recorder) Annotate(ctx context.Context, a *supervise.Attempt, note string) {
 	f := strings.Fields(note)
 	if len(f) == 0 {
 		return
@@ -118,57 +119,34 @@ func (r *recorder) Annotate(ctx context.Context, a *supervise.Attempt, note stri
 	r.update(ctx, a.Name, func(w *worker.Worker) { w.SetActivity(f[0], ready, time.Now()) })
 }
 
-// activityWords is ls' ACTIVITY cell: "-" for a worker that is not running or has no
-// recorded activity (one the Python swarm started).
-func activityWords(w *worker.Worker, running bool, now time.Time) string {
-	if !running {
-		return "-"
-	}
-	a, ok := w.Activity()
-	if !ok {
-		return "-"
-	}
-	return a.Describe(now)
-}
-
-// withLiveActivity returns w's metadata as ls --format json shows it: the recorded activity
-// of a running worker, "activity": null for one that is not running.
-func withLiveActivity(w *worker.Worker, running bool) worker.Object {
-	md := append(worker.Object(nil), w.Metadata...)
-	if !running && md.Has(worker.MetaActivity) {
-		md = md.SetValue(worker.MetaActivity, nil)
-	}
-	return md
-}
-
-// readyWait waits until the worker's screen shows its profile's ready pattern, as the Python
+// WaitReady waits until the worker's screen shows the ready pattern of p, as the Python
 // swarm's --ready-wait did: every 0.1 s (it polled every 0.5 s) the screen is read; a start-up
 // screen (dismiss pattern) is answered with Enter. At the timeout, or when the worker stopped,
 // it warns and returns: spawn still succeeds, as in the Python swarm.
-func readyWait(ctx context.Context, e *env, h *home, name string, p agent.Patterns, timeout time.Duration) {
+func (s *Swarm) WaitReady(ctx context.Context, name string, p agent.Patterns, timeout time.Duration) {
 	m, err := p.Compile()
 	if err != nil {
-		e.warnf("agent '%s': %v", name, err)
+		s.warnf("agent '%s': %v", name, err)
 		return
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		s, err := h.reg.Load()
+		st, err := s.reg.Load()
 		if err != nil {
-			e.warnf("%v", err)
+			s.warnf("%v", err)
 			return
 		}
-		w := s.Get(name)
-		if w == nil || !h.check(ctx, w).running {
-			e.warnf("agent '%s' stopped before it became ready", name)
+		w := st.Get(name)
+		if w == nil || !s.Live(ctx, w).Running {
+			s.warnf("agent '%s' stopped before it became ready", name)
 			return
 		}
 		pause := 100 * time.Millisecond
-		if text, err := screen(ctx, h, w, screenLookAll); err == nil {
+		if text, err := s.Screen(ctx, w, screenLookAll); err == nil {
 			lines := strings.Split(text, "\n")
 			switch {
 			case m.Dismiss(lines):
-				typeInto(ctx, h, w, "", "enter")
+				s.Keys(ctx, w, "enter")
 				pause = 500 * time.Millisecond
 			case m.Ready(lines):
 				return
@@ -180,5 +158,5 @@ func readyWait(ctx context.Context, e *env, h *home, name string, p agent.Patter
 		case <-time.After(pause):
 		}
 	}
-	e.warnf("agent '%s' did not become ready within %ds", name, int(timeout/time.Second))
+	s.warnf("agent '%s' did not become ready within %ds", name, int(timeout/time.Second))
 }

@@ -1,9 +1,8 @@
-package swarmcli
+package swarm
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,38 +45,38 @@ func journalOf(w *worker.Worker) (*spawnJournal, bool) {
 
 // recoverSpawns settles every interrupted spawn in s and returns the state as it is then
 // (s itself when there was none). Spawns still at work are left alone.
-func recoverSpawns(ctx context.Context, e *env, h *home, s *worker.State) *worker.State {
+func (s *Swarm) recoverSpawns(ctx context.Context, st *worker.State) *worker.State {
 	changed := false
-	for _, w := range s.Workers {
-		if _, ok := journalOf(w); ok && h.recoverSpawn(ctx, e, w.Name) {
+	for _, w := range st.Workers {
+		if _, ok := journalOf(w); ok && s.recoverSpawn(ctx, w.Name) {
 			changed = true
 		}
 	}
 	if !changed {
-		return s
+		return st
 	}
-	if ns, err := h.reg.Load(); err == nil {
+	if ns, err := s.reg.Load(); err == nil {
 		return ns
 	}
-	return s
+	return st
 }
 
 // recoverSpawn settles name's spawn if it was interrupted; it reports whether it changed
 // anything.
-func (h *home) recoverSpawn(ctx context.Context, e *env, name string) bool {
+func (s *Swarm) recoverSpawn(ctx context.Context, name string) bool {
 	// One try, no wait: whoever holds the lock (the spawn, or its supervisor registering) is
 	// at work, so the spawn is not interrupted; and a spawn among a hundred others must not
 	// wait on each of theirs.
-	unlock, err := h.layout.Lock(ctx, name, 0)
+	unlock, err := s.layout.Lock(ctx, name, 0)
 	if err != nil {
 		return false
 	}
 	defer unlock()
-	s, err := h.reg.Load()
+	st, err := s.reg.Load()
 	if err != nil {
 		return false
 	}
-	w := s.Get(name)
+	w := st.Get(name)
 	if w == nil {
 		return false
 	}
@@ -85,12 +84,12 @@ func (h *home) recoverSpawn(ctx context.Context, e *env, name string) bool {
 	if !ok {
 		return false
 	}
-	entry, _ := h.layout.ReadEntry(name)
+	entry, _ := s.layout.ReadEntry(name)
 	if entry != nil && entry.PID == 0 {
 		// Killed between handing the supervisor its spec and recording its pid: the
 		// supervisor may not have registered yet, but it runs, with the name on its command
 		// line.
-		if pid := h.findSupervisor(name); pid > 0 {
+		if pid := s.findSupervisor(name); pid > 0 {
 			entry.PID = pid
 		}
 	}
@@ -99,8 +98,8 @@ func (h *home) recoverSpawn(ctx context.Context, e *env, name string) bool {
 		(entry != nil && entry.PID > 0 && supervise.SupervisorAlive(entry.PID, name))
 	if launched {
 		// The supervisor runs (or ran): the worker is whole; only the last step is missing.
-		h.reg.Update(ctx, func(s *worker.State) error {
-			x := s.Get(name)
+		s.reg.Update(ctx, func(st *worker.State) error {
+			x := st.Get(name)
 			if x == nil || x.Started != w.Started {
 				return worker.ErrUnchanged
 			}
@@ -116,14 +115,14 @@ func (h *home) recoverSpawn(ctx context.Context, e *env, name string) bool {
 		})
 		return true
 	}
-	undoSpawn(ctx, h, w, j, entry)
-	e.warnf("the spawn of '%s' was interrupted; removed what it had made", name)
+	s.undoSpawn(ctx, w, j, entry)
+	s.warnf("the spawn of '%s' was interrupted; removed what it had made", name)
 	return true
 }
 
 // findSupervisor returns the pid of a live supervisor of name in this swarm directory (its
 // command line: the supervise verb, --swarm-dir, the name), or 0.
-func (h *home) findSupervisor(name string) int {
+func (s *Swarm) findSupervisor(name string) int {
 	pids, err := fsx.Names("/proc", func(n string) (string, bool) { return n, n != "" && strings.Trim(n, "0123456789") == "" })
 	if err != nil {
 		return 0
@@ -137,7 +136,7 @@ func (h *home) findSupervisor(name string) int {
 		if len(args) < 2 || args[len(args)-1] != name || !slices.Contains(args, supervise.SuperviseVerb) {
 			continue
 		}
-		if i := slices.Index(args, "--swarm-dir"); i < 0 || i+1 >= len(args) || args[i+1] != h.dir.Root {
+		if i := slices.Index(args, "--swarm-dir"); i < 0 || i+1 >= len(args) || args[i+1] != s.dir.Root {
 			continue
 		}
 		if pid, err := strconv.Atoi(p); err == nil && supervise.SupervisorAlive(pid, name) {
@@ -148,26 +147,24 @@ func (h *home) findSupervisor(name string) int {
 }
 
 // undoSpawn removes what an interrupted or failed spawn made, in reverse order.
-func undoSpawn(ctx context.Context, h *home, w *worker.Worker, j *spawnJournal, entry *supervise.Entry) {
+func (s *Swarm) undoSpawn(ctx context.Context, w *worker.Worker, j *spawnJournal, entry *supervise.Entry) {
 	ctx = context.WithoutCancel(ctx)
 	if entry != nil && entry.PID > 0 && supervise.SupervisorAlive(entry.PID, w.Name) {
 		syscall.Kill(entry.PID, syscall.SIGKILL)
 	}
 	if w.Tmux != nil {
-		if tc, err := tmuxOf(w); err == nil {
+		if tc, err := s.Tmux(w); err == nil {
 			tc.KillWindow(ctx, tmux.WindowTarget(w.Tmux.Session, w.Tmux.Window))
 		}
 	}
-	h.layout.RemoveEntry(w.Name)
+	s.layout.RemoveEntry(w.Name)
 	if j.Worktree != "" {
 		p := &worktreePlan{root: j.Root, path: j.Worktree, branch: j.Branch, newBranch: j.NewBranch, from: j.From}
 		p.undo(ctx)
 	}
-	os.Remove(h.dir.StdoutLog(w.Name))
-	os.Remove(h.dir.StderrLog(w.Name))
-	os.Remove(h.layout.LogPath(w.Name))
-	h.reg.Update(ctx, func(s *worker.State) error {
-		if x := s.Get(w.Name); x == nil || x.Started != w.Started || !s.Remove(w.Name) {
+	s.removeLogs(w.Name)
+	s.reg.Update(ctx, func(st *worker.State) error {
+		if x := st.Get(w.Name); x == nil || x.Started != w.Started || !st.Remove(w.Name) {
 			return worker.ErrUnchanged
 		}
 		return nil
@@ -177,21 +174,13 @@ func undoSpawn(ctx context.Context, h *home, w *worker.Worker, j *spawnJournal, 
 // stillWanted is asked by a worker's supervisor once registered, before it starts the agent:
 // the worker must be in state as this incarnation (a spawn interrupted between handing over the
 // spec and its end may have been undone by another command meanwhile).
-func stillWanted(h *home, name, started string) error {
-	s, err := h.reg.Load()
+func (s *Swarm) stillWanted(name, started string) error {
+	st, err := s.reg.Load()
 	if err != nil {
 		return err
 	}
-	if w := s.Get(name); w == nil || w.Started != started {
-		return fmt.Errorf("worker '%s' is no longer in %s (its spawn was undone)", name, h.dir.State())
+	if w := st.Get(name); w == nil || w.Started != started {
+		return fmt.Errorf("worker '%s' is no longer in %s (its spawn was undone)", name, s.dir.State())
 	}
 	return nil
-}
-
-// crashPoint kills this process outright at the named point of a spawn when
-// $SWARM_TEST_CRASH_AT names it: the tests' way to SIGKILL a spawn exactly there.
-func crashPoint(name string) {
-	if os.Getenv("SWARM_TEST_CRASH_AT") == name {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	}
 }

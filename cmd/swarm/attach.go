@@ -1,6 +1,7 @@
-package swarmcli
+package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,27 +13,27 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-var attachVerb = &verb{
-	name: "attach", usage: "attach to a worker's tmux window", usageText: "swarm attach NAME",
-	action: func(c *ucli.Context, e *env) error {
+var attachCmd = &cli.Command{
+	Name: "attach", Usage: "attach to a worker's tmux window", UsageText: "swarm attach NAME",
+	Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		if c.NArg() != 1 {
 			return cli.Usagef("the following arguments are required: name")
 		}
-		_, s, err := load(e)
+		sw, st, err := load(ctx, s)
 		if err != nil {
 			return err
 		}
-		w, err := one(s, c.Args().First(), 1)
+		w, err := one(st, c.Args().First(), 1)
 		if err != nil {
 			return err
 		}
 		if w.Tmux == nil {
 			// A process worker has no window to attach to; its supervisor's screen and log
 			// are what there is to see.
-			return fmt.Errorf("worker '%s' is not a tmux worker\n%s: hint: 'swarm peek %s' shows its screen, "+
-				"'swarm logs --follow %s' its output, 'swarm send %s TEXT' types into it", w.Name, tool, w.Name, w.Name, w.Name)
+			return fmt.Errorf("worker '%s' is not a tmux worker\nswarm: hint: 'swarm peek %s' shows its screen, "+
+				"'swarm logs --follow %s' its output, 'swarm send %s TEXT' types into it", w.Name, w.Name, w.Name, w.Name)
 		}
-		tc, err := tmuxOf(w)
+		tc, err := sw.Tmux(w)
 		if err != nil {
 			return err
 		}
@@ -43,7 +44,7 @@ var attachVerb = &verb{
 		// The window first (exact target: a bare name prefix-matches another worker's), then
 		// the session: attach shows the session's current window.
 		sel := append(sockArgs(tc), "select-window", "-t", string(tmux.WindowTarget(w.Tmux.Session, w.Tmux.Window)))
-		if out, err := exec.CommandContext(c.Context, bin, sel...).CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(ctx, bin, sel...).CombinedOutput(); err != nil {
 			return fmt.Errorf("worker '%s' has no tmux window %s:%s (is it running?): %s", w.Name, w.Tmux.Session,
 				w.Tmux.Window, strings.TrimSpace(string(out)))
 		}

@@ -1,4 +1,4 @@
-package swarmcli
+package swarm
 
 import (
 	"context"
@@ -7,74 +7,46 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/worker"
-	ucli "github.com/urfave/cli/v2"
 )
 
 // echoWait bounds how long send waits for the agent's terminal to show the text.
 const echoWait = 2 * time.Second
 
-var sendVerb = &verb{
-	name: "send", usage: "type text into a worker", usageText: "swarm send [NAME] TEXT [--no-enter] [--all] [--raw]",
-	flags: []ucli.Flag{
-		&ucli.BoolFlag{Name: "no-enter", Usage: "do not press Enter after the text"},
-		&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
-		&ucli.BoolFlag{Name: "raw", Usage: "no pre-clear (Escape, Ctrl-U) before the text"},
-	},
-	action: func(c *ucli.Context, e *env) error {
-		var name, text string
-		switch c.NArg() {
-		case 0:
-			return cli.Usagef("the following arguments are required: text")
-		case 1:
-			text = c.Args().First()
-		default:
-			name, text = c.Args().Get(0), c.Args().Get(1)
-		}
-		h, s, err := load(e)
-		if err != nil {
-			return err
-		}
-		ws, err := targets(c, h, s, name, "worker name required when not using --all")
-		if err != nil {
-			return err
-		}
-		for _, w := range ws {
-			if err := sendTo(c.Context, e, h, w, text, !c.Bool("raw"), !c.Bool("no-enter")); err != nil {
-				return fmt.Errorf("sending to '%s': %v", w.Name, err)
-			}
-			fmt.Fprintf(e.stdout, "sent to %s\n", w.Name)
-		}
-		return nil
-	},
-}
-
 // sendLockPath is the lock that serialises senders to one worker: supervise/send/<name>.lock.
-func sendLockPath(h *home, name string) string {
-	return filepath.Join(h.dir.Supervise(), "send", name+".lock")
+func (s *Swarm) sendLockPath(name string) string {
+	return filepath.Join(s.dir.Supervise(), "send", name+".lock")
 }
 
-// sendTo types text into w under the worker's send lock, so two senders' pre-clear, text and
-// Enter never interleave: the pre-clear (Escape, Ctrl-U) unless raw, the text in one literal
-// write, then, once the agent's screen shows it (at most echoWait), Enter. An agent that does
-// not echo (or echoes something else) gets a warning, the Python swarm's pause, and its Enter.
-func sendTo(ctx context.Context, e *env, h *home, w *worker.Worker, text string, clear, enter bool) error {
-	return sendToIf(ctx, e, h, w, text, clear, enter, nil)
+// SendOptions are swarm send's flags.
+type SendOptions struct {
+	// Raw: no pre-clear (Escape, Ctrl-U) before the text.
+	Raw bool
+	// NoEnter: the text is not submitted with Enter.
+	NoEnter bool
 }
 
-// sendToIf is sendTo that first asks ready, once it holds the worker's send lock and before
-// it types anything: an error from ready is returned and nothing is typed. (The heartbeat
-// checks there that the screen it judged idle has not changed meanwhile.)
-func sendToIf(ctx context.Context, e *env, h *home, w *worker.Worker, text string, clear, enter bool,
-	ready func(ctl *supervise.Control) error) error {
+// Send types text into w's agent under the worker's send lock, so two senders' pre-clear, text
+// and Enter never interleave: the pre-clear (Escape, Ctrl-U) unless o.Raw, the text in one
+// literal write, then, once the agent's screen shows it (at most 2 s), Enter. An agent that
+// does not echo (or echoes something else) gets a warning, the Python swarm's pause, and its
+// Enter. A worker the Python swarm started is typed into through its tmux pane, as it did.
+func (s *Swarm) Send(ctx context.Context, w *worker.Worker, text string, o SendOptions) error {
+	return s.send(ctx, w, text, !o.Raw, !o.NoEnter, nil, s.warnf)
+}
+
+// send is Send that first asks ready, once it holds the worker's send lock and before it types
+// anything: an error from ready is returned and nothing is typed. (The heartbeat checks there
+// that the screen it judged idle has not changed meanwhile.) Warnings go to warnf.
+func (s *Swarm) send(ctx context.Context, w *worker.Worker, text string, clear, enter bool,
+	ready func(ctl *supervise.Control) error, warnf func(format string, args ...any)) error {
 	if !w.Supervised() {
-		return sendUnsupervised(ctx, h, w, text, clear, enter)
+		return s.sendUnsupervised(ctx, w, text, clear, enter)
 	}
-	path := sendLockPath(h, w.Name)
+	path := s.sendLockPath(w.Name)
 	if err := statedir.MkdirFor(path); err != nil {
 		return err
 	}
@@ -85,7 +57,7 @@ func sendToIf(ctx context.Context, e *env, h *home, w *worker.Worker, text strin
 		return fmt.Errorf("another send to it holds %s: %w", path, err)
 	}
 	defer unlock()
-	ctl, err := h.control(w)
+	ctl, err := s.control(w)
 	if err != nil {
 		return err
 	}
@@ -116,7 +88,7 @@ func sendToIf(ctx context.Context, e *env, h *home, w *worker.Worker, text strin
 		return err
 	}
 	if !echoed(ctl, needle, before) {
-		e.warnf("%s: the agent's screen did not show the text within %s (it may not echo input); sent anyway", w.Name, echoWait)
+		warnf("%s: the agent's screen did not show the text within %s (it may not echo input); sent anyway", w.Name, echoWait)
 		if enter {
 			delay := 100 * time.Millisecond
 			if strings.Contains(text, "\n") {
@@ -169,13 +141,13 @@ func echoed(ctl *supervise.Control, needle string, before int) bool {
 }
 
 // sendUnsupervised is send to a worker the Python swarm started, as it did (tmux send-keys).
-func sendUnsupervised(ctx context.Context, h *home, w *worker.Worker, text string, clear, enter bool) error {
+func (s *Swarm) sendUnsupervised(ctx context.Context, w *worker.Worker, text string, clear, enter bool) error {
 	if clear {
-		if err := typeInto(ctx, h, w, "", "escape", "clear-line"); err != nil {
+		if err := s.Keys(ctx, w, "escape", "clear-line"); err != nil {
 			return err
 		}
 	}
-	if err := typeInto(ctx, h, w, text); err != nil {
+	if err := s.typeInto(ctx, w, text); err != nil {
 		return err
 	}
 	if enter {
@@ -184,7 +156,7 @@ func sendUnsupervised(ctx context.Context, h *home, w *worker.Worker, text strin
 			delay = 500 * time.Millisecond
 		}
 		time.Sleep(delay)
-		return typeInto(ctx, h, w, "", "enter")
+		return s.Keys(ctx, w, "enter")
 	}
 	return nil
 }

@@ -1,15 +1,18 @@
-package swarmcli
+package main
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"regexp"
 	"strings"
 	"syscall"
 
+	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -49,25 +52,25 @@ there; kill --rm-worktree and clean keep a worktree with uncommitted changes unl
 
 State is in $SWARM_DIR (default ~/.swarm): state.json, and logs/ for process workers.`
 
-var initVerb = &verb{
-	name: "init", usage: "add swarm instructions to AGENTS.md or CLAUDE.md",
-	usageText: "swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force] [--with-sandbox]",
-	flags: []ucli.Flag{
+var initCmd = &cli.Command{
+	Name: "init", Usage: "add swarm instructions to AGENTS.md or CLAUDE.md",
+	UsageText: "swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force] [--with-sandbox]",
+	Flags: []ucli.Flag{
 		&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written, write nothing"},
 		&ucli.StringFlag{Name: "file", Usage: "the file (`F`: AGENTS.md or CLAUDE.md); default AGENTS.md if it exists, else CLAUDE.md if it exists, else a new AGENTS.md"},
 		&ucli.BoolFlag{Name: "force", Usage: "replace the swarm section when there is one"},
 		&ucli.BoolFlag{Name: "with-sandbox", Usage: "also write, where absent, the files of Docker-sandboxed workers: " +
 			"sandbox.sh, Dockerfile.sandbox, setup-sandbox-network.sh, teardown-sandbox-network.sh, ORCHESTRATOR.md, PROMPT.md"},
 	},
-	action: func(c *ucli.Context, e *env) error {
+	Action: func(_ context.Context, c *ucli.Context, s cli.Streams) error {
 		if f := c.String("file"); f != "" && f != "AGENTS.md" && f != "CLAUDE.md" {
 			return choice("file", f, "AGENTS.md", "CLAUDE.md")
 		}
-		if err := runInit(e, c.String("file"), c.Bool("dry-run"), c.Bool("force")); err != nil {
+		if err := runInit(s.Out, c.String("file"), c.Bool("dry-run"), c.Bool("force")); err != nil {
 			return err
 		}
 		if c.Bool("with-sandbox") {
-			return initSandbox(e, c.Bool("dry-run"))
+			return initSandbox(s.Out, c.Bool("dry-run"))
 		}
 		return nil
 	},
@@ -87,14 +90,14 @@ var sandboxFS embed.FS
 
 // initSandbox writes each sandbox file that is not there (anything at its name, a link
 // included, is left alone and said so), scripts executable.
-func initSandbox(e *env, dryRun bool) error {
+func initSandbox(out io.Writer, dryRun bool) error {
 	for _, f := range sandboxFiles {
 		if _, err := os.Lstat(f.name); err == nil {
-			fmt.Fprintf(e.stdout, "swarm: %s already exists, skipping\n", f.name)
+			fmt.Fprintf(out, "swarm: %s already exists, skipping\n", f.name)
 			continue
 		}
 		if dryRun {
-			fmt.Fprintf(e.stdout, "Would create %s\n", f.name)
+			fmt.Fprintf(out, "Would create %s\n", f.name)
 			continue
 		}
 		data, err := sandboxFS.ReadFile("sandbox/" + f.name)
@@ -108,7 +111,7 @@ func initSandbox(e *env, dryRun bool) error {
 		if err := createNew(f.name, data, mode); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "Created %s\n", f.name)
+		fmt.Fprintf(out, "Created %s\n", f.name)
 	}
 	return nil
 }
@@ -147,7 +150,7 @@ func readDoc(path string) (string, bool, error) {
 // sectionRe is the swarm section: from its heading to the next "## " heading or the end.
 var sectionRe = regexp.MustCompile(`(?s)## Process Management \(swarm\).*?(\n## |\z)`)
 
-func runInit(e *env, file string, dryRun, force bool) error {
+func runInit(stdout io.Writer, file string, dryRun, force bool) error {
 	target := file
 	if target == "" {
 		target = "AGENTS.md"
@@ -164,7 +167,7 @@ func runInit(e *env, file string, dryRun, force bool) error {
 	marked := strings.Contains(text, initMarker)
 	if !force {
 		if marked {
-			fmt.Fprintf(e.stdout, "swarm: %s already contains swarm instructions\n", target)
+			fmt.Fprintf(stdout, "swarm: %s already contains swarm instructions\n", target)
 			return nil
 		}
 		if file == "" {
@@ -174,7 +177,7 @@ func runInit(e *env, file string, dryRun, force bool) error {
 					continue
 				}
 				if t, ok, err := readDoc(other); err == nil && ok && strings.Contains(t, initMarker) {
-					fmt.Fprintf(e.stdout, "swarm: %s already contains swarm instructions\n", other)
+					fmt.Fprintf(stdout, "swarm: %s already contains swarm instructions\n", other)
 					return nil
 				}
 			}
@@ -213,6 +216,6 @@ func runInit(e *env, file string, dryRun, force bool) error {
 			return fmt.Errorf("writing %s: %w", target, err)
 		}
 	}
-	fmt.Fprintln(e.stdout, said)
+	fmt.Fprintln(stdout, said)
 	return nil
 }

@@ -1,4 +1,4 @@
-package swarmcli
+package swarm
 
 import (
 	"context"
@@ -22,10 +22,12 @@ type worktreePlan struct {
 }
 
 // planWorktree works out the worker's worktree as the Python swarm did, changing nothing: in the
-// git repository of the current directory, at <worktree-dir or <root>-worktrees>/<name>, on a
-// new branch from HEAD or else an existing one.
-func planWorktree(ctx context.Context, name, branch, wtDir string) (*worktreePlan, error) {
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
+// git repository of repo ("" the current directory), at <worktree-dir or <root>-worktrees>/<name>,
+// on a new branch from HEAD or else an existing one.
+func planWorktree(ctx context.Context, repo, name, branch, wtDir string) (*worktreePlan, error) {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel")
+	cmd.Dir = repo
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, errors.New("not in a git repository (required for --worktree)")
 	}
@@ -103,12 +105,13 @@ func gitIn(ctx context.Context, dir string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// removeWorktree removes a worker's worktree unless it holds work that would be lost
+// RemoveWorktree removes a worker's worktree unless it holds work that would be lost
 // (git.CheckRemovable: uncommitted changes, or commits on no other branch and not merged by
 // patch) and force is not given; the refusal names the files and commits. Git runs in the base
 // repository, not in the caller's directory (the Python swarm's bug 15). The branch stays.
-// kill --rm-worktree, clean and respawn --clean-first call it.
-func removeWorktree(ctx context.Context, wt *worker.Worktree, force bool) error {
+// kill --rm-worktree, clean and respawn --clean-first call it. A worktree that is gone is no
+// error.
+func RemoveWorktree(ctx context.Context, wt *worker.Worktree, force bool) error {
 	if _, err := os.Stat(wt.Path); err != nil {
 		return nil
 	}

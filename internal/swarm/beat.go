@@ -1,9 +1,8 @@
-package swarmcli
+package swarm
 
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +26,7 @@ import (
 // busy or asks a question waits until it is idle. Everything that touches a file or the
 // socket runs on one goroutine at a time, off the supervisor's loop.
 type beater struct {
-	h       *home
+	s       *Swarm
 	name    string
 	started string // the worker's incarnation
 	pid     int64  // this supervisor: the heartbeat's monitor_pid
@@ -47,8 +46,8 @@ type beater struct {
 	namedAt atomic.Int64
 }
 
-func newBeater(h *home, name, started string) *beater {
-	return &beater{h: h, name: name, started: started, pid: int64(os.Getpid())}
+func newBeater(s *Swarm, name, started string) *beater {
+	return &beater{s: s, name: name, started: started, pid: int64(os.Getpid())}
 }
 
 // lookEvery is how often the heartbeat file is read.
@@ -60,7 +59,7 @@ func (b *beater) look(activity string, lines []string, now time.Time) {
 		return
 	}
 	b.lastLook = now
-	hb, err := b.h.loadHeartbeat(b.name)
+	hb, err := b.s.Heartbeat(b.name)
 	if err != nil || hb == nil {
 		return
 	}
@@ -140,7 +139,7 @@ func (b *beater) claim(hb *worker.Heartbeat) bool {
 	}
 	created := hb.CreatedAt
 	b.async(func() {
-		b.h.updateHeartbeat(context.Background(), b.name, func(cur *worker.Heartbeat) (*worker.Heartbeat, error) {
+		b.s.UpdateHeartbeat(context.Background(), b.name, func(cur *worker.Heartbeat) (*worker.Heartbeat, error) {
 			if cur == nil || cur.CreatedAt != created || !cur.Live() || (cur.MonitorPID != nil && *cur.MonitorPID == b.pid) {
 				return nil, nil
 			}
@@ -169,7 +168,7 @@ func pythonMonitor(pid int) bool {
 // settle gives the heartbeat created at created the status status (expired), if it is still
 // live.
 func (b *beater) settle(created, status string) {
-	b.h.updateHeartbeat(context.Background(), b.name, func(cur *worker.Heartbeat) (*worker.Heartbeat, error) {
+	b.s.UpdateHeartbeat(context.Background(), b.name, func(cur *worker.Heartbeat) (*worker.Heartbeat, error) {
 		if cur == nil || cur.CreatedAt != created || !cur.Live() {
 			return nil, nil
 		}
@@ -188,18 +187,18 @@ var errScreenChanged = errors.New("the screen changed: no beat")
 // same and active, and the screen still the one judged idle (seen) once the send lock is
 // held: a send that held the lock meanwhile (or output) makes the agent busy again.
 func (b *beater) beat(hb *worker.Heartbeat, seen string) {
-	s, err := b.h.reg.Load()
+	st, err := b.s.reg.Load()
 	if err != nil {
 		return
 	}
-	w := s.Get(b.name)
+	w := st.Get(b.name)
 	if w == nil || w.Started != b.started {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), beatWait)
 	defer cancel()
 	// Warnings (an agent that does not echo) would go to the pane: they are not said.
-	quiet := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	quiet := func(string, ...any) {}
 	unchanged := func(ctl *supervise.Control) error {
 		r, err := ctl.Do(supervise.Request{Op: supervise.OpScreen, Lines: screenLookAll})
 		if err != nil {
@@ -210,7 +209,7 @@ func (b *beater) beat(hb *worker.Heartbeat, seen string) {
 		}
 		return nil
 	}
-	err = sendToIf(ctx, quiet, b.h, w, hb.Message, false, true, unchanged)
+	err = b.s.send(ctx, w, hb.Message, false, true, unchanged, quiet)
 	switch {
 	case errors.Is(err, errScreenChanged):
 		return // judged again at the next look
@@ -219,7 +218,7 @@ func (b *beater) beat(hb *worker.Heartbeat, seen string) {
 		return
 	}
 	at := worker.HeartbeatTime(time.Now())
-	b.h.updateHeartbeat(ctx, b.name, func(cur *worker.Heartbeat) (*worker.Heartbeat, error) {
+	b.s.UpdateHeartbeat(ctx, b.name, func(cur *worker.Heartbeat) (*worker.Heartbeat, error) {
 		if cur == nil || cur.CreatedAt != hb.CreatedAt || cur.Status != worker.HeartbeatActive {
 			return nil, nil
 		}
@@ -231,7 +230,7 @@ func (b *beater) beat(hb *worker.Heartbeat, seen string) {
 
 // namesMe reports whether a live heartbeat records this supervisor as its monitor_pid.
 func (b *beater) namesMe() bool {
-	hb, err := b.h.loadHeartbeat(b.name)
+	hb, err := b.s.Heartbeat(b.name)
 	return err == nil && b.noteNamed(hb, time.Now())
 }
 

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"context"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/loop"
+)
+
+// ralphCmd is `swarm ralph …`: the ralph tool's loops (internal/ralph/loop), as the Python
+// swarm had them; its verbs parse their own command line and handle their own signals (a loop's
+// monitor pauses on SIGTERM).
+var ralphCmd = &cli.Command{
+	Name: "ralph", Usage: "the ralph tool's loops on swarm workers (swarm ralph --help)", OwnSignals: true,
+	Raw: func(_ context.Context, s cli.Streams, args []string) error {
+		if code := loop.Run(append([]string{"swarm ralph"}, args...), s.In, s.Out, s.Err); code != cli.ExitOK {
+			return &cli.ExitError{Code: code} // said already
+		}
+		return nil
+	},
+}

@@ -1,0 +1,2 @@
+// Package swarm is swarm's workers as a library.
+package swarm

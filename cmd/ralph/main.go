@@ -69,7 +69,7 @@ func run(args []string) int {
 			verb, "'"+strings.Join(allVerbs, "', '")+"'")
 		return cli.ExitUsage
 	}
-	return loop.Run(append([]string{"ralph"}, args[1:]...), stdin, stdout, stderr)
+	return loop.Run(append([]string{"ralph"}, args[1:]...), swarmOptions(), stdin, stdout, stderr)
 }
 
 // loopVerbs go to swarm's loops; allVerbs are every verb the help lists.

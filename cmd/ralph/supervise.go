@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -35,3 +38,28 @@ var superviseCmd = &cli.Command{
 
 // superviseTool routes `ralph __supervise …` to superviseCmd.
 var superviseTool = &cli.Tool{Name: "ralph", Dialect: cli.Labelled, Commands: []*cli.Command{superviseCmd}}
+
+// swarmOptions are how the loops' workers are started: their supervisor is this binary's
+// superviseCmd; the agents config ($SWARM_AGENTS), the agents' environment (ours) and tmux's
+// socket directory ($TMUX_TMPDIR) are this process's. The loop sends warnings to its stderr.
+func swarmOptions() swarm.Options {
+	o := swarm.Options{AgentsConfig: os.Getenv("SWARM_AGENTS"), Environ: os.Environ(), TmuxTmpDir: os.Getenv("TMUX_TMPDIR")}
+	if exe, err := self(); err == nil {
+		o.Supervisor = []string{exe, supervise.SuperviseVerb}
+	}
+	return o
+}
+
+// self is the command line that runs this binary again (the supervisor verb): os.Args[0] as it
+// was started (a multi-call test binary must be started by that name), made absolute.
+func self() (string, error) {
+	arg0 := os.Args[0]
+	if !strings.Contains(arg0, "/") {
+		p, err := exec.LookPath(arg0)
+		if err != nil {
+			return os.Executable()
+		}
+		arg0 = p
+	}
+	return filepath.Abs(arg0)
+}

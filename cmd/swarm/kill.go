@@ -31,10 +31,10 @@ var killCmd = &cli.Command{
 		loops := false
 		if c.Bool("all") {
 			for _, w := range st.Workers {
-				loops = loop.Kill(ctx, sw.Root(), w.Name, c.Bool("rm-worktree"), s.Err) || loops
+				loops = loop.Kill(ctx, sw, w.Name, c.Bool("rm-worktree"), s.Err) || loops
 			}
 		} else if c.NArg() > 0 {
-			loops = loop.Kill(ctx, sw.Root(), c.Args().First(), c.Bool("rm-worktree"), s.Err)
+			loops = loop.Kill(ctx, sw, c.Args().First(), c.Bool("rm-worktree"), s.Err)
 		}
 		if loops {
 			if st, err = sw.Load(ctx); err != nil {

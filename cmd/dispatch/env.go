@@ -198,22 +198,3 @@ func parseDuration(v string) (time.Duration, error) {
 	}
 	return d.Truncate(time.Second), nil
 }
-
-// self is the command line that runs this binary again (the supervisor verb). os.Args[0] is
-// preferred to os.Executable, which resolves symlinks: a binary installed under another name,
-// or a multi-call test binary, must be started by the name it was started with.
-func self() (string, error) {
-	arg0 := os.Args[0]
-	if !strings.Contains(arg0, string(os.PathSeparator)) {
-		if p, err := execLookPath(arg0); err == nil {
-			arg0 = p
-		} else {
-			return os.Executable()
-		}
-	}
-	p, err := filepath.Abs(arg0)
-	if err != nil {
-		return "", fmt.Errorf("finding this program: %w", err)
-	}
-	return p, nil
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -168,7 +169,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if s.backend == supervise.BackendTmux {
 		spec.Socket, spec.Session = s.socket, attempt.Session(o.bead)
 	}
-	exe, err := self()
+	exe, err := proc.Self()
 	if err != nil {
 		return nil, err
 	}

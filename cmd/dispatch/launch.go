@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
@@ -59,9 +58,9 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if err != nil {
 		return nil, err
 	}
-	agentName, modelArg, colon := strings.Cut(o.agentArg, ":")
-	if colon && modelArg == "" {
-		return nil, cli.Usagef("empty model after the colon in %q; give AGENT:MODEL or AGENT", o.agentArg)
+	agentName, modelArg, err := agent.ParseSpec(o.agentArg)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
 	}
 	profile, err := cfg.Lookup(agentName)
 	if err != nil {

@@ -66,6 +66,11 @@ type Command struct {
 	// OwnSignals is for verbs that catch SIGINT and SIGTERM themselves (supervisors); the
 	// others run with a context that those signals cancel.
 	OwnSignals bool
+	// Remainder is for an Action whose operands end in a command to run (argparse's
+	// REMAINDER: swarm spawn, ralph spawn): from "--", or from the first argument that is no
+	// flag of the verb's, everything is the command (SplitCommand), which Action finds in
+	// c.Args(), its flags and all.
+	Remainder bool
 
 	// Exactly one of Action, Raw and Commands says what the verb does.
 
@@ -79,6 +84,10 @@ type Command struct {
 	Commands []*Command
 	// CommandsUsage writes the help of a verb with Commands (nil: a list of them).
 	CommandsUsage func(w io.Writer)
+	// UnknownVerb, for a verb with Commands, says what is wrong with a word that is none of
+	// them, or with no word at all ("": the verb alone); nil is the tool's rule (the verb's
+	// help on stderr for none, the Tool's UnknownVerb for a wrong one).
+	UnknownVerb func(word string, verbs []string) error
 }
 
 // Streams are a command's standard input, output and error.
@@ -108,13 +117,14 @@ func (t *Tool) Main(args []string, s Streams) int {
 // Run routes args (without the program) to the tool's verb and returns its error, for a tool
 // run as a verb of another ("swarm ralph …").
 func (t *Tool) Run(ctx context.Context, s Streams, args []string) error {
-	return t.route(ctx, s, t.Name, t.Commands, t.Flags, args, t.Usage)
+	return t.route(ctx, s, t.Name, t.Commands, t.Flags, args, t.Usage, t.UnknownVerb)
 }
 
 // route runs the verb args names among cmds; path is the tool or the verb they belong to
 // ("ralph queue"), usage its help (nil: a list of cmds), lead the flags that may stand before
-// the verb (the tool's).
-func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Command, lead []ucli.Flag, args []string, usage func(io.Writer)) error {
+// the verb (the tool's), unknown what is said of a word that is no verb (nil: the default).
+func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Command, lead []ucli.Flag, args []string,
+	usage func(io.Writer), unknown func(string, []string) error) error {
 	top := path == t.Name
 	if usage == nil {
 		usage = func(w io.Writer) { listUsage(w, path, cmds) }
@@ -128,6 +138,8 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 		word = args[i]
 	}
 	switch {
+	case word == "" && !top && unknown != nil:
+		return unknown("", visible(cmds))
 	case word == "" && !(top && t.Default != nil):
 		// No verb, or flags alone.
 		usage(s.Err)
@@ -135,7 +147,7 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 	case word == "-h" || word == "--help" || word == "help" && find(cmds, "help") == nil:
 		if word == "help" && len(args) > i+1 {
 			// help VERB [VERB...] is VERB --help.
-			return t.route(ctx, s, path, cmds, nil, append(slices.Clip(args[i+1:]), "--help"), usage)
+			return t.route(ctx, s, path, cmds, nil, append(slices.Clip(args[i+1:]), "--help"), usage, unknown)
 		}
 		usage(s.Out)
 		return nil
@@ -148,8 +160,11 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 		if top && t.Default != nil {
 			return t.Default(ctx, s, args)
 		}
-		if t.UnknownVerb != nil {
-			return t.UnknownVerb(word, visible(cmds))
+		if unknown == nil {
+			unknown = t.UnknownVerb
+		}
+		if unknown != nil {
+			return unknown(word, visible(cmds))
 		}
 		return Usagef("invalid choice: '%s' (choose from '%s')", word, strings.Join(visible(cmds), "', '"))
 	}
@@ -160,7 +175,7 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 // runCommand runs the verb c, called path ("swarm heartbeat start"), on its arguments.
 func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path string, args []string) error {
 	if len(c.Commands) > 0 && c.Raw == nil && c.Action == nil {
-		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage)
+		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage, c.UnknownVerb)
 	}
 	if !c.OwnSignals {
 		var stop context.CancelFunc
@@ -169,6 +184,13 @@ func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path strin
 	}
 	if c.Raw != nil {
 		return c.Raw(ctx, s, args)
+	}
+	if c.Remainder {
+		flagArgs, cmd := SplitCommand(args, c.Flags)
+		if len(cmd) > 0 {
+			// Run keeps what follows "--" as operands, whatever they look like.
+			args = slices.Concat(flagArgs, []string{"--"}, cmd)
+		}
 	}
 	return Run(ctx, c.App(path, s), append([]string{path}, args...))
 }

@@ -42,6 +42,24 @@ func testTool(dialect Dialect, fallback bool) *Tool {
 				},
 			},
 			{
+				Name: "spawn", Usage: "run a command with flags", Remainder: true,
+				Flags: []ucli.Flag{&ucli.StringFlag{Name: "name"}, &ucli.BoolFlag{Name: "tmux"}},
+				Action: func(_ context.Context, c *ucli.Context, s Streams) error {
+					fmt.Fprintf(s.Out, "spawn name=%s tmux=%v cmd=%q\n", c.String("name"), c.Bool("tmux"), c.Args().Slice())
+					return nil
+				},
+			},
+			{
+				Name: "beat", Usage: "verbs with words of their own",
+				UnknownVerb: func(word string, verbs []string) error {
+					if word == "" {
+						return Usagef("the following arguments are required: beat_command")
+					}
+					return Usagef("argument beat_command: invalid choice: '%s' (choose from %s)", word, strings.Join(verbs, ", "))
+				},
+				Commands: []*Command{{Name: "start", Action: func(context.Context, *ucli.Context, Streams) error { return nil }}},
+			},
+			{
 				Name: "queue", Usage: "the queue",
 				Commands: []*Command{
 					{Name: "run", Usage: "run it", Action: func(context.Context, *ucli.Context, Streams) error {
@@ -90,9 +108,24 @@ func TestToolMain(t *testing.T) {
 			stdout: "exec", stderr: "tool: error: it failed\n"},
 		{name: "flags alone", args: []string{"--state-dir", "S"}, code: 2, stderr: "tool usage\n"},
 		{name: "unknown verb", args: []string{"nope"}, code: 2,
-			stderr: "tool: invalid choice: 'nope' (choose from 'greet', 'exec', 'queue')\ntool: run 'tool --help' for usage\n"},
+			stderr: "tool: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'queue')\ntool: run 'tool --help' for usage\n"},
 		{name: "unknown verb labelled", dialect: Labelled, args: []string{"nope"}, code: 2,
-			stderr: "tool: error: invalid choice: 'nope' (choose from 'greet', 'exec', 'queue')\ntool: hint: run 'tool --help' for usage\n"},
+			stderr: "tool: error: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'queue')\ntool: hint: run 'tool --help' for usage\n"},
+		{name: "remainder", args: []string{"spawn", "--name", "w", "--tmux", "--", "sh", "-c", "x --name y"}, code: 0,
+			stdout: `spawn name=w tmux=true cmd=["sh" "-c" "x --name y"]`},
+		{name: "remainder without --", args: []string{"spawn", "--name", "w", "sleep", "--tmux"}, code: 0,
+			stdout: `spawn name=w tmux=false cmd=["sleep" "--tmux"]`},
+		{name: "remainder of flags", args: []string{"spawn", "--tmux", "--", "--name"}, code: 0,
+			stdout: `spawn name= tmux=true cmd=["--name"]`},
+		{name: "remainder none", args: []string{"spawn", "--name", "w"}, code: 0, stdout: `spawn name=w tmux=false cmd=[]`},
+		{name: "remainder help", args: []string{"help", "spawn"}, code: 0, stdout: "tool spawn - run a command with flags"},
+		{name: "remainder flag error", dialect: Labelled, args: []string{"spawn", "--bad", "--", "sh"}, code: 2,
+			stderr: "tool: error: flag provided but not defined: -bad\ntool: hint: run 'tool spawn --help' for usage\n"},
+		{name: "nested none said", dialect: Labelled, args: []string{"beat"}, code: 2,
+			stderr: "tool: error: the following arguments are required: beat_command\ntool: hint: run 'tool beat --help' for usage\n"},
+		{name: "nested unknown said", dialect: Labelled, args: []string{"beat", "x"}, code: 2,
+			stderr: "tool: error: argument beat_command: invalid choice: 'x' (choose from start)\ntool: hint: run 'tool beat --help' for usage\n"},
+		{name: "nested help", args: []string{"beat", "--help"}, code: 0, stdout: "Usage:\n   tool beat <verb>"},
 		{name: "fallback", fallback: true, args: []string{"bd-1", "repo"}, code: 0, stdout: `default ["bd-1" "repo"]`},
 		{name: "fallback alone", fallback: true, args: nil, code: 0, stdout: `default []`},
 		{name: "usage error labelled", dialect: Labelled, args: []string{"greet"}, code: 2,

@@ -61,6 +61,10 @@ type Command struct {
 	// ExitCodes are documented at the end of the verb's help (none: 0 ok, 1 failure, 2 usage
 	// error).
 	ExitCodes []ExitCode
+	// Help, when set, is the verb's whole --help, word for word, instead of the layout NewApp
+	// makes of Usage, UsageText, Flags and ExitCodes: for the verbs of a drop-in whose help was
+	// written by hand and is kept (ralph's AIWG verbs).
+	Help string
 	// Hidden verbs are left out of the help and the list of choices (a supervisor's verb).
 	Hidden bool
 	// OwnSignals is for verbs that catch SIGINT and SIGTERM themselves (supervisors); the
@@ -79,6 +83,9 @@ type Command struct {
 	Commands []*Command
 	// CommandsUsage writes the help of a verb with Commands (nil: a list of them).
 	CommandsUsage func(w io.Writer)
+	// UnknownVerb says what is wrong with a word that is none of Commands (nil: the tool's
+	// UnknownVerb), for a verb whose verbs always answered one in words of their own.
+	UnknownVerb func(word string, verbs []string) error
 }
 
 // Streams are a command's standard input, output and error.
@@ -108,13 +115,13 @@ func (t *Tool) Main(args []string, s Streams) int {
 // Run routes args (without the program) to the tool's verb and returns its error, for a tool
 // run as a verb of another ("swarm ralph …").
 func (t *Tool) Run(ctx context.Context, s Streams, args []string) error {
-	return t.route(ctx, s, t.Name, t.Commands, t.Flags, args, t.Usage)
+	return t.route(ctx, s, t.Name, t.Commands, t.Flags, args, t.Usage, t.UnknownVerb)
 }
 
 // route runs the verb args names among cmds; path is the tool or the verb they belong to
 // ("ralph queue"), usage its help (nil: a list of cmds), lead the flags that may stand before
-// the verb (the tool's).
-func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Command, lead []ucli.Flag, args []string, usage func(io.Writer)) error {
+// the verb (the tool's), unknown what to say of a word that is no verb (nil: argparse's words).
+func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Command, lead []ucli.Flag, args []string, usage func(io.Writer), unknown func(string, []string) error) error {
 	top := path == t.Name
 	if usage == nil {
 		usage = func(w io.Writer) { listUsage(w, path, cmds) }
@@ -135,7 +142,7 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 	case word == "-h" || word == "--help" || word == "help" && find(cmds, "help") == nil:
 		if word == "help" && len(args) > i+1 {
 			// help VERB [VERB...] is VERB --help.
-			return t.route(ctx, s, path, cmds, nil, append(slices.Clip(args[i+1:]), "--help"), usage)
+			return t.route(ctx, s, path, cmds, nil, append(slices.Clip(args[i+1:]), "--help"), usage, unknown)
 		}
 		usage(s.Out)
 		return nil
@@ -148,8 +155,8 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 		if top && t.Default != nil {
 			return t.Default(ctx, s, args)
 		}
-		if t.UnknownVerb != nil {
-			return t.UnknownVerb(word, visible(cmds))
+		if unknown != nil {
+			return unknown(word, visible(cmds))
 		}
 		return Usagef("invalid choice: '%s' (choose from '%s')", word, strings.Join(visible(cmds), "', '"))
 	}
@@ -160,7 +167,11 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 // runCommand runs the verb c, called path ("swarm heartbeat start"), on its arguments.
 func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path string, args []string) error {
 	if len(c.Commands) > 0 && c.Raw == nil && c.Action == nil {
-		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage)
+		unknown := c.UnknownVerb
+		if unknown == nil {
+			unknown = t.UnknownVerb
+		}
+		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage, unknown)
 	}
 	if !c.OwnSignals {
 		var stop context.CancelFunc
@@ -176,7 +187,7 @@ func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path strin
 // App is the urfave/cli app of a verb with an Action, called path: its flags, help and exit
 // codes as every command of the toolkit lays them out (NewApp).
 func (c *Command) App(path string, s Streams) *ucli.App {
-	return NewApp(Spec{
+	app := NewApp(Spec{
 		Name: path, Usage: c.Usage, UsageText: c.UsageText, Description: c.Description,
 		Flags: slices.Clip(c.Flags), ExitCodes: c.ExitCodes, HideVersion: true,
 		Action: func(uc *ucli.Context) error {
@@ -186,6 +197,12 @@ func (c *Command) App(path string, s Streams) *ucli.App {
 			return c.Action(uc.Context, uc, s)
 		},
 	}, s.Out, s.Err)
+	if c.Help != "" {
+		// Through Metadata, not as the template itself: the text is printed, never parsed.
+		app.Metadata["help"] = c.Help
+		app.CustomAppHelpTemplate = `{{index .Metadata "help"}}`
+	}
+	return app
 }
 
 // find returns the command called name (or one of its aliases), nil for none.

@@ -61,6 +61,10 @@ type Command struct {
 	// ExitCodes are documented at the end of the verb's help (none: 0 ok, 1 failure, 2 usage
 	// error).
 	ExitCodes []ExitCode
+	// Help, when set, is the verb's whole --help, word for word, instead of the layout NewApp
+	// makes of Usage, UsageText, Flags and ExitCodes: for the verbs of a drop-in whose help was
+	// written by hand and is kept (ralph's AIWG verbs).
+	Help string
 	// Hidden verbs are left out of the help and the list of choices (a supervisor's verb).
 	Hidden bool
 	// OwnSignals is for verbs that catch SIGINT and SIGTERM themselves (supervisors); the
@@ -85,8 +89,9 @@ type Command struct {
 	// CommandsUsage writes the help of a verb with Commands (nil: a list of them).
 	CommandsUsage func(w io.Writer)
 	// UnknownVerb, for a verb with Commands, says what is wrong with a word that is none of
-	// them, or with no word at all ("": the verb alone); nil is the tool's rule (the verb's
-	// help on stderr for none, the Tool's UnknownVerb for a wrong one).
+	// them (ralph queue's 'no verb "x"; the verbs are …'), or with no word at all ("": the verb
+	// alone; swarm heartbeat's argparse line). nil, or nil returned for "", is the tool's rule:
+	// the verb's help on stderr for none, the Tool's UnknownVerb for a wrong word.
 	UnknownVerb func(word string, verbs []string) error
 }
 
@@ -138,10 +143,13 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 		word = args[i]
 	}
 	switch {
-	case word == "" && !top && unknown != nil:
-		return unknown("", visible(cmds))
 	case word == "" && !(top && t.Default != nil):
-		// No verb, or flags alone.
+		// No verb, or flags alone: the verb's own words for it, else its help on stderr.
+		if !top && unknown != nil {
+			if err := unknown("", visible(cmds)); err != nil {
+				return err
+			}
+		}
 		usage(s.Err)
 		return &ExitError{Code: ExitUsage}
 	case word == "-h" || word == "--help" || word == "help" && find(cmds, "help") == nil:
@@ -198,7 +206,7 @@ func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path strin
 // App is the urfave/cli app of a verb with an Action, called path: its flags, help and exit
 // codes as every command of the toolkit lays them out (NewApp).
 func (c *Command) App(path string, s Streams) *ucli.App {
-	return NewApp(Spec{
+	app := NewApp(Spec{
 		Name: path, Usage: c.Usage, UsageText: c.UsageText, Description: c.Description,
 		Flags: slices.Clip(c.Flags), ExitCodes: c.ExitCodes, HideVersion: true,
 		Action: func(uc *ucli.Context) error {
@@ -208,6 +216,12 @@ func (c *Command) App(path string, s Streams) *ucli.App {
 			return c.Action(uc.Context, uc, s)
 		},
 	}, s.Out, s.Err)
+	if c.Help != "" {
+		// Through Metadata, not as the template itself: the text is printed, never parsed.
+		app.Metadata["help"] = c.Help
+		app.CustomAppHelpTemplate = `{{index .Metadata "help"}}`
+	}
+	return app
 }
 
 // find returns the command called name (or one of its aliases), nil for none.

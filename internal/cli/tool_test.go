@@ -60,6 +60,21 @@ func testTool(dialect Dialect, fallback bool) *Tool {
 				Commands: []*Command{{Name: "start", Action: func(context.Context, *ucli.Context, Streams) error { return nil }}},
 			},
 			{
+				Name: "said", Usage: "a verb with a help of its own", Help: "tool said {{.Name}} \\ as written\n  --x   an option\n",
+				Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "x"}},
+				Action: func(context.Context, *ucli.Context, Streams) error { return nil },
+			},
+			{
+				Name: "plan", Usage: "verbs with their own word for an unknown one",
+				UnknownVerb: func(word string, verbs []string) error {
+					if word == "" {
+						return nil // the help on stderr
+					}
+					return Usagef("no verb %q; the verbs are %s", word, strings.Join(verbs, ", "))
+				},
+				Commands: []*Command{{Name: "show", Usage: "show it", Action: func(context.Context, *ucli.Context, Streams) error { return nil }}},
+			},
+			{
 				Name: "queue", Usage: "the queue",
 				Commands: []*Command{
 					{Name: "run", Usage: "run it", Action: func(context.Context, *ucli.Context, Streams) error {
@@ -108,9 +123,9 @@ func TestToolMain(t *testing.T) {
 			stdout: "exec", stderr: "tool: error: it failed\n"},
 		{name: "flags alone", args: []string{"--state-dir", "S"}, code: 2, stderr: "tool usage\n"},
 		{name: "unknown verb", args: []string{"nope"}, code: 2,
-			stderr: "tool: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'queue')\ntool: run 'tool --help' for usage\n"},
+			stderr: "tool: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'said', 'plan', 'queue')\ntool: run 'tool --help' for usage\n"},
 		{name: "unknown verb labelled", dialect: Labelled, args: []string{"nope"}, code: 2,
-			stderr: "tool: error: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'queue')\ntool: hint: run 'tool --help' for usage\n"},
+			stderr: "tool: error: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'said', 'plan', 'queue')\ntool: hint: run 'tool --help' for usage\n"},
 		{name: "remainder", args: []string{"spawn", "--name", "w", "--tmux", "--", "sh", "-c", "x --name y"}, code: 0,
 			stdout: `spawn name=w tmux=true cmd=["sh" "-c" "x --name y"]`},
 		{name: "remainder without --", args: []string{"spawn", "--name", "w", "sleep", "--tmux"}, code: 0,
@@ -126,6 +141,10 @@ func TestToolMain(t *testing.T) {
 		{name: "nested unknown said", dialect: Labelled, args: []string{"beat", "x"}, code: 2,
 			stderr: "tool: error: argument beat_command: invalid choice: 'x' (choose from start)\ntool: hint: run 'tool beat --help' for usage\n"},
 		{name: "nested help", args: []string{"beat", "--help"}, code: 0, stdout: "Usage:\n   tool beat <verb>"},
+		{name: "own help word", args: []string{"help", "said"}, code: 0, stdout: "tool said {{.Name}} \\ as written\n  --x   an option\n"},
+		{name: "own unknown verb alone", dialect: Labelled, args: []string{"plan"}, code: 2, stderr: "Usage:\n   tool plan <verb>"},
+		{name: "own unknown verb", dialect: Labelled, args: []string{"plan", "nope"}, code: 2,
+			stderr: "tool: error: no verb \"nope\"; the verbs are show\ntool: hint: run 'tool plan --help' for usage\n"},
 		{name: "fallback", fallback: true, args: []string{"bd-1", "repo"}, code: 0, stdout: `default ["bd-1" "repo"]`},
 		{name: "fallback alone", fallback: true, args: nil, code: 0, stdout: `default []`},
 		{name: "usage error labelled", dialect: Labelled, args: []string{"greet"}, code: 2,
@@ -155,5 +174,17 @@ func TestToolMain(t *testing.T) {
 				t.Errorf("Main(%q) stderr = %q, want %q", tc.args, got, tc.stderr)
 			}
 		})
+	}
+}
+
+// TestCommandHelp: a Command's own Help is its --help word for word (template syntax in it
+// printed, not run), on stdout.
+func TestCommandHelp(t *testing.T) {
+	for _, args := range [][]string{{"said", "--help"}, {"said", "-h"}, {"help", "said"}} {
+		var out, errb bytes.Buffer
+		code := testTool(Labelled, false).Main(append([]string{"tool"}, args...), Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if want := "tool said {{.Name}} \\ as written\n  --x   an option\n"; code != 0 || out.String() != want || errb.Len() > 0 {
+			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 0 and stdout %q", args, code, out.String(), errb.String(), want)
+		}
 	}
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarm"
 	ucli "github.com/urfave/cli/v2"
@@ -40,26 +40,14 @@ var superviseCmd = &cli.Command{
 var superviseTool = &cli.Tool{Name: "ralph", Dialect: cli.Labelled, Commands: []*cli.Command{superviseCmd}}
 
 // swarmOptions are how the loops' workers are started: their supervisor is this binary's
-// superviseCmd; the agents config ($SWARM_AGENTS), the agents' environment (ours) and tmux's
-// socket directory ($TMUX_TMPDIR) are this process's. The loop sends warnings to its stderr.
+// superviseCmd; the agents config ($SWARM_AGENTS, else $SWARM_DIR/agents.json), the agents'
+// environment (ours) and tmux's socket directory ($TMUX_TMPDIR) are this process's. The loop
+// sends warnings to its stderr.
 func swarmOptions() swarm.Options {
-	o := swarm.Options{AgentsConfig: os.Getenv("SWARM_AGENTS"), Environ: os.Environ(), TmuxTmpDir: os.Getenv("TMUX_TMPDIR")}
-	if exe, err := self(); err == nil {
+	dir, _ := statedir.SwarmFromEnv(os.LookupEnv) // the loop verbs that need it say why it cannot be found
+	o := swarm.Options{Agents: agent.SwarmConfig(os.LookupEnv, dir.Root), Environ: os.Environ(), TmuxTmpDir: os.Getenv("TMUX_TMPDIR")}
+	if exe, err := proc.Self(); err == nil {
 		o.Supervisor = []string{exe, supervise.SuperviseVerb}
 	}
 	return o
-}
-
-// self is the command line that runs this binary again (the supervisor verb): os.Args[0] as it
-// was started (a multi-call test binary must be started by that name), made absolute.
-func self() (string, error) {
-	arg0 := os.Args[0]
-	if !strings.Contains(arg0, "/") {
-		p, err := exec.LookPath(arg0)
-		if err != nil {
-			return os.Executable()
-		}
-		arg0 = p
-	}
-	return filepath.Abs(arg0)
 }

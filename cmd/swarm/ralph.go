@@ -13,7 +13,8 @@ import (
 var ralphCmd = &cli.Command{
 	Name: "ralph", Usage: "the ralph tool's loops on swarm workers (swarm ralph --help)", OwnSignals: true,
 	Raw: func(_ context.Context, s cli.Streams, args []string) error {
-		if code := loop.Run(append([]string{"swarm ralph"}, args...), options(s.Err), s.In, s.Out, s.Err); code != cli.ExitOK {
+		dir, _ := swarmDir() // the loop verbs that need it say why it cannot be found
+		if code := loop.Run(append([]string{"swarm ralph"}, args...), options(dir, s.Err), s.In, s.Out, s.Err); code != cli.ExitOK {
 			return &cli.ExitError{Code: code} // said already
 		}
 		return nil

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarm"
@@ -52,14 +52,15 @@ func swarmDir() (string, error) {
 	return d.Root, err
 }
 
-// options are the library's settings from this process's world: the agents config
-// ($SWARM_AGENTS), this program's supervisor verb, the agents' environment (ours), tmux's
-// socket directory ($TMUX_TMPDIR); warnings go to stderr; $SWARM_TEST_CRASH_AT names a step of
-// a spawn at which the process kills itself (the spawn journal's tests).
-func options(stderr io.Writer) swarm.Options {
-	o := swarm.Options{AgentsConfig: os.Getenv("SWARM_AGENTS"), Environ: os.Environ(),
+// options are the library's settings for the swarm directory dir from this process's world:
+// the agents config ($SWARM_AGENTS, else dir/agents.json), this program's supervisor verb, the
+// agents' environment (ours), tmux's socket directory ($TMUX_TMPDIR); warnings go to stderr;
+// $SWARM_TEST_CRASH_AT names a step of a spawn at which the process kills itself (the spawn
+// journal's tests).
+func options(dir string, stderr io.Writer) swarm.Options {
+	o := swarm.Options{Agents: agent.SwarmConfig(os.LookupEnv, dir), Environ: os.Environ(),
 		TmuxTmpDir: os.Getenv("TMUX_TMPDIR"), Warnings: stderr}
-	if exe, err := self(); err == nil {
+	if exe, err := proc.Self(); err == nil {
 		o.Supervisor = []string{exe, supervise.SuperviseVerb}
 	}
 	if at := os.Getenv("SWARM_TEST_CRASH_AT"); at != "" {
@@ -78,7 +79,7 @@ func open(s cli.Streams) (*swarm.Swarm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return swarm.Open(dir, options(s.Err))
+	return swarm.Open(dir, options(dir, s.Err))
 }
 
 // load opens the swarm directory and reads its state (a spawn killed half-way finished or
@@ -93,20 +94,6 @@ func load(ctx context.Context, s cli.Streams) (*swarm.Swarm, *worker.State, erro
 		return nil, nil, err
 	}
 	return sw, st, nil
-}
-
-// self is the command line that runs this binary again (the supervisor verb): os.Args[0] as it
-// was started (a multi-call test binary must be started by that name), made absolute.
-func self() (string, error) {
-	arg0 := os.Args[0]
-	if !strings.Contains(arg0, "/") {
-		p, err := exec.LookPath(arg0)
-		if err != nil {
-			return os.Executable()
-		}
-		arg0 = p
-	}
-	return filepath.Abs(arg0)
 }
 
 // errNotFound is a worker that is not in state.json; status and peek exit 2 for it, the

@@ -3,7 +3,6 @@ package swarm
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,18 +17,18 @@ import (
 // ls reads it from state.json without asking any supervisor. spawn --ready-wait reads the
 // screen itself, as the Python swarm did, so that it can answer a start-up screen with Enter.
 
-// agentsConfig is the agents config swarm reads profiles from: Options.AgentsConfig
-// ($SWARM_AGENTS), else <dir>/agents.json (the format of dispatch's config/agents.json); nil
-// when there is none, and the built-in claude, codex and shell profiles apply. A broken file is
-// an error.
+// agentsConfig is the agents config swarm reads profiles from: Options.Agents
+// (agent.SwarmConfig: $SWARM_AGENTS, else <dir>/agents.json, the format of dispatch's
+// config/agents.json); nil when the default file is not there, and the built-in claude, codex
+// and shell profiles apply. A broken file, or one $SWARM_AGENTS names that is not there, is an
+// error.
 func (s *Swarm) agentsConfig() (*agent.Config, error) {
-	path := s.opts.AgentsConfig
-	explicit := path != ""
-	if !explicit {
-		path = filepath.Join(s.dir.Root, "agents.json")
+	f := s.opts.Agents
+	if f.Path == "" {
+		f = agent.SwarmConfig(func(string) (string, bool) { return "", false }, s.dir.Root)
 	}
-	cfg, err := agent.Load(path)
-	if errors.Is(err, agent.ErrNoConfig) && !explicit {
+	cfg, err := f.Load()
+	if errors.Is(err, agent.ErrNoConfig) && f.Origin == agent.FromDefault {
 		return nil, nil
 	}
 	return cfg, err

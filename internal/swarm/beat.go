@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,12 +271,12 @@ func pythonHeartbeatRunning(name string) bool {
 	if err != nil {
 		return false
 	}
-	for _, pid := range pids {
-		b, err := fsx.ReadFileLimit("/proc/"+pid+"/cmdline", 64<<10)
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		args, err := proc.Args(pid)
 		if err != nil {
 			continue
 		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		if len(args) < 3 || !strings.Contains(filepath.Base(args[0]), "python") {
 			continue
 		}

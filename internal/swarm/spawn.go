@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
@@ -389,16 +388,13 @@ func (s *Swarm) launch(ctx context.Context, hs *handoffSpec, tc *tmux.Client) (i
 		}
 		stop = func() { tc.KillWindow(context.Background(), tmux.WindowTarget(hs.Session, hs.Worker)) }
 	} else {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = hs.Attempt.Dir
 		// Its own session, no stdio of ours: the worker outlives the shell that spawned it, and
 		// (unlike the Python swarm's) does not read the caller's stdin.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
+		child, err := proc.StartDetached(argv, proc.Detached{Dir: hs.Attempt.Dir})
+		if err != nil {
 			return 0, err
 		}
-		go cmd.Wait()
-		stop = func() { cmd.Process.Kill() }
+		stop = child.Kill
 	}
 	hctx, cancel := context.WithTimeout(ctx, handoffWait)
 	defer cancel()

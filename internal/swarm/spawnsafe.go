@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -128,18 +129,18 @@ func (s *Swarm) findSupervisor(name string) int {
 		return 0
 	}
 	for _, p := range pids {
-		b, err := fsx.ReadFileLimit("/proc/"+p+"/cmdline", 64<<10)
+		pid, _ := strconv.Atoi(p)
+		args, err := proc.Args(pid)
 		if err != nil {
 			continue
 		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		if len(args) < 2 || args[len(args)-1] != name || !slices.Contains(args, supervise.SuperviseVerb) {
 			continue
 		}
 		if i := slices.Index(args, "--swarm-dir"); i < 0 || i+1 >= len(args) || args[i+1] != s.dir.Root {
 			continue
 		}
-		if pid, err := strconv.Atoi(p); err == nil && supervise.SupervisorAlive(pid, name) {
+		if supervise.SupervisorAlive(pid, name) {
 			return pid
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
@@ -26,10 +27,11 @@ const supervisorTool = "swarm"
 // no environment variable and no os.Args of its own, so a command (cmd/swarm, cmd/ralph) or a
 // test says each of them here.
 type Options struct {
-	// AgentsConfig is the agents config the workers' screen profiles come from: the file
-	// $SWARM_AGENTS names, which must exist; "" for <dir>/agents.json when it exists (else the
-	// built-in claude, codex and shell profiles).
-	AgentsConfig string
+	// Agents is the agents config the workers' screen profiles come from
+	// (agent.SwarmConfig: the file $SWARM_AGENTS names, which must exist, else
+	// <dir>/agents.json); its zero value is <dir>/agents.json. A default file that is not
+	// there leaves the built-in claude, codex and shell profiles.
+	Agents agent.ConfigFile
 	// Supervisor is the command line that runs a worker's supervisor: a program and its
 	// hidden verb ({"/usr/local/bin/swarm", "__supervise"}), to which Spawn appends
 	// "--swarm-dir DIR --handoff PATH NAME"; that verb calls Supervise with them. Only Spawn

@@ -321,7 +321,7 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	// there. The supervisor registers its control socket under the name's lock: let go first.
 	unlock()
 	if s.waitStarted(ctx, name) {
-		s.warnf("%s: the agent has not started after %s (its supervisor is still at work)", name, StartWait)
+		s.warnf("%s: the agent has not started after %s (its supervisor is still at work)", name, startWait)
 	}
 	if sp.ReadyWait {
 		s.WaitReady(ctx, name, prof.Screen, sp.ReadyTimeout)

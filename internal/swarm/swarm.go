@@ -233,10 +233,10 @@ func (s *Swarm) unsupervisedAlive(ctx context.Context, w *worker.Worker) bool {
 	return false
 }
 
-// StartWait bounds how long Spawn, and the calls that talk to an agent, wait for one that is
+// startWait bounds how long Spawn, and the calls that talk to an agent, wait for one that is
 // being started (its supervisor registering, the agent's fork and exec): `swarm spawn … &&
 // swarm send …` must find the agent there.
-const StartWait = 10 * time.Second
+const startWait = 10 * time.Second
 
 // starting reports whether name's supervisor is alive (or being launched) and has not started
 // its agent yet.
@@ -245,10 +245,10 @@ func (s *Swarm) starting(name string) bool {
 	return e != nil && e.Outcome == nil && e.AgentPID == 0 && (e.PID == 0 || supervise.SupervisorAlive(e.PID, name))
 }
 
-// waitStarted waits (at most StartWait) until name's agent has started, or its supervisor is
+// waitStarted waits (at most startWait) until name's agent has started, or its supervisor is
 // gone or done; it reports whether the agent is still being started when it gives up.
 func (s *Swarm) waitStarted(ctx context.Context, name string) bool {
-	deadline := time.Now().Add(StartWait)
+	deadline := time.Now().Add(startWait)
 	for pause := time.Millisecond; s.starting(name); pause = min(pause*2, 20*time.Millisecond) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return true

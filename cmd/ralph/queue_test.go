@@ -461,7 +461,7 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			b.Fatalf("ralph queue %s: %v\n%s%s", args[0], err, out, stderr.String())
 		}
 		if args[0] == "run" {
-			// The runner's own account: ralph queue: timing: N tasks; per task: queue Q ms,
+			// The runner's own account: ralph: timing: N tasks; per task: queue Q ms,
 			// dispatch launch L ms, the attempt until its end W ms.
 			var tasks int
 			var q, l, w float64

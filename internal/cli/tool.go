@@ -70,6 +70,11 @@ type Command struct {
 	// OwnSignals is for verbs that catch SIGINT and SIGTERM themselves (supervisors); the
 	// others run with a context that those signals cancel.
 	OwnSignals bool
+	// Remainder is for an Action whose operands end in a command to run (argparse's
+	// REMAINDER: swarm spawn, ralph spawn): from "--", or from the first argument that is no
+	// flag of the verb's, everything is the command (SplitCommand), which Action finds in
+	// c.Args(), its flags and all.
+	Remainder bool
 
 	// Exactly one of Action, Raw and Commands says what the verb does.
 
@@ -83,8 +88,10 @@ type Command struct {
 	Commands []*Command
 	// CommandsUsage writes the help of a verb with Commands (nil: a list of them).
 	CommandsUsage func(w io.Writer)
-	// UnknownVerb says what is wrong with a word that is none of Commands (nil: the tool's
-	// UnknownVerb), for a verb whose verbs always answered one in words of their own.
+	// UnknownVerb, for a verb with Commands, says what is wrong with a word that is none of
+	// them (ralph queue's 'no verb "x"; the verbs are …'), or with no word at all ("": the verb
+	// alone; swarm heartbeat's argparse line). nil, or nil returned for "", is the tool's rule:
+	// the verb's help on stderr for none, the Tool's UnknownVerb for a wrong word.
 	UnknownVerb func(word string, verbs []string) error
 }
 
@@ -120,8 +127,9 @@ func (t *Tool) Run(ctx context.Context, s Streams, args []string) error {
 
 // route runs the verb args names among cmds; path is the tool or the verb they belong to
 // ("ralph queue"), usage its help (nil: a list of cmds), lead the flags that may stand before
-// the verb (the tool's), unknown what to say of a word that is no verb (nil: argparse's words).
-func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Command, lead []ucli.Flag, args []string, usage func(io.Writer), unknown func(string, []string) error) error {
+// the verb (the tool's), unknown what is said of a word that is no verb (nil: the default).
+func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Command, lead []ucli.Flag, args []string,
+	usage func(io.Writer), unknown func(string, []string) error) error {
 	top := path == t.Name
 	if usage == nil {
 		usage = func(w io.Writer) { listUsage(w, path, cmds) }
@@ -136,7 +144,12 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 	}
 	switch {
 	case word == "" && !(top && t.Default != nil):
-		// No verb, or flags alone.
+		// No verb, or flags alone: the verb's own words for it, else its help on stderr.
+		if !top && unknown != nil {
+			if err := unknown("", visible(cmds)); err != nil {
+				return err
+			}
+		}
 		usage(s.Err)
 		return &ExitError{Code: ExitUsage}
 	case word == "-h" || word == "--help" || word == "help" && find(cmds, "help") == nil:
@@ -155,6 +168,9 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 		if top && t.Default != nil {
 			return t.Default(ctx, s, args)
 		}
+		if unknown == nil {
+			unknown = t.UnknownVerb
+		}
 		if unknown != nil {
 			return unknown(word, visible(cmds))
 		}
@@ -167,11 +183,7 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 // runCommand runs the verb c, called path ("swarm heartbeat start"), on its arguments.
 func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path string, args []string) error {
 	if len(c.Commands) > 0 && c.Raw == nil && c.Action == nil {
-		unknown := c.UnknownVerb
-		if unknown == nil {
-			unknown = t.UnknownVerb
-		}
-		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage, unknown)
+		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage, c.UnknownVerb)
 	}
 	if !c.OwnSignals {
 		var stop context.CancelFunc
@@ -180,6 +192,13 @@ func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path strin
 	}
 	if c.Raw != nil {
 		return c.Raw(ctx, s, args)
+	}
+	if c.Remainder {
+		flagArgs, cmd := SplitCommand(args, c.Flags)
+		if len(cmd) > 0 {
+			// Run keeps what follows "--" as operands, whatever they look like.
+			args = slices.Concat(flagArgs, []string{"--"}, cmd)
+		}
 	}
 	return Run(ctx, c.App(path, s), append([]string{path}, args...))
 }

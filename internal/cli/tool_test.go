@@ -42,6 +42,24 @@ func testTool(dialect Dialect, fallback bool) *Tool {
 				},
 			},
 			{
+				Name: "spawn", Usage: "run a command with flags", Remainder: true,
+				Flags: []ucli.Flag{&ucli.StringFlag{Name: "name"}, &ucli.BoolFlag{Name: "tmux"}},
+				Action: func(_ context.Context, c *ucli.Context, s Streams) error {
+					fmt.Fprintf(s.Out, "spawn name=%s tmux=%v cmd=%q\n", c.String("name"), c.Bool("tmux"), c.Args().Slice())
+					return nil
+				},
+			},
+			{
+				Name: "beat", Usage: "verbs with words of their own",
+				UnknownVerb: func(word string, verbs []string) error {
+					if word == "" {
+						return Usagef("the following arguments are required: beat_command")
+					}
+					return Usagef("argument beat_command: invalid choice: '%s' (choose from %s)", word, strings.Join(verbs, ", "))
+				},
+				Commands: []*Command{{Name: "start", Action: func(context.Context, *ucli.Context, Streams) error { return nil }}},
+			},
+			{
 				Name: "said", Usage: "a verb with a help of its own", Help: "tool said {{.Name}} \\ as written\n  --x   an option\n",
 				Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "x"}},
 				Action: func(context.Context, *ucli.Context, Streams) error { return nil },
@@ -49,6 +67,9 @@ func testTool(dialect Dialect, fallback bool) *Tool {
 			{
 				Name: "plan", Usage: "verbs with their own word for an unknown one",
 				UnknownVerb: func(word string, verbs []string) error {
+					if word == "" {
+						return nil // the help on stderr
+					}
 					return Usagef("no verb %q; the verbs are %s", word, strings.Join(verbs, ", "))
 				},
 				Commands: []*Command{{Name: "show", Usage: "show it", Action: func(context.Context, *ucli.Context, Streams) error { return nil }}},
@@ -102,11 +123,26 @@ func TestToolMain(t *testing.T) {
 			stdout: "exec", stderr: "tool: error: it failed\n"},
 		{name: "flags alone", args: []string{"--state-dir", "S"}, code: 2, stderr: "tool usage\n"},
 		{name: "unknown verb", args: []string{"nope"}, code: 2,
-			stderr: "tool: invalid choice: 'nope' (choose from 'greet', 'exec', 'said', 'plan', 'queue')\ntool: run 'tool --help' for usage\n"},
+			stderr: "tool: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'said', 'plan', 'queue')\ntool: run 'tool --help' for usage\n"},
 		{name: "unknown verb labelled", dialect: Labelled, args: []string{"nope"}, code: 2,
-			stderr: "tool: error: invalid choice: 'nope' (choose from 'greet', 'exec', 'said', 'plan', 'queue')\ntool: hint: run 'tool --help' for usage\n"},
-		{name: "own help", args: []string{"said", "--help"}, code: 0, stdout: "tool said {{.Name}} \\ as written\n  --x   an option\n"},
+			stderr: "tool: error: invalid choice: 'nope' (choose from 'greet', 'exec', 'spawn', 'beat', 'said', 'plan', 'queue')\ntool: hint: run 'tool --help' for usage\n"},
+		{name: "remainder", args: []string{"spawn", "--name", "w", "--tmux", "--", "sh", "-c", "x --name y"}, code: 0,
+			stdout: `spawn name=w tmux=true cmd=["sh" "-c" "x --name y"]`},
+		{name: "remainder without --", args: []string{"spawn", "--name", "w", "sleep", "--tmux"}, code: 0,
+			stdout: `spawn name=w tmux=false cmd=["sleep" "--tmux"]`},
+		{name: "remainder of flags", args: []string{"spawn", "--tmux", "--", "--name"}, code: 0,
+			stdout: `spawn name= tmux=true cmd=["--name"]`},
+		{name: "remainder none", args: []string{"spawn", "--name", "w"}, code: 0, stdout: `spawn name=w tmux=false cmd=[]`},
+		{name: "remainder help", args: []string{"help", "spawn"}, code: 0, stdout: "tool spawn - run a command with flags"},
+		{name: "remainder flag error", dialect: Labelled, args: []string{"spawn", "--bad", "--", "sh"}, code: 2,
+			stderr: "tool: error: flag provided but not defined: -bad\ntool: hint: run 'tool spawn --help' for usage\n"},
+		{name: "nested none said", dialect: Labelled, args: []string{"beat"}, code: 2,
+			stderr: "tool: error: the following arguments are required: beat_command\ntool: hint: run 'tool beat --help' for usage\n"},
+		{name: "nested unknown said", dialect: Labelled, args: []string{"beat", "x"}, code: 2,
+			stderr: "tool: error: argument beat_command: invalid choice: 'x' (choose from start)\ntool: hint: run 'tool beat --help' for usage\n"},
+		{name: "nested help", args: []string{"beat", "--help"}, code: 0, stdout: "Usage:\n   tool beat <verb>"},
 		{name: "own help word", args: []string{"help", "said"}, code: 0, stdout: "tool said {{.Name}} \\ as written\n  --x   an option\n"},
+		{name: "own unknown verb alone", dialect: Labelled, args: []string{"plan"}, code: 2, stderr: "Usage:\n   tool plan <verb>"},
 		{name: "own unknown verb", dialect: Labelled, args: []string{"plan", "nope"}, code: 2,
 			stderr: "tool: error: no verb \"nope\"; the verbs are show\ntool: hint: run 'tool plan --help' for usage\n"},
 		{name: "fallback", fallback: true, args: []string{"bd-1", "repo"}, code: 0, stdout: `default ["bd-1" "repo"]`},

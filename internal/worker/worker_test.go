@@ -158,16 +158,6 @@ func TestStateEdits(t *testing.T) {
 	}
 }
 
-func TestPyFloat(t *testing.T) {
-	tests := map[float64]string{1.5: "1.5", 1e300: "1e+300", 1e16: "1e+16", 1e15: "1000000000000000.0", 0.0001: "0.0001",
-		0.00001: "1e-05", 123.456: "123.456", -2: "-2.0", 0: "0.0", 1.5e-7: "1.5e-07", 12345678901234567890: "1.2345678901234567e+19"}
-	for f, want := range tests {
-		if got := pyFloat(f); got != want {
-			t.Errorf("pyFloat(%v) = %q, want %q", f, got, want)
-		}
-	}
-}
-
 func TestRegistry(t *testing.T) {
 	dir := t.TempDir()
 	var warnings []string

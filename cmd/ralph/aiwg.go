@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/supervise"
 	ucli "github.com/urfave/cli/v2"
@@ -103,11 +102,11 @@ func parseTimeout(v string) (time.Duration, error) {
 	return d.Truncate(time.Second), nil
 }
 
-// runtime is what a loop's processes are given from this one: the agents config as dispatch
-// reads it (agentsConfig), this program's hidden verbs, the environment; the controller's
+// runtime is what a loop's processes are given from this one: the agents config
+// (resolveAgent), this program's hidden verbs (proc.Self), the environment; the controller's
 // lines go to log, warnings to stderr in the tool's dialect.
 func runtime(ws aiwg.Workspace, log, stderr io.Writer) (aiwg.Runtime, error) {
-	exe, err := self()
+	exe, err := proc.Self()
 	if err != nil {
 		return aiwg.Runtime{}, err
 	}
@@ -123,15 +122,19 @@ func runtime(ws aiwg.Workspace, log, stderr io.Writer) (aiwg.Runtime, error) {
 	}, nil
 }
 
-// resolveAgent is --agent's profile and model (AGENT[:MODEL]) from the workspace's agents
-// config, read again at each call.
+// resolveAgent is --agent's profile and model (AGENT[:MODEL], agent.ParseSpec) from the
+// workspace's agents config (agent.FindConfig's order, the workspace as the tool's directory),
+// read again at each call.
 func resolveAgent(ws aiwg.Workspace, spec string) (*agent.Profile, agent.Model, error) {
-	cfg, err := agentsConfig(ws)
+	cfg, err := agent.LoadConfig(os.LookupEnv, ws.Root)
+	if errors.Is(err, agent.ErrConfigEnvEmpty) {
+		return nil, agent.Model{}, cli.Usagef("%v", err)
+	}
 	if err != nil {
 		return nil, agent.Model{}, err
 	}
-	name, model, colon := strings.Cut(spec, ":")
-	if colon && model == "" {
+	name, model, err := agent.ParseSpec(spec)
+	if errors.Is(err, agent.ErrEmptyModel) {
 		return nil, agent.Model{}, cli.Usagef("empty model after the colon in --agent %q; give AGENT:MODEL or AGENT", spec)
 	}
 	p, err := cfg.Lookup(name)
@@ -139,41 +142,6 @@ func resolveAgent(ws aiwg.Workspace, spec string) (*agent.Profile, agent.Model, 
 		return nil, agent.Model{}, cli.Usagef("--agent: %v", err)
 	}
 	return p, p.Model(model, os.Getenv), nil
-}
-
-// agentsConfig is the agents config as AIWG's loops read it: CONFIG_FILE when set (it must
-// exist), else config/agents.json of the workspace, else the built-in claude and codex.
-func agentsConfig(ws aiwg.Workspace) (*agent.Config, error) {
-	if v, ok := os.LookupEnv("CONFIG_FILE"); ok {
-		if v == "" {
-			return nil, cli.Usagef("CONFIG_FILE is set but empty; name the agents config, or unset it")
-		}
-		cfg, err := agent.Load(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w; CONFIG_FILE names it: point it at the agents config, or unset it", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := agent.Load(filepath.Join(ws.Root, "config", "agents.json"))
-	if errors.Is(err, agent.ErrNoConfig) {
-		return agent.Builtin(), nil
-	}
-	return cfg, err
-}
-
-// self is the command line that runs this binary again: os.Args[0] made absolute, not
-// os.Executable, which resolves links (a binary installed under another name, or a multi-call
-// test binary, must be started by the name it was started with).
-func self() (string, error) {
-	arg0 := os.Args[0]
-	if !strings.Contains(arg0, string(os.PathSeparator)) {
-		p, err := exec.LookPath(arg0)
-		if err != nil {
-			return os.Executable()
-		}
-		arg0 = p
-	}
-	return filepath.Abs(arg0)
 }
 
 // foregroundResult is a foreground controller's exit: 0 only for completed.

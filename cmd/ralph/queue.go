@@ -23,6 +23,9 @@ func queueCommand() *cli.Command {
 			queueSkipCommand(), queueAddCommand(), queueSuperviseCommand()},
 		CommandsUsage: func(w io.Writer) { fmt.Fprint(w, queueUsage) },
 		UnknownVerb: func(word string, _ []string) error {
+			if word == "" {
+				return nil // ralph queue alone: its help, on stderr
+			}
 			return cli.Usagef("no verb %q; the verbs are init, run, status, retry, skip, add", word)
 		},
 	}

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/ralph/queue"
 	"github.com/agentfleet/fleet/internal/ralph/queue/runner"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -87,7 +87,7 @@ func queueRunCommand() *cli.Command {
 }
 
 // runConfig reads run's flags and settings into the runner's Config for plan id: the agent of
-// the agents config (queueAgents), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
+// the agents config (agent.FindConfig's order, from the current directory), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
 // DISPATCH_MIN_FREE_MB for each attempt, this program's `queue __supervise` verb.
 func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 	var cfg runner.Config
@@ -114,13 +114,16 @@ func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	agents, err := queueAgents()
+	agents, err := agent.LoadConfig(os.LookupEnv, "")
+	if errors.Is(err, agent.ErrConfigEnvEmpty) {
+		return cfg, cli.Usagef("%v", err)
+	}
 	if err != nil {
 		return cfg, err
 	}
-	name, modelArg, colon := strings.Cut(c.String("agent"), ":")
-	if colon && modelArg == "" {
-		return cfg, cli.Usagef("empty model after the colon in %q; give AGENT:MODEL or AGENT", c.String("agent"))
+	name, modelArg, err := agent.ParseSpec(c.String("agent"))
+	if err != nil {
+		return cfg, cli.Usagef("%v", err)
 	}
 	profile, err := agents.Lookup(name)
 	if err != nil {
@@ -138,7 +141,7 @@ func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	exe, err := self()
+	exe, err := proc.Self()
 	if err != nil {
 		return cfg, err
 	}
@@ -150,24 +153,4 @@ func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 		Env:  os.Environ(), Timeout: time.Duration(timeout) * time.Second, KillGrace: time.Duration(grace) * time.Second,
 		MinFreeMB: int64(free),
 	}, nil
-}
-
-// queueAgents loads the agents config as dispatch does: CONFIG_FILE when it is set (set but
-// empty is an error), else the workspace's (FLEET_WORKSPACE) config/agents.json, which must
-// exist, else ./config/agents.json, or the built-in claude and codex when there is none.
-func queueAgents() (*agent.Config, error) {
-	if v, ok := os.LookupEnv("CONFIG_FILE"); ok {
-		if v == "" {
-			return nil, cli.Usagef("CONFIG_FILE is set but empty; name the agents config, or unset it")
-		}
-		return agent.Load(v)
-	}
-	if ws := os.Getenv("FLEET_WORKSPACE"); ws != "" {
-		return agent.Load(filepath.Join(ws, "config", "agents.json"))
-	}
-	cfg, err := agent.Load(filepath.Join("config", "agents.json"))
-	if errors.Is(err, agent.ErrNoConfig) {
-		return agent.Builtin(), nil
-	}
-	return cfg, err
 }

@@ -187,8 +187,7 @@ func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Ru
 			if err != nil {
 				return err
 			}
-			setController(st, child.Process.Pid)
-			child.Process.Release()
+			setController(st, child.Pid)
 		}
 		return w.save(reg, st)
 	})

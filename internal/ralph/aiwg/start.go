@@ -100,7 +100,7 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 		StartCommit: headCommit(ctx, w.Root), Iterations: []Iteration{}}
 	st.setTimeout(spec.Timeout)
 
-	var child *exec.Cmd
+	var child *proc.Child
 	err = w.Locked(ctx, func(reg *Registry) error {
 		// The next look at the loops: a dead one frees its place before the count.
 		for _, e := range append([]RegistryEntry{}, reg.ActiveLoops...) {
@@ -137,12 +137,11 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 				return err
 			}
 			child = c
-			setController(st, c.Process.Pid)
+			setController(st, c.Pid)
 		}
 		if err := w.save(reg, st); err != nil {
 			if child != nil {
-				child.Process.Kill()
-				child.Wait()
+				child.Kill()
 			}
 			os.RemoveAll(w.LoopDir(st.LoopID))
 			return err
@@ -151,9 +150,6 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 	})
 	if err != nil {
 		return nil, err
-	}
-	if child != nil {
-		child.Process.Release()
 	}
 	return st, nil
 }
@@ -174,10 +170,10 @@ func setController(st *State, pid int) {
 	st.PIDStart, _ = proc.StartTime(pid)
 }
 
-// spawnController starts a loop's controller (rt.Controller and the loop id), in a session of
-// its own (it outlives the terminal and the shell that ran ralph start), its output in the
-// loop's controller.log.
-func (w Workspace) spawnController(id string, rt Runtime) (*exec.Cmd, error) {
+// spawnController starts a loop's controller (rt.Controller and the loop id) detached
+// (proc.StartDetached: a session of its own, so it outlives the terminal and the shell that
+// ran ralph start), its output in the loop's controller.log.
+func (w Workspace) spawnController(id string, rt Runtime) (*proc.Child, error) {
 	if len(rt.Controller) == 0 {
 		return nil, errors.New("no command line to start a loop's controller with")
 	}
@@ -186,15 +182,11 @@ func (w Workspace) spawnController(id string, rt Runtime) (*exec.Cmd, error) {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(rt.Controller[0], append(slices.Clip(rt.Controller[1:]), id)...)
-	cmd.Dir = w.Root
-	cmd.Env = rt.Env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	c, err := proc.StartDetached(append(slices.Clip(rt.Controller), id), proc.Detached{Dir: w.Root, Env: rt.Env, Output: logf})
+	if err != nil {
 		return nil, fmt.Errorf("starting the loop's controller: %w", err)
 	}
-	return cmd, nil
+	return c, nil
 }
 
 // drop removes id's entry without counting it (its loop is gone).

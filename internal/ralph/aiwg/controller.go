@@ -21,7 +21,7 @@ import (
 // is ever written over theirs.
 
 // defaultLimitWait is how long a usage-limit pause lasts when the message names no reset time.
-var defaultLimitWait = 15 * time.Minute
+const defaultLimitWait = 15 * time.Minute
 
 // pollEvery is how often a controller looks at its state while an iteration runs or while it
 // waits out a usage limit: the latency of pause and abort, and between two iterations.

@@ -2,6 +2,8 @@ package schema
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,31 @@ func TestCheck(t *testing.T) {
 	err = s.Check([]byte(`{"workers": [`))
 	if !errors.Is(err, ErrNotJSON) {
 		t.Errorf("Check(not JSON) = %v, want ErrNotJSON too", err)
+	}
+}
+
+// Check's verdict on the embedded schemas' own examples (state/schemas/testdata): the fast path
+// and gojsonschema together say what gojsonschema alone says there.
+func TestCheckExamples(t *testing.T) {
+	for _, kind := range schemas.Kinds() {
+		s, err := Embedded(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			dir   string
+			valid bool
+		}{{"valid", true}, {"invalid", false}} {
+			files, _ := filepath.Glob(filepath.Join("../../state/schemas/testdata", kind, c.dir, "*.json"))
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Check(b); (err == nil) != c.valid {
+					t.Errorf("Check(%s) = %v, want valid %v", f, err, c.valid)
+				}
+			}
+		}
 	}
 }

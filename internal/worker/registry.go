@@ -123,16 +123,16 @@ func (r *Registry) Update(ctx context.Context, fn func(s *State) error) error {
 	})
 }
 
-// Kind is state.json's schema kind (state/schemas/swarm-state.schema.json).
-const Kind = "swarm-state"
+// StateKind is state.json's schema kind (state/schemas/swarm-state.schema.json).
+const StateKind = "swarm-state"
 
 // Check validates doc, s as Encode wrote it, against the embedded swarm-state schema: nil, or
-// an error wrapping a *schema.InvalidError (errors.Is schema.ErrInvalid). The entries s keeps
+// a *schema.InvalidError (errors.Is schema.ErrInvalid). The entries s keeps
 // as they were read because they are not workers (State.Bad) are not this writer's to judge:
 // their problems alone do not refuse the write (the Python swarm, and this package, promise to
 // keep them), and they cost a check by gojsonschema instead of the fast path.
 func Check(s *State, doc []byte) error {
-	sc, err := schema.Embedded(Kind)
+	sc, err := schema.Embedded(StateKind)
 	if err != nil {
 		return err
 	}

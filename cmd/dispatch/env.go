@@ -141,7 +141,11 @@ func isExecutable(path string) bool {
 
 func (s *settings) layout() supervise.Layout { return supervise.Layout{Dir: s.stateDir} }
 
-func (s *settings) dir() attempt.Dir { return attempt.NewDir(s.stateDir) }
+func (s *settings) dir() attempt.Dir {
+	d := attempt.NewDir(s.stateDir)
+	d.LegacyMaxRetries = s.maxRetries
+	return d
+}
 
 // where says where bead's supervisor runs under these settings.
 func (s *settings) where(bead string) attempt.Where {

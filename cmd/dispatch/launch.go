@@ -19,8 +19,6 @@ import (
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
-var execLookPath = exec.LookPath
-
 // launchOptions are the dispatch form's arguments and flags.
 type launchOptions struct {
 	bead, repo, agentArg, prompt, template string
@@ -80,7 +78,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		s.backend = supervise.BackendProcess
 	}
 	if s.backend == supervise.BackendTmux {
-		if _, err := execLookPath("tmux"); err != nil {
+		if _, err := exec.LookPath("tmux"); err != nil {
 			return nil, errors.New("tmux is not installed (or not on PATH); install it, or pass --no-tmux to run the agent as a background process")
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -35,7 +35,7 @@ func (w withSwarm) Run() int {
 	defer os.RemoveAll(dir)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(goruntime.GOROOT(), "bin", "go")
 	}
 	args := []string{"build", "-o", filepath.Join(dir, "swarm")}
 	if loopRace {

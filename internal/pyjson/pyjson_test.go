@@ -3,6 +3,7 @@ package pyjson
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -50,21 +51,30 @@ func TestIndent(t *testing.T) {
 	}
 }
 
-// The cases as Python itself writes them, where there is a python3.
+// The cases as Python itself writes them, where there is a python3 (one process for all).
 func TestIndentAsPython(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")
 	}
+	args := []string{"-c", `import json,sys
+sys.stdout.write("\0".join(json.dumps(json.loads(a), indent=2) for a in sys.argv[1:]))`}
 	for _, c := range cases {
-		cmd := exec.Command(py, "-c", "import json,sys; sys.stdout.write(json.dumps(json.loads(sys.argv[1]), indent=2))", c.in)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := Indent([]byte(c.in)); string(got) != string(out) {
-			t.Errorf("Indent(%s) = %q; Python wrote %q", c.in, got, out)
+		args = append(args, c.in)
+	}
+	cmd := exec.Command(py, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := strings.Split(string(out), "\x00")
+	if len(written) != len(cases) {
+		t.Fatalf("python3 wrote %d documents for %d", len(written), len(cases))
+	}
+	for i, c := range cases {
+		if got, _ := Indent([]byte(c.in)); string(got) != written[i] {
+			t.Errorf("Indent(%s) = %q; Python wrote %q", c.in, got, written[i])
 		}
 	}
 }

@@ -3,7 +3,9 @@ package aiwg
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
@@ -21,13 +24,66 @@ import (
 )
 
 // TestMain makes the test binary a loop's background controller and an iteration's supervisor
-// too: a loop started here starts it again as "BINARY start __run ID" and "BINARY start
-// __supervise --state-dir DIR --handoff H BEAD", as it starts ralph.
+// too, as cmd/ralph's hidden verbs are: a loop started here starts it again as "BINARY start
+// __run ID" (RunLoop) and "BINARY start __supervise --state-dir DIR --handoff H BEAD"
+// (attempt.Supervise).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "start" && (os.Args[2] == controllerVerb || os.Args[2] == supervisorVerb) {
-		os.Exit(Run(append([]string{"ralph"}, os.Args[1:]...), os.Stdin, os.Stdout, os.Stderr))
+	if len(os.Args) > 3 && os.Args[1] == "start" && os.Args[2] == "__run" {
+		wd, _ := os.Getwd()
+		status, err := FindWorkspace(wd).RunLoop(context.Background(), os.Args[3], testRuntime(os.Stderr))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "loop %s: %s\n", os.Args[3], status)
+		os.Exit(0)
+	}
+	if len(os.Args) > 2 && os.Args[1] == "start" && os.Args[2] == supervise.SuperviseVerb {
+		var stateDir, handoff, bead string
+		for i := 3; i < len(os.Args); i++ {
+			switch a := os.Args[i]; {
+			case a == "--state-dir" && i+1 < len(os.Args):
+				i++
+				stateDir = os.Args[i]
+			case a == "--handoff" && i+1 < len(os.Args):
+				i++
+				handoff = os.Args[i]
+			default:
+				bead = a
+			}
+		}
+		if err := attempt.Supervise(context.Background(), stateDir, handoff, bead, os.Stdout, nil); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// testRuntime is the Runtime cmd/ralph gives a loop, with the test binary as the program and
+// the agents config that $AIWG_TEST_CONFIG names (the lab's, in the processes it starts).
+func testRuntime(log io.Writer) Runtime {
+	return Runtime{
+		Agent: func(spec string) (*agent.Profile, agent.Model, error) {
+			cfg, err := agent.Load(os.Getenv("AIWG_TEST_CONFIG"))
+			if err != nil {
+				return nil, agent.Model{}, err
+			}
+			name, model, _ := strings.Cut(spec, ":")
+			p, err := cfg.Lookup(name)
+			if err != nil {
+				return nil, agent.Model{}, err
+			}
+			return p, p.Model(model, func(string) string { return "" }), nil
+		},
+		Controller: []string{os.Args[0], "start", "__run"},
+		Supervisor: func(dir string) []string {
+			return []string{os.Args[0], "start", supervise.SuperviseVerb, "--state-dir", dir}
+		},
+		Env: os.Environ(),
+		Log: log,
+	}
 }
 
 // lab is a loop's surroundings: a git repository (the workspace) with one tracked file, an
@@ -37,6 +93,7 @@ func TestMain(m *testing.M) {
 type lab struct {
 	t        *testing.T
 	ws       Workspace
+	rt       Runtime
 	agentDir string
 	out      string // markers, outside the repository
 }
@@ -60,11 +117,10 @@ func newLab(t *testing.T, plan ...string) *lab {
 	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}}`, agentSh), 0o600)
 	planFile := filepath.Join(tmp, "plan")
 	os.WriteFile(planFile, []byte(strings.ReplaceAll(strings.Join(plan, "\n"), "OUT/", l.out+"/")+"\n"), 0o600)
-	t.Setenv("CONFIG_FILE", config)
-	t.Setenv("STATE_DIR", "")
-	t.Setenv("AIWG_AGENT_DIR", l.agentDir)
-	t.Setenv("AIWG_PLAN", planFile)
-	t.Chdir(l.ws.Root)
+	l.rt = testRuntime(io.Discard)
+	l.rt.Env = append(os.Environ(), "AIWG_TEST_CONFIG="+config, "AIWG_AGENT_DIR="+l.agentDir, "AIWG_PLAN="+planFile)
+	// This process resolves the agent at the start too.
+	t.Setenv("AIWG_TEST_CONFIG", config)
 	t.Cleanup(func() {
 		if t.Failed() {
 			l.dump()
@@ -83,41 +139,27 @@ func (l *lab) git(args ...string) string {
 	return string(out)
 }
 
-// ralph runs a verb of AIWG's loops in this process and returns its output and exit status.
-func (l *lab) ralph(args ...string) (stdout, stderr string, code int) {
-	var o, e bytes.Buffer
-	code = Run(append([]string{"ralph"}, args...), strings.NewReader(""), &o, &e)
-	return o.String(), e.String(), code
-}
-
-// ok runs a verb that must succeed, and returns its output.
-func (l *lab) ok(args ...string) string {
+// refused checks that err is a refusal saying what matches re.
+func (l *lab) refused(err error, re string) {
 	l.t.Helper()
-	out, errs, code := l.ralph(args...)
-	if code != 0 {
-		l.t.Fatalf("ralph %s: exit %d: %s%s", strings.Join(args, " "), code, out, errs)
-	}
-	return out
-}
-
-// refused runs a verb that must fail with code, saying what matches re.
-func (l *lab) refused(code int, re string, args ...string) {
-	l.t.Helper()
-	out, errs, got := l.ralph(args...)
-	if got != code || !regexp.MustCompile(re).MatchString(errs) {
-		l.t.Errorf("ralph %s: exit %d, stderr %q; want exit %d and %q (stdout %q)", strings.Join(args, " "), got, errs, code, re, out)
+	if err == nil || !regexp.MustCompile(re).MatchString(err.Error()) {
+		l.t.Errorf("got %v, want a refusal matching %q", err, re)
 	}
 }
 
-// start starts a loop in the background with the fake agent and returns its id.
+// start starts a loop in the background with the fake agent and ralph start's defaults, and
+// returns its id.
 func (l *lab) start(task, completion string) string {
 	l.t.Helper()
-	out := l.ok("start", task, "--completion", completion, "--agent", "fake")
-	m := regexp.MustCompile(`(?m)^  Loop ID: (\S+)$`).FindStringSubmatch(out)
-	if m == nil {
-		l.t.Fatalf("ralph start said %q: no loop id", out)
+	st, err := l.ws.Start(context.Background(), StartSpec{Task: task, Completion: completion, MaxIterations: 200,
+		CheckpointInterval: 1, Timeout: time.Hour, Agent: "fake"}, l.rt)
+	if err != nil {
+		l.t.Fatalf("Start: %v", err)
 	}
-	return m[1]
+	if st.PID == nil || *st.PID == os.Getpid() {
+		l.t.Fatalf("Start: controller %v, want a background one", st.PID)
+	}
+	return st.LoopID
 }
 
 func (l *lab) state(id string) *State {
@@ -245,12 +287,16 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("a started loop: %s, pid %v; want running under a live controller", before.Status, before.PID)
 	}
 
-	out := l.ok("pause", id)
-	if want := fmt.Sprintf("Loop %s paused after 0 of at most 200 iterations; 'ralph resume %s' continues it\n", id, id); out != want {
-		t.Errorf("pause said %q, want %q", out, want)
+	ctx := context.Background()
+	st, err := l.ws.Pause(ctx, id)
+	if err != nil {
+		t.Fatalf("Pause: %v", err)
+	}
+	if st.Metrics.TotalIterations != 0 || st.Configuration.MaxIterations != 200 {
+		t.Errorf("Pause returned %d of at most %d iterations, want 0 of 200", st.Metrics.TotalIterations, st.Configuration.MaxIterations)
 	}
 	l.settled(id, StatusPaused, *before.PID, before.PIDStart)
-	st := l.state(id)
+	st = l.state(id)
 	if st.PauseReason != PauseUser || st.Iteration != 0 || len(st.Iterations) != 1 || st.Iterations[0].Outcome != OutcomeInterrupted {
 		t.Errorf("paused: reason %q, iteration %d, iterations %+v; want user, 0, one interrupted", st.PauseReason, st.Iteration, st.Iterations)
 	}
@@ -262,20 +308,26 @@ func TestPauseResume(t *testing.T) {
 	}
 
 	doc, _ := os.ReadFile(l.ws.StatePath(id))
-	l.ok("pause", id)
+	if _, err := l.ws.Pause(ctx, id); err != nil {
+		t.Fatalf("a second Pause: %v", err)
+	}
 	if again, _ := os.ReadFile(l.ws.StatePath(id)); !bytes.Equal(again, doc) {
 		t.Errorf("a second pause changed the state")
 	}
 
-	out = l.ok("resume", id)
-	if want := fmt.Sprintf("Loop %s resumed: iteration 1 of at most 200 next\n", id); out != want {
-		t.Errorf("resume said %q, want %q", out, want)
+	res, err := l.ws.Resume(ctx, id, ResumeSpec{}, l.rt)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if res.From != StatusPaused || res.Foreground || res.State.Iteration != 0 {
+		t.Errorf("Resume = from %s, foreground %v, iteration %d; want from paused, in the background, iteration 1 next", res.From, res.Foreground, res.State.Iteration)
 	}
 	st = l.state(id)
 	if st.Status != StatusRunning || st.PID == nil || *st.PID == *before.PID || st.PauseReason != "" {
 		t.Errorf("resumed: %s, pid %v (before %d), reason %q; want running under a new controller", st.Status, st.PID, *before.PID, st.PauseReason)
 	}
-	l.refused(1, `is running \(controller pid [0-9]+\): nothing to resume`, "resume", id)
+	_, err = l.ws.Resume(ctx, id, ResumeSpec{}, l.rt)
+	l.refused(err, `is running \(controller pid [0-9]+\): nothing to resume`)
 
 	st = l.waitStatus(id, StatusCompleted)
 	if st.PID != nil || st.CompletedAt == nil || st.ExitReason != StatusCompleted || st.Metrics.TotalIterations != 1 || st.Metrics.SuccessfulIterations != 1 {
@@ -288,9 +340,15 @@ func TestPauseResume(t *testing.T) {
 		t.Errorf("registry: %d active, %d completed; want 0 and 1", len(reg.ActiveLoops), reg.TotalCompleted)
 	}
 
-	l.refused(1, `^ralph: loop `+id+` is completed: completed → aborted is not an allowed status change \(completed is final\)\n$`, "abort", id)
-	l.refused(1, `completed → running is not an allowed status change`, "resume", id)
-	l.refused(1, `completed → paused is not an allowed status change`, "pause", id)
+	_, err = l.ws.Abort(ctx, id)
+	l.refused(err, `^loop `+id+` is completed: completed → aborted is not an allowed status change \(completed is final\)$`)
+	_, err = l.ws.Resume(ctx, id, ResumeSpec{}, l.rt)
+	l.refused(err, `completed → running is not an allowed status change`)
+	_, err = l.ws.Pause(ctx, id)
+	l.refused(err, `completed → paused is not an allowed status change`)
+	if !errors.Is(err, ErrTransition) {
+		t.Errorf("Pause of a completed loop: %v, want ErrTransition", err)
+	}
 	if after := l.state(id); after.Status != StatusCompleted {
 		t.Errorf("after the refusals: %s", after.Status)
 	}
@@ -314,13 +372,21 @@ func TestAbort(t *testing.T) {
 			l.waitFile(l.marker("m1"))
 			before := l.state(id)
 
-			flag := "--keep-changes"
-			if revert {
-				flag = "--revert"
+			ctx := context.Background()
+			st, err := l.ws.Abort(ctx, id)
+			if err != nil {
+				t.Fatalf("Abort: %v", err)
 			}
-			out := l.ok("abort", id, flag)
-			if !strings.HasPrefix(out, fmt.Sprintf("Loop %s aborted after 0 iterations\n", id)) {
-				t.Errorf("abort said %q", out)
+			if st.Metrics.TotalIterations != 0 {
+				t.Errorf("Abort returned %d iterations, want 0", st.Metrics.TotalIterations)
+			}
+			if revert {
+				if err := l.ws.Revert(ctx, st); err != nil {
+					t.Fatalf("Revert: %v", err)
+				}
+				if st.StartCommit != head {
+					t.Errorf("the loop started at %s, HEAD was %s", st.StartCommit, head)
+				}
 			}
 			l.settled(id, StatusAborted, *before.PID, before.PIDStart)
 			if st := l.state(id); st.ExitReason != StatusAborted {
@@ -335,17 +401,14 @@ func TestAbort(t *testing.T) {
 				t.Errorf("the untracked file of the start is gone: %v", err)
 			}
 			if revert {
-				if want := fmt.Sprintf("Working tree reset to %s, where the loop started\n", head[:12]); !strings.HasSuffix(out, want) {
-					t.Errorf("abort --revert said %q, want it to end %q", out, want)
-				}
 				if string(tracked) != "as committed\n" || newErr == nil {
 					t.Errorf("after --revert: tracked.txt %q, new.txt there: %v", tracked, newErr == nil)
 				}
 			} else if string(tracked) == "as committed\n" || newErr != nil {
 				t.Errorf("after --keep-changes: tracked.txt %q, new.txt: %v; want the agent's changes", tracked, newErr)
 			}
-			l.refused(2, `exclude each other`, "abort", id, "--revert", "--keep-changes")
-			l.refused(1, `aborted → running is not an allowed status change \(aborted is final\)`, "resume", id)
+			_, err = l.ws.Resume(ctx, id, ResumeSpec{}, l.rt)
+			l.refused(err, `aborted → running is not an allowed status change \(aborted is final\)`)
 		})
 	}
 }
@@ -375,12 +438,17 @@ func TestCrashFoundOnNextLook(t *testing.T) {
 		t.Fatalf("iteration 2's supervisor or agent died with its controller: %+v", sup)
 	}
 
-	out := l.ok("status", id)
-	if !regexp.MustCompile(`(?m)^Status: +crashed$`).MatchString(out) ||
-		!strings.Contains(out, fmt.Sprintf("the controlling process (pid %d) is gone", pid)) {
-		t.Errorf("status after the crash: %q", out)
+	ctx := context.Background()
+	st, err := l.ws.Look(ctx, id)
+	if err != nil {
+		t.Fatalf("Look: %v", err)
 	}
-	st = l.state(id)
+	var out bytes.Buffer
+	WriteStatus(&out, st, time.Now())
+	if !regexp.MustCompile(`(?m)^Status: +crashed$`).MatchString(out.String()) ||
+		!strings.Contains(out.String(), fmt.Sprintf("the controlling process (pid %d) is gone", pid)) {
+		t.Errorf("status after the crash: %q", out.String())
+	}
 	if st.Status != StatusCrashed || st.ExitReason != StatusCrashed || st.PID != nil || st.ErrorContext == nil || st.ErrorContext.RecoveryAttempted {
 		t.Errorf("crashed: %s, %q, pid %v, error %+v", st.Status, st.ExitReason, st.PID, st.ErrorContext)
 	}
@@ -388,10 +456,12 @@ func TestCrashFoundOnNextLook(t *testing.T) {
 		t.Errorf("registry: %d active, %d crashed; want 0 and 1", len(reg.ActiveLoops), reg.TotalCrashed)
 	}
 
-	out = l.ok("resume", id)
-	cp := CheckpointRel(id, 1)
-	if want := fmt.Sprintf("Loop %s restored from %s: iteration 2 of at most 200 next\n", id, cp); out != want {
-		t.Errorf("resume said %q, want %q", out, want)
+	res, err := l.ws.Resume(ctx, id, ResumeSpec{}, l.rt)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if cp := CheckpointRel(id, 1); res.From != StatusCrashed || res.State.LastCheckpoint == nil || *res.State.LastCheckpoint != cp || res.State.Iteration != 1 {
+		t.Errorf("Resume = from %s, checkpoint %v, iteration %d; want from crashed, restored from %s, iteration 2 next", res.From, res.State.LastCheckpoint, res.State.Iteration, cp)
 	}
 	if start, ok := proc.StartTime(sup.AgentPID); ok && start == sup.AgentStart {
 		t.Errorf("the agent whose supervisor outlived the controller still works after resume")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/pyjson"
+	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -264,7 +265,8 @@ func (s store) reset(b []byte) *State {
 
 // update is a locked read-modify-write of the loop's state: fn changes only what it means to
 // change, on the state as it is on disk now, so nothing another process wrote is lost. fn may
-// return fsx.ErrUnchanged. A missing state is errNoState (fn is not called).
+// return fsx.ErrUnchanged. A missing state is errNoState (fn is not called). The result is
+// checked against the schema before it is written (checked): refused, the file stays as it was.
 func (s store) update(ctx context.Context, fn func(st *State) error) (*State, error) {
 	var out *State
 	err := fsx.Update(ctx, s.dir.RalphState(s.name), s.dir.RalphStateLock(s.name), func(old []byte) ([]byte, error) {
@@ -290,16 +292,34 @@ func (st *State) encodeAfter(err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.encode(), nil
+	return st.checked()
 }
 
-// create writes a new loop's state (replacing any) under the lock.
+// stateKind is a loop state's schema kind (state/schemas/ralph-state.schema.json).
+const stateKind = "ralph-state"
+
+// checked is the state encoded, after a check against the embedded ralph-state schema: a state
+// that does not satisfy it is an error wrapping a *schema.InvalidError (errors.Is
+// schema.ErrInvalid), and nothing is written.
+func (st *State) checked() ([]byte, error) {
+	sc, err := schema.Embedded(stateKind)
+	if err != nil {
+		return nil, err
+	}
+	doc := st.encode()
+	if err := sc.Check(doc); err != nil {
+		return nil, fmt.Errorf("not writing the state of loop '%s': %w", st.WorkerName, err)
+	}
+	return doc, nil
+}
+
+// create writes a new loop's state (replacing any) under the lock, checked as update's are.
 func (s store) create(ctx context.Context, st *State) error {
 	if err := statedir.MkdirFor(s.dir.RalphStateLock(s.name)); err != nil {
 		return err
 	}
 	return fsx.Update(ctx, s.dir.RalphState(s.name), s.dir.RalphStateLock(s.name), func([]byte) ([]byte, error) {
-		return st.encode(), nil
+		return st.checked()
 	})
 }
 

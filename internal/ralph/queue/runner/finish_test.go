@@ -24,7 +24,6 @@ func testRunner(t *testing.T, maxRetries int, tasks []store.Task, retries []stor
 		t.Fatal(err)
 	}
 	s := store.New(store.In(tmp), "p")
-	s.Validate = true
 	at := record.FormatTime(time.Now())
 	err := s.Create(context.Background(), func(tx *store.Tx) error {
 		q := store.NewQueue("p", at, nil)

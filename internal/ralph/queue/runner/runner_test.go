@@ -148,7 +148,6 @@ func newWorld(t *testing.T, tasks ...string) *world {
 		t.Fatal(err)
 	}
 	w.store = store.New(store.In(w.repo), "p")
-	w.store.Validate = true
 	now := record.FormatTime(time.Now())
 	err = w.store.Create(context.Background(), func(tx *store.Tx) error {
 		q := store.NewQueue("p", now, nil)

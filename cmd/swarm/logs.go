@@ -17,57 +17,59 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-var logsCmd = &cli.Command{
-	Name: "logs", Usage: "a worker's output", UsageText: "swarm logs NAME [--history] [--lines N] [--follow]",
-	Flags: []ucli.Flag{
-		&ucli.BoolFlag{Name: "history", Usage: "tmux: the pane's history too (--lines of it), not only the screen"},
-		&ucli.IntFlag{Name: "lines", Value: 1000, Usage: "tmux with --history: lines of history (`N`)"},
-		&ucli.BoolFlag{Name: "follow", Usage: "keep showing: a process worker's log as it grows, a tmux worker's last " +
-			"30 lines every second; until Ctrl-C or the worker stops"},
-	},
-	Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-		if c.NArg() != 1 {
-			return cli.Usagef("the following arguments are required: name")
-		}
-		sw, st, err := load(ctx, s)
-		if err != nil {
-			return err
-		}
-		name := c.Args().First()
-		w := st.Get(name)
-		if w == nil {
-			fmt.Fprintf(s.Err, "swarm: no worker named '%s'\n", name)
-			return &cli.ExitError{Code: 1}
-		}
-		history := 0
-		if c.Bool("history") {
-			history = max(c.Int("lines"), 0)
-		}
-		if w.Tmux != nil {
-			if c.Bool("follow") {
-				return followPane(ctx, s, sw, w, history)
+func logsCommand() *cli.Command {
+	return &cli.Command{
+		Name: "logs", Usage: "a worker's output", UsageText: "swarm logs NAME [--history] [--lines N] [--follow]",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "history", Usage: "tmux: the pane's history too (--lines of it), not only the screen"},
+			&ucli.IntFlag{Name: "lines", Value: 1000, Usage: "tmux with --history: lines of history (`N`)"},
+			&ucli.BoolFlag{Name: "follow", Usage: "keep showing: a process worker's log as it grows, a tmux worker's last " +
+				"30 lines every second; until Ctrl-C or the worker stops"},
+		},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if c.NArg() != 1 {
+				return cli.Usagef("the following arguments are required: name")
 			}
-			text, err := sw.Pane(ctx, w, history)
+			sw, st, err := load(ctx, s)
 			if err != nil {
-				return fmt.Errorf("failed to capture pane for '%s': %v", name, err)
+				return err
 			}
-			fmt.Fprint(s.Out, text)
+			name := c.Args().First()
+			w := st.Get(name)
+			if w == nil {
+				fmt.Fprintf(s.Err, "swarm: no worker named '%s'\n", name)
+				return &cli.ExitError{Code: 1}
+			}
+			history := 0
+			if c.Bool("history") {
+				history = max(c.Int("lines"), 0)
+			}
+			if w.Tmux != nil {
+				if c.Bool("follow") {
+					return followPane(ctx, s, sw, w, history)
+				}
+				text, err := sw.Pane(ctx, w, history)
+				if err != nil {
+					return fmt.Errorf("failed to capture pane for '%s': %v", name, err)
+				}
+				fmt.Fprint(s.Out, text)
+				return nil
+			}
+			if c.Bool("follow") {
+				return followLog(ctx, s, sw, w)
+			}
+			b, err := fsx.ReadFileLimit(sw.Dir().StdoutLog(name), 1<<30)
+			if errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(s.Err, "swarm: no logs found for %s\n", name)
+				return &cli.ExitError{Code: 1}
+			}
+			if err != nil {
+				return err
+			}
+			s.Out.Write(b)
 			return nil
-		}
-		if c.Bool("follow") {
-			return followLog(ctx, s, sw, w)
-		}
-		b, err := fsx.ReadFileLimit(sw.Dir().StdoutLog(name), 1<<30)
-		if errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(s.Err, "swarm: no logs found for %s\n", name)
-			return &cli.ExitError{Code: 1}
-		}
-		if err != nil {
-			return err
-		}
-		s.Out.Write(b)
-		return nil
-	},
+		},
+	}
 }
 
 // followPane shows a tmux worker's last 30 lines every second, clearing the terminal first, as

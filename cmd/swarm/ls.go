@@ -15,55 +15,57 @@ import (
 
 // The verbs that look at workers: ls, status, peek.
 
-var lsCmd = &cli.Command{
-	Name: "ls", Usage: "list workers", UsageText: "swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]",
-	Flags: []ucli.Flag{
-		&ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json (full workers) or names (one a line)"},
-		&ucli.StringFlag{Name: "status", Value: "all", Usage: "running, stopped or all"},
-		&ucli.StringFlag{Name: "tag", Usage: "only workers with this tag (`T`)"},
-	},
-	Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-		if err := choice("format", c.String("format"), "table", "json", "names"); err != nil {
-			return err
-		}
-		if err := choice("status", c.String("status"), "running", "stopped", "all"); err != nil {
-			return err
-		}
-		sw, st, err := load(ctx, s)
-		if err != nil {
-			return err
-		}
-		var shown []*worker.Worker
-		for _, w := range st.Workers {
-			live := sw.Live(ctx, w)
-			x := *w
-			x.Status = statusWord(live.Running)
-			x.Metadata = withLiveActivity(w, live.Running)
-			if o := live.Outcome; o != nil && !x.Metadata.Has(worker.MetaFinished) {
-				// Ended, and its supervisor is still writing that down: say it already.
-				x.Metadata = x.Metadata.SetValue(worker.MetaExitCode, o.ExitCode).SetValue(worker.MetaFinished, o.Finished).
-					SetValue(worker.MetaReason, o.Reason)
+func lsCommand() *cli.Command {
+	return &cli.Command{
+		Name: "ls", Usage: "list workers", UsageText: "swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json (full workers) or names (one a line)"},
+			&ucli.StringFlag{Name: "status", Value: "all", Usage: "running, stopped or all"},
+			&ucli.StringFlag{Name: "tag", Usage: "only workers with this tag (`T`)"},
+		},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if err := choice("format", c.String("format"), "table", "json", "names"); err != nil {
+				return err
 			}
-			if want := c.String("status"); want != "all" && x.Status != want {
-				continue
+			if err := choice("status", c.String("status"), "running", "stopped", "all"); err != nil {
+				return err
 			}
-			if t := c.String("tag"); t != "" && !slices.Contains(w.Tags, t) {
-				continue
+			sw, st, err := load(ctx, s)
+			if err != nil {
+				return err
 			}
-			shown = append(shown, &x)
-		}
-		switch c.String("format") {
-		case "json":
-			fmt.Fprintf(s.Out, "%s\n", worker.EncodeWorkers(shown))
-		case "names":
-			for _, w := range shown {
-				fmt.Fprintln(s.Out, w.Name)
+			var shown []*worker.Worker
+			for _, w := range st.Workers {
+				live := sw.Live(ctx, w)
+				x := *w
+				x.Status = statusWord(live.Running)
+				x.Metadata = withLiveActivity(w, live.Running)
+				if o := live.Outcome; o != nil && !x.Metadata.Has(worker.MetaFinished) {
+					// Ended, and its supervisor is still writing that down: say it already.
+					x.Metadata = x.Metadata.SetValue(worker.MetaExitCode, o.ExitCode).SetValue(worker.MetaFinished, o.Finished).
+						SetValue(worker.MetaReason, o.Reason)
+				}
+				if want := c.String("status"); want != "all" && x.Status != want {
+					continue
+				}
+				if t := c.String("tag"); t != "" && !slices.Contains(w.Tags, t) {
+					continue
+				}
+				shown = append(shown, &x)
 			}
-		default:
-			printTable(s, shown)
-		}
-		return nil
-	},
+			switch c.String("format") {
+			case "json":
+				fmt.Fprintf(s.Out, "%s\n", worker.EncodeWorkers(shown))
+			case "names":
+				for _, w := range shown {
+					fmt.Fprintln(s.Out, w.Name)
+				}
+			default:
+				printTable(s, shown)
+			}
+			return nil
+		},
+	}
 }
 
 func statusWord(running bool) string {
@@ -166,83 +168,87 @@ func exitCell(w *worker.Worker) string {
 	return code + " " + o.Reason
 }
 
-var statusCmd = &cli.Command{
-	Name: "status", Usage: "a worker's status", UsageText: "swarm status NAME",
-	ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "running"}, {Code: 1, Meaning: "stopped (or failure)"},
-		{Code: 2, Meaning: "not found (or usage error)"}},
-	Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-		if c.NArg() != 1 {
-			return cli.Usagef("the following arguments are required: name")
-		}
-		sw, st, err := load(ctx, s)
-		if err != nil {
-			return err
-		}
-		w, err := one(st, c.Args().First(), 2)
-		if err != nil {
-			return err
-		}
-		live := sw.Live(ctx, w)
-		line := fmt.Sprintf("%s: %s (", w.Name, statusWord(live.Running))
-		if w.Tmux != nil {
-			line += fmt.Sprintf("tmux window %s:%s", w.Tmux.Session, w.Tmux.Window)
-		} else if w.PID != nil && *w.PID != 0 {
-			line += fmt.Sprintf("pid %d", *w.PID)
-		}
-		if w.Worktree != nil {
-			line += ", worktree " + w.Worktree.Path
-		}
-		line += ", uptime " + age(w.Started, time.Now())
-		if o := live.Outcome; o != nil {
-			line += ", " + exitWords(o)
-		}
-		fmt.Fprintln(s.Out, line+")")
-		if !live.Running {
-			return &cli.ExitError{Code: 1}
-		}
-		return nil
-	},
-}
-
-var peekCmd = &cli.Command{
-	Name: "peek", Usage: "show a worker's screen", UsageText: "swarm peek [NAME] [-n N] [--all]",
-	Flags: []ucli.Flag{
-		&ucli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 30, Usage: "lines to show (`N`)"},
-		&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
-	},
-	ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "ok"}, {Code: 1, Meaning: "failure"}, {Code: 2, Meaning: "not found (or usage error)"}},
-	Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-		sw, st, err := load(ctx, s)
-		if err != nil {
-			return err
-		}
-		n := c.Int("lines")
-		if c.Bool("all") {
-			for _, w := range st.Workers {
-				if !sw.Live(ctx, w).Running {
-					continue
-				}
-				if text, err := sw.Screen(ctx, w, n); err == nil {
-					fmt.Fprintf(s.Out, "=== %s ===\n%s\n", w.Name, text)
-				}
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name: "status", Usage: "a worker's status", UsageText: "swarm status NAME",
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "running"}, {Code: 1, Meaning: "stopped (or failure)"},
+			{Code: 2, Meaning: "not found (or usage error)"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if c.NArg() != 1 {
+				return cli.Usagef("the following arguments are required: name")
+			}
+			sw, st, err := load(ctx, s)
+			if err != nil {
+				return err
+			}
+			w, err := one(st, c.Args().First(), 2)
+			if err != nil {
+				return err
+			}
+			live := sw.Live(ctx, w)
+			line := fmt.Sprintf("%s: %s (", w.Name, statusWord(live.Running))
+			if w.Tmux != nil {
+				line += fmt.Sprintf("tmux window %s:%s", w.Tmux.Session, w.Tmux.Window)
+			} else if w.PID != nil && *w.PID != 0 {
+				line += fmt.Sprintf("pid %d", *w.PID)
+			}
+			if w.Worktree != nil {
+				line += ", worktree " + w.Worktree.Path
+			}
+			line += ", uptime " + age(w.Started, time.Now())
+			if o := live.Outcome; o != nil {
+				line += ", " + exitWords(o)
+			}
+			fmt.Fprintln(s.Out, line+")")
+			if !live.Running {
+				return &cli.ExitError{Code: 1}
 			}
 			return nil
-		}
-		if c.NArg() == 0 {
-			return errors.New("worker name required (or use --all)")
-		}
-		w, err := one(st, c.Args().First(), 2)
-		if err != nil {
-			return err
-		}
-		if !sw.Live(ctx, w).Running {
-			return fmt.Errorf("worker '%s' is not running", w.Name)
-		}
-		text, err := sw.Screen(ctx, w, n)
-		if err != nil {
-			return fmt.Errorf("failed to capture pane for '%s': %v", w.Name, err)
-		}
-		fmt.Fprint(s.Out, text)
-		return nil
-	},
+		},
+	}
+}
+
+func peekCommand() *cli.Command {
+	return &cli.Command{
+		Name: "peek", Usage: "show a worker's screen", UsageText: "swarm peek [NAME] [-n N] [--all]",
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 30, Usage: "lines to show (`N`)"},
+			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
+		},
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "ok"}, {Code: 1, Meaning: "failure"}, {Code: 2, Meaning: "not found (or usage error)"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			sw, st, err := load(ctx, s)
+			if err != nil {
+				return err
+			}
+			n := c.Int("lines")
+			if c.Bool("all") {
+				for _, w := range st.Workers {
+					if !sw.Live(ctx, w).Running {
+						continue
+					}
+					if text, err := sw.Screen(ctx, w, n); err == nil {
+						fmt.Fprintf(s.Out, "=== %s ===\n%s\n", w.Name, text)
+					}
+				}
+				return nil
+			}
+			if c.NArg() == 0 {
+				return errors.New("worker name required (or use --all)")
+			}
+			w, err := one(st, c.Args().First(), 2)
+			if err != nil {
+				return err
+			}
+			if !sw.Live(ctx, w).Running {
+				return fmt.Errorf("worker '%s' is not running", w.Name)
+			}
+			text, err := sw.Screen(ctx, w, n)
+			if err != nil {
+				return fmt.Errorf("failed to capture pane for '%s': %v", w.Name, err)
+			}
+			fmt.Fprint(s.Out, text)
+			return nil
+		},
+	}
 }

@@ -53,5 +53,5 @@ import (
 )
 
 func main() {
-	os.Exit(swarmTool.Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	os.Exit(newTool().Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }

@@ -23,7 +23,7 @@ const tool = "swarm"
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		tool: func() { os.Exit(swarmTool.Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
+		tool: func() { os.Exit(newTool().Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
 	})
 }
 

@@ -12,32 +12,34 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-// spawnCmd starts a worker. Its command line ends in the agent's command, split as the Python
-// swarm's argparse did (cmd is REMAINDER: everything from "--" or from the first word that is
-// no option belongs to the command).
-var spawnCmd = &cli.Command{
-	Name: "spawn", Usage: "spawn a new worker", Remainder: true,
-	UsageText: "swarm spawn --name N [--tmux] [--session S] [--tmux-socket K] [--worktree [--branch B] [--worktree-dir D]]\n" +
-		"            [--tag T]... [--env K=V]... [--cwd P] -- CMD...",
-	Flags: []ucli.Flag{
-		&ucli.StringFlag{Name: "name", Usage: "the worker's name (`N`): its tmux window, worktree directory and default branch"},
-		&ucli.BoolFlag{Name: "tmux", Usage: "run in a tmux window (default: a background process)"},
-		&ucli.StringFlag{Name: "session", Usage: "tmux session (`S`); default swarm-<hash of $SWARM_DIR>"},
-		&ucli.StringFlag{Name: "tmux-socket", Usage: "tmux socket name (`K`, tmux -L); default tmux's default server"},
-		&ucli.BoolFlag{Name: "worktree", Usage: "run in a new git worktree <repo>-worktrees/<name> of the current repository"},
-		&ucli.StringFlag{Name: "branch", Usage: "the worktree's branch (`B`); default the name"},
-		&ucli.StringFlag{Name: "worktree-dir", Usage: "where worktrees go (`D`; relative to the repository's parent)"},
-		&ucli.StringSliceFlag{Name: "tag", Usage: "a tag (`T`), repeatable"},
-		&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable `K=V` for the command, repeatable"},
-		&ucli.StringFlag{Name: "cwd", Usage: "the command's working directory (`P`); ignored with --worktree"},
-		&ucli.BoolFlag{Name: "ready-wait", Usage: "wait until the agent's screen shows its profile's ready pattern"},
-		&ucli.IntFlag{Name: "ready-timeout", Value: 120, Usage: "give up waiting after `S` seconds (a warning; spawn still succeeds)"},
-		&ucli.StringFlag{Name: "profile", Usage: "the agent profile (`P`) that tells ready, busy and waiting from the screen; default by the command"},
-		&ucli.StringFlag{Name: "heartbeat", Usage: "start a heartbeat: type the message into the idle agent every `DUR` (swarm heartbeat)"},
-		&ucli.StringFlag{Name: "heartbeat-expire", Usage: "stop the heartbeat after `DUR` (default: never)"},
-		&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "the heartbeat's message (`M`)"},
-	},
-	Action: spawn,
+// spawnCommand starts a worker. Its command line ends in the agent's command, split as the
+// Python swarm's argparse did (cmd is REMAINDER: everything from "--" or from the first word
+// that is no option belongs to the command).
+func spawnCommand() *cli.Command {
+	return &cli.Command{
+		Name: "spawn", Usage: "spawn a new worker", Remainder: true,
+		UsageText: "swarm spawn --name N [--tmux] [--session S] [--tmux-socket K] [--worktree [--branch B] [--worktree-dir D]]\n" +
+			"            [--tag T]... [--env K=V]... [--cwd P] -- CMD...",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "name", Usage: "the worker's name (`N`): its tmux window, worktree directory and default branch"},
+			&ucli.BoolFlag{Name: "tmux", Usage: "run in a tmux window (default: a background process)"},
+			&ucli.StringFlag{Name: "session", Usage: "tmux session (`S`); default swarm-<hash of $SWARM_DIR>"},
+			&ucli.StringFlag{Name: "tmux-socket", Usage: "tmux socket name (`K`, tmux -L); default tmux's default server"},
+			&ucli.BoolFlag{Name: "worktree", Usage: "run in a new git worktree <repo>-worktrees/<name> of the current repository"},
+			&ucli.StringFlag{Name: "branch", Usage: "the worktree's branch (`B`); default the name"},
+			&ucli.StringFlag{Name: "worktree-dir", Usage: "where worktrees go (`D`; relative to the repository's parent)"},
+			&ucli.StringSliceFlag{Name: "tag", Usage: "a tag (`T`), repeatable"},
+			&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable `K=V` for the command, repeatable"},
+			&ucli.StringFlag{Name: "cwd", Usage: "the command's working directory (`P`); ignored with --worktree"},
+			&ucli.BoolFlag{Name: "ready-wait", Usage: "wait until the agent's screen shows its profile's ready pattern"},
+			&ucli.IntFlag{Name: "ready-timeout", Value: 120, Usage: "give up waiting after `S` seconds (a warning; spawn still succeeds)"},
+			&ucli.StringFlag{Name: "profile", Usage: "the agent profile (`P`) that tells ready, busy and waiting from the screen; default by the command"},
+			&ucli.StringFlag{Name: "heartbeat", Usage: "start a heartbeat: type the message into the idle agent every `DUR` (swarm heartbeat)"},
+			&ucli.StringFlag{Name: "heartbeat-expire", Usage: "stop the heartbeat after `DUR` (default: never)"},
+			&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "the heartbeat's message (`M`)"},
+		},
+		Action: spawn,
+	}
 }
 
 func spawn(ctx context.Context, c *ucli.Context, s cli.Streams) error {

@@ -17,16 +17,19 @@ import (
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
-// swarmTool is swarm's command line: its verbs, each a cli.Command in a file of its own (or of
-// its family), routed by the toolkit's one router with the Python swarm's diagnostics
-// ("swarm: error: ..." and a hint to the verb's help).
-var swarmTool = &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Usage: usage, Commands: commands}
+// newTool is swarm's command line: its verbs, each a cli.Command made by a function in a file
+// of its own (or of its family), in the order of the help, routed by the toolkit's one router
+// with the Python swarm's diagnostics ("swarm: error: ..." and a hint to the verb's help). Each
+// call makes new flags: urfave/cli keeps the values it parsed in them.
+func newTool() *cli.Tool {
+	commands := []*cli.Command{spawnCommand(), lsCommand(), statusCommand(), peekCommand(), sendCommand(), interruptCommand(),
+		eofCommand(), killCommand(), waitCommand(), logsCommand(), cleanCommand(), respawnCommand(), attachCommand(),
+		initCommand(), heartbeatCommand(), ralphCommand(), superviseCommand()}
+	return &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Commands: commands,
+		Usage: func(w io.Writer) { usage(w, commands) }}
+}
 
-// commands are swarm's verbs in the order of the help.
-var commands = []*cli.Command{spawnCmd, lsCmd, statusCmd, peekCmd, sendCmd, interruptCmd, eofCmd, killCmd, waitCmd,
-	logsCmd, cleanCmd, respawnCmd, attachCmd, initCmd, heartbeatCmd, ralphCmd, superviseCmd}
-
-func usage(w io.Writer) {
+func usage(w io.Writer, commands []*cli.Command) {
 	fmt.Fprintf(w, "swarm - run AI coding agents side by side, supervised\n\nUsage:\n   swarm <verb> [options] [args]\n\nVerbs:\n")
 	for _, c := range commands {
 		if !c.Hidden {

@@ -12,83 +12,85 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-var waitCmd = &cli.Command{
-	Name: "wait", Usage: "wait for workers to exit", UsageText: "swarm wait [NAME] [--timeout S] [--all]",
-	Flags: []ucli.Flag{
-		&ucli.StringFlag{Name: "timeout", Usage: "give up after `S` seconds (or a duration: 90s, 30m, 1h30m); 0: never"},
-		&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
-	},
-	ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "exited with 0"}, {Code: 1, Meaning: "timeout or failure"},
-		{Code: 2, Meaning: "usage error"}, {Code: 3, Meaning: "and above: the worker's exit code (--all: the first non-zero)"}},
-	Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-		var timeout time.Duration
-		if t := c.String("timeout"); t != "" && t != "0" {
-			secs, err := worker.ParseDuration(t)
-			if err != nil {
-				return cli.Usagef("argument --timeout: invalid value: '%s'", t)
-			}
-			timeout = time.Duration(secs) * time.Second
-		}
-		sw, st, err := load(ctx, s)
-		if err != nil {
-			return err
-		}
-		var ws []*worker.Worker
-		if c.Bool("all") {
-			for _, w := range st.Workers {
-				if sw.Live(ctx, w).Running {
-					ws = append(ws, w)
+func waitCommand() *cli.Command {
+	return &cli.Command{
+		Name: "wait", Usage: "wait for workers to exit", UsageText: "swarm wait [NAME] [--timeout S] [--all]",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "timeout", Usage: "give up after `S` seconds (or a duration: 90s, 30m, 1h30m); 0: never"},
+			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
+		},
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "exited with 0"}, {Code: 1, Meaning: "timeout or failure"},
+			{Code: 2, Meaning: "usage error"}, {Code: 3, Meaning: "and above: the worker's exit code (--all: the first non-zero)"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			var timeout time.Duration
+			if t := c.String("timeout"); t != "" && t != "0" {
+				secs, err := worker.ParseDuration(t)
+				if err != nil {
+					return cli.Usagef("argument --timeout: invalid value: '%s'", t)
 				}
+				timeout = time.Duration(secs) * time.Second
 			}
-		} else {
-			if c.NArg() == 0 {
-				return errors.New("name required (or use --all)")
-			}
-			w, err := one(st, c.Args().First(), 1)
+			sw, st, err := load(ctx, s)
 			if err != nil {
 				return err
 			}
-			ws = []*worker.Worker{w}
-		}
-		start := time.Now()
-		code := 0
-		pending := ws
-		for len(pending) > 0 {
-			if timeout > 0 && time.Since(start) > timeout {
+			var ws []*worker.Worker
+			if c.Bool("all") {
+				for _, w := range st.Workers {
+					if sw.Live(ctx, w).Running {
+						ws = append(ws, w)
+					}
+				}
+			} else {
+				if c.NArg() == 0 {
+					return errors.New("name required (or use --all)")
+				}
+				w, err := one(st, c.Args().First(), 1)
+				if err != nil {
+					return err
+				}
+				ws = []*worker.Worker{w}
+			}
+			start := time.Now()
+			code := 0
+			pending := ws
+			for len(pending) > 0 {
+				if timeout > 0 && time.Since(start) > timeout {
+					for _, w := range pending {
+						fmt.Fprintf(s.Out, "%s: still running (timeout)\n", w.Name)
+					}
+					return &cli.ExitError{Code: 1}
+				}
+				var still []*worker.Worker
 				for _, w := range pending {
-					fmt.Fprintf(s.Out, "%s: still running (timeout)\n", w.Name)
+					live := sw.Live(ctx, w)
+					if live.Running {
+						still = append(still, w)
+						continue
+					}
+					if live.Supervised {
+						sw.WaitGone(w, 5*time.Second)
+					}
+					fmt.Fprintf(s.Out, "%s: exited\n", w.Name)
+					if c := exitCode(s, w, live); code == 0 {
+						code = c
+					}
 				}
-				return &cli.ExitError{Code: 1}
-			}
-			var still []*worker.Worker
-			for _, w := range pending {
-				live := sw.Live(ctx, w)
-				if live.Running {
-					still = append(still, w)
-					continue
-				}
-				if live.Supervised {
-					sw.WaitGone(w, 5*time.Second)
-				}
-				fmt.Fprintf(s.Out, "%s: exited\n", w.Name)
-				if c := exitCode(s, w, live); code == 0 {
-					code = c
-				}
-			}
-			pending = still
-			if len(pending) > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(100 * time.Millisecond):
+				pending = still
+				if len(pending) > 0 {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(100 * time.Millisecond):
+					}
 				}
 			}
-		}
-		if code != 0 {
-			return &cli.ExitError{Code: code}
-		}
-		return nil
-	},
+			if code != 0 {
+				return &cli.ExitError{Code: code}
+			}
+			return nil
+		},
+	}
 }
 
 // exitCode is the status wait exits with for a worker that stopped: its agent's exit code

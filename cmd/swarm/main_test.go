@@ -79,6 +79,50 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		}
 		ts.Fatalf("%s's screen does not match %q after %s:\n%s", args[0], args[1], limit, last)
 	},
+	// waitoutput NAME REGEXP [SECONDS]: wait until the worker's output log (the bytes its agent
+	// wrote, as its supervisor keeps them) matches. Unlike the screen, the log has no wrapped
+	// rows: a line is matched whole wherever it was printed, and its end (a newline) is there.
+	"waitoutput": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 2 {
+			ts.Fatalf("usage: waitoutput NAME REGEXP [SECONDS]")
+		}
+		re := regexp.MustCompile(args[1])
+		limit := 15 * time.Second
+		if len(args) > 2 {
+			n, _ := strconv.Atoi(args[2])
+			limit = time.Duration(n) * time.Second
+		}
+		sw, err := swarm.Open(ts.Getenv("SWARM_DIR"), swarm.Options{Warnings: os.Stderr})
+		ts.Check(err)
+		path := sw.Dir().StdoutLog(args[0]) // a process worker's; a tmux worker's is LogPath
+		if w, _ := sw.Worker(args[0]); w != nil && w.Tmux != nil {
+			path = sw.LogPath(args[0])
+		}
+		var last []byte
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if last, _ = os.ReadFile(path); re.Match(last) {
+				return
+			}
+		}
+		ts.Fatalf("%s's output does not match %q after %s:\n%q", args[0], args[1], limit, last)
+	},
+	// waitfile PATH [SECONDS]: wait until PATH exists (an agent says it is ready by making it).
+	"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 1 {
+			ts.Fatalf("usage: waitfile PATH [SECONDS]")
+		}
+		limit := 15 * time.Second
+		if len(args) > 1 {
+			n, _ := strconv.Atoi(args[1])
+			limit = time.Duration(n) * time.Second
+		}
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+				return
+			}
+		}
+		ts.Fatalf("%s does not exist after %s", args[0], limit)
+	},
 	// exitcode N CMD ARGS...: CMD must exit with N.
 	"exitcode": testenv.ExitCode,
 	// pidgone PID: the process is gone (within 10 s).

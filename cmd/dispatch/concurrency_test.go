@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
 
@@ -83,6 +84,8 @@ func newFleet(tb testing.TB, root, repoRoot string) *fleet {
 	}
 	f.socket = filepath.Join(sockDir, "s")
 	tb.Cleanup(func() {
+		// A failed test shows its agents' logs, supervisors and panes before they go.
+		postmortem.OnFailure(tb, root, f.socket)
 		f.stopAll()
 		(&tmux.Client{Socket: f.socket}).KillServer(context.Background())
 		os.RemoveAll(sockDir)

@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -41,6 +42,8 @@ func testEnv() func(env *testscript.Env) error {
 			(&tmux.Client{Socket: socket}).KillServer(context.Background())
 			os.RemoveAll(sockDir)
 		})
+		// A failed script shows its agents' logs, supervisors and panes before they go.
+		env.Defer(func() { postmortem.OnFailure(env.T().(postmortem.TB), env.WorkDir, socket) })
 		config := filepath.Join(env.WorkDir, "agents.json")
 		cfg := fmt.Sprintf(`{"fake": {"command": %q, "default_model": "m1", "models": {"fast": "m1-fast"}},
 		  "fake-arg": {"command": %q, "prompt": "arg"},

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarmcli"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 )
 
 // TestControlWins is the test of the Python swarm's worst bugs (kill and pause lost to
@@ -43,7 +44,11 @@ func TestControlWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	swarmDir := filepath.Join(work, "sd")
-	t.Cleanup(func() { cleanupSwarm(swarmDir, sockDir) })
+	t.Cleanup(func() {
+		socks, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
+		postmortem.OnFailure(t, work, socks...)
+		cleanupSwarm(swarmDir, sockDir)
+	})
 	t.Setenv("TMUX_TMPDIR", sockDir)
 	t.Setenv("TMUX", "")
 	t.Setenv("SWARM_DIR", swarmDir)

@@ -97,6 +97,18 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		}
 		ts.Setenv("PATH", dir)
 	},
+	// session NAME CMD [ARGS...]: a session NAME running CMD on the scripts' tmux server,
+	// started as dispatch starts one (tmux.Client.NewSession): a server that is exiting because
+	// the last agent's session just ended is waited out, where a bare 'tmux new-session' fails
+	// with "server exited unexpectedly".
+	"session": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 2 {
+			ts.Fatalf("usage: session NAME CMD [ARGS...]")
+		}
+		c := &tmux.Client{Socket: ts.Getenv("DISPATCH_TMUX_SOCKET")}
+		_, err := c.NewSession(context.Background(), args[0], ts.MkAbs("."), nil, args[1:]...)
+		ts.Check(err)
+	},
 	// waitstatus BEAD STATUS [SECONDS]: wait until the bead's result record has STATUS.
 	"waitstatus": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {

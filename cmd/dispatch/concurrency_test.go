@@ -318,6 +318,7 @@ var watcherPID = regexp.MustCompile(`(?m)^Agent dispatched\. Background watcher 
 // TestConcurrentDispatches starts 50 dispatches of 50 beads at once against one state directory
 // and one tmux server: 50 sessions, 100 valid records, each attempt counted once.
 func TestConcurrentDispatches(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	f := newFleet(t, "", "")
 	watch := f.watchSessions()
@@ -405,6 +406,7 @@ func TestConcurrentDispatches(t *testing.T) {
 // TestConcurrentDispatchesOfOneBead starts 20 dispatches of the same bead at once: one starts
 // the agent, the others are refused, and the attempt is counted once.
 func TestConcurrentDispatchesOfOneBead(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	f := newFleet(t, "", "")
 	type outcome struct {

@@ -67,6 +67,9 @@ func newFleet(tb testing.TB, root, repoRoot string) *fleet {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		tb.Skip("tmux not installed")
 	}
+	if testing.Short() {
+		tb.Skip("needs tmux") // make test-short leaves out what starts agents in tmux
+	}
 	if root == "" {
 		root = tb.TempDir()
 	}

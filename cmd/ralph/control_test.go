@@ -31,8 +31,11 @@ func TestControlWins(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
+	if testing.Short() {
+		t.Skip("needs tmux") // make test-short leaves out what starts agents in tmux
+	}
 	trials := 100
-	if testing.Short() || loopRace {
+	if loopRace {
 		trials = 12
 	}
 	if n := os.Getenv("RALPH_TEST_TRIALS"); n != "" {

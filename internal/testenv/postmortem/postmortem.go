@@ -292,6 +292,9 @@ func readTail(path string, max int64) ([]byte, int64) {
 		off = 0
 	}
 	b, _ := io.ReadAll(io.NewSectionReader(f, off, max))
+	if i := bytes.IndexByte(b, '\n'); off > 0 && i >= 0 {
+		b = b[i+1:] // from the first whole line
+	}
 	return b, fi.Size()
 }
 

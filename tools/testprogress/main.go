@@ -69,6 +69,9 @@ func run(args []string, every time.Duration, stdout, stderr io.Writer) int {
 	signal.Ignore(syscall.SIGINT)
 
 	r := newReport(stdout, stderr)
+	if mod, err := exec.Command(goBin, "list", "-m").Output(); err == nil {
+		r.module = strings.TrimSpace(string(mod)) + "/" // the progress line names packages without it
+	}
 	if every > 0 {
 		stop := make(chan struct{})
 		defer close(stop)
@@ -117,6 +120,7 @@ type report struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	begun    time.Time
+	module   string // "" or the module's path and a slash
 	running  map[string]*pkg
 	failures []string // "pkg test"
 }
@@ -240,7 +244,7 @@ func (r *report) progress(now time.Time) {
 	var parts []string
 	for _, n := range names {
 		p := r.running[n]
-		s := fmt.Sprintf("%s (%s, %d tests ended", n, round(now.Sub(p.start)), p.ended)
+		s := fmt.Sprintf("%s (%s, %d tests ended", strings.TrimPrefix(n, r.module), round(now.Sub(p.start)), p.ended)
 		if len(p.failed) > 0 {
 			s += fmt.Sprintf(", %d failed", len(p.failed))
 		}

@@ -78,3 +78,14 @@ func TestProgressNamesTheRunningPackages(t *testing.T) {
 		t.Errorf("progress with nothing running = %q", &stderr)
 	}
 }
+
+func TestProgressNamesPackagesInTheModule(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	r := newReport(&stdout, &stderr)
+	r.module = "p/"
+	r.line([]byte(strings.Split(events, "\n")[1]))
+	r.progress(time.Date(2026, 11, 25, 10, 0, 5, 0, time.UTC))
+	if got, want := stderr.String(), ": running bad (5s, 0 tests ended)\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("progress = %q, want it to end with %q", got, want)
+	}
+}

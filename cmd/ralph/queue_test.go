@@ -158,6 +158,7 @@ func TestQueueCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	t.Parallel() // its own repository, state directory and environment (cmd.Env)
 	n := 200
 	if queueRace {
 		n = 60

@@ -30,6 +30,7 @@ func TestConcurrentSpawn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100 supervisors: skipped under -short")
 	}
+	t.Parallel() // its own swarm directory and environment (cmd.Env)
 	n := 100
 	if raceEnabled {
 		n = 30

@@ -163,13 +163,20 @@ func (f *fleet) waitFinal(bead string, limit time.Duration) *record.Result {
 	}
 }
 
-// waitAgent waits until bead's agent has started (its first line is in the log).
+// waitAgent waits until bead's agent has started (its first line is in the log); an attempt
+// that ends first fails the test at once, with how it ended (and the post-mortem).
 func (f *fleet) waitAgent(bead string, limit time.Duration) {
 	f.tb.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		if b, err := os.ReadFile(f.layout().LogPath(bead)); err == nil && bytes.Contains(b, []byte("agent: pid ")) {
 			return
+		}
+		if r, err := record.ReadResult(f.store().ResultPath(bead)); err == nil && r.Status != record.StatusRunning {
+			if b, err := os.ReadFile(f.layout().LogPath(bead)); err == nil && bytes.Contains(b, []byte("agent: pid ")) {
+				return // it started, and ended, between the two reads
+			}
+			f.tb.Fatalf("%s: the attempt ended (%s, %s) before its agent's first line", bead, r.Status, r.Reason)
 		}
 		if time.Now().After(deadline) {
 			f.tb.Fatalf("%s: the agent did not start within %s", bead, limit)

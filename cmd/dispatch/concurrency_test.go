@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
 
@@ -66,6 +67,9 @@ func newFleet(tb testing.TB, root, repoRoot string) *fleet {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		tb.Skip("tmux not installed")
 	}
+	if testing.Short() {
+		tb.Skip("needs tmux") // make test-short leaves out what starts agents in tmux
+	}
 	if root == "" {
 		root = tb.TempDir()
 	}
@@ -83,6 +87,8 @@ func newFleet(tb testing.TB, root, repoRoot string) *fleet {
 	}
 	f.socket = filepath.Join(sockDir, "s")
 	tb.Cleanup(func() {
+		// A failed test shows its agents' logs, supervisors and panes before they go.
+		postmortem.OnFailure(tb, root, f.socket)
 		f.stopAll()
 		(&tmux.Client{Socket: f.socket}).KillServer(context.Background())
 		os.RemoveAll(sockDir)
@@ -315,6 +321,7 @@ var watcherPID = regexp.MustCompile(`(?m)^Agent dispatched\. Background watcher 
 // TestConcurrentDispatches starts 50 dispatches of 50 beads at once against one state directory
 // and one tmux server: 50 sessions, 100 valid records, each attempt counted once.
 func TestConcurrentDispatches(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	f := newFleet(t, "", "")
 	watch := f.watchSessions()
@@ -402,6 +409,7 @@ func TestConcurrentDispatches(t *testing.T) {
 // TestConcurrentDispatchesOfOneBead starts 20 dispatches of the same bead at once: one starts
 // the agent, the others are refused, and the attempt is counted once.
 func TestConcurrentDispatchesOfOneBead(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	f := newFleet(t, "", "")
 	type outcome struct {

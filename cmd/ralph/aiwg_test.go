@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -71,6 +72,11 @@ func aiwgSetup(env *testscript.Env) error {
 			exec.Command("tmux", "-S", s, "kill-server").Run()
 		}
 		os.RemoveAll(sockDir)
+	})
+	// A failed script shows its loops' logs and states, before anything is stopped.
+	env.Defer(func() {
+		socks, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
+		postmortem.OnFailure(env.T().(postmortem.TB), env.WorkDir, socks...)
 	})
 	return nil
 }

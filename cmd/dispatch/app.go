@@ -10,126 +10,113 @@ import (
 	"syscall"
 
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/supervise"
 	ucli "github.com/urfave/cli/v2"
 )
 
 const tool = "dispatch"
 
-// verb is one of dispatch's verbs: its name and the app that runs it.
-type verb struct {
-	name   string
-	app    func(stdout, stderr io.Writer) *ucli.App
-	hidden bool // started by dispatch itself, not shown in the help
+// commands are dispatch's verbs, in the order of its help; help and version are answered by
+// the tool (cli.Tool) except where dispatch words them itself (helpCommand, versionCommand).
+// A verb's name is never a bead id (isVerb). Each call makes new flags: urfave/cli keeps the
+// values it parsed in them.
+func commands() []*cli.Command {
+	return []*cli.Command{psCommand(), waitCommand(), killCommand(), reconcileCommand(), attachCommand(),
+		superviseCommand(), helpCommand(), versionCommand()}
 }
 
-// verbs are dispatch's verbs, in the order of its help. They, "help" and "version" are the
-// reserved words a bead may not be named (isVerb).
-var verbs = []verb{
-	{name: "ps", app: psApp},
-	{name: "wait", app: waitApp},
-	{name: "kill", app: killApp},
-	{name: "reconcile", app: reconcileApp},
-	{name: "attach", app: attachApp},
-	{name: supervise.SuperviseVerb, app: superviseApp, hidden: true},
-}
-
-// lookupVerb returns the verb called name, or nil.
-func lookupVerb(name string) *verb {
-	for i := range verbs {
-		if verbs[i].name == name {
-			return &verbs[i]
+// find returns dispatch's verb called name, or nil.
+func find(name string) *cli.Command {
+	for _, c := range commands() {
+		if c.Name == name {
+			return c
 		}
 	}
 	return nil
 }
 
 // isVerb says whether name is a verb (help and version included), never a bead id.
-func isVerb(name string) bool {
-	return name == "help" || name == "version" || lookupVerb(name) != nil
-}
+func isVerb(name string) bool { return find(name) != nil }
 
 // verbNames lists the verbs shown in the help, for messages.
 func verbNames() string {
 	var names []string
-	for _, v := range verbs {
-		if !v.hidden {
-			names = append(names, v.name)
+	for _, c := range commands() {
+		if !c.Hidden {
+			names = append(names, c.Name)
 		}
 	}
 	return strings.Join(names, ", ")
 }
 
-// newApp builds the app of one verb (the verb's name is in name: "dispatch ps"), with
-// --state-dir and the default exit codes (0 ok, 1 failure, 2 usage error).
-func newApp(name, usage, usageText string, flags []ucli.Flag, stdout, stderr io.Writer, action ucli.ActionFunc) *ucli.App {
-	return verbApp(cli.Spec{Name: name, Usage: usage, UsageText: usageText, Flags: flags, Action: action}, stdout, stderr)
+// verbCommand adds --state-dir, which every verb takes, to c.
+func verbCommand(c *cli.Command) *cli.Command {
+	c.Flags = append(slices.Clip(c.Flags), cli.StateDirFlag())
+	return c
 }
 
-// verbApp builds the app of the dispatch form or one verb from s, adding --state-dir, which
-// every verb takes. Only the dispatch form answers --version.
-func verbApp(s cli.Spec, stdout, stderr io.Writer) *ucli.App {
-	s.Flags = append(slices.Clip(s.Flags), cli.StateDirFlag())
-	s.HideVersion = s.Name != tool
-	return cli.NewApp(s, stdout, stderr)
+// newTool is dispatch's command line: its verbs, flags that may stand before a verb
+// ("dispatch --state-dir S reconcile --all"), and the dispatch form for a first word that is
+// no verb, read as dispatch.sh read its words (formArgs).
+func newTool(stdin io.Reader) *cli.Tool {
+	form := func(s cli.Streams) *ucli.App { return dispatchApp(stdin, s.Out, s.Err) }
+	return &cli.Tool{
+		Name: tool, Dialect: cli.Plain,
+		Commands: commands(),
+		Flags:    allFlags(form(cli.Streams{Out: io.Discard, Err: io.Discard})),
+		Usage: func(w io.Writer) {
+			cli.Run(context.Background(), form(cli.Streams{Out: w, Err: w}), []string{tool, "--help"})
+		},
+		Default: func(ctx context.Context, s cli.Streams, args []string) error {
+			app := form(s)
+			formed, warnings := formArgs(args, app.Flags)
+			for _, w := range warnings {
+				fmt.Fprintf(s.Err, "%s: warning: %s\n", tool, w)
+			}
+			ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return cli.Run(ctx, app, append([]string{tool}, formed...))
+		},
+	}
 }
 
-// run finds the verb, the first argument that is not a flag or a flag's value, wherever the
-// flags are ("dispatch --state-dir S reconcile --all" as "dispatch reconcile --all --state-dir
-// S"), and runs it; without one, it dispatches a bead.
+// run runs dispatch's command line args and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
-	form := dispatchApp(stdin, stdout, stderr)
-	i := 1 + cli.FirstArg(args[1:], allFlags(form))
-	if i == 0 || !isVerb(args[i]) {
-		formed, warnings := formArgs(args[1:], form.Flags)
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", tool, w)
-		}
-		return cli.Exit(tool, cli.Run(ctx, form, append([]string{tool}, formed...)), stderr)
-	}
-	name := args[i]
-	// The verb's app reads the flags given before the verb as well as after it.
-	rest := slices.Concat([]string{tool + " " + name}, args[1:i], args[i+1:])
-	var err error
-	switch name {
-	case "help":
-		err = help(ctx, form, rest, stdout, stderr)
-	case "version":
-		if a := positional(form, rest); len(a) > 0 {
-			err = cli.Usagef("version takes no arguments, got %q; a bead may not be named like a verb", a[0])
-		} else {
-			err = cli.Run(ctx, form, []string{tool, "--version"})
-		}
-	case supervise.SuperviseVerb:
-		cancel() // the supervisor handles its own signals
-		err = cli.Run(context.Background(), superviseApp(stdout, stderr), rest)
-	default:
-		err = cli.Run(ctx, lookupVerb(name).app(stdout, stderr), rest)
-	}
-	return cli.Exit(tool, err, stderr)
+	return newTool(stdin).Main(args, cli.Streams{In: stdin, Out: stdout, Err: stderr})
 }
 
-// help answers "dispatch help" with the dispatch form's help, which lists the verbs, and
-// "dispatch help VERB" with the verb's own (its flags and exit codes).
-func help(ctx context.Context, form *ucli.App, args []string, stdout, stderr io.Writer) error {
-	a := positional(form, args)
-	switch {
-	case len(a) == 0 || a[0] == "help" || a[0] == "version":
-		return cli.Run(ctx, form, []string{tool, "--help"})
-	case len(a) == 1 && lookupVerb(a[0]) != nil:
-		return cli.Run(ctx, lookupVerb(a[0]).app(stdout, stderr), []string{tool + " " + a[0], "--help"})
-	case len(a) == 1:
-		return cli.Usagef("no verb %q; the verbs are %s", a[0], verbNames())
-	}
-	// "dispatch help REPO AGENT PROMPT" is a bead named help.
-	return cli.Usagef("%q is a dispatch verb, not a bead id", "help")
+// helpCommand answers "dispatch help" with the dispatch form's help, which lists the verbs, and
+// "dispatch help VERB" with the verb's own (its flags and exit codes); "dispatch help REPO AGENT
+// PROMPT" is a bead named help, which cannot be.
+func helpCommand() *cli.Command {
+	return &cli.Command{Name: "help", Hidden: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
+		form := dispatchApp(s.In, s.Out, s.Err)
+		a := positional(form, args)
+		switch {
+		case len(a) == 0 || a[0] == "help" || a[0] == "version":
+			return cli.Run(ctx, form, []string{tool, "--help"})
+		case len(a) == 1 && find(a[0]) != nil:
+			return cli.Run(ctx, find(a[0]).App(tool+" "+a[0], s), []string{tool + " " + a[0], "--help"})
+		case len(a) == 1:
+			return cli.Usagef("no verb %q; the verbs are %s", a[0], verbNames())
+		}
+		return cli.Usagef("%q is a dispatch verb, not a bead id", "help")
+	}}
 }
 
-// positional returns the positional arguments of a verb's command line args (args[0] the verb).
+// versionCommand is "dispatch version", which takes no arguments: a bead may not be named so.
+func versionCommand() *cli.Command {
+	return &cli.Command{Name: "version", Hidden: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
+		if a := positional(dispatchApp(s.In, s.Out, s.Err), args); len(a) > 0 {
+			return cli.Usagef("version takes no arguments, got %q; a bead may not be named like a verb", a[0])
+		}
+		fmt.Fprintf(s.Out, "%s version %s\n", tool, cli.Version())
+		return nil
+	}}
+}
+
+// positional returns the positional arguments of a verb's command line args.
 func positional(form *ucli.App, args []string) []string {
-	a := cli.Interspersed(args[1:], allFlags(form))
+	a := cli.Interspersed(args, allFlags(form))
 	if i := slices.Index(a, "--"); i >= 0 {
 		return a[i+1:]
 	}
@@ -140,8 +127,8 @@ func positional(form *ucli.App, args []string) []string {
 // verb. A name means the same flag in all of them.
 func allFlags(form *ucli.App) []ucli.Flag {
 	flags := slices.Clip(form.Flags)
-	for _, v := range verbs {
-		flags = append(flags, v.app(io.Discard, io.Discard).Flags...)
+	for _, c := range commands() {
+		flags = append(flags, c.Flags...)
 	}
 	return flags
 }
@@ -248,19 +235,18 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		"\"--fix it\"), as dispatch.sh took it; after it, every word that is not one of the flags\n" +
 		"below names the template (the last one counts).\n\n" +
 		"Verbs ('dispatch help VERB' shows a verb's flags and exit codes):"
-	for _, v := range verbs {
-		if !v.hidden {
-			a := v.app(io.Discard, io.Discard)
-			usageText += "\n" + a.UsageText
-			verbList += "\n   " + strings.TrimPrefix(a.Name, tool+" ") + "\t" + a.Usage
+	for _, c := range commands() {
+		if !c.Hidden {
+			usageText += "\n" + c.UsageText
+			verbList += "\n   " + c.Name + "\t" + c.Usage
 		}
 	}
-	return verbApp(cli.Spec{
+	return cli.NewApp(cli.Spec{
 		Name:        tool,
 		Usage:       "start an AI coding agent on a bead, supervised",
 		UsageText:   usageText + "\ndispatch help [VERB]",
 		Description: verbList,
-		Flags:       flags,
+		Flags:       append(flags, cli.StateDirFlag()),
 		ExitCodes:   exitStatus,
 		Action: func(c *ucli.Context) error {
 			a := c.Args().Slice()

@@ -25,11 +25,8 @@ type settings struct {
 	minFreeMB  int64
 	force      bool
 	backend    string
-	// configFile is the agents config; configFrom says who named it (configFromEnv,
-	// configFromWorkspace: then it must exist), or "" (the built-in claude and codex stand in
-	// when it is missing).
-	configFile string
-	configFrom string
+	// config is the agents config and who named it (agent.FindConfig).
+	config agent.ConfigFile
 	// workspace is the workspace a shim ran dispatch for (FLEET_WORKSPACE): its
 	// config/agents.json, its scripts/ and its state/, as dispatch.sh had them. "" without one.
 	workspace string
@@ -48,7 +45,7 @@ const defaultSocket = "/tmp/openclaw-coding-agents.sock"
 // workspaceEnv names the workspace a shim (scripts/shim.sh) runs dispatch for. The shims set it
 // from where they are, whatever the caller's directory, as dispatch.sh found its workspace
 // from its own path.
-const workspaceEnv = "FLEET_WORKSPACE"
+const workspaceEnv = agent.WorkspaceEnv
 
 func loadSettings(stateDir string) (*settings, error) {
 	s := &settings{getenv: os.Getenv, environment: os.Environ()}
@@ -92,7 +89,10 @@ func loadSettings(stateDir string) (*settings, error) {
 		return nil, cli.Usagef("DISPATCH_BACKEND=%q: use tmux or process", b)
 	}
 	s.workspace = os.Getenv(workspaceEnv)
-	if s.configFile, s.configFrom, err = configPath(s.workspace); err != nil {
+	if s.config, err = agent.FindConfig(os.LookupEnv, ""); err != nil {
+		if errors.Is(err, agent.ErrConfigEnvEmpty) {
+			return nil, cli.Usagef("%v", err)
+		}
 		return nil, err
 	}
 	switch v := os.Getenv("DISPATCH_USE_RELAY"); v {
@@ -114,49 +114,12 @@ func loadSettings(stateDir string) (*settings, error) {
 	return s, nil
 }
 
-// configPath says which agents config to read, as dispatch.sh's lib/config.sh did: CONFIG_FILE
-// when it is set (relative to the caller's directory; set but empty is an error), else the
-// workspace's config/agents.json. Either must exist. Without a workspace (the binary called
-// directly), ./config/agents.json, or the built-in claude and codex when there is none.
-func configPath(workspace string) (path, from string, err error) {
-	if v, ok := os.LookupEnv("CONFIG_FILE"); ok {
-		if v == "" {
-			return "", "", cli.Usagef("CONFIG_FILE is set but empty; name the agents config, or unset it for %s", defaultConfig(workspace))
-		}
-		return v, configFromEnv, nil
-	}
-	if workspace != "" {
-		return defaultConfig(workspace), configFromWorkspace, nil
-	}
-	return defaultConfig(""), "", nil
-}
-
-// Who named the agents config.
-const (
-	configFromEnv       = "CONFIG_FILE"
-	configFromWorkspace = "workspace"
-)
-
-func defaultConfig(workspace string) string {
-	return filepath.Join(workspace, "config", "agents.json")
-}
-
-// agents loads the agents config the settings name. A config that must exist and does not, or
-// any config that is not valid, is an error naming the file: never a silent fallback.
+// agents loads the agents config the settings name (agent.FindConfig's order). A config that
+// must exist and does not, or any config that is not valid, is an error naming the file: never
+// a silent fallback. Without a workspace or CONFIG_FILE, a missing ./config/agents.json leaves
+// the built-in claude and codex.
 func (s *settings) agents() (*agent.Config, error) {
-	cfg, err := agent.Load(s.configFile)
-	switch {
-	case err == nil:
-		return cfg, nil
-	case !errors.Is(err, agent.ErrNoConfig):
-	case s.configFrom == configFromEnv:
-		return nil, fmt.Errorf("%w; CONFIG_FILE names it: point it at the agents config, or unset it", err)
-	case s.configFrom == configFromWorkspace:
-		return nil, fmt.Errorf("%w; the workspace's agents config is needed, as dispatch.sh needed it: create it, or set CONFIG_FILE", err)
-	default:
-		return agent.Builtin(), nil
-	}
-	return nil, err
+	return s.config.LoadOrBuiltin()
 }
 
 // relayLine is dispatch.sh's console line about the relay.
@@ -178,7 +141,11 @@ func isExecutable(path string) bool {
 
 func (s *settings) layout() supervise.Layout { return supervise.Layout{Dir: s.stateDir} }
 
-func (s *settings) dir() attempt.Dir { return attempt.NewDir(s.stateDir) }
+func (s *settings) dir() attempt.Dir {
+	d := attempt.NewDir(s.stateDir)
+	d.LegacyMaxRetries = s.maxRetries
+	return d
+}
 
 // where says where bead's supervisor runs under these settings.
 func (s *settings) where(bead string) attempt.Where {
@@ -197,23 +164,4 @@ func parseDuration(v string) (time.Duration, error) {
 		return 0, cli.Usagef("--timeout %q: give seconds or a duration like 90s, 30m, 1h30m", v)
 	}
 	return d.Truncate(time.Second), nil
-}
-
-// self is the command line that runs this binary again (the supervisor verb). os.Args[0] is
-// preferred to os.Executable, which resolves symlinks: a binary installed under another name,
-// or a multi-call test binary, must be started by the name it was started with.
-func self() (string, error) {
-	arg0 := os.Args[0]
-	if !strings.Contains(arg0, string(os.PathSeparator)) {
-		if p, err := execLookPath(arg0); err == nil {
-			arg0 = p
-		} else {
-			return os.Executable()
-		}
-	}
-	p, err := filepath.Abs(arg0)
-	if err != nil {
-		return "", fmt.Errorf("finding this program: %w", err)
-	}
-	return p, nil
 }

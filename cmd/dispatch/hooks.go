@@ -60,7 +60,7 @@ func hooksOf(s *settings, ts *workspace.Watcher, stderr io.Writer) *workspace.Ho
 	if h.Root == "" && h.Relay == nil && h.Truthsayer == nil {
 		return nil
 	}
-	cfg, err := workspace.ReadConfig(s.configFile)
+	cfg, err := workspace.ReadConfig(s.config.Path)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: warning: %v; the wake message closes with %q\n", tool, err, workspace.DefaultInstruction)
 	}

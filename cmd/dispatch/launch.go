@@ -8,18 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
-
-var execLookPath = exec.LookPath
 
 // launchOptions are the dispatch form's arguments and flags.
 type launchOptions struct {
@@ -58,9 +56,9 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if err != nil {
 		return nil, err
 	}
-	agentName, modelArg, colon := strings.Cut(o.agentArg, ":")
-	if colon && modelArg == "" {
-		return nil, cli.Usagef("empty model after the colon in %q; give AGENT:MODEL or AGENT", o.agentArg)
+	agentName, modelArg, err := agent.ParseSpec(o.agentArg)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
 	}
 	profile, err := cfg.Lookup(agentName)
 	if err != nil {
@@ -80,7 +78,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		s.backend = supervise.BackendProcess
 	}
 	if s.backend == supervise.BackendTmux {
-		if _, err := execLookPath("tmux"); err != nil {
+		if _, err := exec.LookPath("tmux"); err != nil {
 			return nil, errors.New("tmux is not installed (or not on PATH); install it, or pass --no-tmux to run the agent as a background process")
 		}
 	}
@@ -168,7 +166,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if s.backend == supervise.BackendTmux {
 		spec.Socket, spec.Session = s.socket, attempt.Session(o.bead)
 	}
-	exe, err := self()
+	exe, err := proc.Self()
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"io"
+	"context"
 	"os"
 
 	"github.com/agentfleet/fleet/internal/attempt"
@@ -11,13 +11,16 @@ import (
 	"golang.org/x/term"
 )
 
-// superviseApp is the hidden verb that runs one attempt's supervisor, started by launch inside
-// the bead's tmux session or as a detached process; it takes its spec from launch's handoff
-// socket, so the prompt and the environment never touch the disk.
-func superviseApp(stdout, stderr io.Writer) *ucli.App {
-	flags := []ucli.Flag{&ucli.StringFlag{Name: "handoff", Usage: "the starter's handoff socket (`PATH`)"}}
-	return newApp(tool+" "+supervise.SuperviseVerb, "run one attempt's supervisor (started by dispatch)", "", flags, stdout, stderr,
-		func(c *ucli.Context) error {
+// superviseCommand is the hidden verb that runs one attempt's supervisor, started by launch
+// inside the bead's tmux session or as a detached process; it takes its spec from launch's
+// handoff socket, so the prompt and the environment never touch the disk. It catches its own
+// signals (attempt.Supervise).
+func superviseCommand() *cli.Command {
+	return verbCommand(&cli.Command{
+		Name: supervise.SuperviseVerb, Usage: "run one attempt's supervisor (started by dispatch)",
+		Hidden: true, OwnSignals: true,
+		Flags: []ucli.Flag{&ucli.StringFlag{Name: "handoff", Usage: "the starter's handoff socket (`PATH`)"}},
+		Action: func(ctx context.Context, c *ucli.Context, _ cli.Streams) error {
 			if c.NArg() != 1 || c.String("handoff") == "" {
 				return cli.Usagef("%s is started by dispatch, not by hand", supervise.SuperviseVerb)
 			}
@@ -25,6 +28,7 @@ func superviseApp(stdout, stderr io.Writer) *ucli.App {
 			if term.IsTerminal(int(os.Stdin.Fd())) {
 				input = os.Stdin
 			}
-			return attempt.Supervise(c.Context, c.String("state-dir"), c.String("handoff"), c.Args().First(), os.Stdout, input)
-		})
+			return attempt.Supervise(ctx, c.String("state-dir"), c.String("handoff"), c.Args().First(), os.Stdout, input)
+		},
+	})
 }

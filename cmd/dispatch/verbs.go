@@ -109,16 +109,17 @@ func oneBead(c *ucli.Context, verb string) (string, *settings, error) {
 	return bead, s, err
 }
 
-func waitApp(stdout, stderr io.Writer) *ucli.App {
-	return verbApp(cli.Spec{
-		Name: tool + " wait", Usage: "block until the beads' outcomes are final", UsageText: "dispatch wait BEAD...",
+func waitCommand() *cli.Command {
+	return verbCommand(&cli.Command{
+		Name: "wait", Usage: "block until the beads' outcomes are final", UsageText: "dispatch wait BEAD...",
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "every bead done"},
 			{Code: cli.ExitFailure, Meaning: "a bead failed or has no run record"},
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 			{Code: cli.ExitTimeout, Meaning: "a bead timed out (this outranks a failure)"},
 		},
-		Action: func(c *ucli.Context) error {
+		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
+			stdout, stderr := std.Out, std.Err
 			if c.NArg() == 0 {
 				return cli.Usagef("dispatch wait needs at least one BEAD")
 			}
@@ -149,18 +150,19 @@ func waitApp(stdout, stderr io.Writer) *ucli.App {
 			}
 			return nil
 		},
-	}, stdout, stderr)
+	})
 }
 
-func killApp(stdout, stderr io.Writer) *ucli.App {
-	return verbApp(cli.Spec{
-		Name: tool + " kill", Usage: "stop a bead's agent; its records say killed", UsageText: "dispatch kill BEAD",
+func killCommand() *cli.Command {
+	return verbCommand(&cli.Command{
+		Name: "kill", Usage: "stop a bead's agent; its records say killed", UsageText: "dispatch kill BEAD",
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "stopped"},
 			{Code: cli.ExitFailure, Meaning: "the bead is not running, or did not stop in time"},
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 		},
-		Action: func(c *ucli.Context) error {
+		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
+			stdout := std.Out
 			bead, s, err := oneBead(c, "kill")
 			if err != nil {
 				return err
@@ -184,12 +186,12 @@ func killApp(stdout, stderr io.Writer) *ucli.App {
 			}
 			return nil
 		},
-	}, stdout, stderr)
+	})
 }
 
-func reconcileApp(stdout, stderr io.Writer) *ucli.App {
-	return verbApp(cli.Spec{
-		Name: tool + " reconcile", Usage: "close the records of supervisors that died", UsageText: "dispatch reconcile [--all] [--json]",
+func reconcileCommand() *cli.Command {
+	return verbCommand(&cli.Command{
+		Name: "reconcile", Usage: "close the records of supervisors that died", UsageText: "dispatch reconcile [--all] [--json]",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"},
 			&ucli.BoolFlag{Name: "all", Usage: "also scan every run record and every archived attempt, not only the registered supervisors (for records other tools, or older versions, left running)"}},
 		ExitCodes: []cli.ExitCode{
@@ -197,7 +199,8 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 			{Code: cli.ExitFailure, Meaning: "failure"},
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 		},
-		Action: func(c *ucli.Context) error {
+		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
+			stdout, stderr := std.Out, std.Err
 			if err := noArgs(c); err != nil {
 				return err
 			}
@@ -232,18 +235,18 @@ func reconcileApp(stdout, stderr io.Writer) *ucli.App {
 			}
 			return nil
 		},
-	}, stdout, stderr)
+	})
 }
 
-func attachApp(stdout, stderr io.Writer) *ucli.App {
-	return verbApp(cli.Spec{
-		Name: tool + " attach", Usage: "watch a bead's agent in its tmux session", UsageText: "dispatch attach BEAD",
+func attachCommand() *cli.Command {
+	return verbCommand(&cli.Command{
+		Name: "attach", Usage: "watch a bead's agent in its tmux session", UsageText: "dispatch attach BEAD",
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "detached (the status is tmux attach's)"},
 			{Code: cli.ExitFailure, Meaning: "no live session, or no terminal"},
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 		},
-		Action: func(c *ucli.Context) error {
+		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
 			bead, s, err := oneBead(c, "attach")
 			if err != nil {
 				return err
@@ -263,7 +266,7 @@ func attachApp(stdout, stderr io.Writer) *ucli.App {
 			}
 			return syscall.Exec(path, args, os.Environ())
 		},
-	}, stdout, stderr)
+	})
 }
 
 // psRow is one line of dispatch ps.
@@ -279,16 +282,17 @@ type psRow struct {
 	Finished string `json:"finished_at,omitempty"`
 }
 
-func psApp(stdout, stderr io.Writer) *ucli.App {
-	return verbApp(cli.Spec{
-		Name: tool + " ps", Usage: "live agents, stale ones, and the last results", UsageText: "dispatch ps [--json]",
+func psCommand() *cli.Command {
+	return verbCommand(&cli.Command{
+		Name: "ps", Usage: "live agents, stale ones, and the last results", UsageText: "dispatch ps [--json]",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "one JSON document: running, stale, recent"}},
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "listed"},
 			{Code: cli.ExitFailure, Meaning: "the state could not be read"},
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 		},
-		Action: func(c *ucli.Context) error {
+		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
+			stdout := std.Out
 			if err := noArgs(c); err != nil {
 				return err
 			}
@@ -321,7 +325,7 @@ func psApp(stdout, stderr io.Writer) *ucli.App {
 			})
 			return nil
 		},
-	}, stdout, stderr)
+	})
 }
 
 // scan reads what ps shows: the registered beads whose records say running, and the five most

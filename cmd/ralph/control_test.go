@@ -16,7 +16,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
-	"github.com/agentfleet/fleet/internal/swarmcli"
+	swarmlib "github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 )
 
@@ -170,7 +170,7 @@ func TestControlWins(t *testing.T) {
 					fail("%s (%s): %s is still running after the command returned", name, kind, filepath.Base(r))
 				}
 			}
-			h, err := swarmcli.OpenHome(swarmDir, os.Stderr)
+			h, err := swarmlib.Open(swarmDir, swarmlib.Options{Warnings: os.Stderr})
 			if err == nil {
 				if w, _ := h.Worker(name); w != nil && h.Live(ctx, w).Running {
 					fail("%s (%s): its worker still runs after the command returned", name, kind)

@@ -10,74 +10,48 @@
 //   - the task queue (internal/ralph/queue): ralph queue init|run|status|retry|skip|add PLAN.
 //
 // `ralph list` shows the loops of both kinds.
+//
+// The command line is one cli.Tool in the Labelled dialect: every diagnostic is "ralph:
+// error: …", a usage error's hint "ralph: hint: run 'ralph VERB --help' for usage". Each verb
+// of AIWG's loops and of the queue is a file of its own (aiwg_*.go, queue_*.go) that parses its
+// flags into a typed spec and calls its library; swarm's loops' verbs still go to loop.Run
+// whole (loop.go).
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/ralph/aiwg"
-	"github.com/agentfleet/fleet/internal/ralph/loop"
-	"github.com/agentfleet/fleet/internal/ralph/queue"
-	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmcli"
 )
+
+const tool = "ralph"
 
 func main() {
 	os.Exit(run(os.Args))
 }
 
+// run runs ralph's command line args (args[0] the program) and returns the exit status.
 func run(args []string) int {
-	stdin, stdout, stderr := os.Stdin, os.Stdout, os.Stderr
-	verb := ""
-	if len(args) > 1 {
-		verb = args[1]
-	}
-	switch {
-	case verb == "" || verb == "help" && len(args) == 2 || verb == "-h" || verb == "--help":
-		if verb == "" { // a usage error: the usage goes to stderr, as ralph queue's does
-			usage(stderr)
-			return cli.ExitUsage
-		}
-		usage(stdout)
-		return cli.ExitOK
-	case verb == "help":
-		// ralph help VERB is VERB --help, wherever VERB lives.
-		return run(append([]string{args[0], args[2], "--help"}, args[3:]...))
-	case verb == "--version" || verb == "version":
-		fmt.Fprintf(stdout, "ralph version %s\n", cli.Version())
-		return cli.ExitOK
-	case verb == supervise.SuperviseVerb:
-		// The supervisor of a loop's worker: this binary runs it as swarm does.
-		return swarmcli.Run(args, stdin, stdout, stderr)
-	case verb == "queue":
-		return queue.Run(append([]string{"ralph queue"}, args[2:]...), stdin, stdout, stderr)
-	case verb == "start" || verb == "abort" || verb == "report" || verb == "list" || verb == "ls":
-		// ralph list shows the loops of both kinds (swarm ralph list, swarm's alone).
-		if verb == "ls" {
-			args = append([]string{args[0], "list"}, args[2:]...)
-		}
-		return aiwg.Run(append([]string{"ralph"}, args[1:]...), stdin, stdout, stderr)
-	case (verb == "status" || verb == "pause" || verb == "resume") && firstOperandIsLoopID(args[2:]):
-		return aiwg.Run(append([]string{"ralph"}, args[1:]...), stdin, stdout, stderr)
-	}
-	if !slices.Contains(loopVerbs, verb) {
-		fmt.Fprintf(stderr, "ralph: error: invalid choice: '%s' (choose from %s)\nralph: hint: run 'ralph --help' for usage\n",
-			verb, "'"+strings.Join(allVerbs, "', '")+"'")
-		return cli.ExitUsage
-	}
-	return loop.Run(append([]string{"ralph"}, args[1:]...), stdin, stdout, stderr)
+	return newTool().Main(args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 }
 
-// loopVerbs go to swarm's loops; allVerbs are every verb the help lists.
-var (
-	loopVerbs = []string{"spawn", "run", "status", "pause", "resume", "stop", "logs", "clean", "init", "template"}
-	allVerbs  = append(slices.Clip(loopVerbs), "start", "abort", "report", "list", "queue")
-)
+// newTool is ralph's command line. Its verbs are in the order of the list an unknown verb is
+// answered with (argparse's, as the Python swarm's ralph said it): swarm's loops' first. Each
+// call makes new flags: urfave/cli keeps the values it parsed in them.
+func newTool() *cli.Tool {
+	return &cli.Tool{
+		Name: tool, Dialect: cli.Labelled, Usage: usage,
+		Commands: []*cli.Command{
+			loopCommand("spawn"), loopCommand("run"),
+			statusCommand(), pauseCommand(), resumeCommand(),
+			loopCommand("stop"), loopCommand("logs"), loopCommand("clean"), loopCommand("init"), loopCommand("template"),
+			startCommand(), abortCommand(), reportCommand(), listCommand(), queueCommand(),
+			superviseCommand(),
+		},
+	}
+}
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `ralph - run an agent again and again on one task until it is done
@@ -111,13 +85,4 @@ The task queue (a plan's tasks, several agents, dependencies, retries, a budget)
 'ralph <verb> --help' (or 'ralph help <verb>') shows a verb's options; docs/ralph.md has the
 rest. Exit status: 0 ok, 1 failure, 2 usage error.
 `)
-}
-
-func firstOperandIsLoopID(args []string) bool {
-	for _, a := range args {
-		if len(a) > 0 && a[0] != '-' {
-			return aiwg.IsLoopID(a)
-		}
-	}
-	return false
 }

@@ -39,9 +39,9 @@ func TestQueueScripts(t *testing.T) {
 }
 
 // queueEnv gives every script a git repository at $WORK/repo (the queue's .claude/ralph is in
-// it), a state directory $WORK/state, the scripted agent as agent "fake" (CONFIG_FILE), and
-// RALPH_QUEUE_VALIDATE=1: every queue file is checked against its schema before each write. Any
-// supervisor still registered at the end is killed.
+// it), a state directory $WORK/state and the scripted agent as agent "fake" (CONFIG_FILE). (Every
+// queue file is checked against its schema before each write, always: a write it refuses fails
+// the script.) Any supervisor still registered at the end is killed.
 func queueEnv(env *testscript.Env) error {
 	agent, err := filepath.Abs("testdata/queue-agent.sh")
 	if err != nil {
@@ -63,7 +63,6 @@ func queueEnv(env *testscript.Env) error {
 	stateDir := filepath.Join(env.WorkDir, "state")
 	env.Setenv("CONFIG_FILE", config)
 	env.Setenv("STATE_DIR", stateDir)
-	env.Setenv("RALPH_QUEUE_VALIDATE", "1")
 	env.Setenv("HOME", env.WorkDir)
 	env.Setenv("TMUX_TMPDIR", env.WorkDir)
 	env.Cd = repo
@@ -221,7 +220,7 @@ func TestQueueCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "CONFIG_FILE="+config, "STATE_DIR="+stateDir, "RALPH_QUEUE_VALIDATE=1",
+	env := append(os.Environ(), "CONFIG_FILE="+config, "STATE_DIR="+stateDir,
 		"QUEUE_PIDS="+pids, "DISPATCH_WATCH_TIMEOUT=1", "DISPATCH_KILL_GRACE=1")
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(ralph, append([]string{"queue"}, args...)...)
@@ -299,7 +298,7 @@ func TestQueueCrash(t *testing.T) {
 		}
 		checkQueueFiles(t, store.In(repo))
 		if strings.Contains(out.String(), "not writing") {
-			// RALPH_QUEUE_VALIDATE refused a write that did not satisfy its schema.
+			// The store refused a write that did not satisfy its schema.
 			t.Errorf("run %d wrote a file that does not satisfy its schema:\n%s", round, out.String())
 		}
 		last = []byte(out.String())
@@ -465,7 +464,7 @@ func BenchmarkQueueOverhead(b *testing.B) {
 			b.Fatalf("ralph queue %s: %v\n%s%s", args[0], err, out, stderr.String())
 		}
 		if args[0] == "run" {
-			// The runner's own account: ralph queue: timing: N tasks; per task: queue Q ms,
+			// The runner's own account: ralph: timing: N tasks; per task: queue Q ms,
 			// dispatch launch L ms, the attempt until its end W ms.
 			var tasks int
 			var q, l, w float64

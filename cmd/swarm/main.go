@@ -49,11 +49,9 @@ package main
 import (
 	"os"
 
-	"github.com/agentfleet/fleet/internal/ralph/loop"
-	"github.com/agentfleet/fleet/internal/swarmcli"
+	"github.com/agentfleet/fleet/internal/cli"
 )
 
 func main() {
-	swarmcli.RalphVerb = loop.Run
-	os.Exit(swarmcli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(newTool().Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }

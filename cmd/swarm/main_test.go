@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/swarmcli"
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -22,7 +23,7 @@ const tool = "swarm"
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		tool: func() { os.Exit(swarmcli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		tool: func() { os.Exit(newTool().Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
 	})
 }
 
@@ -61,11 +62,15 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			n, _ := strconv.Atoi(args[2])
 			limit = time.Duration(n) * time.Second
 		}
-		h, err := swarmcli.OpenHome(ts.Getenv("SWARM_DIR"), os.Stderr)
+		sw, err := swarm.Open(ts.Getenv("SWARM_DIR"), swarm.Options{Warnings: os.Stderr})
 		ts.Check(err)
 		var last string
 		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if text, err := h.Screen(context.Background(), args[0], 100); err == nil {
+			w, _ := sw.Worker(args[0])
+			if w == nil {
+				continue
+			}
+			if text, err := sw.Screen(context.Background(), w, 100); err == nil {
 				last = text
 				if re.MatchString(text) {
 					return

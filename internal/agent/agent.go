@@ -25,6 +25,10 @@
 // a regular expression whose first group is the cost in USD in its output (claude's JSON result
 // needs none), and "usage_limit", the patterns of its usage-limit and rate-limit messages
 // (claude's and codex's are built in; [] turns them off).
+//
+// Which file is the config, and how AGENT:MODEL reads, is said once for every tool (config.go):
+// FindConfig (CONFIG_FILE, a workspace's, a directory's, the built-in agents), SwarmConfig
+// (swarm's screen profiles) and ParseSpec.
 package agent
 
 import (

@@ -35,6 +35,9 @@ func Session(bead string) string { return statedir.TmuxName(record.SessionName(b
 type Dir struct {
 	Store  record.Store
 	Layout supervise.Layout
+	// LegacyMaxRetries is the max_retries a legacy record that has none is closed with:
+	// DISPATCH_MAX_RETRIES as the command read it; 0 is dispatch.sh's default, 2.
+	LegacyMaxRetries int
 }
 
 // NewDir returns the Dir of the state directory dir (absolute).

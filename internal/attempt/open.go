@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -402,16 +402,13 @@ func (o *Opened) start(ctx context.Context, spec *Spec, self []string) (int, err
 			return 0, err
 		}
 	} else {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = spec.Attempt.Dir
 		// Its own session: the supervisor must outlive the shell, terminal or CI step that ran
-		// dispatch.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
+		// dispatch; reaped if it ends while the caller still runs (--wait).
+		child, err := proc.StartDetached(argv, proc.Detached{Dir: spec.Attempt.Dir})
+		if err != nil {
 			return 0, err
 		}
-		go cmd.Wait() // reap it if it ends while the caller still runs (--wait)
-		reap = func() { cmd.Process.Kill() }
+		reap = child.Kill
 	}
 	hctx, cancel := context.WithTimeout(ctx, handoffWait)
 	defer cancel()

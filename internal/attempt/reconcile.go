@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -166,7 +165,7 @@ func closeUnregistered(ctx context.Context, d Dir, sessions *tmux.Client, bead s
 		return nil, fmt.Errorf("reading run record: %w", err)
 	}
 	resDoc, _ := statedir.ReadFile(d.Store.ResultPath(bead), record.MaxSize)
-	m, err := record.MigrateRun(doc, resDoc, record.Defaults{Bead: bead, MaxRetries: maxRetries(), StateDir: d.Path()})
+	m, err := record.MigrateRun(doc, resDoc, record.Defaults{Bead: bead, MaxRetries: d.legacyMaxRetries(), StateDir: d.Path()})
 	if err != nil {
 		return nil, fmt.Errorf("reading run record %s: %w", runPath, err)
 	}
@@ -300,7 +299,7 @@ func repairArchive(d Dir, bead string, n int) (*supervise.Lost, error) {
 			return nil, nil
 		}
 	}
-	m, err := record.MigrateRun(doc, resDoc, record.Defaults{Bead: bead, MaxRetries: maxRetries(), StateDir: d.Path()})
+	m, err := record.MigrateRun(doc, resDoc, record.Defaults{Bead: bead, MaxRetries: d.legacyMaxRetries(), StateDir: d.Path()})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", runPath, err)
 	}
@@ -335,11 +334,10 @@ func repairArchive(d Dir, bead string, n int) (*supervise.Lost, error) {
 	return &supervise.Lost{Name: bead, Reason: out.Reason, Attempt: n}, nil
 }
 
-// maxRetries is DISPATCH_MAX_RETRIES as dispatch reads it (a positive integer, default 2): the
-// max_retries a legacy record that has none is closed with.
-func maxRetries() int {
-	if n, err := strconv.Atoi(os.Getenv("DISPATCH_MAX_RETRIES")); err == nil && n > 0 {
-		return n
+// legacyMaxRetries is the max_retries a legacy record that has none is closed with.
+func (d Dir) legacyMaxRetries() int {
+	if d.LegacyMaxRetries > 0 {
+		return d.LegacyMaxRetries
 	}
 	return 2
 }

@@ -10,7 +10,9 @@ import (
 // like "tool --json PATH" (urfave/cli v2 stops reading flags at the first positional argument).
 // Which flags take the next argument as their value is read from flags: all but BoolFlags
 // (a flag flags does not define is taken for a boolean; urfave/cli then refuses it). Everything
-// after "--" stays positional.
+// after "--" stays positional. A flag that takes a value and ends the command line is left last,
+// with no positional argument after it: else the "--" put before those would be taken for its
+// value ("ralph start TASK --completion" must be refused, not run "--").
 func Interspersed(args []string, flags []ucli.Flag) []string {
 	valued := takesValue(flags)
 	var out, positional []string
@@ -22,7 +24,10 @@ func Interspersed(args []string, flags []ucli.Flag) []string {
 			i = len(args)
 		case isFlag(a):
 			out = append(out, a)
-			if valued(a) && i+1 < len(args) {
+			if valued(a) {
+				if i+1 == len(args) {
+					return out // urfave/cli says the flag needs a value
+				}
 				out = append(out, args[i+1])
 				i++
 			}

@@ -1,12 +1,15 @@
 // Package cli is the skeleton the toolkit's commands share around urfave/cli: the app with its
 // help layout, --version and usage errors (NewApp), the --state-dir flag (StateDirFlag), flags
 // allowed after positional arguments as users of the shell originals expect (Run, Interspersed),
-// the named exit codes and their help line (ExitStatus), and the one place where main turns an
-// error into "tool: message" and an exit code (Exit).
+// the named exit codes and their help line (ExitStatus), the router of a tool's verbs (Tool,
+// Command: one verb, one Command value), and the one place where an error becomes a diagnostic
+// in the tool's dialect and an exit code (Tool.Exit; Exit for a tool without verbs).
+//
+// It is the only package below cmd/ that imports urfave/cli: a library takes typed options,
+// never a command line.
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,31 +58,16 @@ func (e *ExitError) Error() string {
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // Exit maps err to an exit code, printing "tool: message" on stderr when there is something to
-// say. It is the one place a tool turns errors into codes.
+// say: Tool.Exit in the Plain dialect, for a tool without verbs.
 func Exit(tool string, err error, stderr io.Writer) int {
-	if err == nil {
-		return ExitOK
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		if ee.Err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", tool, ee.Err)
-		}
-		return ee.Code
-	}
-	var ue *UsageError
-	if errors.As(err, &ue) || isFlagError(err) {
-		fmt.Fprintf(stderr, "%s: %v\n%s: run '%s --help' for usage\n", tool, err, tool, tool)
-		return ExitUsage
-	}
-	fmt.Fprintf(stderr, "%s: %v\n", tool, err)
-	return ExitFailure
+	return (&Tool{Name: tool}).Exit("", err, stderr)
 }
 
 // isFlagError recognises the errors urfave/cli and the flag package return for bad flags.
 func isFlagError(err error) bool {
 	msg := err.Error()
-	for _, s := range []string{"flag provided but not defined", "flag needs an argument", "invalid value", "invalid boolean"} {
+	for _, s := range []string{"flag provided but not defined", "flag needs an argument", "invalid value", "invalid boolean",
+		"Required flag"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -34,7 +34,8 @@ func TestInterspersed(t *testing.T) {
 		{[]string{"a", "-q", "b"}, []string{"-q", "--", "a", "b"}},
 		{[]string{"a", "--state-dir", "s", "b"}, []string{"--state-dir", "s", "--", "a", "b"}},
 		{[]string{"a", "--bogus", "b"}, []string{"--bogus", "--", "a", "b"}},
-		{[]string{"a", "--kind"}, []string{"--kind", "--", "a"}},
+		{[]string{"a", "--kind"}, []string{"--kind"}},
+		{[]string{"a", "--json", "b", "--kind"}, []string{"--json", "--kind"}},
 	}
 	for _, tt := range tests {
 		if got := Interspersed(tt.in, testFlags); !reflect.DeepEqual(got, tt.want) {

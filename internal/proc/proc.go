@@ -1,7 +1,10 @@
-// Package proc answers, from kill(pid, 0) and /proc, whether a recorded pid is still the
-// process that was recorded: a pid is reused once its process is gone, so the tools that
-// signal or trust a pid from a state file (supervisors, loop monitors, AIWG's controllers)
-// check the process's command line too. A leaf: it imports fsx only.
+// Package proc is the processes of ours. It answers, from kill(pid, 0) and /proc, whether a
+// recorded pid is still the process that was recorded: a pid is reused once its process is
+// gone, so the tools that signal or trust a pid from a state file (supervisors, loop monitors,
+// AIWG's controllers) check the process's command line or its start time too. And it starts
+// this program again (start.go): Self, the one reading of os.Args[0], and StartDetached, the
+// one detached start of a supervisor, a loop's monitor or a controller. A leaf: it imports fsx
+// only.
 package proc
 
 import (
@@ -64,22 +67,50 @@ func Holds(pid int, words ...[]string) bool {
 	return true
 }
 
-// StartTime is pid's start time in clock ticks after boot (/proc/PID/stat, field 22): with the
-// pid, it names one process for good. ok is false where it cannot be read.
-func StartTime(pid int) (ticks uint64, ok bool) {
-	b, err := fsx.ReadFileLimit("/proc/"+strconv.Itoa(pid)+"/stat", 4096)
+// Stat is what the toolkit reads of a process's /proc/PID/stat.
+type Stat struct {
+	// State is the process's state letter (R, S, D, Z, ...): field 3.
+	State byte
+	// PPID is its parent's pid: field 4.
+	PPID int
+	// Start is its start time in clock ticks after boot: field 22. With the pid, it names one
+	// process for good.
+	Start uint64
+}
+
+// maxStat bounds the read of /proc/PID/stat: 52 numbers and a command name of at most 64 bytes.
+const maxStat = 4096
+
+// ReadStat reads pid's /proc/PID/stat. ok is false where it cannot be read (no such process,
+// no /proc) or does not read as one.
+func ReadStat(pid int) (st Stat, ok bool) {
+	b, err := fsx.ReadFileLimit("/proc/"+strconv.Itoa(pid)+"/stat", maxStat)
 	if err != nil {
-		return 0, false
+		return Stat{}, false
 	}
 	// The command name (field 2) is in parentheses and may hold spaces: count after the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, false
+		return Stat{}, false
 	}
 	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 20 {
-		return 0, false
+	if len(fields) < 20 || len(fields[0]) != 1 {
+		return Stat{}, false
 	}
-	n, err := strconv.ParseUint(fields[19], 10, 64)
-	return n, err == nil
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return Stat{}, false
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return Stat{}, false
+	}
+	return Stat{State: fields[0][0], PPID: ppid, Start: start}, true
+}
+
+// StartTime is pid's start time in clock ticks after boot (ReadStat's Start): with the pid, it
+// names one process for good. ok is false where it cannot be read.
+func StartTime(pid int) (ticks uint64, ok bool) {
+	st, ok := ReadStat(pid)
+	return st.Start, ok
 }

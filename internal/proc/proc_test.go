@@ -59,3 +59,16 @@ func TestHoldsAndStartTime(t *testing.T) {
 		t.Error("StartTime of a reaped process")
 	}
 }
+
+func TestReadStat(t *testing.T) {
+	st, ok := ReadStat(os.Getpid())
+	if !ok || st.PPID != os.Getppid() || st.Start == 0 || (st.State != 'R' && st.State != 'S') {
+		t.Errorf("ReadStat(self) = %+v, %v; want ppid %d, a start time, running", st, ok, os.Getppid())
+	}
+	if start, _ := StartTime(os.Getpid()); start != st.Start {
+		t.Errorf("StartTime(self) = %d, ReadStat's %d", start, st.Start)
+	}
+	if _, ok := ReadStat(1 << 30); ok {
+		t.Error("ReadStat(no such pid) = ok")
+	}
+}

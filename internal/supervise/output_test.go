@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -19,18 +18,5 @@ func TestSummaryAndTail(t *testing.T) {
 	got := summarize([]byte(out))
 	if n := len([]rune(got)); n != 500 || !strings.HasSuffix(got, "é done") {
 		t.Errorf("Summary = %d runes ending %q, want 500 ending in \"é done\"", n, got[len(got)-10:])
-	}
-}
-
-func TestProcessStart(t *testing.T) {
-	a, ok := ProcessStart(os.Getpid())
-	if !ok || a == 0 {
-		t.Skipf("no /proc here: %v %v", a, ok)
-	}
-	if b, _ := ProcessStart(os.Getpid()); b != a {
-		t.Errorf("ProcessStart(self) = %d then %d, want the same", a, b)
-	}
-	if _, ok := ProcessStart(1 << 30); ok {
-		t.Error("ProcessStart(no such pid) = ok")
 	}
 }

@@ -1,15 +1,13 @@
 package supervise
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,10 +102,10 @@ func children(ppid int) []int {
 		if err != nil {
 			continue
 		}
-		st, ok := readStat(pid)
+		st, ok := proc.ReadStat(pid)
 		switch {
-		case !ok || st.ppid != ppid:
-		case st.state == 'Z':
+		case !ok || st.PPID != ppid:
+		case st.State == 'Z':
 			var ws syscall.WaitStatus
 			syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		default:
@@ -115,40 +113,4 @@ func children(ppid int) []int {
 		}
 	}
 	return kids
-}
-
-// procStat is what the toolkit reads of /proc/<pid>/stat.
-type procStat struct {
-	state byte
-	ppid  int
-	start uint64 // clock ticks since boot
-}
-
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStat{}, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces: count after its end.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 20 {
-		return procStat{}, false
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	start, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil || len(fields[0]) != 1 {
-		return procStat{}, false
-	}
-	return procStat{state: fields[0][0], ppid: ppid, start: start}, true
-}
-
-// ProcessStart returns a process's start time in clock ticks since boot (field 22 of
-// /proc/<pid>/stat), which together with the pid names one process for good.
-func ProcessStart(pid int) (uint64, bool) {
-	st, ok := readStat(pid)
-	return st.start, ok
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
 
@@ -82,7 +83,7 @@ func (l Layout) ReconcileLocked(ctx context.Context, sessions *tmux.Client, name
 	if entry.AgentPID > 0 {
 		// Pdeathsig should have killed the agent with its supervisor; make sure of it, but
 		// only if the pid is still that agent's: a pid is reused once its process is gone.
-		if start, ok := ProcessStart(entry.AgentPID); ok && entry.AgentStart != 0 && start == entry.AgentStart {
+		if start, ok := proc.StartTime(entry.AgentPID); ok && entry.AgentStart != 0 && start == entry.AgentStart {
 			syscall.Kill(-entry.AgentPID, syscall.SIGKILL)
 		}
 	}

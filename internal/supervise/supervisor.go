@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/creack/pty"
 )
@@ -194,7 +195,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	if a.Terminal {
 		a.Env = paneEnv(a.Env, s.Backend == BackendTmux)
 	}
-	proc, err := startAgent(a, size, sink)
+	ag, err := startAgent(a, size, sink)
 	if err != nil {
 		fmt.Fprintf(sink, "supervisor: cannot start the agent: %v\r\n", err)
 		return Outcome{Status: StatusFailed, ExitCode: 127, Reason: ReasonStartFailed, Started: started,
@@ -204,19 +205,19 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	if s.Input == nil {
 		// No pane, so no terminal but the screen model to answer the agent's questions (the
 		// cursor position, the terminal's attributes); in a pane, tmux answers them.
-		scr.scr.ReplyTo(writerFunc(proc.write))
+		scr.scr.ReplyTo(writerFunc(ag.write))
 	}
-	cur := &running{a: a, proc: proc, screen: scr, stopReq: make(chan string, 1)}
+	cur := &running{a: a, proc: ag, screen: scr, stopReq: make(chan string, 1)}
 	s.mu.Lock()
 	s.cur = cur
-	s.entry.Attempt, s.entry.AgentPID, s.entry.Outcome = a.Number, proc.pid(), nil
-	s.entry.AgentStart, _ = ProcessStart(proc.pid())
+	s.entry.Attempt, s.entry.AgentPID, s.entry.Outcome = a.Number, ag.pid(), nil
+	s.entry.AgentStart, _ = proc.StartTime(ag.pid())
 	if s.entry.StartedAt == "" || a.Number != s.entry.Attempt {
 		s.entry.StartedAt = started.UTC().Format(time.RFC3339)
 	}
 	s.mu.Unlock()
 	s.Layout.WriteEntry(s.entry)
-	if err := rec.Started(ctx, a, proc.pid()); err != nil {
+	if err := rec.Started(ctx, a, ag.pid()); err != nil {
 		s.warnf("recording the start: %v", err)
 	}
 
@@ -240,7 +241,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		watchTick = t.C
 	}
 	stopWith := func(status, reason string) Outcome {
-		out := exited(proc.stop(a.KillGrace))
+		out := exited(ag.stop(a.KillGrace))
 		out.Status, out.Reason = status, reason
 		return out
 	}
@@ -248,7 +249,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	var out Outcome
 	for out.Status == "" {
 		select {
-		case ps := <-proc.done:
+		case ps := <-ag.done:
 			out = exited(ps)
 		case <-timeout:
 			fmt.Fprintf(sink, "\r\nsupervisor: timeout after %s: stopping the agent\r\n", a.Timeout)
@@ -291,12 +292,12 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	}
 	out.Started, out.Finished = started, time.Now()
 	// What is left of the agent's session, then every process it left behind anywhere.
-	syscall.Kill(-proc.pid(), syscall.SIGTERM)
+	syscall.Kill(-ag.pid(), syscall.SIGTERM)
 	if n := reapStragglers(a.KillGrace); n > 0 {
 		out.Stragglers = n
 		fmt.Fprintf(sink, "\r\nsupervisor: stopped %d process(es) the agent left behind\r\n", n)
 	}
-	proc.drain()
+	ag.drain()
 	if err := logw.Flush(); err != nil {
 		s.warnf("the log is incomplete: %v", err)
 	}

@@ -125,7 +125,7 @@ var heartbeatKeys = map[string]bool{"worker_name": true, "interval_seconds": tru
 func EncodeHeartbeat(h *Heartbeat) []byte {
 	w := &pyWriter{}
 	w.heartbeat(h, 0, nil)
-	return w.buf.Bytes()
+	return w.Bytes()
 }
 
 // EncodeHeartbeats writes a list of heartbeats as `heartbeat list --format json` prints it;
@@ -135,62 +135,62 @@ func EncodeHeartbeats(hs []*Heartbeat) []byte {
 		return []byte("[]")
 	}
 	w := &pyWriter{}
-	w.buf.WriteString("[")
+	w.WriteString("[")
 	for i, h := range hs {
 		if i > 0 {
-			w.buf.WriteByte(',')
+			w.WriteByte(',')
 		}
-		w.newline(1)
+		w.Newline(1)
 		w.heartbeat(h, 1, nil)
 	}
-	w.newline(0)
-	w.buf.WriteString("]")
-	return w.buf.Bytes()
+	w.Newline(0)
+	w.WriteString("]")
+	return w.Bytes()
 }
 
 // EncodeHeartbeatWith is EncodeHeartbeat with more keys after the file's (in their order).
 func EncodeHeartbeatWith(h *Heartbeat, more Object) []byte {
 	w := &pyWriter{}
 	w.heartbeat(h, 0, more)
-	return w.buf.Bytes()
+	return w.Bytes()
 }
 
 func (w *pyWriter) heartbeat(h *Heartbeat, depth int, more Object) {
 	d := depth + 1
 	optStr := func(s *string) {
 		if s == nil {
-			w.buf.WriteString("null")
+			w.WriteString("null")
 		} else {
-			w.str(*s)
+			w.Quote(*s)
 		}
 	}
-	w.buf.WriteString("{")
+	w.WriteString("{")
 	w.key("worker_name", d, true)
-	w.str(h.WorkerName)
+	w.Quote(h.WorkerName)
 	w.key("interval_seconds", d, false)
-	w.buf.WriteString(strconv.FormatInt(h.IntervalSeconds, 10))
+	w.WriteString(strconv.FormatInt(h.IntervalSeconds, 10))
 	w.key("message", d, false)
-	w.str(h.Message)
+	w.Quote(h.Message)
 	w.key("expire_at", d, false)
 	optStr(h.ExpireAt)
 	w.key("created_at", d, false)
-	w.str(h.CreatedAt)
+	w.Quote(h.CreatedAt)
 	w.key("last_beat_at", d, false)
 	optStr(h.LastBeatAt)
 	w.key("beat_count", d, false)
-	w.buf.WriteString(strconv.FormatInt(h.BeatCount, 10))
+	w.WriteString(strconv.FormatInt(h.BeatCount, 10))
 	w.key("status", d, false)
-	w.str(h.Status)
+	w.Quote(h.Status)
 	w.key("monitor_pid", d, false)
 	if h.MonitorPID == nil {
-		w.buf.WriteString("null")
+		w.WriteString("null")
 	} else {
-		w.buf.WriteString(strconv.FormatInt(*h.MonitorPID, 10))
+		w.WriteString(strconv.FormatInt(*h.MonitorPID, 10))
 	}
 	w.members(h.Extra, d, false)
 	w.members(more, d, false)
-	w.newline(depth)
-	w.buf.WriteString("}")
+	w.Newline(depth)
+	w.WriteString("}")
 }
 
 // Until prints how long until t as the Python swarm's time_until does: "now" once it is

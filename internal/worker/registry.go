@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -94,8 +96,10 @@ func (r *Registry) setAside(b []byte) (string, error) {
 }
 
 // Update changes the state under state.lock: fn gets the current state (empty when the file is
-// missing, or corrupt: then set aside first) and changes it in place; the result is written
-// atomically. fn's error is returned and nothing is written; ErrUnchanged writes nothing.
+// missing, or corrupt: then set aside first) and changes it in place; the result is checked
+// against the embedded swarm-state schema (Check) and written atomically. fn's error, or
+// Check's, is returned and nothing is written: the file stays as it was. ErrUnchanged writes
+// nothing.
 func (r *Registry) Update(ctx context.Context, fn func(s *State) error) error {
 	if err := r.Ensure(); err != nil {
 		return err
@@ -111,8 +115,54 @@ func (r *Registry) Update(ctx context.Context, fn func(s *State) error) error {
 		if err := fn(s); err != nil {
 			return nil, err
 		}
-		return Encode(s), nil
+		doc := Encode(s)
+		if err := Check(s, doc); err != nil {
+			return nil, fmt.Errorf("not writing %s: %w", r.Dir.State(), err)
+		}
+		return doc, nil
 	})
+}
+
+// StateKind is state.json's schema kind (state/schemas/swarm-state.schema.json).
+const StateKind = "swarm-state"
+
+// Check validates doc, s as Encode wrote it, against the embedded swarm-state schema: nil, or
+// a *schema.InvalidError (errors.Is schema.ErrInvalid). The entries s keeps
+// as they were read because they are not workers (State.Bad) are not this writer's to judge:
+// their problems alone do not refuse the write (the Python swarm, and this package, promise to
+// keep them), and they cost a check by gojsonschema instead of the fast path.
+func Check(s *State, doc []byte) error {
+	sc, err := schema.Embedded(StateKind)
+	if err != nil {
+		return err
+	}
+	err = sc.Check(doc)
+	var ie *schema.InvalidError
+	if err == nil || !errors.As(err, &ie) || ie.Err != nil {
+		return err
+	}
+	var kept []string
+	for i, e := range s.entries {
+		if _, ok := e.(badEntry); ok {
+			kept = append(kept, "/workers/"+strconv.Itoa(i))
+		}
+	}
+	for _, p := range ie.Problems {
+		if !under(p.Pointer, kept) {
+			return err
+		}
+	}
+	return nil
+}
+
+// under reports whether the JSON pointer p is one of prefixes or inside one.
+func under(p string, prefixes []string) bool {
+	for _, pre := range prefixes {
+		if p == pre || strings.HasPrefix(p, pre+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrUnchanged, returned by Update's fn, leaves the file as it is.

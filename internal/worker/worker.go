@@ -1,7 +1,7 @@
 // Package worker is swarm's worker registry: $SWARM_DIR/state.json, {"workers": [...]}, in the
 // format the Python swarm reads and writes, so that either tool can take over from the other.
 //
-// The file is written as the Python tool writes it (see pyjson.go: json.dump with indent=2, no
+// The file is written as the Python tool writes it (internal/pyjson: json.dump with indent=2, no
 // final newline, keys name, status, cmd, started, cwd, env, tags, tmux, worktree, pid, metadata)
 // and read as tolerantly as it reads it (env, tags, metadata, tmux, worktree and pid may be
 // missing). Unlike the Python tool, which dropped them on its next write (and crashed on an
@@ -25,6 +25,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/pyjson"
 )
 
 // Statuses of a worker as state.json says them.
@@ -317,36 +319,42 @@ func fastUnmarshal(v json.RawMessage, dst any) error {
 var knownKeys = map[string]bool{"name": true, "status": true, "cmd": true, "started": true, "cwd": true,
 	"env": true, "tags": true, "tmux": true, "worktree": true, "pid": true, "metadata": true}
 
+// pyWriter writes state.json's and the heartbeats' documents as the Python tool's json.dump
+// (indent=2) does (pyjson.Writer), their keys in the Python tool's order.
+type pyWriter struct {
+	pyjson.Writer
+}
+
 // Encode writes s as the Python tool writes state.json.
 func Encode(s *State) []byte {
 	w := &pyWriter{}
-	w.buf.WriteString("{")
-	w.newline(1)
-	w.str("workers")
-	w.buf.WriteString(": ")
+	w.WriteString("{")
+	w.Newline(1)
+	w.Quote("workers")
+	w.WriteString(": ")
 	if len(s.entries) == 0 {
-		w.buf.WriteString("[]")
+		w.WriteString("[]")
 	} else {
-		w.buf.WriteString("[")
+		w.WriteString("[")
 		for i, e := range s.entries {
 			if i > 0 {
-				w.buf.WriteByte(',')
+				w.WriteByte(',')
 			}
-			w.newline(2)
+			w.Newline(2)
 			switch e := e.(type) {
 			case *Worker:
 				w.worker(e, 2)
 			case badEntry:
-				w.raw(e.raw, 2)
+				w.Raw(e.raw, 2)
 			}
 		}
-		w.newline(1)
-		w.buf.WriteString("]")
+		w.Newline(1)
+		w.WriteString("]")
 	}
 	w.members(s.Extra, 1, false)
-	w.newline(0)
-	w.buf.WriteString("}")
-	return w.buf.Bytes()
+	w.Newline(0)
+	w.WriteString("}")
+	return w.Bytes()
 }
 
 // EncodeWorkers writes workers as a list, as `ls --format json` prints it (json.dumps, indent=2).
@@ -355,140 +363,140 @@ func EncodeWorkers(ws []*Worker) []byte {
 	if len(ws) == 0 {
 		return []byte("[]")
 	}
-	w.buf.WriteString("[")
+	w.WriteString("[")
 	for i, x := range ws {
 		if i > 0 {
-			w.buf.WriteByte(',')
+			w.WriteByte(',')
 		}
-		w.newline(1)
+		w.Newline(1)
 		w.worker(x, 1)
 	}
-	w.newline(0)
-	w.buf.WriteString("]")
-	return w.buf.Bytes()
+	w.Newline(0)
+	w.WriteString("]")
+	return w.Bytes()
 }
 
 // members writes o's members after others already written (first: none before them).
 func (w *pyWriter) members(o Object, depth int, first bool) {
 	for _, m := range o {
 		if !first {
-			w.buf.WriteByte(',')
+			w.WriteByte(',')
 		}
 		first = false
-		w.newline(depth)
-		w.str(m.Key)
-		w.buf.WriteString(": ")
-		if err := w.raw(m.Value, depth); err != nil {
-			w.buf.WriteString("null")
+		w.Newline(depth)
+		w.Quote(m.Key)
+		w.WriteString(": ")
+		if err := w.Raw(m.Value, depth); err != nil {
+			w.WriteString("null")
 		}
 	}
 }
 
 func (w *pyWriter) key(k string, depth int, first bool) {
 	if !first {
-		w.buf.WriteByte(',')
+		w.WriteByte(',')
 	}
-	w.newline(depth)
-	w.str(k)
-	w.buf.WriteString(": ")
+	w.Newline(depth)
+	w.Quote(k)
+	w.WriteString(": ")
 }
 
 func (w *pyWriter) strList(l []string, depth int) {
 	if len(l) == 0 {
-		w.buf.WriteString("[]")
+		w.WriteString("[]")
 		return
 	}
-	w.buf.WriteString("[")
+	w.WriteString("[")
 	for i, s := range l {
 		if i > 0 {
-			w.buf.WriteByte(',')
+			w.WriteByte(',')
 		}
-		w.newline(depth + 1)
-		w.str(s)
+		w.Newline(depth + 1)
+		w.Quote(s)
 	}
-	w.newline(depth)
-	w.buf.WriteString("]")
+	w.Newline(depth)
+	w.WriteString("]")
 }
 
 func (w *pyWriter) worker(x *Worker, depth int) {
 	d := depth + 1
-	w.buf.WriteString("{")
+	w.WriteString("{")
 	w.key("name", d, true)
-	w.str(x.Name)
+	w.Quote(x.Name)
 	w.key("status", d, false)
-	w.str(x.Status)
+	w.Quote(x.Status)
 	w.key("cmd", d, false)
 	w.strList(x.Cmd, d)
 	w.key("started", d, false)
-	w.str(x.Started)
+	w.Quote(x.Started)
 	w.key("cwd", d, false)
-	w.str(x.Cwd)
+	w.Quote(x.Cwd)
 	w.key("env", d, false)
 	if len(x.Env) == 0 {
-		w.buf.WriteString("{}")
+		w.WriteString("{}")
 	} else {
-		w.buf.WriteString("{")
+		w.WriteString("{")
 		for i, e := range x.Env {
 			w.key(e.Key, d+1, i == 0)
-			w.str(e.Value)
+			w.Quote(e.Value)
 		}
-		w.newline(d)
-		w.buf.WriteString("}")
+		w.Newline(d)
+		w.WriteString("}")
 	}
 	w.key("tags", d, false)
 	w.strList(x.Tags, d)
 	w.key("tmux", d, false)
 	if x.Tmux == nil {
-		w.buf.WriteString("null")
+		w.WriteString("null")
 	} else {
-		w.buf.WriteString("{")
+		w.WriteString("{")
 		w.key("session", d+1, true)
-		w.str(x.Tmux.Session)
+		w.Quote(x.Tmux.Session)
 		w.key("window", d+1, false)
-		w.str(x.Tmux.Window)
+		w.Quote(x.Tmux.Window)
 		w.key("socket", d+1, false)
 		if x.Tmux.Socket == nil {
-			w.buf.WriteString("null")
+			w.WriteString("null")
 		} else {
-			w.str(*x.Tmux.Socket)
+			w.Quote(*x.Tmux.Socket)
 		}
 		w.members(x.Tmux.Extra, d+1, false)
-		w.newline(d)
-		w.buf.WriteString("}")
+		w.Newline(d)
+		w.WriteString("}")
 	}
 	w.key("worktree", d, false)
 	if x.Worktree == nil {
-		w.buf.WriteString("null")
+		w.WriteString("null")
 	} else {
-		w.buf.WriteString("{")
+		w.WriteString("{")
 		w.key("path", d+1, true)
-		w.str(x.Worktree.Path)
+		w.Quote(x.Worktree.Path)
 		w.key("branch", d+1, false)
-		w.str(x.Worktree.Branch)
+		w.Quote(x.Worktree.Branch)
 		w.key("base_repo", d+1, false)
-		w.str(x.Worktree.BaseRepo)
+		w.Quote(x.Worktree.BaseRepo)
 		w.members(x.Worktree.Extra, d+1, false)
-		w.newline(d)
-		w.buf.WriteString("}")
+		w.Newline(d)
+		w.WriteString("}")
 	}
 	w.key("pid", d, false)
 	if x.PID == nil {
-		w.buf.WriteString("null")
+		w.WriteString("null")
 	} else {
-		fmt.Fprintf(&w.buf, "%d", *x.PID)
+		fmt.Fprintf(w, "%d", *x.PID)
 	}
 	w.key("metadata", d, false)
 	if len(x.Metadata) == 0 {
-		w.buf.WriteString("{}")
+		w.WriteString("{}")
 	} else {
-		w.buf.WriteString("{")
+		w.WriteString("{")
 		w.members(x.Metadata, d+1, true)
-		w.newline(d)
-		w.buf.WriteString("}")
+		w.Newline(d)
+		w.WriteString("}")
 	}
 	w.members(x.Extra, d, false)
-	w.newline(depth)
-	w.buf.WriteString("}")
+	w.Newline(depth)
+	w.WriteString("}")
 }
 
 // Timestamp is how the Python tool writes a worker's start (datetime.now().isoformat()):

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -155,16 +156,6 @@ func TestStateEdits(t *testing.T) {
 	s2, _ := Decode([]byte(out))
 	if !s2.Get("b").Supervised() {
 		t.Errorf("Supervised() lost")
-	}
-}
-
-func TestPyFloat(t *testing.T) {
-	tests := map[float64]string{1.5: "1.5", 1e300: "1e+300", 1e16: "1e+16", 1e15: "1000000000000000.0", 0.0001: "0.0001",
-		0.00001: "1e-05", 123.456: "123.456", -2: "-2.0", 0: "0.0", 1.5e-7: "1.5e-07", 12345678901234567890: "1.2345678901234567e+19"}
-	for f, want := range tests {
-		if got := pyFloat(f); got != want {
-			t.Errorf("pyFloat(%v) = %q, want %q", f, got, want)
-		}
 	}
 }
 
@@ -497,5 +488,49 @@ func TestParseObject(t *testing.T) {
 	}
 	if l, err := splitArray([]byte(` [ {"a": [1,2]}, "x,]", 3 ] `)); err != nil || len(l) != 3 || string(l[1]) != `"x,]"` {
 		t.Errorf("splitArray = %q, %v", l, err)
+	}
+}
+
+// Schema-on-write: a state.json that would not satisfy the swarm-state schema is refused, the
+// file as it was; entries kept as read because they are no workers do not refuse a write.
+func TestUpdateRefusesInvalid(t *testing.T) {
+	r := &Registry{Dir: statedir.Swarm{Root: t.TempDir()}}
+	ctx := context.Background()
+	add := func(s *State) error {
+		s.Add(&Worker{Name: "a", Status: StatusRunning, Cmd: []string{"x"}, Started: "s", Cwd: "/"})
+		return nil
+	}
+	if err := r.Update(ctx, add); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(r.Dir.State())
+	err := r.Update(ctx, func(s *State) error {
+		s.Get("a").Status = "zombie"
+		s.Add(&Worker{Name: "b", Status: StatusRunning, Started: "s", Cwd: "/"})
+		return nil
+	})
+	var ie *schema.InvalidError
+	if !errors.Is(err, schema.ErrInvalid) || !errors.As(err, &ie) || !strings.Contains(err.Error(), `/workers/0/status: expected one of "running", "stopped", got "zombie"`) {
+		t.Fatalf("Update(status zombie) = %v, want the schema's refusal naming /workers/0/status", err)
+	}
+	if after, _ := os.ReadFile(r.Dir.State()); !bytes.Equal(after, before) {
+		t.Errorf("a refused update changed state.json:\n%s\nwas\n%s", after, before)
+	}
+
+	// An entry that is no worker, kept as read: its own problems are not the write's.
+	bad := `{"workers": [{"name": "kept"}, 7]}`
+	if err := os.WriteFile(r.Dir.State(), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Update(ctx, add); err != nil {
+		t.Fatalf("Update beside entries that are no workers = %v", err)
+	}
+	s, _ := r.Load()
+	if len(s.Workers) != 1 || len(s.Bad()) != 2 {
+		t.Errorf("after the update: %d workers, %d kept entries; want 1, 2", len(s.Workers), len(s.Bad()))
+	}
+	// ... but a problem of a worker it writes still refuses it.
+	if err := r.Update(ctx, func(s *State) error { s.Get("a").Status = "zombie"; return nil }); !errors.Is(err, schema.ErrInvalid) {
+		t.Errorf("Update(status zombie) beside kept entries = %v, want ErrInvalid", err)
 	}
 }

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
-	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // TruthsayerBin reads TRUTHSAYER_BIN (default $HOME/truthsayer/truthsayer, dispatch.sh's).
@@ -52,15 +51,13 @@ func StartTruthsayer(bin, dir, log string, env []string) (*Watcher, error) {
 		return nil, err
 	}
 	defer f.Close()
-	cmd := exec.Command(bin, "watch", dir)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// Reaped here if it ends while dispatch still runs (--wait).
+	c, err := proc.StartDetached([]string{bin, "watch", dir}, proc.Detached{Env: env, Output: f})
+	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{PID: cmd.Process.Pid}
-	w.Start, _ = supervise.ProcessStart(w.PID)
-	go cmd.Wait() // reaped here if it ends while dispatch still runs (--wait)
+	w := &Watcher{PID: c.Pid}
+	w.Start, _ = proc.StartTime(w.PID)
 	return w, nil
 }
 
@@ -70,7 +67,7 @@ func (w *Watcher) Stop() {
 	if w == nil || w.PID <= 0 {
 		return
 	}
-	if start, ok := supervise.ProcessStart(w.PID); !ok || start != w.Start {
+	if start, ok := proc.StartTime(w.PID); !ok || start != w.Start {
 		return
 	}
 	syscall.Kill(-w.PID, syscall.SIGTERM)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/attempt"
-	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -22,24 +20,16 @@ import (
 // stopWait is how long pause and abort wait for the iteration in flight to stop.
 const stopWait = 20 * time.Second
 
-func runSupervisor(ctx context.Context, args []string) error {
-	flags, ops, err := parseArgs(args, flagSpec{"state-dir": true, "handoff": true})
-	if err != nil || len(ops) != 1 || flags["handoff"] == "" || flags["state-dir"] == "" {
-		return cli.Usagef("ralph start %s is started by ralph, not by hand", supervisorVerb)
+// Pause pauses loop id (a person's pause: only Resume continues it) and returns once the
+// iteration in flight is stopped (its controller stops it within 50 ms; it is killed if it does
+// not stop) and the controller has left: from then on no agent of the loop starts. The stopped
+// iteration is not counted; it runs again on resume. Pausing a paused loop changes nothing.
+// It returns the loop's state then.
+func (w Workspace) Pause(ctx context.Context, id string) (*State, error) {
+	if err := w.Sweep(ctx, []string{id}); err != nil {
+		return nil, err
 	}
-	return attempt.Supervise(ctx, flags["state-dir"], flags["handoff"], ops[0], os.Stdout, nil)
-}
-
-func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	flags, ops, err := parseArgs(args, flagSpec{"loop-id": true})
-	if err != nil {
-		return err
-	}
-	ws, id, err := sweptLoop(ctx, flags, ops)
-	if err != nil {
-		return err
-	}
-	st, pid, pidStart, err := controlLoop(ctx, ws, id, func(st *State) (bool, error) {
+	st, pid, pidStart, err := w.controlLoop(ctx, id, func(st *State) (bool, error) {
 		if st.Status == StatusPaused && st.PauseReason == PauseUser {
 			return false, nil
 		}
@@ -51,28 +41,26 @@ func pauseCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return true, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// From here no iteration starts; the one in flight is stopped by its controller, and run
 	// again on resume; the controller leaves (resume starts one).
 	waitIterationGone(ctx, st)
 	waitControllerGone(pid, pidStart, id)
-	if cur, err := ws.ReadState(id); err == nil {
+	if cur, err := w.ReadState(id); err == nil {
 		st = cur
 	}
-	fmt.Fprintf(stdout, "Loop %s paused after %d of at most %d iterations; 'ralph resume %s' continues it\n",
-		id, st.Metrics.TotalIterations, st.Configuration.MaxIterations, id)
-	return nil
+	return st, nil
 }
 
 // controlLoop is a control verb's change of loop id's state, under the workspace's lock:
 // change edits it and says whether to save it. It returns the state, and its controller's pid
 // and start time as they were before the change (an end clears them, and the controller is
 // still there to wait for).
-func controlLoop(ctx context.Context, ws Workspace, id string, change func(st *State) (bool, error)) (st *State, pid int, pidStart uint64, err error) {
-	err = ws.Locked(ctx, func(reg *Registry) error {
+func (w Workspace) controlLoop(ctx context.Context, id string, change func(st *State) (bool, error)) (st *State, pid int, pidStart uint64, err error) {
+	err = w.Locked(ctx, func(reg *Registry) error {
 		var err error
-		if st, err = ws.ReadState(id); err != nil {
+		if st, err = w.ReadState(id); err != nil {
 			return err
 		}
 		if st.PID != nil {
@@ -82,7 +70,7 @@ func controlLoop(ctx context.Context, ws Workspace, id string, change func(st *S
 		if err != nil || !save {
 			return err
 		}
-		return ws.save(reg, st)
+		return w.save(reg, st)
 	})
 	return st, pid, pidStart, err
 }
@@ -118,30 +106,41 @@ func stopIteration(ctx context.Context, st *State) {
 	attempt.WaitGone(ctx, d, where, bead, killGrace+5*time.Second)
 }
 
-func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags, ops, err := parseArgs(args, flagSpec{"loop-id": true, "max-iterations": true, "timeout": true, "force": false, "foreground": false})
-	if err != nil {
-		return err
-	}
-	maxIter, err := positiveFlag(flags, "max-iterations", 0)
-	if err != nil {
-		return err
-	}
-	var timeout time.Duration
-	if v, ok := flags["timeout"]; ok {
-		if timeout, err = parseTimeout(v); err != nil {
-			return err
-		}
-	}
-	foreground := flags["foreground"] == "true"
-	ws, id, err := sweptLoop(ctx, flags, ops)
-	if err != nil {
-		return err
+// ResumeSpec is how a loop continues: ralph resume's flags.
+type ResumeSpec struct {
+	// MaxIterations, when not 0, is the loop's new limit.
+	MaxIterations int
+	// Timeout, when set, is the loop's new time from now (0: none), as AIWG's resume did.
+	Timeout *time.Duration
+	// Force resumes a crashed loop even with MaxConcurrent loops active (Runtime.Warn says so).
+	Force bool
+	// Foreground makes this process the loop's controller (the caller runs RunLoop next),
+	// unless a controller waiting out a usage limit still lives and just goes on.
+	Foreground bool
+}
+
+// Resumed is what Resume did.
+type Resumed struct {
+	// State is the loop's state as resumed.
+	State *State
+	// From is its status before: paused, or crashed (restored from its last checkpoint).
+	From string
+	// Foreground says that this process is now the loop's controller: run RunLoop.
+	Foreground bool
+}
+
+// Resume continues loop id: a paused loop runs again, under a new controller (or the one that
+// waits out a usage limit, which just goes on); a crashed one is restored from its last
+// checkpoint (restore), the agents of the iterations after it stopped first. Anything else is
+// refused with the table's words.
+func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Runtime) (*Resumed, error) {
+	if err := w.Sweep(ctx, []string{id}); err != nil {
+		return nil, err
 	}
 	var st *State
 	var from string
-	err = ws.Locked(ctx, func(reg *Registry) error {
-		cur, err := ws.ReadState(id)
+	err := w.Locked(ctx, func(reg *Registry) error {
+		cur, err := w.ReadState(id)
 		if err != nil {
 			return err
 		}
@@ -153,7 +152,7 @@ func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			st = cur
 		case StatusCrashed:
-			if st, err = ws.restore(reg, cur, flags["force"] == "true", stderr); err != nil {
+			if st, err = w.restore(reg, cur, spec.Force, rt); err != nil {
 				return err
 			}
 			// An iteration past the checkpoint may still run under its own supervisor (it
@@ -170,47 +169,32 @@ func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		default:
 			return fmt.Errorf("loop %s is %s: %s → %s is %w (%s)", id, cur.Status, cur.Status, StatusRunning, ErrTransition, allowed(cur.Status))
 		}
-		if maxIter > 0 {
-			st.Configuration.MaxIterations = maxIter
+		if spec.MaxIterations > 0 {
+			st.Configuration.MaxIterations = spec.MaxIterations
 		}
-		if _, ok := flags["timeout"]; ok {
+		if spec.Timeout != nil {
 			// A new timeout starts its clock now, as AIWG's resume did.
-			st.TimeoutSeconds, st.TimeoutFrom, st.Configuration.TimeoutMinutes = int64(timeout/time.Second), stamp(time.Now()), nil
-			if timeout > 0 {
-				mins := int64((timeout + time.Minute - 1) / time.Minute)
-				st.Configuration.TimeoutMinutes = &mins
-			}
+			st.setTimeout(*spec.Timeout)
+			st.TimeoutFrom = stamp(time.Now())
 		}
 		switch {
 		case controllerAlive(st):
 			// A controller waiting out a usage limit: it sees the loop running and goes on.
-		case foreground:
+		case spec.Foreground:
 			setController(st, os.Getpid())
 		default:
-			child, err := spawnController(ws, id)
+			child, err := w.spawnController(id, rt)
 			if err != nil {
 				return err
 			}
-			setController(st, child.Process.Pid)
-			child.Process.Release()
+			setController(st, child.Pid)
 		}
-		return ws.save(reg, st)
+		return w.save(reg, st)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	how := "resumed"
-	if from == StatusCrashed {
-		how = "restored from " + deref(st.LastCheckpoint)
-		if st.LastCheckpoint == nil {
-			how = "restarted (it had no checkpoint)"
-		}
-	}
-	fmt.Fprintf(stdout, "Loop %s %s: iteration %d of at most %d next\n", id, how, st.Iteration+1, st.Configuration.MaxIterations)
-	if foreground && *st.PID == os.Getpid() {
-		return foregroundResult(runLoop(ctx, ws, id, stderr))
-	}
-	return nil
+	return &Resumed{State: st, From: from, Foreground: spec.Foreground && *st.PID == os.Getpid()}, nil
 }
 
 // restore is the resume of a crashed loop: its state as its last checkpoint holds it (written
@@ -219,12 +203,12 @@ func resumeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // taken back to an earlier state of its own, which ran. The active-loop limit holds as for a
 // start. Without a checkpoint the loop restarts from its state at the crash, the iteration in
 // flight run again. The caller holds the lock.
-func (w Workspace) restore(reg *Registry, cur *State, force bool, stderr io.Writer) (*State, error) {
+func (w Workspace) restore(reg *Registry, cur *State, force bool, rt Runtime) (*State, error) {
 	if n := reg.activeCount(); n >= MaxConcurrent {
 		if !force {
 			return nil, fmt.Errorf("cannot resume loop %s: %d loops already active (max: %d); pass --force, or end one", cur.LoopID, n, MaxConcurrent)
 		}
-		fmt.Fprintf(stderr, "ralph: warning: %d loops already active (max: %d); --force resumes another\n", n, MaxConcurrent)
+		rt.warn(fmt.Sprintf("%d loops already active (max: %d); --force resumes another", n, MaxConcurrent))
 	}
 	st, err := w.readCheckpoint(cur)
 	switch {
@@ -276,20 +260,14 @@ func iterationCounted(st *State, i int) bool {
 	return false
 }
 
-func abortCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags, ops, err := parseArgs(args, flagSpec{"loop-id": true, "revert": false, "keep-changes": false, "force": false})
-	if err != nil {
-		return err
+// Abort ends loop id for good (aborted) and returns once the iteration in flight is stopped
+// and the controller has left: nothing changes the working tree after it returns. The tree is
+// left as the agent left it; Revert resets it.
+func (w Workspace) Abort(ctx context.Context, id string) (*State, error) {
+	if err := w.Sweep(ctx, []string{id}); err != nil {
+		return nil, err
 	}
-	revert := flags["revert"] == "true"
-	if revert && flags["keep-changes"] == "true" {
-		return cli.Usagef("--revert and --keep-changes exclude each other: give one")
-	}
-	ws, id, err := sweptLoop(ctx, flags, ops)
-	if err != nil {
-		return err
-	}
-	st, pid, pidStart, err := controlLoop(ctx, ws, id, func(st *State) (bool, error) {
+	st, pid, pidStart, err := w.controlLoop(ctx, id, func(st *State) (bool, error) {
 		if err := st.Transition(StatusAborted); err != nil {
 			return false, err
 		}
@@ -297,20 +275,22 @@ func abortCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return true, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The controller sees aborted and stops the agent; wait for both, so that nothing changes
 	// the working tree once abort returns.
 	waitIterationGone(ctx, st)
 	waitControllerGone(pid, pidStart, id)
-	fmt.Fprintf(stdout, "Loop %s aborted after %d iterations\n", id, st.Metrics.TotalIterations)
-	if !revert {
-		return nil
+	return st, nil
+}
+
+// Revert resets the working tree of an ended loop st to where it started: HEAD then (git
+// reset --hard), the uncommitted changes then re-applied, and the untracked files the loop
+// added removed (.aiwg, where the loops live, is never touched).
+func (w Workspace) Revert(ctx context.Context, st *State) error {
+	if err := revertTree(ctx, w, st); err != nil {
+		return fmt.Errorf("loop %s is aborted, but its changes are not reverted: %w", st.LoopID, err)
 	}
-	if err := revertTree(ctx, ws, st); err != nil {
-		return fmt.Errorf("loop %s is aborted, but its changes are not reverted: %w", id, err)
-	}
-	fmt.Fprintf(stdout, "Working tree reset to %s, where the loop started\n", short(st.StartCommit))
 	return nil
 }
 
@@ -332,7 +312,8 @@ func waitControllerGone(pid int, start uint64, id string) {
 	}
 }
 
-func short(commit string) string {
+// Short is a commit's name as ralph prints it: its first 12 hex digits.
+func Short(commit string) string {
 	if len(commit) > 12 {
 		return commit[:12]
 	}
@@ -391,7 +372,7 @@ func revertTree(ctx context.Context, ws Workspace, st *State) error {
 	}
 	if st.StartStash != "" {
 		if _, err := git(ctx, ws.Root, "stash", "apply", "-q", st.StartStash); err != nil {
-			return fmt.Errorf("re-applying the uncommitted changes of the start (%s): %w", short(st.StartStash), err)
+			return fmt.Errorf("re-applying the uncommitted changes of the start (%s): %w", Short(st.StartStash), err)
 		}
 	}
 	return nil

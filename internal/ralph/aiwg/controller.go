@@ -10,44 +10,28 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/agent"
-	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
-// A loop's controller is the process that runs its iterations: ralph start --foreground
-// itself, or ralph start __run LOOP_ID in the background. Every decision it takes (start the
-// next iteration, pause, end) is taken under the workspace's lock on the state as it is on
-// disk, so a pause or an abort written by another process before that moment always wins: no
-// iteration starts after `ralph pause|abort` returned, and no stale copy of the state is ever
-// written over theirs.
+// A loop's controller is the process that runs its iterations (RunLoop): ralph start
+// --foreground itself, or ralph start __run LOOP_ID in the background. Every decision it takes
+// (start the next iteration, pause, end) is taken under the workspace's lock on the state as it
+// is on disk, so a pause or an abort written by another process before that moment always
+// wins: no iteration starts after `ralph pause|abort` returned, and no stale copy of the state
+// is ever written over theirs.
 
 // defaultLimitWait is how long a usage-limit pause lasts when the message names no reset time.
-var defaultLimitWait = 15 * time.Minute
+const defaultLimitWait = 15 * time.Minute
 
 // pollEvery is how often a controller looks at its state while an iteration runs or while it
 // waits out a usage limit: the latency of pause and abort, and between two iterations.
 const pollEvery = 50 * time.Millisecond
 
-func runController(ctx context.Context, args []string, stderr io.Writer) error {
-	if len(args) != 1 || !IsLoopID(args[0]) {
-		return cli.Usagef("ralph start %s is started by ralph start, not by hand", controllerVerb)
-	}
-	ws, err := workspace(ctx)
-	if err != nil {
-		return err
-	}
-	status, err := runLoop(ctx, ws, args[0], stderr)
-	if err == nil {
-		fmt.Fprintf(stderr, "%s loop %s: %s\n", stamp(time.Now()), args[0], status)
-	}
-	return err
-}
-
 // controller is one loop's controlling process at work.
 type controller struct {
 	ws   Workspace
 	id   string
+	rt   Runtime
 	log  io.Writer
 	me   int
 	stop atomic.Bool // SIGINT or SIGTERM: pause (interrupted) and leave
@@ -62,10 +46,13 @@ const (
 	actIterate
 )
 
-// runLoop runs loop id's iterations until it ends or is paused by a person, and returns its
-// status then.
-func runLoop(ctx context.Context, ws Workspace, id string, log io.Writer) (string, error) {
-	c := &controller{ws: ws, id: id, log: log, me: os.Getpid()}
+// RunLoop is loop id's controller at work, in this process: it runs the loop's iterations
+// until the loop ends or is paused by a person (or this process gets SIGINT or SIGTERM, which
+// pause it: interrupted), and returns the loop's status then. The loop's state must name this
+// process as its controller (Start or Resume with Foreground, or a background controller
+// started by them); once it names another, RunLoop leaves.
+func (w Workspace) RunLoop(ctx context.Context, id string, rt Runtime) (string, error) {
+	c := &controller{ws: w, id: id, rt: rt, log: rt.log(), me: os.Getpid()}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer func() {
@@ -279,7 +266,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 	}
 	fmt.Fprintf(c.log, "%s iteration %d: %s (exit %s, %.1f s, cost %s)\n", stamp(time.Now()), i, res.it.Outcome,
 		exitOf(res.it.ExitCode), res.it.DurationSeconds, cost(res.it.CostUSD))
-	check := runCheck(ctx, cur, i)
+	check := runCheck(ctx, cur, i, c.rt.Env)
 	verdict := "failed"
 	if check.Passed {
 		verdict = "passed"
@@ -334,29 +321,3 @@ func deref(s *string) string {
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
-
-// resolveAgent is --agent's profile and model, from the agents config.
-func resolveAgent(ws Workspace, arg string) (*agent.Profile, agent.Model, error) {
-	cfg, err := agentsConfig(ws)
-	if err != nil {
-		return nil, agent.Model{}, err
-	}
-	name, model, colon := cutColon(arg)
-	if colon && model == "" {
-		return nil, agent.Model{}, cli.Usagef("empty model after the colon in --agent %q; give AGENT:MODEL or AGENT", arg)
-	}
-	p, err := cfg.Lookup(name)
-	if err != nil {
-		return nil, agent.Model{}, cli.Usagef("--agent: %v", err)
-	}
-	return p, p.Model(model, os.Getenv), nil
-}
-
-func cutColon(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ':' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,7 +48,7 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 		res.it.Outcome, res.it.Reason, res.fatal = OutcomeFailed, err.Error(), true
 		return res
 	}
-	profile, model, err := resolveAgent(c.ws, st.Agent)
+	profile, model, err := c.rt.agent(st.Agent)
 	if err != nil {
 		return fail(err)
 	}
@@ -73,18 +74,17 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 		SessionName: record.SessionName(bead), ResultFile: record.ResultFile(st.StateDir, bead), TemplateName: record.Str("ralph")}
 	spec := &attempt.Spec{
 		Attempt: supervise.Attempt{Name: bead, Number: opened.Number, Dir: st.WorkingDirectory, Argv: profile.JSONOutput(inv.Argv),
-			Env:    append(os.Environ(), "RALPH_LOOP_ID="+st.LoopID, "RALPH_ITERATION="+strconv.Itoa(i)),
+			Env:    loopEnv(c.rt.Env, st, i),
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
 			Timeout: timeout, KillGrace: killGrace, DiskDirs: []string{st.StateDir, st.WorkingDirectory},
 			LogPath: d.Layout.LogPath(bead)},
 		Backend: supervise.BackendProcess, Run: run,
 	}
-	exe, err := self()
-	if err != nil {
+	if c.rt.Supervisor == nil {
 		opened.Close()
-		return fail(err)
+		return fail(errors.New("no command line to start an iteration's supervisor with"))
 	}
-	_, err = opened.Launch(ctx, spec, []string{exe, "start", supervisorVerb, "--state-dir", st.StateDir})
+	_, err = opened.Launch(ctx, spec, c.rt.Supervisor(st.StateDir))
 	opened.Close()
 	if err != nil {
 		return fail(err)
@@ -171,9 +171,17 @@ const maxOldCheckOutput = 500
 // checkTimeout bounds one run of the completion command when the loop has no timeout.
 const checkTimeout = 30 * time.Minute
 
-// runCheck runs the completion command in the loop's directory: the command's words
+// loopEnv is env with the loop's id and the iteration's number, for the agent and the check.
+func loopEnv(env []string, st *State, i int) []string {
+	if env == nil {
+		env = os.Environ() // as exec.Cmd does with a nil Env
+	}
+	return append(slices.Clip(env), "RALPH_LOOP_ID="+st.LoopID, "RALPH_ITERATION="+strconv.Itoa(i))
+}
+
+// runCheck runs the completion command in the loop's directory, in env: the command's words
 // themselves when it is plain words, else through sh -c (see CheckArgv).
-func runCheck(ctx context.Context, st *State, i int) Check {
+func runCheck(ctx context.Context, st *State, i int, env []string) Check {
 	started := time.Now()
 	limit := checkTimeout
 	if dl, ok := deadline(st); ok {
@@ -184,7 +192,7 @@ func runCheck(ctx context.Context, st *State, i int) Check {
 	argv := CheckArgv(st.CompletionCriteria)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = st.WorkingDirectory
-	cmd.Env = append(os.Environ(), "RALPH_LOOP_ID="+st.LoopID, "RALPH_ITERATION="+strconv.Itoa(i))
+	cmd.Env = loopEnv(env, st, i)
 	out := &tailBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	// A group of its own: a timeout kills what the command started too.

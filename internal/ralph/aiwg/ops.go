@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -162,3 +163,33 @@ func (w Workspace) markDead(reg *Registry, st *State) error {
 
 // activeCount counts the registry's active loops, after their controllers were looked at.
 func (reg *Registry) activeCount() int { return len(reg.ActiveLoops) }
+
+// Exists says whether loop id has a state in the workspace: nil, or an error saying where
+// the loops are.
+func (w Workspace) Exists(id string) error {
+	if _, err := os.Lstat(w.StatePath(id)); err != nil {
+		return fmt.Errorf("no loop %s in %s; 'ralph list' shows the loops", id, w.Dir())
+	}
+	return nil
+}
+
+// ActiveLoop is the workspace's one active loop, as AIWG chose the loop a verb named none of
+// (after a look at every loop's controller): an error when there is none, or several.
+func (w Workspace) ActiveLoop(ctx context.Context) (string, error) {
+	w.Sweep(ctx, w.Loops())
+	reg, err := w.readRegistry()
+	if err != nil {
+		return "", err
+	}
+	switch len(reg.ActiveLoops) {
+	case 0:
+		return "", fmt.Errorf("no active loop in %s; name one ('ralph list' shows them)", w.Root)
+	case 1:
+		return reg.ActiveLoops[0].LoopID, nil
+	}
+	var ids []string
+	for _, e := range reg.ActiveLoops {
+		ids = append(ids, e.LoopID)
+	}
+	return "", fmt.Errorf("multiple ralph loops active (%d); name one: %s", len(reg.ActiveLoops), strings.Join(ids, ", "))
+}

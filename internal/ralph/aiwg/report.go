@@ -2,58 +2,35 @@ package aiwg
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/ralph/loop"
-	"github.com/agentfleet/fleet/internal/statedir"
 )
 
-func statusCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	flags, ops, err := parseArgs(args, flagSpec{"json": false, "loop-id": true})
+// Look reads loop id's state, after a look at its controller: one found dead is recorded
+// (crashed, or a paused loop's pid dropped) and the state read again. No lock is taken unless
+// something looks dead.
+func (w Workspace) Look(ctx context.Context, id string) (*State, error) {
+	st, err := w.ReadState(id)
 	if err != nil {
-		return err
-	}
-	ws, id, err := namedLoop(ctx, flags, ops)
-	if err != nil {
-		return err
-	}
-	st, err := ws.ReadState(id)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	if looksDead(st) { // the next look: read again once it is recorded
-		if err := ws.Sweep(ctx, []string{id}); err != nil {
-			return err
+		if err := w.Sweep(ctx, []string{id}); err != nil {
+			return nil, err
 		}
-		if st, err = ws.ReadState(id); err != nil {
-			return err
+		if st, err = w.ReadState(id); err != nil {
+			return nil, err
 		}
 	}
-	if flags["json"] == "true" {
-		return writeJSON(stdout, st)
-	}
-	writeStatus(stdout, st, time.Now())
-	return nil
+	return st, nil
 }
 
-func writeJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
-}
-
-// writeStatus is ralph status' text: one "Key: value" per line.
-func writeStatus(w io.Writer, st *State, now time.Time) {
+// WriteStatus writes ralph status' text of st at now: one "Key: value" per line, text from
+// the state stripped of control characters.
+func WriteStatus(w io.Writer, st *State, now time.Time) {
 	line := func(k, format string, a ...any) {
 		fmt.Fprintf(w, "%-12s "+format+"\n", append([]any{k + ":"}, a...)...)
 	}
@@ -68,9 +45,9 @@ func writeStatus(w io.Writer, st *State, now time.Time) {
 		status += " (" + st.ExitReason + ")"
 	}
 	line("Status", "%s", status)
-	line("Task", "%s", clean(summary(st.Task, 100)))
-	line("Completion", "%s", clean(summary(st.CompletionCriteria, 100)))
-	line("Agent", "%s", clean(st.Agent))
+	line("Task", "%s", Clean(OneLine(st.Task, 100)))
+	line("Completion", "%s", Clean(OneLine(st.CompletionCriteria, 100)))
+	line("Agent", "%s", Clean(st.Agent))
 	line("Iteration", "%d/%d", st.Iteration, st.Configuration.MaxIterations)
 	if start, ok := parseStamp(st.StartedAt); ok {
 		line("Started", "%s (%s ago)", st.StartedAt, now.Sub(start).Truncate(time.Second))
@@ -88,7 +65,7 @@ func writeStatus(w io.Writer, st *State, now time.Time) {
 		if c.Passed {
 			verdict = "passed"
 		}
-		line("Last check", "iteration %d, %s (exit %d): %s", c.Iteration, verdict, c.ExitCode, clean(summary(lastLine(c.Output), 80)))
+		line("Last check", "iteration %d, %s (exit %d): %s", c.Iteration, verdict, c.ExitCode, Clean(OneLine(lastLine(c.Output), 80)))
 	}
 	if st.PID != nil {
 		line("PID", "%d", *st.PID)
@@ -97,7 +74,7 @@ func writeStatus(w io.Writer, st *State, now time.Time) {
 		line("Checkpoint", "%s", *st.LastCheckpoint)
 	}
 	if st.ErrorContext != nil {
-		line("Error", "%s", clean(st.ErrorContext.ErrorMessage))
+		line("Error", "%s", Clean(st.ErrorContext.ErrorMessage))
 	}
 }
 
@@ -106,21 +83,15 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// clean removes control characters (a terminal's escapes) from text the state holds.
-func clean(s string) string {
+// Clean removes control characters (a terminal's escapes) from text the state holds, for
+// printing it.
+func Clean(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 && r != '\t' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return -1
 		}
 		return r
 	}, s)
-}
-
-// ListEntry is one loop in ralph list --json: Kind "aiwg" (Loop set) or "swarm" (Swarm set).
-type ListEntry struct {
-	Kind  string        `json:"kind"`
-	Loop  *LoopSummary  `json:"aiwg,omitempty"`
-	Swarm *loop.Summary `json:"swarm,omitempty"`
 }
 
 // LoopSummary is an AIWG loop as ralph list shows it.
@@ -135,95 +106,41 @@ type LoopSummary struct {
 	PID           *int    `json:"pid"`
 }
 
-func listCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags, ops, err := parseArgs(args, flagSpec{"json": false})
-	if err != nil {
-		return err
+// List is the workspace's loops, by id, each after a look at its controller (Sweep).
+func (w Workspace) List(ctx context.Context) ([]LoopSummary, error) {
+	ids := w.Loops()
+	if err := w.Sweep(ctx, ids); err != nil {
+		return nil, err
 	}
-	if len(ops) > 0 {
-		return cli.Usagef("ralph list takes no operand")
-	}
-	ws, err := workspace(ctx)
-	if err != nil {
-		return err
-	}
-	ids := ws.Loops()
-	if err := ws.Sweep(ctx, ids); err != nil {
-		return err
-	}
-	entries := []ListEntry{}
+	out := []LoopSummary{}
 	for _, id := range ids {
-		st, err := ws.ReadState(id)
+		st, err := w.ReadState(id)
 		if err != nil {
 			continue // a directory being created, or not a loop's: nothing to list
 		}
-		entries = append(entries, ListEntry{Kind: "aiwg", Loop: &LoopSummary{LoopID: st.LoopID, Status: st.Status,
-			Iteration: st.Iteration, MaxIterations: st.Configuration.MaxIterations, Task: summary(st.Task, 200),
-			StartedAt: st.StartedAt, CostUSD: st.Metrics.TotalCostUSD, PID: st.PID}})
+		out = append(out, LoopSummary{LoopID: st.LoopID, Status: st.Status,
+			Iteration: st.Iteration, MaxIterations: st.Configuration.MaxIterations, Task: OneLine(st.Task, 200),
+			StartedAt: st.StartedAt, CostUSD: st.Metrics.TotalCostUSD, PID: st.PID})
 	}
-	if sw, err := statedir.SwarmFromEnv(os.LookupEnv); err == nil {
-		swarm, err := loop.List(ctx, sw.Root)
-		if err != nil {
-			// AIWG's loops are still worth listing.
-			fmt.Fprintf(stderr, "ralph: warning: swarm's loops in %s: %v\n", sw.Root, err)
-		}
-		for i := range swarm {
-			entries = append(entries, ListEntry{Kind: "swarm", Swarm: &swarm[i]})
-		}
-	}
-	if flags["json"] == "true" {
-		return writeJSON(stdout, entries)
-	}
-	if len(entries) == 0 {
-		fmt.Fprintln(stdout, "No ralph loops")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tLOOP\tSTATUS\tITERATION\tTASK")
-	for _, e := range entries {
-		if e.Loop != nil {
-			l := e.Loop
-			fmt.Fprintf(tw, "aiwg\t%s\t%s\t%d/%d\t%s\n", l.LoopID, l.Status, l.Iteration, l.MaxIterations, clean(summary(l.Task, 50)))
-			continue
-		}
-		s := e.Swarm
-		fmt.Fprintf(tw, "swarm\t%s\t%s\t%d/%d\t\n", clean(s.Name), s.Status, s.Iteration, s.MaxIterations)
-	}
-	return tw.Flush()
+	return out, nil
 }
 
-func reportCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	flags, ops, err := parseArgs(args, flagSpec{"format": true, "loop-id": true, "json": false})
+// Row is the summary's row in ralph list's table (KIND, LOOP, STATUS, ITERATION, TASK), tab
+// separated, the task cut and stripped of control characters.
+func (l *LoopSummary) Row() string {
+	return fmt.Sprintf("aiwg\t%s\t%s\t%d/%d\t%s", l.LoopID, l.Status, l.Iteration, l.MaxIterations, Clean(OneLine(l.Task, 50)))
+}
+
+// Report is loop id's report, after a look at its controller (Sweep).
+func (w Workspace) Report(ctx context.Context, id string) (*Report, error) {
+	if err := w.Sweep(ctx, []string{id}); err != nil {
+		return nil, err
+	}
+	st, err := w.ReadState(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	format := flags["format"]
-	switch {
-	case flags["json"] == "true":
-		format = "json"
-	case format == "":
-		format = "text"
-	case format != "text" && format != "markdown" && format != "json":
-		return cli.Usagef("--format %q: use text, markdown or json", format)
-	}
-	ws, id, err := sweptLoop(ctx, flags, ops)
-	if err != nil {
-		return err
-	}
-	st, err := ws.ReadState(id)
-	if err != nil {
-		return err
-	}
-	r := NewReport(st)
-	switch format {
-	case "json":
-		return writeJSON(stdout, r)
-	case "markdown":
-		r.Markdown(stdout)
-	default:
-		r.Text(stdout)
-	}
-	return nil
+	return NewReport(st), nil
 }
 
 // Report is ralph report's summary of a loop: its iterations, their durations and cost, and
@@ -296,7 +213,7 @@ func (r *Report) Text(w io.Writer) {
 		status += " (" + r.ExitReason + ")"
 	}
 	fmt.Fprintf(w, "Loop %s: %s\n", r.LoopID, status)
-	fmt.Fprintf(w, "Task: %s\nCompletion: %s\n", clean(summary(r.Task, 200)), clean(r.Completion))
+	fmt.Fprintf(w, "Task: %s\nCompletion: %s\n", Clean(OneLine(r.Task, 200)), Clean(r.Completion))
 	m := r.Metrics
 	fmt.Fprintf(w, "Iterations: %d (%d ok, %d failed, %d run again), %d s in all, %.1f s on average\n",
 		m.TotalIterations, m.SuccessfulIterations, m.FailedIterations, r.Redone, m.TotalDurationSeconds, m.AverageIterationTimeSeconds)
@@ -311,7 +228,7 @@ func (r *Report) Text(w io.Writer) {
 	if len(r.Checks) > 0 {
 		fmt.Fprintln(w, "\nCompletion checks:")
 		for _, c := range r.Checks {
-			fmt.Fprintf(w, "  iteration %d  %s  exit %d  %s\n", c.Iteration, c.Timestamp, c.ExitCode, clean(summary(lastLine(c.Output), 70)))
+			fmt.Fprintf(w, "  iteration %d  %s  exit %d  %s\n", c.Iteration, c.Timestamp, c.ExitCode, Clean(OneLine(lastLine(c.Output), 70)))
 		}
 	}
 }
@@ -319,10 +236,10 @@ func (r *Report) Text(w io.Writer) {
 // Markdown writes the report as Markdown (a pull request's description, an issue comment).
 func (r *Report) Markdown(w io.Writer) {
 	esc := func(s string) string {
-		return strings.NewReplacer("|", `\|`, "`", "'", "\n", " ").Replace(clean(s))
+		return strings.NewReplacer("|", `\|`, "`", "'", "\n", " ").Replace(Clean(s))
 	}
 	fmt.Fprintf(w, "# Ralph loop `%s`\n\n", r.LoopID)
-	fmt.Fprintf(w, "- **Task:** %s\n", esc(summary(r.Task, 300)))
+	fmt.Fprintf(w, "- **Task:** %s\n", esc(OneLine(r.Task, 300)))
 	fmt.Fprintf(w, "- **Completion:** `%s`\n", esc(r.Completion))
 	status := r.Status
 	if r.ExitReason != "" && r.ExitReason != r.Status {
@@ -345,7 +262,7 @@ func (r *Report) Markdown(w io.Writer) {
 			if c.Passed {
 				res = "pass"
 			}
-			fmt.Fprintf(w, "| %d | %s | %s | %d | %s |\n", c.Iteration, c.Timestamp, res, c.ExitCode, esc(summary(lastLine(c.Output), 100)))
+			fmt.Fprintf(w, "| %d | %s | %s | %d | %s |\n", c.Iteration, c.Timestamp, res, c.ExitCode, esc(OneLine(lastLine(c.Output), 100)))
 		}
 	}
 }

@@ -4,31 +4,42 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
-	"github.com/agentfleet/fleet/internal/supervise"
 )
 
-var startFlags = flagSpec{"completion": true, "c": true, "max-iterations": true, "timeout": true,
-	"checkpoint-interval": true, "agent": true, "force": false, "foreground": false}
-
-// Defaults of ralph start: seed 003's max_iterations and checkpoint_interval, AIWG's 60 minutes.
-const (
-	defaultMaxIterations = 200
-	defaultTimeout       = 60 * time.Minute
-	defaultAgent         = "claude"
-)
+// StartSpec is a loop to start: ralph start's operand and flags.
+type StartSpec struct {
+	// Task is what the agent is asked to do; Completion the command that exits 0 once it is
+	// done.
+	Task, Completion string
+	// MaxIterations and CheckpointInterval are at least 1.
+	MaxIterations      int
+	CheckpointInterval int
+	// Timeout is the loop's time (whole seconds); 0 for none.
+	Timeout time.Duration
+	// Agent is the agent as --agent gives it (AGENT[:MODEL]), resolved by Runtime.Agent.
+	Agent string
+	// StateDir is where the iterations' run and result records go ("" for the workspace's
+	// .aiwg/ralph/state); made absolute.
+	StateDir string
+	// Force starts the loop even with MaxConcurrent loops active (Runtime.Warn says so).
+	Force bool
+	// Foreground records this process as the loop's controller: the caller runs RunLoop
+	// next. Otherwise a background controller (Runtime.Controller) is started.
+	Foreground bool
+}
 
 // NewID makes a loop id as AIWG did: ralph-<slug>-<8 hex>, the slug the task lower-cased with
 // every run of other characters one '-', trimmed, at most 30 characters ("loop" when nothing
@@ -60,79 +71,41 @@ func NewID(task string) string {
 	return "ralph-" + slug + "-" + hex.EncodeToString(rnd[:])
 }
 
-func startCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags, ops, err := parseArgs(args, startFlags)
+// Start records a new loop (running) and starts its controller, or, with Foreground, makes
+// this process its controller (the caller then runs RunLoop). The count of active loops and
+// the registration are one step under the workspace's lock: of eight starts at once, exactly
+// MaxConcurrent succeed. It returns the loop's state as recorded.
+func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*State, error) {
+	profile, _, err := rt.agent(spec.Agent)
 	if err != nil {
-		return err
-	}
-	if len(ops) != 1 || strings.TrimSpace(ops[0]) == "" {
-		return cli.Usagef("give the task as one argument: ralph start \"TASK\" --completion \"CMD\"")
-	}
-	completion := flags["completion"]
-	if c, ok := flags["c"]; ok {
-		completion = c
-	}
-	if strings.TrimSpace(completion) == "" {
-		return cli.Usagef("--completion \"CMD\" is required: the command that exits 0 when the task is done")
-	}
-	maxIter, err := positiveFlag(flags, "max-iterations", defaultMaxIterations)
-	if err != nil {
-		return err
-	}
-	interval, err := positiveFlag(flags, "checkpoint-interval", 1)
-	if err != nil {
-		return err
-	}
-	timeout := defaultTimeout
-	if v, ok := flags["timeout"]; ok {
-		if timeout, err = parseTimeout(v); err != nil {
-			return err
-		}
-	}
-	agentArg := flags["agent"]
-	if agentArg == "" {
-		agentArg = defaultAgent
-	}
-	ws, err := workspace(ctx)
-	if err != nil {
-		return err
-	}
-	profile, _, err := resolveAgent(ws, agentArg)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	// An agent that cannot start would fail every iteration at full speed: refused now.
 	if _, err := exec.LookPath(profile.Command); err != nil {
-		return fmt.Errorf("agent %s: its command %q cannot be run (%v); install it, or fix its entry in the agents config", profile.Name, profile.Command, err)
+		return nil, fmt.Errorf("agent %s: its command %q cannot be run (%v); install it, or fix its entry in the agents config", profile.Name, profile.Command, err)
 	}
-	stateDir := os.Getenv("STATE_DIR")
+	stateDir := spec.StateDir
 	if stateDir == "" {
-		stateDir = ws.DefaultStateDir()
+		stateDir = w.DefaultStateDir()
 	}
 	if stateDir, err = filepath.Abs(stateDir); err != nil {
-		return err
+		return nil, err
 	}
-	foreground := flags["foreground"] == "true"
-	force := flags["force"] == "true"
 
 	now := time.Now()
-	st := &State{Version: "2.0.0", LoopID: NewID(ops[0]), Status: StatusRunning, Task: ops[0],
-		CompletionCriteria: completion, StartedAt: stamp(now), Owner: owner(), WorkingDirectory: ws.Root,
-		Configuration: Configuration{MaxIterations: maxIter, AutoTest: true, CheckpointInterval: interval, ExecutionMode: "default"},
-		Progress:      Progress{CompletionChecks: []Check{}}, Agent: agentArg, StateDir: stateDir,
-		StartCommit: headCommit(ctx, ws.Root), Iterations: []Iteration{}}
-	if timeout > 0 {
-		mins := int64((timeout + time.Minute - 1) / time.Minute)
-		st.Configuration.TimeoutMinutes = &mins
-		st.TimeoutSeconds = int64(timeout / time.Second)
-	}
+	st := &State{Version: "2.0.0", LoopID: NewID(spec.Task), Status: StatusRunning, Task: spec.Task,
+		CompletionCriteria: spec.Completion, StartedAt: stamp(now), Owner: owner(), WorkingDirectory: w.Root,
+		Configuration: Configuration{MaxIterations: spec.MaxIterations, AutoTest: true, CheckpointInterval: spec.CheckpointInterval, ExecutionMode: "default"},
+		Progress:      Progress{CompletionChecks: []Check{}}, Agent: spec.Agent, StateDir: stateDir,
+		StartCommit: headCommit(ctx, w.Root), Iterations: []Iteration{}}
+	st.setTimeout(spec.Timeout)
 
-	var child *exec.Cmd
-	err = ws.Locked(ctx, func(reg *Registry) error {
+	var child *proc.Child
+	err = w.Locked(ctx, func(reg *Registry) error {
 		// The next look at the loops: a dead one frees its place before the count.
 		for _, e := range append([]RegistryEntry{}, reg.ActiveLoops...) {
-			if cur, err := ws.ReadState(e.LoopID); err == nil && looksDead(cur) {
-				if err := ws.markDead(reg, cur); err != nil {
+			if cur, err := w.ReadState(e.LoopID); err == nil && looksDead(cur) {
+				if err := w.markDead(reg, cur); err != nil {
 					return err
 				}
 			} else if err != nil && os.IsNotExist(err) {
@@ -140,65 +113,55 @@ func startCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		if n := reg.activeCount(); n >= MaxConcurrent {
-			if !force {
+			if !spec.Force {
 				return fmt.Errorf("cannot create loop: %d loops already active (max: %d). Adding another would create %d communication paths (REF-088). Use --force to start it anyway, or end one ('ralph list' shows them)",
 					n, MaxConcurrent, (n+1)*n/2)
 			}
-			fmt.Fprintf(stderr, "ralph: warning: %d loops already active (max: %d); --force starts another\n", n, MaxConcurrent)
+			rt.warn(fmt.Sprintf("%d loops already active (max: %d); --force starts another", n, MaxConcurrent))
 		}
-		if err := statedir.Mkdir(filepath.Join(ws.Dir(), "loops")); err != nil {
+		if err := statedir.Mkdir(filepath.Join(w.Dir(), "loops")); err != nil {
 			return err
 		}
-		if err := os.Mkdir(ws.LoopDir(st.LoopID), 0o700); err != nil {
+		if err := os.Mkdir(w.LoopDir(st.LoopID), 0o700); err != nil {
 			return err
 		}
-		recordStart(ctx, ws, st)
-		if foreground {
+		recordStart(ctx, w, st)
+		if spec.Foreground {
 			setController(st, os.Getpid())
 		} else {
 			// Started under the lock, so it is registered with its pid before anyone can look;
 			// it waits for the lock before it reads its state.
-			c, err := spawnController(ws, st.LoopID)
+			c, err := w.spawnController(st.LoopID, rt)
 			if err != nil {
-				os.RemoveAll(ws.LoopDir(st.LoopID))
+				os.RemoveAll(w.LoopDir(st.LoopID))
 				return err
 			}
 			child = c
-			setController(st, c.Process.Pid)
+			setController(st, c.Pid)
 		}
-		if err := ws.save(reg, st); err != nil {
+		if err := w.save(reg, st); err != nil {
 			if child != nil {
-				child.Process.Kill()
-				child.Wait()
+				child.Kill()
 			}
-			os.RemoveAll(ws.LoopDir(st.LoopID))
+			os.RemoveAll(w.LoopDir(st.LoopID))
 			return err
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if foreground {
-		fmt.Fprintf(stdout, "Ralph loop %s: %s\n", st.LoopID, summary(st.Task, 60))
-		return foregroundResult(runLoop(ctx, ws, st.LoopID, stderr))
-	}
-	child.Process.Release()
-	fmt.Fprintf(stdout, "✓ Ralph loop started (%s). Check status: ralph status %s\n", st.LoopID, st.LoopID)
-	fmt.Fprintf(stdout, "  PID: %d\n", *st.PID)
-	fmt.Fprintf(stdout, "  Loop ID: %s\n", st.LoopID)
-	return nil
+	return st, nil
 }
 
-// foregroundResult is --foreground's exit: 0 only for completed.
-func foregroundResult(status string, err error) error {
-	if err != nil {
-		return err
+// setTimeout sets the loop's time: timeout_seconds exactly, configuration.timeout_minutes
+// rounded up (none for 0).
+func (st *State) setTimeout(timeout time.Duration) {
+	st.TimeoutSeconds, st.Configuration.TimeoutMinutes = int64(timeout/time.Second), nil
+	if timeout > 0 {
+		mins := int64((timeout + time.Minute - 1) / time.Minute)
+		st.Configuration.TimeoutMinutes = &mins
 	}
-	if status == StatusCompleted {
-		return nil
-	}
-	return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("the loop ended %s", status)}
 }
 
 // setController records pid as st's controlling process, with its start time.
@@ -207,27 +170,23 @@ func setController(st *State, pid int) {
 	st.PIDStart, _ = proc.StartTime(pid)
 }
 
-// spawnController starts a loop's controller: this binary by its absolute path, in a session
-// of its own (it outlives the terminal and the shell that ran ralph start), its output in the
-// loop's controller.log.
-func spawnController(ws Workspace, id string) (*exec.Cmd, error) {
-	exe, err := self()
-	if err != nil {
-		return nil, err
+// spawnController starts a loop's controller (rt.Controller and the loop id) detached
+// (proc.StartDetached: a session of its own, so it outlives the terminal and the shell that
+// ran ralph start), its output in the loop's controller.log.
+func (w Workspace) spawnController(id string, rt Runtime) (*proc.Child, error) {
+	if len(rt.Controller) == 0 {
+		return nil, errors.New("no command line to start a loop's controller with")
 	}
-	logf, err := os.OpenFile(filepath.Join(ws.LoopDir(id), "controller.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	logf, err := os.OpenFile(filepath.Join(w.LoopDir(id), "controller.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "start", controllerVerb, id)
-	cmd.Dir = ws.Root
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	c, err := proc.StartDetached(append(slices.Clip(rt.Controller), id), proc.Detached{Dir: w.Root, Env: rt.Env, Output: logf})
+	if err != nil {
 		return nil, fmt.Errorf("starting the loop's controller: %w", err)
 	}
-	return cmd, nil
+	return c, nil
 }
 
 // drop removes id's entry without counting it (its loop is gone).
@@ -258,6 +217,3 @@ func headCommit(ctx context.Context, dir string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
-
-// supervisorVerb is the hidden verb of an iteration's supervisor, as every tool names it.
-const supervisorVerb = supervise.SuperviseVerb

@@ -386,7 +386,7 @@ func (w Workspace) writeRegistry(reg *Registry) error {
 
 // entryOf is st's registry entry.
 func entryOf(st *State) RegistryEntry {
-	return RegistryEntry{LoopID: st.LoopID, TaskSummary: summary(st.Task, 80), Status: st.Status, StartedAt: st.StartedAt,
+	return RegistryEntry{LoopID: st.LoopID, TaskSummary: OneLine(st.Task, 80), Status: st.Status, StartedAt: st.StartedAt,
 		Owner: st.Owner, PID: st.PID, Iteration: st.Iteration, MaxIterations: st.Configuration.MaxIterations,
 		CompletionCriteria: st.CompletionCriteria, Priority: "medium", Tags: []string{}}
 }
@@ -485,8 +485,8 @@ func parseStamp(s string) (time.Time, bool) {
 	return t, err == nil
 }
 
-// summary is s on one line, at most n runes.
-func summary(s string, n int) string {
+// OneLine is s on one line, at most n runes (the last one an ellipsis when it is cut).
+func OneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) > n {

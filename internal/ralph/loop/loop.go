@@ -5,8 +5,8 @@
 //
 // Files: $SWARM_DIR/ralph/<name>/state.json (State, the Python swarm's RalphState format, under
 // state.lock), iterations.log (its line format), monitor.lock (held by the loop's monitor).
-// Each iteration is a swarm worker (internal/swarmcli's WorkerSpec) under a supervisor that
-// records the agent's exit code, and a run record (records.go). monitor.go is the loop itself,
+// Each iteration is a swarm worker (internal/swarm's Spec) under a supervisor that records the
+// agent's exit code, and a run record (records.go). monitor.go is the loop itself,
 // watch.go how an iteration is watched, verbs.go the commands.
 package loop
 
@@ -21,7 +21,7 @@ import (
 	"strings"
 
 	"github.com/agentfleet/fleet/internal/statedir"
-	"github.com/agentfleet/fleet/internal/swarmcli"
+	"github.com/agentfleet/fleet/internal/swarm"
 )
 
 // Summary is one loop as `ralph list` shows it beside AIWG's loops.
@@ -37,18 +37,20 @@ type Summary struct {
 }
 
 // Run runs the verb args[1] (args[0] is the tool's name as it prints it: "ralph" or
-// "swarm ralph") and returns the exit status.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(args, stdin, stdout, stderr)
+// "swarm ralph") and returns the exit status. o says how the loops' workers are started (the
+// supervisor command of the program that runs Run, the agents config, the agents'
+// environment, tmux's socket directory); their warnings go to stderr.
+func Run(args []string, o swarm.Options, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(args, o, stdin, stdout, stderr)
 }
 
 // List is every loop of the swarm directory swarmDir, by name.
 func List(ctx context.Context, swarmDir string) ([]Summary, error) {
-	home, err := swarmcli.OpenHome(swarmDir, io.Discard)
+	sw, err := swarm.Open(swarmDir, swarm.Options{})
 	if err != nil {
 		return nil, err
 	}
-	loops, err := listLoops(ctx, &app{home: home, dir: statedir.Swarm{Root: home.Root()}})
+	loops, err := listLoops(ctx, &app{home: sw, dir: sw.Dir()})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +121,8 @@ type app struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	dir        statedir.Swarm
-	home       *swarmcli.Home
+	opts       swarm.Options // how workers are started
+	home       *swarm.Swarm
 	st         store
 }
 
@@ -129,7 +132,8 @@ func (l *app) warnf(format string, args ...any) {
 	}
 }
 
-// open opens the swarm directory ($SWARM_DIR, else ~/.swarm, as swarm finds it).
+// open opens the swarm directory ($SWARM_DIR, else ~/.swarm, as swarm finds it). The loop's
+// agents find it in their $SWARM_DIR, absolute, wherever they run.
 func (l *app) open() error {
 	d, err := statedir.SwarmFromEnv(os.LookupEnv)
 	if err != nil {
@@ -139,14 +143,25 @@ func (l *app) open() error {
 	if err != nil {
 		return err
 	}
-	l.home, err = swarmcli.OpenHome(abs, l.stderr)
-	if err != nil {
+	o := l.opts
+	o.Warnings = l.stderr
+	o.Environ = setEnv(o.Environ, "SWARM_DIR", abs)
+	if l.home, err = swarm.Open(abs, o); err != nil {
 		return err
 	}
-	l.dir = statedir.Swarm{Root: l.home.Root()}
-	// The monitor and the workers' supervisors find the same directory wherever they run.
-	os.Setenv("SWARM_DIR", l.dir.Root)
+	l.dir = l.home.Dir()
 	return nil
+}
+
+// setEnv is environ with key set to value (in place of any value it had).
+func setEnv(environ []string, key, value string) []string {
+	out := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
 }
 
 // loop points the app at the loop name, checked as a worker name.
@@ -173,19 +188,17 @@ func (l *app) loadLoop(name string) (*State, error) {
 	return st, err
 }
 
-func newApp(args []string, stdin io.Reader, stdout, stderr io.Writer) *app {
+func newApp(args []string, o swarm.Options, stdin io.Reader, stdout, stderr io.Writer) *app {
 	tool := "ralph"
 	if len(args) > 0 && args[0] != "" {
 		tool = args[0]
 	}
-	l := &app{tool: tool, prog: strings.Fields(tool)[0], stdin: stdin, stdout: stdout, stderr: stderr}
+	l := &app{tool: tool, prog: strings.Fields(tool)[0], opts: o, stdin: stdin, stdout: stdout, stderr: stderr}
 	if l.prog != "ralph" {
 		l.verbPrefix = []string{"ralph"}
 	}
 	return l
 }
-
-func statedirOf(h *swarmcli.Home) statedir.Swarm { return statedir.Swarm{Root: h.Root()} }
 
 // statedirName reports whether a directory under ralph/ can be a loop's (a worker name).
 func statedirName(name string) bool { return statedir.CheckName(statedir.KindWorker, name) == nil }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
-	"github.com/agentfleet/fleet/internal/swarmcli"
+	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
@@ -371,17 +371,42 @@ func readPrompt(path string) (string, error) {
 	return string(b), nil
 }
 
-// spec is the worker of iteration n as swarm's spawn takes it.
-func (st *State) spec(n int) *swarmcli.WorkerSpec {
+// iterationMeta is the metadata of iteration n's worker: a loop's worker, and which iteration.
+func iterationMeta(n int) worker.Object {
+	return worker.Object{}.SetValue("ralph", true).SetValue("ralph_iteration", n)
+}
+
+// spec is the worker of iteration n, as the loop's state keeps it: in tmux, always (as the
+// Python swarm's loops), in the loop's worktree or directory.
+func (st *State) spec(n int) (swarm.Spec, error) {
 	ws := st.Worker
-	meta := worker.Object{}.SetValue("ralph", true).SetValue("ralph_iteration", n)
-	sp := &swarmcli.WorkerSpec{Name: st.WorkerName, Cmd: ws.Cmd, Cwd: ws.Cwd, Env: ws.Env, Tags: ws.Tags,
-		Session: ws.Session, Socket: ws.Socket, Profile: ws.Profile, Metadata: meta,
-		Heartbeat: ws.Heartbeat, HeartbeatExpire: ws.HeartbeatExpire, HeartbeatMessage: ws.HeartbeatMessage}
+	sp := swarm.Spec{Name: st.WorkerName, Cmd: ws.Cmd, Dir: ws.Cwd, Tags: ws.Tags, Profile: ws.Profile, Metadata: iterationMeta(n),
+		Tmux: &swarm.TmuxSpec{Session: ws.Session, Socket: ws.Socket}}
 	if ws.Worktree != nil {
-		sp.Worktree = &worker.Worktree{Path: ws.Worktree.Path, Branch: ws.Worktree.Branch, BaseRepo: ws.Worktree.BaseRepo}
+		sp.Dir = ""
+		sp.InWorktree = &worker.Worktree{Path: ws.Worktree.Path, Branch: ws.Worktree.Branch, BaseRepo: ws.Worktree.BaseRepo}
 	}
-	return sp
+	var err error
+	if sp.Env, err = swarm.ParseEnv(ws.Env); err != nil {
+		return sp, err
+	}
+	if ws.Heartbeat != "" {
+		sp.Heartbeat, err = swarm.ParseHeartbeat(ws.Heartbeat, ws.HeartbeatExpire, ws.HeartbeatMessage)
+	}
+	return sp, err
+}
+
+// spawnWorker starts a worker of the loop; a heartbeat interval under swarm.ShortHeartbeat is
+// warned about (interval as it was typed) as swarm spawn does.
+func (l *app) spawnWorker(ctx context.Context, sp swarm.Spec, interval string) (*worker.Worker, error) {
+	w, err := l.home.Spawn(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Heartbeat != nil && sp.Heartbeat.Interval < swarm.ShortHeartbeat && l.stderr != nil {
+		fmt.Fprintf(l.stderr, "swarm: warning: very short heartbeat interval (%s), consider using at least 1m\n", interval)
+	}
+	return w, nil
 }
 
 // launch starts iteration n's worker: the last one's entry goes, a new worker is spawned with
@@ -400,7 +425,11 @@ func (l *app) launch(ctx context.Context, st *State, n int, prompt string) (*ite
 		}
 	}
 	started := time.Now()
-	w, err := l.home.Spawn(ctx, st.spec(n))
+	sp, err := st.spec(n)
+	if err != nil {
+		return nil, err
+	}
+	w, err := l.spawnWorker(ctx, sp, st.Worker.Heartbeat)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -91,27 +90,22 @@ func (s store) waitMonitorGone(ctx context.Context, limit time.Duration) bool {
 	return false
 }
 
-// startMonitor starts `<this binary> [ralph] run NAME` detached: by the binary's absolute path
-// (os.Executable; the Python swarm started "swarm.py" relative to the caller's directory, and
-// the monitor died at once anywhere else), in a session of its own, stdio on /dev/null,
-// $SWARM_DIR absolute. It waits (a few seconds) until the monitor has taken its lock and
-// recorded its pid, and returns the pid.
+// startMonitor starts `<this binary> [ralph] run NAME` detached (proc.StartDetached): by the
+// binary's absolute path (proc.Self; the Python swarm started "swarm.py" relative to the
+// caller's directory, and the monitor died at once anywhere else), in a session of its own,
+// stdio on /dev/null, $SWARM_DIR absolute. It waits (a few seconds) until the monitor has taken
+// its lock and recorded its pid, and returns the pid.
 func (l *app) startMonitor(ctx context.Context) (int, error) {
-	exe, err := os.Executable()
+	exe, err := proc.Self()
 	if err != nil {
 		return 0, fmt.Errorf("finding this program to start the monitor: %w", err)
 	}
-	args := append(append([]string{}, l.verbPrefix...), "run", l.st.name)
-	cmd := exec.Command(exe, args...)
-	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "SWARM_DIR="+l.st.dir.Root)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	argv := append(append([]string{exe}, l.verbPrefix...), "run", l.st.name)
+	child, err := proc.StartDetached(argv, proc.Detached{Dir: "/", Env: append(os.Environ(), "SWARM_DIR="+l.st.dir.Root)})
+	if err != nil {
 		return 0, fmt.Errorf("starting the monitor: %w", err)
 	}
-	pid := cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	pid, exited := child.Pid, child.Done()
 	deadline := time.After(10 * time.Second)
 	for {
 		if st, err := l.st.load(); err == nil && st.MonitorPID != nil && *st.MonitorPID == pid {

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/pyjson"
+	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -199,105 +198,14 @@ func (st *State) encode() []byte {
 	return pyIndent(b)
 }
 
-// pyIndent re-writes a JSON document as Python's json.dumps(indent=2) writes it: two-space
-// indent, ", " and ": " separators ("," at line ends), [] and {} for empty containers,
-// everything outside printable ASCII escaped as \uXXXX (surrogate pairs above the BMP).
+// pyIndent re-writes a JSON document of ours (json.Marshal's) as Python's json.dumps(indent=2)
+// writes it (pyjson.Indent).
 func pyIndent(doc []byte) []byte {
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	var out bytes.Buffer
-	var write func(depth int) error
-	nl := func(depth int) {
-		out.WriteByte('\n')
-		for i := 0; i < depth; i++ {
-			out.WriteString("  ")
-		}
-	}
-	write = func(depth int) error {
-		t, err := d.Token()
-		if err != nil {
-			return err
-		}
-		switch v := t.(type) {
-		case json.Delim:
-			closer := byte(']')
-			if v == '{' {
-				closer = '}'
-			}
-			out.WriteByte(byte(v))
-			n := 0
-			for d.More() {
-				if n > 0 {
-					out.WriteByte(',')
-				}
-				nl(depth + 1)
-				if v == '{' {
-					kt, err := d.Token()
-					if err != nil {
-						return err
-					}
-					pyString(&out, kt.(string))
-					out.WriteString(": ")
-				}
-				if err := write(depth + 1); err != nil {
-					return err
-				}
-				n++
-			}
-			if _, err := d.Token(); err != nil { // the closing delimiter
-				return err
-			}
-			if n > 0 {
-				nl(depth)
-			}
-			out.WriteByte(closer)
-		case string:
-			pyString(&out, v)
-		case json.Number:
-			out.WriteString(v.String())
-		case bool:
-			out.WriteString(strconv.FormatBool(v))
-		case nil:
-			out.WriteString("null")
-		}
-		return nil
-	}
-	if err := write(0); err != nil {
+	b, err := pyjson.Indent(doc)
+	if err != nil {
 		panic(fmt.Sprintf("ralph state: re-indenting: %v", err)) // doc came from json.Marshal
 	}
-	return out.Bytes()
-}
-
-func pyString(out *bytes.Buffer, s string) {
-	out.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			out.WriteString(`\"`)
-		case r == '\\':
-			out.WriteString(`\\`)
-		case r == '\n':
-			out.WriteString(`\n`)
-		case r == '\r':
-			out.WriteString(`\r`)
-		case r == '\t':
-			out.WriteString(`\t`)
-		case r == '\b':
-			out.WriteString(`\b`)
-		case r == '\f':
-			out.WriteString(`\f`)
-		case r >= 0x20 && r <= 0x7e:
-			out.WriteRune(r)
-		case r == utf8.RuneError:
-			out.WriteString(`\ufffd`)
-		case r > 0xffff:
-			a, b := utf16.EncodeRune(r)
-			fmt.Fprintf(out, `\u%04x\u%04x`, a, b)
-		default:
-			fmt.Fprintf(out, `\u%04x`, r)
-		}
-	}
-	out.WriteByte('"')
+	return b
 }
 
 // Timestamps as the Python swarm writes them: local naive ISO with microseconds for the loop's
@@ -357,7 +265,8 @@ func (s store) reset(b []byte) *State {
 
 // update is a locked read-modify-write of the loop's state: fn changes only what it means to
 // change, on the state as it is on disk now, so nothing another process wrote is lost. fn may
-// return fsx.ErrUnchanged. A missing state is errNoState (fn is not called).
+// return fsx.ErrUnchanged. A missing state is errNoState (fn is not called). The result is
+// checked against the schema before it is written (checked): refused, the file stays as it was.
 func (s store) update(ctx context.Context, fn func(st *State) error) (*State, error) {
 	var out *State
 	err := fsx.Update(ctx, s.dir.RalphState(s.name), s.dir.RalphStateLock(s.name), func(old []byte) ([]byte, error) {
@@ -383,16 +292,34 @@ func (st *State) encodeAfter(err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.encode(), nil
+	return st.checked()
 }
 
-// create writes a new loop's state (replacing any) under the lock.
+// stateKind is a loop state's schema kind (state/schemas/ralph-state.schema.json).
+const stateKind = "ralph-state"
+
+// checked is the state encoded, after a check against the embedded ralph-state schema: a state
+// that does not satisfy it is an error wrapping a *schema.InvalidError (errors.Is
+// schema.ErrInvalid), and nothing is written.
+func (st *State) checked() ([]byte, error) {
+	sc, err := schema.Embedded(stateKind)
+	if err != nil {
+		return nil, err
+	}
+	doc := st.encode()
+	if err := sc.Check(doc); err != nil {
+		return nil, fmt.Errorf("not writing the state of loop '%s': %w", st.WorkerName, err)
+	}
+	return doc, nil
+}
+
+// create writes a new loop's state (replacing any) under the lock, checked as update's are.
 func (s store) create(ctx context.Context, st *State) error {
 	if err := statedir.MkdirFor(s.dir.RalphStateLock(s.name)); err != nil {
 		return err
 	}
 	return fsx.Update(ctx, s.dir.RalphState(s.name), s.dir.RalphStateLock(s.name), func([]byte) ([]byte, error) {
-		return st.encode(), nil
+		return st.checked()
 	})
 }
 

@@ -2,10 +2,16 @@ package loop
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentfleet/fleet/internal/schema"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // pyState writes a RalphState dict as the Python swarm's save_ralph_state does.
@@ -121,5 +127,39 @@ func TestFormatDuration(t *testing.T) {
 		if got := backoffFor(n); got != want {
 			t.Errorf("backoff %d: %d, want %d", n, got, want)
 		}
+	}
+}
+
+// Schema-on-write: a loop state that would not satisfy the ralph-state schema is refused, by
+// create and by update, and the file stays as it was.
+func TestStateRefusesInvalid(t *testing.T) {
+	s := store{dir: statedir.Swarm{Root: t.TempDir()}, name: "w"}
+	ctx := context.Background()
+	bad := &State{WorkerName: "w", PromptFile: "p", MaxIterations: -1, Status: StatusRunning}
+	if err := s.create(ctx, bad); !errors.Is(err, schema.ErrInvalid) || !strings.Contains(err.Error(), "/max_iterations") {
+		t.Fatalf("create(max_iterations -1) = %v, want the schema's refusal naming /max_iterations", err)
+	}
+	if _, err := os.Stat(s.dir.RalphState("w")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused create left a file: %v", err)
+	}
+	good := &State{WorkerName: "w", PromptFile: "p", MaxIterations: 3, Status: StatusRunning, InactivityTimeout: 180}
+	if err := s.create(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(s.dir.RalphState("w"))
+	_, err := s.update(ctx, func(st *State) error {
+		st.CurrentIteration = 1
+		st.Status = "exploded"
+		return nil
+	})
+	var ie *schema.InvalidError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `/status: expected one of`) {
+		t.Fatalf("update(status exploded) = %v, want the schema's refusal naming /status", err)
+	}
+	if after, _ := os.ReadFile(s.dir.RalphState("w")); !bytes.Equal(after, before) {
+		t.Errorf("a refused update changed the state:\n%s\nwas\n%s", after, before)
+	}
+	if st, err := s.update(ctx, func(st *State) error { st.CurrentIteration = 2; return nil }); err != nil || st.CurrentIteration != 2 {
+		t.Errorf("a valid update after the refusal = %+v, %v", st, err)
 	}
 }

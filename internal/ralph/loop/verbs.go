@@ -17,7 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/statedir"
-	"github.com/agentfleet/fleet/internal/swarmcli"
+	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -38,7 +38,6 @@ var verbs []*verb
 func init() {
 	verbs = []*verb{spawnVerb, runVerb, statusVerb, pauseVerb, resumeVerb, stopVerb, listVerb, logsVerb, cleanVerb,
 		initVerb, templateVerb}
-	swarmcli.RalphKill = killHook
 }
 
 func lookup(name string) *verb {
@@ -53,8 +52,8 @@ func lookup(name string) *verb {
 	return nil
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	l := newApp(args, stdin, stdout, stderr)
+func run(args []string, o swarm.Options, stdin io.Reader, stdout, stderr io.Writer) int {
+	l := newApp(args, o, stdin, stdout, stderr)
 	if len(args) < 2 || args[1] == "help" || args[1] == "--help" || args[1] == "-h" {
 		if len(args) >= 3 && args[1] == "help" {
 			if v := lookup(args[2]); v != nil {
@@ -241,7 +240,7 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 	if len(cmd) == 0 {
 		return errors.New("no command provided (use -- command...)")
 	}
-	if err := swarmcli.CheckWorkerName(name); err != nil {
+	if err := swarm.CheckName(name, true); err != nil {
 		return err
 	}
 	if err := l.loop(name); err != nil {
@@ -273,10 +272,9 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 	} else if c.Bool("no-check-done-continuous") {
 		continuous = false
 	}
-	for _, kv := range c.StringSlice("env") {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return fmt.Errorf("invalid env format '%s' (expected KEY=VAL)", kv)
-		}
+	env, err := swarm.ParseEnv(c.StringSlice("env"))
+	if err != nil {
+		return err
 	}
 	if c.Int("max-iterations") > 50 {
 		l.warnf("high iteration count (>50) may consume significant resources")
@@ -316,25 +314,25 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 		}
 	}
 
-	meta := worker.Object{}.SetValue("ralph", true).SetValue("ralph_iteration", 1)
-	sp := &swarmcli.WorkerSpec{Name: name, Cmd: cmd, Env: c.StringSlice("env"), Tags: c.StringSlice("tag"),
-		Session: c.String("session"), Profile: c.String("profile"), Metadata: meta}
-	if hb := c.String("heartbeat"); hb != "" {
-		sp.Heartbeat, sp.HeartbeatExpire, sp.HeartbeatMessage = hb, c.String("heartbeat-expire"), c.String("heartbeat-message")
+	sp := swarm.Spec{Name: name, Cmd: cmd, Env: env, Tags: c.StringSlice("tag"), Profile: c.String("profile"),
+		Metadata: iterationMeta(1), Tmux: &swarm.TmuxSpec{Session: c.String("session")}}
+	var hbText, hbExpire, hbMessage string
+	if hbText = c.String("heartbeat"); hbText != "" {
+		hbExpire, hbMessage = c.String("heartbeat-expire"), c.String("heartbeat-message")
 	}
 	if c.IsSet("tmux-socket") {
 		s := c.String("tmux-socket")
-		sp.Socket = &s
+		sp.Tmux.Socket = &s
 	}
 	switch {
 	case keep != nil:
-		sp.Worktree = &worker.Worktree{Path: keep.Path, Branch: keep.Branch, BaseRepo: keep.BaseRepo}
+		sp.InWorktree = &worker.Worktree{Path: keep.Path, Branch: keep.Branch, BaseRepo: keep.BaseRepo}
 	case !c.Bool("no-worktree"):
-		sp.NewWorktree, sp.Branch, sp.WorktreeDir = true, c.String("branch"), c.String("worktree-dir")
+		sp.Worktree = &swarm.WorktreeSpec{Branch: c.String("branch"), Dir: c.String("worktree-dir")}
 	default:
-		sp.Cwd = c.String("cwd")
-		if sp.Cwd != "" {
-			if sp.Cwd, err = filepath.Abs(sp.Cwd); err != nil {
+		sp.Dir = c.String("cwd")
+		if sp.Dir != "" {
+			if sp.Dir, err = filepath.Abs(sp.Dir); err != nil {
 				return err
 			}
 		}
@@ -342,13 +340,18 @@ func (l *app) spawn(c *ucli.Context, cmd []string) error {
 	if _, err := l.home.Profile(sp.Profile, cmd); err != nil {
 		return err
 	}
+	if hbText != "" {
+		if sp.Heartbeat, err = swarm.ParseHeartbeat(hbText, hbExpire, hbMessage); err != nil {
+			return err
+		}
+	}
 	started := time.Now()
-	w, err := l.home.Spawn(ctx, sp)
+	w, err := l.spawnWorker(ctx, sp, hbText)
 	if err != nil {
 		return err
 	}
-	ws := &WorkerSpec{Cmd: cmd, Cwd: w.Cwd, Env: sp.Env, Tags: sp.Tags, Session: w.Tmux.Session, Socket: sp.Socket,
-		Profile: sp.Profile, Heartbeat: sp.Heartbeat, HeartbeatExpire: sp.HeartbeatExpire, HeartbeatMessage: sp.HeartbeatMessage}
+	ws := &WorkerSpec{Cmd: cmd, Cwd: w.Cwd, Env: c.StringSlice("env"), Tags: sp.Tags, Session: w.Tmux.Session, Socket: sp.Tmux.Socket,
+		Profile: sp.Profile, Heartbeat: hbText, HeartbeatExpire: hbExpire, HeartbeatMessage: hbMessage}
 	if w.Worktree != nil {
 		ws.Worktree = &Worktree{Path: w.Worktree.Path, Branch: w.Worktree.Branch, BaseRepo: w.Worktree.BaseRepo}
 	}
@@ -453,7 +456,7 @@ func (l *app) replace(ctx context.Context, w *worker.Worker, old *State) (*Workt
 			l.home.Stop(ctx, w)
 		}
 		if w.Worktree != nil {
-			if err := l.home.RemoveWorktree(ctx, w.Worktree, false); err != nil {
+			if err := swarm.RemoveWorktree(ctx, w.Worktree, false); err != nil {
 				l.warnf("keeping the worktree of '%s' (%s): %v", w.Name, w.Worktree.Path, err)
 				keep = &Worktree{Path: w.Worktree.Path, Branch: w.Worktree.Branch, BaseRepo: w.Worktree.BaseRepo}
 			}
@@ -604,7 +607,7 @@ func (l *app) printStatus(ctx context.Context, st *State, w *worker.Worker, ws s
 		}
 	}
 	if stuck && w != nil && ws == "running" {
-		if text, err := l.home.Screen(ctx, w.Name, 200); err == nil {
+		if text, err := l.home.Screen(ctx, w, 200); err == nil {
 			var last []string
 			for _, s := range lines(text) {
 				if strings.TrimSpace(s) != "" {
@@ -737,7 +740,7 @@ var stopVerb = &verb{
 				l.warnf("%v", err)
 			}
 			if c.Bool("rm-worktree") && w.Worktree != nil {
-				if err := l.home.RemoveWorktree(c.Context, w.Worktree, c.Bool("force-dirty")); err != nil {
+				if err := swarm.RemoveWorktree(c.Context, w.Worktree, c.Bool("force-dirty")); err != nil {
 					l.warnf("cannot remove worktree for '%s': %v", name, err)
 					fmt.Fprintf(l.stderr, "%s: use --force-dirty to remove anyway\n", l.prog)
 				}
@@ -774,15 +777,15 @@ func (l *app) stopLoop(ctx context.Context, quiet bool) {
 	}
 }
 
-// killHook is swarm kill's call (swarmcli.RalphKill) for each worker it kills: a loop's
-// monitor goes first. With --rm-worktree the loop's state goes too, as the Python swarm did.
-func killHook(ctx context.Context, swarmDir, name string, rmWorktree bool, stderr io.Writer) bool {
-	l := &app{tool: "swarm ralph", prog: "swarm", verbPrefix: []string{"ralph"}, stdout: io.Discard, stderr: stderr}
-	l.home, _ = swarmcli.OpenHome(swarmDir, stderr)
-	if l.home == nil {
-		return false
-	}
-	l.dir = statedirOf(l.home)
+// Kill is what swarm kill does first for each worker it kills (for each worker with --all):
+// when name is a ralph loop of the swarm sw, it ends the loop (stopped, killed) and waits
+// until its monitor is gone, so that no new iteration starts and no worker is being started
+// once kill has looked the worker up (the Python swarm's kill left the monitor running, and it
+// started the next iteration). With rmWorktree the loop's state goes too, as the Python swarm
+// did. It reports whether name was a loop. Warnings go to stderr.
+func Kill(ctx context.Context, sw *swarm.Swarm, name string, rmWorktree bool, stderr io.Writer) bool {
+	l := &app{tool: "swarm ralph", prog: "swarm", verbPrefix: []string{"ralph"}, stdout: io.Discard, stderr: stderr,
+		home: sw, dir: sw.Dir()}
 	if l.loop(name) != nil {
 		return false
 	}

@@ -1,97 +1,82 @@
 package queue
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
-	ucli "github.com/urfave/cli/v2"
 )
 
-func retryApp(_ io.Reader, stdout, stderr io.Writer) *ucli.App {
-	return newApp(cli.Spec{
-		Name: tool + " retry", Usage: "try a failed task again",
-		UsageText:   "ralph queue retry PLAN TASK [--repo DIR]",
-		Description: "Puts a failed task back to pending with its retries at 0 (a running 'ralph queue run' picks it up); the tasks it blocked are pending again.",
-		Flags:       []ucli.Flag{repoFlag()},
-		Action: func(c *ucli.Context) error {
-			return edit(c, stdout, func(q *store.Queue, t *store.Task) (string, error) {
-				switch t.Status {
-				case store.Failed, store.Skipped:
-				case store.Blocked:
-					return "", fmt.Errorf("task %s is blocked by a failed dependency (%s); retry that one", t.ID, failedDeps(q, t))
-				case store.Claimed:
-					return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, deref(t.ClaimedBy))
-				default:
-					return "", fmt.Errorf("task %s is %s; only a failed (or skipped) task is retried", t.ID, t.Status)
-				}
-				t.Status, t.Retries, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Error = store.Pending, 0, nil, nil, nil, ""
-				return "pending again", nil
-			})
-		},
-	}, stdout, stderr)
+// Edited is what a change of one task came to: the task's new state in words ("pending
+// again", "skipped"), and the tasks it blocked or unblocked.
+type Edited struct {
+	What  string
+	Moved []string
 }
 
-func skipApp(_ io.Reader, stdout, stderr io.Writer) *ucli.App {
-	return newApp(cli.Spec{
-		Name: tool + " skip", Usage: "leave a task out",
-		UsageText:   "ralph queue skip PLAN TASK [--repo DIR]",
-		Description: "Marks a pending, blocked or failed task skipped: it will not run, and counts as done for the tasks that depend on it.",
-		Flags:       []ucli.Flag{repoFlag()},
-		Action: func(c *ucli.Context) error {
-			return edit(c, stdout, func(q *store.Queue, t *store.Task) (string, error) {
-				switch t.Status {
-				case store.Pending, store.Blocked, store.Failed:
-				case store.Claimed:
-					return "", fmt.Errorf("task %s is being worked on by %s; wait for its end, then skip it", t.ID, deref(t.ClaimedBy))
-				default:
-					return "", fmt.Errorf("task %s is %s already", t.ID, t.Status)
-				}
-				now := record.FormatTime(time.Now())
-				t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt = store.Skipped, nil, nil, &now
-				return "skipped", nil
-			})
-		},
-	}, stdout, stderr)
+// Retry puts task of plan id back to pending with its retries at 0 (a running runner picks it
+// up), and the tasks it blocked with it: a failed or skipped task only.
+func Retry(ctx context.Context, dir store.Dir, id, task string) (*Edited, error) {
+	return edit(ctx, dir, id, task, retry)
+}
+
+// Skip marks task of plan id skipped: it will not run, and counts as done for the tasks that
+// depend on it. A pending, blocked or failed task only.
+func Skip(ctx context.Context, dir store.Dir, id, task string) (*Edited, error) {
+	return edit(ctx, dir, id, task, skip)
+}
+
+// retry is Retry's change of t.
+func retry(q *store.Queue, t *store.Task, _ string) (string, error) {
+	switch t.Status {
+	case store.Failed, store.Skipped:
+	case store.Blocked:
+		return "", fmt.Errorf("task %s is blocked by a failed dependency (%s); retry that one", t.ID, failedDeps(q, t))
+	case store.Claimed:
+		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, holder(t.ClaimedBy))
+	default:
+		return "", fmt.Errorf("task %s is %s; only a failed (or skipped) task is retried", t.ID, t.Status)
+	}
+	t.Status, t.Retries, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Error = store.Pending, 0, nil, nil, nil, ""
+	return "pending again", nil
+}
+
+// skip is Skip's change of t, at now.
+func skip(_ *store.Queue, t *store.Task, now string) (string, error) {
+	switch t.Status {
+	case store.Pending, store.Blocked, store.Failed:
+	case store.Claimed:
+		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end, then skip it", t.ID, holder(t.ClaimedBy))
+	default:
+		return "", fmt.Errorf("task %s is %s already", t.ID, t.Status)
+	}
+	t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt = store.Skipped, nil, nil, &now
+	return "skipped", nil
 }
 
 // edit changes one task of the queue in one transaction, then blocks and unblocks its
 // dependents, and clears its retry-queue entries.
-func edit(c *ucli.Context, stdout io.Writer, change func(q *store.Queue, t *store.Task) (string, error)) error {
-	a, err := args(c, "PLAN", "TASK")
-	if err != nil {
-		return err
-	}
-	id, err := planOf(a[0])
-	if err != nil {
-		return err
-	}
-	dir, _, err := dirOf(c)
-	if err != nil {
-		return err
-	}
-	var what string
-	var moved []string
-	err = store.New(dir, id).Update(c.Context, func(tx *store.Tx) error {
+func edit(ctx context.Context, dir store.Dir, id, task string, change func(q *store.Queue, t *store.Task, now string) (string, error)) (*Edited, error) {
+	var out Edited
+	now := record.FormatTime(time.Now())
+	err := store.New(dir, id).Update(ctx, func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
 			return err
 		}
-		t, ok := q.Get(a[1])
+		t, ok := q.Get(task)
 		if !ok {
-			return fmt.Errorf("plan %s has no task %q", id, a[1])
+			return fmt.Errorf("plan %s has no task %q", id, task)
 		}
-		if what, err = change(q, &t); err != nil {
+		if out.What, err = change(q, &t, now); err != nil {
 			return err
 		}
 		q.Put(t)
-		moved = q.Reblock()
+		out.Moved = q.Reblock()
 		tx.ChangedQueue()
 		rq, err := tx.Retry()
 		if err != nil {
@@ -110,13 +95,9 @@ func edit(c *ucli.Context, stdout io.Writer, change func(q *store.Queue, t *stor
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(stdout, "%s: %s\n", a[1], what)
-	if len(moved) > 0 {
-		fmt.Fprintf(stdout, "and so: %s\n", strings.Join(moved, ", "))
-	}
-	return nil
+	return &out, nil
 }
 
 func failedDeps(q *store.Queue, t *store.Task) string {
@@ -129,69 +110,20 @@ func failedDeps(q *store.Queue, t *store.Task) string {
 	return strings.Join(ids, ", ")
 }
 
-func deref(s *string) string {
+// holder names a claim's agent.
+func holder(s *string) string {
 	if s == nil {
 		return "an agent"
 	}
 	return *s
 }
 
-func addApp(_ io.Reader, stdout, stderr io.Writer) *ucli.App {
-	return newApp(cli.Spec{
-		Name: tool + " add", Usage: "add tasks to a plan's queue",
-		UsageText: "ralph queue add PLAN TASK_ID DESCRIPTION... [--after IDS] [--repo DIR]\nralph queue add PLAN --from FILE [--repo DIR]",
-		Description: "Adds one task (its dependencies as --after t1,t2), or the tasks of a plan file (--from, in any plan format), " +
-			"checked as init checks a plan, against the tasks already queued. A running 'ralph queue run' picks them up.",
-		Flags: []ucli.Flag{repoFlag(),
-			&ucli.StringFlag{Name: "after", Usage: "the task's dependencies, comma-separated (`IDS`)"},
-			&ucli.StringFlag{Name: "from", Usage: "add the tasks of a plan file (`FILE`)"}},
-		Action: func(c *ucli.Context) error {
-			return add(c, stdout)
-		},
-	}, stdout, stderr)
-}
-
-func add(c *ucli.Context, stdout io.Writer) error {
-	a := c.Args().Slice()
-	if len(a) == 0 {
-		return cli.Usagef("add takes PLAN and a task (TASK_ID DESCRIPTION...), or PLAN --from FILE")
-	}
-	id, err := planOf(a[0])
-	if err != nil {
-		return err
-	}
-	file := "the command line"
-	var tasks []plan.Task
-	switch {
-	case c.String("from") != "" && len(a) == 1:
-		file = c.String("from")
-		doc, err := fsx.ReadFileLimit(file, plan.MaxSize)
-		if err != nil {
-			return fmt.Errorf("reading the plan: %w", err)
-		}
-		if tasks, err = plan.Parse(file, doc); err != nil {
-			return err
-		}
-	case c.String("from") == "" && len(a) >= 3:
-		t := plan.Task{ID: a[1], Description: strings.Join(a[2:], " ")}
-		if c.String("after") != "" {
-			for _, d := range strings.Split(c.String("after"), ",") {
-				if d = strings.TrimSpace(d); d == "" {
-					return cli.Usagef("--after %q has an empty id; list ids as t1,t2", c.String("after"))
-				}
-				t.Dependencies = append(t.Dependencies, d)
-			}
-		}
-		tasks = []plan.Task{t}
-	default:
-		return cli.Usagef("add takes PLAN TASK_ID DESCRIPTION... [--after IDS], or PLAN --from FILE")
-	}
-	dir, _, err := dirOf(c)
-	if err != nil {
-		return err
-	}
+// Add adds tasks to plan id's queue in dir, checked as a plan is (plan.Check, from, the file
+// or "the command line", naming where they came from) against the tasks already queued, in
+// one transaction; a running runner picks them up.
+func Add(ctx context.Context, dir store.Dir, id, from string, tasks []plan.Task) error {
 	now := record.FormatTime(time.Now())
-	err = store.New(dir, id).Update(c.Context, func(tx *store.Tx) error {
+	return store.New(dir, id).Update(ctx, func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
 			return err
@@ -200,7 +132,7 @@ func add(c *ucli.Context, stdout io.Writer) error {
 		for _, t := range q.Tasks() {
 			known[t.ID] = plan.Known{Dependencies: t.Dependencies}
 		}
-		if err := plan.Check(file, id, tasks, known); err != nil {
+		if err := plan.Check(from, id, tasks, known); err != nil {
 			return err
 		}
 		for _, t := range tasks {
@@ -210,9 +142,4 @@ func add(c *ucli.Context, stdout io.Writer) error {
 		tx.ChangedQueue()
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "plan %s: %d task(s) added\n", id, len(tasks))
-	return nil
 }

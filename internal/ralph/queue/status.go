@@ -1,7 +1,7 @@
 package queue
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,30 +9,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/screen"
-	ucli "github.com/urfave/cli/v2"
 )
 
-func statusApp(_ io.Reader, stdout, stderr io.Writer) *ucli.App {
-	return newApp(cli.Spec{
-		Name: tool + " status", Usage: "show a plan's tasks, agents, cost and ETA",
-		UsageText: "ralph queue status PLAN [--json] [--repo DIR]",
-		Description: "Counts the tasks by state, lists the agents of the last run with their cost, the plan's cost against its budget, " +
-			"an estimate of the time left while a runner is at work, and every task that is not done.",
-		Flags: []ucli.Flag{repoFlag(), &ucli.BoolFlag{Name: "json", Usage: "one JSON document"}},
-		Action: func(c *ucli.Context) error {
-			a, err := args(c, "PLAN")
-			if err != nil {
-				return err
-			}
-			return status(c, a[0], stdout)
-		},
-	}, stdout, stderr)
-}
-
-// Status is status --json's document.
+// Status is a plan's status: ralph queue status --json's document.
 type Status struct {
 	PlanID         string         `json:"plan_id"`
 	Tasks          int            `json:"tasks"`
@@ -48,27 +29,22 @@ type Status struct {
 	Open []store.Task `json:"open"`
 }
 
-func status(c *ucli.Context, planArg string, stdout io.Writer) error {
-	id, err := planOf(planArg)
-	if err != nil {
-		return err
-	}
-	dir, _, err := dirOf(c)
-	if err != nil {
-		return err
-	}
+// StatusOf is plan id's status in dir, read without the queue's lock: the tasks by status,
+// the agents of the last run, the cost against the budget, whether a runner is at work, and an
+// estimate of the time left while one is.
+func StatusOf(ctx context.Context, dir store.Dir, id string) (*Status, error) {
 	s := store.New(dir, id)
 	q, err := s.View()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p, err := s.ViewProgress()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st := Status{PlanID: id, Tasks: q.Len(), Counts: q.Counts(), TotalCostUSD: p.TotalCostUSD,
+	st := &Status{PlanID: id, Tasks: q.Len(), Counts: q.Counts(), TotalCostUSD: p.TotalCostUSD,
 		BudgetLimitUSD: p.BudgetLimitUSD, Agents: p.Agents, Open: []store.Task{}}
-	if unlock, err := dir.LockRunner(c.Context); err == nil {
+	if unlock, err := dir.LockRunner(ctx); err == nil {
 		unlock()
 	} else if errors.Is(err, store.ErrRunnerActive) {
 		st.RunnerActive = true
@@ -83,17 +59,12 @@ func status(c *ucli.Context, planArg string, stdout io.Writer) error {
 		eta := math.Ceil(float64(left) * p.Performance.AvgDurationSeconds / float64(p.AgentsActive))
 		st.ETASeconds = &eta
 	}
-	if c.Bool("json") {
-		b, _ := json.MarshalIndent(st, "", "  ")
-		_, err := fmt.Fprintf(stdout, "%s\n", b)
-		return err
-	}
-	return printStatus(stdout, &st)
+	return st, nil
 }
 
-// printStatus writes the status as text; every name and description from the files is
-// stripped of control sequences.
-func printStatus(w io.Writer, st *Status) error {
+// WriteStatus writes st as ralph queue status' text; every name and description from the
+// files is stripped of control sequences.
+func WriteStatus(w io.Writer, st *Status) error {
 	n := st.Counts
 	fmt.Fprintf(w, "plan %s: %d tasks: %d done, %d claimed, %d pending, %d failed, %d blocked, %d skipped\n", clean(st.PlanID), st.Tasks,
 		n[store.Done], n[store.Claimed], n[store.Pending], n[store.Failed], n[store.Blocked], n[store.Skipped])
@@ -103,7 +74,7 @@ func printStatus(w io.Writer, st *Status) error {
 	} else if n[store.Claimed] > 0 {
 		runner += fmt.Sprintf(" (%d claims left by one that stopped: 'ralph queue run' takes them back)", n[store.Claimed])
 	}
-	fmt.Fprintf(w, "%s; cost $%s%s", runner, money(st.TotalCostUSD), budgetNote(st.BudgetLimitUSD))
+	fmt.Fprintf(w, "%s; cost $%s%s", runner, Money(st.TotalCostUSD), budgetNote(st.BudgetLimitUSD))
 	if st.ETASeconds != nil {
 		fmt.Fprintf(w, "; about %s left", duration(*st.ETASeconds))
 	}
@@ -116,7 +87,7 @@ func printStatus(w io.Writer, st *Status) error {
 			if a.TaskID != nil {
 				task = clean(*a.TaskID)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), task, a.Tasks, money(a.CostUSD), duration(a.DurationSeconds))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), task, a.Tasks, Money(a.CostUSD), duration(a.DurationSeconds))
 		}
 	}
 	if len(st.Open) > 0 {

@@ -43,7 +43,6 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 	d := attempt.NewDir(stateDir)
 	os.MkdirAll(stateDir, 0o700)
 	s := store.New(store.In(tmp), "p")
-	s.Validate = true
 	a1, a2, a3, a4 := "agent-1", "agent-2", "agent-3", "agent-4"
 	at := record.FormatTime(time.Now())
 	tasks := []store.Task{

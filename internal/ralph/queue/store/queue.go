@@ -9,13 +9,20 @@ import (
 
 // Queue is a task queue in memory: the file's document, an index by task id, and each task's
 // encoding kept until the task changes, so that writing a queue of 10,000 tasks after a claim
-// encodes one task and copies the others.
+// encodes one task and copies the others, and checks one task against the schema (check.go).
 type Queue struct {
 	PlanID    string
 	CreatedAt string
 	tasks     []Task
 	index     map[string]int
-	enc       [][]byte
+	enc       []encoded
+}
+
+// encoded is a task's encoding (nil until it is made), and whether it was checked against the
+// task schema; a change of the task resets both.
+type encoded struct {
+	b       []byte
+	checked bool
 }
 
 // NewQueue makes a queue of tasks.
@@ -28,7 +35,7 @@ func NewQueue(plan, createdAt string, tasks []Task) *Queue {
 func (q *Queue) reset(tasks []Task) {
 	q.tasks = tasks
 	q.index = make(map[string]int, len(tasks))
-	q.enc = make([][]byte, len(tasks))
+	q.enc = make([]encoded, len(tasks))
 	for i, t := range tasks {
 		q.index[t.ID] = i
 	}
@@ -52,12 +59,12 @@ func (q *Queue) Get(id string) (Task, bool) {
 // Put replaces the task of t's id, or appends t as a new task.
 func (q *Queue) Put(t Task) {
 	if i, ok := q.index[t.ID]; ok {
-		q.tasks[i], q.enc[i] = t, nil
+		q.tasks[i], q.enc[i] = t, encoded{}
 		return
 	}
 	q.index[t.ID] = len(q.tasks)
 	q.tasks = append(q.tasks, t)
-	q.enc = append(q.enc, nil)
+	q.enc = append(q.enc, encoded{})
 }
 
 // Ready says whether a pending task can be claimed: every dependency is done or skipped.
@@ -86,7 +93,7 @@ func (q *Queue) Claim(agent, now string) (Task, bool) {
 			continue
 		}
 		t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
-		q.enc[i] = nil
+		q.enc[i] = encoded{}
 		return *t, true
 	}
 	return Task{}, false
@@ -164,7 +171,7 @@ func (q *Queue) Reblock() []string {
 		default:
 			continue
 		}
-		q.enc[i] = nil
+		q.enc[i] = encoded{}
 		changed = append(changed, t.ID)
 	}
 	return changed
@@ -178,10 +185,10 @@ func (q *Queue) Encode() []byte { return q.AppendEncode(nil) }
 func (q *Queue) AppendEncode(b []byte) []byte {
 	size := 128
 	for i := range q.tasks {
-		if q.enc[i] == nil {
-			q.enc[i] = appendTask(nil, &q.tasks[i])
+		if q.enc[i].b == nil {
+			q.enc[i].b = appendTask(nil, &q.tasks[i])
 		}
-		size += len(q.enc[i]) + 6
+		size += len(q.enc[i].b) + 6
 	}
 	if cap(b)-len(b) < size {
 		b = append(make([]byte, 0, len(b)+size), b...)
@@ -196,7 +203,7 @@ func (q *Queue) AppendEncode(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, "\n    "...)
-		b = append(b, e...)
+		b = append(b, e.b...)
 	}
 	if len(q.enc) > 0 {
 		b = append(b, "\n  "...)

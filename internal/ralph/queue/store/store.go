@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
-	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -90,12 +89,13 @@ const (
 // across processes and across the goroutines of one. The queue last written is kept in memory,
 // with its file's identity: the next transaction reads the file again only if another process
 // replaced it since.
+//
+// Every document is checked against its embedded schema before it is written (check.go): one
+// that does not satisfy it is an error wrapping a *schema.InvalidError, and the transaction
+// writes none of its files.
 type Store struct {
 	Dir  Dir
 	Plan string
-	// Validate checks every document against its embedded schema before it is written (tests
-	// set RALPH_QUEUE_VALIDATE=1): a document that does not satisfy it is an error, not written.
-	Validate bool
 
 	mu     sync.Mutex
 	cached *Queue
@@ -119,9 +119,10 @@ func stampOf(fi fs.FileInfo) stamp {
 	return stamp{dev: uint64(st.Dev), ino: uint64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
-// New returns the store of plan in d.
+// New returns the store of plan in d. (RALPH_QUEUE_VALIDATE=1 once turned the schema checks on;
+// they are always on, and the variable is no longer read.)
 func New(d Dir, plan string) *Store {
-	return &Store{Dir: d, Plan: plan, Validate: os.Getenv("RALPH_QUEUE_VALIDATE") == "1"}
+	return &Store{Dir: d, Plan: plan}
 }
 
 // ErrNoQueue is returned when the plan has no task queue.
@@ -251,7 +252,8 @@ func readJSON(path string, v any) error {
 
 // Update runs fn in a transaction under the directory's lock and writes what it changed, each
 // file once, atomically: the retry queue and the progress first, the task queue (the truth) last.
-// fn's error is returned and nothing is written.
+// fn's error is returned and nothing is written; so is the error of a document that does not
+// satisfy its schema (every one is checked before the first is written).
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.update(ctx, false, fn)
 }
@@ -285,26 +287,44 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 	if err := fn(tx); err != nil {
 		return err
 	}
+	var retry, progress []byte
 	if tx.rDirty {
-		if err := s.write(KindRetryQueue, s.Dir.RetryQueue(s.Plan), marshal(tx.r)); err != nil {
+		retry = marshal(tx.r)
+		if err := Check(KindRetryQueue, retry); err != nil {
+			return fmt.Errorf("not writing %s: %w", s.Dir.RetryQueue(s.Plan), err)
+		}
+	}
+	if tx.pDirty {
+		progress = marshal(tx.p)
+		if err := Check(KindProgress, progress); err != nil {
+			return fmt.Errorf("not writing %s: %w", s.Dir.Progress(s.Plan), err)
+		}
+	}
+	if tx.qDirty {
+		s.cached = nil
+		var err error
+		if s.buf, err = tx.q.appendChecked(s.buf[:0]); err != nil {
+			return fmt.Errorf("not writing %s: %w", s.Dir.TaskQueue(s.Plan), err)
+		}
+	}
+	if tx.rDirty {
+		if err := fsx.WriteFileAtomic(s.Dir.RetryQueue(s.Plan), retry, 0o600); err != nil {
 			return err
 		}
 	}
 	if tx.pDirty {
-		if err := s.write(KindProgress, s.Dir.Progress(s.Plan), marshal(tx.p)); err != nil {
+		if err := fsx.WriteFileAtomic(s.Dir.Progress(s.Plan), progress, 0o600); err != nil {
 			return err
 		}
 	}
 	if tx.qDirty {
 		path := s.Dir.TaskQueue(s.Plan)
-		s.cached = nil
-		s.buf = tx.q.AppendEncode(s.buf[:0])
 		release := s.holdOld(path)
 		var err error
 		if tx.lazy && !tx.rDirty && !tx.pDirty {
 			err = s.writeLazy(path, s.buf)
 		} else {
-			err = s.write(KindTaskQueue, path, s.buf)
+			err = fsx.WriteFileAtomic(path, s.buf, 0o600)
 		}
 		release()
 		if err != nil {
@@ -368,61 +388,14 @@ func (s *Store) holdOld(path string) func() {
 	return func() { go os.Remove(old) }
 }
 
-// writeLazy is write without the directory's fsync, which a goroutine does after (see Lazy):
-// fsx.WriteFileAtomicLazy.
+// writeLazy is fsx.WriteFileAtomic without the directory's fsync, which a goroutine does after
+// (see Lazy): fsx.WriteFileAtomicLazy.
 func (s *Store) writeLazy(path string, doc []byte) error {
-	if s.Validate {
-		if err := Check(KindTaskQueue, doc); err != nil {
-			return fmt.Errorf("not writing %s: %w", path, err)
-		}
-	}
 	syncDir, err := fsx.WriteFileAtomicLazy(path, doc, 0o600)
 	if err != nil {
 		return err
 	}
 	go syncDir()
-	return nil
-}
-
-// write replaces path with doc, atomically, after checking it against kind's schema if asked.
-func (s *Store) write(kind, path string, doc []byte) error {
-	if s.Validate {
-		if err := Check(kind, doc); err != nil {
-			return fmt.Errorf("not writing %s: %w", path, err)
-		}
-	}
-	return fsx.WriteFileAtomic(path, doc, 0o600)
-}
-
-var (
-	schemasOnce sync.Once
-	compiled    map[string]*schema.Schema
-	compileErr  error
-)
-
-// Check validates doc against kind's embedded schema.
-func Check(kind string, doc []byte) error {
-	schemasOnce.Do(func() {
-		compiled = map[string]*schema.Schema{}
-		for _, k := range []string{KindTaskQueue, KindRetryQueue, KindProgress, KindAgentState} {
-			s, err := schema.Load(k, "")
-			if err != nil {
-				compileErr = err
-				return
-			}
-			compiled[k] = s
-		}
-	})
-	if compileErr != nil {
-		return compileErr
-	}
-	problems, err := compiled[kind].Validate(doc)
-	if err != nil {
-		return err
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("invalid %s: %s", kind, problems[0])
-	}
 	return nil
 }
 
@@ -438,10 +411,8 @@ func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
 		a.Context.CommitsMade = []string{}
 	}
 	doc := marshal(a)
-	if s.Validate {
-		if err := Check(KindAgentState, doc); err != nil {
-			return fmt.Errorf("not writing %s's state: %w", a.AgentID, err)
-		}
+	if err := Check(KindAgentState, doc); err != nil {
+		return fmt.Errorf("not writing %s's state: %w", a.AgentID, err)
 	}
 	return fsx.WriteLockedBy(ctx, s.Dir.AgentLock(a.AgentID), s.Dir.AgentState(a.AgentID), doc, 0o600)
 }

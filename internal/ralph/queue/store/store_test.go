@@ -28,7 +28,6 @@ func newTasks(n int, deps func(i int) []string) []Task {
 
 func initQueue(t testing.TB, dir Dir, plan string, tasks []Task) *Store {
 	s := New(dir, plan)
-	s.Validate = true
 	err := s.Create(context.Background(), func(tx *Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
@@ -173,7 +172,6 @@ func TestConcurrentClaims(t *testing.T) {
 		go func(agent string) {
 			defer wg.Done()
 			s := New(dir, "p")
-			s.Validate = true
 			for {
 				got, ok, err := claim(s, agent)
 				if err != nil {
@@ -266,7 +264,6 @@ func TestClaimer(t *testing.T) {
 		t.Skip("run by TestConcurrentClaimProcesses")
 	}
 	s := New(In(dir), "p")
-	s.Validate = true
 	for {
 		got, ok, err := claim(s, agent)
 		if err != nil {
@@ -321,7 +318,6 @@ func BenchmarkClaim(b *testing.B) {
 		return []string{fmt.Sprintf("t%d", i/2), fmt.Sprintf("t%d", i-3)}
 	})
 	s := initQueue(b, dir, "p", tasks)
-	s.Validate = false
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		got, ok, err := claim(s, "agent-1")

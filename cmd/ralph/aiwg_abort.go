@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/aiwg"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// abortCommand is `ralph abort [LOOP_ID] [--revert | --keep-changes]`: an AIWG loop ended for
+// good, its agent stopped; --revert resets the working tree to where the loop started.
+func abortCommand() *cli.Command {
+	return &cli.Command{
+		Name: "abort", OwnSignals: true,
+		Help: `ralph abort [LOOP_ID] [--revert | --keep-changes] - end a loop; stop its agent
+
+   --revert          reset the working tree to where the loop started
+   --keep-changes    leave the working tree as the agent left it (the default)
+`,
+		// --force is taken, as it always was, and changes nothing.
+		Flags: []ucli.Flag{loopIDFlag(), &ucli.BoolFlag{Name: "revert"}, &ucli.BoolFlag{Name: "keep-changes"},
+			&ucli.BoolFlag{Name: "force"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			revert := c.Bool("revert")
+			if revert && c.Bool("keep-changes") {
+				return cli.Usagef("--revert and --keep-changes exclude each other: give one")
+			}
+			ws, id, err := namedLoop(ctx, c)
+			if err != nil {
+				return err
+			}
+			st, err := ws.Abort(ctx, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "Loop %s aborted after %d iterations\n", id, st.Metrics.TotalIterations)
+			if !revert {
+				return nil
+			}
+			if err := ws.Revert(ctx, st); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "Working tree reset to %s, where the loop started\n", aiwg.Short(st.StartCommit))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/aiwg"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// resumeCommand is `ralph resume`: an AIWG loop's for a loop id (a paused loop continued, a
+// crashed one restored from its last checkpoint), swarm's loops' for a name.
+func resumeCommand() *cli.Command {
+	return routedCommand(&cli.Command{
+		Name: "resume", OwnSignals: true,
+		Help: `ralph resume LOOP_ID [--max-iterations N] [--timeout DUR] [--force] [--foreground]
+   continue a paused loop, or a crashed one from its last checkpoint
+`,
+		Flags: []ucli.Flag{loopIDFlag(), &ucli.StringFlag{Name: "max-iterations"}, &ucli.StringFlag{Name: "timeout"},
+			&ucli.BoolFlag{Name: "force"}, &ucli.BoolFlag{Name: "foreground"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			spec := aiwg.ResumeSpec{Force: c.Bool("force"), Foreground: c.Bool("foreground")}
+			var err error
+			if spec.MaxIterations, err = positive(c, "max-iterations", 0); err != nil {
+				return err
+			}
+			if c.IsSet("timeout") {
+				timeout, err := parseTimeout(c.String("timeout"))
+				if err != nil {
+					return err
+				}
+				spec.Timeout = &timeout
+			}
+			ws, id, err := namedLoop(ctx, c)
+			if err != nil {
+				return err
+			}
+			rt, err := runtime(ws, s.Err, s.Err)
+			if err != nil {
+				return err
+			}
+			res, err := ws.Resume(ctx, id, spec, rt)
+			if err != nil {
+				return err
+			}
+			st := res.State
+			how := "resumed"
+			if res.From == aiwg.StatusCrashed {
+				how = "restarted (it had no checkpoint)"
+				if st.LastCheckpoint != nil {
+					how = "restored from " + *st.LastCheckpoint
+				}
+			}
+			fmt.Fprintf(s.Out, "Loop %s %s: iteration %d of at most %d next\n", id, how, st.Iteration+1, st.Configuration.MaxIterations)
+			if res.Foreground {
+				return foregroundResult(ws.RunLoop(ctx, id, rt))
+			}
+			return nil
+		},
+	})
+}

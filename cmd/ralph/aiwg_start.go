@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/aiwg"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Defaults of ralph start: seed 003's max_iterations and checkpoint_interval, AIWG's 60
+// minutes.
+const (
+	defaultMaxIterations = 200
+	defaultTimeout       = 60 * time.Minute
+	defaultAgent         = "claude"
+)
+
+// startCommand is `ralph start "TASK" --completion "CMD"`, and the two hidden forms ralph
+// starts itself: `start __run ID` (a background controller) and `start __supervise …` (an
+// iteration's supervisor).
+func startCommand() *cli.Command {
+	start := &cli.Command{
+		Name: "start", OwnSignals: true,
+		Help: `ralph start "TASK" --completion "CMD" [options] - run TASK with an agent until CMD exits 0
+
+Options:
+   --completion, -c CMD       the command that exits 0 when the task is done (required); plain
+                              words run as they are, shell syntax through /bin/sh -c
+   --max-iterations N         at most N iterations (200)
+   --timeout DUR              the loop's time: 90s, 30m, 1h30m, bare minutes, or none (60m)
+   --checkpoint-interval N    a checkpoint every N iterations (1)
+   --agent AGENT[:MODEL]      an agent of the agents config (CONFIG_FILE) (claude)
+   --force                    start even with 4 loops active in the workspace
+   --foreground               run here until the loop ends; exit 0 only for completed
+
+The loop lives in .aiwg/ralph/loops/<loop_id>/; each iteration's run and result records in
+$STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
+`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "completion", Aliases: []string{"c"}},
+			&ucli.StringFlag{Name: "max-iterations"},
+			&ucli.StringFlag{Name: "timeout"},
+			&ucli.StringFlag{Name: "checkpoint-interval"},
+			&ucli.StringFlag{Name: "agent", Value: defaultAgent},
+			&ucli.BoolFlag{Name: "force"},
+			&ucli.BoolFlag{Name: "foreground"},
+		},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			spec, err := startSpec(c)
+			if err != nil {
+				return err
+			}
+			return runStart(ctx, spec, s)
+		},
+	}
+	return &cli.Command{Name: "start", OwnSignals: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
+		if len(args) > 0 {
+			switch args[0] {
+			case controllerVerb:
+				return runController(ctx, s, args[1:])
+			case supervisorVerb:
+				path := tool + " start " + supervisorVerb
+				return cli.Run(ctx, startSuperviseCommand().App(path, s), append([]string{path}, args[1:]...))
+			}
+		}
+		return cli.Run(ctx, start.App(tool+" start", s), append([]string{tool + " start"}, args...))
+	}}
+}
+
+// startSpec reads ralph start's operand and flags. The state directory is $STATE_DIR, else
+// the workspace's .aiwg/ralph/state.
+func startSpec(c *ucli.Context) (aiwg.StartSpec, error) {
+	ops := c.Args().Slice()
+	if len(ops) != 1 || strings.TrimSpace(ops[0]) == "" {
+		return aiwg.StartSpec{}, cli.Usagef("give the task as one argument: ralph start \"TASK\" --completion \"CMD\"")
+	}
+	spec := aiwg.StartSpec{Task: ops[0], Completion: c.String("completion"), Timeout: defaultTimeout,
+		Agent: c.String("agent"), StateDir: os.Getenv("STATE_DIR"), Force: c.Bool("force"), Foreground: c.Bool("foreground")}
+	if strings.TrimSpace(spec.Completion) == "" {
+		return spec, cli.Usagef("--completion \"CMD\" is required: the command that exits 0 when the task is done")
+	}
+	var err error
+	if spec.MaxIterations, err = positive(c, "max-iterations", defaultMaxIterations); err != nil {
+		return spec, err
+	}
+	if spec.CheckpointInterval, err = positive(c, "checkpoint-interval", 1); err != nil {
+		return spec, err
+	}
+	if c.IsSet("timeout") {
+		if spec.Timeout, err = parseTimeout(c.String("timeout")); err != nil {
+			return spec, err
+		}
+	}
+	if spec.Agent == "" {
+		spec.Agent = defaultAgent
+	}
+	return spec, nil
+}
+
+// runStart starts the loop spec and says so; with --foreground it is the loop's controller
+// until the loop ends, and exits 0 only for completed.
+func runStart(ctx context.Context, spec aiwg.StartSpec, s cli.Streams) error {
+	ws, err := workspace()
+	if err != nil {
+		return err
+	}
+	rt, err := runtime(ws, s.Err, s.Err)
+	if err != nil {
+		return err
+	}
+	st, err := ws.Start(ctx, spec, rt)
+	if err != nil {
+		return err
+	}
+	if spec.Foreground {
+		fmt.Fprintf(s.Out, "Ralph loop %s: %s\n", st.LoopID, aiwg.OneLine(st.Task, 60))
+		return foregroundResult(ws.RunLoop(ctx, st.LoopID, rt))
+	}
+	fmt.Fprintf(s.Out, "✓ Ralph loop started (%s). Check status: ralph status %s\n", st.LoopID, st.LoopID)
+	fmt.Fprintf(s.Out, "  PID: %d\n", *st.PID)
+	fmt.Fprintf(s.Out, "  Loop ID: %s\n", st.LoopID)
+	return nil
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/aiwg"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// statusCommand is `ralph status`: an AIWG loop's state for a loop id, swarm's loops' status
+// for a name.
+func statusCommand() *cli.Command {
+	return routedCommand(&cli.Command{
+		Name: "status", OwnSignals: true,
+		Help:  "ralph status LOOP_ID [--json] - an AIWG loop's state (--json: its state.json)\n",
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json"}, loopIDFlag()},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			ws, id, err := namedLoop(ctx, c)
+			if err != nil {
+				return err
+			}
+			st, err := ws.Look(ctx, id)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(s.Out, st)
+			}
+			aiwg.WriteStatus(s.Out, st, time.Now())
+			return nil
+		},
+	})
+}
+
+// writeJSON writes v indented, as AIWG's verbs' --json do.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

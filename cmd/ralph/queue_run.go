@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/ralph/queue"
+	"github.com/agentfleet/fleet/internal/ralph/queue/runner"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/supervise"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// exitBudget is run's status when the budget stopped it with tasks left.
+const exitBudget = 3
+
+// queueRunCommand is `ralph queue run PLAN --agents N`: the plan's tasks worked through.
+func queueRunCommand() *cli.Command {
+	return &cli.Command{
+		Name: "run", Usage: "work through a plan's tasks with N agents at once",
+		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--repo DIR] [--worktree] [--state-dir DIR]",
+		Description: "Each agent claims the next task whose dependencies are done and runs it as a dispatch of bead <plan>-<task> " +
+			"(run and result records in the state directory, the agent supervised in the background), then marks it done, or " +
+			"failed: back to pending through the retry queue until --max-retries attempts, then failed, its dependents blocked. " +
+			"The agent is one of the agents config's (CONFIG_FILE, as dispatch reads it). The budget is checked before each agent " +
+			"starts a task, against the cost the agents report in their output (claude -p --output-format json's total_cost_usd, " +
+			"or the profile's pattern). A run interrupted, or killed, leaves its claims: the next run waits for the agents still " +
+			"at work, judges those that ended by their records, and puts back to pending those that never started.",
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "agents", Usage: "how many agents work at once (`N`)"},
+			&ucli.StringFlag{Name: "agent", Value: "claude", Usage: "the agent type, with an optional model (`AGENT[:MODEL]`)"},
+			&ucli.StringFlag{Name: "budget", Usage: "stop starting agents once the plan's cost reaches `USD`"},
+			&ucli.BoolFlag{Name: "hard-budget", Usage: "once the budget is reached, also stop the agents at work"},
+			&ucli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts a task gets, the first included (`N`)"},
+			repoFlag(),
+			&ucli.BoolFlag{Name: "worktree", Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>)"},
+			cli.StateDirFlag(),
+		},
+		ExitCodes: []cli.ExitCode{{Code: cli.ExitOK, Meaning: "every task done (or skipped)"},
+			{Code: cli.ExitFailure, Meaning: "tasks failed or blocked, or an error"}, {Code: cli.ExitUsage, Meaning: "usage error"},
+			{Code: exitBudget, Meaning: "the budget was reached with tasks left"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			a, err := operands(c, "PLAN")
+			if err != nil {
+				return err
+			}
+			id, err := planOf(a[0])
+			if err != nil {
+				return err
+			}
+			cfg, err := runConfig(c, id)
+			if err != nil {
+				return err
+			}
+			cfg.Log = s.Out
+			res, err := queue.Run(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if os.Getenv("RALPH_QUEUE_TIMING") == "1" && res.Timing.Tasks > 0 {
+				tm := res.Timing
+				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(tm.Tasks) }
+				fmt.Fprintf(s.Err, "%s: timing: %d tasks; per task: queue %.2f ms, dispatch launch %.2f ms, the attempt until its end %.2f ms\n",
+					tool, tm.Tasks, per(tm.Queue), per(tm.Launch), per(tm.Wait))
+			}
+			fmt.Fprintln(s.Out, queue.Summary(id, res, cfg.Budget))
+			n := res.Counts
+			switch {
+			case res.Interrupted:
+				return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("interrupted; the agents at work go on, and the next 'ralph queue run' takes them back")}
+			case res.BudgetReached && n[store.Pending]+n[store.Claimed] > 0:
+				return &cli.ExitError{Code: exitBudget, Err: fmt.Errorf("the budget is reached ($%s of $%s); raise --budget and run again to go on", queue.Money(res.CostUSD), queue.Money(*cfg.Budget))}
+			case n[store.Failed]+n[store.Blocked] > 0:
+				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d tasks failed and %d are blocked; 'ralph queue status %s' lists them, 'ralph queue retry %s TASK' tries one again", n[store.Failed], n[store.Blocked], id, id)}
+			}
+			return nil
+		},
+	}
+}
+
+// runConfig reads run's flags and settings into the runner's Config for plan id: the agent of
+// the agents config (agent.FindConfig's order, from the current directory), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
+// DISPATCH_MIN_FREE_MB for each attempt, this program's `queue __supervise` verb.
+func runConfig(c *ucli.Context, id string) (runner.Config, error) {
+	var cfg runner.Config
+	if !c.IsSet("agents") || c.Int("agents") < 1 {
+		return cfg, cli.Usagef("--agents N is needed: how many agents work at once (1 or more)")
+	}
+	if c.Int("max-retries") < 1 {
+		return cfg, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", c.Int("max-retries"))
+	}
+	if c.IsSet("budget") {
+		v, err := strconv.ParseFloat(c.String("budget"), 64)
+		if err != nil || v < 0 || v != v {
+			return cfg, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", c.String("budget"))
+		}
+		cfg.Budget = &v
+	} else if c.Bool("hard-budget") {
+		return cfg, cli.Usagef("--hard-budget needs --budget USD")
+	}
+	dir, repo, err := queueDir(c)
+	if err != nil {
+		return cfg, err
+	}
+	stateDir, err := filepath.Abs(c.String("state-dir"))
+	if err != nil {
+		return cfg, err
+	}
+	agents, err := agent.LoadConfig(os.LookupEnv, "")
+	if errors.Is(err, agent.ErrConfigEnvEmpty) {
+		return cfg, cli.Usagef("%v", err)
+	}
+	if err != nil {
+		return cfg, err
+	}
+	name, modelArg, err := agent.ParseSpec(c.String("agent"))
+	if err != nil {
+		return cfg, cli.Usagef("%v", err)
+	}
+	profile, err := agents.Lookup(name)
+	if err != nil {
+		return cfg, cli.Usagef("%v", err)
+	}
+	timeout, err := cli.PositiveEnv("DISPATCH_WATCH_TIMEOUT", 3600)
+	if err != nil {
+		return cfg, err
+	}
+	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
+	if err != nil {
+		return cfg, err
+	}
+	free, err := cli.PositiveEnv("DISPATCH_MIN_FREE_MB", 100)
+	if err != nil {
+		return cfg, err
+	}
+	exe, err := proc.Self()
+	if err != nil {
+		return cfg, err
+	}
+	return runner.Config{
+		Store: store.New(dir, id), Agents: c.Int("agents"), Profile: profile, AgentName: name,
+		Model: profile.Model(modelArg, os.Getenv), Budget: cfg.Budget, HardBudget: c.Bool("hard-budget"),
+		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree"), StateDir: stateDir,
+		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
+		Env:  os.Environ(), Timeout: time.Duration(timeout) * time.Second, KillGrace: time.Duration(grace) * time.Second,
+		MinFreeMB: int64(free),
+	}, nil
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/queue"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// queueStatusCommand is `ralph queue status PLAN`: the plan's tasks, agents, cost and ETA.
+func queueStatusCommand() *cli.Command {
+	return &cli.Command{
+		Name: "status", Usage: "show a plan's tasks, agents, cost and ETA",
+		UsageText: "ralph queue status PLAN [--json] [--repo DIR]",
+		Description: "Counts the tasks by state, lists the agents of the last run with their cost, the plan's cost against its budget, " +
+			"an estimate of the time left while a runner is at work, and every task that is not done.",
+		Flags: []ucli.Flag{repoFlag(), &ucli.BoolFlag{Name: "json", Usage: "one JSON document"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			a, err := operands(c, "PLAN")
+			if err != nil {
+				return err
+			}
+			id, err := planOf(a[0])
+			if err != nil {
+				return err
+			}
+			dir, _, err := queueDir(c)
+			if err != nil {
+				return err
+			}
+			st, err := queue.StatusOf(ctx, dir, id)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return writeJSON(s.Out, st)
+			}
+			return queue.WriteStatus(s.Out, st)
+		},
+	}
+}

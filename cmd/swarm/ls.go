@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/worker"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// The verbs that look at workers: ls, status, peek.
+
+func lsCommand() *cli.Command {
+	return &cli.Command{
+		Name: "ls", Usage: "list workers", UsageText: "swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json (full workers) or names (one a line)"},
+			&ucli.StringFlag{Name: "status", Value: "all", Usage: "running, stopped or all"},
+			&ucli.StringFlag{Name: "tag", Usage: "only workers with this tag (`T`)"},
+		},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if err := choice("format", c.String("format"), "table", "json", "names"); err != nil {
+				return err
+			}
+			if err := choice("status", c.String("status"), "running", "stopped", "all"); err != nil {
+				return err
+			}
+			sw, st, err := load(ctx, s)
+			if err != nil {
+				return err
+			}
+			var shown []*worker.Worker
+			for _, w := range st.Workers {
+				live := sw.Live(ctx, w)
+				x := *w
+				x.Status = statusWord(live.Running)
+				x.Metadata = withLiveActivity(w, live.Running)
+				if o := live.Outcome; o != nil && !x.Metadata.Has(worker.MetaFinished) {
+					// Ended, and its supervisor is still writing that down: say it already.
+					x.Metadata = x.Metadata.SetValue(worker.MetaExitCode, o.ExitCode).SetValue(worker.MetaFinished, o.Finished).
+						SetValue(worker.MetaReason, o.Reason)
+				}
+				if want := c.String("status"); want != "all" && x.Status != want {
+					continue
+				}
+				if t := c.String("tag"); t != "" && !slices.Contains(w.Tags, t) {
+					continue
+				}
+				shown = append(shown, &x)
+			}
+			switch c.String("format") {
+			case "json":
+				fmt.Fprintf(s.Out, "%s\n", worker.EncodeWorkers(shown))
+			case "names":
+				for _, w := range shown {
+					fmt.Fprintln(s.Out, w.Name)
+				}
+			default:
+				printTable(s, shown)
+			}
+			return nil
+		},
+	}
+}
+
+func statusWord(running bool) string {
+	if running {
+		return worker.StatusRunning
+	}
+	return worker.StatusStopped
+}
+
+// printTable prints ls's table as the Python swarm did (cli.Table); nothing when there are no
+// workers, not even the header.
+func printTable(s cli.Streams, ws []*worker.Worker) {
+	if len(ws) == 0 {
+		return
+	}
+	// The Python swarm's columns first, as it printed them; ours after them, so that scripts
+	// that cut its columns still find them where they were.
+	rows := [][]string{{"NAME", "STATUS", "PID/WINDOW", "STARTED", "WORKTREE", "TAG", "ACTIVITY", "EXIT"}}
+	now := time.Now()
+	for _, w := range ws {
+		where := "-"
+		if w.Tmux != nil {
+			where = w.Tmux.Session + ":" + w.Tmux.Window
+		} else if w.PID != nil && *w.PID != 0 {
+			where = fmt.Sprint(*w.PID)
+		}
+		wt, tag := "-", "-"
+		if w.Worktree != nil {
+			wt = w.Worktree.Path
+		}
+		if len(w.Tags) > 0 {
+			tag = strings.Join(w.Tags, ",")
+		}
+		rows = append(rows, []string{w.Name, w.Status, where, age(w.Started, now), wt, tag,
+			activityWords(w, w.Status == worker.StatusRunning, now), exitCell(w)})
+	}
+	cli.Table(s.Out, rows)
+}
+
+func age(started string, now time.Time) string {
+	t, ok := worker.ParseTimestamp(started)
+	if !ok {
+		return "?"
+	}
+	return worker.Age(t, now)
+}
+
+// activityWords is ls' ACTIVITY cell: "-" for a worker that is not running or has no
+// recorded activity (one the Python swarm started).
+func activityWords(w *worker.Worker, running bool, now time.Time) string {
+	if !running {
+		return "-"
+	}
+	a, ok := w.Activity()
+	if !ok {
+		return "-"
+	}
+	return a.Describe(now)
+}
+
+// withLiveActivity returns w's metadata as ls --format json shows it: the recorded activity
+// of a running worker, "activity": null for one that is not running.
+func withLiveActivity(w *worker.Worker, running bool) worker.Object {
+	md := append(worker.Object(nil), w.Metadata...)
+	if !running && md.Has(worker.MetaActivity) {
+		md = md.SetValue(worker.MetaActivity, nil)
+	}
+	return md
+}
+
+// exitWords says how a worker's agent ended: "exit code 3" when it exited by itself, "exit
+// code 143: killed" when something ended it (the supervisor's reason: killed by swarm kill,
+// session-killed when its tmux window or server went, supervisor-signal-SIGTERM, ...), or
+// why the code is not known.
+func exitWords(o *worker.Outcome) string {
+	if o.ExitCode == nil {
+		return "exit code unknown: " + o.Reason
+	}
+	if o.Reason == "" || strings.HasPrefix(o.Reason, "agent-exit-") {
+		return fmt.Sprintf("exit code %d", *o.ExitCode)
+	}
+	return fmt.Sprintf("exit code %d: %s", *o.ExitCode, o.Reason)
+}
+
+// exitCell is ls' EXIT column: for a stopped worker of ours, its agent's exit code, with the
+// reason when something else than the agent ended it ("143 killed", "? supervisor-lost");
+// "-" for a running worker and for one the Python swarm started (it never knew).
+func exitCell(w *worker.Worker) string {
+	o, ok := w.Ended()
+	if w.Status == worker.StatusRunning || !ok {
+		return "-"
+	}
+	code := "?"
+	if o.ExitCode != nil {
+		code = fmt.Sprint(*o.ExitCode)
+	}
+	if o.Reason == "" || strings.HasPrefix(o.Reason, "agent-exit-") {
+		return code
+	}
+	return code + " " + o.Reason
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name: "status", Usage: "a worker's status", UsageText: "swarm status NAME",
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "running"}, {Code: 1, Meaning: "stopped (or failure)"},
+			{Code: 2, Meaning: "not found (or usage error)"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if c.NArg() != 1 {
+				return cli.Usagef("the following arguments are required: name")
+			}
+			sw, st, err := load(ctx, s)
+			if err != nil {
+				return err
+			}
+			w, err := one(st, c.Args().First(), 2)
+			if err != nil {
+				return err
+			}
+			live := sw.Live(ctx, w)
+			line := fmt.Sprintf("%s: %s (", w.Name, statusWord(live.Running))
+			if w.Tmux != nil {
+				line += fmt.Sprintf("tmux window %s:%s", w.Tmux.Session, w.Tmux.Window)
+			} else if w.PID != nil && *w.PID != 0 {
+				line += fmt.Sprintf("pid %d", *w.PID)
+			}
+			if w.Worktree != nil {
+				line += ", worktree " + w.Worktree.Path
+			}
+			line += ", uptime " + age(w.Started, time.Now())
+			if o := live.Outcome; o != nil {
+				line += ", " + exitWords(o)
+			}
+			fmt.Fprintln(s.Out, line+")")
+			if !live.Running {
+				return &cli.ExitError{Code: 1}
+			}
+			return nil
+		},
+	}
+}
+
+func peekCommand() *cli.Command {
+	return &cli.Command{
+		Name: "peek", Usage: "show a worker's screen", UsageText: "swarm peek [NAME] [-n N] [--all]",
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 30, Usage: "lines to show (`N`)"},
+			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
+		},
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "ok"}, {Code: 1, Meaning: "failure"}, {Code: 2, Meaning: "not found (or usage error)"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			sw, st, err := load(ctx, s)
+			if err != nil {
+				return err
+			}
+			n := c.Int("lines")
+			if c.Bool("all") {
+				for _, w := range st.Workers {
+					if !sw.Live(ctx, w).Running {
+						continue
+					}
+					if text, err := sw.Screen(ctx, w, n); err == nil {
+						fmt.Fprintf(s.Out, "=== %s ===\n%s\n", w.Name, text)
+					}
+				}
+				return nil
+			}
+			if c.NArg() == 0 {
+				return errors.New("worker name required (or use --all)")
+			}
+			w, err := one(st, c.Args().First(), 2)
+			if err != nil {
+				return err
+			}
+			if !sw.Live(ctx, w).Running {
+				return fmt.Errorf("worker '%s' is not running", w.Name)
+			}
+			text, err := sw.Screen(ctx, w, n)
+			if err != nil {
+				return fmt.Errorf("failed to capture pane for '%s': %v", w.Name, err)
+			}
+			fmt.Fprint(s.Out, text)
+			return nil
+		},
+	}
+}

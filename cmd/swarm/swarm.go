@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarm"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// newTool is swarm's command line: its verbs, each a cli.Command made by a function in a file
+// of its own (or of its family), in the order of the help, routed by the toolkit's one router
+// with the Python swarm's diagnostics ("swarm: error: ..." and a hint to the verb's help). Each
+// call makes new flags: urfave/cli keeps the values it parsed in them.
+func newTool() *cli.Tool {
+	commands := []*cli.Command{spawnCommand(), lsCommand(), statusCommand(), peekCommand(), sendCommand(), interruptCommand(),
+		eofCommand(), killCommand(), waitCommand(), logsCommand(), cleanCommand(), respawnCommand(), attachCommand(),
+		initCommand(), heartbeatCommand(), ralphCommand(), superviseCommand()}
+	return &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Commands: commands,
+		Usage: func(w io.Writer) { usage(w, commands) }}
+}
+
+func usage(w io.Writer, commands []*cli.Command) {
+	fmt.Fprintf(w, "swarm - run AI coding agents side by side, supervised\n\nUsage:\n   swarm <verb> [options] [args]\n\nVerbs:\n")
+	for _, c := range commands {
+		if !c.Hidden {
+			fmt.Fprintf(w, "   %-10s %s\n", c.Name, c.Usage)
+		}
+	}
+	fmt.Fprintf(w, `
+Every verb of the Python swarm is here; 'swarm ralph' is the ralph tool's loops.
+
+Every worker runs under a supervisor (%s), so status, ls and wait know whether its
+agent is alive and its exit code. State: $SWARM_DIR (default ~/.swarm), state.json as the
+Python swarm writes it. 'swarm <verb> --help' shows a verb's options.
+
+Exit status: 0 ok, 1 failure, 2 usage error; status: 1 stopped, 2 not found; peek: 2 not found;
+wait: the worker's exit code (1 on timeout).
+`, "swarm "+supervise.SuperviseVerb)
+}
+
+// swarmDir is the swarm directory as the Python swarm found it: $SWARM_DIR (set but empty:
+// the current directory), else ~/.swarm.
+func swarmDir() (string, error) {
+	d, err := statedir.SwarmFromEnv(os.LookupEnv)
+	return d.Root, err
+}
+
+// options are the library's settings for the swarm directory dir from this process's world:
+// the agents config ($SWARM_AGENTS, else dir/agents.json), this program's supervisor verb, the
+// agents' environment (ours), tmux's socket directory ($TMUX_TMPDIR); warnings go to stderr;
+// $SWARM_TEST_CRASH_AT names a step of a spawn at which the process kills itself (the spawn
+// journal's tests).
+func options(dir string, stderr io.Writer) swarm.Options {
+	o := swarm.Options{Agents: agent.SwarmConfig(os.LookupEnv, dir), Environ: os.Environ(),
+		TmuxTmpDir: os.Getenv("TMUX_TMPDIR"), Warnings: stderr}
+	if exe, err := proc.Self(); err == nil {
+		o.Supervisor = []string{exe, supervise.SuperviseVerb}
+	}
+	if at := os.Getenv("SWARM_TEST_CRASH_AT"); at != "" {
+		o.Checkpoint = func(step string) {
+			if step == at {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+	}
+	return o
+}
+
+// open opens the swarm directory.
+func open(s cli.Streams) (*swarm.Swarm, error) {
+	dir, err := swarmDir()
+	if err != nil {
+		return nil, err
+	}
+	return swarm.Open(dir, options(dir, s.Err))
+}
+
+// load opens the swarm directory and reads its state (a spawn killed half-way finished or
+// undone first).
+func load(ctx context.Context, s cli.Streams) (*swarm.Swarm, *worker.State, error) {
+	sw, err := open(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := sw.Load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sw, st, nil
+}
+
+// errNotFound is a worker that is not in state.json; status and peek exit 2 for it, the
+// others 1, as the Python swarm did.
+type errNotFound struct{ name string }
+
+func (e errNotFound) Error() string { return fmt.Sprintf("worker '%s' not found", e.name) }
+
+// one returns the worker a verb names; not found is an error with code (1, or 2 for status
+// and peek, as the Python swarm had it).
+func one(st *worker.State, name string, code int) (*worker.Worker, error) {
+	if w := st.Get(name); w != nil {
+		return w, nil
+	}
+	return nil, &cli.ExitError{Code: code, Err: errNotFound{name}}
+}
+
+// choice checks a flag's value against argparse's choices.
+func choice(name string, value string, choices ...string) error {
+	for _, c := range choices {
+		if value == c {
+			return nil
+		}
+	}
+	return cli.Usagef("argument --%s: invalid choice: '%s' (choose from '%s')", name, value, strings.Join(choices, "', '"))
+}
+
+// warnf says a warning as the Python swarm did: "swarm: warning: ...".
+func warnf(s cli.Streams, format string, args ...any) {
+	fmt.Fprintf(s.Err, "swarm: warning: %s\n", fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/swarm"
+	"github.com/agentfleet/fleet/internal/worker"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func waitCommand() *cli.Command {
+	return &cli.Command{
+		Name: "wait", Usage: "wait for workers to exit", UsageText: "swarm wait [NAME] [--timeout S] [--all]",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "timeout", Usage: "give up after `S` seconds (or a duration: 90s, 30m, 1h30m); 0: never"},
+			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
+		},
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "exited with 0"}, {Code: 1, Meaning: "timeout or failure"},
+			{Code: 2, Meaning: "usage error"}, {Code: 3, Meaning: "and above: the worker's exit code (--all: the first non-zero)"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			var timeout time.Duration
+			if t := c.String("timeout"); t != "" && t != "0" {
+				secs, err := worker.ParseDuration(t)
+				if err != nil {
+					return cli.Usagef("argument --timeout: invalid value: '%s'", t)
+				}
+				timeout = time.Duration(secs) * time.Second
+			}
+			sw, st, err := load(ctx, s)
+			if err != nil {
+				return err
+			}
+			var ws []*worker.Worker
+			if c.Bool("all") {
+				for _, w := range st.Workers {
+					if sw.Live(ctx, w).Running {
+						ws = append(ws, w)
+					}
+				}
+			} else {
+				if c.NArg() == 0 {
+					return errors.New("name required (or use --all)")
+				}
+				w, err := one(st, c.Args().First(), 1)
+				if err != nil {
+					return err
+				}
+				ws = []*worker.Worker{w}
+			}
+			start := time.Now()
+			code := 0
+			pending := ws
+			for len(pending) > 0 {
+				if timeout > 0 && time.Since(start) > timeout {
+					for _, w := range pending {
+						fmt.Fprintf(s.Out, "%s: still running (timeout)\n", w.Name)
+					}
+					return &cli.ExitError{Code: 1}
+				}
+				var still []*worker.Worker
+				for _, w := range pending {
+					live := sw.Live(ctx, w)
+					if live.Running {
+						still = append(still, w)
+						continue
+					}
+					if live.Supervised {
+						sw.WaitGone(w, 5*time.Second)
+					}
+					fmt.Fprintf(s.Out, "%s: exited\n", w.Name)
+					if c := exitCode(s, w, live); code == 0 {
+						code = c
+					}
+				}
+				pending = still
+				if len(pending) > 0 {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+			}
+			if code != 0 {
+				return &cli.ExitError{Code: code}
+			}
+			return nil
+		},
+	}
+}
+
+// exitCode is the status wait exits with for a worker that stopped: its agent's exit code
+// (capped to 255), 1 when it cannot be known (said why), 0 for a worker the Python swarm
+// started (it had none to give).
+func exitCode(s cli.Streams, w *worker.Worker, live swarm.Liveness) int {
+	if !live.Supervised {
+		return 0
+	}
+	if live.Outcome == nil || live.Outcome.ExitCode == nil {
+		reason := "no outcome recorded"
+		if live.Outcome != nil {
+			reason = live.Outcome.Reason
+		}
+		warnf(s, "%s: exit code unknown (%s)", w.Name, reason)
+		return 1
+	}
+	c := int(*live.Outcome.ExitCode)
+	if c < 0 || c > 255 {
+		return 1
+	}
+	return c
+}

@@ -1,0 +1,35 @@
+#!/bin/sh
+# A stand-in for a headless coding agent, for the AIWG loop's package tests (cmd/ralph has its
+# own, testdata/aiwg-agent.sh). It reads its prompt on stdin
+# (kept as $AIWG_AGENT_DIR/prompt-N.txt) and does what line N of $AIWG_PLAN says, N being how
+# many times it has been called. Words of a line:
+#   exit=N      exit with N (default 0)
+#   cost=X      print a result as claude -p --output-format json does, costing X USD
+#   limit=S     print a usage-limit message whose reset is S seconds away (claude's old
+#               "usage limit reached|<epoch>") and exit 1
+#   touch=F     create the file F in the working directory
+#   write=F     append a line to the file F
+#   sleep=S     sleep S seconds
+#   say=TEXT    print TEXT
+# The words are done in order. A call past the last line repeats the last line.
+dir=${AIWG_AGENT_DIR:?}
+mkdir -p "$dir"
+n=$(( $(cat "$dir/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$dir/count"
+cat > "$dir/prompt-$n.txt"
+echo "$*" > "$dir/args-$n.txt"
+line=$(sed -n "${n}p" "$AIWG_PLAN")
+[ -n "$line" ] || line=$(tail -n 1 "$AIWG_PLAN")
+code=0
+for word in $line; do
+  case $word in
+  sleep=*) sleep "${word#sleep=}" ;;
+  exit=*) code=${word#exit=} ;;
+  touch=*) : > "${word#touch=}" ;;
+  write=*) echo "agent was here" >> "${word#write=}" ;;
+  say=*) echo "${word#say=}" ;;
+  cost=*) printf '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"worked","total_cost_usd":%s,"usage":{"input_tokens":100,"output_tokens":20}}\n' "${word#cost=}" ;;
+  limit=*) echo "Claude AI usage limit reached|$(( $(date +%s) + ${word#limit=} ))"; code=1 ;;
+  esac
+done
+exit "$code"

@@ -1,0 +1,57 @@
+#!/bin/sh
+# The stand-in agent of the runner's tests: it reads its prompt on stdin and acts on the words
+# of the task's description, in order:
+#   fail        exits 3;
+#   flaky:N     fails (exit 4) until its attempt ($DISPATCH_ATTEMPT) is N;
+#   hang        sleeps until killed;
+#   until:F     waits until the file F exists (at most 30 s, then exits 5);
+#   touch:F     creates the file F;
+#   count:N:D   counts itself in the directory D while it works: if more than N agents are
+#               counted at once it creates D.over;
+#   gate:N:D    counts itself as count does, then waits until N agents have been counted at
+#               once (D.open, made by the Nth; at most 30 s, then exits 5);
+#   cost:X      reports a cost of X USD as claude -p --output-format json does.
+prompt=$(cat)
+echo "agent $RALPH_AGENT on $RALPH_TASK (attempt $DISPATCH_ATTEMPT): $prompt"
+cost=0
+code=0
+gate=
+for word in $prompt; do
+	case $word in
+	fail) code=3 ;;
+	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
+	hang) sleep 3600 ;;
+	until:*)
+		i=0
+		while [ ! -e "${word#until:}" ]; do
+			i=$((i + 1))
+			[ $i -gt 600 ] && exit 5
+			sleep 0.05
+		done
+		;;
+	touch:*) : > "${word#touch:}" ;;
+	count:* | gate:*)
+		rest=${word#*:}
+		n=${rest%%:*}
+		dir=${rest#*:}
+		mkdir -p "$dir"
+		gate="$dir/$RALPH_TASK-$DISPATCH_ATTEMPT"
+		: > "$gate"
+		counted=$(ls "$dir" | wc -l)
+		[ "$counted" -gt "$n" ] && : > "$dir.over"
+		[ "$counted" -ge "$n" ] && : > "$dir.open"
+		if [ "${word%%:*}" = gate ]; then
+			i=0
+			while [ ! -e "$dir.open" ]; do
+				i=$((i + 1))
+				[ $i -gt 600 ] && exit 5
+				sleep 0.05
+			done
+		fi
+		;;
+	cost:*) cost=${word#cost:} ;;
+	esac
+done
+printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":1,"result":"ok"}\n' "$cost"
+[ -n "$gate" ] && rm -f "$gate"
+exit $code

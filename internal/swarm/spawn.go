@@ -1,0 +1,407 @@
+package swarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/tmux"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// Spec is a worker to start: everything swarm spawn's flags say, typed.
+type Spec struct {
+	// Name is the worker's name (CheckName): its tmux window, log files, worktree directory
+	// and default branch.
+	Name string
+	// Cmd is the agent's command line, run as given (no shell).
+	Cmd []string
+	// Dir is the agent's working directory, made absolute; "" for the current directory, or
+	// the worktree's path with Worktree or InWorktree.
+	Dir string
+	// Env is set over Options.Environ, in order.
+	Env worker.Env
+	// Tags are the worker's tags, in order.
+	Tags []string
+	// Tmux runs the worker in a tmux window; nil runs it as a background process (a
+	// supervisor in a session of its own, the agent on a terminal of its own).
+	Tmux *TmuxSpec
+	// Worktree makes a new git worktree for the worker (spawn --worktree).
+	Worktree *WorktreeSpec
+	// InWorktree is an existing worktree the worker runs in (a loop's later iteration, a
+	// respawn): its entry names it, so that kill --rm-worktree and clean find it.
+	InWorktree *worker.Worktree
+	// Profile is the agent profile that watches the worker's screen; "" chooses it by the
+	// command (Profile).
+	Profile string
+	// ReadyWait: Spawn returns once the agent's screen shows its profile's ready pattern, or
+	// after ReadyTimeout with a warning (WaitReady).
+	ReadyWait    bool
+	ReadyTimeout time.Duration
+	// Heartbeat starts a heartbeat for the worker once it runs (ParseHeartbeat).
+	Heartbeat *HeartbeatSpec
+	// Metadata are keys of the caller's in the worker's metadata (a loop's "ralph" and
+	// "ralph_iteration"); the swarm's own keys win.
+	Metadata worker.Object
+}
+
+// TmuxSpec is where a tmux worker's window goes.
+type TmuxSpec struct {
+	// Session is the tmux session; "" for DefaultSession.
+	Session string
+	// Socket is the tmux server's socket name (tmux -L); nil for tmux's default server.
+	Socket *string
+}
+
+// WorktreeSpec is a git worktree Spawn makes for the worker, as the Python swarm made it: at
+// <repository>-worktrees/<name> (or Dir/<name>) on a new branch from HEAD, or on the branch if
+// it exists.
+type WorktreeSpec struct {
+	// Repo is a directory of the repository; "" for the current directory.
+	Repo string
+	// Branch is the worktree's branch; "" for the worker's name.
+	Branch string
+	// Dir is where worktrees go (relative to the repository's parent); "" for
+	// <repository>-worktrees.
+	Dir string
+}
+
+// HeartbeatSpec is a heartbeat: Message typed into the idle agent every Interval, until Expire
+// has passed (0: never). Durations are whole seconds, as in the heartbeat's file.
+type HeartbeatSpec struct {
+	Interval, Expire time.Duration
+	Message          string
+}
+
+// ShortHeartbeat is under what the Python swarm warned that a heartbeat's interval is very
+// short.
+const ShortHeartbeat = time.Minute
+
+// ParseHeartbeat reads a heartbeat's interval and expiry ("" for none) as the Python swarm
+// read durations (worker.ParseDuration: 4h, 30m, 90s, 1h30m, bare seconds). The error says
+// which one is no duration, in spawn's words.
+func ParseHeartbeat(interval, expire, message string) (*HeartbeatSpec, error) {
+	secs, err := worker.ParseDuration(interval)
+	if err != nil {
+		return nil, fmt.Errorf("invalid heartbeat interval '%s' (nothing was started)", interval)
+	}
+	hb := &HeartbeatSpec{Interval: time.Duration(secs) * time.Second, Message: message}
+	if expire != "" {
+		exp, err := worker.ParseDuration(expire)
+		if err != nil {
+			return nil, fmt.Errorf("invalid heartbeat-expire '%s' (nothing was started)", expire)
+		}
+		hb.Expire = time.Duration(exp) * time.Second
+	}
+	return hb, nil
+}
+
+// ParseEnv reads K=V pairs (spawn's --env) into an environment; an empty key or a pair with no
+// "=" is an error in the Python swarm's words.
+func ParseEnv(pairs []string) (worker.Env, error) {
+	var env worker.Env
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("invalid env format '%s' (expected KEY=VAL)", kv)
+		}
+		env = append(env, worker.EnvVar{Key: k, Value: v})
+	}
+	return env, nil
+}
+
+// CheckName applies the worker name rule (statedir.CheckName; the Python swarm had none) and,
+// for tmux workers, tmux's: a window name of digits is read as a window index even in an exact
+// target.
+func CheckName(name string, inTmux bool) error {
+	if err := statedir.CheckName(statedir.KindWorker, name); err != nil {
+		return fmt.Errorf("invalid worker name: %v", err)
+	}
+	if inTmux && strings.Trim(name, "0123456789") == "" {
+		return fmt.Errorf("invalid worker name: %q is all digits, which tmux reads as a window index", name)
+	}
+	return nil
+}
+
+// UndoneError is a spawn that failed once it had begun to make the worker: what it had made
+// was undone (the Python swarm said "spawn failed, cleaning up partial state").
+type UndoneError struct{ Err error }
+
+func (e *UndoneError) Error() string { return e.Err.Error() }
+func (e *UndoneError) Unwrap() error { return e.Err }
+
+// handoffSpec is what a worker's supervisor is handed over the handoff socket.
+type handoffSpec struct {
+	Worker   string            `json:"worker"`
+	Started  string            `json:"started"` // the worker's incarnation (see Recorder)
+	SwarmDir string            `json:"swarm_dir"`
+	Backend  string            `json:"backend"`
+	Socket   string            `json:"socket,omitempty"` // the tmux server's socket path
+	Session  string            `json:"session,omitempty"`
+	Attempt  supervise.Attempt `json:"attempt"`
+	Screen   agent.Patterns    `json:"screen"` // the profile's, for the activity Watch
+}
+
+// Spawn starts a worker: it writes the worker into state.json with a journal of what it is
+// about to make (spawnsafe.go), makes its worktree, launches its supervisor (Options.Supervisor)
+// in a tmux window or detached, hands it the agent's spec, and returns the worker's entry once
+// the agent runs (so that a Send right after finds it), ready with sp.ReadyWait. A failure once
+// something was made is an *UndoneError, everything made undone. When the worker runs but its
+// heartbeat could not be started, Spawn returns the worker and an error.
+func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
+	name := sp.Name
+	if len(sp.Cmd) == 0 {
+		return nil, errors.New("no command provided")
+	}
+	useTmux := sp.Tmux != nil
+	if err := CheckName(name, useTmux); err != nil {
+		return nil, err
+	}
+	prof, err := s.Profile(sp.Profile, sp.Cmd)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := s.reg.Load(); err == nil && s.recoverSpawns(ctx, st).Get(name) != nil {
+		return nil, fmt.Errorf("worker '%s' already exists", name)
+	}
+	// The name's lock is held from here until the supervisor is registered, so that ls never
+	// takes a worker being launched for a lost one.
+	if err := statedir.MkdirFor(s.layout.LockPath(name)); err != nil {
+		return nil, err
+	}
+	unlock, err := s.layout.Lock(ctx, name, 30*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("locking worker '%s': %w", name, err)
+	}
+	defer unlock()
+
+	// What a failed spawn made is undone in reverse; what a killed one made, by the next
+	// command, from the journal in the worker's metadata (spawnsafe.go).
+	var undo []func()
+	rollback := func(err error) error {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return &UndoneError{Err: err}
+	}
+	journal := &spawnJournal{PID: os.Getpid()}
+
+	dir := sp.Dir
+	switch {
+	case dir != "":
+		if dir, err = absPath(dir); err != nil {
+			return nil, err
+		}
+	case sp.InWorktree != nil:
+		dir = sp.InWorktree.Path
+	default:
+		dir, _ = os.Getwd()
+	}
+	var wt *worker.Worktree
+	var plan *worktreePlan
+	if sp.Worktree != nil {
+		branch := sp.Worktree.Branch
+		if branch == "" {
+			branch = name
+		}
+		if plan, err = planWorktree(ctx, sp.Worktree.Repo, name, branch, sp.Worktree.Dir); err != nil {
+			return nil, rollback(fmt.Errorf("failed to create worktree: %w", err))
+		}
+		wt, dir = plan.worktree(), plan.path
+		journal.Worktree, journal.Root, journal.Branch, journal.NewBranch, journal.From =
+			plan.path, plan.root, plan.branch, plan.newBranch, plan.from
+	} else if sp.InWorktree != nil {
+		x := *sp.InWorktree
+		wt = &x
+	}
+
+	now := time.Now()
+	w := &worker.Worker{Name: name, Status: worker.StatusRunning, Cmd: sp.Cmd, Started: worker.Timestamp(now), Cwd: dir,
+		Env: sp.Env, Tags: sp.Tags, Worktree: wt,
+		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
+	hs := &handoffSpec{Worker: name, Started: w.Started, SwarmDir: s.dir.Root, Backend: supervise.BackendProcess}
+	w.Metadata, hs.Screen = w.Metadata.SetValue(worker.MetaProfile, prof.Name), prof.Screen
+	for _, m := range sp.Metadata {
+		if !w.Metadata.Has(m.Key) {
+			w.Metadata = w.Metadata.Set(m.Key, m.Value)
+		}
+	}
+	var tc *tmux.Client
+	if useTmux {
+		session := sp.Tmux.Session
+		if session == "" {
+			session = s.DefaultSession()
+		}
+		if sock := sp.Tmux.Socket; sock != nil && (*sock == "" || strings.Contains(*sock, "/")) {
+			return nil, rollback(fmt.Errorf("invalid tmux socket name '%s'", *sock))
+		}
+		w.Tmux = &worker.Tmux{Session: session, Window: name, Socket: sp.Tmux.Socket}
+		if tc, err = s.Tmux(w); err != nil {
+			return nil, rollback(err)
+		}
+		hs.Backend, hs.Socket, hs.Session = supervise.BackendTmux, tc.Socket, session
+	}
+	hs.Attempt = supervise.Attempt{Name: name, Number: 1, Dir: dir, Argv: sp.Cmd, Env: mergeEnv(s.opts.Environ, sp.Env),
+		Terminal: true, KillGrace: 5 * time.Second, LogPath: s.layout.LogPath(name)}
+	if !useTmux {
+		// A process worker's output goes where the Python swarm put it; its stderr shares the
+		// terminal, so stderr.log is created (truncated) and stays empty.
+		hs.Attempt.LogPath = s.dir.StdoutLog(name)
+		if err := os.WriteFile(s.dir.StderrLog(name), nil, 0o600); err != nil {
+			return nil, rollback(fmt.Errorf("failed to spawn process: %w", err))
+		}
+	}
+
+	// The worker goes into state first, with its journal: from here a killed spawn is undone
+	// (or finished) by the next command.
+	err = s.reg.Update(ctx, func(st *worker.State) error {
+		if st.Get(name) != nil {
+			return fmt.Errorf("worker '%s' already exists", name)
+		}
+		st.Add(w)
+		return nil
+	})
+	if err != nil {
+		return nil, rollback(err)
+	}
+	undo = append(undo, func() {
+		entry, _ := s.layout.ReadEntry(name)
+		s.undoSpawn(ctx, w, journal, entry)
+	})
+	s.checkpoint("state")
+	if plan != nil {
+		if _, err := plan.create(ctx); err != nil {
+			return nil, rollback(fmt.Errorf("failed to create worktree: %w", err))
+		}
+		s.checkpoint("worktree")
+	}
+	s.layout.WriteEntry(&supervise.Entry{Tool: supervisorTool, Name: name, Attempt: 1, Backend: hs.Backend,
+		Socket: hs.Socket, Session: hs.Session, StartedAt: now.UTC().Format(time.RFC3339)})
+
+	s.checkpoint("entry")
+	pid, err := s.launch(ctx, hs, tc)
+	if err != nil {
+		what := "failed to spawn process"
+		if useTmux {
+			what = "failed to create tmux window"
+		}
+		return nil, rollback(fmt.Errorf("%s: %w", what, err))
+	}
+	s.checkpoint("launched")
+	if e, _ := s.layout.ReadEntry(name); e != nil && e.PID == 0 {
+		e.PID = pid
+		s.layout.WriteEntry(e)
+	}
+	w.Metadata = w.Metadata.SetValue(worker.MetaSupervisorPID, pid).Delete(metaSpawning)
+	if !useTmux {
+		p := int64(pid)
+		w.PID = &p
+	}
+	err = s.reg.Update(ctx, func(st *worker.State) error {
+		x := st.Get(name)
+		if x == nil || x.Started != w.Started {
+			return worker.ErrUnchanged
+		}
+		x.Metadata = x.Metadata.SetValue(worker.MetaSupervisorPID, pid).Delete(metaSpawning)
+		x.PID = w.PID
+		return nil
+	})
+	if err != nil {
+		s.warnf("recording the supervisor's pid: %v", err)
+	}
+	// Spawn returns once the agent runs, so that `swarm spawn … && swarm send …` finds it
+	// there. The supervisor registers its control socket under the name's lock: let go first.
+	unlock()
+	if s.waitStarted(ctx, name) {
+		s.warnf("%s: the agent has not started after %s (its supervisor is still at work)", name, startWait)
+	}
+	if sp.ReadyWait {
+		s.WaitReady(ctx, name, prof.Screen, sp.ReadyTimeout)
+	}
+	if hb := sp.Heartbeat; hb != nil && hb.Interval > 0 {
+		beat := NewHeartbeat(name, *hb, time.Now())
+		mon := int64(pid)
+		beat.MonitorPID = &mon
+		if err := s.UpdateHeartbeat(ctx, name, func(*worker.Heartbeat) (*worker.Heartbeat, error) { return beat, nil }); err != nil {
+			return w, fmt.Errorf("starting the heartbeat: %w (the worker runs: swarm heartbeat start %s)", err, name)
+		}
+	}
+	return w, nil
+}
+
+func (s *Swarm) checkpoint(step string) {
+	if s.opts.Checkpoint != nil {
+		s.opts.Checkpoint(step)
+	}
+}
+
+// mergeEnv is the base environment with env set over it.
+func mergeEnv(base []string, env worker.Env) []string {
+	out := make([]string, 0, len(base)+len(env))
+	set := map[string]bool{}
+	for _, kv := range env {
+		set[kv.Key] = true
+	}
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !set[k] {
+			out = append(out, kv)
+		}
+	}
+	for _, kv := range env {
+		out = append(out, kv.Key+"="+kv.Value)
+	}
+	return out
+}
+
+// handoffWait is how long a starting supervisor has to take its spec.
+const handoffWait = 15 * time.Second
+
+// launch starts the worker's supervisor (Options.Supervisor) in a new tmux window or detached,
+// hands it the spec and returns its pid.
+func (s *Swarm) launch(ctx context.Context, hs *handoffSpec, tc *tmux.Client) (int, error) {
+	if len(s.opts.Supervisor) == 0 {
+		return 0, errors.New("no supervisor command to start (swarm.Options.Supervisor)")
+	}
+	b, err := json.Marshal(hs)
+	if err != nil {
+		return 0, err
+	}
+	ho, err := supervise.OfferHandoff(s.layout.HandoffDir(), b)
+	if err != nil {
+		return 0, err
+	}
+	defer ho.Close()
+	argv := append(append([]string{}, s.opts.Supervisor...), "--swarm-dir", s.dir.Root, "--handoff", ho.Path(), hs.Worker)
+	var stop func()
+	if tc != nil {
+		if _, err := tc.NewWindow(ctx, hs.Session, hs.Worker, hs.Attempt.Dir, nil, argv...); err != nil {
+			return 0, err
+		}
+		stop = func() { tc.KillWindow(context.Background(), tmux.WindowTarget(hs.Session, hs.Worker)) }
+	} else {
+		// Its own session, no stdio of ours: the worker outlives the shell that spawned it, and
+		// (unlike the Python swarm's) does not read the caller's stdin.
+		child, err := proc.StartDetached(argv, proc.Detached{Dir: hs.Attempt.Dir})
+		if err != nil {
+			return 0, err
+		}
+		stop = child.Kill
+	}
+	hctx, cancel := context.WithTimeout(ctx, handoffWait)
+	defer cancel()
+	pid, err := ho.Give(hctx)
+	if err != nil {
+		stop()
+		return 0, err
+	}
+	return pid, nil
+}

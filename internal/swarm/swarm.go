@@ -1,0 +1,385 @@
+package swarm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/tmux"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// supervisorTool names swarm's attempts in the supervisors' registry.
+const supervisorTool = "swarm"
+
+// Options are what a swarm takes from the world its command line runs in: the library reads
+// no environment variable and no os.Args of its own, so a command (cmd/swarm, cmd/ralph) or a
+// test says each of them here.
+type Options struct {
+	// Agents is the agents config the workers' screen profiles come from
+	// (agent.SwarmConfig: the file $SWARM_AGENTS names, which must exist, else
+	// <dir>/agents.json); its zero value is <dir>/agents.json. A default file that is not
+	// there leaves the built-in claude, codex and shell profiles.
+	Agents agent.ConfigFile
+	// Supervisor is the command line that runs a worker's supervisor: a program and its
+	// hidden verb ({"/usr/local/bin/swarm", "__supervise"}), to which Spawn appends
+	// "--swarm-dir DIR --handoff PATH NAME"; that verb calls Supervise with them. Only Spawn
+	// and Respawn need it.
+	Supervisor []string
+	// Environ is the environment agents start with (a Spec's Env is set over it), usually
+	// os.Environ(); nil starts them with the Spec's Env alone.
+	Environ []string
+	// TmuxTmpDir is $TMUX_TMPDIR: where tmux keeps the sockets it names with -L (a worker's
+	// tmux socket); "" for /tmp, as tmux does.
+	TmuxTmpDir string
+	// Warnings receives what the swarm has to say that is no error, one line each in the
+	// Python swarm's words ("swarm: warning: ..."); nil discards them.
+	Warnings io.Writer
+	// Checkpoint, when set, is called at each step of a spawn ("state": the worker is in
+	// state.json; "worktree": its worktree is made; "entry": the supervisor's registry entry
+	// is written; "launched": the supervisor has its spec), so that a test can kill the
+	// process exactly there (the spawn journal's tests).
+	Checkpoint func(step string)
+}
+
+// Swarm is a swarm directory opened: its registry of workers (state.json), its supervisors'
+// layout (supervise/) and the Options it was opened with. A Swarm has no state of its own
+// beyond them: two of them on one directory, in one process or two, see the same workers.
+type Swarm struct {
+	dir    statedir.Swarm
+	reg    *worker.Registry
+	layout supervise.Layout
+	opts   Options
+}
+
+// Open opens the swarm directory dir (made absolute: a supervisor started elsewhere must find
+// the same one), creating it and its logs/ as the Python swarm did.
+func Open(dir string, o Options) (*Swarm, error) {
+	abs, err := absPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := statedir.Swarm{Root: abs}
+	s := &Swarm{dir: d, layout: supervise.Layout{Dir: d.Supervise()}, opts: o}
+	s.reg = &worker.Registry{Dir: d, Warn: func(m string) { s.warnf("%s", m) }}
+	if err := s.reg.Ensure(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Root is the swarm directory, absolute.
+func (s *Swarm) Root() string { return s.dir.Root }
+
+// Dir names the swarm directory's files.
+func (s *Swarm) Dir() statedir.Swarm { return s.dir }
+
+// warnf says a warning as the Python swarm did: "swarm: warning: ...".
+func (s *Swarm) warnf(format string, args ...any) {
+	if s.opts.Warnings != nil {
+		fmt.Fprintf(s.opts.Warnings, "swarm: warning: %s\n", fmt.Sprintf(format, args...))
+	}
+}
+
+func absPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("finding %s: %w", p, err)
+	}
+	return abs, nil
+}
+
+// Load reads state.json, once every spawn that was interrupted (its process killed half-way)
+// is finished or undone (spawnsafe.go): what every verb looks at.
+func (s *Swarm) Load(ctx context.Context) (*worker.State, error) {
+	st, err := s.reg.Load()
+	if err != nil {
+		return nil, err
+	}
+	return s.recoverSpawns(ctx, st), nil
+}
+
+// Worker returns the entry of the worker name as state.json has it, nil when there is none.
+func (s *Swarm) Worker(name string) (*worker.Worker, error) {
+	st, err := s.reg.Load()
+	if err != nil {
+		return nil, err
+	}
+	return st.Get(name), nil
+}
+
+// DefaultSession is the Python swarm's tmux session for workers spawned without one: "swarm-"
+// and the first 8 hex digits of the SHA-256 of the absolute, symlink-resolved swarm directory.
+func (s *Swarm) DefaultSession() string {
+	p := s.dir.Root
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	sum := sha256.Sum256([]byte(p))
+	return "swarm-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// tmuxSocketPath is where tmux 3.3a puts the socket it names `tmux -L name`: the first of
+// $TMUX_TMPDIR and /tmp that resolves, then tmux-<uid>/<name>. The directory is made 0700 as
+// tmux makes it (tmux -S, which the tmux package uses, does not). "" is tmux's default server.
+func (s *Swarm) tmuxSocketPath(name *string) (string, error) {
+	if name == nil {
+		return "", nil
+	}
+	base := "/tmp"
+	if d := s.opts.TmuxTmpDir; d != "" {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			base = r
+		}
+	} else if r, err := filepath.EvalSymlinks(base); err == nil {
+		base = r
+	}
+	dir := filepath.Join(base, "tmux-"+strconv.Itoa(os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("tmux socket directory: %w", err)
+	}
+	return filepath.Join(dir, *name), nil
+}
+
+// Tmux is the tmux client of a tmux worker's server.
+func (s *Swarm) Tmux(w *worker.Worker) (*tmux.Client, error) {
+	path, err := s.tmuxSocketPath(w.Tmux.Socket)
+	if err != nil {
+		return nil, err
+	}
+	return &tmux.Client{Socket: path}, nil
+}
+
+// Liveness is what the swarm knows of a worker now.
+type Liveness struct {
+	// Running: its agent runs (or is being started).
+	Running bool
+	// Outcome is how its agent ended, once its supervisor recorded it: the exit code (nil
+	// when it cannot be known) and the reason ("agent-exit-3", "killed", ...).
+	Outcome *worker.Outcome
+	// Supervised: started by this swarm under a supervisor (else by the Python swarm, which
+	// knew no exit code).
+	Supervised bool
+}
+
+// Live tells whether w runs. A supervised worker runs while its supervisor does (its entry's
+// pid, checked with its command line); one whose supervisor died without recording the end is
+// closed as lost (reconcile) and reported stopped. A worker the Python swarm started is judged
+// as it judged it, but with exact tmux targets: its window, or its pid.
+func (s *Swarm) Live(ctx context.Context, w *worker.Worker) Liveness {
+	if !w.Supervised() {
+		return Liveness{Running: s.unsupervisedAlive(ctx, w)}
+	}
+	l := Liveness{Supervised: true}
+	if out, ok := w.Ended(); ok {
+		l.Outcome = out
+		return l
+	}
+	e, _ := s.layout.ReadEntry(w.Name)
+	if e != nil && (e.PID == 0 || supervise.SupervisorAlive(e.PID, w.Name)) {
+		if e.Outcome != nil {
+			// Ended, and its supervisor is writing that into state.json: the entry has it
+			// already (a wait must not report the exit code unknown meanwhile).
+			l.Outcome = outcomeOf(e.Outcome)
+		}
+		l.Running = e.Outcome == nil
+		return l
+	}
+	// No live supervisor: being launched (spawn holds the name's lock), recording its end (the
+	// supervisor holds it), or lost: then Reconcile has the recorder close it.
+	if _, err := s.layout.Reconcile(ctx, nil, w.Name, "", &Recorder{Swarm: s, Incarnation: w.Started}); err != nil {
+		l.Running = true // cannot tell: say what state.json says
+		return l
+	}
+	if st, err := s.reg.Load(); err == nil {
+		if nw := st.Get(w.Name); nw != nil {
+			if l.Outcome, _ = nw.Ended(); l.Outcome == nil {
+				l.Running = true // locked: a spawn is at work on it
+			}
+		}
+	}
+	return l
+}
+
+func (s *Swarm) unsupervisedAlive(ctx context.Context, w *worker.Worker) bool {
+	if w.Tmux != nil {
+		c, err := s.Tmux(w)
+		if err != nil {
+			return false
+		}
+		windows, _ := c.ListWindows(ctx, w.Tmux.Session)
+		for _, win := range windows {
+			if win.Name == w.Tmux.Window && !win.Dead {
+				return true
+			}
+		}
+		return false
+	}
+	if w.PID != nil && *w.PID > 0 {
+		err := syscall.Kill(int(*w.PID), 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	return false
+}
+
+// startWait bounds how long Spawn, and the calls that talk to an agent, wait for one that is
+// being started (its supervisor registering, the agent's fork and exec): `swarm spawn … &&
+// swarm send …` must find the agent there.
+const startWait = 10 * time.Second
+
+// starting reports whether name's supervisor is alive (or being launched) and has not started
+// its agent yet.
+func (s *Swarm) starting(name string) bool {
+	e, _ := s.layout.ReadEntry(name)
+	return e != nil && e.Outcome == nil && e.AgentPID == 0 && (e.PID == 0 || supervise.SupervisorAlive(e.PID, name))
+}
+
+// waitStarted waits (at most startWait) until name's agent has started, or its supervisor is
+// gone or done; it reports whether the agent is still being started when it gives up.
+func (s *Swarm) waitStarted(ctx context.Context, name string) bool {
+	deadline := time.Now().Add(startWait)
+	for pause := time.Millisecond; s.starting(name); pause = min(pause*2, 20*time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return true
+		}
+		time.Sleep(pause)
+	}
+	return false
+}
+
+// WaitGone waits (at most limit) until w's supervisor has exited: its agent ended, it recorded
+// the end, and its tmux window is closed, so that `swarm wait w && swarm attach w` (or
+// respawn, or clean) finds the worker wholly gone.
+func (s *Swarm) WaitGone(w *worker.Worker, limit time.Duration) {
+	var pid int
+	if e, _ := s.layout.ReadEntry(w.Name); e != nil && e.PID > 0 {
+		pid = e.PID
+	} else if !w.Meta(worker.MetaSupervisorPID, &pid) {
+		return
+	}
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && supervise.SupervisorAlive(pid, w.Name); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Control opens the control socket of a supervised worker's supervisor, once its agent has
+// started (a worker spawned a moment ago may still be starting it). The caller closes it.
+func (s *Swarm) Control(w *worker.Worker) (*supervise.Control, error) {
+	if !w.Supervised() {
+		return nil, fmt.Errorf("worker '%s' was not started by this swarm (it has no supervisor)", w.Name)
+	}
+	return s.control(w)
+}
+
+func (s *Swarm) control(w *worker.Worker) (*supervise.Control, error) {
+	s.waitStarted(context.Background(), w.Name)
+	e, err := s.layout.ReadEntry(w.Name)
+	if err != nil {
+		return nil, err
+	}
+	path := s.layout.SocketPath(w.Name)
+	if e != nil && e.Control != "" {
+		path = e.Control
+	}
+	return supervise.DialControl(path, 5*time.Second)
+}
+
+// LogPath is the file a tmux worker's supervisor writes the agent's output to (made anew at
+// each start of the name). A process worker's output is Dir().StdoutLog(name).
+func (s *Swarm) LogPath(name string) string { return s.layout.LogPath(name) }
+
+// Recorder is swarm's side of the supervisor contract (supervise.Recorder): it writes the
+// agent's pid, its activity, exit code, finish time and reason into the worker's metadata in
+// state.json, and its status "stopped" once it ended; the worker's heartbeat ends with it.
+// Incarnation is the worker's Started: a worker removed and spawned again under the same name
+// is not the one this supervisor ran.
+type Recorder struct {
+	Swarm       *Swarm
+	Incarnation string
+}
+
+func (r *Recorder) update(ctx context.Context, name string, fn func(w *worker.Worker)) error {
+	return r.Swarm.reg.Update(ctx, func(s *worker.State) error {
+		w := s.Get(name)
+		if w == nil || w.Started != r.Incarnation {
+			return worker.ErrUnchanged // cleaned, or another incarnation: nothing of ours
+		}
+		fn(w)
+		return nil
+	})
+}
+
+// Started records the agent's pid.
+func (r *Recorder) Started(ctx context.Context, a *supervise.Attempt, pid int) error {
+	return r.update(ctx, a.Name, func(w *worker.Worker) {
+		w.Metadata = w.Metadata.SetValue(worker.MetaAgentPID, pid)
+	})
+}
+
+// Finished records how the agent ended. Its heartbeat ends with it.
+func (r *Recorder) Finished(ctx context.Context, a *supervise.Attempt, out *supervise.Outcome, _ io.Writer) error {
+	err := r.update(ctx, a.Name, func(w *worker.Worker) { finish(w, out) })
+	r.Swarm.StopHeartbeat(ctx, a.Name)
+	return err
+}
+
+// Lost closes a worker whose supervisor died without recording the end.
+func (r *Recorder) Lost(ctx context.Context, e *supervise.Entry, out *supervise.Outcome) (bool, error) {
+	closed := false
+	err := r.Swarm.reg.Update(ctx, func(s *worker.State) error {
+		w := s.Get(e.Name)
+		if w == nil || !w.Supervised() {
+			return worker.ErrUnchanged
+		}
+		if _, ended := w.Ended(); ended {
+			return worker.ErrUnchanged
+		}
+		finish(w, out)
+		closed = true
+		return nil
+	})
+	if closed {
+		r.Swarm.StopHeartbeat(ctx, e.Name)
+	}
+	return closed, err
+}
+
+// outcomeOf is out as finish records it.
+func outcomeOf(out *supervise.Outcome) *worker.Outcome {
+	o := &worker.Outcome{Reason: out.Reason}
+	if !out.UnknownExit {
+		code := out.ExitCode
+		o.ExitCode = &code
+	}
+	finished := out.Finished
+	if finished.IsZero() {
+		finished = time.Now()
+	}
+	o.Finished = worker.Timestamp(finished)
+	return o
+}
+
+func finish(w *worker.Worker, out *supervise.Outcome) {
+	var code any
+	if !out.UnknownExit {
+		code = out.ExitCode
+	}
+	finished := out.Finished
+	if finished.IsZero() {
+		finished = time.Now()
+	}
+	w.Status = worker.StatusStopped
+	w.Metadata = w.Metadata.SetValue(worker.MetaExitCode, code).SetValue(worker.MetaFinished, worker.Timestamp(finished)).
+		SetValue(worker.MetaReason, out.Reason)
+}

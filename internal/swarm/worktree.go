@@ -1,0 +1,131 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// worktreePlan is a worktree spawn is about to make: where, on which branch, and whether the
+// branch is new (then it is created at from, and a failed spawn deletes it again).
+type worktreePlan struct {
+	root, path, branch string
+	newBranch          bool
+	from               string // the commit a new branch starts at
+}
+
+// planWorktree works out the worker's worktree as the Python swarm did, changing nothing: in the
+// git repository of repo ("" the current directory), at <worktree-dir or <root>-worktrees>/<name>,
+// on a new branch from HEAD or else an existing one.
+func planWorktree(ctx context.Context, repo, name, branch, wtDir string) (*worktreePlan, error) {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel")
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, errors.New("not in a git repository (required for --worktree)")
+	}
+	root := strings.TrimSpace(string(out))
+	parent := filepath.Dir(root)
+	base := filepath.Join(parent, filepath.Base(root)+"-worktrees")
+	if wtDir != "" {
+		base = wtDir
+		if !filepath.IsAbs(base) {
+			base = filepath.Join(parent, base)
+		}
+	}
+	p := &worktreePlan{root: root, path: filepath.Join(base, name), branch: branch}
+	if _, err := os.Lstat(p.path); err == nil {
+		return nil, fmt.Errorf("Failed to create worktree at %s: it exists", p.path)
+	}
+	r := git.Repo{Dir: root}
+	if err := r.CheckBranch(ctx, branch); err != nil {
+		if errors.Is(err, git.ErrNoGit) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("invalid branch name '%s'", branch)
+	}
+	if !r.HasBranch(ctx, branch) {
+		p.newBranch, p.from = true, r.Head(ctx)
+	}
+	return p, nil
+}
+
+// create makes the planned worktree: `git worktree add -b B PATH FROM` for a new branch,
+// `git worktree add PATH B` for an existing one.
+func (p *worktreePlan) create(ctx context.Context) (*worker.Worktree, error) {
+	if err := os.MkdirAll(filepath.Dir(p.path), 0o755); err != nil {
+		return nil, err
+	}
+	args := []string{"worktree", "add", p.path, p.branch}
+	if p.newBranch {
+		args = []string{"worktree", "add", "-b", p.branch, p.path}
+		if p.from != "" {
+			args = append(args, p.from)
+		}
+	}
+	if _, err := gitIn(ctx, p.root, args...); err != nil {
+		gitIn(ctx, p.root, "worktree", "prune")
+		return nil, fmt.Errorf("Failed to create worktree at %s: %v", p.path, err)
+	}
+	return p.worktree(), nil
+}
+
+func (p *worktreePlan) worktree() *worker.Worktree {
+	return &worker.Worktree{Path: p.path, Branch: p.branch, BaseRepo: p.root}
+}
+
+// undo removes what create made: the worktree (whatever it holds: nothing ran in it yet) and
+// the branch if spawn created it and nothing moved it since.
+func (p *worktreePlan) undo(ctx context.Context) {
+	if _, err := os.Lstat(p.path); err == nil {
+		gitIn(ctx, p.root, "worktree", "remove", "--force", p.path)
+	}
+	gitIn(ctx, p.root, "worktree", "prune")
+	if p.newBranch && p.from != "" {
+		(git.Repo{Dir: p.root}).DeleteBranchAt(ctx, p.branch, p.from)
+	}
+}
+
+// gitIn runs git in dir and returns its output; an error carries what git said.
+func gitIn(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s", strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+// RemoveWorktree removes a worker's worktree unless it holds work that would be lost
+// (git.CheckRemovable: uncommitted changes, or commits on no other branch and not merged by
+// patch) and force is not given; the refusal names the files and commits. Git runs in the base
+// repository, not in the caller's directory (the Python swarm's bug 15). The branch stays.
+// kill --rm-worktree, clean and respawn --clean-first call it. A worktree that is gone is no
+// error.
+func RemoveWorktree(ctx context.Context, wt *worker.Worktree, force bool) error {
+	if _, err := os.Stat(wt.Path); err != nil {
+		return nil
+	}
+	if !force {
+		if err := git.CheckRemovable(ctx, wt.Path); err != nil {
+			return err
+		}
+	}
+	repo := wt.BaseRepo
+	if repo == "" {
+		repo = wt.Path
+	}
+	if _, err := gitIn(ctx, repo, "worktree", "remove", "--force", wt.Path); err != nil {
+		return fmt.Errorf("git worktree remove: %v", err)
+	}
+	return nil
+}

@@ -1,13 +1,35 @@
-// Package loop is swarm's ralph loop: an interactive agent started again and again as a swarm
-// worker on the same prompt file until a done pattern, a limit, or a person stops it. `ralph
-// spawn|run|status|pause|resume|stop|list|logs|clean|init|template` and `swarm ralph …` are
-// this package's Run.
+// Package loop is swarm's ralph loop as a library: an interactive agent started again and
+// again as a swarm worker on the same prompt file until a done pattern, a limit, or a person
+// stops it. Its command lines (`ralph spawn|run|status|pause|resume|stop|list|logs|clean|init|
+// template` and `swarm ralph …`, the same verbs) are cmd/internal/ralphloop's; this package
+// parses no flags and reads nothing from the environment.
+//
+// A program opens the loops of a swarm directory with Open(dir, Options): Options bring the
+// swarm library's options for the iterations' workers (their supervisor command, the agents
+// config, the agents' environment, tmux's socket directory), the command line that runs a
+// loop's monitor (Options.Monitor: the program's own path and verbs, the loop's name appended),
+// how the program's verbs are typed (Options.Tool, for the hints in messages), where progress
+// lines and warnings go, and two timings tests shorten (Backoff, LimitWait). Then:
+//
+//   - Spawn(ctx, SpawnSpec) writes the loop's state, starts its first iteration's worker and
+//     types the prompt; StartMonitor starts the monitor detached, RunMonitor runs it in this
+//     process until the loop ends, is paused or stopped (the monitor catches SIGTERM: pause;
+//     SIGINT, SIGHUP: leave; SIGUSR1: look at the state now).
+//   - Pause, Resume (a monitor started again when none runs), Stop (the loop killed, its
+//     monitor waited for, then its worker stopped), Clean: a loop's control. Control always
+//     wins: each is a locked update of the state and a signal to the monitor, which starts an
+//     iteration only inside the locked update that counts it, so once one of them returned no
+//     iteration starts and nothing the monitor writes undoes it (monitor.go).
+//   - Status (a monitor that died found and recorded, monitor_disconnected; WriteText and JSON
+//     render it as the Python swarm did), Loops and ListJSON, Logs, List (Summary, for `ralph
+//     list` beside AIWG's loops); Kill, which swarm kill calls first for each worker.
 //
 // Files: $SWARM_DIR/ralph/<name>/state.json (State, the Python swarm's RalphState format, under
-// state.lock), iterations.log (its line format), monitor.lock (held by the loop's monitor).
-// Each iteration is a swarm worker (internal/swarm's Spec) under a supervisor that records the
-// agent's exit code, and a run record (records.go). monitor.go is the loop itself,
-// watch.go how an iteration is watched, verbs.go the commands.
+// state.lock, checked against the ralph-state schema before every write), iterations.log (its
+// line format), monitor.lock (held by the loop's monitor for as long as it runs). Each
+// iteration is a swarm worker (internal/swarm's Spec) under a supervisor that records the
+// agent's exit code, and a run record (records.go). monitor.go is the loop itself, watch.go how
+// an iteration is watched, spawn.go and control.go the operations, view.go what is shown.
 package loop
 
 import (

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,7 @@ import (
 )
 
 // ErrFailed is what RunMonitor returns when the loop it ran ended failed (its state says why).
-var ErrFailed = fmt.Errorf("the loop failed")
+var ErrFailed = errors.New("the loop failed")
 
 // RunMonitor runs the monitor of the loop name in this process until the loop ends, is paused
 // or stopped, or the monitor is told to go (SIGINT, SIGHUP; SIGTERM pauses the loop after the

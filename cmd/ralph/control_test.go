@@ -167,7 +167,7 @@ func TestControlWins(t *testing.T) {
 			runs, _ := filepath.Glob(filepath.Join(swarmDir, "state", "runs", name+"-*.json"))
 			for _, r := range runs {
 				if b, _ := os.ReadFile(r); bytes.Contains(b, []byte(`"status":"running"`)) {
-					fail("%s (%s): %s is still running after the command returned", name, kind, filepath.Base(r))
+					fail("%s (%s): %s is still running after the command returned:\n%s\niterations.log:\n%s", name, kind, filepath.Base(r), b, log)
 				}
 			}
 			h, err := swarmlib.Open(swarmDir, swarmlib.Options{Warnings: os.Stderr})

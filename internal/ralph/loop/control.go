@@ -212,7 +212,8 @@ func (ls *Loops) Stop(ctx context.Context, name string, o StopOptions) (StopResu
 
 // stopLoop ends the loop for a kill: stopped, killed, under the lock (DONE ... reason=killed),
 // then its monitor is told and waited for (SIGKILLed if it does not go), so that once this
-// returns no iteration starts and no worker is being started.
+// returns no iteration starts and no worker is being started; then the current iteration's
+// record is made final if the monitor left it running (closeLeft).
 func (l *app) stopLoop(ctx context.Context, quiet bool) {
 	st, err := l.st.update(ctx, func(st *State) error {
 		if st.Status != StatusRunning && st.Status != StatusPaused {
@@ -226,9 +227,13 @@ func (l *app) stopLoop(ctx context.Context, quiet bool) {
 		return
 	}
 	signalMonitor(st, signalLook)
-	if !l.st.waitMonitorGone(ctx, 20*time.Second) && !quiet {
-		l.warnf("the monitor of '%s' did not stop", l.st.name)
+	if !l.st.waitMonitorGone(ctx, 20*time.Second) {
+		if !quiet {
+			l.warnf("the monitor of '%s' did not stop", l.st.name)
+		}
+		return
 	}
+	l.closeLeft(ctx)
 }
 
 // Kill is what swarm kill does first for each worker it kills (for each worker with --all):

@@ -130,3 +130,31 @@ func logEnd(path string) []byte {
 	b, _ := fsx.ReadTail(path, 64<<10)
 	return b
 }
+
+// closeLeft makes the current iteration's run record final once the loop's monitor is gone: a
+// stop or kill calls it, since an agent's record must be final when the command that stopped it
+// returns. The monitor closes the record of an iteration it watched (stopped), but not of one
+// it never watched: a stop that came before the monitor recorded its pid (it then refused the
+// stopped loop), or in the instant after (its signal ended the monitor's context before its
+// first look: run's loop never began), and a monitor that died left the record running. The
+// iteration's worker is stopped first, as stopped does, so that the record has its end.
+func (l *app) closeLeft(ctx context.Context) {
+	st, err := l.st.load()
+	if err != nil || st.RecordDir == "" || st.CurrentIteration <= 0 {
+		return
+	}
+	run, err := record.ReadRun(st.recordStore().RunPath(beadOf(st.WorkerName, st.CurrentIteration)))
+	if err != nil || run.Status != record.StatusRunning {
+		return
+	}
+	it := &iteration{n: st.CurrentIteration, started: time.Now()}
+	if t, ok := parseISO(st.LastIterationStarted); ok {
+		it.started = t
+	}
+	if w, _ := l.home.Worker(l.st.name); w != nil && st.isCurrent(w) {
+		it.w = w
+		l.stopped(ctx, it)
+		return
+	}
+	l.endRecord(context.WithoutCancel(ctx), st, it, result{kind: resExited}, "failed")
+}

@@ -238,6 +238,7 @@ func (l *app) replace(ctx context.Context, w *worker.Worker, old *State) (*Workt
 		if !l.st.waitMonitorGone(ctx, 15*time.Second) {
 			return nil, fmt.Errorf("the monitor of '%s' does not stop; nothing was replaced", l.st.name)
 		}
+		l.closeLeft(ctx)
 	}
 	var keep *Worktree
 	if w != nil {

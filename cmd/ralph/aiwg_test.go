@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
@@ -142,7 +144,9 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 		}
 		ts.Setenv(args[0], ids[len(ids)-1])
 	},
-	// waitloop ID STATUS [SECONDS]: wait until loop ID has STATUS.
+	// waitloop ID STATUS [SECONDS]: wait until loop ID has STATUS, and the change that wrote it
+	// is whole: the registry is written after the state, under the workspace's lock, which is
+	// taken once the state says STATUS (validloops read the registry in between).
 	"waitloop": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
 			ts.Fatalf("usage: waitloop ID STATUS [SECONDS]")
@@ -159,6 +163,9 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 			if st, err := ws.ReadState(args[0]); err == nil {
 				last = st.Status
 				if st.Status == args[1] {
+					if unlock, err := fsx.LockFile(context.Background(), ws.LockPath()); err == nil {
+						unlock()
+					}
 					return
 				}
 			}

@@ -7,7 +7,7 @@ BINDIR  ?= $(PREFIX)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
-.PHONY: all build install test vet fmt-check tidy-check bench demo fuzz clean
+.PHONY: all build install test test-short vet fmt-check tidy-check bench demo fuzz clean
 
 all: build
 
@@ -20,9 +20,21 @@ install: build
 	mkdir -p "$(DESTDIR)$(BINDIR)"
 	install -m 0755 bin/* "$(DESTDIR)$(BINDIR)/"
 
-## test: vet, formatting, a tidy go.mod, and every test with the race detector
+# TESTFLAGS: how many packages' tests (-p) and how many tests of a package (-parallel) run at
+# once. The long packages (cmd/dispatch, cmd/ralph, cmd/swarm) wait on agents, tmux and
+# timeouts far more than on the CPU, so they run side by side, each with several scripts at a
+# time, even on 2 cores.
+TESTFLAGS ?= -p 4 -parallel 8
+
+## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
+## lines as the packages end, and a line every 30 s naming the packages still running
 test: vet fmt-check tidy-check
-	$(GO) test -race -count=1 ./...
+	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) ./...
+
+## test-short: a quick round: every test without the race detector and with -short, which
+## leaves out the scripts and tests that start agents in tmux ([short] skip 'needs tmux')
+test-short:
+	GO=$(GO) $(GO) run ./tools/testprogress -- -short -count=1 $(TESTFLAGS) ./...
 
 vet:
 	$(GO) vet ./...

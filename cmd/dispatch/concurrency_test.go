@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/tmux"
 )
 
@@ -66,6 +67,9 @@ func newFleet(tb testing.TB, root, repoRoot string) *fleet {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		tb.Skip("tmux not installed")
 	}
+	if testing.Short() {
+		tb.Skip("needs tmux") // make test-short leaves out what starts agents in tmux
+	}
 	if root == "" {
 		root = tb.TempDir()
 	}
@@ -83,6 +87,8 @@ func newFleet(tb testing.TB, root, repoRoot string) *fleet {
 	}
 	f.socket = filepath.Join(sockDir, "s")
 	tb.Cleanup(func() {
+		// A failed test shows its agents' logs, supervisors and panes before they go.
+		postmortem.OnFailure(tb, root, f.socket)
 		f.stopAll()
 		(&tmux.Client{Socket: f.socket}).KillServer(context.Background())
 		os.RemoveAll(sockDir)
@@ -157,13 +163,20 @@ func (f *fleet) waitFinal(bead string, limit time.Duration) *record.Result {
 	}
 }
 
-// waitAgent waits until bead's agent has started (its first line is in the log).
+// waitAgent waits until bead's agent has started (its first line is in the log); an attempt
+// that ends first fails the test at once, with how it ended (and the post-mortem).
 func (f *fleet) waitAgent(bead string, limit time.Duration) {
 	f.tb.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		if b, err := os.ReadFile(f.layout().LogPath(bead)); err == nil && bytes.Contains(b, []byte("agent: pid ")) {
 			return
+		}
+		if r, err := record.ReadResult(f.store().ResultPath(bead)); err == nil && r.Status != record.StatusRunning {
+			if b, err := os.ReadFile(f.layout().LogPath(bead)); err == nil && bytes.Contains(b, []byte("agent: pid ")) {
+				return // it started, and ended, between the two reads
+			}
+			f.tb.Fatalf("%s: the attempt ended (%s, %s) before its agent's first line", bead, r.Status, r.Reason)
 		}
 		if time.Now().After(deadline) {
 			f.tb.Fatalf("%s: the agent did not start within %s", bead, limit)
@@ -315,6 +328,7 @@ var watcherPID = regexp.MustCompile(`(?m)^Agent dispatched\. Background watcher 
 // TestConcurrentDispatches starts 50 dispatches of 50 beads at once against one state directory
 // and one tmux server: 50 sessions, 100 valid records, each attempt counted once.
 func TestConcurrentDispatches(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	f := newFleet(t, "", "")
 	watch := f.watchSessions()
@@ -402,6 +416,7 @@ func TestConcurrentDispatches(t *testing.T) {
 // TestConcurrentDispatchesOfOneBead starts 20 dispatches of the same bead at once: one starts
 // the agent, the others are refused, and the attempt is counted once.
 func TestConcurrentDispatchesOfOneBead(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	f := newFleet(t, "", "")
 	type outcome struct {

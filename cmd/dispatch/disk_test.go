@@ -56,6 +56,7 @@ func finalRecords(t *testing.T, f *fleet, bead string) (*record.Run, *record.Res
 // TestDiskFull: an agent that fills the disk its repository and the state directory share is
 // stopped when the free space falls under DISPATCH_MIN_FREE_MB, and the records say so.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	disk := smallDisk(t, 24)
 	f := newFleet(t, disk, "")
 	env := []string{"DISPATCH_MIN_FREE_MB=8"} // starting needs 16 MB free; 20 MB written leaves under 8
@@ -91,6 +92,7 @@ func TestDiskFull(t *testing.T) {
 // agent runs; the supervisor still writes its final records, from the space it held in
 // reserve.
 func TestStateDiskFullAtTheEnd(t *testing.T) {
+	t.Parallel()
 	disk := smallDisk(t, 8)
 	f := newFleet(t, disk, t.TempDir()) // the repository elsewhere: only the state disk fills
 	code, stdout, stderr := f.dispatch(nil, "bd-full", f.repo, "fake", "SAY=working HANG")

@@ -33,6 +33,7 @@ func (h *hostile) archived(t *testing.T, bead string, n int) (*record.Run, *reco
 // whose supervisor died is closed (supervisor-lost) before it is archived; one replaced with
 // --force whose supervisor cannot record its own end is closed as replaced.
 func TestHostileDeadAttempts(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 
 	t.Run("re-dispatched after its supervisor died", func(t *testing.T) {
@@ -136,6 +137,7 @@ func stopped(pid int) bool {
 // supervisor-lost, finished at their last sign of life (their output's last write); plain
 // reconcile, which reads the registry only, leaves them.
 func TestHostileReconcileRepairsTheArchive(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	h.must(t, nil, "a-old", h.repo, "hostile:m1", "EXIT=0", "--wait")
 	h.waitGoneEntry(t, "a-old")

@@ -14,6 +14,7 @@ import (
 // to read blocks until a writer comes, which never does) hangs nothing: dispatch, ps and
 // reconcile read state files without blocking, regular files only.
 func TestHostileFIFOs(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 
 	// A FIFO in the registry, of a bead with nothing else: ps and reconcile neither hang nor
@@ -91,6 +92,7 @@ func TestHostileFIFOs(t *testing.T) {
 // being read into memory: a 1 GiB log (sparse, so the test costs no disk) leaves dispatch's
 // memory where it is for a small one, and is archived whole.
 func TestHostileHugeLog(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	h.run(t, nil, "g-big", h.repo, "hostile:m1", "EXIT=3", "--wait")
 	h.waitGoneEntry(t, "g-big")

@@ -14,6 +14,7 @@ import (
 // file the tools create or rewrite there, is never written through: the file it points to keeps
 // its content and its mode, and reconcile never copies a linked log into a record.
 func TestHostileLinks(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 
 	// A planted link at a file dispatch or its supervisor creates: the attempt runs, the file is
@@ -159,6 +160,7 @@ func TestHostileLinks(t *testing.T) {
 // a link, or that belongs to another user, is refused with one line saying so, before anything
 // is written into it.
 func TestHostileStateDirectories(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 
 	t.Run("linked subdirectory", func(t *testing.T) {

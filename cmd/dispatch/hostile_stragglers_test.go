@@ -21,6 +21,7 @@ import (
 // agent starts, and stops it all (TERM, then KILL after the grace period). The record says how
 // many processes were stopped, in output_summary (the records' schema has no field for it).
 func TestHostileStragglers(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t)
 	for _, backend := range []string{"tmux", "process"} {
 		t.Run(backend, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -41,6 +42,8 @@ func testEnv() func(env *testscript.Env) error {
 			(&tmux.Client{Socket: socket}).KillServer(context.Background())
 			os.RemoveAll(sockDir)
 		})
+		// A failed script shows its agents' logs, supervisors and panes before they go.
+		env.Defer(func() { postmortem.OnFailure(env.T().(postmortem.TB), env.WorkDir, socket) })
 		config := filepath.Join(env.WorkDir, "agents.json")
 		cfg := fmt.Sprintf(`{"fake": {"command": %q, "default_model": "m1", "models": {"fast": "m1-fast"}},
 		  "fake-arg": {"command": %q, "prompt": "arg"},
@@ -93,6 +96,18 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			ts.Check(os.Symlink(path, filepath.Join(dir, name)))
 		}
 		ts.Setenv("PATH", dir)
+	},
+	// session NAME CMD [ARGS...]: a session NAME running CMD on the scripts' tmux server,
+	// started as dispatch starts one (tmux.Client.NewSession): a server that is exiting because
+	// the last agent's session just ended is waited out, where a bare 'tmux new-session' fails
+	// with "server exited unexpectedly".
+	"session": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 2 {
+			ts.Fatalf("usage: session NAME CMD [ARGS...]")
+		}
+		c := &tmux.Client{Socket: ts.Getenv("DISPATCH_TMUX_SOCKET")}
+		_, err := c.NewSession(context.Background(), args[0], ts.MkAbs("."), nil, args[1:]...)
+		ts.Check(err)
 	},
 	// waitstatus BEAD STATUS [SECONDS]: wait until the bead's result record has STATUS.
 	"waitstatus": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -16,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -71,6 +74,11 @@ func aiwgSetup(env *testscript.Env) error {
 			exec.Command("tmux", "-S", s, "kill-server").Run()
 		}
 		os.RemoveAll(sockDir)
+	})
+	// A failed script shows its loops' logs and states, before anything is stopped.
+	env.Defer(func() {
+		socks, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
+		postmortem.OnFailure(env.T().(postmortem.TB), env.WorkDir, socks...)
 	})
 	return nil
 }
@@ -136,7 +144,9 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 		}
 		ts.Setenv(args[0], ids[len(ids)-1])
 	},
-	// waitloop ID STATUS [SECONDS]: wait until loop ID has STATUS.
+	// waitloop ID STATUS [SECONDS]: wait until loop ID has STATUS, and the change that wrote it
+	// is whole: the registry is written after the state, under the workspace's lock, which is
+	// taken once the state says STATUS (validloops read the registry in between).
 	"waitloop": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
 			ts.Fatalf("usage: waitloop ID STATUS [SECONDS]")
@@ -153,6 +163,9 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 			if st, err := ws.ReadState(args[0]); err == nil {
 				last = st.Status
 				if st.Status == args[1] {
+					if unlock, err := fsx.LockFile(context.Background(), ws.LockPath()); err == nil {
+						unlock()
+					}
 					return
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 	swarmlib "github.com/agentfleet/fleet/internal/swarm"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 )
 
 // TestControlWins is the test of the Python swarm's worst bugs (kill and pause lost to
@@ -30,8 +31,11 @@ func TestControlWins(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
+	if testing.Short() {
+		t.Skip("needs tmux") // make test-short leaves out what starts agents in tmux
+	}
 	trials := 100
-	if testing.Short() || loopRace {
+	if loopRace {
 		trials = 12
 	}
 	if n := os.Getenv("RALPH_TEST_TRIALS"); n != "" {
@@ -43,7 +47,11 @@ func TestControlWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	swarmDir := filepath.Join(work, "sd")
-	t.Cleanup(func() { cleanupSwarm(swarmDir, sockDir) })
+	t.Cleanup(func() {
+		socks, _ := filepath.Glob(filepath.Join(sockDir, "tmux-*", "*"))
+		postmortem.OnFailure(t, work, socks...)
+		cleanupSwarm(swarmDir, sockDir)
+	})
 	t.Setenv("TMUX_TMPDIR", sockDir)
 	t.Setenv("TMUX", "")
 	t.Setenv("SWARM_DIR", swarmDir)

@@ -2,45 +2,42 @@ package main
 
 import (
 	"context"
-	"slices"
+	"io"
+	"os/signal"
+	"syscall"
 
+	"github.com/agentfleet/fleet/cmd/internal/ralphloop"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
-	"github.com/agentfleet/fleet/internal/ralph/loop"
+	"github.com/agentfleet/fleet/internal/swarm"
 )
 
-// loopCommand is the verb name of swarm's loops, run by loop.Run whole (its own flags, help,
-// messages and signals: `swarm ralph` is the same code).
-func loopCommand(name string) *cli.Command {
-	return &cli.Command{Name: name, OwnSignals: true, Raw: func(_ context.Context, s cli.Streams, args []string) error {
-		return runLoopVerb(s, name, args)
-	}}
-}
-
-// runLoopVerb runs swarm's loops' verb name on args; its exit status is kept, and what went
-// wrong it has said already.
-func runLoopVerb(s cli.Streams, name string, args []string) error {
-	return exitStatus(loop.Run(slices.Concat([]string{tool, name}, args), swarmOptions(), s.In, s.Out, s.Err))
-}
-
-// exitStatus is a command run whole's exit status as an error (nil for 0), its message said.
-func exitStatus(code int) error {
-	if code == cli.ExitOK {
-		return nil
-	}
-	return &cli.ExitError{Code: code}
+// loopConfig is how ralph runs swarm's loops' verbs (cmd/internal/ralphloop, which `swarm
+// ralph` shares): typed "ralph VERB", their workers supervised by this binary (swarmOptions).
+func loopConfig() ralphloop.Config {
+	return ralphloop.Config{Tool: tool, Swarm: func(string, io.Writer) swarm.Options { return swarmOptions() }}
 }
 
 // routedCommand is a verb of both kinds of loops (status, pause, resume): AIWG's when its
-// first operand is a loop id (ralph-<slug>-<8 hex>), else swarm's loops'.
+// first operand is a loop id (ralph-<slug>-<8 hex>), else swarm's loops' verb of the name.
 func routedCommand(aiwgVerb *cli.Command) *cli.Command {
 	name := aiwgVerb.Name
-	return &cli.Command{Name: name, OwnSignals: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
-		if !firstOperandIsLoopID(args) {
-			return runLoopVerb(s, name, args)
+	var loopVerb *cli.Command
+	for _, c := range ralphloop.Commands(loopConfig()) {
+		if c.Name == name {
+			loopVerb = c
 		}
+	}
+	return &cli.Command{Name: name, OwnSignals: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 		path := tool + " " + name
-		return cli.Run(ctx, aiwgVerb.App(path, s), append([]string{path}, args...))
+		if firstOperandIsLoopID(args) {
+			return cli.Run(ctx, aiwgVerb.App(path, s), append([]string{path}, args...))
+		}
+		// swarm's loops' verbs run with a context that SIGINT and SIGTERM cancel, as every
+		// verb that does not catch them itself.
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return cli.Run(ctx, loopVerb.App(path, s), append([]string{path}, args...))
 	}}
 }
 

@@ -38,6 +38,7 @@ func loopEnv(env *testscript.Env) error {
 	}
 	swarmDir := sw.Dir
 	env.Defer(func() {
+		sw.PostMortem()
 		cleanupSwarm(swarmDir, sw.SockDir)
 		// Every loop a script left validates and its log parses (loops named bad* are the
 		// scripts' broken ones).

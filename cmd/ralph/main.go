@@ -4,7 +4,7 @@
 //   - swarm's loops (internal/ralph/loop): an interactive agent as a swarm worker, fed a prompt
 //     file each iteration, watched for a done pattern, inactivity and context use:
 //     ralph spawn|run|status|pause|resume|stop|list|logs|clean|init|template NAME …
-//     (`swarm ralph …` is the same code).
+//     (`swarm ralph …` is the same code: cmd/internal/ralphloop).
 //   - AIWG's loops (internal/ralph/aiwg): a task run headless until a completion command
 //     passes: ralph start|abort|report, and status|pause|resume with a loop id.
 //   - the task queue (internal/ralph/queue): ralph queue init|run|status|retry|skip|add PLAN.
@@ -14,8 +14,9 @@
 // The command line is one cli.Tool in the Labelled dialect: every diagnostic is "ralph:
 // error: …", a usage error's hint "ralph: hint: run 'ralph VERB --help' for usage". Each verb
 // of AIWG's loops and of the queue is a file of its own (aiwg_*.go, queue_*.go) that parses its
-// flags into a typed spec and calls its library; swarm's loops' verbs still go to loop.Run
-// whole (loop.go).
+// flags into a typed spec and calls its library; swarm's loops' verbs are cmd/internal/ralphloop's
+// commands, shared with `swarm ralph` (loop.go: their settings, and status|pause|resume routed
+// to AIWG for a loop id).
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentfleet/fleet/cmd/internal/ralphloop"
 	"github.com/agentfleet/fleet/internal/cli"
 )
 
@@ -41,12 +43,14 @@ func run(args []string) int {
 // answered with (argparse's, as the Python swarm's ralph said it): swarm's loops' first. Each
 // call makes new flags: urfave/cli keeps the values it parsed in them.
 func newTool() *cli.Tool {
+	lc := loopConfig()
 	return &cli.Tool{
 		Name: tool, Dialect: cli.Labelled, Usage: usage,
 		Commands: []*cli.Command{
-			loopCommand("spawn"), loopCommand("run"),
+			ralphloop.SpawnCommand(lc), ralphloop.RunCommand(lc),
 			statusCommand(), pauseCommand(), resumeCommand(),
-			loopCommand("stop"), loopCommand("logs"), loopCommand("clean"), loopCommand("init"), loopCommand("template"),
+			ralphloop.StopCommand(lc), ralphloop.LogsCommand(lc), ralphloop.CleanCommand(lc), ralphloop.InitCommand(lc),
+			ralphloop.TemplateCommand(lc),
 			startCommand(), abortCommand(), reportCommand(), listCommand(), queueCommand(),
 			superviseCommand(),
 		},

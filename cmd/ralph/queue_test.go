@@ -23,6 +23,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -66,6 +67,8 @@ func queueEnv(env *testscript.Env) error {
 	env.Setenv("TMUX_TMPDIR", env.WorkDir)
 	env.Cd = repo
 	env.Defer(func() { killSupervisors(stateDir) })
+	// A failed script shows its agents' logs and the queue's files, before anything is stopped.
+	env.Defer(func() { postmortem.OnFailure(env.T().(postmortem.TB), env.WorkDir) })
 	return nil
 }
 
@@ -154,6 +157,7 @@ func TestQueueCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
+	t.Parallel() // its own repository, state directory and environment (cmd.Env)
 	n := 200
 	if queueRace {
 		n = 60

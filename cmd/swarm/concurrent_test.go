@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
@@ -29,6 +30,7 @@ func TestConcurrentSpawn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100 supervisors: skipped under -short")
 	}
+	t.Parallel() // its own swarm directory and environment (cmd.Env)
 	n := 100
 	if raceEnabled {
 		n = 30
@@ -45,6 +47,7 @@ func TestConcurrentSpawn(t *testing.T) {
 	environ := append(os.Environ(), "SWARM_DIR="+swarmDir, "HOME="+dir, "TMUX=", "TMUX_TMPDIR="+dir)
 	layout := supervise.Layout{Dir: statedir.Swarm{Root: swarmDir}.Supervise()}
 	t.Cleanup(func() {
+		postmortem.OnFailure(t, dir)
 		// What kill --all did not stop: the supervisors, then their agents (each in a session
 		// of its own, so the supervisor's process group is not the agent's).
 		for _, name := range layout.Registered(func(string) bool { return true }) {

@@ -93,6 +93,10 @@ type Command struct {
 	// alone; swarm heartbeat's argparse line). nil, or nil returned for "", is the tool's rule:
 	// the verb's help on stderr for none, the Tool's UnknownVerb for a wrong word.
 	UnknownVerb func(word string, verbs []string) error
+	// BareHelpToStdout, for a verb with Commands, writes its help on stdout rather than stderr
+	// when it is given no verb (still a usage error, exit 2): `swarm ralph` alone, as the Python
+	// swarm's ralph printed it.
+	BareHelpToStdout bool
 }
 
 // Streams are a command's standard input, output and error.
@@ -122,14 +126,14 @@ func (t *Tool) Main(args []string, s Streams) int {
 // Run routes args (without the program) to the tool's verb and returns its error, for a tool
 // run as a verb of another ("swarm ralph …").
 func (t *Tool) Run(ctx context.Context, s Streams, args []string) error {
-	return t.route(ctx, s, t.Name, t.Commands, t.Flags, args, t.Usage, t.UnknownVerb)
+	return t.route(ctx, s, t.Name, t.Commands, t.Flags, args, t.Usage, t.UnknownVerb, false)
 }
 
 // route runs the verb args names among cmds; path is the tool or the verb they belong to
 // ("ralph queue"), usage its help (nil: a list of cmds), lead the flags that may stand before
 // the verb (the tool's), unknown what is said of a word that is no verb (nil: the default).
 func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Command, lead []ucli.Flag, args []string,
-	usage func(io.Writer), unknown func(string, []string) error) error {
+	usage func(io.Writer), unknown func(string, []string) error, bareToStdout bool) error {
 	top := path == t.Name
 	if usage == nil {
 		usage = func(w io.Writer) { listUsage(w, path, cmds) }
@@ -150,12 +154,16 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 				return err
 			}
 		}
-		usage(s.Err)
+		if bareToStdout {
+			usage(s.Out)
+		} else {
+			usage(s.Err)
+		}
 		return &ExitError{Code: ExitUsage}
 	case word == "-h" || word == "--help" || word == "help" && find(cmds, "help") == nil:
 		if word == "help" && len(args) > i+1 {
 			// help VERB [VERB...] is VERB --help.
-			return t.route(ctx, s, path, cmds, nil, append(slices.Clip(args[i+1:]), "--help"), usage, unknown)
+			return t.route(ctx, s, path, cmds, nil, append(slices.Clip(args[i+1:]), "--help"), usage, unknown, bareToStdout)
 		}
 		usage(s.Out)
 		return nil
@@ -183,7 +191,7 @@ func (t *Tool) route(ctx context.Context, s Streams, path string, cmds []*Comman
 // runCommand runs the verb c, called path ("swarm heartbeat start"), on its arguments.
 func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path string, args []string) error {
 	if len(c.Commands) > 0 && c.Raw == nil && c.Action == nil {
-		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage, c.UnknownVerb)
+		return t.route(ctx, s, path, c.Commands, nil, args, c.CommandsUsage, c.UnknownVerb, c.BareHelpToStdout)
 	}
 	if !c.OwnSignals {
 		var stop context.CancelFunc

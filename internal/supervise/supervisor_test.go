@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/creack/pty"
 )
 
@@ -83,6 +84,13 @@ func newSupervisor(t *testing.T, name string, input *os.File, console io.Writer)
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	// A failed test shows the agent's log, the registry entry and the supervisor's console.
+	t.Cleanup(func() {
+		postmortem.OnFailure(t, s.Layout.Dir)
+		if b, ok := console.(*syncBuffer); ok && t.Failed() {
+			t.Logf("the supervisor's console:\n%s", b)
+		}
+	})
 	return s
 }
 

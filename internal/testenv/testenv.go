@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -25,6 +26,11 @@ import (
 type Swarm struct {
 	Dir     string // $SWARM_DIR
 	SockDir string // TMUX_TMPDIR: even tmux's default server is private
+
+	// t and work, set by NewSwarm: when the script failed, Stop first shows its post-mortem
+	// (the logs and states under work, the panes of its tmux servers).
+	t    postmortem.TB
+	work string
 }
 
 // NewSwarm gives the script env a swarm of its own: $SWARM_DIR at $WORK/sd, TMUX_TMPDIR a new
@@ -36,7 +42,10 @@ func NewSwarm(env *testscript.Env, prefix string) (*Swarm, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Swarm{Dir: filepath.Join(env.WorkDir, "sd"), SockDir: sockDir}
+	s := &Swarm{Dir: filepath.Join(env.WorkDir, "sd"), SockDir: sockDir, work: env.WorkDir}
+	if t, ok := env.T().(postmortem.TB); ok {
+		s.t = t
+	}
 	env.Setenv("TMUX_TMPDIR", sockDir)
 	env.Setenv("TMUX", "")
 	env.Setenv("SWARM_DIR", s.Dir)
@@ -46,8 +55,9 @@ func NewSwarm(env *testscript.Env, prefix string) (*Swarm, error) {
 
 // Stop kills what a test left running in the swarm: every supervisor still registered (its pid
 // checked by command line), every tmux server in the socket directory; then removes that
-// directory.
+// directory. If the script failed, its post-mortem comes first (PostMortem).
 func (s *Swarm) Stop() {
+	s.PostMortem()
 	layout := supervise.Layout{Dir: statedir.Swarm{Root: s.Dir}.Supervise()}
 	for _, name := range layout.Registered(func(string) bool { return true }) {
 		if e, _ := layout.ReadEntry(name); e != nil && supervise.SupervisorAlive(e.PID, name) {
@@ -59,6 +69,18 @@ func (s *Swarm) Stop() {
 		(&tmux.Client{Socket: sock}).KillServer(context.Background())
 	}
 	os.RemoveAll(s.SockDir)
+}
+
+// PostMortem shows, when the script failed, its post-mortem (postmortem.OnFailure): the logs
+// and states under $WORK, the processes they name, the panes of the swarm's tmux servers. A
+// caller that stops more than Stop does (ralph's loop monitors) calls it first.
+func (s *Swarm) PostMortem() {
+	if s.t == nil {
+		return
+	}
+	socks, _ := filepath.Glob(filepath.Join(s.SockDir, "tmux-*", "*"))
+	postmortem.OnFailure(s.t, s.work, socks...)
+	s.t = nil // once
 }
 
 // GitRepo makes a git repository at dir: branch main, one empty commit, an author of its own.

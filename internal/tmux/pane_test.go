@@ -99,10 +99,10 @@ func TestRealSendTextLong(t *testing.T) {
 	text := "abcd" + strings.Repeat("é✓abc", 4001)
 	marker := filepath.Join(t.TempDir(), "text")
 	if _, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil,
-		"sh", "-c", `stty raw -echo; head -c "$1" > "$0.tmp"; mv "$0.tmp" "$0"; sleep 30`, marker, strconv.Itoa(len(text))); err != nil {
+		"sh", "-c", `stty raw -echo; echo > "$0.raw"; head -c "$1" > "$0.tmp"; mv "$0.tmp" "$0"; sleep 30`, marker, strconv.Itoa(len(text))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let stty run before the text arrives
+	waitFile(t, marker+".raw") // the terminal is raw before the text arrives
 	if err := c.SendText(ctx, SessionTarget("agent-bd-10"), text); err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +119,11 @@ func TestRealSendKeysInCopyMode(t *testing.T) {
 	ctx := context.Background()
 	marker := filepath.Join(t.TempDir(), "int")
 	if _, err := c.NewSession(ctx, "agent-bd-10", t.TempDir(), nil,
-		"sh", "-c", `trap 'echo interrupted > "$0"; exit' INT; while :; do sleep 0.05; done`, marker); err != nil {
+		"sh", "-c", `trap 'echo interrupted > "$0"; exit' INT; echo > "$0.trap"; while :; do sleep 0.05; done`, marker); err != nil {
 		t.Fatal(err)
 	}
 	target := SessionTarget("agent-bd-10")
-	time.Sleep(100 * time.Millisecond) // let the trap be set
+	waitFile(t, marker+".trap") // the trap is set
 	if _, err := c.run(ctx, "copy-mode", "-t", string(target)); err != nil {
 		t.Fatal(err)
 	}

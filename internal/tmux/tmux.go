@@ -140,6 +140,7 @@ func (c *Client) NewSession(ctx context.Context, session, dir string, env []stri
 	// A bare "--" keeps an argv whose first word starts with "-" from being read as a flag.
 	args = append(args, "--")
 	args = append(args, argv...)
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		pid, err := c.newPane(ctx, args)
 		// tmux 3.3a hands a command sent just after the last session ended to the exiting
@@ -147,7 +148,7 @@ func (c *Client) NewSession(ctx context.Context, session, dir string, env []stri
 		// new-sessions right after a kill-session, here): nothing was created, and the next
 		// attempt starts a new server. A kill-server that overtakes new-session makes it exit
 		// 0 having printed nothing: whatever it created went with the server.
-		if err == nil || !errors.Is(err, ErrGone) || attempt == createAttempts {
+		if err == nil || !errors.Is(err, ErrGone) || time.Since(start) >= createWait {
 			return pid, err
 		}
 		if err := pause(ctx, attempt); err != nil {
@@ -156,14 +157,14 @@ func (c *Client) NewSession(ctx context.Context, session, dir string, env []stri
 	}
 }
 
-// createAttempts is how many times a new session or window is tried while servers exit under
-// it: with the pauses between, about a quarter of a second, time for a loaded machine's exiting
-// server to close its socket.
-const createAttempts = 8
+// createWait is how long a new session or window is tried again while servers exit under it:
+// a time, not a number of attempts, since how long an exiting server takes to close its socket
+// depends on the machine's load; generous, since it bounds a wait that ends when that happens.
+const createWait = 10 * time.Second
 
-// pause waits a little longer after each attempt, or until ctx ends.
+// pause waits a little longer after each attempt (up to a tenth of a second), or until ctx ends.
 func pause(ctx context.Context, attempt int) error {
-	t := time.NewTimer(time.Duration(attempt) * 10 * time.Millisecond)
+	t := time.NewTimer(min(time.Duration(attempt)*10*time.Millisecond, 100*time.Millisecond))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -195,17 +195,17 @@ func realClient(t *testing.T) *Client {
 	return c
 }
 
-// waitFile returns the contents of path once it is non-empty, or fails the test after 5s.
+// waitFile returns the contents of path once it is non-empty, or fails the test after 30s.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if b, _ := os.ReadFile(path); len(b) > 0 {
 			return string(b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("%s still empty after 5s", path)
+	t.Fatalf("%s still empty after 30s", path)
 	return ""
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Window is one window of a session as ListWindows reports it, with the state of its active
@@ -67,6 +68,7 @@ func (c *Client) NewWindow(ctx context.Context, session, window, dir string, env
 	// 3.3a, CMD_FIND_WINDOW_INDEX).
 	newWindow := append([]string{"new-window", "-d", "-P", "-F", "#{pane_pid}", "-t", string(SessionTarget(session))}, tail...)
 	newSession := append([]string{"new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", escapeFormat(session)}, tail...)
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		windows, err := c.ListWindows(ctx, session)
 		if err != nil {
@@ -85,7 +87,7 @@ func (c *Client) NewWindow(ctx context.Context, session, window, dir string, env
 		// ErrGone: the session or the server ended between ListWindows and new-window, or
 		// new-session reached an exiting server (see NewSession). ErrExists: another caller
 		// created the session first. Either way, look again.
-		if err == nil || !(errors.Is(err, ErrGone) || errors.Is(err, ErrExists)) || attempt == createAttempts {
+		if err == nil || !(errors.Is(err, ErrGone) || errors.Is(err, ErrExists)) || time.Since(start) >= createWait {
 			return pid, err
 		}
 		if err := pause(ctx, attempt); err != nil {

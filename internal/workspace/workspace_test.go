@@ -284,8 +284,12 @@ func TestCommandRun(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Run(hang) took %s", d)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The child was sent SIGKILL with its group: it dies once it is scheduled (soon, or later
+	// on a loaded machine).
 	pid, _ := strconv.Atoi(strings.TrimSpace(readFileOr(pidFile)))
+	for deadline := time.Now().Add(10 * time.Second); pid > 0 && syscall.Kill(pid, 0) == nil && !zombie(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if pid > 0 && syscall.Kill(pid, 0) == nil && !zombie(pid) {
 		t.Errorf("the hook's child %d outlived its time limit", pid)
 	}

@@ -8,6 +8,8 @@
 #   FILL=<MB>       write MB megabytes into fill.bin (to exhaust a disk)
 #   ECHO_PROMPT     print the whole prompt    ARGS        print its arguments
 #   TTY             say whether its output is a terminal, and its TERM
+#   WAITFOR=<f>     wait until file f exists (at most 60 s): a script lets the agent end once
+#                   it has seen what happens while the agent works
 #   READ            read a line from its terminal (keys typed into its pane) and print it
 #   SPEW=<MB>       print MB MiB of text as fast as it can: 1 MiB blocks, each a line
 #                   "spew <block, 9 digits> <48 dots>" then 16383 lines of 63 x's (64-byte
@@ -32,6 +34,10 @@ if has READ; then
 fi
 has IGNORE_TERM && trap 'echo "agent: ignoring SIGTERM"' TERM
 [ -n "$(word SAY)" ] && echo "agent says: $(word SAY)"
+if [ -n "$(word WAITFOR)" ]; then
+  i=0
+  while [ ! -e "$(word WAITFOR)" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done
+fi
 [ -n "$(word WRITE)" ] && echo "work" > "$(word WRITE)"
 if [ -n "$(word FILL)" ]; then
   dd if=/dev/zero of=fill.bin bs=1M count="$(word FILL)" 2>/dev/null

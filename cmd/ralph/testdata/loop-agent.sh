@@ -8,6 +8,8 @@
 #   donewait     print TASK_DONE, then idle
 #   idle         print nothing more, sleep
 #   run S        print a line, work S seconds, exit 0
+#   await F      print a line, work until the file F beside the plan exists (at most 60 s), exit
+#                0: a script does what it tests while the iteration runs, then lets it end
 #   ask          wait for another line typed (a heartbeat), print "got: LINE", exit 0
 #   chatty S     print a line every 0.2 s for S seconds, exit 0
 #   compact      show "Compacting conversation", then idle
@@ -34,6 +36,7 @@ done) echo "TASK_DONE"; exit 0 ;;
 donewait) echo "TASK_DONE"; exec sleep 1000 ;;
 idle) exec sleep 1000 ;;
 run) echo "working"; sleep "$2"; exit 0 ;;
+await) echo "working"; i=0; while [ ! -e "$(dirname "$plan")/$2" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done; exit 0 ;;
 ask) IFS= read -r more; echo "got: $more"; exit 0 ;;
 chatty) i=0; while [ $i -lt $(( $2 * 5 )) ]; do echo "tick $i"; i=$((i + 1)); sleep 0.2; done; exit 0 ;;
 compact) echo "Compacting conversation..."; exec sleep 1000 ;;

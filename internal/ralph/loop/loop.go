@@ -1,13 +1,35 @@
-// Package loop is swarm's ralph loop: an interactive agent started again and again as a swarm
-// worker on the same prompt file until a done pattern, a limit, or a person stops it. `ralph
-// spawn|run|status|pause|resume|stop|list|logs|clean|init|template` and `swarm ralph …` are
-// this package's Run.
+// Package loop is swarm's ralph loop as a library: an interactive agent started again and
+// again as a swarm worker on the same prompt file until a done pattern, a limit, or a person
+// stops it. Its command lines (`ralph spawn|run|status|pause|resume|stop|list|logs|clean|init|
+// template` and `swarm ralph …`, the same verbs) are cmd/internal/ralphloop's; this package
+// parses no flags and reads nothing from the environment.
+//
+// A program opens the loops of a swarm directory with Open(dir, Options): Options bring the
+// swarm library's options for the iterations' workers (their supervisor command, the agents
+// config, the agents' environment, tmux's socket directory), the command line that runs a
+// loop's monitor (Options.Monitor: the program's own path and verbs, the loop's name appended),
+// how the program's verbs are typed (Options.Tool, for the hints in messages), where progress
+// lines and warnings go, and two timings tests shorten (Backoff, LimitWait). Then:
+//
+//   - Spawn(ctx, SpawnSpec) writes the loop's state, starts its first iteration's worker and
+//     types the prompt; StartMonitor starts the monitor detached, RunMonitor runs it in this
+//     process until the loop ends, is paused or stopped (the monitor catches SIGTERM: pause;
+//     SIGINT, SIGHUP: leave; SIGUSR1: look at the state now).
+//   - Pause, Resume (a monitor started again when none runs), Stop (the loop killed, its
+//     monitor waited for, then its worker stopped), Clean: a loop's control. Control always
+//     wins: each is a locked update of the state and a signal to the monitor, which starts an
+//     iteration only inside the locked update that counts it, so once one of them returned no
+//     iteration starts and nothing the monitor writes undoes it (monitor.go).
+//   - Status (a monitor that died found and recorded, monitor_disconnected; WriteText and JSON
+//     render it as the Python swarm did), Loops and ListJSON, Logs, List (Summary, for `ralph
+//     list` beside AIWG's loops); Kill, which swarm kill calls first for each worker.
 //
 // Files: $SWARM_DIR/ralph/<name>/state.json (State, the Python swarm's RalphState format, under
-// state.lock), iterations.log (its line format), monitor.lock (held by the loop's monitor).
-// Each iteration is a swarm worker (internal/swarm's Spec) under a supervisor that records the
-// agent's exit code, and a run record (records.go). monitor.go is the loop itself,
-// watch.go how an iteration is watched, verbs.go the commands.
+// state.lock, checked against the ralph-state schema before every write), iterations.log (its
+// line format), monitor.lock (held by the loop's monitor for as long as it runs). Each
+// iteration is a swarm worker (internal/swarm's Spec) under a supervisor that records the
+// agent's exit code, and a run record (records.go). monitor.go is the loop itself, watch.go how
+// an iteration is watched, spawn.go and control.go the operations, view.go what is shown.
 package loop
 
 import (
@@ -19,6 +41,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarm"
@@ -36,45 +59,125 @@ type Summary struct {
 	ExitReason    string `json:"exit_reason,omitempty"`
 }
 
-// Run runs the verb args[1] (args[0] is the tool's name as it prints it: "ralph" or
-// "swarm ralph") and returns the exit status. o says how the loops' workers are started (the
-// supervisor command of the program that runs Run, the agents config, the agents'
-// environment, tmux's socket directory); their warnings go to stderr.
-func Run(args []string, o swarm.Options, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(args, o, stdin, stdout, stderr)
-}
-
 // List is every loop of the swarm directory swarmDir, by name.
 func List(ctx context.Context, swarmDir string) ([]Summary, error) {
-	sw, err := swarm.Open(swarmDir, swarm.Options{})
+	ls, err := Open(swarmDir, Options{})
 	if err != nil {
 		return nil, err
 	}
-	loops, err := listLoops(ctx, &app{home: sw, dir: sw.Dir()})
+	loops, err := ls.Loops(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Summary, 0, len(loops))
 	for _, lp := range loops {
-		s := Summary{Name: lp.st.WorkerName, Status: lp.st.Status, WorkerStatus: lp.workerStatus,
-			Iteration: lp.st.CurrentIteration, MaxIterations: lp.st.MaxIterations,
-			Failures: lp.st.ConsecutiveFailures, TotalFailures: lp.st.TotalFailures}
-		if lp.st.ExitReason != nil {
-			s.ExitReason = *lp.st.ExitReason
+		s := Summary{Name: lp.State.WorkerName, Status: lp.State.Status, WorkerStatus: lp.WorkerStatus,
+			Iteration: lp.State.CurrentIteration, MaxIterations: lp.State.MaxIterations,
+			Failures: lp.State.ConsecutiveFailures, TotalFailures: lp.State.TotalFailures}
+		if lp.State.ExitReason != nil {
+			s.ExitReason = *lp.State.ExitReason
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-type listed struct {
-	st           *State
-	workerStatus string
+// Options are what a program running loops brings: how their workers are started, how its
+// loop verbs are typed (for the hints in messages), the monitor's command line, where messages
+// go, and the loop's timings. Nothing is read from the environment: the command line fills
+// these.
+type Options struct {
+	// Swarm says how the iterations' workers are started (the supervisor command, the agents
+	// config, the agents' environment, tmux's socket directory). Its Warnings are Err, and
+	// $SWARM_DIR in the agents' environment is the swarm directory, absolute.
+	Swarm swarm.Options
+	// Monitor is the command line that runs a loop's monitor, without the loop's name: this
+	// program's absolute path and its verbs ("/usr/bin/ralph", "run"; "/usr/bin/swarm", "ralph",
+	// "run"). It is started detached, with the agents' environment; its command line must hold
+	// "run" (a pid is signalled only when its command line says it is the loop's monitor).
+	Monitor []string
+	// Tool is how a person types the loop verbs ("ralph", "swarm ralph"): hints in messages
+	// name it, and its first word begins every warning ("ralph: warning: …").
+	Tool string
+	// Out takes the monitor's lines ("[ralph] NAME: …") and a spawn's progress ("replaced
+	// existing worker N"); Err its warnings and errors. nil: discarded.
+	Out, Err io.Writer
+	// Backoff is the unit of the wait after a failed iteration: min(2^(n-1), 300) units (default
+	// a second; tests shorten it).
+	Backoff time.Duration
+	// LimitWait is how long a usage limit with no reset time holds the loop (default
+	// DefaultLimitWait; tests shorten it).
+	LimitWait time.Duration
 }
 
-// listLoops reads every ralph/<name>/state.json (names sorted), with its worker's status:
-// running, stopped, or removed when it is not in state.json.
-func listLoops(ctx context.Context, l *app) ([]listed, error) {
+// Loops are the loops of one swarm directory, as a program runs them (Open).
+type Loops struct {
+	base app // every loop's app, its store unset
+}
+
+// Open opens the loops of the swarm directory dir (made absolute: the loop's agents find it in
+// their $SWARM_DIR wherever they run).
+func Open(dir string, o Options) (*Loops, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Tool == "" {
+		o.Tool = "ralph"
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.LimitWait <= 0 {
+		o.LimitWait = DefaultLimitWait
+	}
+	so := o.Swarm
+	so.Warnings = o.Err
+	so.Environ = setEnv(so.Environ, "SWARM_DIR", abs)
+	home, err := swarm.Open(abs, so)
+	if err != nil {
+		return nil, err
+	}
+	return &Loops{base: app{tool: o.Tool, prog: strings.Fields(o.Tool)[0], opts: o, environ: so.Environ,
+		stdout: o.Out, stderr: o.Err, home: home, dir: home.Dir()}}, nil
+}
+
+// Swarm is the swarm the loops' workers are in.
+func (ls *Loops) Swarm() *swarm.Swarm { return ls.base.home }
+
+// at is an app for the loop name, checked as a worker name.
+func (ls *Loops) at(name string) (*app, error) {
+	l := ls.base
+	if err := l.loop(name); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// named is an app for the loop name with its state; without one, the Python swarm's messages.
+func (ls *Loops) named(name string) (*app, *State, error) {
+	l := ls.base
+	st, err := l.loadLoop(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &l, st, nil
+}
+
+// Listed is one loop as Loops reads it: its state and its worker's status (running, stopped,
+// or removed when it is not in state.json).
+type Listed struct {
+	State        *State
+	WorkerStatus string
+}
+
+// Loops reads every ralph/<name>/state.json (names sorted), with its worker's status. A state
+// that cannot be read is a warning.
+func (ls *Loops) Loops(ctx context.Context) ([]Listed, error) {
+	l := &ls.base
 	entries, err := os.ReadDir(l.dir.Ralph())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -89,7 +192,7 @@ func listLoops(ctx context.Context, l *app) ([]listed, error) {
 		}
 	}
 	sort.Strings(names)
-	var out []listed
+	var out []Listed
 	for _, name := range names {
 		s := store{dir: l.dir, name: name, warn: l.warnf}
 		st, err := s.load()
@@ -99,58 +202,40 @@ func listLoops(ctx context.Context, l *app) ([]listed, error) {
 			}
 			continue
 		}
-		ws := "removed"
-		if w, _ := l.home.Worker(st.WorkerName); w != nil {
-			ws = "stopped"
-			if l.home.Live(ctx, w).Running {
-				ws = "running"
-			}
-		}
-		out = append(out, listed{st: st, workerStatus: ws})
+		out = append(out, Listed{State: st, WorkerStatus: l.workerStatus(ctx, st.WorkerName)})
 	}
 	return out, nil
 }
 
-// app is one run of the tool: its name as a person types it, its streams, the swarm directory
-// and the loop a verb names.
+// workerStatus is running, stopped, or removed when the worker is not in state.json.
+func (l *app) workerStatus(ctx context.Context, name string) string {
+	w, _ := l.home.Worker(name)
+	if w == nil {
+		return "removed"
+	}
+	if l.home.Live(ctx, w).Running {
+		return "running"
+	}
+	return "stopped"
+}
+
+// app is one loop of a Loops (st), and what every step of it needs.
 type app struct {
-	tool       string   // "ralph" or "swarm ralph": how the verbs are typed
-	prog       string   // "ralph" or "swarm": the prefix of its messages
-	verbPrefix []string // this binary's arguments before a verb: nil, or ["ralph"] for swarm
-	stdin      io.Reader
-	stdout     io.Writer
-	stderr     io.Writer
-	dir        statedir.Swarm
-	opts       swarm.Options // how workers are started
-	home       *swarm.Swarm
-	st         store
+	tool    string // "ralph" or "swarm ralph": how the verbs are typed
+	prog    string // "ralph" or "swarm": the prefix of its messages
+	opts    Options
+	environ []string // the agents' and the monitor's environment, $SWARM_DIR absolute
+	stdout  io.Writer
+	stderr  io.Writer
+	dir     statedir.Swarm
+	home    *swarm.Swarm
+	st      store
 }
 
 func (l *app) warnf(format string, args ...any) {
 	if l.stderr != nil {
 		fmt.Fprintf(l.stderr, "%s: warning: %s\n", l.prog, fmt.Sprintf(format, args...))
 	}
-}
-
-// open opens the swarm directory ($SWARM_DIR, else ~/.swarm, as swarm finds it). The loop's
-// agents find it in their $SWARM_DIR, absolute, wherever they run.
-func (l *app) open() error {
-	d, err := statedir.SwarmFromEnv(os.LookupEnv)
-	if err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(d.Root)
-	if err != nil {
-		return err
-	}
-	o := l.opts
-	o.Warnings = l.stderr
-	o.Environ = setEnv(o.Environ, "SWARM_DIR", abs)
-	if l.home, err = swarm.Open(abs, o); err != nil {
-		return err
-	}
-	l.dir = l.home.Dir()
-	return nil
 }
 
 // setEnv is environ with key set to value (in place of any value it had).
@@ -187,18 +272,3 @@ func (l *app) loadLoop(name string) (*State, error) {
 	}
 	return st, err
 }
-
-func newApp(args []string, o swarm.Options, stdin io.Reader, stdout, stderr io.Writer) *app {
-	tool := "ralph"
-	if len(args) > 0 && args[0] != "" {
-		tool = args[0]
-	}
-	l := &app{tool: tool, prog: strings.Fields(tool)[0], opts: o, stdin: stdin, stdout: stdout, stderr: stderr}
-	if l.prog != "ralph" {
-		l.verbPrefix = []string{"ralph"}
-	}
-	return l
-}
-
-// statedirName reports whether a directory under ralph/ can be a loop's (a worker name).
-func statedirName(name string) bool { return statedir.CheckName(statedir.KindWorker, name) == nil }

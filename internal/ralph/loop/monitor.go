@@ -22,17 +22,9 @@ import (
 // returned no iteration starts. A stop or kill also waits for the monitor to be gone before it
 // stops the worker, so no worker the monitor was starting outlives it.
 
-// maxFailures in a row stop the loop, as in the Python swarm.
+// maxFailures in a row stop the loop, as in the Python swarm; the wait after a failure is
+// backoffFor(n) units of Options.Backoff.
 const maxFailures = 5
-
-// backoffUnit is the unit of the backoff after a failure: min(2^(n-1), 300) units. The
-// environment variable RALPH_TEST_BACKOFF (a Go duration) shortens it, for tests only.
-func backoffUnit() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("RALPH_TEST_BACKOFF")); err == nil && d > 0 {
-		return d
-	}
-	return time.Second
-}
 
 func backoffFor(n int) int64 {
 	b := int64(1) << min(n-1, 9)
@@ -337,7 +329,7 @@ func (l *app) failed(ctx context.Context, wake chan struct{}, n int, code int64,
 	} else {
 		l.sayf("iteration %d failed (exit: %d), retrying in %ds (attempt %d/%d)", n, code, b, fails, maxFailures)
 	}
-	l.sleep(ctx, wake, time.Duration(b)*backoffUnit())
+	l.sleep(ctx, wake, time.Duration(b)*l.opts.Backoff)
 	return nil
 }
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -90,18 +90,19 @@ func (s store) waitMonitorGone(ctx context.Context, limit time.Duration) bool {
 	return false
 }
 
-// startMonitor starts `<this binary> [ralph] run NAME` detached (proc.StartDetached): by the
-// binary's absolute path (proc.Self; the Python swarm started "swarm.py" relative to the
-// caller's directory, and the monitor died at once anywhere else), in a session of its own,
-// stdio on /dev/null, $SWARM_DIR absolute. It waits (a few seconds) until the monitor has taken
-// its lock and recorded its pid, and returns the pid.
-func (l *app) startMonitor(ctx context.Context) (int, error) {
-	exe, err := proc.Self()
-	if err != nil {
-		return 0, fmt.Errorf("finding this program to start the monitor: %w", err)
+// startMonitor starts the loop's monitor, the command line monitor (Options.Monitor: this
+// program's absolute path and its verbs) and the loop's name, detached (proc.StartDetached): in
+// a session of its own, stdio on /dev/null, in /, with the agents' environment ($SWARM_DIR
+// absolute). The path is the program's own, never relative: the Python swarm started
+// "swarm.py" relative to the caller's directory, and the monitor died at once anywhere else.
+// It waits (a few seconds) until the monitor has taken its lock and recorded its pid, and
+// returns the pid.
+func (l *app) startMonitor(ctx context.Context, monitor []string) (int, error) {
+	if len(monitor) == 0 {
+		return 0, errors.New("starting the monitor: no command to run it (Options.Monitor)")
 	}
-	argv := append(append([]string{exe}, l.verbPrefix...), "run", l.st.name)
-	child, err := proc.StartDetached(argv, proc.Detached{Dir: "/", Env: append(os.Environ(), "SWARM_DIR="+l.st.dir.Root)})
+	argv := append(slices.Clip(monitor), l.st.name)
+	child, err := proc.StartDetached(argv, proc.Detached{Dir: "/", Env: l.environ})
 	if err != nil {
 		return 0, fmt.Errorf("starting the monitor: %w", err)
 	}

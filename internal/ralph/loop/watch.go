@@ -75,8 +75,8 @@ var stuckPatterns = []struct{ text, msg string }{
 
 const fatalPattern = "Compacting conversation"
 
-// defaultLimitWait is how long a usage limit holds the loop when its message names no time.
-const defaultLimitWait = 30 * time.Minute
+// DefaultLimitWait is how long a usage limit holds the loop when its message names no time.
+const DefaultLimitWait = 30 * time.Minute
 
 // watch follows an iteration until it ends one way or another. A context nudge and a usage
 // limit met while the agent runs are dealt with here, and the watch goes on.
@@ -147,7 +147,7 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 				return result{kind: resDone, out: out, exited: true}
 			}
 			if limited, at := prof.UsageLimit(words, time.Now()); limited && (out == nil || out.ExitCode == nil || *out.ExitCode != 0) {
-				return result{kind: resLimited, out: out, resetAt: resetOrDefault(at)}
+				return result{kind: resLimited, out: out, resetAt: l.resetOrDefault(at)}
 			}
 			return result{kind: resExited, out: out}
 		}
@@ -186,7 +186,7 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 			}
 		}
 		if limited, at := prof.UsageLimit(text, time.Now()); limited {
-			l.holdForLimit(ctx, wake, it, ctl, resetOrDefault(at))
+			l.holdForLimit(ctx, wake, it, ctl, l.resetOrDefault(at))
 			lastChange = time.Now()
 			continue
 		}
@@ -207,19 +207,11 @@ func (l *app) outcome(ctx context.Context, w *worker.Worker, out *worker.Outcome
 	return out
 }
 
-func resetOrDefault(at time.Time) time.Time {
+func (l *app) resetOrDefault(at time.Time) time.Time {
 	if at.IsZero() || time.Until(at) <= 0 {
-		return time.Now().Add(limitWait())
+		return time.Now().Add(l.opts.LimitWait)
 	}
 	return at
-}
-
-// limitWait is defaultLimitWait, or RALPH_TEST_LIMIT_WAIT (a Go duration; tests only).
-func limitWait() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("RALPH_TEST_LIMIT_WAIT")); err == nil && d > 0 {
-		return d
-	}
-	return defaultLimitWait
 }
 
 // holdForLimit waits until a usage limit the running agent met resets, then asks it to go on,
@@ -375,12 +367,13 @@ func (l *app) typePrompt(ctx context.Context, st *State, w *worker.Worker, promp
 	return offset, baseline, nil
 }
 
-// preflightError is an agent that never became ready and shows a screen it is stuck on (a
+// PreflightError is an agent that never became ready and shows a screen it is stuck on (a
 // login, a theme picker): typing a prompt into it would be lost (the Python swarm's pre-flight
 // check, done here once the ready wait is over rather than after a fixed 10 s).
-type preflightError struct{ msg string }
+// Spawn returns it once the worker is gone and the loop is failed.
+type PreflightError struct{ msg string }
 
-func (e *preflightError) Error() string { return "pre-flight check failed — " + e.msg }
+func (e *PreflightError) Error() string { return "pre-flight check failed — " + e.msg }
 
 func preflight(ctl *supervise.Control, p agent.Patterns) error {
 	r, err := ctl.Do(supervise.Request{Op: supervise.OpScreen})
@@ -393,7 +386,7 @@ func preflight(ctl *supervise.Control, p agent.Patterns) error {
 	text := strings.Join(r.Screen, "\n")
 	for _, sp := range stuckPatterns {
 		if strings.Contains(text, sp.text) {
-			return &preflightError{sp.msg}
+			return &PreflightError{sp.msg}
 		}
 	}
 	return nil

@@ -1,0 +1,112 @@
+package ralphloop
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/loop"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// The verbs that look at a loop or change its course: status, pause, resume, stop.
+
+// StatusCommand is `status NAME [--json]`: the loop's progress, a monitor that died recorded
+// first (monitor_disconnected).
+func StatusCommand(c Config) *cli.Command {
+	return &cli.Command{
+		Name: "status", Usage: "a loop's progress", UsageText: c.usageText("TOOL status NAME [--json]"),
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "the loop's state and its worker's status as JSON"}},
+		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
+			name, err := one(uc)
+			if err != nil {
+				return err
+			}
+			st, err := ls.Status(ctx, name)
+			if err != nil {
+				return err
+			}
+			if uc.Bool("json") {
+				fmt.Fprintf(s.Out, "%s\n", st.JSON())
+				return nil
+			}
+			st.WriteText(s.Out)
+			return nil
+		}),
+	}
+}
+
+// PauseCommand is `pause NAME`: the loop pauses after its current iteration.
+func PauseCommand(c Config) *cli.Command {
+	return &cli.Command{
+		Name: "pause", Usage: "pause a loop after its current iteration", UsageText: c.usageText("TOOL pause NAME"),
+		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
+			name, err := one(uc)
+			if err != nil {
+				return err
+			}
+			was, err := ls.Pause(ctx, name)
+			if err != nil {
+				return err
+			}
+			if was == loop.StatusPaused {
+				c.warnf(s, "worker '%s' is already paused", name)
+				return nil
+			}
+			fmt.Fprintf(s.Out, "paused ralph loop for %s\n", name)
+			return nil
+		}),
+	}
+}
+
+// ResumeCommand is `resume NAME`: a paused loop (or one whose monitor died) runs again, a
+// monitor started when none runs.
+func ResumeCommand(c Config) *cli.Command {
+	return &cli.Command{
+		Name: "resume", Usage: "resume a paused loop (and restart a monitor that died)", UsageText: c.usageText("TOOL resume NAME"),
+		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
+			name, err := one(uc)
+			if err != nil {
+				return err
+			}
+			resumed, err := ls.Resume(ctx, name)
+			if err != nil {
+				return err
+			}
+			if !resumed {
+				c.warnf(s, "worker '%s' is not paused", name)
+				return nil
+			}
+			fmt.Fprintf(s.Out, "resumed ralph loop for %s\n", name)
+			return nil
+		}),
+	}
+}
+
+// StopCommand is `stop NAME [--rm-worktree [--force-dirty]]`: the loop ends (killed), its
+// monitor is waited for, its worker stopped.
+func StopCommand(c Config) *cli.Command {
+	return &cli.Command{
+		Name: "stop", Usage: "stop a loop and its worker (swarm kill)", UsageText: c.usageText("TOOL stop NAME [--rm-worktree [--force-dirty]]"),
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "rm-worktree", Usage: "also remove the worktree (not when it holds work) and the loop's state"},
+			&ucli.BoolFlag{Name: "force-dirty", Usage: "remove the worktree even with changes"},
+		},
+		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
+			name, err := one(uc)
+			if err != nil {
+				return err
+			}
+			res, err := ls.Stop(ctx, name, loop.StopOptions{RemoveWorktree: uc.Bool("rm-worktree"), ForceDirty: uc.Bool("force-dirty")})
+			if err != nil {
+				return err
+			}
+			if res.WorktreeKept != nil {
+				c.warnf(s, "cannot remove worktree for '%s': %v", name, res.WorktreeKept)
+				fmt.Fprintf(s.Err, "%s: use --force-dirty to remove anyway\n", c.prog())
+			}
+			fmt.Fprintf(s.Out, "killed %s\n", name)
+			return nil
+		}),
+	}
+}

@@ -1,0 +1,265 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/swarm"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// SpawnSpec is a loop to start: its worker (the command, where it runs, in which tmux
+// session), the prompt typed at each iteration and what ends the loop.
+type SpawnSpec struct {
+	Name       string   // the loop's and its worker's name
+	PromptFile string   // the prompt typed at each iteration
+	Cmd        []string // the agent's command line
+
+	MaxIterations     int     // stop after this many iterations (the Python swarm's default: 50)
+	InactivityTimeout int     // seconds without a screen change that restart an iteration (0: never)
+	MaxContext        *int    // nudge at this context percentage, end the iteration at +15
+	DonePattern       *string // a regular expression that ends the loop when the agent prints it
+	// CheckDoneContinuous looks for the done pattern while the agent runs, not only when it
+	// exits.
+	CheckDoneContinuous bool
+
+	Replace    bool // end a loop and worker of that name first (their worktree kept if it holds work)
+	CleanState bool // start from a fresh loop state
+
+	Session string  // the tmux session
+	Socket  *string // the tmux socket name
+	// Worktree runs the worker in a git worktree <repo>-worktrees/<name> (Branch, WorktreeDir);
+	// else in Cwd (the current directory when empty).
+	Worktree            bool
+	Branch, WorktreeDir string
+	Cwd                 string
+	Tags                []string
+	Env                 []string // K=V
+	Profile             string   // the agent profile; default by the command
+	// ReadyWait is how long the first iteration waits for the agent to be ready before the
+	// prompt is typed (nil: the default, 30 s).
+	ReadyWait *time.Duration
+	// RecordDir is where the iterations' run records go (empty: <swarm dir>/state).
+	RecordDir string
+	// Heartbeat, HeartbeatExpire, HeartbeatMessage: swarm's heartbeat, as typed (durations).
+	Heartbeat, HeartbeatExpire, HeartbeatMessage string
+
+	// Checked, when set, is called once the spec is found sound and before anything changes
+	// (the command line's notes and warnings go there, before the spawn's own).
+	Checked func()
+}
+
+// Spawned is a loop Spawn started: its first iteration's worker.
+type Spawned struct {
+	State  *State
+	Worker *worker.Worker
+}
+
+// PatternError is a done pattern that is not a regular expression.
+type PatternError struct{ Err error }
+
+func (e *PatternError) Error() string { return e.Err.Error() }
+func (e *PatternError) Unwrap() error { return e.Err }
+
+// Spawn starts the loop sp: its state, its first iteration's worker, the prompt typed. It does
+// not start the monitor (StartMonitor, RunMonitor). An existing worker or loop of the name is
+// refused unless sp.Replace. Progress lines go to Options.Out, warnings to Options.Err.
+func (ls *Loops) Spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
+	if len(sp.Cmd) == 0 {
+		return nil, errors.New("no command provided (use -- command...)")
+	}
+	if err := swarm.CheckName(sp.Name, true); err != nil {
+		return nil, err
+	}
+	l, err := ls.at(sp.Name)
+	if err != nil {
+		return nil, err
+	}
+	name := sp.Name
+	promptAbs, err := filepath.Abs(sp.PromptFile)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(promptAbs); err != nil {
+		return nil, fmt.Errorf("prompt file not found: %s", sp.PromptFile)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("prompt file %s is not a regular file", sp.PromptFile)
+	}
+	prompt, err := readPrompt(promptAbs)
+	if err != nil {
+		return nil, err
+	}
+	if sp.DonePattern != nil {
+		if _, err := regexp.Compile(*sp.DonePattern); err != nil {
+			return nil, &PatternError{err}
+		}
+	}
+	env, err := swarm.ParseEnv(sp.Env)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Checked != nil {
+		sp.Checked()
+	}
+	recordDir := sp.RecordDir
+	if recordDir == "" {
+		recordDir = filepath.Join(l.dir.Root, "state")
+	}
+	if recordDir, err = filepath.Abs(recordDir); err != nil {
+		return nil, err
+	}
+
+	var keep *Worktree // a worktree Replace kept because it holds work
+	existing, _ := l.home.Worker(name)
+	old, _ := l.st.load()
+	if existing != nil || (old != nil && l.st.monitorAlive()) {
+		if !sp.Replace {
+			return nil, fmt.Errorf("worker '%s' already exists", name)
+		}
+		if keep, err = l.replace(ctx, existing, old); err != nil {
+			return nil, err
+		}
+	}
+	if sp.CleanState {
+		if _, err := os.Lstat(l.dir.RalphDir(name)); err == nil {
+			if err := os.RemoveAll(l.dir.RalphDir(name)); err != nil {
+				l.warnf("cannot remove ralph state for '%s': %v", name, err)
+			} else {
+				fmt.Fprintf(l.stdout, "cleared ralph state for %s\n", name)
+			}
+		}
+	}
+
+	wsp := swarm.Spec{Name: name, Cmd: sp.Cmd, Env: env, Tags: sp.Tags, Profile: sp.Profile,
+		Metadata: iterationMeta(1), Tmux: &swarm.TmuxSpec{Session: sp.Session, Socket: sp.Socket}}
+	var hbText, hbExpire, hbMessage string
+	if hbText = sp.Heartbeat; hbText != "" {
+		hbExpire, hbMessage = sp.HeartbeatExpire, sp.HeartbeatMessage
+	}
+	switch {
+	case keep != nil:
+		wsp.InWorktree = &worker.Worktree{Path: keep.Path, Branch: keep.Branch, BaseRepo: keep.BaseRepo}
+	case sp.Worktree:
+		wsp.Worktree = &swarm.WorktreeSpec{Branch: sp.Branch, Dir: sp.WorktreeDir}
+	default:
+		wsp.Dir = sp.Cwd
+		if wsp.Dir != "" {
+			if wsp.Dir, err = filepath.Abs(wsp.Dir); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if _, err := l.home.Profile(wsp.Profile, sp.Cmd); err != nil {
+		return nil, err
+	}
+	if hbText != "" {
+		if wsp.Heartbeat, err = swarm.ParseHeartbeat(hbText, hbExpire, hbMessage); err != nil {
+			return nil, err
+		}
+	}
+	started := time.Now()
+	w, err := l.spawnWorker(ctx, wsp, hbText)
+	if err != nil {
+		return nil, err
+	}
+	ws := &WorkerSpec{Cmd: sp.Cmd, Cwd: w.Cwd, Env: sp.Env, Tags: wsp.Tags, Session: w.Tmux.Session, Socket: wsp.Tmux.Socket,
+		Profile: wsp.Profile, Heartbeat: hbText, HeartbeatExpire: hbExpire, HeartbeatMessage: hbMessage}
+	if w.Worktree != nil {
+		ws.Worktree = &Worktree{Path: w.Worktree.Path, Branch: w.Worktree.Branch, BaseRepo: w.Worktree.BaseRepo}
+	}
+	if ws.Env == nil {
+		ws.Env = []string{}
+	}
+	if ws.Tags == nil {
+		ws.Tags = []string{}
+	}
+	st := &State{WorkerName: name, PromptFile: promptAbs, MaxIterations: sp.MaxIterations, CurrentIteration: 1,
+		Status: StatusRunning, Started: localISO(started), LastIterationStarted: localISO(started),
+		IterationDurations: []int64{}, DonePattern: sp.DonePattern, InactivityTimeout: sp.InactivityTimeout,
+		CheckDoneContinuous: sp.CheckDoneContinuous, RecordDir: recordDir, Worker: ws, MaxContext: sp.MaxContext}
+	if err := l.st.create(ctx, st); err != nil {
+		l.home.Stop(ctx, w)
+		l.home.Remove(ctx, w)
+		return nil, fmt.Errorf("spawn failed: %v", err)
+	}
+	l.st.logEvent("START", "iteration 1/%d", st.MaxIterations)
+	it := &iteration{n: 1, w: w, started: started}
+	l.beginRecord(ctx, st, it, prompt)
+	wait := promptReadyWait
+	if sp.ReadyWait != nil {
+		wait = *sp.ReadyWait
+	}
+	offset, baseline, err := l.typePrompt(ctx, st, w, prompt, wait)
+	var pf *PreflightError
+	if errors.As(err, &pf) {
+		// The Python swarm's pre-flight failure: the worker goes, the loop is failed.
+		l.st.logEvent("ERROR", "iteration 1: %v", err)
+		l.home.Stop(ctx, w)
+		l.endRecord(ctx, st, it, result{kind: resExited}, "failed")
+		l.home.Remove(ctx, w)
+		l.st.update(ctx, func(s *State) error {
+			s.Status, s.ExitReason = StatusFailed, strp(ReasonFailed)
+			return nil
+		})
+		return nil, err
+	}
+	if err != nil {
+		l.warnf("typing the prompt into '%s': %v", name, err)
+	}
+	if nst, err := l.st.update(ctx, func(s *State) error {
+		s.PromptOffset, s.PromptBaselineContent = offset, baseline
+		return nil
+	}); err == nil && nst != nil {
+		st = nst
+	}
+	return &Spawned{State: st, Worker: w}, nil
+}
+
+// replace ends an existing loop and worker of the name for spawn --replace: its monitor first
+// (so it starts nothing more), then the worker, its worktree unless it holds work (then it is
+// kept, and returned: the new loop runs in it; the Python swarm removed it by force), the loop's
+// state and the worker's entry.
+func (l *app) replace(ctx context.Context, w *worker.Worker, old *State) (*Worktree, error) {
+	if old != nil {
+		l.st.update(ctx, func(st *State) error {
+			if st.Status != StatusRunning && st.Status != StatusPaused {
+				return fsx.ErrUnchanged
+			}
+			st.Status, st.ExitReason = StatusStopped, strp(ReasonKilled)
+			return nil
+		})
+		signalMonitor(old, signalLook)
+		if !l.st.waitMonitorGone(ctx, 15*time.Second) {
+			return nil, fmt.Errorf("the monitor of '%s' does not stop; nothing was replaced", l.st.name)
+		}
+		l.closeLeft(ctx)
+	}
+	var keep *Worktree
+	if w != nil {
+		if l.home.Live(ctx, w).Running {
+			l.home.Stop(ctx, w)
+		}
+		if w.Worktree != nil {
+			if err := swarm.RemoveWorktree(ctx, w.Worktree, false); err != nil {
+				l.warnf("keeping the worktree of '%s' (%s): %v", w.Name, w.Worktree.Path, err)
+				keep = &Worktree{Path: w.Worktree.Path, Branch: w.Worktree.Branch, BaseRepo: w.Worktree.BaseRepo}
+			}
+		}
+	}
+	if err := os.RemoveAll(l.dir.RalphDir(l.st.name)); err != nil {
+		l.warnf("cannot remove ralph state for '%s': %v", l.st.name, err)
+	}
+	if w != nil {
+		if err := l.home.Remove(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(l.stdout, "replaced existing worker %s\n", l.st.name)
+	return keep, nil
+}

@@ -1,0 +1,26 @@
+#!/bin/sh
+# A stand-in for an interactive coding agent, for the loop's package tests: it shows a prompt
+# ("$ "), reads one line (the loop's prompt), shows it again, then does what the plan says for
+# this start. The plan ($1) has one action a line, line N for the Nth start (the last line
+# repeats); every start appends "start N" to the counter file ($2).
+#   run S    print a line, work S seconds, exit 0
+#   idle     print nothing more, sleep
+#   exit N   print a line, exit N
+plan=$1
+counter=$2
+n=1
+[ -f "$counter" ] && n=$(( $(wc -l < "$counter") + 1 ))
+echo "start $n" >> "$counter"
+action=$(sed -n "${n}p" "$plan")
+[ -n "$action" ] || action=$(tail -n 1 "$plan")
+printf '$ '
+IFS= read -r line
+printf '%s\n' "$line"
+set -- $action
+case $1 in
+run) echo "working"; sleep "$2"; exit 0 ;;
+idle) exec sleep 1000 ;;
+exit) echo "working on it"; exit "$2" ;;
+esac
+echo "unknown action: $action"
+exit 3

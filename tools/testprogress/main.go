@@ -1,0 +1,269 @@
+// Command testprogress runs go test and prints what plain go test prints (a line per package:
+// ok, FAIL or no test files; the output of every test that failed), as the packages end,
+// with a line of progress every -every while packages run: each package still running, how
+// long it has run and how many of its tests have ended. The longest packages run for minutes
+// with nothing to show otherwise. It exits with go test's status. make test runs it.
+//
+//	go run ./tools/testprogress [-every 30s] [--] GO-TEST-FLAGS... PACKAGES...
+//
+// It runs go test -json and reads its events (go doc cmd/test2json): output as it comes, so
+// a package's line shows when that package ends, not after the ones before it in the list.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// event is a test2json event.
+type event struct {
+	Time       time.Time
+	Action     string
+	Package    string
+	ImportPath string // build-output, build-fail
+	Test       string
+	Elapsed    float64
+	Output     string
+}
+
+func main() {
+	every := flag.Duration("every", 30*time.Second, "how often to print the progress line (0: never)")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: testprogress [-every D] [--] GO-TEST-FLAGS... PACKAGES...\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	os.Exit(run(flag.Args(), *every, os.Stdout, os.Stderr))
+}
+
+func run(args []string, every time.Duration, stdout, stderr io.Writer) int {
+	goBin := os.Getenv("GO")
+	if goBin == "" {
+		goBin = "go"
+	}
+	cmd := exec.Command(goBin, append([]string{"test", "-json"}, args...)...)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintf(stderr, "testprogress: %v\n", err)
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "testprogress: %v\n", err)
+		return 1
+	}
+	// An interrupt reaches go test through the terminal's process group; testprogress waits
+	// for it to end and print what it prints.
+	signal.Ignore(syscall.SIGINT)
+
+	r := newReport(stdout, stderr)
+	if mod, err := exec.Command(goBin, "list", "-m").Output(); err == nil {
+		r.module = strings.TrimSpace(string(mod)) + "/" // the progress line names packages without it
+	}
+	if every > 0 {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case now := <-t.C:
+					r.progress(now)
+				}
+			}
+		}()
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		r.line(sc.Bytes())
+	}
+	err = cmd.Wait()
+	r.summary()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	default:
+		fmt.Fprintf(stderr, "testprogress: %v\n", err)
+		return 1
+	}
+}
+
+// pkg is a package whose tests run.
+type pkg struct {
+	start  time.Time
+	ended  int                 // tests and subtests that passed, failed or were skipped
+	failed []string            // tests that failed
+	output map[string][]string // test ("" for the package) -> its output, until it passes
+}
+
+type report struct {
+	mu       sync.Mutex
+	stdout   io.Writer
+	stderr   io.Writer
+	begun    time.Time
+	module   string // "" or the module's path and a slash
+	running  map[string]*pkg
+	failures []string // "pkg test"
+}
+
+func newReport(stdout, stderr io.Writer) *report {
+	return &report{stdout: stdout, stderr: stderr, begun: time.Now(), running: map[string]*pkg{}}
+}
+
+// line takes one line of go test -json's output; a line that is not an event is shown as is.
+func (r *report) line(b []byte) {
+	var e event
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &e) != nil {
+		r.mu.Lock()
+		fmt.Fprintf(r.stdout, "%s\n", b)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Action {
+	case "build-output":
+		io.WriteString(r.stderr, e.Output)
+		return
+	case "build-fail":
+		return
+	}
+	p := r.running[e.Package]
+	if p == nil {
+		p = &pkg{start: e.Time, output: map[string][]string{}}
+		if p.start.IsZero() {
+			p.start = time.Now()
+		}
+		r.running[e.Package] = p
+	}
+	switch e.Action {
+	case "output":
+		if e.Test == "" || !chatter(e.Output) {
+			p.output[e.Test] = append(p.output[e.Test], e.Output)
+		}
+	case "pass", "skip":
+		if e.Test == "" {
+			r.packageEnded(e.Package, p, false)
+			return
+		}
+		p.ended++
+		delete(p.output, e.Test)
+	case "fail":
+		if e.Test == "" {
+			r.packageEnded(e.Package, p, true)
+			return
+		}
+		p.ended++
+		if !failedUnder(p.failed, e.Test) { // a parent whose subtest failed is not listed again
+			r.failures = append(r.failures, e.Package+" "+e.Test)
+		}
+		p.failed = append(p.failed, e.Test)
+		for _, o := range p.output[e.Test] {
+			io.WriteString(r.stdout, o)
+		}
+		delete(p.output, e.Test)
+	}
+}
+
+// failedUnder reports whether one of failed is a subtest of test.
+func failedUnder(failed []string, test string) bool {
+	for _, f := range failed {
+		if strings.HasPrefix(f, test+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// chatter is a line go test -json adds to a test's output that plain go test does not show.
+func chatter(s string) bool {
+	for _, p := range []string{"=== RUN", "=== PAUSE", "=== CONT", "=== NAME"} {
+		if strings.HasPrefix(strings.TrimLeft(s, " "), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// packageEnded prints the package's own output: its ok line; everything it printed outside
+// its tests when it failed (a panic, a race report, the FAIL lines).
+func (r *report) packageEnded(name string, p *pkg, failed bool) {
+	delete(r.running, name)
+	for _, o := range p.output[""] {
+		if failed || summaryLine(o) {
+			io.WriteString(r.stdout, o)
+		}
+	}
+	if failed && len(p.failed) == 0 {
+		r.failures = append(r.failures, name)
+	}
+}
+
+// summaryLine is go test's line for a package that ended: "ok", "?" or "FAIL", the package.
+func summaryLine(s string) bool {
+	return strings.HasPrefix(s, "ok  \t") || strings.HasPrefix(s, "?   \t") || strings.HasPrefix(s, "FAIL\t")
+}
+
+// progress prints the packages still running, the longest running first.
+func (r *report) progress(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.running) == 0 {
+		return
+	}
+	names := make([]string, 0, len(r.running))
+	for n := range r.running {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := r.running[names[i]], r.running[names[j]]
+		if !a.start.Equal(b.start) {
+			return a.start.Before(b.start)
+		}
+		return names[i] < names[j]
+	})
+	var parts []string
+	for _, n := range names {
+		p := r.running[n]
+		s := fmt.Sprintf("%s (%s, %d tests ended", strings.TrimPrefix(n, r.module), round(now.Sub(p.start)), p.ended)
+		if len(p.failed) > 0 {
+			s += fmt.Sprintf(", %d failed", len(p.failed))
+		}
+		parts = append(parts, s+")")
+	}
+	fmt.Fprintf(r.stderr, "... %s: running %s\n", round(now.Sub(r.begun)), strings.Join(parts, ", "))
+}
+
+// summary lists the tests that failed, once more, after everything.
+func (r *report) summary() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.failures) == 0 {
+		return
+	}
+	fmt.Fprintf(r.stdout, "\nfailed (%s):\n", round(time.Since(r.begun)))
+	for _, f := range r.failures {
+		fmt.Fprintf(r.stdout, "    %s\n", f)
+	}
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Second) }

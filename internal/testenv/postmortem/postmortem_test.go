@@ -12,9 +12,11 @@ import (
 )
 
 // TestMain makes the test binary a stand-in supervisor when POSTMORTEM_SUPERVISOR is set: a
-// Go program that waits, for the post-mortem to ask for its goroutines.
+// Go program that says it runs (the file POSTMORTEM_SUPERVISOR names: from then on its runtime
+// answers SIGQUIT) and waits, for the post-mortem to ask for its goroutines.
 func TestMain(m *testing.M) {
-	if os.Getenv("POSTMORTEM_SUPERVISOR") != "" {
+	if ready := os.Getenv("POSTMORTEM_SUPERVISOR"); ready != "" {
+		os.WriteFile(ready, []byte("running\n"), 0o644)
 		waitForever()
 	}
 	os.Exit(m.Run())
@@ -113,17 +115,16 @@ func TestReportAsksASupervisorInAPaneForItsGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("tmux", "-S", sock, "new-session", "-d", "-s", "sup",
-		"env", "POSTMORTEM_SUPERVISOR=1", self, "-test.run=^$", superviseVerb).CombinedOutput(); err != nil {
+		"env", "POSTMORTEM_SUPERVISOR="+filepath.Join(dir, "ready"), self, "-test.run=^$", superviseVerb).CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
-	// Once its command line is the program's, it runs.
-	out, _ := exec.Command("tmux", "-S", sock, "display-message", "-p", "-t", "sup", "#{pane_pid}").Output()
-	pid := strings.TrimSpace(string(out))
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile("/proc/" + pid + "/cmdline"); bytes.Contains(b, []byte(superviseVerb)) {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
 			break
 		}
 	}
+	out, _ := exec.Command("tmux", "-S", sock, "display-message", "-p", "-t", "sup", "#{pane_pid}").Output()
+	pid := strings.TrimSpace(string(out))
 	var b bytes.Buffer
 	Report(&b, t.TempDir(), sock)
 	got := b.String()

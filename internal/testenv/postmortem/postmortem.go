@@ -4,8 +4,9 @@
 // iteration and controller logs, the records' and loops' states, the scripts' hook logs), says
 // of every process an entry or a state names whether it is still alive and what it waits on,
 // and captures the panes of the tmux servers the test started (a supervisor's console: its
-// warnings, and a Go panic, go there). It imports nothing of the toolkit, so any test may use
-// it, internal/supervise's own included.
+// warnings, and a Go panic, go there); a supervisor still running in a pane is asked for its
+// goroutines (SIGQUIT, its pane kept), so that one that hangs shows where. It imports nothing
+// of the toolkit, so any test may use it, internal/supervise's own included.
 package postmortem
 
 import (
@@ -21,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -49,6 +51,7 @@ const (
 	fileBytes   = 4 << 10
 	reportBytes = 96 << 10
 	paneLines   = 60
+	dumpBytes   = 32 << 10
 )
 
 // Report writes to w what the tools left under root and what the tmux servers at sockets (and
@@ -234,6 +237,7 @@ func (r *report) panes() {
 			r.printf("=== tmux %s: no panes\n", sock)
 			continue
 		}
+		var supervisors [][2]string // pane id, pid
 		for _, line := range lines {
 			id, _, _ := strings.Cut(line, " ")
 			screen, err := tmux(sock, "capture-pane", "-p", "-J", "-S", "-"+strconv.Itoa(paneLines), "-t", id)
@@ -241,8 +245,52 @@ func (r *report) panes() {
 				screen = []byte(err.Error())
 			}
 			r.printf("=== tmux %s pane %s\n%s\n", sock, line, strings.TrimRight(string(screen), "\n"))
+			var pid int
+			if f := strings.Fields(line); len(f) >= 6 && f[2] == "pid" && f[5] == "0" {
+				pid, _ = strconv.Atoi(f[3])
+			}
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); pid > 0 && bytes.Contains(cmd, []byte(superviseVerb)) {
+				supervisors = append(supervisors, [2]string{id, strconv.Itoa(pid)})
+			}
+		}
+		for _, s := range supervisors {
+			r.printf("=== goroutines of the supervisor %s in pane %s\n%s\n", s[1], s[0], goroutines(sock, s[0], s[1]))
 		}
 	}
+}
+
+// superviseVerb is the hidden verb every tool's supervisor runs under (supervise.SuperviseVerb,
+// not imported: see the package comment).
+const superviseVerb = "__supervise"
+
+// goroutines has the Go program at pid, running in pane id, print its goroutines (SIGQUIT: it
+// exits) and returns what its pane then shows; the pane is kept when the process exits
+// (remain-on-exit) so that the dump can be read.
+func goroutines(sock, id, pid string) string {
+	if out, err := tmux(sock, "set-option", "-p", "-t", id, "remain-on-exit", "on"); err != nil {
+		return fmt.Sprintf("(not asked: tmux set-option: %v %s)", err, out)
+	}
+	n, _ := strconv.Atoi(pid)
+	if err := syscall.Kill(n, syscall.SIGQUIT); err != nil {
+		return fmt.Sprintf("(not asked: %v)", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if out, err := tmux(sock, "display-message", "-p", "-t", id, "#{pane_dead}"); err != nil || strings.TrimSpace(string(out)) == "1" {
+			break
+		}
+	}
+	out, err := tmux(sock, "capture-pane", "-p", "-J", "-S", "-", "-t", id)
+	if err != nil {
+		return err.Error()
+	}
+	s := string(out)
+	if i := strings.Index(s, "SIGQUIT"); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > dumpBytes {
+		s = s[:dumpBytes] + "\n(cut)"
+	}
+	return strings.TrimRight(s, "\n")
 }
 
 func tmux(sock string, args ...string) ([]byte, error) {

@@ -11,6 +11,19 @@ import (
 	"time"
 )
 
+// TestMain makes the test binary a stand-in supervisor when POSTMORTEM_SUPERVISOR is set: a
+// Go program that says it runs (the file POSTMORTEM_SUPERVISOR names: from then on its runtime
+// answers SIGQUIT) and waits, for the post-mortem to ask for its goroutines.
+func TestMain(m *testing.M) {
+	if ready := os.Getenv("POSTMORTEM_SUPERVISOR"); ready != "" {
+		os.WriteFile(ready, []byte("running\n"), 0o644)
+		waitForever()
+	}
+	os.Exit(m.Run())
+}
+
+func waitForever() { time.Sleep(time.Hour) }
+
 func write(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -83,6 +96,40 @@ func TestReportShowsPanes(t *testing.T) {
 	}
 	if !strings.Contains(got, "pane %0 sup:") || !strings.Contains(got, "\nthe console") {
 		t.Errorf("the report does not show the pane:\n%s", got)
+	}
+}
+
+func TestReportAsksASupervisorInAPaneForItsGoroutines(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	dir, err := os.MkdirTemp("", "pm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s")
+	defer exec.Command("tmux", "-S", sock, "kill-server").Run()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tmux", "-S", sock, "new-session", "-d", "-s", "sup",
+		"env", "POSTMORTEM_SUPERVISOR="+filepath.Join(dir, "ready"), self, "-test.run=^$", superviseVerb).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			break
+		}
+	}
+	out, _ := exec.Command("tmux", "-S", sock, "display-message", "-p", "-t", "sup", "#{pane_pid}").Output()
+	pid := strings.TrimSpace(string(out))
+	var b bytes.Buffer
+	Report(&b, t.TempDir(), sock)
+	got := b.String()
+	if !strings.Contains(got, "=== goroutines of the supervisor "+pid) || !strings.Contains(got, "SIGQUIT") || !strings.Contains(got, "waitForever") {
+		t.Errorf("the report does not show the supervisor's goroutines:\n%s", got)
 	}
 }
 

@@ -2,20 +2,19 @@ package main
 
 import (
 	"context"
-	"io"
 	"os/signal"
 	"syscall"
 
 	"github.com/agentfleet/fleet/cmd/internal/ralphloop"
+	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
-	"github.com/agentfleet/fleet/internal/swarm"
 )
 
 // loopConfig is how ralph runs swarm's loops' verbs (cmd/internal/ralphloop, which `swarm
-// ralph` shares): typed "ralph VERB", their workers supervised by this binary (swarmOptions).
+// ralph` shares): typed "ralph VERB", their workers supervised by this binary (swarmhost).
 func loopConfig() ralphloop.Config {
-	return ralphloop.Config{Tool: tool, Swarm: func(string, io.Writer) swarm.Options { return swarmOptions() }}
+	return ralphloop.Config{Tool: tool, Swarm: swarmhost.Options}
 }
 
 // routedCommand is a verb of both kinds of loops (status, pause, resume): AIWG's when its

@@ -25,6 +25,7 @@ import (
 	"os"
 
 	"github.com/agentfleet/fleet/cmd/internal/ralphloop"
+	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
 	"github.com/agentfleet/fleet/internal/cli"
 )
 
@@ -52,7 +53,7 @@ func newTool() *cli.Tool {
 			ralphloop.StopCommand(lc), ralphloop.LogsCommand(lc), ralphloop.CleanCommand(lc), ralphloop.InitCommand(lc),
 			ralphloop.TemplateCommand(lc),
 			startCommand(), abortCommand(), reportCommand(), listCommand(), queueCommand(),
-			superviseCommand(),
+			swarmhost.SuperviseCommand("run a loop worker's supervisor (started by the loop)"),
 		},
 	}
 }

@@ -6,11 +6,9 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 
-	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarm"
@@ -24,7 +22,7 @@ import (
 func newTool() *cli.Tool {
 	commands := []*cli.Command{spawnCommand(), lsCommand(), statusCommand(), peekCommand(), sendCommand(), interruptCommand(),
 		eofCommand(), killCommand(), waitCommand(), logsCommand(), cleanCommand(), respawnCommand(), attachCommand(),
-		initCommand(), heartbeatCommand(), ralphCommand(), superviseCommand()}
+		initCommand(), heartbeatCommand(), ralphCommand(), swarmhost.SuperviseCommand("run a worker's supervisor (started by swarm spawn)")}
 	return &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Commands: commands,
 		Usage: func(w io.Writer) { usage(w, commands) }}
 }
@@ -55,34 +53,13 @@ func swarmDir() (string, error) {
 	return d.Root, err
 }
 
-// options are the library's settings for the swarm directory dir from this process's world:
-// the agents config ($SWARM_AGENTS, else dir/agents.json), this program's supervisor verb, the
-// agents' environment (ours), tmux's socket directory ($TMUX_TMPDIR); warnings go to stderr;
-// $SWARM_TEST_CRASH_AT names a step of a spawn at which the process kills itself (the spawn
-// journal's tests).
-func options(dir string, stderr io.Writer) swarm.Options {
-	o := swarm.Options{Agents: agent.SwarmConfig(os.LookupEnv, dir), Environ: os.Environ(),
-		TmuxTmpDir: os.Getenv("TMUX_TMPDIR"), Warnings: stderr}
-	if exe, err := proc.Self(); err == nil {
-		o.Supervisor = []string{exe, supervise.SuperviseVerb}
-	}
-	if at := os.Getenv("SWARM_TEST_CRASH_AT"); at != "" {
-		o.Checkpoint = func(step string) {
-			if step == at {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			}
-		}
-	}
-	return o
-}
-
 // open opens the swarm directory.
 func open(s cli.Streams) (*swarm.Swarm, error) {
 	dir, err := swarmDir()
 	if err != nil {
 		return nil, err
 	}
-	return swarm.Open(dir, options(dir, s.Err))
+	return swarm.Open(dir, swarmhost.Options(dir, s.Err))
 }
 
 // load opens the swarm directory and reads its state (a spawn killed half-way finished or

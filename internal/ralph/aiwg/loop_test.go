@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -190,6 +191,10 @@ func (l *lab) waitFile(path string) {
 }
 
 // waitStatus waits until loop id's state says status.
+// waitStatus waits until loop id has status, and the change that wrote it is whole: the
+// controller writes the state, then the registry, under the workspace's lock, which is taken
+// once the state says status (a registry read in between saw the loop still active: 1 run in
+// 5 of make test under two busy loops).
 func (l *lab) waitStatus(id, status string) *State {
 	l.t.Helper()
 	var st *State
@@ -198,6 +203,11 @@ func (l *lab) waitStatus(id, status string) *State {
 		st, err = l.ws.ReadState(id)
 		return err == nil && st.Status == status
 	})
+	unlock, err := fsx.LockFile(context.Background(), l.ws.LockPath())
+	if err != nil {
+		l.t.Fatalf("taking the workspace's lock: %v", err)
+	}
+	unlock()
 	return st
 }
 

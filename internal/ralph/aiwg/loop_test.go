@@ -439,7 +439,10 @@ func TestCrashFoundOnNextLook(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	l.waitUntil("the controller dead", func() bool { return !controllerAlive(st) })
+	// Gone for good (reaped by StartDetached's waiter in this process), not merely unreadable
+	// for an instant while it exits: the look below must find it gone too (under load the
+	// look once still found it running).
+	l.waitUntil("the controller dead", func() bool { return !proc.Alive(pid) && !controllerAlive(st) })
 	if now := l.state(id); now.Status != StatusRunning {
 		t.Fatalf("before any look the state says %s, want running (nothing has looked yet)", now.Status)
 	}

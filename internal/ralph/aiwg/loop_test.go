@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -189,7 +190,9 @@ func (l *lab) waitFile(path string) {
 	l.waitUntil("the agent made "+filepath.Base(path), func() bool { _, err := os.Stat(path); return err == nil })
 }
 
-// waitStatus waits until loop id's state says status.
+// waitStatus waits until loop id's state says status, and the change that wrote it is whole:
+// the registry is written after the state, under the workspace's lock, taken here once the
+// state says status.
 func (l *lab) waitStatus(id, status string) *State {
 	l.t.Helper()
 	var st *State
@@ -198,6 +201,9 @@ func (l *lab) waitStatus(id, status string) *State {
 		st, err = l.ws.ReadState(id)
 		return err == nil && st.Status == status
 	})
+	if unlock, err := fsx.LockFile(context.Background(), l.ws.LockPath()); err == nil {
+		unlock()
+	}
 	return st
 }
 
@@ -279,7 +285,9 @@ func (l *lab) dump() {
 // nothing; resume runs the stopped iteration again under a new controller, which completes
 // the loop; a completed loop can be neither aborted, resumed nor paused (seed 003's table).
 func TestPauseResume(t *testing.T) {
-	l := newLab(t, "touch=OUT/m1 sleep=60", "touch=done.txt cost=0.05")
+	// The resumed iteration works until the test lets it go (OUT/go): it is running when
+	// looked at and resumed again.
+	l := newLab(t, "touch=OUT/m1 sleep=60", "await=OUT/go touch=done.txt cost=0.05")
 	id := l.start("Pausable", "test -f done.txt")
 	l.waitFile(l.marker("m1"))
 	before := l.state(id)
@@ -328,6 +336,9 @@ func TestPauseResume(t *testing.T) {
 	}
 	_, err = l.ws.Resume(ctx, id, ResumeSpec{}, l.rt)
 	l.refused(err, `is running \(controller pid [0-9]+\): nothing to resume`)
+	if err := os.WriteFile(l.marker("go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	st = l.waitStatus(id, StatusCompleted)
 	if st.PID != nil || st.CompletedAt == nil || st.ExitReason != StatusCompleted || st.Metrics.TotalIterations != 1 || st.Metrics.SuccessfulIterations != 1 {

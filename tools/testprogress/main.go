@@ -109,10 +109,33 @@ func run(args []string, every time.Duration, stdout, stderr io.Writer) int {
 
 // pkg is a package whose tests run.
 type pkg struct {
-	start  time.Time
-	ended  int                 // tests and subtests that passed, failed or were skipped
-	failed []string            // tests that failed
-	output map[string][]string // test ("" for the package) -> its output, until it passes
+	start   time.Time
+	ended   int                  // tests and subtests that passed, failed or were skipped
+	failed  []string             // tests that failed
+	output  map[string][]string  // test ("" for the package) -> its output, until it passes
+	running map[string]time.Time // test -> since when it runs (a parallel test: since cont)
+}
+
+// slowAfter is how long a test runs before the progress line names it.
+const slowAfter = time.Minute
+
+// slowest is the test of p that has run longest, among those none of whose subtests runs (a
+// parent runs as long as its subtests), and for how long; "" when none has run slowAfter.
+func (p *pkg) slowest(now time.Time) (string, time.Duration) {
+	name, longest := "", time.Duration(0)
+	for t, since := range p.running {
+		parent := false
+		for u := range p.running {
+			if strings.HasPrefix(u, t+"/") {
+				parent = true
+				break
+			}
+		}
+		if d := now.Sub(since); !parent && d >= slowAfter && (d > longest || d == longest && t < name) {
+			name, longest = t, d
+		}
+	}
+	return name, longest
 }
 
 type report struct {
@@ -149,13 +172,19 @@ func (r *report) line(b []byte) {
 	}
 	p := r.running[e.Package]
 	if p == nil {
-		p = &pkg{start: e.Time, output: map[string][]string{}}
+		p = &pkg{start: e.Time, output: map[string][]string{}, running: map[string]time.Time{}}
 		if p.start.IsZero() {
 			p.start = time.Now()
 		}
 		r.running[e.Package] = p
 	}
 	switch e.Action {
+	case "run", "cont":
+		if e.Test != "" {
+			p.running[e.Test] = e.Time
+		}
+	case "pause":
+		delete(p.running, e.Test)
 	case "output":
 		if e.Test == "" || !chatter(e.Output) {
 			p.output[e.Test] = append(p.output[e.Test], e.Output)
@@ -167,12 +196,14 @@ func (r *report) line(b []byte) {
 		}
 		p.ended++
 		delete(p.output, e.Test)
+		delete(p.running, e.Test)
 	case "fail":
 		if e.Test == "" {
 			r.packageEnded(e.Package, p, true)
 			return
 		}
 		p.ended++
+		delete(p.running, e.Test)
 		if !failedUnder(p.failed, e.Test) { // a parent whose subtest failed is not listed again
 			r.failures = append(r.failures, e.Package+" "+e.Test)
 		}
@@ -247,6 +278,9 @@ func (r *report) progress(now time.Time) {
 		s := fmt.Sprintf("%s (%s, %d tests ended", strings.TrimPrefix(n, r.module), round(now.Sub(p.start)), p.ended)
 		if len(p.failed) > 0 {
 			s += fmt.Sprintf(", %d failed", len(p.failed))
+		}
+		if t, d := p.slowest(now); t != "" {
+			s += fmt.Sprintf("; %s for %s", t, round(d))
 		}
 		parts = append(parts, s+")")
 	}

@@ -144,6 +144,7 @@ type report struct {
 	stderr   io.Writer
 	begun    time.Time
 	module   string // "" or the module's path and a slash
+	started  bool   // a package's tests have started
 	running  map[string]*pkg
 	failures []string // "pkg test"
 }
@@ -173,6 +174,7 @@ func (r *report) line(b []byte) {
 	p := r.running[e.Package]
 	if p == nil {
 		p = &pkg{start: e.Time, output: map[string][]string{}, running: map[string]time.Time{}}
+		r.started = true
 		if p.start.IsZero() {
 			p.start = time.Now()
 		}
@@ -254,11 +256,15 @@ func summaryLine(s string) bool {
 	return strings.HasPrefix(s, "ok  \t") || strings.HasPrefix(s, "?   \t") || strings.HasPrefix(s, "FAIL\t")
 }
 
-// progress prints the packages still running, the longest running first.
+// progress prints the packages still running, the longest running first; before the first
+// has started, that go test is building them (a minute or two with an empty build cache).
 func (r *report) progress(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.running) == 0 {
+		if !r.started {
+			fmt.Fprintf(r.stderr, "... %s: building the tests\n", round(now.Sub(r.begun)))
+		}
 		return
 	}
 	names := make([]string, 0, len(r.running))

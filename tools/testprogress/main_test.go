@@ -79,6 +79,15 @@ func TestProgressNamesTheRunningPackages(t *testing.T) {
 	}
 }
 
+func TestProgressBeforeAnyPackageSaysBuilding(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	r := newReport(&stdout, &stderr)
+	r.progress(r.begun.Add(30 * time.Second))
+	if got, want := stderr.String(), "... 30s: building the tests\n"; got != want {
+		t.Errorf("progress = %q, want %q", got, want)
+	}
+}
+
 func TestProgressNamesPackagesInTheModule(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	r := newReport(&stdout, &stderr)

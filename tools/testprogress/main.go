@@ -1,8 +1,9 @@
 // Command testprogress runs go test and prints what plain go test prints (a line per package:
 // ok, FAIL or no test files; the output of every test that failed), as the packages end,
 // with a line of progress every -every while packages run: each package still running, how
-// long it has run and how many of its tests have ended. The longest packages run for minutes
-// with nothing to show otherwise. It exits with go test's status. make test runs it.
+// long it has run, how many of its tests have ended and, once one has run a minute, its test
+// that has run longest (one that hangs is named while it hangs). The longest packages run for
+// minutes with nothing to show otherwise. It exits with go test's status. make test runs it.
 //
 //	go run ./tools/testprogress [-every 30s] [--] GO-TEST-FLAGS... PACKAGES...
 //

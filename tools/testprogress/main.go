@@ -1,8 +1,9 @@
 // Command testprogress runs go test and prints what plain go test prints (a line per package:
 // ok, FAIL or no test files; the output of every test that failed), as the packages end,
 // with a line of progress every -every while packages run: each package still running, how
-// long it has run and how many of its tests have ended. The longest packages run for minutes
-// with nothing to show otherwise. It exits with go test's status. make test runs it.
+// long it has run, how many of its tests have ended and, once one has run a minute, its test
+// that has run longest (one that hangs is named while it hangs). The longest packages run for
+// minutes with nothing to show otherwise. It exits with go test's status. make test runs it.
 //
 //	go run ./tools/testprogress [-every 30s] [--] GO-TEST-FLAGS... PACKAGES...
 //
@@ -109,10 +110,33 @@ func run(args []string, every time.Duration, stdout, stderr io.Writer) int {
 
 // pkg is a package whose tests run.
 type pkg struct {
-	start  time.Time
-	ended  int                 // tests and subtests that passed, failed or were skipped
-	failed []string            // tests that failed
-	output map[string][]string // test ("" for the package) -> its output, until it passes
+	start   time.Time
+	ended   int                  // tests and subtests that passed, failed or were skipped
+	failed  []string             // tests that failed
+	output  map[string][]string  // test ("" for the package) -> its output, until it passes
+	running map[string]time.Time // test -> since when it runs (a parallel test: since cont)
+}
+
+// slowAfter is how long a test runs before the progress line names it.
+const slowAfter = time.Minute
+
+// slowest is the test of p that has run longest, among those none of whose subtests runs (a
+// parent runs as long as its subtests), and for how long; "" when none has run slowAfter.
+func (p *pkg) slowest(now time.Time) (string, time.Duration) {
+	name, longest := "", time.Duration(0)
+	for t, since := range p.running {
+		parent := false
+		for u := range p.running {
+			if strings.HasPrefix(u, t+"/") {
+				parent = true
+				break
+			}
+		}
+		if d := now.Sub(since); !parent && d >= slowAfter && (d > longest || d == longest && t < name) {
+			name, longest = t, d
+		}
+	}
+	return name, longest
 }
 
 type report struct {
@@ -121,6 +145,7 @@ type report struct {
 	stderr   io.Writer
 	begun    time.Time
 	module   string // "" or the module's path and a slash
+	started  bool   // a package's tests have started
 	running  map[string]*pkg
 	failures []string // "pkg test"
 }
@@ -149,13 +174,20 @@ func (r *report) line(b []byte) {
 	}
 	p := r.running[e.Package]
 	if p == nil {
-		p = &pkg{start: e.Time, output: map[string][]string{}}
+		p = &pkg{start: e.Time, output: map[string][]string{}, running: map[string]time.Time{}}
+		r.started = true
 		if p.start.IsZero() {
 			p.start = time.Now()
 		}
 		r.running[e.Package] = p
 	}
 	switch e.Action {
+	case "run", "cont":
+		if e.Test != "" {
+			p.running[e.Test] = e.Time
+		}
+	case "pause":
+		delete(p.running, e.Test)
 	case "output":
 		if e.Test == "" || !chatter(e.Output) {
 			p.output[e.Test] = append(p.output[e.Test], e.Output)
@@ -167,12 +199,14 @@ func (r *report) line(b []byte) {
 		}
 		p.ended++
 		delete(p.output, e.Test)
+		delete(p.running, e.Test)
 	case "fail":
 		if e.Test == "" {
 			r.packageEnded(e.Package, p, true)
 			return
 		}
 		p.ended++
+		delete(p.running, e.Test)
 		if !failedUnder(p.failed, e.Test) { // a parent whose subtest failed is not listed again
 			r.failures = append(r.failures, e.Package+" "+e.Test)
 		}
@@ -223,11 +257,15 @@ func summaryLine(s string) bool {
 	return strings.HasPrefix(s, "ok  \t") || strings.HasPrefix(s, "?   \t") || strings.HasPrefix(s, "FAIL\t")
 }
 
-// progress prints the packages still running, the longest running first.
+// progress prints the packages still running, the longest running first; before the first
+// has started, that go test is building them (a minute or two with an empty build cache).
 func (r *report) progress(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.running) == 0 {
+		if !r.started {
+			fmt.Fprintf(r.stderr, "... %s: building the tests\n", round(now.Sub(r.begun)))
+		}
 		return
 	}
 	names := make([]string, 0, len(r.running))
@@ -247,6 +285,9 @@ func (r *report) progress(now time.Time) {
 		s := fmt.Sprintf("%s (%s, %d tests ended", strings.TrimPrefix(n, r.module), round(now.Sub(p.start)), p.ended)
 		if len(p.failed) > 0 {
 			s += fmt.Sprintf(", %d failed", len(p.failed))
+		}
+		if t, d := p.slowest(now); t != "" {
+			s += fmt.Sprintf("; %s for %s", t, round(d))
 		}
 		parts = append(parts, s+")")
 	}

@@ -79,6 +79,15 @@ func TestProgressNamesTheRunningPackages(t *testing.T) {
 	}
 }
 
+func TestProgressBeforeAnyPackageSaysBuilding(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	r := newReport(&stdout, &stderr)
+	r.progress(r.begun.Add(30 * time.Second))
+	if got, want := stderr.String(), "... 30s: building the tests\n"; got != want {
+		t.Errorf("progress = %q, want %q", got, want)
+	}
+}
+
 func TestProgressNamesPackagesInTheModule(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	r := newReport(&stdout, &stderr)
@@ -86,6 +95,33 @@ func TestProgressNamesPackagesInTheModule(t *testing.T) {
 	r.line([]byte(strings.Split(events, "\n")[1]))
 	r.progress(time.Date(2026, 11, 25, 10, 0, 5, 0, time.UTC))
 	if got, want := stderr.String(), ": running bad (5s, 0 tests ended)\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("progress = %q, want it to end with %q", got, want)
+	}
+}
+
+func TestProgressNamesATestThatRunsLong(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	r := newReport(&stdout, &stderr)
+	for _, l := range []string{
+		`{"Time":"2026-11-25T10:00:00Z","Action":"start","Package":"p"}`,
+		`{"Time":"2026-11-25T10:00:00Z","Action":"run","Package":"p","Test":"TestS"}`,
+		`{"Time":"2026-11-25T10:00:00Z","Action":"run","Package":"p","Test":"TestS/a"}`,
+		`{"Time":"2026-11-25T10:00:00Z","Action":"pause","Package":"p","Test":"TestS/a"}`,
+		`{"Time":"2026-11-25T10:00:00Z","Action":"run","Package":"p","Test":"TestS/b"}`,
+		`{"Time":"2026-11-25T10:00:00Z","Action":"pause","Package":"p","Test":"TestS/b"}`,
+		`{"Time":"2026-11-25T10:00:10Z","Action":"cont","Package":"p","Test":"TestS/a"}`,
+		`{"Time":"2026-11-25T10:00:20Z","Action":"cont","Package":"p","Test":"TestS/b"}`,
+		`{"Time":"2026-11-25T10:00:30Z","Action":"pass","Package":"p","Test":"TestS/b"}`,
+	} {
+		r.line([]byte(l))
+	}
+	r.progress(time.Date(2026, 11, 25, 10, 0, 50, 0, time.UTC))
+	if strings.Contains(stderr.String(), ";") {
+		t.Errorf("progress names a test that ran under a minute: %q", &stderr)
+	}
+	stderr.Reset()
+	r.progress(time.Date(2026, 11, 25, 10, 2, 10, 0, time.UTC))
+	if got, want := stderr.String(), "running p (2m10s, 1 tests ended; TestS/a for 2m0s)\n"; !strings.HasSuffix(got, want) {
 		t.Errorf("progress = %q, want it to end with %q", got, want)
 	}
 }

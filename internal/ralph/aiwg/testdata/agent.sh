@@ -10,6 +10,8 @@
 #   touch=F     create the file F in the working directory
 #   write=F     append a line to the file F
 #   sleep=S     sleep S seconds
+#   await=F     wait until the file F exists (at most 60 s): the test looks at the loop while
+#               the agent works, then lets it go on
 #   say=TEXT    print TEXT
 # The words are done in order. A call past the last line repeats the last line.
 dir=${AIWG_AGENT_DIR:?}
@@ -24,6 +26,7 @@ code=0
 for word in $line; do
   case $word in
   sleep=*) sleep "${word#sleep=}" ;;
+  await=*) i=0; while [ ! -e "${word#await=}" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done ;;
   exit=*) code=${word#exit=} ;;
   touch=*) : > "${word#touch=}" ;;
   write=*) echo "agent was here" >> "${word#write=}" ;;

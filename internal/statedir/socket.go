@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -21,19 +22,43 @@ import (
 const MaxSocketPath = 107
 
 // Listener is a Unix socket listener from ListenUnix. Closing it removes the socket file by its
-// real path.
+// real path, if the file there is still its own.
 type Listener struct {
 	*net.UnixListener
-	path string
+	path     string
+	dev, ino uint64 // the socket file bound, as fstat saw it
+	once     sync.Once
+	closeErr error
 }
 
-// Close stops listening and removes the socket file.
+// Close removes the socket file, if it is still this listener's, then stops listening; a second
+// Close does nothing. The order matters: while this one listens, no other ListenUnix can take
+// the path (the file is not stale), so the file removed is surely its own; closing first would
+// let a newer listener of the same path (the next supervisor of a name) bind in between and
+// lose its file to this Close.
 func (l *Listener) Close() error {
-	err := l.UnixListener.Close()
-	if rmErr := os.Remove(l.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
-		err = rmErr
+	l.once.Do(func() {
+		var rmErr error
+		if l.isOwn() {
+			if rmErr = os.Remove(l.path); errors.Is(rmErr, os.ErrNotExist) {
+				rmErr = nil
+			}
+		}
+		l.closeErr = l.UnixListener.Close()
+		if l.closeErr == nil {
+			l.closeErr = rmErr
+		}
+	})
+	return l.closeErr
+}
+
+// isOwn reports whether the file at the listener's path is the socket it bound.
+func (l *Listener) isOwn() bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(l.path, &st); err != nil {
+		return false
 	}
-	return err
+	return st.Mode&unix.S_IFMT == unix.S_IFSOCK && uint64(st.Dev) == l.dev && st.Ino == l.ino
 }
 
 // Path is the socket file's path, as given to ListenUnix.
@@ -58,14 +83,35 @@ func ListenUnix(path string) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
-	if err := ownerOnly(path); err != nil {
+	st, err := ownerOnly(path)
+	if err != nil {
 		ul.Close()
 		return nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
 	// The listener knows the socket by the short name, which means nothing once the directory's
 	// descriptor is closed: Close removes it by its real path instead.
 	ul.SetUnlinkOnClose(false)
-	return &Listener{UnixListener: ul, path: path}, nil
+	return &Listener{UnixListener: ul, path: path, dev: uint64(st.Dev), ino: st.Ino}, nil
+}
+
+// RemoveStaleSocket removes what is at path unless it is a socket someone listens on: a socket
+// whose listener is gone (connecting is refused), or a file that is no socket at all. A live
+// one stays: it belongs to a newer listener of the same path.
+func RemoveStaleSocket(path string) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		os.Remove(path)
+		return
+	}
+	viaShortPath(path, func(addr string) error {
+		if stale(addr, path) {
+			os.Remove(path)
+		}
+		return nil
+	})
 }
 
 // ownerOnly makes the socket just made at path 0600 without following a link: os.Chmod would
@@ -74,27 +120,27 @@ func ListenUnix(path string) (*Listener, error) {
 // since fchmod does not reach a socket's file and Linux's fchmodat has no AT_SYMLINK_NOFOLLOW
 // (glibc emulates it the same way). Without /proc the mode stays the umask's, and the private
 // directory alone keeps other users out.
-func ownerOnly(path string) error {
+func ownerOnly(path string) (*unix.Stat_t, error) {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return &os.PathError{Op: "stat", Path: path, Err: err}
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return fmt.Errorf("%s was replaced by something that is not a socket", path)
+		return nil, fmt.Errorf("%s was replaced by something that is not a socket", path)
 	}
 	err = unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), 0o600)
 	if errors.Is(err, unix.ENOENT) {
-		return nil
+		return &st, nil
 	}
 	if err != nil {
-		return &os.PathError{Op: "chmod", Path: path, Err: err}
+		return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
-	return nil
+	return &st, nil
 }
 
 // stale reports whether the file at path is a socket no one listens on.

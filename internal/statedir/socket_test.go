@@ -139,3 +139,60 @@ func TestSocketNameTooLongEvenViaTheDirectory(t *testing.T) {
 		t.Errorf("ListenUnix(100-byte socket name) = %v, want an error saying it is too long", err)
 	}
 }
+
+// A listener's Close removes only its own socket file: the next listener of the same path (the
+// next supervisor of a name, started while the last one closes) keeps its file, and
+// RemoveStaleSocket leaves a live socket alone.
+func TestCloseKeepsTheNextListenersSocket(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "s.sock")
+	old, err := ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	RemoveStaleSocket(path)
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("RemoveStaleSocket removed a live socket: %v", err)
+	}
+	// The old listener's file is taken away while it still listens (as an entry's removal
+	// did), and the next listener binds the path.
+	os.Remove(path)
+	next, err := ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	go echo(next)
+	if err := old.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatalf("a second Close = %v", err)
+	}
+	roundTrip(t, path)
+
+	// Its own file Close removes; a stale one RemoveStaleSocket removes, and anything that is
+	// not a socket.
+	next.Close()
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("Close left its socket: %v", err)
+	}
+	stale, err := ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.UnixListener.Close() // dies without removing its file
+	RemoveStaleSocket(path)
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("RemoveStaleSocket left a stale socket: %v", err)
+	}
+	os.WriteFile(path, []byte("x"), 0o600)
+	RemoveStaleSocket(path)
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("RemoveStaleSocket left a regular file: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -160,15 +161,35 @@ func sameUser(c *net.UnixConn) bool {
 	return ok
 }
 
-// listenControl opens the control socket at path, owner only, in a private directory. A
-// socket left by a supervisor that died is replaced; anything else at path is not.
-func listenControl(path string) (net.Listener, error) {
+// listenControl opens the name's control socket, owner only, in a private directory. A socket
+// left by a supervisor that died is replaced; anything else at its path is not. One a live
+// supervisor listens on is waited for (at most controlTakeover): the name's last supervisor,
+// its attempt recorded, is still closing while the next one starts.
+func (s *Supervisor) listenControl(ctx context.Context) (net.Listener, error) {
+	path := s.Layout.SocketPath(s.Name)
 	if err := statedir.MkdirFor(path); err != nil {
 		return nil, err
 	}
-	// ListenUnix makes it 0600 without following a link swapped in at path (os.Chmod would).
-	return statedir.ListenUnix(path)
+	deadline := time.Now().Add(controlTakeover)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		// ListenUnix makes it 0600 without following a link swapped in at path (os.Chmod would).
+		ln, err := statedir.ListenUnix(path)
+		if err == nil {
+			return ln, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
 }
+
+// controlTakeover bounds the wait for the last supervisor of a name to let go of its socket.
+const controlTakeover = 10 * time.Second
 
 // Control is a client of a supervisor's control socket.
 type Control struct {

@@ -184,12 +184,14 @@ func (l Layout) ClearNotEntry(name string) bool {
 	return os.Remove(path) == nil
 }
 
-// RemoveEntry removes name's registry entry, its disk reserve and its control socket (and the
-// reserve where versions before the layout kept it).
+// RemoveEntry removes name's registry entry, its disk reserve and its control socket unless
+// a supervisor listens on it (and the reserve where versions before the layout kept it). A
+// supervisor closes its own socket (statedir.Listener.Close); a live one here is the next
+// supervisor of the name, started once this entry's let go of it.
 func (l Layout) RemoveEntry(name string) {
 	os.Remove(l.EntryPath(name))
 	os.Remove(l.ReservePath(name))
-	os.Remove(l.SocketPath(name))
+	statedir.RemoveStaleSocket(l.SocketPath(name))
 	os.Remove(l.dir().LegacyReserve(name))
 }
 

@@ -82,7 +82,7 @@ func (s *Supervisor) Open(ctx context.Context) error {
 	if old, _ := s.Layout.ReadEntry(s.Name); old != nil {
 		s.entry.Attempt, s.entry.StartedAt = old.Attempt, old.StartedAt
 	}
-	ln, err := listenControl(s.Layout.SocketPath(s.Name))
+	ln, err := s.listenControl(ctx)
 	if err != nil {
 		s.warnf("no control socket: %v", err)
 		s.entry.Control = ""
@@ -341,6 +341,11 @@ func (s *Supervisor) record(ctx context.Context, a *Attempt, rec Recorder, out *
 	// Only this supervisor's entry: a newer attempt of the name may have registered since.
 	if e, _ := s.Layout.ReadEntry(s.Name); e != nil && e.PID == os.Getpid() {
 		if s.Once {
+			// Its control socket goes with the entry: once the entry is gone, the next
+			// supervisor of the name may start and listen on the same path.
+			if s.ln != nil {
+				s.ln.Close()
+			}
 			s.Layout.RemoveEntry(s.Name)
 		} else {
 			s.Layout.WriteEntry(s.entry)

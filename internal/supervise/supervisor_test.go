@@ -399,3 +399,35 @@ func TestHandoff(t *testing.T) {
 		t.Errorf("left in the handoff directory: %v", entries)
 	}
 }
+
+// The next supervisor of a name may start as soon as the last one recorded its attempt (its
+// entry is gone) and before it has closed: the next one's control socket must survive the
+// last one's Close (a loop's next iteration lost it, and typing its prompt failed).
+func TestNextSupervisorOfANameKeepsItsControlSocket(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *Supervisor {
+		s := &Supervisor{Layout: Layout{Dir: dir}, Tool: "test", Name: "n", Backend: BackendProcess,
+			Console: &syncBuffer{}, Once: true}
+		if err := s.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	last := open()
+	if out := last.Run(context.Background(), shAttempt(last, 1, "exit 0"), &memRecorder{}); out.Status != StatusDone {
+		t.Fatalf("the last attempt: %s %s", out.Status, out.Reason)
+	}
+	if e, _ := last.Layout.ReadEntry("n"); e != nil {
+		t.Fatalf("the entry is still there after a Once attempt was recorded: %+v", e)
+	}
+	next := open()
+	defer next.Close()
+	if next.entry.Control == "" {
+		t.Fatal("the next supervisor has no control socket")
+	}
+	last.Close()
+	c := control(t, next)
+	if _, err := c.Do(Request{Op: OpStatus}); err != nil {
+		t.Fatalf("the next supervisor's control socket after the last one closed: %v", err)
+	}
+}

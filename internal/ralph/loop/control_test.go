@@ -384,3 +384,28 @@ func TestMonitorLost(t *testing.T) {
 		t.Fatalf("the agent was started again: %q", counter)
 	}
 }
+
+// TestFailedStartCountedOnce: an iteration whose agent cannot be typed into (it is gone before
+// its prompt) is one failure: the next pass starts the next iteration rather than watching the
+// stopped worker and counting its exit as a second failure of the same iteration. Five such
+// starts in a row fail the loop.
+func TestFailedStartCountedOnce(t *testing.T) {
+	ctx := context.Background()
+	l := newLab(t)
+	l.spawn("f1", "run 0", "vanish")
+	if _, err := l.ls.StartMonitor(ctx, "f1"); err != nil {
+		t.Fatalf("StartMonitor(f1) = %v", err)
+	}
+	l.waitMonitor("f1", false)
+	log := l.log("f1")
+	for n := 2; n <= 6; n++ {
+		fails := regexp.MustCompile(fmt.Sprintf(`FAIL\] iteration %d exit=`, n)).FindAllString(log, -1)
+		if len(fails) != 1 {
+			t.Fatalf("iteration %d failed %d times in iterations.log, want once:\n%s", n, len(fails), log)
+		}
+	}
+	if st := l.state("f1"); st.Status != StatusFailed || st.CurrentIteration != 6 || st.ConsecutiveFailures != 5 {
+		t.Fatalf("state: status %q, iteration %d, %d failures in a row; want failed, 6, 5:\n%s",
+			st.Status, st.CurrentIteration, st.ConsecutiveFailures, log)
+	}
+}

@@ -437,6 +437,15 @@ func (l *app) launch(ctx context.Context, st *State, n int, prompt string) (*ite
 			out, _ = x.Ended()
 		}
 		l.endRecord(bg, st, it, result{kind: resExited, out: out}, "failed")
+		// Its end is this failed start, counted once by the caller: the next pass must not
+		// take the stopped worker for the iteration's, watch it and count its exit again.
+		l.st.update(bg, func(s *State) error {
+			if s.EndedIter >= n {
+				return fsx.ErrUnchanged
+			}
+			s.EndedIter = n
+			return nil
+		})
 		return nil, err
 	}
 	it.offset = offset

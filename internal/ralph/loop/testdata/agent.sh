@@ -6,6 +6,7 @@
 #   run S    print a line, work S seconds, exit 0
 #   idle     print nothing more, sleep
 #   exit N   print a line, exit N
+#   vanish   exit at once, before the prompt (the loop cannot type into it)
 plan=$1
 counter=$2
 n=1
@@ -13,6 +14,7 @@ n=1
 echo "start $n" >> "$counter"
 action=$(sed -n "${n}p" "$plan")
 [ -n "$action" ] || action=$(tail -n 1 "$plan")
+[ "$action" = vanish ] && exit 9
 printf '$ '
 IFS= read -r line
 printf '%s\n' "$line"

@@ -158,6 +158,12 @@ func (s *Supervisor) Run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	}
 	out := s.run(ctx, a, rec)
 	os.Remove(reserve)
+	if s.Once && s.ln != nil {
+		// The agent is gone, and once its end is recorded the name's next supervisor may start
+		// at once (a loop's next iteration): it must find the socket's path free, not this
+		// one's listener still there, which it would wait for and its starter would dial.
+		s.ln.Close()
+	}
 	s.record(ctx, a, rec, &out)
 	fmt.Fprintf(s.Console, "\r\n%s: %s (exit %d, %s)\r\n", s.label(), out.Status, out.ExitCode, out.Reason)
 	return out
@@ -341,11 +347,6 @@ func (s *Supervisor) record(ctx context.Context, a *Attempt, rec Recorder, out *
 	// Only this supervisor's entry: a newer attempt of the name may have registered since.
 	if e, _ := s.Layout.ReadEntry(s.Name); e != nil && e.PID == os.Getpid() {
 		if s.Once {
-			// Its control socket goes with the entry: once the entry is gone, the next
-			// supervisor of the name may start and listen on the same path.
-			if s.ln != nil {
-				s.ln.Close()
-			}
 			s.Layout.RemoveEntry(s.Name)
 		} else {
 			s.Layout.WriteEntry(s.entry)

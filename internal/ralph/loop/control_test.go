@@ -385,10 +385,10 @@ func TestMonitorLost(t *testing.T) {
 	}
 }
 
-// TestFailedStartCountedOnce: an iteration whose agent cannot be typed into (it is gone before
-// its prompt) is one failure: the next pass starts the next iteration rather than watching the
-// stopped worker and counting its exit as a second failure of the same iteration. Five such
-// starts in a row fail the loop.
+// TestFailedStartCountedOnce: an iteration whose agent cannot be typed into (it exits before
+// its prompt) is one failure, its own exit: not a failed start and then, on the next pass, the
+// same worker's exit counted again. Five in a row fail the loop. (An agent that exits after
+// reading the prompt's first line, its work done, is judged by its done pattern: loop-verbs.)
 func TestFailedStartCountedOnce(t *testing.T) {
 	ctx := context.Background()
 	l := newLab(t)

@@ -436,6 +436,12 @@ func (l *app) launch(ctx context.Context, st *State, n int, prompt string) (*ite
 		if x, _ := l.home.Worker(w.Name); x != nil && x.Started == w.Started {
 			out, _ = x.Ended()
 		}
+		if out != nil && strings.HasPrefix(out.Reason, "agent-exit-") {
+			// It exited on its own while the prompt was typed: it read the prompt's first
+			// line and finished. It ran; its end is judged as any iteration's (its done
+			// pattern, its exit code), from the start of its output.
+			return it, nil
+		}
 		l.endRecord(bg, st, it, result{kind: resExited, out: out}, "failed")
 		// Its end is this failed start, counted once by the caller: the next pass must not
 		// take the stopped worker for the iteration's, watch it and count its exit again.

@@ -45,6 +45,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"golang.org/x/sys/unix"
 )
 
@@ -133,16 +134,19 @@ func (c Config) Instruction() string {
 	return DefaultInstruction
 }
 
+// maxConfig bounds the agents config, as its own reader bounds it.
+const maxConfig = 1 << 20
+
 // ReadConfig reads the "workspace" object of the agents config at path. A missing file or
 // object is the zero Config: the agents config's own reader reports a file that must exist.
 func ReadConfig(path string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(path)
+	b, err := fsx.ReadFileLimit(path, maxConfig) // a regular file only: a FIFO hangs nothing
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
 	if err != nil {
-		return c, err
+		return c, fmt.Errorf("agents config %s: %w", path, err)
 	}
 	var top struct {
 		Workspace *Config `json:"workspace"`

@@ -70,7 +70,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if model.FromConfig {
 		fmt.Fprintf(stderr, "INFO: Using default model for %s: %s\n", agentName, model.Name)
 	}
-	prompt, err := readPrompt(o.prompt, stdin)
+	prompt, err := readPrompt(o.prompt, stdin, stderr)
 	if err != nil {
 		return nil, err
 	}

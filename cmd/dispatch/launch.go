@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/workspace"
 )
 
 // launchOptions are the dispatch form's arguments and flags.
@@ -146,7 +147,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: sent, PromptFile: d.Layout.PromptPath(o.bead),
 		Effort: effortFor(agentName, s.effort), Dir: workdir})
 	verifyCmd, verifyTimeout := o.verify, 0
-	if r, ok := cfg.Verify(repo); ok && verifyCmd == "" {
+	if r, ok := cfg.Verify(repo); ok && verifyCmd == "" && runsTestCmd(cfg) {
 		verifyCmd, verifyTimeout = r.TestCmd, r.Timeout
 	}
 	timeout := s.timeout
@@ -268,4 +269,15 @@ func effortFor(agentName, effort string) string {
 		return effort
 	}
 	return ""
+}
+
+// runsTestCmd says whether the agents config asks for its repositories' test_cmd after each
+// agent ("workspace": {"run_test_cmd": true}). dispatch.sh never read repos: without the switch
+// a config kept as it was runs no test command (the workspace's verify.sh runs the tests).
+func runsTestCmd(cfg *agent.Config) bool {
+	if cfg.Path == "" {
+		return false
+	}
+	wc, err := workspace.ReadConfig(cfg.Path)
+	return err == nil && wc.RunTestCmd
 }

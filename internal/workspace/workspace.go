@@ -111,12 +111,17 @@ func Executable(path string) bool {
 //
 //	"workspace": {"owner": "Perttu"}
 //	"workspace": {"wake_instruction": "message Perttu with the result summary"}
+//	"workspace": {"run_test_cmd": true}
 type Config struct {
 	// WakeInstruction closes the wake message, after "Check state/results/BEAD.json and ".
 	WakeInstruction string `json:"wake_instruction"`
 	// Owner, when WakeInstruction is not set, makes it "message OWNER with the result summary",
 	// dispatch.sh's words.
 	Owner string `json:"owner"`
+	// RunTestCmd makes dispatch run the repository's repos.<path>.test_cmd after each agent
+	// (as --verify would) to fill verification. Off unless set: dispatch.sh never read repos
+	// (the workspace's verify.sh runs the tests), so a config kept as it was runs nothing more.
+	RunTestCmd bool `json:"run_test_cmd"`
 }
 
 // DefaultInstruction closes the wake message when the config names neither an instruction nor

@@ -23,7 +23,7 @@
 // The message is dispatch.sh's: "Agent BEAD STATUS (Ns, AGENT/MODEL, attempt A/M, reason:
 // REASON[, truthsayer: N issues]). Check state/results/BEAD.json and INSTRUCTION." The
 // instruction, which named the workspace's owner in dispatch.sh, comes from the "workspace"
-// object of config/agents.json (Config). A hook that fails after the records are written, a
+// object of config/agents.json (Config), else names the person USER.md names (Owner). A hook that fails after the records are written, a
 // failed wake or memory line included, is reported on the supervisor's console and changes
 // nothing.
 //
@@ -43,6 +43,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -100,6 +102,46 @@ func (w *Workspace) Memory(t time.Time) string {
 	return filepath.Join(w.Root, "memory", t.UTC().Format(time.DateOnly)+".md")
 }
 
+// Owner is the workspace's owner as the workspace itself names its person: the "What to call
+// them" line of USER.md (an OpenClaw workspace's profile of its human, "- **What to call
+// them:** Perttu"), else its "Name" line; "" when there is no such file or line, or the line
+// is still the template's blank. dispatch.sh's wake message named this person ("message Perttu
+// with the result summary"), so a workspace adopted with its config as it was keeps it.
+func (w *Workspace) Owner() string {
+	if w == nil {
+		return ""
+	}
+	b, err := fsx.ReadFileLimit(filepath.Join(w.Root, "USER.md"), maxUserFile)
+	if err != nil {
+		return ""
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := userField.FindStringSubmatch(line); m != nil {
+			if key := strings.ToLower(m[1]); fields[key] == "" {
+				fields[key] = m[2]
+			}
+		}
+	}
+	for _, key := range []string{"what to call them", "name"} {
+		if v := fields[key]; ownerName.MatchString(v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// maxUserFile bounds USER.md: a page about a person, not a data set.
+const maxUserFile = 1 << 20
+
+// userField is a line of USER.md's list: "- **Name:** Perttu", the key lowercased by (?i) only
+// for matching; ownerName is a value that names someone: no template blank ("", "_(optional)_"),
+// no markup, one short line.
+var (
+	userField = regexp.MustCompile(`^\s*[-*]\s*\*\*(?i:(what to call them|name)):?\*\*:?\s*(.*?)\s*$`)
+	ownerName = regexp.MustCompile(`^[^\x00-\x1f\x7f_*(\[<>` + "`" + `][^\x00-\x1f\x7f*<>` + "`" + `]{0,63}$`)
+)
+
 // Executable reports whether path is a file this process may execute (test -x, but not for a
 // directory, which test -x accepts and exec refuses).
 func Executable(path string) bool {
@@ -127,6 +169,15 @@ type Config struct {
 // DefaultInstruction closes the wake message when the config names neither an instruction nor
 // an owner.
 const DefaultInstruction = "report the result summary"
+
+// InstructionIn is the wake message's closing instruction for a workspace w (nil: none): the
+// config's, else one naming w's Owner, else DefaultInstruction.
+func (c Config) InstructionIn(w *Workspace) string {
+	if c.WakeInstruction == "" && c.Owner == "" {
+		c.Owner = w.Owner()
+	}
+	return c.Instruction()
+}
 
 // Instruction is the wake message's closing instruction.
 func (c Config) Instruction() string {

@@ -157,12 +157,13 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	spec := &attempt.Spec{
 		Attempt: supervise.Attempt{
 			Name: o.bead, Number: number, Dir: workdir, Argv: inv.Argv,
-			Env:    append(s.environment, "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number)),
+			Env:    append(agentEnv(ctx, s, stderr), "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number)),
 			Prompt: sent, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
 			Timeout: timeout, KillGrace: s.killGrace, MinFreeMB: s.minFreeMB, DiskDirs: []string{s.stateDir, workdir},
 			LogPath: d.Layout.LogPath(o.bead),
 		},
 		Backend: s.backend, Verify: verifyCmd, VerifyTimeout: int64(verifyTimeout), Run: run,
+		HookEnv: s.environment, // dispatch.sh's watcher ran the hooks in the caller's environment
 	}
 	if s.backend == supervise.BackendTmux {
 		spec.Socket, spec.Session = s.socket, attempt.Session(o.bead)
@@ -280,4 +281,22 @@ func runsTestCmd(cfg *agent.Config) bool {
 	}
 	wc, err := workspace.ReadConfig(cfg.Path)
 	return err == nil && wc.RunTestCmd
+}
+
+// agentEnv is the environment the agent starts with, before what dispatch sets (DISPATCH_BEAD,
+// DISPATCH_ATTEMPT): in tmux, what dispatch.sh's agent had, started inside the server by its
+// tmux new-session: the server's global environment, with tmux's updates from the caller
+// (tmux.Client.SpawnEnvironment). Under cron, the login shell's environment the server was
+// started with (ANTHROPIC_API_KEY, LANG), not cron's. With no server running, or --no-tmux,
+// dispatch's own.
+func agentEnv(ctx context.Context, s *settings, stderr io.Writer) []string {
+	if s.backend != supervise.BackendTmux {
+		return s.environment
+	}
+	env, _, err := s.tmux().SpawnEnvironment(ctx, s.environment)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: warning: %v; the agent gets dispatch's environment\n", tool, err)
+		return s.environment
+	}
+	return env
 }

@@ -51,7 +51,8 @@ func attemptHooks(s *settings, run *record.Run, dir string, stderr io.Writer) *w
 // its binary is there, and the Truthsayer watcher ts; nil when there is none of them.
 func hooksOf(s *settings, ts *workspace.Watcher, stderr io.Writer) *workspace.Hooks {
 	h := &workspace.Hooks{Truthsayer: ts}
-	if ws, _ := workspace.Open(s.workspace); ws != nil { // an error was beforeLaunch's to report
+	ws, _ := workspace.Open(s.workspace) // an error was beforeLaunch's to report
+	if ws != nil {
 		h.Root = ws.Root
 	}
 	if s.relay && isExecutable(s.relayBin) {
@@ -64,7 +65,7 @@ func hooksOf(s *settings, ts *workspace.Watcher, stderr io.Writer) *workspace.Ho
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: warning: %v; the wake message closes with %q\n", tool, err, workspace.DefaultInstruction)
 	}
-	h.Instruction = cfg.Instruction()
+	h.Instruction = cfg.InstructionIn(ws) // the config's, else the owner USER.md names
 	return h
 }
 

@@ -80,6 +80,20 @@ func TestHostileFIFOs(t *testing.T) {
 		h.waitGoneEntry(t, "f-truth")
 	})
 
+	// A FIFO given as CONFIG_FILE (issue 17): refused at once in one line, exit 1, nothing
+	// recorded; dispatch.sh's jq waited for a writer for ever, and so did dispatch.
+	t.Run("CONFIG_FILE", func(t *testing.T) {
+		fifo := filepath.Join(h.dir, "agents-fifo.json")
+		plantFIFO(t, fifo)
+		code, stdout, stderr := h.run(t, []string{"CONFIG_FILE=" + fifo}, "f-config", h.repo, "hostile:m1", "EXIT=0")
+		if code != 1 || !strings.Contains(stderr, "not a regular file") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("dispatch with a FIFO as CONFIG_FILE: exit %d, want 1 and one line saying it is not a regular file\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if _, err := os.Lstat(h.statePath("runs", "f-config.json")); !os.IsNotExist(err) {
+			t.Errorf("a run record was written: %v", err)
+		}
+	})
+
 	// A FIFO at a record: dispatch reads records without blocking.
 	t.Run("run record", func(t *testing.T) {
 		plantFIFO(t, h.statePath("runs", "f-run.json"))

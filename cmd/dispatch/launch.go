@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/workspace"
 )
 
 // launchOptions are the dispatch form's arguments and flags.
@@ -70,7 +71,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if model.FromConfig {
 		fmt.Fprintf(stderr, "INFO: Using default model for %s: %s\n", agentName, model.Name)
 	}
-	prompt, err := readPrompt(o.prompt, stdin)
+	prompt, err := readPrompt(o.prompt, stdin, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: sent, PromptFile: d.Layout.PromptPath(o.bead),
 		Effort: effortFor(agentName, s.effort), Dir: workdir})
 	verifyCmd, verifyTimeout := o.verify, 0
-	if r, ok := cfg.Verify(repo); ok && verifyCmd == "" {
+	if r, ok := cfg.Verify(repo); ok && verifyCmd == "" && runsTestCmd(cfg) {
 		verifyCmd, verifyTimeout = r.TestCmd, r.Timeout
 	}
 	timeout := s.timeout
@@ -156,12 +157,13 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	spec := &attempt.Spec{
 		Attempt: supervise.Attempt{
 			Name: o.bead, Number: number, Dir: workdir, Argv: inv.Argv,
-			Env:    append(s.environment, "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number)),
+			Env:    append(agentEnv(ctx, s, stderr), "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number)),
 			Prompt: sent, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
 			Timeout: timeout, KillGrace: s.killGrace, MinFreeMB: s.minFreeMB, DiskDirs: []string{s.stateDir, workdir},
 			LogPath: d.Layout.LogPath(o.bead),
 		},
 		Backend: s.backend, Verify: verifyCmd, VerifyTimeout: int64(verifyTimeout), Run: run,
+		HookEnv: s.environment, // dispatch.sh's watcher ran the hooks in the caller's environment
 	}
 	if s.backend == supervise.BackendTmux {
 		spec.Socket, spec.Session = s.socket, attempt.Session(o.bead)
@@ -268,4 +270,33 @@ func effortFor(agentName, effort string) string {
 		return effort
 	}
 	return ""
+}
+
+// runsTestCmd says whether the agents config asks for its repositories' test_cmd after each
+// agent ("workspace": {"run_test_cmd": true}). dispatch.sh never read repos: without the switch
+// a config kept as it was runs no test command (the workspace's verify.sh runs the tests).
+func runsTestCmd(cfg *agent.Config) bool {
+	if cfg.Path == "" {
+		return false
+	}
+	wc, err := workspace.ReadConfig(cfg.Path)
+	return err == nil && wc.RunTestCmd
+}
+
+// agentEnv is the environment the agent starts with, before what dispatch sets (DISPATCH_BEAD,
+// DISPATCH_ATTEMPT): in tmux, what dispatch.sh's agent had, started inside the server by its
+// tmux new-session: the server's global environment, with tmux's updates from the caller
+// (tmux.Client.SpawnEnvironment). Under cron, the login shell's environment the server was
+// started with (ANTHROPIC_API_KEY, LANG), not cron's. With no server running, or --no-tmux,
+// dispatch's own.
+func agentEnv(ctx context.Context, s *settings, stderr io.Writer) []string {
+	if s.backend != supervise.BackendTmux {
+		return s.environment
+	}
+	env, _, err := s.tmux().SpawnEnvironment(ctx, s.environment)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: warning: %v; the agent gets dispatch's environment\n", tool, err)
+		return s.environment
+	}
+	return env
 }

@@ -65,6 +65,14 @@ func testEnv() func(env *testscript.Env) error {
 		compat, _ := compattest.Find()
 		env.Setenv("COMPAT", compat)
 		env.Setenv("HOME", env.WorkDir)
+		// CRONPATH is a PATH as cron gives one, with the dispatch under test in front: scripts
+		// run dispatch as cron does with env -i PATH=$CRONPATH.
+		for _, dir := range filepath.SplitList(env.Getenv("PATH")) {
+			if _, err := os.Stat(filepath.Join(dir, tool)); err == nil {
+				env.Setenv("CRONPATH", dir+":/usr/bin:/bin")
+				break
+			}
+		}
 		for _, dir := range []string{"repo", "verified-repo"} {
 			if err := gitRepo(filepath.Join(env.WorkDir, dir)); err != nil {
 				return err

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
@@ -16,7 +19,9 @@ import (
 const maxPrompt = 4 << 20
 
 // readPrompt resolves the PROMPT argument: the text itself, @FILE, or - for standard input.
-func readPrompt(arg string, stdin io.Reader) (string, error) {
+// dispatch.sh took every prompt as text, so "@FILE" is a file only when FILE exists; otherwise
+// ("@team please fix …") the prompt is the text as given, with a warning on stderr.
+func readPrompt(arg string, stdin io.Reader, stderr io.Writer) (string, error) {
 	var text string
 	switch {
 	case arg == "-":
@@ -28,6 +33,9 @@ func readPrompt(arg string, stdin io.Reader) (string, error) {
 			return "", cli.Usagef("the prompt on stdin is over %d MB", maxPrompt>>20)
 		}
 		text = string(b)
+	case strings.HasPrefix(arg, "@") && len(arg) > 1 && !namesFile(arg[1:]):
+		fmt.Fprintf(stderr, "%s: warning: no file %q: the prompt is the text as given\n", tool, record.Truncate(arg[1:], 60))
+		text = arg
 	case strings.HasPrefix(arg, "@") && len(arg) > 1:
 		b, err := readBounded(arg[1:], maxPrompt)
 		if err != nil {
@@ -44,6 +52,14 @@ func readPrompt(arg string, stdin io.Reader) (string, error) {
 		return "", cli.Usagef("the prompt is empty")
 	}
 	return text, nil
+}
+
+// namesFile reports whether name could be meant as a file: anything there, or an error other
+// than "nothing there" (a directory that may not be searched), which reading then reports. Text
+// that cannot be a path (too long, a component that is a file) is no file either.
+func namesFile(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENAMETOOLONG))
 }
 
 // readBounded reads at most limit+1 bytes of the file at path (a pipe or /dev/fd/N too, for

@@ -35,11 +35,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/agentfleet/fleet/internal/fsx"
 )
 
 // Prompt delivery modes.
@@ -175,19 +176,18 @@ func Load(path string) (*Config, error) {
 // maxConfig bounds the agents config: a few kilobytes of JSON are expected.
 const maxConfig = 1 << 20
 
-// readConfig reads the config file, refusing one over maxConfig before it is all read.
+// readConfig reads the config file: a regular file only (a final link is followed, as a shell
+// reads one), opened non-blocking, so a named pipe or a device given as CONFIG_FILE is refused
+// at once instead of hanging dispatch, and never more than maxConfig.
 func readConfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	b, err := fsx.ReadFileLimit(path, maxConfig)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxConfig {
+	case errors.Is(err, fsx.ErrTooLarge):
 		return nil, fmt.Errorf("%s is over %d MiB: not an agents config", path, maxConfig>>20)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %v; the agents config must be a plain file", path, err)
 	}
 	return b, nil
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func loadExample(t *testing.T) *Config {
@@ -206,5 +208,28 @@ func TestJSONOutput(t *testing.T) {
 		if got := strings.Join(tt.p.JSONOutput(strings.Fields(tt.argv)), " "); got != tt.want {
 			t.Errorf("%s.JSONOutput(%q) = %q, want %q", tt.p.Name, tt.argv, got, tt.want)
 		}
+	}
+}
+
+// TestLoadFIFO (issue 17): a named pipe given as the agents config (CONFIG_FILE=some-fifo) is
+// refused at once, in one line, instead of blocking until a writer comes, which never does.
+func TestLoadFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "agents.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Load(a FIFO) = %v, want one line saying it is not a regular file", err)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the reader, so the test ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("Load(a FIFO) still blocks after 10 s")
 	}
 }

@@ -66,6 +66,18 @@ type Spec struct {
 	// Hooks are the workspace's hooks and dispatch.sh's relay and Truthsayer integrations,
 	// which the recorder runs around the final records; nil runs none.
 	Hooks *workspace.Hooks `json:"hooks,omitempty"`
+	// HookEnv is the environment of what runs around the agent (the hooks, the relay, the
+	// verification command): dispatch's own, as dispatch.sh's watcher had it, where the agent
+	// has the tmux server's (Attempt.Env). nil: the agent's.
+	HookEnv []string `json:"hook_env,omitempty"`
+}
+
+// hookEnv is the environment of the hooks and the verification command (HookEnv).
+func (s *Spec) hookEnv(a *supervise.Attempt) []string {
+	if s != nil && s.HookEnv != nil {
+		return s.HookEnv
+	}
+	return a.Env
 }
 
 // Complete fills a running run record with an outcome and builds the matching result record,

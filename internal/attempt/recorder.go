@@ -51,7 +51,7 @@ func (r *Recorder) hooks() *workspace.Hooks {
 func (r *Recorder) Started(_ context.Context, a *supervise.Attempt, _ int) error {
 	if h := r.hooks(); h != nil && h.Relay != nil && r.stopHeartbeat == nil {
 		run := &r.Spec.Run
-		r.stopHeartbeat = h.Relay.Register(run.SessionName, run.Agent, run.Model, run.Bead, a.Env)
+		r.stopHeartbeat = h.Relay.Register(run.SessionName, run.Agent, run.Model, run.Bead, r.Spec.hookEnv(a))
 	}
 	return nil
 }
@@ -131,7 +131,7 @@ func (r *Recorder) beforeRecords(ctx context.Context, a *supervise.Attempt, out 
 		if out.UnknownExit {
 			code = 1
 		}
-		h.Relay.Completed(ctx, workspace.CompletionOf(&r.Spec.Run, code, out.Finished), a.Env, console)
+		h.Relay.Completed(ctx, workspace.CompletionOf(&r.Spec.Run, code, out.Finished), r.Spec.hookEnv(a), console)
 	}
 	if h != nil {
 		h.Truthsayer.Stop()
@@ -139,7 +139,7 @@ func (r *Recorder) beforeRecords(ctx context.Context, a *supervise.Attempt, out 
 	var ws *record.Verification
 	if h != nil && workspaceVerifies(out) {
 		var raw []byte
-		raw, ws = h.Verify(ctx, a.Dir, a.Name, a.Env, console)
+		raw, ws = h.Verify(ctx, a.Dir, a.Name, r.Spec.hookEnv(a), console)
 		if raw != nil {
 			// verify.sh keeps it in its own workspace's state/results/; the copy here is for
 			// a state directory elsewhere (--state-dir), where analyze-runs looks for it.
@@ -161,9 +161,9 @@ func (r *Recorder) afterRecords(ctx context.Context, a *supervise.Attempt, res *
 	if h == nil {
 		return
 	}
-	h.Validate(ctx, r.Dir.Store.RunPath(a.Name), r.Dir.Store.ResultPath(a.Name), a.Env, console)
+	h.Validate(ctx, r.Dir.Store.RunPath(a.Name), r.Dir.Store.ResultPath(a.Name), r.Spec.hookEnv(a), console)
 	findings := workspace.CountFindings(workspace.TruthsayerLog(r.Dir.Path(), a.Name))
-	h.Announce(ctx, workspace.OutcomeOf(res, r.Spec.Run.Model), findings, time.Now(), a.Env, console)
+	h.Announce(ctx, workspace.OutcomeOf(res, r.Spec.Run.Model), findings, time.Now(), r.Spec.hookEnv(a), console)
 }
 
 // workspaceVerifies says whether the workspace's verify.sh runs for an outcome: when the
@@ -274,7 +274,7 @@ func verify(spec *Spec, console io.Writer) *record.Verification {
 	// The verification command is the user's own configuration (--verify or repos.test_cmd),
 	// a shell command line by design; nothing of the prompt reaches it.
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", spec.Verify)
-	cmd.Dir, cmd.Env = spec.Attempt.Dir, spec.Attempt.Env
+	cmd.Dir, cmd.Env = spec.Attempt.Dir, spec.hookEnv(&spec.Attempt)
 	cmd.Stdout, cmd.Stderr = console, console
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

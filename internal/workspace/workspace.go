@@ -23,7 +23,7 @@
 // The message is dispatch.sh's: "Agent BEAD STATUS (Ns, AGENT/MODEL, attempt A/M, reason:
 // REASON[, truthsayer: N issues]). Check state/results/BEAD.json and INSTRUCTION." The
 // instruction, which named the workspace's owner in dispatch.sh, comes from the "workspace"
-// object of config/agents.json (Config). A hook that fails after the records are written, a
+// object of config/agents.json (Config), else names the person USER.md names (Owner). A hook that fails after the records are written, a
 // failed wake or memory line included, is reported on the supervisor's console and changes
 // nothing.
 //
@@ -43,8 +43,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,6 +102,46 @@ func (w *Workspace) Memory(t time.Time) string {
 	return filepath.Join(w.Root, "memory", t.UTC().Format(time.DateOnly)+".md")
 }
 
+// Owner is the workspace's owner as the workspace itself names its person: the "What to call
+// them" line of USER.md (an OpenClaw workspace's profile of its human, "- **What to call
+// them:** Perttu"), else its "Name" line; "" when there is no such file or line, or the line
+// is still the template's blank. dispatch.sh's wake message named this person ("message Perttu
+// with the result summary"), so a workspace adopted with its config as it was keeps it.
+func (w *Workspace) Owner() string {
+	if w == nil {
+		return ""
+	}
+	b, err := fsx.ReadFileLimit(filepath.Join(w.Root, "USER.md"), maxUserFile)
+	if err != nil {
+		return ""
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := userField.FindStringSubmatch(line); m != nil {
+			if key := strings.ToLower(m[1]); fields[key] == "" {
+				fields[key] = m[2]
+			}
+		}
+	}
+	for _, key := range []string{"what to call them", "name"} {
+		if v := fields[key]; ownerName.MatchString(v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// maxUserFile bounds USER.md: a page about a person, not a data set.
+const maxUserFile = 1 << 20
+
+// userField is a line of USER.md's list: "- **Name:** Perttu", the key lowercased by (?i) only
+// for matching; ownerName is a value that names someone: no template blank ("", "_(optional)_"),
+// no markup, one short line.
+var (
+	userField = regexp.MustCompile(`^\s*[-*]\s*\*\*(?i:(what to call them|name)):?\*\*:?\s*(.*?)\s*$`)
+	ownerName = regexp.MustCompile(`^[^\x00-\x1f\x7f_*(\[<>` + "`" + `][^\x00-\x1f\x7f*<>` + "`" + `]{0,63}$`)
+)
+
 // Executable reports whether path is a file this process may execute (test -x, but not for a
 // directory, which test -x accepts and exec refuses).
 func Executable(path string) bool {
@@ -110,17 +153,31 @@ func Executable(path string) bool {
 //
 //	"workspace": {"owner": "Perttu"}
 //	"workspace": {"wake_instruction": "message Perttu with the result summary"}
+//	"workspace": {"run_test_cmd": true}
 type Config struct {
 	// WakeInstruction closes the wake message, after "Check state/results/BEAD.json and ".
 	WakeInstruction string `json:"wake_instruction"`
 	// Owner, when WakeInstruction is not set, makes it "message OWNER with the result summary",
 	// dispatch.sh's words.
 	Owner string `json:"owner"`
+	// RunTestCmd makes dispatch run the repository's repos.<path>.test_cmd after each agent
+	// (as --verify would) to fill verification. Off unless set: dispatch.sh never read repos
+	// (the workspace's verify.sh runs the tests), so a config kept as it was runs nothing more.
+	RunTestCmd bool `json:"run_test_cmd"`
 }
 
 // DefaultInstruction closes the wake message when the config names neither an instruction nor
 // an owner.
 const DefaultInstruction = "report the result summary"
+
+// InstructionIn is the wake message's closing instruction for a workspace w (nil: none): the
+// config's, else one naming w's Owner, else DefaultInstruction.
+func (c Config) InstructionIn(w *Workspace) string {
+	if c.WakeInstruction == "" && c.Owner == "" {
+		c.Owner = w.Owner()
+	}
+	return c.Instruction()
+}
 
 // Instruction is the wake message's closing instruction.
 func (c Config) Instruction() string {
@@ -133,16 +190,19 @@ func (c Config) Instruction() string {
 	return DefaultInstruction
 }
 
+// maxConfig bounds the agents config, as its own reader bounds it.
+const maxConfig = 1 << 20
+
 // ReadConfig reads the "workspace" object of the agents config at path. A missing file or
 // object is the zero Config: the agents config's own reader reports a file that must exist.
 func ReadConfig(path string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(path)
+	b, err := fsx.ReadFileLimit(path, maxConfig) // a regular file only: a FIFO hangs nothing
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
 	if err != nil {
-		return c, err
+		return c, fmt.Errorf("agents config %s: %w", path, err)
 	}
 	var top struct {
 		Workspace *Config `json:"workspace"`

@@ -101,6 +101,45 @@ func TestInstruction(t *testing.T) {
 	}
 }
 
+// TestOwnerFromUserMD (issue 17): a workspace whose config has no "workspace" object (kept as
+// it was, as the README's adoption steps say) still wakes its orchestrator with dispatch.sh's
+// sentence naming its person, whom the workspace names in USER.md, as athena's does.
+func TestOwnerFromUserMD(t *testing.T) {
+	athena := "# USER.md - About Your Human\n\n- **Name:** Perttu Landström\n- **What to call them:** Perttu\n- **Pronouns:** he/him\n"
+	for _, tc := range []struct {
+		name, doc string
+		cfg       Config
+		want      string
+	}{
+		{"athena's", athena, Config{}, "message Perttu with the result summary"},
+		{"name only", "- **Name:** Ada\n", Config{}, "message Ada with the result summary"},
+		{"template blank", "- **Name:**\n- **What to call them:**\n- **Pronouns:** _(optional)_\n", Config{}, DefaultInstruction},
+		{"placeholder", "- **Name:** _(fill in)_\n", Config{}, DefaultInstruction},
+		{"no file", "", Config{}, DefaultInstruction},
+		{"config owner first", athena, Config{Owner: "Ops"}, "message Ops with the result summary"},
+		{"config instruction first", athena, Config{WakeInstruction: "tell ops"}, "tell ops"},
+	} {
+		root := t.TempDir()
+		if tc.doc != "" {
+			os.WriteFile(filepath.Join(root, "USER.md"), []byte(tc.doc), 0o644)
+		}
+		if got := tc.cfg.InstructionIn(&Workspace{Root: root}); got != tc.want {
+			t.Errorf("%s: InstructionIn = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := (Config{}).InstructionIn(nil); got != DefaultInstruction {
+		t.Errorf("no workspace: InstructionIn = %q, want %q", got, DefaultInstruction)
+	}
+	// A FIFO as USER.md hangs nothing.
+	root := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(root, "USER.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := (&Workspace{Root: root}).Owner(); got != "" {
+		t.Errorf("Owner with a FIFO as USER.md = %q", got)
+	}
+}
+
 func TestReadConfig(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {

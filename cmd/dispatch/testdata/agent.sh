@@ -11,6 +11,7 @@
 #   WAITFOR=<f>     wait until file f exists (at most 60 s): a script lets the agent end once
 #                   it has seen what happens while the agent works
 #   READ            read a line from its terminal (keys typed into its pane) and print it
+#   ENVTO=<f>       write its environment (env) to file f
 #   SPEW=<MB>       print MB MiB of text as fast as it can: 1 MiB blocks, each a line
 #                   "spew <block, 9 digits> <48 dots>" then 16383 lines of 63 x's (64-byte
 #                   lines throughout), so a reader can check every byte (relay_bench_test.go)
@@ -24,6 +25,7 @@ has() { grep -qw "$1" <<<"$orders"; }
 echo "agent: pid $$, prompt of ${#prompt} bytes, in $(pwd)"
 has ARGS && printf 'agent: arg <%s>\n' "$@"
 has ECHO_PROMPT && printf '%s\n' "$prompt"
+[ -n "$(word ENVTO)" ] && env > "$(word ENVTO)"
 if has TTY; then
   out=pipe; [ -t 1 ] && out=tty
   echo "tty-check: stdout=$out TERM=${TERM:-unset}"

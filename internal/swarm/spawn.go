@@ -172,6 +172,20 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	if st, err := s.reg.Load(); err == nil && s.recoverSpawns(ctx, st).Get(name) != nil {
 		return nil, fmt.Errorf("worker '%s' already exists", name)
 	}
+	// The worktree is planned before anything is made: outside a git repository the spawn is
+	// refused with the Python swarm's one line, nothing to undo.
+	var plan *worktreePlan
+	if sp.Worktree != nil {
+		branch := sp.Worktree.Branch
+		if branch == "" {
+			branch = name
+		}
+		if plan, err = planWorktree(ctx, sp.Worktree.Repo, name, branch, sp.Worktree.Dir); errors.Is(err, errNoRepo) {
+			return nil, err
+		} else if err != nil {
+			return nil, fmt.Errorf("failed to create worktree: %w", err)
+		}
+	}
 	// The name's lock is held from here until the supervisor is registered, so that ls never
 	// takes a worker being launched for a lost one.
 	if err := statedir.MkdirFor(s.layout.LockPath(name)); err != nil {
@@ -206,15 +220,7 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		dir, _ = os.Getwd()
 	}
 	var wt *worker.Worktree
-	var plan *worktreePlan
-	if sp.Worktree != nil {
-		branch := sp.Worktree.Branch
-		if branch == "" {
-			branch = name
-		}
-		if plan, err = planWorktree(ctx, sp.Worktree.Repo, name, branch, sp.Worktree.Dir); err != nil {
-			return nil, rollback(fmt.Errorf("failed to create worktree: %w", err))
-		}
+	if plan != nil {
 		wt, dir = plan.worktree(), plan.path
 		journal.Worktree, journal.Root, journal.Branch, journal.NewBranch, journal.From =
 			plan.path, plan.root, plan.branch, plan.newBranch, plan.from

@@ -13,6 +13,9 @@ import (
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
+// errNoRepo is spawn --worktree outside a git repository, in the Python swarm's words.
+var errNoRepo = errors.New("not in a git repository (required for --worktree)")
+
 // worktreePlan is a worktree spawn is about to make: where, on which branch, and whether the
 // branch is new (then it is created at from, and a failed spawn deletes it again).
 type worktreePlan struct {
@@ -29,7 +32,7 @@ func planWorktree(ctx context.Context, repo, name, branch, wtDir string) (*workt
 	cmd.Dir = repo
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, errors.New("not in a git repository (required for --worktree)")
+		return nil, errNoRepo
 	}
 	root := strings.TrimSpace(string(out))
 	parent := filepath.Dir(root)

@@ -261,9 +261,11 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		// A process worker's output goes where the Python swarm put it; its stderr shares the
 		// terminal, so stderr.log is created (truncated) and stays empty.
 		hs.Attempt.LogPath = s.dir.StdoutLog(name)
-		if err := os.WriteFile(s.dir.StderrLog(name), nil, 0o600); err != nil {
+		f, err := statedir.CreateFresh(s.dir.StderrLog(name))
+		if err != nil {
 			return nil, rollback(fmt.Errorf("failed to spawn process: %w", err))
 		}
+		f.Close()
 	}
 
 	// The worker goes into state first, with its journal: from here a killed spawn is undone

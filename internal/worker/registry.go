@@ -24,12 +24,16 @@ type Registry struct {
 }
 
 // Ensure creates $SWARM_DIR and its logs/ as every Python swarm command did (ensure_dirs),
-// owner only.
+// owner only, and checks them as every state directory is checked (statedir.Swarm.Check): a
+// directory of another user's, or a subdirectory that is a link, is refused, nothing written.
 func (r *Registry) Ensure() error {
 	if err := os.MkdirAll(r.Dir.Root, 0o700); err != nil {
+		return fmt.Errorf("creating the swarm directory: %w", err)
+	}
+	if err := r.Dir.Check(); err != nil {
 		return err
 	}
-	return os.MkdirAll(r.Dir.Logs(), 0o700)
+	return statedir.Mkdir(r.Dir.Logs())
 }
 
 // Load reads the state without a lock (every write replaces the file whole). A missing file is

@@ -534,3 +534,22 @@ func TestUpdateRefusesInvalid(t *testing.T) {
 		t.Errorf("Update(status zombie) beside kept entries = %v, want ErrInvalid", err)
 	}
 }
+
+// A name read back from state.json is checked as a name from the command line is (issue 17):
+// one the Python swarm accepted ("my.worker") or a planted one ("../../victim") would become a
+// path in logs and clean; it is kept as it is, reported, and never read as a worker.
+func TestDecodeUnsafeNames(t *testing.T) {
+	for _, name := range []string{"../../victim", "my.worker", "a/b", "-rf", ".hidden", "", "HEAD"} {
+		doc := fmt.Sprintf(`{"workers": [{"name": %q, "status": "stopped", "cmd": ["x"], "started": "s", "cwd": "/"}]}`, name)
+		s, err := Decode([]byte(doc))
+		if err != nil {
+			t.Fatalf("Decode(%s) = %v", doc, err)
+		}
+		if len(s.Workers) != 0 || s.Get(name) != nil || len(s.Bad()) != 1 {
+			t.Errorf("Decode(name %q): %d workers, bad %v; want it kept as a bad entry", name, len(s.Workers), s.Bad())
+		}
+		if out := Encode(s); !bytes.Contains(out, []byte(fmt.Sprintf("%q", name))) {
+			t.Errorf("Encode lost the entry named %q:\n%s", name, out)
+		}
+	}
+}

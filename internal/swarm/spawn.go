@@ -292,8 +292,10 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		s.checkpoint("worktree")
 	}
 	s.layout.WriteEntry(&supervise.Entry{Tool: supervisorTool, Name: name, Attempt: 1, Backend: hs.Backend,
-		Socket: hs.Socket, Session: hs.Session, StartedAt: now.UTC().Format(time.RFC3339)})
+		Socket: hs.Socket, Session: hs.Session, StartedAt: now.UTC().Format(time.RFC3339Nano)})
 
+	// (StartedAt to the nanosecond: a state.json rebuilt from the registry gets the worker's
+	// started, its incarnation, back exactly.)
 	s.checkpoint("entry")
 	pid, err := s.launch(ctx, hs, tc)
 	if err != nil {

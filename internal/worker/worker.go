@@ -13,8 +13,10 @@
 //
 // Every change goes through Registry.Update: under state.lock (flock, as the Python tool takes
 // it), read, change, write to a temp file, fsync, rename. A state.json that does not parse is
-// copied aside to state.json.corrupted (never over an older, different copy) and read as empty,
-// as the Python tool did; unlike it, the next change writes a fresh state instead of failing.
+// copied aside to state.json.corrupted (never over an older, different copy), as the Python
+// tool did; unlike it, the first command that finds it replaces it at once with a fresh state
+// (of the workers Registry.Rebuild knows to run) and warns once, instead of warning on every
+// command and failing on every change.
 //
 // swarm's own facts about a worker (its supervisor's pid, its agent's exit code and finish
 // time) live in the worker's metadata object, which the Python tool keeps as it is.

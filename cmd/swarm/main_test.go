@@ -148,8 +148,11 @@ func TestScripts(t *testing.T) {
 		Setup: testEnv,
 		Cmds:  scriptCmds,
 		Condition: func(cond string) (bool, error) {
-			if cond == "python" {
+			switch cond {
+			case "python":
 				return testenv.PythonSwarm(t.TempDir()) != "", nil
+			case "root": // can chown a directory to another user
+				return os.Geteuid() == 0, nil
 			}
 			return false, nil
 		},

@@ -223,3 +223,17 @@ func cutAffixes(s, prefix, suffix string) (string, bool) {
 	}
 	return s[len(prefix) : len(s)-len(suffix)], true
 }
+
+// CreateFresh creates the file at path anew, empty, 0600 (its directory made as MkdirFor makes
+// it): whatever was there (an older file, or a link planted there) is removed first, never
+// followed or truncated, so that a link cannot make the caller empty or write another file.
+// The caller closes it.
+func CreateFresh(path string) (*os.File, error) {
+	if err := MkdirFor(path); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+}

@@ -163,3 +163,67 @@ func TestAttemptFile(t *testing.T) {
 		}
 	}
 }
+
+// $SWARM_DIR is held to dispatch's rules (issue 17): its subdirectories planted as links were
+// followed, and a $SWARM_DIR of another user's was used as it is.
+func TestSwarmCheck(t *testing.T) {
+	root := t.TempDir()
+	s := Swarm{Root: filepath.Join(root, "swarm")}
+	if err := s.Check(); err != nil {
+		t.Errorf("Check(missing) = %v, want nil", err)
+	}
+	for _, dir := range []string{s.Logs(), s.Heartbeats(), s.Ralph(), Dir{Root: s.Supervise()}.Locks()} {
+		if err := Mkdir(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("Check(fresh) = %v", err)
+	}
+	elsewhere := t.TempDir()
+	for _, sub := range []string{s.Logs(), s.Heartbeats(), s.Ralph(), s.Supervise(), Dir{Root: s.Supervise()}.Locks(),
+		Dir{Root: s.Supervise()}.Supervisors()} {
+		moved := sub + ".real"
+		hadOne := os.Rename(sub, moved) == nil
+		if err := os.Symlink(elsewhere, sub); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Check()
+		if err == nil || !strings.Contains(err.Error(), sub+" is a symbolic link") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Check(%s a link) = %v; want one line naming it", sub, err)
+		}
+		os.Remove(sub)
+		if hadOne {
+			os.Rename(moved, sub)
+		}
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(s.Root, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534, not to you (uid 0)") {
+			t.Errorf("Check($SWARM_DIR of another user) = %v", err)
+		}
+	}
+}
+
+// CreateFresh never writes through, or empties, what a planted link points at.
+func TestCreateFresh(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("precious"), 0o600)
+	path := filepath.Join(dir, "logs", "w.stderr.log")
+	os.Mkdir(filepath.Dir(path), 0o700)
+	os.Symlink(victim, path)
+	f, err := CreateFresh(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("victim = %q after CreateFresh through a link", b)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("CreateFresh left %v, %v; want an empty regular file, 0600", fi, err)
+	}
+}

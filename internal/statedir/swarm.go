@@ -2,6 +2,9 @@ package statedir
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 )
 
@@ -19,6 +22,10 @@ import (
 //	ralph/<name>/state.lock           its lock (ours: the Python ralph wrote without one)
 //	ralph/<name>/iterations.log       its iteration log (Swarm.RalphIterations)
 //	supervise/                        swarm's supervisors, a Dir of their own (Swarm.Supervise)
+//
+// It is held to the rules of every state directory (Check, as Dir.Check): $SWARM_DIR belongs
+// to the user, and logs/, heartbeats/, ralph/ and supervise/ (and supervise/'s own
+// subdirectories) are real directories of the user's, never links.
 //
 // Worker and loop names obey CheckName (KindWorker, KindLoop), so a name never reaches outside
 // its directory and the two logs of a worker never meet another worker's. The Python swarm did
@@ -106,3 +113,35 @@ func (s Swarm) RalphIterations(name string) string {
 // locks/<worker>.lock, logs/<worker>.log (a tmux worker's output), handoff/. The Python swarm
 // had none of it.
 func (s Swarm) Supervise() string { return s.join("supervise") }
+
+// swarmWritable are the subdirectories of $SWARM_DIR that swarm and ralph create files in.
+var swarmWritable = []string{"logs", "heartbeats", "ralph", "supervise"}
+
+// Check is Dir.Check for $SWARM_DIR: the directory itself (which may be reached through a
+// link) belongs to this process's user, and each of logs/, heartbeats/, ralph/ and supervise/
+// that exists is a real directory of the user's, as is each subdirectory of supervise/ that
+// its supervisors write in (Dir.Check). Missing ones are fine: Mkdir creates them. Each
+// problem is one line that names the directory and says what to do.
+func (s Swarm) Check() error {
+	root := s.Root
+	if root == "" {
+		root = "."
+	}
+	fi, err := os.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("swarm directory: %w", err)
+	}
+	if err := checkInfo(root, fi, false); err != nil {
+		return err
+	}
+	for _, sub := range swarmWritable {
+		err := CheckDir(s.join(sub))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return Dir{Root: s.Supervise()}.Check()
+}

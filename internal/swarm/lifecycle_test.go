@@ -419,7 +419,7 @@ func TestSpawnRefused(t *testing.T) {
 			sw, _ := Open(l.dir, o)
 			return sw
 		}, Spec{Name: "x", Cmd: []string{l.agent}}, "failed to spawn process: no supervisor command", true},
-		{"no repository", nil, Spec{Name: "x", Cmd: []string{l.agent}, Worktree: &WorktreeSpec{Repo: "/"}}, "not in a git repository", true},
+		{"no repository", nil, Spec{Name: "x", Cmd: []string{l.agent}, Worktree: &WorktreeSpec{Repo: "/"}}, "not in a git repository", false},
 	} {
 		sw := l.sw
 		if c.sw != nil {

@@ -172,6 +172,20 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	if st, err := s.reg.Load(); err == nil && s.recoverSpawns(ctx, st).Get(name) != nil {
 		return nil, fmt.Errorf("worker '%s' already exists", name)
 	}
+	// The worktree is planned before anything is made: outside a git repository the spawn is
+	// refused with the Python swarm's one line, nothing to undo.
+	var plan *worktreePlan
+	if sp.Worktree != nil {
+		branch := sp.Worktree.Branch
+		if branch == "" {
+			branch = name
+		}
+		if plan, err = planWorktree(ctx, sp.Worktree.Repo, name, branch, sp.Worktree.Dir); errors.Is(err, errNoRepo) {
+			return nil, err
+		} else if err != nil {
+			return nil, fmt.Errorf("failed to create worktree: %w", err)
+		}
+	}
 	// The name's lock is held from here until the supervisor is registered, so that ls never
 	// takes a worker being launched for a lost one.
 	if err := statedir.MkdirFor(s.layout.LockPath(name)); err != nil {
@@ -206,15 +220,7 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		dir, _ = os.Getwd()
 	}
 	var wt *worker.Worktree
-	var plan *worktreePlan
-	if sp.Worktree != nil {
-		branch := sp.Worktree.Branch
-		if branch == "" {
-			branch = name
-		}
-		if plan, err = planWorktree(ctx, sp.Worktree.Repo, name, branch, sp.Worktree.Dir); err != nil {
-			return nil, rollback(fmt.Errorf("failed to create worktree: %w", err))
-		}
+	if plan != nil {
 		wt, dir = plan.worktree(), plan.path
 		journal.Worktree, journal.Root, journal.Branch, journal.NewBranch, journal.From =
 			plan.path, plan.root, plan.branch, plan.newBranch, plan.from
@@ -255,9 +261,11 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		// A process worker's output goes where the Python swarm put it; its stderr shares the
 		// terminal, so stderr.log is created (truncated) and stays empty.
 		hs.Attempt.LogPath = s.dir.StdoutLog(name)
-		if err := os.WriteFile(s.dir.StderrLog(name), nil, 0o600); err != nil {
+		f, err := statedir.CreateFresh(s.dir.StderrLog(name))
+		if err != nil {
 			return nil, rollback(fmt.Errorf("failed to spawn process: %w", err))
 		}
+		f.Close()
 	}
 
 	// The worker goes into state first, with its journal: from here a killed spawn is undone
@@ -284,8 +292,10 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		s.checkpoint("worktree")
 	}
 	s.layout.WriteEntry(&supervise.Entry{Tool: supervisorTool, Name: name, Attempt: 1, Backend: hs.Backend,
-		Socket: hs.Socket, Session: hs.Session, StartedAt: now.UTC().Format(time.RFC3339)})
+		Socket: hs.Socket, Session: hs.Session, StartedAt: now.UTC().Format(time.RFC3339Nano)})
 
+	// (StartedAt to the nanosecond: a state.json rebuilt from the registry gets the worker's
+	// started, its incarnation, back exactly.)
 	s.checkpoint("entry")
 	pid, err := s.launch(ctx, hs, tc)
 	if err != nil {

@@ -53,6 +53,6 @@ func Supervise(ctx context.Context, dir, handoff, name string, console io.Writer
 	if err := s.stillWanted(name, hs.Started); err != nil {
 		return err
 	}
-	sup.Run(ctx, &hs.Attempt, &Recorder{Swarm: s, Incarnation: hs.Started})
+	sup.Run(ctx, &hs.Attempt, &Recorder{Swarm: s, Incarnation: hs.Started, PID: os.Getpid()})
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/tmux"
@@ -72,7 +73,7 @@ func Open(dir string, o Options) (*Swarm, error) {
 	}
 	d := statedir.Swarm{Root: abs}
 	s := &Swarm{dir: d, layout: supervise.Layout{Dir: d.Supervise()}, opts: o}
-	s.reg = &worker.Registry{Dir: d, Warn: func(m string) { s.warnf("%s", m) }}
+	s.reg = &worker.Registry{Dir: d, Warn: func(m string) { s.warnf("%s", m) }, Rebuild: s.rebuild}
 	if err := s.reg.Ensure(); err != nil {
 		return nil, err
 	}
@@ -304,15 +305,20 @@ func (s *Swarm) LogPath(name string) string { return s.layout.LogPath(name) }
 // state.json, and its status "stopped" once it ended; the worker's heartbeat ends with it.
 // Incarnation is the worker's Started: a worker removed and spawned again under the same name
 // is not the one this supervisor ran.
+// PID, in the supervisor itself, is its own pid: a worker rebuilt from the supervisors'
+// registry (rebuild) whose start is not known to the microsecond is still this supervisor's
+// when its supervisor_pid is this live process.
 type Recorder struct {
 	Swarm       *Swarm
 	Incarnation string
+	PID         int
 }
 
 func (r *Recorder) update(ctx context.Context, name string, fn func(w *worker.Worker)) error {
 	return r.Swarm.reg.Update(ctx, func(s *worker.State) error {
 		w := s.Get(name)
-		if w == nil || w.Started != r.Incarnation {
+		var pid int
+		if w == nil || w.Started != r.Incarnation && (r.PID == 0 || !w.Meta(worker.MetaSupervisorPID, &pid) || pid != r.PID) {
 			return worker.ErrUnchanged // cleaned, or another incarnation: nothing of ours
 		}
 		fn(w)
@@ -383,3 +389,55 @@ func finish(w *worker.Worker, out *supervise.Outcome) {
 	w.Metadata = w.Metadata.SetValue(worker.MetaExitCode, code).SetValue(worker.MetaFinished, worker.Timestamp(finished)).
 		SetValue(worker.MetaReason, out.Reason)
 }
+
+// rebuild returns the workers this swarm's live supervisors run, as their registry entries
+// (supervise/) and the agents' processes tell them: what a corrupt state.json is replaced with
+// (worker.Registry.Rebuild), so that a truncated file does not hide running workers from ls,
+// kill --all and spawn's duplicate check. What the registry does not hold is taken from the
+// agent's process (its command line and directory) or left empty: tags, --env, the worktree.
+// It runs under state.lock.
+func (s *Swarm) rebuild() []*worker.Worker {
+	var ws []*worker.Worker
+	for _, name := range s.layout.Registered(func(n string) bool { return statedir.CheckName(statedir.KindWorker, n) == nil }) {
+		e, err := s.layout.ReadEntry(name)
+		if err != nil || e == nil || e.Tool != supervisorTool || e.PID <= 0 || e.Outcome != nil ||
+			!supervise.SupervisorAlive(e.PID, name) {
+			continue
+		}
+		w := &worker.Worker{Name: name, Status: worker.StatusRunning, Cmd: []string{}}
+		if t, err := time.Parse(time.RFC3339Nano, e.StartedAt); err == nil {
+			w.Started = worker.Timestamp(t)
+		} else {
+			w.Started = worker.Timestamp(time.Now())
+		}
+		if e.AgentPID > 0 {
+			if start, ok := proc.StartTime(e.AgentPID); ok && (e.AgentStart == 0 || start == e.AgentStart) {
+				if args, err := proc.Args(e.AgentPID); err == nil {
+					w.Cmd = args
+				}
+				w.Cwd, _ = os.Readlink("/proc/" + strconv.Itoa(e.AgentPID) + "/cwd")
+			}
+		}
+		w.Metadata = worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(worker.MetaSupervisorPID, e.PID).
+			SetValue(metaRebuilt, true)
+		if e.AgentPID > 0 {
+			w.Metadata = w.Metadata.SetValue(worker.MetaAgentPID, e.AgentPID)
+		}
+		if e.Backend == supervise.BackendTmux {
+			w.Tmux = &worker.Tmux{Session: e.Session, Window: name}
+			if e.Socket != "" {
+				sock := filepath.Base(e.Socket)
+				w.Tmux.Socket = &sock
+			}
+		} else {
+			pid := int64(e.PID)
+			w.PID = &pid
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// metaRebuilt marks a worker rebuilt from its supervisor's registry entry after state.json
+// was found corrupt: its tags, --env and worktree were lost with the file.
+const metaRebuilt = "rebuilt"

@@ -10,8 +10,12 @@ import (
 	"strings"
 
 	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/worker"
 )
+
+// errNoRepo is spawn --worktree outside a git repository, in the Python swarm's words.
+var errNoRepo = errors.New("not in a git repository (required for --worktree)")
 
 // worktreePlan is a worktree spawn is about to make: where, on which branch, and whether the
 // branch is new (then it is created at from, and a failed spawn deletes it again).
@@ -29,7 +33,7 @@ func planWorktree(ctx context.Context, repo, name, branch, wtDir string) (*workt
 	cmd.Dir = repo
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, errors.New("not in a git repository (required for --worktree)")
+		return nil, errNoRepo
 	}
 	root := strings.TrimSpace(string(out))
 	parent := filepath.Dir(root)
@@ -87,9 +91,48 @@ func (p *worktreePlan) undo(ctx context.Context) {
 	if _, err := os.Lstat(p.path); err == nil {
 		gitIn(ctx, p.root, "worktree", "remove", "--force", p.path)
 	}
+	p.dropHalfAdded(ctx)
 	gitIn(ctx, p.root, "worktree", "prune")
 	if p.newBranch && p.from != "" {
 		(git.Repo{Dir: p.root}).DeleteBranchAt(ctx, p.branch, p.from)
+	}
+}
+
+// dropHalfAdded undoes a `git worktree add` of the plan's path that was killed half-way, where
+// git's own commands cannot: git 2.39 writes the worktree's administrative directory
+// (.git/worktrees/<id>) file by file, locked "initializing", and a SIGKILL between creating
+// its commondir and writing it leaves the file empty. From then on every command that reads
+// the worktrees (`git worktree list`, add, remove, prune, repair, unlock) fails ("failed to read
+// .git/worktrees/<id>/commondir"), and prune would keep the directory anyway, since it is
+// locked. So when `git worktree list` fails, the administrative directory whose gitdir file
+// names this path (the one the add was making, which did not exist before the spawn) is
+// removed with the worktree's directory, which leaves git as the spawn found it. Nothing is
+// touched while git can read its worktrees, nor any directory that is not this add's.
+func (p *worktreePlan) dropHalfAdded(ctx context.Context) {
+	if _, err := gitIn(ctx, p.root, "worktree", "list", "--porcelain"); err == nil {
+		return
+	}
+	common, err := gitIn(ctx, p.root, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return
+	}
+	admin := filepath.Join(strings.TrimSpace(common), "worktrees")
+	ours := map[string]bool{filepath.Join(p.path, ".git"): true}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(p.path)); err == nil {
+		ours[filepath.Join(parent, filepath.Base(p.path), ".git")] = true // git writes it resolved
+	}
+	entries, err := os.ReadDir(admin)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		dir := filepath.Join(admin, e.Name())
+		b, err := statedir.ReadFile(filepath.Join(dir, "gitdir"), 64<<10)
+		if err != nil || !ours[filepath.Clean(strings.TrimSpace(string(b)))] {
+			continue
+		}
+		os.RemoveAll(p.path)
+		os.RemoveAll(dir)
 	}
 }
 

@@ -21,49 +21,111 @@ type Registry struct {
 	// Warn is told what the user should know (a corrupt file set aside, entries that are not
 	// workers), once per Load or Update; nil drops it.
 	Warn func(msg string)
+	// Rebuild, when set, gives the workers known to run elsewhere than in state.json (swarm:
+	// its supervisors' registry): a corrupt state.json is replaced by a state of them, so that
+	// a truncated file does not make the swarm forget the workers that run. It is called
+	// under state.lock and must not take it.
+	Rebuild func() []*Worker
 }
 
 // Ensure creates $SWARM_DIR and its logs/ as every Python swarm command did (ensure_dirs),
-// owner only.
+// owner only, and checks them as every state directory is checked (statedir.Swarm.Check): a
+// directory of another user's, or a subdirectory that is a link, is refused, nothing written.
 func (r *Registry) Ensure() error {
 	if err := os.MkdirAll(r.Dir.Root, 0o700); err != nil {
+		return fmt.Errorf("creating the swarm directory: %w", err)
+	}
+	if err := r.Dir.Check(); err != nil {
 		return err
 	}
-	return os.MkdirAll(r.Dir.Logs(), 0o700)
+	return statedir.Mkdir(r.Dir.Logs())
 }
 
 // Load reads the state without a lock (every write replaces the file whole). A missing file is
-// an empty state; a corrupt one is copied aside (see setAside), reported, and read as empty.
+// an empty state. A corrupt one is set aside once (see reset): under the lock it is copied to
+// state.json.corrupted and replaced by a fresh state (of the workers Rebuild knows), so that
+// the next command finds a good file and says nothing.
 func (r *Registry) Load() (*State, error) {
-	b, err := fsx.ReadFileLimit(r.Dir.State(), fsx.MaxStateFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &State{}, nil
+	b, err := r.read()
+	if err != nil || b == nil {
+		return &State{}, err
 	}
+	s, err := r.decode(b)
+	if !errors.Is(err, ErrCorrupt) {
+		return s, err
+	}
+	err = fsx.Update(context.Background(), r.Dir.State(), r.Dir.StateLock(), func(old []byte) ([]byte, error) {
+		if old == nil {
+			return nil, ErrUnchanged // another command set it aside meanwhile
+		}
+		if _, err := Decode(old); !errors.Is(err, ErrCorrupt) {
+			return nil, ErrUnchanged // or wrote a good one
+		}
+		s, err := r.reset(old, err)
+		if err != nil {
+			return nil, err
+		}
+		return Encode(s), nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", r.Dir.State(), err)
+		return nil, err
+	}
+	if b, err = r.read(); err != nil || b == nil {
+		return &State{}, err
 	}
 	return r.decode(b)
 }
 
+// read reads state.json as it is: a regular file only, never through a link; nil when there is
+// none.
+func (r *Registry) read() ([]byte, error) {
+	b, err := statedir.ReadFile(r.Dir.State(), fsx.MaxStateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", r.Dir.State(), err)
+	}
+	return b, nil
+}
+
+// decode reads b, state.json's content; a corrupt one is ErrCorrupt, for the caller to reset
+// under the lock.
 func (r *Registry) decode(b []byte) (*State, error) {
 	s, err := Decode(b)
-	if errors.Is(err, ErrCorrupt) {
-		saved, serr := r.setAside(b)
-		if serr != nil {
-			// Without a copy, a fresh state would lose the file: refuse instead.
-			return nil, fmt.Errorf("%s is corrupt (%v) and could not be copied aside: %w", r.Dir.State(), err, serr)
-		}
-		// The Python tool's words first: scripts may look for them.
-		r.warn("corrupt state file, resetting")
-		r.warn(fmt.Sprintf("%v; the file is kept as %s", err, saved))
-		return &State{}, nil
-	}
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range s.Bad() {
 		r.warn(fmt.Sprintf("%s: %v: kept as it is, not read as a worker", r.Dir.State(), e))
 	}
+	return s, nil
+}
+
+// reset is the state that replaces b, a corrupt state.json (why: its error), the caller
+// holding state.lock: b is copied aside first (setAside), then the state is made of the
+// workers Rebuild knows to run, and the user is told once, in one line that starts with the
+// Python tool's words (scripts may look for them).
+func (r *Registry) reset(b []byte, why error) (*State, error) {
+	saved, err := r.setAside(b)
+	if err != nil {
+		// Without a copy, a fresh state would lose the file: refuse instead.
+		return nil, fmt.Errorf("%s is corrupt (%v) and could not be copied aside: %w", r.Dir.State(), why, err)
+	}
+	s := &State{}
+	var names []string
+	if r.Rebuild != nil {
+		for _, w := range r.Rebuild() {
+			s.Add(w)
+			names = append(names, w.Name)
+		}
+	}
+	msg := fmt.Sprintf("corrupt state file, resetting (%s; the file is kept as %s)",
+		strings.TrimPrefix(why.Error(), ErrCorrupt.Error()+": "), saved)
+	if len(names) > 0 {
+		msg += fmt.Sprintf("; rebuilt from their supervisors, still running: %s", strings.Join(names, ", "))
+	}
+	r.warn(msg)
 	return s, nil
 }
 
@@ -84,7 +146,7 @@ func (r *Registry) setAside(b []byte) (string, error) {
 		if n > 0 {
 			path = base + "." + strconv.Itoa(n)
 		}
-		old, err := fsx.ReadFileLimit(path, fsx.MaxStateFile)
+		old, err := statedir.ReadFile(path, fsx.MaxStateFile)
 		switch {
 		case err == nil && bytes.Equal(old, b):
 			return path, nil
@@ -106,13 +168,21 @@ func (r *Registry) Update(ctx context.Context, fn func(s *State) error) error {
 	}
 	return fsx.Update(ctx, r.Dir.State(), r.Dir.StateLock(), func(old []byte) ([]byte, error) {
 		s := &State{}
+		reset := false
 		if old != nil {
 			var err error
-			if s, err = r.decode(old); err != nil {
+			s, err = r.decode(old)
+			if errors.Is(err, ErrCorrupt) {
+				s, err = r.reset(old, err)
+				reset = true
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
-		if err := fn(s); err != nil {
+		if err := fn(s); err != nil && !(reset && errors.Is(err, ErrUnchanged)) {
+			// (A reset state is written even when fn changes nothing: the corrupt file is
+			// set aside once.)
 			return nil, err
 		}
 		doc := Encode(s)

@@ -7,13 +7,16 @@
 // missing). Unlike the Python tool, which dropped them on its next write (and crashed on an
 // unknown key in tmux or worktree), keys this package does not know are kept, in their place,
 // at the top level and in workers, tmux and worktree objects; a worker entry that cannot be
-// read as a worker (a required key missing, a wrong type) is kept as it is and left out of
+// read as a worker (a required key missing, a wrong type, a name
+// that breaks statedir.CheckName's rule) is kept as it is and left out of
 // State.Workers' readers (Registry warns about it).
 //
 // Every change goes through Registry.Update: under state.lock (flock, as the Python tool takes
 // it), read, change, write to a temp file, fsync, rename. A state.json that does not parse is
-// copied aside to state.json.corrupted (never over an older, different copy) and read as empty,
-// as the Python tool did; unlike it, the next change writes a fresh state instead of failing.
+// copied aside to state.json.corrupted (never over an older, different copy), as the Python
+// tool did; unlike it, the first command that finds it replaces it at once with a fresh state
+// (of the workers Registry.Rebuild knows to run) and warns once, instead of warning on every
+// command and failing on every change.
 //
 // swarm's own facts about a worker (its supervisor's pid, its agent's exit code and finish
 // time) live in the worker's metadata object, which the Python tool keeps as it is.
@@ -27,6 +30,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/pyjson"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // Statuses of a worker as state.json says them.
@@ -234,6 +238,12 @@ func decodeWorker(b json.RawMessage) (*Worker, error) {
 		field("metadata", &w.Metadata, false), field("tmux", &tmux, false), field("worktree", &worktree, false),
 	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// The name becomes a path (logs, heartbeats, the supervisor's files), a tmux target and a
+	// branch: one that breaks the rule (the Python swarm checked none; or planted, such as
+	// "../../victim") is no worker of ours to act on.
+	if err := statedir.CheckName(statedir.KindWorker, w.Name); err != nil {
 		return nil, err
 	}
 	for _, m := range env {

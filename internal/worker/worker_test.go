@@ -212,10 +212,14 @@ func TestRegistry(t *testing.T) {
 		warnings = nil
 		os.WriteFile(r.Dir.State(), []byte(bad), 0o600)
 		s, err := r.Load()
-		if err != nil || len(s.Workers) != 0 || len(warnings) == 0 || warnings[0] != "corrupt state file, resetting" {
+		if err != nil || len(s.Workers) != 0 || len(warnings) != 1 || !strings.HasPrefix(warnings[0], "corrupt state file, resetting (") {
 			t.Fatalf("Load(corrupt) = %v, %v, warnings %q", s, err, warnings)
 		}
-		r.Load() // the same content again: no second copy
+		// Set aside once, said once (issue 17: two warnings on every command until a write).
+		warnings = nil
+		if s, err := r.Load(); err != nil || len(s.Workers) != 0 || len(warnings) != 0 {
+			t.Errorf("Load after the reset = %v, %v, warnings %q; want nothing to say", s, err, warnings)
+		}
 		saved := r.Dir.StateCorrupted()
 		if i == 1 {
 			saved += ".1"
@@ -532,5 +536,57 @@ func TestUpdateRefusesInvalid(t *testing.T) {
 	// ... but a problem of a worker it writes still refuses it.
 	if err := r.Update(ctx, func(s *State) error { s.Get("a").Status = "zombie"; return nil }); !errors.Is(err, schema.ErrInvalid) {
 		t.Errorf("Update(status zombie) beside kept entries = %v, want ErrInvalid", err)
+	}
+}
+
+// A name read back from state.json is checked as a name from the command line is (issue 17):
+// one the Python swarm accepted ("my.worker") or a planted one ("../../victim") would become a
+// path in logs and clean; it is kept as it is, reported, and never read as a worker.
+func TestDecodeUnsafeNames(t *testing.T) {
+	for _, name := range []string{"../../victim", "my.worker", "a/b", "-rf", ".hidden", "", "HEAD"} {
+		doc := fmt.Sprintf(`{"workers": [{"name": %q, "status": "stopped", "cmd": ["x"], "started": "s", "cwd": "/"}]}`, name)
+		s, err := Decode([]byte(doc))
+		if err != nil {
+			t.Fatalf("Decode(%s) = %v", doc, err)
+		}
+		if len(s.Workers) != 0 || s.Get(name) != nil || len(s.Bad()) != 1 {
+			t.Errorf("Decode(name %q): %d workers, bad %v; want it kept as a bad entry", name, len(s.Workers), s.Bad())
+		}
+		if out := Encode(s); !bytes.Contains(out, []byte(fmt.Sprintf("%q", name))) {
+			t.Errorf("Encode lost the entry named %q:\n%s", name, out)
+		}
+	}
+}
+
+// A truncated state.json is rebuilt from what Rebuild knows (swarm: its supervisors), by
+// Load and by Update alike, once (issue 17: the swarm forgot every running worker).
+func TestRegistryRebuild(t *testing.T) {
+	for _, update := range []bool{false, true} {
+		dir := t.TempDir()
+		var warnings []string
+		calls := 0
+		r := &Registry{Dir: statedir.Swarm{Root: dir}, Warn: func(m string) { warnings = append(warnings, m) },
+			Rebuild: func() []*Worker {
+				calls++
+				return []*Worker{{Name: "w1", Status: StatusRunning, Cmd: []string{"x"}, Started: "s", Cwd: "/"}}
+			}}
+		good := `{"workers": [{"name": "w1", "status": "running", "cmd": ["x"], "started": "s", "cwd": "/"}, {"name": "w2"`
+		os.WriteFile(r.Dir.State(), []byte(good), 0o600)
+		if update {
+			r.Update(context.Background(), func(*State) error { return ErrUnchanged })
+		}
+		s, err := r.Load()
+		if err != nil || len(s.Workers) != 1 || s.Get("w1") == nil || calls != 1 {
+			t.Fatalf("Load(truncated) = %+v, %v (Rebuild called %d times); want w1 rebuilt, once", s, err, calls)
+		}
+		if len(warnings) != 1 || !strings.Contains(warnings[0], "still running: w1") {
+			t.Errorf("warnings %q, want one naming w1", warnings)
+		}
+		if b, _ := os.ReadFile(r.Dir.StateCorrupted()); string(b) != good {
+			t.Errorf("the corrupt file was not kept: %q", b)
+		}
+		if s, _ := r.Load(); s.Get("w1") == nil || calls != 1 || len(warnings) != 1 {
+			t.Errorf("a second Load: %+v, %d Rebuild calls, warnings %q", s, calls, warnings)
+		}
 	}
 }

@@ -79,10 +79,15 @@ func NewApp(s Spec, stdout, stderr io.Writer) *ucli.App {
 }
 
 // Run runs app on the command line args (args[0], the program, is replaced by the app's name),
-// with flags allowed after positional arguments (see Interspersed).
+// with flags allowed after positional arguments (see Interspersed). A -h or --help among the
+// flags, wherever it stands, prints the help and nothing else runs, as argparse did
+// ("swarm kill w --help"): urfave/cli would take the first operand for a help topic and fail.
 func Run(ctx context.Context, app *ucli.App, args []string) error {
 	if len(args) > 0 {
 		args = args[1:]
+	}
+	if AsksHelp(args, app.Flags) {
+		args = []string{"--help"}
 	}
 	return app.RunContext(ctx, append([]string{app.Name}, Interspersed(args, app.Flags)...))
 }

@@ -82,7 +82,7 @@ AIWG's loops (a task run headless until a completion command passes):
    report    a loop's iterations, durations, cost and checks
 
 Both:
-   list      every loop of both kinds (also: ls; --json)
+   list      every loop of both kinds (also: ls; --json; --format table|json|names: swarm's alone)
 
 The task queue (a plan's tasks, several agents, dependencies, retries, a budget):
    queue     ralph queue init|run|status|retry|skip|add PLAN ...

@@ -42,3 +42,95 @@ func testVerbHelp(t *testing.T, prefix string, path []string, cmds []*cli.Comman
 		}
 	}
 }
+
+// TestRalphHelpManual: swarm ralph's help and its verbs' are the manual the Python swarm's were
+// (the workflow, how to write a prompt, a quick reference; spawn's examples, usage limits,
+// stepping in, watching; init's, run's and status's notes and examples), and every command line
+// they show names a verb and flags that exist: the manual is true of this tool.
+func TestRalphHelpManual(t *testing.T) {
+	t.Setenv("SWARM_DIR", t.TempDir())
+	help := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := newTool().Main(append([]string{"swarm"}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+			t.Fatalf("swarm %q = %d, stderr %q", args, code, errb.String())
+		}
+		return out.String()
+	}
+	texts := map[string][]string{
+		"ralph":        {"How to use it:", "Writing the prompt:", "One task per iteration", "Quick reference:", "swarm send NAME"},
+		"ralph spawn":  {"Examples:", "Usage and rate limits:", "--heartbeat 4h --heartbeat-expire 24h", "Stepping in:", "Watching:", "Safety:"},
+		"ralph init":   {"Examples:", "the command that runs its tests"},
+		"ralph run":    {"Examples:", "--no-run", "SIGTERM pauses"},
+		"ralph status": {"Examples:", "swarm status NAME", "monitor_disconnected"},
+	}
+	for verb, wants := range texts {
+		text := help(append(strings.Fields(verb), "--help")...)
+		for _, w := range wants {
+			if !strings.Contains(text, w) {
+				t.Errorf("swarm %s --help lacks %q", verb, w)
+			}
+		}
+		checkCommandLines(t, verb, text)
+	}
+}
+
+// checkCommandLines checks every command line the help text shows, a line that starts with
+// "swarm " (a line ending in \ goes on on the next; commands joined by ; or && each): the verb
+// exists, and each flag before the command's "--" or a comment is one of its flags.
+func checkCommandLines(t *testing.T, verb, text string) {
+	t.Helper()
+	text = strings.ReplaceAll(text, "\\\n", " ")
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, part := range strings.FieldsFunc(strings.ReplaceAll(line, "&&", ";"), func(r rune) bool { return r == ';' }) {
+			if part = strings.TrimSpace(part); strings.HasPrefix(part, "swarm ") {
+				lines = append(lines, part)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		t.Errorf("swarm %s --help shows no command line", verb)
+	}
+	for _, line := range lines {
+		words := strings.Fields(line)[1:]
+		cmds := newTool().Commands
+		var c *cli.Command
+		for len(words) > 0 {
+			var next *cli.Command
+			for _, x := range cmds {
+				if x.Name == words[0] {
+					next = x
+				}
+			}
+			if next == nil {
+				break
+			}
+			c, cmds, words = next, next.Commands, words[1:]
+		}
+		if c == nil {
+			t.Errorf("swarm %s --help shows %q: no such verb", verb, line)
+			continue
+		}
+		for _, w := range words {
+			if w == "--" || w == "#" {
+				break
+			}
+			if !strings.HasPrefix(w, "--") {
+				continue
+			}
+			name := strings.TrimRight(strings.TrimPrefix(w, "--"), "',.:)")
+			if name == "help" {
+				continue
+			}
+			found := false
+			for _, f := range c.Flags {
+				for _, n := range f.Names() {
+					found = found || n == name
+				}
+			}
+			if !found {
+				t.Errorf("swarm %s --help shows %q: swarm %s has no --%s", verb, strings.TrimSpace(line), c.Name, name)
+			}
+		}
+	}
+}

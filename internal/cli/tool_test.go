@@ -206,3 +206,20 @@ func TestCommandHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandEpilog: a Command's Epilog is printed as written (template syntax in it printed,
+// not run) after its options and before its exit status, as argparse printed an epilog.
+func TestCommandEpilog(t *testing.T) {
+	tool := &Tool{Name: "tool", Dialect: Labelled, Commands: []*Command{{
+		Name: "go", Usage: "go somewhere", Description: "What it does.", Epilog: "Examples:\n  tool go {{.Name}} --far",
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "far", Usage: "go far"}},
+		Action: func(context.Context, *ucli.Context, Streams) error { return nil },
+	}}}
+	var out, errb bytes.Buffer
+	code := tool.Main([]string{"tool", "go", "x", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	got := out.String()
+	opts, ex, exit := strings.Index(got, "--far       go far"), strings.Index(got, "Examples:\n  tool go {{.Name}} --far\n"), strings.Index(got, "Exit status:")
+	if code != 0 || errb.Len() > 0 || !strings.Contains(got, "What it does.") || opts < 0 || ex < opts || exit < ex {
+		t.Errorf("tool go x --help = %d, stdout %q, stderr %q; want the options, the epilog as written, then the exit status", code, got, errb.String())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/agentfleet/fleet/cmd/internal/ralphloop"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/ralph/loop"
@@ -21,15 +22,24 @@ type listEntry struct {
 }
 
 // listCommand is `ralph list` (also ls): the AIWG loops of the current directory's workspace,
-// then swarm's loops ($SWARM_DIR). `swarm ralph list` is swarm's alone.
+// then swarm's loops ($SWARM_DIR). With --format or --status it is `swarm ralph list`: swarm's
+// loops alone, as the Python swarm listed them (docs/ralph.md).
 func listCommand() *cli.Command {
+	swarmList := ralphloop.ListCommand(loopConfig())
 	return &cli.Command{
 		Name: "list", Aliases: []string{"ls"}, OwnSignals: true,
-		Help:  "ralph list [--json] - AIWG's loops of this workspace and swarm's loops ($SWARM_DIR)\n",
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json"}},
+		Help: "ralph list [--json] - AIWG's loops of this workspace and swarm's loops ($SWARM_DIR)\n" +
+			"ralph list --format table|json|names [--status all|running|paused|stopped|failed]\n" +
+			"    - swarm's loops alone, as 'swarm ralph list' prints them\n",
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json"},
+			&ucli.StringFlag{Name: "format", Value: "table"}, &ucli.StringFlag{Name: "status", Value: "all"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() > 0 {
 				return cli.Usagef("ralph list takes no operand")
+			}
+			if c.IsSet("format") || c.IsSet("status") {
+				// The Python swarm's ralph list: swarm's loops, its formats and filter.
+				return swarmList.Action(ctx, c, s)
 			}
 			ws, err := workspace()
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // loopConfig is how ralph runs swarm's loops' verbs (cmd/internal/ralphloop, which `swarm
@@ -18,7 +20,8 @@ func loopConfig() ralphloop.Config {
 }
 
 // routedCommand is a verb of both kinds of loops (status, pause, resume): AIWG's when its
-// first operand is a loop id (ralph-<slug>-<8 hex>), else swarm's loops' verb of the name.
+// first operand is a loop id (ralph-<slug>-<8 hex>) and no swarm loop only has that name
+// (toAIWG), else swarm's loops' verb of the name.
 func routedCommand(aiwgVerb *cli.Command) *cli.Command {
 	name := aiwgVerb.Name
 	var loopVerb *cli.Command
@@ -29,7 +32,7 @@ func routedCommand(aiwgVerb *cli.Command) *cli.Command {
 	}
 	return &cli.Command{Name: name, OwnSignals: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 		path := tool + " " + name
-		if firstOperandIsLoopID(args) {
+		if toAIWG(args) {
 			return cli.Run(ctx, aiwgVerb.App(path, s), append([]string{path}, args...))
 		}
 		// swarm's loops' verbs run with a context that SIGINT and SIGTERM cancel, as every
@@ -40,12 +43,28 @@ func routedCommand(aiwgVerb *cli.Command) *cli.Command {
 	}}
 }
 
-// firstOperandIsLoopID says whether the first argument that is not a flag is an AIWG loop id.
-func firstOperandIsLoopID(args []string) bool {
+// toAIWG says whether a verb of both kinds of loops is AIWG's: its first argument that is not a
+// flag is a loop id (ralph-<slug>-<8 hex>), and it is not the name of one of swarm's loops that
+// no AIWG loop of the workspace has for its id (a swarm loop may be called ralph-pause-5366125f:
+// the Python swarm allowed it).
+func toAIWG(args []string) bool {
+	id := ""
 	for _, a := range args {
 		if len(a) > 0 && a[0] != '-' {
-			return aiwg.IsLoopID(a)
+			id = a
+			break
 		}
 	}
-	return false
+	if !aiwg.IsLoopID(id) {
+		return false
+	}
+	if ws, err := workspace(); err == nil && ws.Exists(id) == nil {
+		return true
+	}
+	sw, err := statedir.SwarmFromEnv(os.LookupEnv)
+	if err != nil {
+		return true
+	}
+	_, err = os.Lstat(sw.RalphDir(id))
+	return err != nil // none of swarm's either: AIWG says where its loops are
 }

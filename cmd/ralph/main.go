@@ -59,7 +59,14 @@ func newTool() *cli.Tool {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `ralph - run an agent again and again on one task until it is done
+	fmt.Fprint(w, usageText)
+	fmt.Fprint(w, "\nHow swarm's loops work, and how to use them:\n\n")
+	ralphloop.Guide(w, tool)
+	fmt.Fprint(w, usageEnd)
+}
+
+// usageText is ralph's help before the loops' guide; usageEnd after it.
+const usageText = `ralph - run an agent again and again on one task until it is done
 
 Usage:
    ralph <verb> [options] [args]
@@ -82,12 +89,13 @@ AIWG's loops (a task run headless until a completion command passes):
    report    a loop's iterations, durations, cost and checks
 
 Both:
-   list      every loop of both kinds (also: ls; --json)
+   list      every loop of both kinds (also: ls; --json; --format table|json|names: swarm's alone)
 
 The task queue (a plan's tasks, several agents, dependencies, retries, a budget):
    queue     ralph queue init|run|status|retry|skip|add PLAN ...
+`
 
-'ralph <verb> --help' (or 'ralph help <verb>') shows a verb's options; docs/ralph.md has the
-rest. Exit status: 0 ok, 1 failure, 2 usage error.
-`)
-}
+const usageEnd = `
+'ralph <verb> --help' (or 'ralph help <verb>') shows a verb's options and examples;
+docs/ralph.md has the rest. Exit status: 0 ok, 1 failure, 2 usage error.
+`

@@ -31,7 +31,9 @@ type Spec struct {
 	Usage       string // one line: what it does
 	UsageText   string // the synopsis, one form a line
 	Description string // what the help says between the synopsis and the options
-	Flags       []ucli.Flag
+	// Epilog is what the help says after the options: examples, how-tos (argparse's epilog).
+	Epilog string
+	Flags  []ucli.Flag
 	// ExitCodes are documented at the end of the help; none means 0 ok, 1 failure, 2 usage error.
 	ExitCodes []ExitCode
 	// HideVersion drops --version, for verbs: the tool itself answers it.
@@ -44,7 +46,8 @@ var defaultExitCodes = []ExitCode{{ExitOK, "ok"}, {ExitFailure, "failure"}, {Exi
 
 // helpTemplate lays out every command's help the same way: the synopsis under "Usage:" (the
 // line scripts and the workspace's acceptance tests look for), the description, the options,
-// and the exit codes last, as a man page does.
+// the epilog (examples), and the exit codes last, as a man page does. The epilog is printed as
+// written (through Metadata, never parsed as a template).
 const helpTemplate = `{{.Name}}{{with .Usage}} - {{.}}{{end}}
 
 Usage:
@@ -53,7 +56,9 @@ Usage:
 {{wrap . 0}}{{end}}{{if .VisibleFlags}}
 
 Options:{{range .VisibleFlags}}
-   {{wrap .String 6}}{{end}}{{end}}{{with index .Metadata "exitStatus"}}
+   {{wrap .String 6}}{{end}}{{end}}{{with index .Metadata "epilog"}}
+
+{{.}}{{end}}{{with index .Metadata "exitStatus"}}
 
 {{.}}{{end}}
 `
@@ -73,16 +78,21 @@ func NewApp(s Spec, stdout, stderr io.Writer) *ucli.App {
 		Version: Version(), HideVersion: s.HideVersion,
 		HideHelpCommand:       true,
 		CustomAppHelpTemplate: helpTemplate,
-		Metadata:              map[string]any{"exitStatus": ExitStatus(codes...)},
+		Metadata:              map[string]any{"exitStatus": ExitStatus(codes...), "epilog": s.Epilog},
 		OnUsageError:          func(_ *ucli.Context, err error, _ bool) error { return Usagef("%v", err) },
 	}
 }
 
 // Run runs app on the command line args (args[0], the program, is replaced by the app's name),
-// with flags allowed after positional arguments (see Interspersed).
+// with flags allowed after positional arguments (see Interspersed). A -h or --help among the
+// flags, wherever it stands, prints the help and nothing else runs, as argparse did
+// ("swarm kill w --help"): urfave/cli would take the first operand for a help topic and fail.
 func Run(ctx context.Context, app *ucli.App, args []string) error {
 	if len(args) > 0 {
 		args = args[1:]
+	}
+	if AsksHelp(args, app.Flags) {
+		args = []string{"--help"}
 	}
 	return app.RunContext(ctx, append([]string{app.Name}, Interspersed(args, app.Flags)...))
 }

@@ -65,6 +65,23 @@ func FirstArg(args []string, flags []ucli.Flag) int {
 	return -1
 }
 
+// AsksHelp says whether args ask for the help: -h or --help as a flag, before any "--" and
+// not the value of a flag that takes one (as flags defines them, see Interspersed).
+func AsksHelp(args []string, flags []ucli.Flag) bool {
+	valued := takesValue(flags)
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			return false
+		case a == "-h" || a == "--help":
+			return true
+		case isFlag(a) && valued(a):
+			i++
+		}
+	}
+	return false
+}
+
 // SplitCommand splits a command line that ends in a command to run, as argparse's REMAINDER
 // did (swarm spawn, ralph spawn): the tool's own flags and their values as flags defines them
 // (see Interspersed), then the command: what follows "--", or from the first argument that is

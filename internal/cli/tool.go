@@ -55,9 +55,10 @@ type Command struct {
 	Aliases []string
 	// Usage is the verb's line in the tool's help and the first line of its own.
 	Usage string
-	// UsageText is the synopsis, one form a line; Description is the help's prose.
-	UsageText, Description string
-	Flags                  []ucli.Flag
+	// UsageText is the synopsis, one form a line; Description is the help's prose; Epilog
+	// what the help says after the options (examples, how-tos), as written.
+	UsageText, Description, Epilog string
+	Flags                          []ucli.Flag
 	// ExitCodes are documented at the end of the verb's help (none: 0 ok, 1 failure, 2 usage
 	// error).
 	ExitCodes []ExitCode
@@ -215,7 +216,7 @@ func (t *Tool) runCommand(ctx context.Context, s Streams, c *Command, path strin
 // codes as every command of the toolkit lays them out (NewApp).
 func (c *Command) App(path string, s Streams) *ucli.App {
 	app := NewApp(Spec{
-		Name: path, Usage: c.Usage, UsageText: c.UsageText, Description: c.Description,
+		Name: path, Usage: c.Usage, UsageText: c.UsageText, Description: c.Description, Epilog: c.Epilog,
 		Flags: slices.Clip(c.Flags), ExitCodes: c.ExitCodes, HideVersion: true,
 		Action: func(uc *ucli.Context) error {
 			if c.Action == nil {

@@ -134,6 +134,24 @@ func TestToolMain(t *testing.T) {
 			stdout: `spawn name= tmux=true cmd=["--name"]`},
 		{name: "remainder none", args: []string{"spawn", "--name", "w"}, code: 0, stdout: `spawn name=w tmux=false cmd=[]`},
 		{name: "remainder help", args: []string{"help", "spawn"}, code: 0, stdout: "tool spawn - run a command with flags"},
+		// --help with operands, before or after them, is the verb's help, as argparse had it
+		// (urfave/cli took the first operand for a help topic: "No help topic for 'bob'").
+		{name: "help after operand", dialect: Labelled, args: []string{"greet", "bob", "--help"}, code: 0, stdout: "tool greet - say hello"},
+		{name: "help before operand", dialect: Labelled, args: []string{"greet", "-h", "bob"}, code: 0, stdout: "tool greet - say hello"},
+		{name: "help among flags", dialect: Labelled, args: []string{"greet", "--state-dir", "S", "bob", "--loud", "--help"}, code: 0,
+			stdout: "tool greet - say hello"},
+		{name: "help as a flag's value", dialect: Labelled, args: []string{"greet", "--state-dir", "--help", "bob"}, code: 0,
+			stdout: "hello bob loud=false dir=--help\n"},
+		{name: "help after --", dialect: Labelled, args: []string{"greet", "--", "--help"}, code: 0, stdout: "hello --help"},
+		{name: "help nested with operand", dialect: Labelled, args: []string{"queue", "run", "plan", "--help"}, code: 0,
+			stdout: "tool queue run - run it"},
+		{name: "help own with operand", dialect: Labelled, args: []string{"said", "x", "--help"}, code: 0, stdout: "tool said {{.Name}}"},
+		{name: "help remainder before --", dialect: Labelled, args: []string{"spawn", "--name", "w", "--help", "--", "sh"}, code: 0,
+			stdout: "tool spawn - run a command with flags"},
+		{name: "help remainder in the command", dialect: Labelled, args: []string{"spawn", "--name", "w", "--", "sh", "--help"}, code: 0,
+			stdout: `spawn name=w tmux=false cmd=["sh" "--help"]`},
+		{name: "help remainder in the command without --", dialect: Labelled, args: []string{"spawn", "--name", "w", "sh", "--help"}, code: 0,
+			stdout: `spawn name=w tmux=false cmd=["sh" "--help"]`},
 		{name: "remainder flag error", dialect: Labelled, args: []string{"spawn", "--bad", "--", "sh"}, code: 2,
 			stderr: "tool: error: flag provided but not defined: -bad\ntool: hint: run 'tool spawn --help' for usage\n"},
 		{name: "nested none said", dialect: Labelled, args: []string{"beat"}, code: 2,
@@ -186,5 +204,22 @@ func TestCommandHelp(t *testing.T) {
 		if want := "tool said {{.Name}} \\ as written\n  --x   an option\n"; code != 0 || out.String() != want || errb.Len() > 0 {
 			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 0 and stdout %q", args, code, out.String(), errb.String(), want)
 		}
+	}
+}
+
+// TestCommandEpilog: a Command's Epilog is printed as written (template syntax in it printed,
+// not run) after its options and before its exit status, as argparse printed an epilog.
+func TestCommandEpilog(t *testing.T) {
+	tool := &Tool{Name: "tool", Dialect: Labelled, Commands: []*Command{{
+		Name: "go", Usage: "go somewhere", Description: "What it does.", Epilog: "Examples:\n  tool go {{.Name}} --far",
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "far", Usage: "go far"}},
+		Action: func(context.Context, *ucli.Context, Streams) error { return nil },
+	}}}
+	var out, errb bytes.Buffer
+	code := tool.Main([]string{"tool", "go", "x", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	got := out.String()
+	opts, ex, exit := strings.Index(got, "--far       go far"), strings.Index(got, "Examples:\n  tool go {{.Name}} --far\n"), strings.Index(got, "Exit status:")
+	if code != 0 || errb.Len() > 0 || !strings.Contains(got, "What it does.") || opts < 0 || ex < opts || exit < ex {
+		t.Errorf("tool go x --help = %d, stdout %q, stderr %q; want the options, the epilog as written, then the exit status", code, got, errb.String())
 	}
 }

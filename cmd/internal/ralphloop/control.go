@@ -16,7 +16,8 @@ import (
 func StatusCommand(c Config) *cli.Command {
 	return &cli.Command{
 		Name: "status", Usage: "a loop's progress", UsageText: c.usageText("TOOL status NAME [--json]"),
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "the loop's state and its worker's status as JSON"}},
+		Epilog: c.usageText(statusEpilog),
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "the loop's state and its worker's status as JSON"}},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			name, err := one(uc)
 			if err != nil {

@@ -19,7 +19,8 @@ import (
 func InitCommand(c Config) *cli.Command {
 	return &cli.Command{
 		Name: "init", Usage: "write PROMPT.md, a starter prompt", UsageText: c.usageText("TOOL init [--force]"),
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "force", Usage: "overwrite an existing PROMPT.md"}},
+		Epilog: c.usageText(initEpilog),
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "force", Usage: "overwrite an existing PROMPT.md"}},
 		Action: func(_ context.Context, uc *ucli.Context, s cli.Streams) error {
 			_, err := os.Lstat("PROMPT.md")
 			exists := err == nil

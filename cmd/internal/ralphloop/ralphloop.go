@@ -118,8 +118,10 @@ func Usage(w io.Writer, tool string, cmds []*cli.Command) {
 			fmt.Fprintf(w, "   %-9s %s\n", c.Name, c.Usage)
 		}
 	}
+	fmt.Fprintln(w)
+	Guide(w, tool)
 	fmt.Fprintf(w, "\nState: $SWARM_DIR/ralph/<name>/ (state.json, iterations.log), as the Python swarm keeps it.\n"+
-		"'%s <verb> --help' shows a verb's options. Exit status: 0 ok, 1 failure, 2 usage error.\n", tool)
+		"'%s <verb> --help' shows a verb's options and examples. Exit status: 0 ok, 1 failure, 2 usage error.\n", tool)
 }
 
 // Command is the loop verbs as one verb with verbs of their own: `swarm ralph VERB`. Alone it

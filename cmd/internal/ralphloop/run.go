@@ -14,6 +14,7 @@ import (
 func RunCommand(c Config) *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "run a loop's monitor here (spawn starts one in the background)", UsageText: c.usageText("TOOL run NAME"),
+		Epilog:     c.usageText(runEpilog),
 		OwnSignals: true,
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			name, err := one(uc)

@@ -24,6 +24,7 @@ func SpawnCommand(c Config) *cli.Command {
 			"      [--replace] [--clean-state] [--session S] [--tmux-socket K] [--worktree|--no-worktree] [--branch B]\n" +
 			"      [--worktree-dir D] [--tag T]... [--env K=V]... [--cwd P] [--ready-wait] [--ready-timeout 120]\n" +
 			"      [--profile P] [--state-dir DIR] [--heartbeat DUR [--heartbeat-expire DUR] [--heartbeat-message M]] -- CMD..."),
+		Description: c.usageText(spawnDescription), Epilog: c.usageText(spawnEpilog),
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "name", Usage: "the loop's and its worker's name (`N`)"},
 			&ucli.StringFlag{Name: "prompt-file", Usage: "the prompt typed at each iteration (`F`)"},

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/fleet/internal/cli"
+)
+
+// TestVerbHelpWithOperand: every verb of swarm (and of swarm heartbeat, swarm ralph) given an
+// operand and --help, before or after it (before the command of spawn), prints its help and exits 0, as argparse did
+// ("swarm kill w --help"; it was "No help topic for 'w'", exit 1).
+func TestVerbHelpWithOperand(t *testing.T) {
+	t.Setenv("SWARM_DIR", t.TempDir())
+	testVerbHelp(t, "swarm", nil, newTool().Commands)
+}
+
+func testVerbHelp(t *testing.T, prefix string, path []string, cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		verb := append(append([]string{}, path...), c.Name)
+		if len(c.Commands) > 0 {
+			testVerbHelp(t, prefix, verb, c.Commands)
+			continue
+		}
+		name := prefix + " " + strings.Join(verb, " ")
+		forms := [][]string{{"agent", "--help"}, {"-h", "agent"}}
+		if c.Remainder {
+			// After the first operand everything is the command to run, --help included.
+			forms = [][]string{{"--name", "agent", "--help", "--", "sh"}, {"-h", "agent"}}
+		}
+		for _, form := range forms {
+			args := append(append([]string{}, verb...), form...)
+			var out, errb bytes.Buffer
+			code := newTool().Main(append([]string{prefix}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+			if code != 0 || !strings.HasPrefix(out.String(), name) || errb.Len() > 0 {
+				t.Errorf("%s %q = %d, stdout %.60q, stderr %q; want 0 and the help of %s", prefix, args, code, out.String(), errb.String(), name)
+			}
+		}
+	}
+}
+
+// TestRalphHelpManual: swarm ralph's help and its verbs' are the manual the Python swarm's were
+// (the workflow, how to write a prompt, a quick reference; spawn's examples, usage limits,
+// stepping in, watching; init's, run's and status's notes and examples), and every command line
+// they show names a verb and flags that exist: the manual is true of this tool.
+func TestRalphHelpManual(t *testing.T) {
+	t.Setenv("SWARM_DIR", t.TempDir())
+	help := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := newTool().Main(append([]string{"swarm"}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+			t.Fatalf("swarm %q = %d, stderr %q", args, code, errb.String())
+		}
+		return out.String()
+	}
+	texts := map[string][]string{
+		"ralph":        {"How to use it:", "Writing the prompt:", "One task per iteration", "Quick reference:", "swarm send NAME"},
+		"ralph spawn":  {"Examples:", "Usage and rate limits:", "--heartbeat 4h --heartbeat-expire 24h", "Stepping in:", "Watching:", "Safety:"},
+		"ralph init":   {"Examples:", "the command that runs its tests"},
+		"ralph run":    {"Examples:", "--no-run", "SIGTERM pauses"},
+		"ralph status": {"Examples:", "swarm status NAME", "monitor_disconnected"},
+	}
+	for verb, wants := range texts {
+		text := help(append(strings.Fields(verb), "--help")...)
+		for _, w := range wants {
+			if !strings.Contains(text, w) {
+				t.Errorf("swarm %s --help lacks %q", verb, w)
+			}
+		}
+		checkCommandLines(t, verb, text)
+	}
+}
+
+// checkCommandLines checks every command line the help text shows, a line that starts with
+// "swarm " (a line ending in \ goes on on the next; commands joined by ; or && each): the verb
+// exists, and each flag before the command's "--" or a comment is one of its flags.
+func checkCommandLines(t *testing.T, verb, text string) {
+	t.Helper()
+	text = strings.ReplaceAll(text, "\\\n", " ")
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, part := range strings.FieldsFunc(strings.ReplaceAll(line, "&&", ";"), func(r rune) bool { return r == ';' }) {
+			if part = strings.TrimSpace(part); strings.HasPrefix(part, "swarm ") {
+				lines = append(lines, part)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		t.Errorf("swarm %s --help shows no command line", verb)
+	}
+	for _, line := range lines {
+		words := strings.Fields(line)[1:]
+		cmds := newTool().Commands
+		var c *cli.Command
+		for len(words) > 0 {
+			var next *cli.Command
+			for _, x := range cmds {
+				if x.Name == words[0] {
+					next = x
+				}
+			}
+			if next == nil {
+				break
+			}
+			c, cmds, words = next, next.Commands, words[1:]
+		}
+		if c == nil {
+			t.Errorf("swarm %s --help shows %q: no such verb", verb, line)
+			continue
+		}
+		for _, w := range words {
+			if w == "--" || w == "#" {
+				break
+			}
+			if !strings.HasPrefix(w, "--") {
+				continue
+			}
+			name := strings.TrimRight(strings.TrimPrefix(w, "--"), "',.:)")
+			if name == "help" {
+				continue
+			}
+			found := false
+			for _, f := range c.Flags {
+				for _, n := range f.Names() {
+					found = found || n == name
+				}
+			}
+			if !found {
+				t.Errorf("swarm %s --help shows %q: swarm %s has no --%s", verb, strings.TrimSpace(line), c.Name, name)
+			}
+		}
+	}
+}

@@ -95,17 +95,15 @@ func launchFailed(ctx context.Context, s *settings, spec *attempt.Spec, stderr i
 }
 
 // refusedHooks tells of an attempt refused over DISPATCH_MAX_RETRIES, as dispatch.sh did: the
-// memory line and the wake (no verify.sh, no validate-state.sh).
-func refusedHooks(ctx context.Context, s *settings, run *record.Run, stderr io.Writer) {
+// memory line and the wake (no verify.sh, no validate-state.sh). res is the refusal as
+// dispatch.sh recorded it (failed, max-retries-reached, the attempt capped); it is told, not
+// written: the bead's records keep its last real attempt.
+func refusedHooks(ctx context.Context, s *settings, res *record.Result, model string, stderr io.Writer) {
 	h := hooksOf(s, nil, stderr)
 	if h == nil {
 		return
 	}
-	res, err := record.ReadResult(s.dir().Store.ResultPath(run.Bead))
-	if err != nil {
-		return
-	}
-	announce(ctx, s, h, res, run.Model, stderr)
+	announce(ctx, s, h, res, model, stderr)
 }
 
 func announce(ctx context.Context, s *settings, h *workspace.Hooks, res *record.Result, model string, stderr io.Writer) {

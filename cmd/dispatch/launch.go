@@ -100,12 +100,21 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	if line := replacingLine(ctx, s, o.bead, o.force || s.force); line != "" {
 		fmt.Fprintln(stdout, line)
 	}
-	opened, err := attempt.Open(ctx, d, o.bead, s.where(o.bead), o.force || s.force)
+	opened, err := attempt.OpenWithin(ctx, d, o.bead, s.where(o.bead), o.force || s.force, s.maxRetries)
+	var refusal *attempt.Refusal
+	if errors.As(err, &refusal) {
+		return nil, refuse(ctx, s, refusal, agentName, model.Name, stderr)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer opened.Close()
 	number := opened.Number
+	if opened.Aside != nil {
+		// dispatch.sh read no attempt from such a record and dispatched; so do we, having kept it.
+		fmt.Fprintf(stderr, "%s: warning: the previous run record of %s could not be read (%s); it is kept in %s, with the result and log it had; dispatching attempt %d\n",
+			tool, o.bead, record.Printable(opened.Unreadable.Error()), opened.Aside.Dir, number)
+	}
 
 	workdir, branch, err := prepareRepo(ctx, o, repo, stderr)
 	if err != nil {
@@ -122,17 +131,6 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 		StartedAt: now, Status: record.StatusRunning, Attempt: number, MaxRetries: s.maxRetries,
 		SessionName: session, ResultFile: record.ResultFile(s.stateDir, o.bead), TemplateName: record.Str(template),
 	}
-	if number > s.maxRetries {
-		if err := opened.Refuse(ctx, run); err != nil {
-			return nil, err
-		}
-		opened.Close()
-		refusedHooks(ctx, s, &run, stderr) // the memory line and the wake (hooks.go)
-		// dispatch.sh's own words (pipelines grep them), then exit 1.
-		fmt.Fprintf(stderr, "Error: max retries reached for bead '%s' (%d)\n", o.bead, s.maxRetries)
-		return nil, &cli.ExitError{Code: cli.ExitFailure}
-	}
-
 	fmt.Fprintf(stdout, "Starting agent session: %s\n", session)
 	fmt.Fprintf(stdout, "Agent: %s | Model: %s\n", agentName, model.Name)
 	fmt.Fprintf(stdout, "Repo: %s\n", repo)
@@ -191,6 +189,33 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	return &launched{bead: o.bead, attempt: number}, nil
 }
 
+// refuse tells of an attempt over DISPATCH_MAX_RETRIES, refused before anything was touched:
+// dispatch.sh's words and exit status (pipelines grep them, and test for 1), what became of the
+// bead's records (they are left as they are: dispatch.sh rewrote them as failed,
+// max-retries-reached, so a success read as a failure), and what to do. The workspace's memory
+// line and wake tell of the refusal as dispatch.sh's did.
+func refuse(ctx context.Context, s *settings, r *attempt.Refusal, agentName, model string, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "Error: %s\n", r.Error())
+	last := "its last attempt is in its records"
+	switch {
+	case r.Running && r.Last != nil:
+		last = fmt.Sprintf("attempt %d is still running, and is left alone", r.Last.Attempt)
+	case r.Running:
+		last = "its agent is still running, and is left alone"
+	case r.LastResult != nil && (r.Last == nil || r.Last.Attempt == r.LastResult.Attempt):
+		last = fmt.Sprintf("attempt %d ended %s (%s); its records are left as they are", r.LastResult.Attempt, r.LastResult.Status, r.LastResult.Reason)
+	case r.Last != nil:
+		last = fmt.Sprintf("attempt %d ended %s; its records are left as they are", r.Last.Attempt, r.Last.Status)
+	}
+	fmt.Fprintf(stderr, "%s: %s: %s; to run it again, raise DISPATCH_MAX_RETRIES (now %d)\n", tool, r.Bead, record.Printable(last), r.MaxRetries)
+	now := record.FormatTime(time.Now())
+	refusedHooks(ctx, s, &record.Result{SchemaVersion: record.SchemaVersion, Bead: r.Bead, Agent: agentName,
+		Status: record.StatusFailed, Reason: attempt.ReasonMaxRetries, StartedAt: now, FinishedAt: &now,
+		DurationSeconds: record.Int(0), Attempt: r.MaxRetries, MaxRetries: r.MaxRetries, ExitCode: record.Int(1),
+		SessionName: record.SessionName(r.Bead)}, model, stderr) // the memory line and the wake (hooks.go)
+	return &cli.ExitError{Code: cli.ExitFailure}
+}
+
 // noBranch is the branch dispatch.sh printed for a directory outside git.
 const noBranch = "N/A"
 
@@ -228,7 +253,7 @@ func prepareRepo(ctx context.Context, o *launchOptions, repo string, stderr io.W
 
 // replacingLine is what dispatch.sh said before it replaced a live session of bead: one whose
 // run record is final is stale and cleaned up, a running one is killed with --force (as
-// attempt.Open decides); "" when there is none, or it will be refused. It is read before Open
+// attempt.OpenWithin decides); "" when there is none, or it will be refused. It is read before Open
 // takes the bead's lock: it only says what Open is about to do.
 func replacingLine(ctx context.Context, s *settings, bead string, force bool) string {
 	if live, _ := attempt.Alive(ctx, s.dir(), s.where(bead), bead); !live {
@@ -236,6 +261,9 @@ func replacingLine(ctx context.Context, s *settings, bead string, force bool) st
 	}
 	runStatus, resultStatus := "", ""
 	if r, err := record.ReadRun(s.dir().Store.RunPath(bead)); err == nil {
+		if r.Attempt+1 > s.maxRetries {
+			return "" // refused over DISPATCH_MAX_RETRIES before anything is replaced
+		}
 		runStatus = r.Status
 	}
 	if r, err := record.ReadResult(s.dir().Store.ResultPath(bead)); err == nil {

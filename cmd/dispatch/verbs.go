@@ -321,7 +321,11 @@ func psCommand() *cli.Command {
 				return []string{r.Bead, r.Reason}
 			})
 			printTable(stdout, "RECENT RESULTS", []string{"BEAD", "STATUS", "REASON", "FINISHED"}, recent, func(r psRow) []string {
-				return []string{r.Bead, r.State, r.Reason, r.Finished}
+				finished := r.Finished
+				if finished == "" {
+					finished = "unknown"
+				}
+				return []string{r.Bead, r.State, r.Reason, finished}
 			})
 			return nil
 		},
@@ -343,15 +347,25 @@ func scan(s *settings) (running, recent []psRow) {
 	}
 	for _, p := range newestFiles(filepath.Join(s.stateDir, "results"), 50) {
 		r, err := record.ReadResult(p)
-		if err != nil || r.Status == record.StatusRunning || r.FinishedAt == nil || strings.HasSuffix(p, "-verify.json") {
+		if err != nil || r.Status == record.StatusRunning || strings.HasSuffix(p, "-verify.json") {
 			continue
 		}
-		recent = append(recent, psRow{Bead: r.Bead, State: strings.ToUpper(r.Status), Agent: r.Agent, Attempt: r.Attempt,
-			Started: r.StartedAt, Reason: r.Reason, Finished: *r.FinishedAt})
+		row := psRow{Bead: r.Bead, State: strings.ToUpper(r.Status), Agent: r.Agent, Attempt: r.Attempt,
+			Started: r.StartedAt, Reason: r.Reason}
+		if r.FinishedAt != nil {
+			row.Finished = *r.FinishedAt
+		} // else its end is unknown (a lost attempt with no log): ordered by its start
+		recent = append(recent, row)
+	}
+	ended := func(r psRow) string {
+		if r.Finished != "" {
+			return r.Finished
+		}
+		return r.Started
 	}
 	sort.Slice(recent, func(i, j int) bool {
-		if recent[i].Finished != recent[j].Finished {
-			return recent[i].Finished > recent[j].Finished
+		if a, b := ended(recent[i]), ended(recent[j]); a != b {
+			return a > b
 		}
 		return recent[i].Bead < recent[j].Bead
 	})

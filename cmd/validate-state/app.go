@@ -290,16 +290,22 @@ func (p *printer) text(r audit.Report) {
 			fmt.Fprintf(w, "  %s: --fix would mend this file\n", path)
 		case p.o.dryRun && len(r.Changes) > 0:
 			fmt.Fprintf(w, "  %s: --fix would not mend all of it: what it cannot set needs a person\n", path)
-		case p.o.fix:
+		case p.o.fix && r.SetAside == "":
 			fmt.Fprintf(w, "  %s: --fix could not mend the problems above: they need a person\n", path)
 		}
+	}
+	if r.SetAside != "" {
+		fmt.Fprintf(w, "SET ASIDE: %s: no reader can read it: moved to %s, where nothing is lost (a person may mend it there)\n", path, record.QuoteName(r.SetAside))
 	}
 }
 
 // planned prints what --fix --dry-run would set, on stdout: it is the output asked for.
 func (p *printer) planned(r audit.Report) {
-	if len(r.Changes) > 0 {
+	if len(r.Changes) > 0 || r.WouldSetAside {
 		p.wouldFix++
+	}
+	if r.WouldSetAside {
+		fmt.Fprintf(p.stdout, "%s: would set it aside in the attempts archive: no reader can read it\n", record.QuoteName(r.Path))
 	}
 	for _, c := range r.Changes {
 		fmt.Fprintf(p.stdout, "%s: would set %s = %s\n", record.QuoteName(r.Path), c.Field, record.Printable(c.To))

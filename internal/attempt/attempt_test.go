@@ -3,6 +3,7 @@ package attempt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,21 +76,24 @@ func TestOpenNumbersAndArchives(t *testing.T) {
 	if err != nil || o.Number != 2 || o.Previous == nil || o.Previous.Status != record.StatusFailed {
 		t.Fatalf("second Open = %+v, %v; want attempt 2 after a failed one", o, err)
 	}
-	defer o.Close()
 	for _, p := range []string{d.State().AttemptRun("bd-1", 1), d.State().AttemptResult("bd-1", 1), d.State().AttemptOutput("bd-1", 1)} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("attempt 1 not archived: %v", err)
 		}
 	}
-	// Over the limit: refused, recorded, not run.
-	run := running("bd-1", 3)
-	if err := o.Refuse(ctx, run); err != nil {
-		t.Fatal(err)
+	o.Close()
+	// Over the limit: refused, before anything is touched.
+	if o, err := OpenWithin(ctx, d, "bd-1", Where{Backend: supervise.BackendProcess}, false, 1); !isRefusal(err) {
+		if o != nil {
+			o.Close()
+		}
+		t.Errorf("OpenWithin over the limit = %v; want a refusal", err)
 	}
-	res, err := record.ReadResult(d.Store.ResultPath("bd-1"))
-	if err != nil || res.Reason != ReasonMaxRetries || res.WillRetry {
-		t.Errorf("refused result = %+v, %v", res, err)
-	}
+}
+
+func isRefusal(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r)
 }
 
 func TestOpenClosesALostPredecessorBeforeArchiving(t *testing.T) {
@@ -110,8 +114,8 @@ func TestOpenClosesALostPredecessorBeforeArchiving(t *testing.T) {
 	if err != nil || archived.Status != record.StatusFailed || archived.FailureReason == nil || *archived.FailureReason != supervise.ReasonLost {
 		t.Errorf("archived attempt 1 = %+v, %v; want it closed as supervisor-lost", archived, err)
 	}
-	if archived != nil && archived.FinishedAt != nil && *archived.FinishedAt != run.StartedAt {
-		t.Errorf("lost attempt finished at %s; with no log, its last sign of life is its start %s", *archived.FinishedAt, run.StartedAt)
+	if archived != nil && (archived.FinishedAt != nil || archived.DurationSeconds != nil) {
+		t.Errorf("lost attempt finished at %v after %v s; with no log, its end is unknown (null)", archived.FinishedAt, archived.DurationSeconds)
 	}
 	if e, _ := d.Layout.ReadEntry("bd-2"); e != nil {
 		t.Errorf("the lost supervisor's entry is still there: %+v", e)
@@ -159,9 +163,9 @@ func TestFinishedLeavesANewerAttemptsRecordsAlone(t *testing.T) {
 	}
 }
 
-// TestRefusalIsNoAttempt: over DISPATCH_MAX_RETRIES dispatch.sh recorded the capped attempt
-// (attempt = max_retries), failed, max-retries-reached, exit 1, 0 s, and stayed there on every
-// further call. No refusal is archived as an attempt; the real last attempt is kept once.
+// TestRefusalIsNoAttempt: over DISPATCH_MAX_RETRIES the attempt is refused before anything is
+// touched, on every further call: no record rewritten (dispatch.sh rewrote both as failed,
+// max-retries-reached), nothing archived, the real last attempt kept once.
 func TestRefusalIsNoAttempt(t *testing.T) {
 	ctx := context.Background()
 	d := NewDir(t.TempDir())
@@ -173,37 +177,62 @@ func TestRefusalIsNoAttempt(t *testing.T) {
 	if err := rec.Finished(ctx, &supervise.Attempt{Name: "bd-r"}, out, &console); err != nil {
 		t.Fatal(err)
 	}
+	runBefore, _ := os.ReadFile(d.Store.RunPath("bd-r"))
+	resBefore, _ := os.ReadFile(d.Store.ResultPath("bd-r"))
 	for call := 1; call <= 3; call++ {
-		o, err := Open(ctx, d, "bd-r", Where{Backend: supervise.BackendProcess}, false)
-		if err != nil {
-			t.Fatal(err)
+		o, err := OpenWithin(ctx, d, "bd-r", Where{Backend: supervise.BackendProcess}, false, 2)
+		var r *Refusal
+		if !errors.As(err, &r) {
+			if o != nil {
+				o.Close()
+			}
+			t.Fatalf("call %d: OpenWithin = %v; want a refusal", call, err)
 		}
-		if o.Number != 3 {
-			t.Errorf("refusal %d: Open numbered attempt %d, want 3 (the capped attempt stays 2)", call, o.Number)
+		if r.Last == nil || r.Last.Attempt != 2 || r.LastResult == nil || r.LastResult.Reason != "agent-exit-4" || r.Running {
+			t.Errorf("call %d: refusal = %+v; want it to name attempt 2, failed agent-exit-4", call, r)
 		}
-		run := running("bd-r", o.Number)
-		if err := o.Refuse(ctx, run); err != nil {
-			t.Fatal(err)
-		}
-		o.Close()
-		r, _ := record.ReadRun(d.Store.RunPath("bd-r"))
-		res, _ := record.ReadResult(d.Store.ResultPath("bd-r"))
-		if r == nil || res == nil || r.Attempt != 2 || res.Attempt != 2 || res.Reason != ReasonMaxRetries || res.WillRetry ||
-			res.ExitCode == nil || *res.ExitCode != 1 || res.DurationSeconds == nil || *res.DurationSeconds != 0 ||
-			*r.FinishedAt != r.StartedAt || r.OutputSummary != nil {
-			t.Errorf("refusal %d recorded run %+v result %+v; want attempt 2, failed, exit 1, 0 s", call, r, res)
+		runAfter, _ := os.ReadFile(d.Store.RunPath("bd-r"))
+		resAfter, _ := os.ReadFile(d.Store.ResultPath("bd-r"))
+		if !bytes.Equal(runAfter, runBefore) || !bytes.Equal(resAfter, resBefore) {
+			t.Errorf("call %d: the refusal rewrote the records:\n%s\n%s", call, runAfter, resAfter)
 		}
 	}
-	entries, _ := os.ReadDir(d.State().AttemptDir("bd-r"))
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
+	if entries, _ := os.ReadDir(d.State().AttemptDir("bd-r")); len(entries) != 0 {
+		t.Errorf("a refusal archived %d files; want none", len(entries))
 	}
-	if strings.Join(names, " ") != "result-2.json run-2.json" {
-		t.Errorf("attempts/bd-r holds %v; want the real attempt 2 only, no refusal", names)
+	// A higher limit later lets the bead go on: attempt 3, attempt 2 archived once.
+	o, err := OpenWithin(ctx, d, "bd-r", Where{Backend: supervise.BackendProcess}, false, 3)
+	if err != nil || o.Number != 3 {
+		t.Fatalf("OpenWithin under a higher limit = %+v, %v; want attempt 3", o, err)
 	}
+	o.Close()
 	if res, _ := record.ReadResult(d.State().AttemptResult("bd-r", 2)); res == nil || res.Reason != "agent-exit-4" {
 		t.Errorf("the archived attempt 2 is %+v; want the real one (agent-exit-4)", res)
+	}
+}
+
+// Issue 17: a re-dispatch at the retry cap rewrote a bead that finished done at attempt 2/2 as
+// failed/max-retries-reached, with the new call's model and prompt. A refusal never overwrites a
+// finished record.
+func TestRefusalKeepsAFinishedSuccess(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	last := running("bd-ok", 2)
+	d.Store.WriteRun(ctx, &last)
+	rec := &Recorder{Dir: d, Spec: &Spec{Run: last}}
+	var console bytes.Buffer
+	out := &supervise.Outcome{Status: record.StatusDone, Reason: "agent-exit-0", Finished: time.Now()}
+	if err := rec.Finished(ctx, &supervise.Attempt{Name: "bd-ok"}, out, &console); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenWithin(ctx, d, "bd-ok", Where{Backend: supervise.BackendProcess}, true, 2)
+	if !isRefusal(err) {
+		t.Fatalf("OpenWithin at the cap = %v; want a refusal", err)
+	}
+	run, _ := record.ReadRun(d.Store.RunPath("bd-ok"))
+	res, _ := record.ReadResult(d.Store.ResultPath("bd-ok"))
+	if run == nil || res == nil || run.Status != record.StatusDone || res.Status != record.StatusDone || res.Reason != "agent-exit-0" {
+		t.Errorf("after the refusal: run %+v, result %+v; want the success kept", run, res)
 	}
 }
 
@@ -264,7 +293,9 @@ func TestReconcileAllClosesLegacyRecords(t *testing.T) {
 	if got, want := strings.Join(names, " "), "bd-log:supervisor-lost bd-min:supervisor-lost bd-ph:supervisor-lost bd-st:supervisor-lost"; got != want {
 		t.Errorf("Reconcile closed %s, want %s", got, want)
 	}
-	finishes := map[string]string{"bd-st": feb, "bd-min": feb, "bd-log": "2026-02-03T11:00:00Z", "bd-ph": "2026-02-04T09:30:00Z"}
+	// With no log, nothing tells when bd-st and bd-min ended: their end is unknown (null), never
+	// their start and 0 s (issue 17: 0 s flattened every average).
+	finishes := map[string]string{"bd-st": "", "bd-min": "", "bd-log": "2026-02-03T11:00:00Z", "bd-ph": "2026-02-04T09:30:00Z"}
 	for bead, fin := range finishes {
 		for _, path := range []string{d.Store.RunPath(bead), d.Store.ResultPath(bead)} {
 			doc, _ := os.ReadFile(path)
@@ -277,8 +308,18 @@ func TestReconcileAllClosesLegacyRecords(t *testing.T) {
 			}
 		}
 		res, _ := record.ReadResult(d.Store.ResultPath(bead))
-		if res == nil || res.Status != record.StatusFailed || res.FinishedAt == nil || *res.FinishedAt != fin {
+		run, _ := record.ReadRun(d.Store.RunPath(bead))
+		switch {
+		case res == nil || run == nil || res.Status != record.StatusFailed:
+			t.Errorf("%s closed as %+v; want failed", bead, res)
+		case fin == "" && (res.FinishedAt != nil || res.DurationSeconds != nil || run.FinishedAt != nil || run.DurationSeconds != nil):
+			t.Errorf("%s closed as finished at %v after %v s; want its end unknown (null)", bead, res.FinishedAt, res.DurationSeconds)
+		case fin != "" && (res.FinishedAt == nil || *res.FinishedAt != fin):
 			t.Errorf("%s closed as %+v; want failed, finished at %s (never now)", bead, res, fin)
+		}
+		// Nothing of ours will retry a record no supervisor of ours ran.
+		if res != nil && res.WillRetry {
+			t.Errorf("%s closed with will_retry true; nothing will retry it", bead)
 		}
 	}
 	if res, _ := record.ReadResult(d.Store.ResultPath("bd-ph")); res != nil && res.DurationSeconds != nil {
@@ -317,16 +358,60 @@ func TestLostLongAgoFinishesAtTheLogsLastWrite(t *testing.T) {
 	}
 }
 
-func TestOpenNeverReplacesAnUnreadableRecord(t *testing.T) {
-	d := NewDir(t.TempDir())
-	os.MkdirAll(d.State().Runs(), 0o700)
-	bad := []byte(`{"bead":"bd-5","attempt":"two","status":"failed"}`)
-	os.WriteFile(d.Store.RunPath("bd-5"), bad, 0o600)
-	if o, err := Open(context.Background(), d, "bd-5", Where{Backend: supervise.BackendProcess}, false); err == nil {
+// Issue 17: an unreadable run record blocked its bead for good ("repair it or move it away"),
+// and --fix could not repair it. dispatch.sh read no attempt from it and dispatched attempt 1.
+// It is set aside in the attempts archive, nothing lost, and the bead goes on.
+func TestOpenSetsAsideAnUnreadableRecord(t *testing.T) {
+	for _, bad := range []string{`{"bead":"bd-1", "attempt": 1`, `{"bead":"bd-1","attempt":"two","status":"failed"}`} {
+		d := NewDir(t.TempDir())
+		os.MkdirAll(d.State().Runs(), 0o700)
+		os.MkdirAll(d.State().Logs(), 0o700)
+		os.WriteFile(d.Store.RunPath("bd-1"), []byte(bad), 0o600)
+		os.WriteFile(d.State().Log("bd-1"), []byte("its output\n"), 0o600)
+		o, err := Open(context.Background(), d, "bd-1", Where{Backend: supervise.BackendProcess}, false)
+		if err != nil {
+			t.Fatalf("Open over %s = %v; want it set aside and attempt 1", bad, err)
+		}
 		o.Close()
-		t.Fatal("Open took an unreadable run record for no previous attempt")
+		if o.Number != 1 || o.Aside == nil || o.Unreadable == nil {
+			t.Fatalf("Open over %s = attempt %d, aside %+v (%v); want attempt 1, set aside", bad, o.Number, o.Aside, o.Unreadable)
+		}
+		if !strings.HasPrefix(o.Aside.Dir, d.State().AttemptDir("bd-1")+"/unreadable-") {
+			t.Errorf("set aside in %s; want the attempts archive, named as unreadable", o.Aside.Dir)
+		}
+		if b, _ := os.ReadFile(filepath.Join(o.Aside.Dir, "run.json")); string(b) != bad {
+			t.Errorf("the set-aside record holds %q, want %q", b, bad)
+		}
+		if b, _ := os.ReadFile(filepath.Join(o.Aside.Dir, "output.log")); string(b) != "its output\n" {
+			t.Errorf("the set-aside log holds %q", b)
+		}
+		if _, err := os.Lstat(d.Store.RunPath("bd-1")); !os.IsNotExist(err) {
+			t.Errorf("the unreadable record is still in runs/: %v", err)
+		}
 	}
-	if b, _ := os.ReadFile(d.Store.RunPath("bd-5")); !bytes.Equal(b, bad) {
-		t.Errorf("the unreadable record was changed: %s", b)
+}
+
+// An unreadable run record is numbered after what the result and the archive know, so that the
+// new attempt never takes the number (and later the archive name) of a kept one.
+func TestOpenNumbersPastAnUnreadableRecord(t *testing.T) {
+	ctx := context.Background()
+	d := NewDir(t.TempDir())
+	res := record.Result{SchemaVersion: 1, Bead: "bd-2", Agent: "fake", Status: record.StatusFailed, Reason: "agent-exit-1",
+		StartedAt: "2026-02-03T10:00:00Z", Attempt: 2, MaxRetries: 3, SessionName: "agent-bd-2"}
+	if err := d.Store.WriteResult(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(d.State().Runs(), 0o700)
+	os.WriteFile(d.Store.RunPath("bd-2"), []byte(`{"bead":`), 0o600)
+	o, err := OpenWithin(ctx, d, "bd-2", Where{Backend: supervise.BackendProcess}, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	if o.Number != 3 {
+		t.Errorf("Open numbered attempt %d after an unreadable record whose result says attempt 2; want 3", o.Number)
+	}
+	if b, _ := os.ReadFile(filepath.Join(o.Aside.Dir, "result.json")); !strings.Contains(string(b), `"attempt":2,`) {
+		t.Errorf("the result was not kept beside the set-aside record: %q", b)
 	}
 }

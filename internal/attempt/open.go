@@ -39,8 +39,12 @@ type Opened struct {
 	Bead     string
 	Number   int
 	Previous *record.Run
-	where    Where
-	unlock   func() error
+	// Aside is set when the previous run record could not be read: it was set aside (with the
+	// result and the log it had) in the attempts archive, and Unreadable says why.
+	Aside      *record.Aside
+	Unreadable error
+	where      Where
+	unlock     func() error
 }
 
 // Close lets go of the bead's lock.
@@ -54,19 +58,51 @@ func (o *Opened) Close() {
 // ErrRunning is returned by Open when the bead's agent is still at work and force is not set.
 var ErrRunning = errors.New("still running")
 
+// Refusal is returned by OpenWithin for an attempt over the limit, before anything of the bead
+// was touched: no record written (a finished one is never rewritten as a refusal), no live
+// agent stopped, nothing archived.
+type Refusal struct {
+	Bead       string
+	MaxRetries int
+	// Last is the bead's last attempt: its run record (nil when it could not be read) and its
+	// result record (nil when there is none).
+	Last       *record.Run
+	LastResult *record.Result
+	// Running says its agent is still at work (a --force dispatch would have replaced it).
+	Running bool
+}
+
+// Error is dispatch.sh's words for it.
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("max retries reached for bead '%s' (%d)", r.Bead, r.MaxRetries)
+}
+
 // ReasonReplaced is the reason of an attempt a --force dispatch replaced whose supervisor could
 // not record its own end (it did not stop when asked, or died on the way): it ends when it was
 // replaced.
 const ReasonReplaced = "replaced"
 
-// Open takes bead's lock and makes sure no supervisor of an earlier attempt is alive: one
+// Open is OpenWithin with no limit on the attempts.
+func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Opened, error) {
+	return OpenWithin(ctx, d, bead, where, force, 0)
+}
+
+// OpenWithin takes bead's lock and makes sure no supervisor of an earlier attempt is alive: one
 // whose records are final is cleared away; a running one is ErrRunning, unless force, which
 // stops it and waits for it to record its end (and kills it if it does not, closing its attempt
 // as replaced). A predecessor whose supervisor is gone without recording its end is closed
 // (supervisor-lost). Then it archives the previous attempt's records and log in
 // attempts/<bead>/ and numbers the new attempt. The state directory is checked first
 // (statedir.Dir.Check): nothing is written into a directory that is a link or another user's.
-func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Opened, error) {
+//
+// An attempt over maxRetries (0: no limit) is a *Refusal, found before anything is touched: a
+// live agent is not stopped, even with force, and no record is written or archived.
+//
+// A previous run record no reader can read (not JSON, a field of the wrong type) is set aside
+// in the attempts archive (record.SetAside, with the bead's result and log beside it, copied),
+// and the attempt is numbered after the highest one known otherwise (the result's, the
+// archive's), 1 when none is: as dispatch.sh, which read no attempt from it, numbered it 1.
+func OpenWithin(ctx context.Context, d Dir, bead string, where Where, force bool, maxRetries int) (*Opened, error) {
 	o := &Opened{Dir: d, Bead: bead, Number: 1, where: where}
 	if err := makeStateDirs(d); err != nil {
 		return nil, err
@@ -91,19 +127,24 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 			}
 			break
 		}
-		prev, _ := record.ReadRun(d.Store.RunPath(bead))
+		c := o.count()
 		// Final if either record says so, as dispatch.sh judged a session stale.
-		terminal := prev != nil && prev.Status != record.StatusRunning
-		if res, err := record.ReadResult(d.Store.ResultPath(bead)); err == nil && res.Status != record.StatusRunning {
+		terminal := c.prev != nil && c.prev.Status != record.StatusRunning
+		if c.res != nil && c.res.Status != record.StatusRunning {
 			terminal = true
 		}
 		if !terminal && !force {
 			unlock()
 			attempt := 0
-			if prev != nil {
-				attempt = prev.Attempt
+			if c.prev != nil {
+				attempt = c.prev.Attempt
 			}
 			return nil, fmt.Errorf("%s is %w (attempt %d); pass --force to replace it, or run 'dispatch wait %s'", where.Session, ErrRunning, attempt, bead)
+		}
+		if try == 0 && maxRetries > 0 && c.number > maxRetries {
+			// Refused before the live agent is stopped: a refusal must leave it at work.
+			unlock()
+			return nil, &Refusal{Bead: bead, MaxRetries: maxRetries, Last: c.prev, LastResult: c.res, Running: !terminal}
 		}
 		// The old supervisor needs the lock to write its final records: let go while it stops.
 		unlock()
@@ -121,26 +162,117 @@ func Open(ctx context.Context, d Dir, bead string, where Where, force bool) (*Op
 		}
 		replaced = !terminal
 	}
-	prev, err := record.ReadRun(d.Store.RunPath(bead))
-	if err != nil && !errors.Is(err, os.ErrNotExist) && isRegular(d.Store.RunPath(bead)) {
-		// Never replace a record that could not be read, so could not be archived: it may be
-		// the only trace of an attempt (and its number would restart at 1). A link or a special
-		// file planted there is no record: the new one replaces it, never written through.
+	c := o.count()
+	if maxRetries > 0 && c.number > maxRetries {
 		o.Close()
-		return nil, fmt.Errorf("the previous run record of %s cannot be read (%v); repair it (validate-state --fix) or move it away, then dispatch again", bead, err)
+		return nil, &Refusal{Bead: bead, MaxRetries: maxRetries, Last: c.prev, LastResult: c.res}
 	}
-	if err == nil {
-		o.Previous, o.Number = prev, prev.Attempt+1
+	o.Number = c.number
+	if c.unreadable != nil {
+		aside, err := o.setAside(ctx)
+		if err != nil {
+			o.Close()
+			return nil, fmt.Errorf("the previous run record of %s cannot be read (%v), and setting it aside failed: %w", bead, c.unreadable, err)
+		}
+		o.Aside, o.Unreadable = aside, c.unreadable
+		return o, nil
+	}
+	if c.prev != nil {
+		o.Previous = c.prev
 		// A refusal is no attempt: it recorded the capped attempt over the real one, which
 		// the first refusal archived already.
-		if !refused(d, prev) {
-			if err := archive(d, prev); err != nil {
+		if !refused(d, c.prev) {
+			if err := archive(d, c.prev); err != nil {
 				o.Close()
 				return nil, err
 			}
 		}
 	}
 	return o, nil
+}
+
+// counted is what the bead's records say of its last attempt, and the next one's number.
+type counted struct {
+	prev       *record.Run
+	res        *record.Result
+	number     int
+	unreadable error // the run record is a regular file no reader can read
+}
+
+// count reads the bead's records and numbers the next attempt: the previous run's attempt + 1,
+// 1 when there is none (a link or a special file planted there is no record). For a run record
+// that cannot be read, one past the highest attempt the result and the archive know.
+func (o *Opened) count() counted {
+	var c counted
+	c.res, _ = record.ReadResult(o.Dir.Store.ResultPath(o.Bead))
+	path := o.Dir.Store.RunPath(o.Bead)
+	prev, err := record.ReadRun(path)
+	switch {
+	case err == nil:
+		c.prev, c.number = prev, prev.Attempt+1
+	case errors.Is(err, os.ErrNotExist) || !isRegular(path):
+		c.number = 1
+	default:
+		c.unreadable = err
+		last := highestArchived(o.Dir, o.Bead)
+		if c.res != nil {
+			last = max(last, c.res.Attempt)
+		}
+		c.number = last + 1
+	}
+	return c
+}
+
+// highestArchived is the highest attempt number in bead's attempts archive, 0 when none.
+func highestArchived(d Dir, bead string) int {
+	names, _ := fsx.Names(d.State().AttemptDir(bead), func(n string) (string, bool) { return n, true })
+	last := 0
+	for _, name := range names {
+		if _, n, ok := statedir.AttemptFile(name); ok {
+			last = max(last, n)
+		}
+	}
+	return last
+}
+
+// setAside moves the bead's unreadable run record into the attempts archive (record.SetAside),
+// under the run record's lock (validate-state --fix writes it under that lock only), and keeps
+// beside it copies of what the new attempt will replace: the result record and the log.
+func (o *Opened) setAside(ctx context.Context) (*record.Aside, error) {
+	sd := o.Dir.State()
+	if err := statedir.MkdirFor(sd.RunLock(o.Bead)); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	unlock, err := fsx.LockFile(lctx, sd.RunLock(o.Bead))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// What the new attempt will replace is copied first, so that a failure leaves the bead as
+	// it was (the directory is ours, made just now).
+	dir, err := record.NewAsideDir(sd, o.Bead, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	fail := func(what string, err error) (*record.Aside, error) {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if b, err := statedir.ReadFile(sd.Result(o.Bead), record.MaxSize); err == nil {
+		if err := fsx.WriteFileAtomic(filepath.Join(dir, record.AsideName(record.KindResult)), b, 0o600); err != nil {
+			return fail("keeping the result record beside it", err)
+		}
+	}
+	if err := keepLog(sd.Log(o.Bead), filepath.Join(dir, "output.log")); err != nil {
+		return fail("keeping the log beside it", err)
+	}
+	to, err := record.MoveAside(sd.Run(o.Bead), dir, record.KindRun)
+	if err != nil {
+		return fail("moving it", err)
+	}
+	return &record.Aside{Dir: dir, Path: to}, nil
 }
 
 // isRegular reports whether path is a regular file, not following a link.
@@ -317,29 +449,6 @@ func copyTo(path string, r io.Reader) error {
 		err = cerr
 	}
 	return err
-}
-
-// Refuse records an attempt over the limit as dispatch.sh did: run and result failed, reason
-// max-retries-reached, exit code 1, finished as it started (0 s), will_retry false, and the
-// attempt capped at max_retries. So every further refusal records the same attempt number, and
-// none counts as an attempt: Open archives the real last attempt once, never a refusal.
-func (o *Opened) Refuse(ctx context.Context, run record.Run) error {
-	if run.Attempt > run.MaxRetries {
-		run.Attempt = run.MaxRetries
-	}
-	started, ok := record.ParseTime(run.StartedAt)
-	if !ok {
-		started = time.Now()
-	}
-	out := &supervise.Outcome{Status: record.StatusFailed, Reason: ReasonMaxRetries, Finished: started, ExitCode: 1}
-	r, res := Complete(run, out, nil)
-	res.WillRetry = false
-	// Nothing ran, so there is no output: null, as dispatch.sh wrote it.
-	r.OutputSummary, res.OutputSummary = nil, nil
-	if err := o.Dir.Store.WriteRun(ctx, &r); err != nil {
-		return err
-	}
-	return o.Dir.Store.WriteResult(ctx, &res)
 }
 
 // Launch starts the attempt: it registers the bead's supervisor (launching), writes the

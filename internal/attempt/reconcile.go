@@ -179,38 +179,54 @@ func closeUnregistered(ctx context.Context, d Dir, sessions *tmux.Client, bead s
 	if err != nil {
 		return nil, fmt.Errorf("reading run record %s: %w", runPath, err)
 	}
-	out := &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonLost, UnknownExit: true,
-		Finished: lastSign(d, bead, run.StartedAt)}
+	finished, known := lastSign(d, bead, run.StartedAt)
+	out := &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonLost, UnknownExit: true, Finished: finished}
 	if replaced {
-		out.Reason, out.Finished = ReasonReplaced, time.Now()
+		out.Reason, out.Finished, known = ReasonReplaced, time.Now(), true
 	}
-	if err := (&Recorder{Dir: d}).write(ctx, *run, out, nil); err != nil {
+	done, res := Complete(*run, out, nil)
+	if !known {
+		unknownEnd(&done, &res)
+	}
+	// No supervisor of ours ran it, so no dispatch --wait --retry is waiting on it: nothing will
+	// retry it (a record lost months ago least of all).
+	res.WillRetry = false
+	if err := (&Recorder{Dir: d}).store(ctx, &done, &res); err != nil {
 		return nil, err
 	}
 	return &supervise.Lost{Name: bead, Reason: out.Reason}, nil
 }
 
+// unknownEnd makes the end of a lost attempt unknown in its records: nothing tells when it
+// ended (no log, only its start), so its finish and its duration are null, never its start and
+// 0 s, which would count as a 0-second run in every average.
+func unknownEnd(run *record.Run, res *record.Result) {
+	run.FinishedAt, run.DurationSeconds = nil, nil
+	res.FinishedAt, res.DurationSeconds = nil, nil
+}
+
 // lastSign is the last time a lost attempt no supervisor registered was known alive: its log's
-// last write when that is after its start, else its start, else (a '$START' placeholder) the
-// last write of its run record. Never now: a February record closed in November would otherwise
-// claim a nine-month run, and flatten every average.
-func lastSign(d Dir, bead, startedAt string) time.Time {
+// last write when that is after its start, else (a '$START' placeholder) the last write of its
+// run record. Never now: a February record closed in November would otherwise claim a
+// nine-month run, and flatten every average. known is false when there is no such sign, only
+// the start (returned): the end is unknown.
+func lastSign(d Dir, bead, startedAt string) (t time.Time, known bool) {
 	return lastSignOf(d.State().Log(bead), d.Store.RunPath(bead), startedAt)
 }
 
 // lastSignOf is lastSign for the attempt whose output is log and run record is run.
-func lastSignOf(log, run, startedAt string) time.Time {
+func lastSignOf(log, run, startedAt string) (time.Time, bool) {
 	start, hasStart := record.ParseTime(startedAt)
 	if fi, err := os.Lstat(log); err == nil && fi.Mode().IsRegular() && (!hasStart || fi.ModTime().After(start)) {
-		return fi.ModTime()
+		return fi.ModTime(), true
 	}
 	if hasStart {
-		return start
+		return start, false
 	}
 	if fi, err := os.Lstat(run); err == nil {
-		return fi.ModTime()
+		return fi.ModTime(), true
 	}
-	return time.Time{}
+	return time.Time{}, true
 }
 
 // repairArchives closes the archived attempts of every bead (attempts/<bead>/) that were
@@ -312,9 +328,12 @@ func repairArchive(d Dir, bead string, n int) (*supervise.Lost, error) {
 	if run, err = record.DecodeRun(doc); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", runPath, err)
 	}
-	out := &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonLost, UnknownExit: true,
-		Finished: lastSignOf(sd.AttemptOutput(bead, n), runPath, run.StartedAt)}
+	finished, known := lastSignOf(sd.AttemptOutput(bead, n), runPath, run.StartedAt)
+	out := &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonLost, UnknownExit: true, Finished: finished}
 	done, res := Complete(*run, out, nil)
+	if !known {
+		unknownEnd(&done, &res)
+	}
 	for _, w := range []struct {
 		kind record.Kind
 		path string

@@ -222,11 +222,16 @@ func (r *Recorder) Lost(ctx context.Context, e *supervise.Entry, out *supervise.
 		out = &supervise.Outcome{Status: record.StatusFailed, Reason: supervise.ReasonLost, UnknownExit: true,
 			Finished: out.Finished, Summary: out.Summary}
 	}
+	start, hasStart := record.ParseTime(run.StartedAt)
 	if out.Finished.IsZero() {
-		// Nothing known of its life but its start.
-		out.Finished, _ = record.ParseTime(run.StartedAt)
+		out.Finished = start
 	}
-	return true, r.write(ctx, *run, out, nil)
+	done, res := Complete(*run, out, nil)
+	if out.Reason == supervise.ReasonLost && hasStart && !out.Finished.After(start) {
+		// Nothing known of its life but its start (no log): its end is unknown, not 0 s later.
+		unknownEnd(&done, &res)
+	}
+	return true, r.store(ctx, &done, &res)
 }
 
 // finishResult writes the result of a run record its supervisor wrote final before it failed

@@ -140,6 +140,11 @@ type Report struct {
 	FixWouldMend bool `json:"fix_would_mend,omitempty"`
 	// Backup is the copy of the original --fix made before rewriting the file.
 	Backup string `json:"backup,omitempty"`
+	// SetAside is where --fix moved a record no reader can read (not JSON, a field of the wrong
+	// type): a new directory of the state directory's attempts archive (record.SetAside). With
+	// DryRun, WouldSetAside says it would.
+	SetAside      string `json:"set_aside,omitempty"`
+	WouldSetAside bool   `json:"would_set_aside,omitempty"`
 }
 
 // Auditor checks files against compiled schemas; it is safe for concurrent use.
@@ -417,6 +422,15 @@ func (a *Auditor) fix(r *Report, doc []byte, reserve func(int64) error) (out, pl
 	} else {
 		m, err = record.MigrateResult(doc, partner, def)
 	}
+	if a.canSetAside(r.Path) && unreadable(r.Kind, doc, m, err) {
+		// What no reader can read, even migrated, blocks its bead (dispatch cannot count its
+		// attempts): moved out of the way, into the attempts archive, where nothing is lost.
+		if a.opts.DryRun {
+			r.WouldSetAside = true
+			return doc, nil, nil
+		}
+		return doc, nil, a.setAside(r, reserve)
+	}
 	if err != nil || len(m.Changes) == 0 {
 		return doc, nil, nil // not an object, or nothing missing: validation says the rest
 	}
@@ -458,6 +472,65 @@ func (a *Auditor) fix(r *Report, doc []byte, reserve func(int64) error) (out, pl
 	}
 	r.Changes, r.Backup, r.Fixed = m.Changes, backup, true
 	return m.Output, nil, nil
+}
+
+// unreadable reports whether a record of kind, doc, migrated as m (or failing to migrate, err),
+// is one no reader of the records can read: not a JSON object, or a field of the wrong type
+// (record.DecodeRun's verdict).
+func unreadable(kind string, doc []byte, m record.Migration, err error) bool {
+	if err != nil {
+		return true
+	}
+	if m.Output != nil {
+		doc = m.Output
+	}
+	if kind == "run" {
+		_, err = record.DecodeRun(doc)
+	} else {
+		_, err = record.DecodeResult(doc)
+	}
+	return err != nil
+}
+
+// canSetAside reports whether the record at path can be set aside: it sits in a runs/ or
+// results/ directory of a state directory (whose attempts archive takes it), under a name that
+// is a bead id. Anything else is left where it is, reported.
+func (a *Auditor) canSetAside(path string) bool {
+	return KindFromPath(path) != "" && record.CheckBead(fileBead(path)) == nil
+}
+
+// setAside moves the record of r, which no reader can read, into its state directory's
+// attempts archive (record.SetAside), under the record's lock, having read it again under it:
+// a record a writer mended meanwhile stays.
+func (a *Auditor) setAside(r *Report, reserve func(int64) error) error {
+	unlock, err := a.lockRecord(r.Path, r.Kind, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("was not set aside: %v", err)
+	}
+	defer unlock()
+	doc, err := record.ReadAt(fsx.Cwd, r.Path, record.MaxSize, nil, reserve)
+	if err != nil {
+		return fmt.Errorf("was not set aside: %v", err)
+	}
+	var m record.Migration
+	if r.Kind == "run" {
+		m, err = record.MigrateRun(doc, nil, record.Defaults{Bead: fileBead(r.Path), MaxRetries: a.opts.MaxRetries})
+	} else {
+		m, err = record.MigrateResult(doc, nil, record.Defaults{Bead: fileBead(r.Path), MaxRetries: a.opts.MaxRetries})
+	}
+	if !unreadable(r.Kind, doc, m, err) {
+		return nil // mended meanwhile: the next --fix migrates it
+	}
+	if fi, err := os.Lstat(r.Path); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("was not set aside: it is not a regular file")
+	}
+	state := statedir.Dir{Root: filepath.Dir(filepath.Dir(r.Path))}
+	aside, err := record.SetAside(state, record.Kind(r.Kind), fileBead(r.Path), r.Path, time.Now())
+	if err != nil {
+		return fmt.Errorf("was not set aside: %v", err)
+	}
+	r.SetAside = aside.Path
+	return nil
 }
 
 // partner reads the other record of the same bead: results/<bead>.json beside a runs directory

@@ -145,7 +145,7 @@ func TestFixReadsThePartnerRecord(t *testing.T) {
 		t.Fatalf("Run(--fix) = %+v, want one valid report", got)
 	}
 	b, _ := os.ReadFile(run)
-	if !strings.Contains(string(b), `"status": "failed"`) || !strings.Contains(string(b), `"started_at": "2026-02-12T10:00:00Z"`) {
+	if !strings.Contains(string(b), `"status":"failed"`) || !strings.Contains(string(b), `"started_at":"2026-02-12T10:00:00Z"`) {
 		t.Errorf("fixed run lacks what its result says:\n%s", b)
 	}
 }

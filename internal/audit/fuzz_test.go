@@ -106,6 +106,17 @@ func FuzzAudit(f *testing.F) {
 			t.Fatalf("Run reported %d files of %d", len(got), want)
 		}
 		for _, r := range got {
+			if r.SetAside != "" {
+				// Moved into the attempts archive (a record no reader can read): it is there,
+				// whole, a regular file, and gone from where it was.
+				if fi, err := os.Lstat(r.SetAside); err != nil || !fi.Mode().IsRegular() {
+					t.Fatalf("%q set aside as %q, which is not a regular file: %v", r.Path, r.SetAside, err)
+				}
+				if _, err := os.Lstat(r.Path); err == nil {
+					t.Errorf("%q set aside, yet still there", r.Path)
+				}
+				continue
+			}
 			fi, err := os.Lstat(r.Path)
 			if err != nil {
 				t.Fatalf("reported %q, which does not exist: %v", r.Path, err)

@@ -156,7 +156,33 @@ func (m *migration) fillDuration() {
 	}
 }
 
+// integerKeys are the integer fields of the records (a run's and a result's alike).
+var integerKeys = []string{"schema_version", "duration_seconds", "attempt", "max_retries", "exit_code"}
+
+// numbers writes an integer field an older tool wrote as a string ("attempt": "1", a quoted
+// shell variable) as the number it spells, as every reader of the records reads it (Integer)
+// and as dispatch.sh's jq arithmetic took it. An empty string is unknown: null where the schema
+// allows null (duration_seconds, exit_code), left as it is otherwise. A string that spells no
+// whole number ("two") is left for a person, reported by the schema.
+func (m *migration) numbers() {
+	for _, key := range integerKeys {
+		raw := bytes.TrimSpace(m.o[key])
+		if len(raw) == 0 || raw[0] != '"' {
+			continue
+		}
+		n, known, err := Integer(raw)
+		switch {
+		case err != nil:
+		case known:
+			m.set(key, n)
+		case key == "duration_seconds" || key == "exit_code":
+			m.set(key, nil)
+		}
+	}
+}
+
 func (m *migration) result(order []string) (Migration, error) {
+	m.numbers()
 	if len(m.changes) == 0 {
 		return Migration{}, nil
 	}
@@ -179,8 +205,10 @@ func indexOf(list []string, s string) int {
 	return len(list)
 }
 
-// marshal writes the object with the known fields in order, then the others sorted, indented
-// as the original's --fix wrote it (jq without -c); dispatch's own writes are compact (Marshal).
+// marshal writes the object as dispatch writes a record (Marshal): one compact line and a
+// newline, jq's escapes, the known fields in order, then the others sorted. The original's --fix
+// wrote it indented (jq without -c), so that line-based consumers (grep '"status":"done"')
+// missed every migrated record.
 func (o object) marshal(order []string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
@@ -214,11 +242,11 @@ func (o object) marshal(order []string) ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	var out bytes.Buffer
-	if err := json.Indent(&out, buf.Bytes(), "", "  "); err != nil {
+	if err := json.Compact(&out, buf.Bytes()); err != nil {
 		return nil, err
 	}
 	out.WriteByte('\n')
-	return out.Bytes(), nil
+	return jqEscapes(out.Bytes()), nil
 }
 
 // Defaults are what a migration uses where neither record of the bead says.

@@ -208,13 +208,13 @@ func TestMigrateLegacyPair(t *testing.T) {
 }
 
 func TestMigrateKeepsWhatItCannotFix(t *testing.T) {
-	run := []byte(`{"bead":"bd-y","agent":"claude","repo":"/r","started_at":"'$START'","attempt":"1","prompt":"p","exit_code":12345678901234567890}`)
+	run := []byte(`{"bead":"bd-y","agent":"claude","repo":"/r","started_at":"'$START'","attempt":"two","prompt":"p","exit_code":12345678901234567890}`)
 	m, err := MigrateRun(run, nil, Defaults{MaxRetries: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := string(m.Output)
-	for _, want := range []string{`"attempt": "1"`, `"exit_code": 12345678901234567890`, `"started_at": "'$START'"`, `"max_retries": 3`, `"status": "running"`} {
+	for _, want := range []string{`"attempt":"two"`, `"exit_code":12345678901234567890`, `"started_at":"'$START'"`, `"max_retries":3`, `"status":"running"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("MigrateRun output lacks %s:\n%s", want, out)
 		}
@@ -314,5 +314,61 @@ func TestMigrateNullDurationIsUnknown(t *testing.T) {
 	json.Unmarshal(ms.Output, &gotRes)
 	if gotRes.StartedAt != "" && !IsPlaceholder(gotRes.StartedAt) || gotRes.DurationSeconds != nil {
 		t.Errorf("MigrateResult(null duration) started_at %q, duration %v; want no start invented", gotRes.StartedAt, gotRes.DurationSeconds)
+	}
+}
+
+// Issue 17: a legacy "attempt": "1" (a quoted shell variable) blocked its bead; --fix said it
+// needed a person. It is migrated to the number it spells, as every reader reads it; an empty
+// nullable field becomes null; a string that spells no number stays for a person.
+func TestMigrateWritesQuotedNumbersAsNumbers(t *testing.T) {
+	run := []byte(`{"bead":"bd-1","agent":"claude","model":"m","repo":"/r","started_at":"2026-02-12T10:00:00Z","attempt":"1","max_retries":" 2 ","exit_code":"","prompt":"p"}`)
+	m, err := MigrateRun(run, nil, Defaults{MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"attempt":1,`, `"max_retries":2,`, `"exit_code":null,`} {
+		if !strings.Contains(string(m.Output), want) {
+			t.Errorf("MigrateRun output lacks %s:\n%s", want, m.Output)
+		}
+	}
+	if err := Check(KindRun, m.Output); err != nil {
+		t.Errorf("migrated run does not validate: %v", err)
+	}
+	res := []byte(`{"bead":"bd-1","status":"failed","finished_at":"2026-02-12T10:05:00Z","attempt":"1","duration_seconds":"300"}`)
+	mr, err := MigrateResult(res, m.Output, Defaults{MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"attempt":1,`, `"duration_seconds":300,`, `"will_retry":true,`} {
+		if !strings.Contains(string(mr.Output), want) {
+			t.Errorf("MigrateResult output lacks %s:\n%s", want, mr.Output)
+		}
+	}
+	if err := Check(KindResult, mr.Output); err != nil {
+		t.Errorf("migrated result does not validate: %v", err)
+	}
+}
+
+// Issue 17: --fix wrote indented JSON, so that grep '"status":"done"' missed every migrated
+// record. A migrated record is what dispatch writes: Marshal's one compact line.
+func TestMigrateWritesWhatDispatchWrites(t *testing.T) {
+	run := []byte("{\n  \"bead\": \"bd-1\", \"agent\": \"claude\", \"model\": \"m\", \"repo\": \"/r\",\n  \"started_at\": \"2026-02-12T10:00:00Z\", \"attempt\": 1, \"prompt\": \"a\\u2028b\",\n  \"status\": \"done\", \"verification\": {\"tests\": \"pass\"}}\n")
+	m, err := MigrateRun(run, nil, Defaults{MaxRetries: 2, StateDir: "/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := DecodeRun(m.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Output) != string(want) {
+		t.Errorf("MigrateRun wrote\n%s\nwant what dispatch writes\n%s", m.Output, want)
+	}
+	if !strings.Contains(string(m.Output), `"status":"done",`) {
+		t.Errorf("MigrateRun output does not match grep '\"status\":\"done\"':\n%s", m.Output)
 	}
 }

@@ -11,6 +11,7 @@
 //	attempts/<bead>/run-<N>.json      earlier attempts      (Dir.AttemptRun)
 //	attempts/<bead>/result-<N>.json                         (Dir.AttemptResult)
 //	attempts/<bead>/output-<N>.log                          (Dir.AttemptOutput)
+//	attempts/<bead>/unreadable-<T>/   a record no reader could read, set aside (Dir.AttemptAside)
 //	logs/<bead>.log                   current attempt's output (Dir.Log)
 //	prompts/<bead>.txt                prompt for agents that read a file (Dir.Prompt)
 //	locks/<bead>.lock                 the bead's lock        (Dir.BeadLock)
@@ -130,6 +131,14 @@ func (d Dir) AttemptResult(bead string, n int) string {
 // AttemptOutput is the agent's output of bead's attempt n: attempts/<bead>/output-<n>.log.
 func (d Dir) AttemptOutput(bead string, n int) string {
 	return d.join(attemptsDir, bead, "output-"+strconv.Itoa(n)+".log")
+}
+
+// AttemptAside is where a record of bead that no reader could read is set aside, with what
+// belonged to its attempt (run.json, result.json, output.log): attempts/<bead>/unreadable-<stamp>,
+// stamp its UTC time (20260203T100000Z). No tool reads it as an attempt (AttemptFile), and
+// nothing in it is ever replaced.
+func (d Dir) AttemptAside(bead, stamp string) string {
+	return d.join(attemptsDir, bead, "unreadable-"+stamp)
 }
 
 // Logs is the directory of the agents' output logs.

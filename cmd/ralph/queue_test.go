@@ -55,6 +55,8 @@ func queueEnv(env *testscript.Env) error {
 	cfg := map[string]any{
 		"fake":  map[string]any{"command": agent, "terminal": false, "default_model": "m1"},
 		"aider": map[string]any{"command": agent, "terminal": false, "cost_pattern": `Cost: \$([0-9.]+) session`},
+		// A pattern that takes any word for a figure: NaN and Inf parse as numbers.
+		"anycost": map[string]any{"command": agent, "terminal": false, "cost_pattern": `Cost: \$(\S+) session`},
 	}
 	b, _ := json.Marshal(cfg)
 	if err := os.WriteFile(config, b, 0o600); err != nil {

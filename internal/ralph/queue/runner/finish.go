@@ -69,6 +69,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			}
 			tx.ChangedQueue()
 		}
+		r.holdTotal(p)
 		p.TotalCostUSD += out.cost
 		e := agentEntry(p, a.id)
 		e.CostUSD += out.cost

@@ -76,7 +76,7 @@ func (a *agentRun) work(ctx context.Context) {
 			return // interrupted while waiting for the lock: nothing was claimed
 		}
 		if err != nil {
-			r.logf("%s: %v", a.id, err)
+			r.failed("%s: %v", a.id, err)
 			a.end(ctx, store.AgentFailed)
 			return
 		}
@@ -442,7 +442,7 @@ func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n in
 		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
 	}
 	if err := a.r.cfg.Store.WriteAgentState(ctx, st); err != nil {
-		a.r.logf("%s: writing its state: %v", a.id, err)
+		a.r.failed("%s: writing its state: %v", a.id, err)
 	}
 }
 
@@ -468,7 +468,7 @@ func (a *agentRun) end(ctx context.Context, status string) {
 		return nil
 	})
 	if err != nil {
-		r.logf("%s: %v", a.id, err)
+		r.failed("%s: %v", a.id, err)
 	}
 	if status == store.AgentCompleted {
 		r.cfg.Store.RemoveAgentState(a.id)

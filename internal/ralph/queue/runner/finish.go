@@ -86,7 +86,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		return nil
 	})
 	if err != nil {
-		r.logf("%s: recording %s: %v", a.id, c.task.ID, err)
+		r.failed("%s: recording %s: %v", a.id, c.task.ID, err)
 	} else if line != "" {
 		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, line)
 	}

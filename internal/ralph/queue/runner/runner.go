@@ -67,6 +67,10 @@ type Result struct {
 	CostUSD       float64        // the plan's total cost so far
 	BudgetReached bool
 	Interrupted   bool // the context ended: claims are left for the next run
+	// Errors counts what the run could not record (a claim, a task's end, an agent's end: a
+	// full disk, a queue file it cannot write); LastError is the last one's message.
+	Errors    int
+	LastError string
 	// Timing is where the run's time went, summed over its tasks.
 	Timing Timing
 }
@@ -98,6 +102,19 @@ type runner struct {
 	// while none is held, a pending task that is not ready never will be.
 	inflight  int
 	stuckOnce sync.Once
+	// errors counts what could not be recorded (under mu); lastError is the last one.
+	errors    int
+	lastError string
+}
+
+// failed logs what could not be recorded and counts it: the run then cannot end well.
+func (r *runner) failed(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.logf("%s", msg)
+	r.mu.Lock()
+	r.errors++
+	r.lastError = msg
+	r.mu.Unlock()
 }
 
 // spent adds d to one of the timing's sums.
@@ -153,6 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Interrupted: ctx.Err() != nil}
 	r.mu.Lock()
 	res.CostUSD, res.BudgetReached, res.Timing = r.cost, r.budgetHit, r.timing
+	res.Errors, res.LastError = r.errors, r.lastError
 	r.mu.Unlock()
 	// Counted under the guard: a queue an agent rewrote after the last task is put back first.
 	err = cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {

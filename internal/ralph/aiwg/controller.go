@@ -266,7 +266,10 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 	}
 	fmt.Fprintf(c.log, "%s iteration %d: %s (exit %s, %.1f s, cost %s)\n", stamp(time.Now()), i, res.it.Outcome,
 		exitOf(res.it.ExitCode), res.it.DurationSeconds, cost(res.it.CostUSD))
-	check := runCheck(ctx, cur, i, c.rt.Env)
+	check := runCheck(ctx, cur, i, c.rt.Env, func() bool {
+		st, err := c.ws.ReadState(c.id)
+		return c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st)))
+	})
 	verdict := "failed"
 	if check.Passed {
 		verdict = "passed"

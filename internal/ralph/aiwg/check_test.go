@@ -3,10 +3,15 @@ package aiwg
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // childGone waits until the process whose pid is in the file at path is gone (a zombie counts
@@ -63,4 +68,84 @@ func TestAbortStopsTheCheck(t *testing.T) {
 	}
 	l.settled(id, StatusAborted, *before.PID, before.PIDStart)
 	l.childGone(l.marker("child.pid"))
+}
+
+// crash starts a loop whose second iteration's agent works (m2) after a checkpoint, kills its
+// controller, and looks: the loop is crashed, the agent still at work.
+func (l *lab) crash() (string, *State) {
+	l.t.Helper()
+	id := l.start("Crashy", "test -f done.txt")
+	l.waitFile(l.marker("m2"))
+	st := l.state(id)
+	pid := *st.PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		l.t.Fatal(err)
+	}
+	l.waitUntil("the controller dead", func() bool { return !proc.Alive(pid) && !controllerAlive(st) })
+	cur, err := l.ws.Look(context.Background(), id)
+	if err != nil || cur.Status != StatusCrashed {
+		l.t.Fatalf("Look = %+v, %v; want crashed", cur, err)
+	}
+	return id, st
+}
+
+// TestAbortCrashed: abort of a crashed loop stops the agent its dead controller left at work
+// (abort and pause refused, "crashed is final", and the agent worked on; issue 17) and says so
+// in the state, which stays crashed; pause says what to do.
+func TestAbortCrashed(t *testing.T) {
+	l := newLab(t, "cost=0.01", "touch=OUT/m2 sleep=60")
+	id, st := l.crash()
+	sup := l.supervisor(st, Bead(id, 2))
+	if !supervise.SupervisorAlive(sup.PID, Bead(id, 2)) {
+		t.Fatalf("iteration 2's supervisor died with its controller: %+v", sup)
+	}
+	ctx := context.Background()
+	_, err := l.ws.Pause(ctx, id)
+	l.refused(err, `is crashed .*'ralph abort ralph-crashy-[0-9a-f]+' stops its agent, 'ralph resume .*' restarts the loop`)
+	got, err := l.ws.Abort(ctx, id)
+	if err != nil {
+		t.Fatalf("Abort of a crashed loop: %v", err)
+	}
+	if got.Status != StatusCrashed || got.ExitReason != StatusAborted || got.ErrorContext == nil ||
+		!strings.Contains(got.ErrorContext.ErrorMessage, "the agent of iteration 2 was stopped") {
+		t.Errorf("after abort: %s, %q, %+v; want crashed, aborted, the agent's stop said", got.Status, got.ExitReason, got.ErrorContext)
+	}
+	if supervise.SupervisorAlive(sup.PID, Bead(id, 2)) || proc.Alive(sup.AgentPID) {
+		t.Errorf("iteration 2's supervisor (%v) or agent (%v) still works after abort",
+			supervise.SupervisorAlive(sup.PID, Bead(id, 2)), proc.Alive(sup.AgentPID))
+	}
+	if now := l.state(id); now.ExitReason != StatusAborted {
+		t.Errorf("state on disk: exit_reason %q, want aborted", now.ExitReason)
+	}
+}
+
+// TestResumeCorruptCheckpoint: a crashed loop whose last checkpoint cannot be read is resumed
+// from its state at the crash, with a warning (resume refused it, so nothing could restart
+// the loop; issue 17).
+func TestResumeCorruptCheckpoint(t *testing.T) {
+	l := newLab(t, "cost=0.01", "touch=OUT/m2 sleep=60", "touch=done.txt")
+	id, st := l.crash()
+	if st.LastCheckpoint == nil {
+		t.Fatal("no checkpoint after iteration 1")
+	}
+	if err := os.WriteFile(filepath.Join(l.ws.Root, *st.LastCheckpoint), []byte("not gzip"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	rt := l.rt
+	rt.Warn = func(msg string) { warned = append(warned, msg) }
+	res, err := l.ws.Resume(context.Background(), id, ResumeSpec{}, rt)
+	if err != nil {
+		t.Fatalf("Resume with a corrupt checkpoint: %v", err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "its last checkpoint cannot be read") {
+		t.Errorf("warnings %q, want one saying the checkpoint cannot be read", warned)
+	}
+	if res.State.Iteration != 1 {
+		t.Errorf("resumed at iteration %d, want 1 (iteration 2, not counted, runs again)", res.State.Iteration)
+	}
+	done := l.waitStatus(id, StatusCompleted)
+	if done.Metrics.TotalIterations != 2 {
+		t.Errorf("completed after %d iterations, want 2", done.Metrics.TotalIterations)
+	}
 }

@@ -149,3 +149,29 @@ func TestResumeCorruptCheckpoint(t *testing.T) {
 		t.Errorf("completed after %d iterations, want 2", done.Metrics.TotalIterations)
 	}
 }
+
+// TestAgentCannotSteerCompletion: the agent works in the workspace that holds its loop's
+// state.json and rewrites the completion command there to "true"; the loop is not declared
+// completed (it was, at once; issue 17): the controller runs the command the loop was started
+// with, kept outside the workspace, and puts it back into the state.
+func TestAgentCannotSteerCompletion(t *testing.T) {
+	l := newLab(t, "steer")
+	st, err := l.ws.Start(context.Background(), StartSpec{Task: "Steer", Completion: "test -f done.txt", MaxIterations: 2,
+		CheckpointInterval: 1, Agent: "fake"}, l.rt)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	end := l.waitStatus(st.LoopID, StatusFailed)
+	if end.ExitReason != "max-iterations" || end.CompletionCriteria != "test -f done.txt" {
+		t.Errorf("loop ended %s (%s), completion %q; want failed (max-iterations), the command it started with", end.Status, end.ExitReason, end.CompletionCriteria)
+	}
+	for _, c := range end.Progress.CompletionChecks {
+		if c.Passed {
+			t.Errorf("check of iteration %d passed: %+v", c.Iteration, c)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(l.ws.LoopDir(st.LoopID), "controller.log"))
+	if !strings.Contains(string(b), `completion command was changed to "true" behind the controller's back`) {
+		t.Errorf("controller.log does not say the command was put back:\n%s", b)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -110,13 +112,27 @@ func runtime(ws aiwg.Workspace, log, stderr io.Writer) (aiwg.Runtime, error) {
 	if err != nil {
 		return aiwg.Runtime{}, err
 	}
+	env := os.Environ()
+	// The loops' seals (their completion commands, outside every workspace) are in
+	// $SWARM_DIR/aiwg; the controller runs in the workspace, so a relative $SWARM_DIR is
+	// given to it absolute.
+	sealDir := ""
+	if sw, err := statedir.SwarmFromEnv(os.LookupEnv); err == nil {
+		if root, err := filepath.Abs(sw.Root); err == nil {
+			sealDir = filepath.Join(root, "aiwg")
+			if _, set := os.LookupEnv("SWARM_DIR"); set && root != sw.Root {
+				env = append(env, "SWARM_DIR="+root)
+			}
+		}
+	}
 	return aiwg.Runtime{
+		SealDir:    sealDir,
 		Agent:      func(spec string) (*agent.Profile, agent.Model, error) { return resolveAgent(ws, spec) },
 		Controller: []string{exe, "start", controllerVerb},
 		Supervisor: func(stateDir string) []string {
 			return []string{exe, "start", supervisorVerb, "--state-dir", stateDir}
 		},
-		Env:  os.Environ(),
+		Env:  env,
 		Log:  log,
 		Warn: func(msg string) { fmt.Fprintf(stderr, "%s: warning: %s\n", tool, msg) },
 	}, nil

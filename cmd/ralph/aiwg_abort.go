@@ -35,7 +35,11 @@ func abortCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "Loop %s aborted after %d iterations\n", id, st.Metrics.TotalIterations)
+			if st.Status == aiwg.StatusCrashed {
+				fmt.Fprintf(s.Out, "Loop %s had crashed: its agent is stopped, and it stays crashed (%d iterations)\n", id, st.Metrics.TotalIterations)
+			} else {
+				fmt.Fprintf(s.Out, "Loop %s aborted after %d iterations\n", id, st.Metrics.TotalIterations)
+			}
 			if !revert {
 				return nil
 			}

@@ -45,7 +45,7 @@ func queueRunCommand() *cli.Command {
 			cli.StateDirFlag(),
 		},
 		ExitCodes: []cli.ExitCode{{Code: cli.ExitOK, Meaning: "every task done (or skipped)"},
-			{Code: cli.ExitFailure, Meaning: "tasks failed or blocked, or an error"}, {Code: cli.ExitUsage, Meaning: "usage error"},
+			{Code: cli.ExitFailure, Meaning: "tasks failed, blocked or left pending or claimed, or an error (a change the run could not record)"}, {Code: cli.ExitUsage, Meaning: "usage error"},
 			{Code: exitBudget, Meaning: "the budget was reached with tasks left"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			a, err := operands(c, "PLAN")
@@ -80,6 +80,10 @@ func queueRunCommand() *cli.Command {
 				return &cli.ExitError{Code: exitBudget, Err: fmt.Errorf("the budget is reached ($%s of $%s); raise --budget and run again to go on", queue.Money(res.CostUSD), queue.Money(*cfg.Budget))}
 			case n[store.Failed]+n[store.Blocked] > 0:
 				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d tasks failed and %d are blocked; 'ralph queue status %s' lists them, 'ralph queue retry %s TASK' tries one again", n[store.Failed], n[store.Blocked], id, id)}
+			case res.Errors > 0:
+				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d changes of the queue could not be recorded (the last: %s); %d tasks are left pending and %d claimed: fix that, then run again", res.Errors, res.LastError, n[store.Pending], n[store.Claimed])}
+			case n[store.Pending]+n[store.Claimed] > 0:
+				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d tasks are left pending and %d claimed; 'ralph queue status %s' lists them, run again to go on", n[store.Pending], n[store.Claimed], id)}
 			}
 			return nil
 		},

@@ -35,6 +35,12 @@ func TestQueueScripts(t *testing.T) {
 		Files: files,
 		Setup: queueEnv,
 		Cmds:  queueCmds,
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
 
@@ -55,6 +61,8 @@ func queueEnv(env *testscript.Env) error {
 	cfg := map[string]any{
 		"fake":  map[string]any{"command": agent, "terminal": false, "default_model": "m1"},
 		"aider": map[string]any{"command": agent, "terminal": false, "cost_pattern": `Cost: \$([0-9.]+) session`},
+		// A pattern that takes any word for a figure: NaN and Inf parse as numbers.
+		"anycost": map[string]any{"command": agent, "terminal": false, "cost_pattern": `Cost: \$(\S+) session`},
 	}
 	b, _ := json.Marshal(cfg)
 	if err := os.WriteFile(config, b, 0o600); err != nil {
@@ -83,6 +91,23 @@ func killSupervisors(stateDir string) {
 }
 
 var queueCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	// smalldisk DIR MB: mount a tmpfs of MB megabytes on DIR (unmounted at the end); needs
+	// root (a script skips without it: [!root] skip).
+	"smalldisk": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 {
+			ts.Fatalf("usage: smalldisk DIR MB")
+		}
+		dir := ts.MkAbs(args[0])
+		ts.Check(os.MkdirAll(dir, 0o700))
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+args[1]+"m", "tmpfs", dir).CombinedOutput(); err != nil {
+			ts.Fatalf("cannot mount a tmpfs: %v: %s", err, out)
+		}
+		ts.Defer(func() {
+			if exec.Command("umount", dir).Run() != nil {
+				exec.Command("umount", "-l", dir).Run()
+			}
+		})
+	},
 	// waitfile FILE REGEXP [SECONDS]: wait until FILE's content matches (30 s by default).
 	"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {

@@ -8,7 +8,10 @@
 #   until:F     waits until the file F exists (at most 30 s);
 #   cost:X      reports a cost of X USD as claude -p --output-format json does;
 #   plaincost:X reports it as a line of text ("Cost: $X session", as aider does), no JSON;
-#   touch:F     creates the file F in its directory (the repository or its worktree).
+#   touch:F     creates the file F in its directory (the repository or its worktree);
+#   resettotal  sets the plan's total_cost_usd in its progress file to 0 (a hostile agent);
+#   markdone:T  marks task T done in the plan's task queue (a hostile agent);
+#   fill        fills the disk of its directory to the last byte.
 # It prints what it was asked, and its pid into $QUEUE_PIDS/<bead>-<attempt> when that is set.
 prompt=$(cat)
 [ -n "$QUEUE_PIDS" ] && echo $$ > "$QUEUE_PIDS/$DISPATCH_BEAD-$DISPATCH_ATTEMPT"
@@ -28,6 +31,9 @@ for word in $prompt; do
 	cost:*) cost=${word#cost:} ;;
 	plaincost:*) plain=${word#plaincost:} ;;
 	touch:*) : > "${word#touch:}" ;;
+	fill) dd if=/dev/zero of=fill.bin bs=64k 2>/dev/null ;;
+	resettotal) sed -i 's/"total_cost_usd": [^,]*/"total_cost_usd": 0/' ".claude/ralph/progress-$RALPH_PLAN.json" ;;
+	markdone:*) sed -i "/\"id\":\"${word#markdone:}\"/s/\"status\":\"[a-z]*\"/\"status\":\"done\"/" ".claude/ralph/task-queue-$RALPH_PLAN.json" ;;
 	esac
 done
 if [ -n "$plain" ]; then

@@ -53,6 +53,10 @@ type Runtime struct {
 	Log io.Writer
 	// Warn receives warnings, one sentence each (a limit passed with --force).
 	Warn func(msg string)
+	// SealDir, when set, is a directory outside every workspace (cmd/ralph: $SWARM_DIR/aiwg)
+	// where Start keeps each loop's completion command (seal.go): the agent works in the
+	// workspace, where state.json is, and must not choose the command that judges it.
+	SealDir string
 }
 
 // agent is rt.Agent(spec), an error when there is no resolver.

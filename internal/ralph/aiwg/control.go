@@ -33,6 +33,9 @@ func (w Workspace) Pause(ctx context.Context, id string) (*State, error) {
 		if st.Status == StatusPaused && st.PauseReason == PauseUser {
 			return false, nil
 		}
+		if st.Status == StatusCrashed {
+			return false, fmt.Errorf("loop %s is crashed (crashed is final; its agent may still work): 'ralph abort %s' stops its agent, 'ralph resume %s' restarts the loop from its last checkpoint", id, id, id)
+		}
 		if err := st.Transition(StatusPaused); err != nil {
 			return false, err
 		}
@@ -201,8 +204,9 @@ func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Ru
 // while it ran, between two iterations), with the crash kept in error_context. Seed 003's table
 // has no way out of crashed: this is not a status change of the crashed state but the loop
 // taken back to an earlier state of its own, which ran. The active-loop limit holds as for a
-// start. Without a checkpoint the loop restarts from its state at the crash, the iteration in
-// flight run again. The caller holds the lock.
+// start. Without a checkpoint, or with one that cannot be read (rt.Warn says so), the loop
+// restarts from its state at the crash, the iteration in flight run again. The caller holds
+// the lock.
 func (w Workspace) restore(reg *Registry, cur *State, force bool, rt Runtime) (*State, error) {
 	if n := reg.activeCount(); n >= MaxConcurrent {
 		if !force {
@@ -220,7 +224,14 @@ func (w Workspace) restore(reg *Registry, cur *State, force bool, rt Runtime) (*
 			st.Iteration--
 		}
 	default:
-		return nil, fmt.Errorf("loop %s: %w; its state.json is as it was at the crash", cur.LoopID, err)
+		// A checkpoint that cannot be read (truncated, not gzip, not the loop's) is not a way
+		// back: the loop continues from its state at the crash, as without one, and says so.
+		rt.warn(fmt.Sprintf("loop %s: its last checkpoint cannot be read (%v); it continues from its state at the crash", cur.LoopID, err))
+		cp := *cur
+		st = &cp
+		if st.Iteration > 0 && !iterationCounted(st, st.Iteration) {
+			st.Iteration--
+		}
 	}
 	st.Status, st.ExitReason, st.PauseReason, st.ResumeAt, st.PausedAt, st.CompletedAt = StatusRunning, "", "", nil, nil, nil
 	ec := ErrorContext{ErrorMessage: "crashed", ErrorTimestamp: stamp(time.Now())}
@@ -262,12 +273,28 @@ func iterationCounted(st *State, i int) bool {
 
 // Abort ends loop id for good (aborted) and returns once the iteration in flight is stopped
 // and the controller has left: nothing changes the working tree after it returns. The tree is
-// left as the agent left it; Revert resets it.
+// left as the agent left it; Revert resets it. A crashed loop stays crashed (the status is
+// final), but the agent its dead controller left at work is stopped, and exit_reason and
+// error_context say so.
 func (w Workspace) Abort(ctx context.Context, id string) (*State, error) {
 	if err := w.Sweep(ctx, []string{id}); err != nil {
 		return nil, err
 	}
 	st, pid, pidStart, err := w.controlLoop(ctx, id, func(st *State) (bool, error) {
+		if st.Status == StatusCrashed {
+			// Crashed is final (seed 003's table), but the agent of the iteration in flight
+			// outlived its controller and may still work in the tree: abort stops it, and the
+			// state says so; the status stays crashed.
+			now := time.Now()
+			ec := ErrorContext{ErrorMessage: "crashed", ErrorTimestamp: stamp(now)}
+			if st.ErrorContext != nil {
+				ec = *st.ErrorContext
+			}
+			ec.ErrorMessage += fmt.Sprintf("; aborted at %s: the agent of iteration %d was stopped", stamp(now), st.Iteration)
+			st.ErrorContext = &ec
+			st.ExitReason = StatusAborted
+			return true, nil
+		}
 		if err := st.Transition(StatusAborted); err != nil {
 			return false, err
 		}
@@ -276,6 +303,10 @@ func (w Workspace) Abort(ctx context.Context, id string) (*State, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if st.Status == StatusCrashed {
+		stopIteration(ctx, st) // no controller is left to stop it
+		return st, nil
 	}
 	// The controller sees aborted and stops the agent; wait for both, so that nothing changes
 	// the working tree once abort returns.

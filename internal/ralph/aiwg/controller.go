@@ -35,6 +35,9 @@ type controller struct {
 	log  io.Writer
 	me   int
 	stop atomic.Bool // SIGINT or SIGTERM: pause (interrupted) and leave
+	// criteria is the completion command, as the loop's seal keeps it (seal.go), taken when
+	// the controller starts: never the one the state says later.
+	criteria string
 }
 
 // action is what the controller does next.
@@ -53,6 +56,21 @@ const (
 // started by them); once it names another, RunLoop leaves.
 func (w Workspace) RunLoop(ctx context.Context, id string, rt Runtime) (string, error) {
 	c := &controller{ws: w, id: id, rt: rt, log: rt.log(), me: os.Getpid()}
+	sealed, ok, err := w.readSeal(rt, id)
+	if err != nil {
+		c.giveUp(err)
+		return "", err
+	}
+	if !ok {
+		// No seal (a loop started without a SealDir): the state's, as this controller first
+		// reads it, held from then on.
+		st, err := w.ReadState(id)
+		if err != nil {
+			return "", err
+		}
+		sealed = st.CompletionCriteria
+	}
+	c.criteria = sealed
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer func() {
@@ -128,6 +146,7 @@ func (c *controller) next() (action, *State, error) {
 			act = actExit // another controller took the loop over (ralph resume)
 			return nil
 		}
+		c.holdCriteria(st) // saved with whatever this decides; every branch saves, or leaves
 		if c.stop.Load() && (st.Status == StatusRunning || st.Status == StatusPaused) {
 			if st.Status == StatusRunning {
 				st.Transition(StatusPaused)
@@ -219,6 +238,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		if !c.mine(st) {
 			return nil
 		}
+		c.holdCriteria(st) // the agent worked in the workspace meanwhile
 		st.Iterations = append(st.Iterations, res.it)
 		switch {
 		case res.it.Outcome == OutcomeUsageLimit:
@@ -266,7 +286,10 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 	}
 	fmt.Fprintf(c.log, "%s iteration %d: %s (exit %s, %.1f s, cost %s)\n", stamp(time.Now()), i, res.it.Outcome,
 		exitOf(res.it.ExitCode), res.it.DurationSeconds, cost(res.it.CostUSD))
-	check := runCheck(ctx, cur, i, c.rt.Env)
+	check := runCheck(ctx, cur, i, c.rt.Env, func() bool {
+		st, err := c.ws.ReadState(c.id)
+		return c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st)))
+	})
 	verdict := "failed"
 	if check.Passed {
 		verdict = "passed"
@@ -281,6 +304,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		if !c.mine(st) {
 			return nil
 		}
+		c.holdCriteria(st)
 		// The last check's output is kept whole (maxCheckOutput) for the next prompt; older
 		// ones shrink to their end, so a long loop's state stays small to read.
 		if n := len(st.Progress.CompletionChecks); n > 0 {

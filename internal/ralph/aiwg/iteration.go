@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -179,9 +180,18 @@ func loopEnv(env []string, st *State, i int) []string {
 	return append(slices.Clip(env), "RALPH_LOOP_ID="+st.LoopID, "RALPH_ITERATION="+strconv.Itoa(i))
 }
 
+// checkDrain bounds how long the output of a completion command that exited is still read:
+// a child it left in the background (a test run that starts a server) may hold the pipe for
+// ever.
+const checkDrain = 2 * time.Second
+
 // runCheck runs the completion command in the loop's directory, in env: the command's words
-// themselves when it is plain words, else through sh -c (see CheckArgv).
-func runCheck(ctx context.Context, st *State, i int, env []string) Check {
+// themselves when it is plain words, else through sh -c (see CheckArgv). It runs in a process
+// group of its own, which is killed when the command exits (what it left behind goes with it),
+// when its time is up, and when stop says the loop no longer runs (ralph pause or abort, a
+// signal to the controller): no check outlives its loop's control. Its output is read until it
+// exits, and then for checkDrain at most.
+func runCheck(ctx context.Context, st *State, i int, env []string, stop func() bool) Check {
 	started := time.Now()
 	limit := checkTimeout
 	if dl, ok := deadline(st); ok {
@@ -194,37 +204,77 @@ func runCheck(ctx context.Context, st *State, i int, env []string) Check {
 	cmd.Dir = st.WorkingDirectory
 	cmd.Env = loopEnv(env, st, i)
 	out := &tailBuffer{max: 64 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	// A group of its own: a timeout kills what the command started too.
+	// A group of its own: a timeout, a stop and its own end kill what it started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	code := 0
-	if err := cmd.Start(); err != nil {
+	pr, pw, err := os.Pipe()
+	if err == nil {
+		// The command writes into a file of ours, not a pipe exec.Cmd copies from: Wait then
+		// returns when the command exits, whoever else holds the pipe.
+		cmd.Stdout, cmd.Stderr = pw, pw
+		err = cmd.Start()
+		pw.Close()
+	}
+	if err != nil {
+		if pr != nil {
+			pr.Close()
+		}
 		code = 127
 		fmt.Fprintf(out, "ralph: cannot run the completion command: %v\n", err)
-	} else {
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var err error
+		return Check{Iteration: i, Timestamp: stamp(time.Now()), Passed: false, Output: tailString(out.String(), maxCheckOutput),
+			ExitCode: code, DurationSeconds: round2(time.Since(started).Seconds())}
+	}
+	read := make(chan struct{})
+	go func() {
+		io.Copy(out, pr)
+		close(read)
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	var note string
+wait:
+	for {
 		select {
 		case err = <-done:
+			break wait
 		case <-ctx.Done():
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			err = <-done
-			fmt.Fprintf(out, "\nralph: the completion command did not finish in %s and was killed\n", limit)
-		}
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-		case errors.As(err, &ee):
-			code = ee.ExitCode()
-			if code < 0 {
-				code = 128 + int(syscall.SIGKILL)
+			note = fmt.Sprintf("\nralph: the completion command did not finish in %s and was killed\n", limit)
+			break wait
+		case <-tick.C:
+			if stop != nil && stop() {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				err = <-done
+				note = "\nralph: the completion command was stopped: the loop no longer runs\n"
+				break wait
 			}
-		default:
-			code = 1
 		}
 	}
-	return Check{Iteration: i, Timestamp: stamp(time.Now()), Passed: code == 0, Output: tailString(out.String(), maxCheckOutput),
+	// What it left in its group goes with it.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-read:
+	case <-time.After(checkDrain):
+		// A child that left the group holds the pipe: what it writes now is not the check's.
+	}
+	pr.Close()
+	<-read
+	out.WriteString(note)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+		if code < 0 {
+			code = 128 + int(syscall.SIGKILL)
+		}
+	default:
+		code = 1
+	}
+	return Check{Iteration: i, Timestamp: stamp(time.Now()), Passed: code == 0 && note == "", Output: tailString(out.String(), maxCheckOutput),
 		ExitCode: code, DurationSeconds: round2(time.Since(started).Seconds())}
 }
 
@@ -257,6 +307,9 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// WriteString is Write of a string.
+func (t *tailBuffer) WriteString(s string) { t.Write([]byte(s)) }
 
 func (t *tailBuffer) String() string {
 	b := t.buf

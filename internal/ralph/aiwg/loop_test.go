@@ -82,8 +82,9 @@ func testRuntime(log io.Writer) Runtime {
 		Supervisor: func(dir string) []string {
 			return []string{os.Args[0], "start", supervise.SuperviseVerb, "--state-dir", dir}
 		},
-		Env: os.Environ(),
-		Log: log,
+		Env:     os.Environ(),
+		Log:     log,
+		SealDir: os.Getenv("AIWG_TEST_SEALS"),
 	}
 }
 
@@ -119,7 +120,9 @@ func newLab(t *testing.T, plan ...string) *lab {
 	planFile := filepath.Join(tmp, "plan")
 	os.WriteFile(planFile, []byte(strings.ReplaceAll(strings.Join(plan, "\n"), "OUT/", l.out+"/")+"\n"), 0o600)
 	l.rt = testRuntime(io.Discard)
-	l.rt.Env = append(os.Environ(), "AIWG_TEST_CONFIG="+config, "AIWG_AGENT_DIR="+l.agentDir, "AIWG_PLAN="+planFile)
+	l.rt.SealDir = filepath.Join(tmp, "seals") // outside the workspace, as $SWARM_DIR/aiwg
+	l.rt.Env = append(os.Environ(), "AIWG_TEST_CONFIG="+config, "AIWG_AGENT_DIR="+l.agentDir, "AIWG_PLAN="+planFile,
+		"AIWG_TEST_SEALS="+l.rt.SealDir)
 	// This process resolves the agent at the start too.
 	t.Setenv("AIWG_TEST_CONFIG", config)
 	t.Cleanup(func() {

@@ -126,6 +126,10 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 			return err
 		}
 		recordStart(ctx, w, st)
+		if err := w.writeSeal(rt, st); err != nil {
+			os.RemoveAll(w.LoopDir(st.LoopID))
+			return err
+		}
 		if spec.Foreground {
 			setController(st, os.Getpid())
 		} else {

@@ -50,5 +50,12 @@ func Init(ctx context.Context, dir store.Dir, id string, tasks []plan.Task, forc
 		}
 		return nil
 	})
-	return done, err
+	if err != nil {
+		return 0, err
+	}
+	// What was written must read back, or every later command would fail on it.
+	if _, err := s.View(); err != nil {
+		return 0, fmt.Errorf("plan %s: the queue written cannot be read back: %w", id, err)
+	}
+	return done, nil
 }

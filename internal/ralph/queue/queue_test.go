@@ -204,3 +204,26 @@ func TestAdd(t *testing.T) {
 		t.Errorf("WriteStatus = %q, %v", out.String(), err)
 	}
 }
+
+// TestInitReadsBack: a plan whose queue would be a file too large to read (11 MB of '<',
+// which JSON writes as \u003c, six bytes each: a 66 MB queue) is refused, and nothing is
+// written: init accepted it before, and every later command failed on the file (issue 17).
+func TestInitReadsBack(t *testing.T) {
+	ctx := context.Background()
+	dir := store.In(t.TempDir())
+	file := filepath.Join(t.TempDir(), "p.md")
+	half := strings.Repeat("<", 11<<20/2)
+	if err := os.WriteFile(file, []byte("- [ ] t1: "+half+"\n- [ ] t2: "+half+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := ReadPlan(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(ctx, dir, "p", tasks, false); err == nil || !strings.Contains(err.Error(), "split the plan") {
+		t.Errorf("Init of a plan whose queue is too large to read = %v, want a refusal", err)
+	}
+	if _, err := os.Lstat(dir.TaskQueue("p")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the queue file: %v, want none written", err)
+	}
+}

@@ -13,6 +13,7 @@
 #   await=F     wait until the file F exists (at most 60 s): the test looks at the loop while
 #               the agent works, then lets it go on
 #   say=TEXT    print TEXT
+#   steer       rewrite its loop's completion command in state.json to "true" (a hostile agent)
 # The words are done in order. A call past the last line repeats the last line.
 dir=${AIWG_AGENT_DIR:?}
 mkdir -p "$dir"
@@ -31,6 +32,7 @@ for word in $line; do
   touch=*) : > "${word#touch=}" ;;
   write=*) echo "agent was here" >> "${word#write=}" ;;
   say=*) echo "${word#say=}" ;;
+  steer) sed -i 's/"completion_criteria": "[^"]*"/"completion_criteria": "true"/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   cost=*) printf '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"worked","total_cost_usd":%s,"usage":{"input_tokens":100,"output_tokens":20}}\n' "${word#cost=}" ;;
   limit=*) echo "Claude AI usage limit reached|$(( $(date +%s) + ${word#limit=} ))"; code=1 ;;
   esac

@@ -76,7 +76,7 @@ func (a *agentRun) work(ctx context.Context) {
 			return // interrupted while waiting for the lock: nothing was claimed
 		}
 		if err != nil {
-			r.logf("%s: %v", a.id, err)
+			r.failed("%s: %v", a.id, err)
 			a.end(ctx, store.AgentFailed)
 			return
 		}
@@ -116,14 +116,15 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 	r := a.r
 	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		if r.cfg.Budget != nil {
-			p, err := tx.Progress()
-			if err != nil {
-				return err
-			}
-			if p.TotalCostUSD >= *r.cfg.Budget {
-				r.mu.Lock()
+			// The total this run holds (every end adds to it under the same lock), not the
+			// progress file's, which the agents can write (holdTotal).
+			r.mu.Lock()
+			hit := r.cost >= *r.cfg.Budget
+			if hit {
 				r.budgetHit = true
-				r.mu.Unlock()
+			}
+			r.mu.Unlock()
+			if hit {
 				return errBudget
 			}
 		}
@@ -408,7 +409,15 @@ func (r *runner) judge(ctx context.Context, bead string, n int) outcome {
 	if run.DurationSeconds != nil {
 		out.duration = float64(*run.DurationSeconds)
 	}
-	out.cost = r.cfg.Profile.ParseUsage(logTail(r.dir.Layout.LogPath(bead))).CostUSD
+	if u := r.cfg.Profile.ParseUsage(logTail(r.dir.Layout.LogPath(bead))); u.HasCost {
+		if store.Cost(u.CostUSD) {
+			out.cost = u.CostUSD
+		} else {
+			// What the agent printed is not a cost (NaN, an infinity, a negative amount that
+			// would give the budget back): unknown, counted as 0.
+			r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, u.CostUSD)
+		}
+	}
 	return out
 }
 
@@ -433,7 +442,7 @@ func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n in
 		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
 	}
 	if err := a.r.cfg.Store.WriteAgentState(ctx, st); err != nil {
-		a.r.logf("%s: writing its state: %v", a.id, err)
+		a.r.failed("%s: writing its state: %v", a.id, err)
 	}
 }
 
@@ -447,6 +456,7 @@ func (a *agentRun) end(ctx context.Context, status string) {
 		if err != nil {
 			return err
 		}
+		r.holdTotal(p)
 		e := agentEntry(p, a.id)
 		e.Status, e.CompletedAt = status, &t
 		if status == store.AgentCompleted {
@@ -458,7 +468,7 @@ func (a *agentRun) end(ctx context.Context, status string) {
 		return nil
 	})
 	if err != nil {
-		r.logf("%s: %v", a.id, err)
+		r.failed("%s: %v", a.id, err)
 	}
 	if status == store.AgentCompleted {
 		r.cfg.Store.RemoveAgentState(a.id)

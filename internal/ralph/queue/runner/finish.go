@@ -69,6 +69,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			}
 			tx.ChangedQueue()
 		}
+		r.holdTotal(p)
 		p.TotalCostUSD += out.cost
 		e := agentEntry(p, a.id)
 		e.CostUSD += out.cost
@@ -85,7 +86,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		return nil
 	})
 	if err != nil {
-		r.logf("%s: recording %s: %v", a.id, c.task.ID, err)
+		r.failed("%s: recording %s: %v", a.id, c.task.ID, err)
 	} else if line != "" {
 		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, line)
 	}

@@ -67,6 +67,10 @@ type Result struct {
 	CostUSD       float64        // the plan's total cost so far
 	BudgetReached bool
 	Interrupted   bool // the context ended: claims are left for the next run
+	// Errors counts what the run could not record (a claim, a task's end, an agent's end: a
+	// full disk, a queue file it cannot write); LastError is the last one's message.
+	Errors    int
+	LastError string
 	// Timing is where the run's time went, summed over its tasks.
 	Timing Timing
 }
@@ -98,6 +102,19 @@ type runner struct {
 	// while none is held, a pending task that is not ready never will be.
 	inflight  int
 	stuckOnce sync.Once
+	// errors counts what could not be recorded (under mu); lastError is the last one.
+	errors    int
+	lastError string
+}
+
+// failed logs what could not be recorded and counts it: the run then cannot end well.
+func (r *runner) failed(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.logf("%s", msg)
+	r.mu.Lock()
+	r.errors++
+	r.lastError = msg
+	r.mu.Unlock()
 }
 
 // spent adds d to one of the timing's sums.
@@ -119,6 +136,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
 		running: map[string]bool{}, hardStopped: map[string]bool{}, wake: make(chan struct{})}
+	// The agents work in the repository that holds the queue's files: the task states this
+	// run holds are checked against what another process writes there (store.Guard).
+	cfg.Store.Guard = true
+	cfg.Store.Warn = func(msg string) { r.logf("warning: %s", msg) }
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		return nil, err
@@ -149,12 +170,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Interrupted: ctx.Err() != nil}
 	r.mu.Lock()
 	res.CostUSD, res.BudgetReached, res.Timing = r.cost, r.budgetHit, r.timing
+	res.Errors, res.LastError = r.errors, r.lastError
 	r.mu.Unlock()
-	q, err := cfg.Store.View()
+	// Counted under the guard: a queue an agent rewrote after the last task is put back first.
+	err = cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		res.Counts = q.Counts()
+		return nil
+	})
 	if err != nil {
 		return res, err
 	}
-	res.Counts = q.Counts()
 	return res, nil
 }
 
@@ -225,10 +254,29 @@ func (r *runner) start(ctx context.Context) error {
 			a.Status, a.StartedAt, a.CompletedAt = store.AgentActive, t, nil
 		}
 		recount(p)
+		if !store.Cost(p.TotalCostUSD) {
+			r.logf("warning: %s's total_cost_usd (%v) is not a cost; counted from $0", r.cfg.Store.Dir.Progress(r.plan), p.TotalCostUSD)
+			p.TotalCostUSD = 0
+		}
 		r.cost = p.TotalCostUSD
 		tx.ChangedProgress()
 		return nil
 	})
+}
+
+// holdTotal makes the progress file's total the one this run holds (r.cost: the total at its
+// start, plus every cost it recorded since), saying so when someone else changed it: the
+// agents work in the repository, and a total they lower would give the budget back. The
+// caller holds the store's lock; r.mu is free.
+func (r *runner) holdTotal(p *store.Progress) {
+	r.mu.Lock()
+	held := r.cost
+	r.mu.Unlock()
+	if p.TotalCostUSD != held {
+		r.logf("warning: %s's total_cost_usd was changed behind the runner's back ($%v); kept the run's $%v",
+			r.cfg.Store.Dir.Progress(r.plan), p.TotalCostUSD, held)
+		p.TotalCostUSD = held
+	}
 }
 
 // agentEntry returns the progress entry of agent id, adding it when there is none.

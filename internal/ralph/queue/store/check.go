@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/state/schemas"
 )
@@ -107,6 +108,9 @@ func (q *Queue) appendChecked(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	b = q.AppendEncode(b) // makes the encodings of changed tasks
+	if len(b) > fsx.MaxStateFile {
+		return nil, fmt.Errorf("the task queue would be %d MB, over the %d MB a queue file is read at; split the plan", len(b)>>20, fsx.MaxStateFile>>20)
+	}
 	if qs.task == nil {
 		return b, qs.whole.Check(b)
 	}

@@ -214,7 +214,7 @@ func (q *Queue) AppendEncode(b []byte) []byte {
 // DecodeQueue reads a task queue document.
 func DecodeQueue(doc []byte) (*Queue, error) {
 	var f TaskQueue
-	if err := json.Unmarshal(doc, &f); err != nil {
+	if err := decodeJSON(doc, &f); err != nil {
 		return nil, err
 	}
 	seen := make(map[string]bool, len(f.Tasks))
@@ -264,7 +264,8 @@ func appendTask(b []byte, t *Task) []byte {
 		b = append(b, `,"error":`...)
 		b = appendString(b, t.Error)
 	}
-	if t.CostUSD != 0 {
+	if t.CostUSD != 0 && Cost(t.CostUSD) {
+		// Never NaN or an infinity: JSON cannot hold them (see Cost).
 		b = append(b, `,"cost_usd":`...)
 		b = strconv.AppendFloat(b, t.CostUSD, 'f', -1, 64)
 	}

@@ -96,12 +96,18 @@ const (
 type Store struct {
 	Dir  Dir
 	Plan string
+	// Guard makes the store check each version of the task queue another process wrote
+	// against the tasks it holds (guard.go): set by the runner, whose agents work in the
+	// repository and can write the file. Warn receives what the guard put back.
+	Guard bool
+	Warn  func(msg string)
 
 	mu     sync.Mutex
 	cached *Queue
 	stamp  stamp
 	buf    []byte // the last encoding's buffer, reused
 	olds   int    // old queue files held (holdOld)
+	held   map[string]Task
 }
 
 // stamp identifies a version of a file: a rename gives it a new inode.
@@ -179,6 +185,12 @@ func (tx *Tx) Queue() (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w; repair it (validate-state --kind task-queue %s) or start the plan over (ralph queue init --force PLAN_FILE)", path, err, path)
 	}
+	if s.Guard {
+		if s.held != nil && s.guard(q) {
+			tx.qDirty = true
+		}
+		s.hold(q)
+	}
 	tx.q = q
 	return q, nil
 }
@@ -244,7 +256,7 @@ func readJSON(path string, v any) error {
 	if doc = bytes.TrimSpace(fsx.StripBOM(doc)); len(doc) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(doc, v); err != nil {
+	if err := decodeJSON(doc, v); err != nil {
 		return fmt.Errorf("reading %s: %w; repair it or move it away", path, err)
 	}
 	return nil
@@ -300,8 +312,16 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 			return fmt.Errorf("not writing %s: %w", s.Dir.Progress(s.Plan), err)
 		}
 	}
+	var changed []int // the tasks whose encoding is new: the ones this transaction changed
 	if tx.qDirty {
 		s.cached = nil
+		if s.Guard {
+			for i := range tx.q.enc {
+				if tx.q.enc[i].b == nil {
+					changed = append(changed, i)
+				}
+			}
+		}
 		var err error
 		if s.buf, err = tx.q.appendChecked(s.buf[:0]); err != nil {
 			return fmt.Errorf("not writing %s: %w", s.Dir.TaskQueue(s.Plan), err)
@@ -329,6 +349,14 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 		release()
 		if err != nil {
 			return err
+		}
+		if s.Guard {
+			if s.held == nil {
+				s.hold(tx.q)
+			}
+			for _, i := range changed {
+				s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
+			}
 		}
 		if fi, err := os.Lstat(path); err == nil {
 			s.cached, s.stamp = tx.q, stampOf(fi)

@@ -1,0 +1,177 @@
+package aiwg
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/supervise"
+)
+
+// childGone waits until the process whose pid is in the file at path is gone (a zombie counts
+// as gone: its group was killed and it waits for its parent, pid 1, to reap it).
+func (l *lab) childGone(path string) {
+	l.t.Helper()
+	l.waitFile(path)
+	b, _ := os.ReadFile(path)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		l.t.Fatalf("%s: %q is not a pid", path, b)
+	}
+	l.waitUntil("the check's background child "+strconv.Itoa(pid)+" gone", func() bool {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true
+		}
+		f := strings.Fields(string(stat))
+		return len(f) > 2 && f[2] == "Z"
+	})
+}
+
+// TestCheckLeavesAChild: a completion command that leaves a background child holding its
+// output (a test run that starts a server) does not hang the loop (it waited for the pipe, up
+// to 30 minutes): the check ends when the command exits, and the child goes with its group
+// (issue 17).
+func TestCheckLeavesAChild(t *testing.T) {
+	l := newLab(t, "touch=done.txt")
+	id := l.start("Serve", "sleep 300 & echo $! > "+l.marker("child.pid")+"; test -f done.txt")
+	start := time.Now()
+	st := l.waitStatus(id, StatusCompleted)
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the loop took %s to complete", d)
+	}
+	if c := st.Progress.LastCompletionCheck; c == nil || !c.Passed || c.DurationSeconds > 10 {
+		t.Errorf("last check %+v, want passed in a few seconds", c)
+	}
+	l.childGone(l.marker("child.pid"))
+}
+
+// TestAbortStopsTheCheck: ralph abort while the completion command runs stops it and what it
+// started (the child survived abort; issue 17).
+func TestAbortStopsTheCheck(t *testing.T) {
+	l := newLab(t, "exit=0")
+	id := l.start("Slow check", "sleep 300 & echo $! > "+l.marker("child.pid")+"; sleep 300")
+	l.waitFile(l.marker("child.pid"))
+	before := l.state(id)
+	start := time.Now()
+	if _, err := l.ws.Abort(context.Background(), id); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("abort took %s", d)
+	}
+	l.settled(id, StatusAborted, *before.PID, before.PIDStart)
+	l.childGone(l.marker("child.pid"))
+}
+
+// crash starts a loop whose second iteration's agent works (m2) after a checkpoint, kills its
+// controller, and looks: the loop is crashed, the agent still at work.
+func (l *lab) crash() (string, *State) {
+	l.t.Helper()
+	id := l.start("Crashy", "test -f done.txt")
+	l.waitFile(l.marker("m2"))
+	st := l.state(id)
+	pid := *st.PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		l.t.Fatal(err)
+	}
+	l.waitUntil("the controller dead", func() bool { return !proc.Alive(pid) && !controllerAlive(st) })
+	cur, err := l.ws.Look(context.Background(), id)
+	if err != nil || cur.Status != StatusCrashed {
+		l.t.Fatalf("Look = %+v, %v; want crashed", cur, err)
+	}
+	return id, st
+}
+
+// TestAbortCrashed: abort of a crashed loop stops the agent its dead controller left at work
+// (abort and pause refused, "crashed is final", and the agent worked on; issue 17) and says so
+// in the state, which stays crashed; pause says what to do.
+func TestAbortCrashed(t *testing.T) {
+	l := newLab(t, "cost=0.01", "touch=OUT/m2 sleep=60")
+	id, st := l.crash()
+	sup := l.supervisor(st, Bead(id, 2))
+	if !supervise.SupervisorAlive(sup.PID, Bead(id, 2)) {
+		t.Fatalf("iteration 2's supervisor died with its controller: %+v", sup)
+	}
+	ctx := context.Background()
+	_, err := l.ws.Pause(ctx, id)
+	l.refused(err, `is crashed .*'ralph abort ralph-crashy-[0-9a-f]+' stops its agent, 'ralph resume .*' restarts the loop`)
+	got, err := l.ws.Abort(ctx, id)
+	if err != nil {
+		t.Fatalf("Abort of a crashed loop: %v", err)
+	}
+	if got.Status != StatusCrashed || got.ExitReason != StatusAborted || got.ErrorContext == nil ||
+		!strings.Contains(got.ErrorContext.ErrorMessage, "the agent of iteration 2 was stopped") {
+		t.Errorf("after abort: %s, %q, %+v; want crashed, aborted, the agent's stop said", got.Status, got.ExitReason, got.ErrorContext)
+	}
+	if supervise.SupervisorAlive(sup.PID, Bead(id, 2)) || proc.Alive(sup.AgentPID) {
+		t.Errorf("iteration 2's supervisor (%v) or agent (%v) still works after abort",
+			supervise.SupervisorAlive(sup.PID, Bead(id, 2)), proc.Alive(sup.AgentPID))
+	}
+	if now := l.state(id); now.ExitReason != StatusAborted {
+		t.Errorf("state on disk: exit_reason %q, want aborted", now.ExitReason)
+	}
+}
+
+// TestResumeCorruptCheckpoint: a crashed loop whose last checkpoint cannot be read is resumed
+// from its state at the crash, with a warning (resume refused it, so nothing could restart
+// the loop; issue 17).
+func TestResumeCorruptCheckpoint(t *testing.T) {
+	l := newLab(t, "cost=0.01", "touch=OUT/m2 sleep=60", "touch=done.txt")
+	id, st := l.crash()
+	if st.LastCheckpoint == nil {
+		t.Fatal("no checkpoint after iteration 1")
+	}
+	if err := os.WriteFile(filepath.Join(l.ws.Root, *st.LastCheckpoint), []byte("not gzip"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	rt := l.rt
+	rt.Warn = func(msg string) { warned = append(warned, msg) }
+	res, err := l.ws.Resume(context.Background(), id, ResumeSpec{}, rt)
+	if err != nil {
+		t.Fatalf("Resume with a corrupt checkpoint: %v", err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "its last checkpoint cannot be read") {
+		t.Errorf("warnings %q, want one saying the checkpoint cannot be read", warned)
+	}
+	if res.State.Iteration != 1 {
+		t.Errorf("resumed at iteration %d, want 1 (iteration 2, not counted, runs again)", res.State.Iteration)
+	}
+	done := l.waitStatus(id, StatusCompleted)
+	if done.Metrics.TotalIterations != 2 {
+		t.Errorf("completed after %d iterations, want 2", done.Metrics.TotalIterations)
+	}
+}
+
+// TestAgentCannotSteerCompletion: the agent works in the workspace that holds its loop's
+// state.json and rewrites the completion command there to "true"; the loop is not declared
+// completed (it was, at once; issue 17): the controller runs the command the loop was started
+// with, kept outside the workspace, and puts it back into the state.
+func TestAgentCannotSteerCompletion(t *testing.T) {
+	l := newLab(t, "steer")
+	st, err := l.ws.Start(context.Background(), StartSpec{Task: "Steer", Completion: "test -f done.txt", MaxIterations: 2,
+		CheckpointInterval: 1, Agent: "fake"}, l.rt)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	end := l.waitStatus(st.LoopID, StatusFailed)
+	if end.ExitReason != "max-iterations" || end.CompletionCriteria != "test -f done.txt" {
+		t.Errorf("loop ended %s (%s), completion %q; want failed (max-iterations), the command it started with", end.Status, end.ExitReason, end.CompletionCriteria)
+	}
+	for _, c := range end.Progress.CompletionChecks {
+		if c.Passed {
+			t.Errorf("check of iteration %d passed: %+v", c.Iteration, c)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(l.ws.LoopDir(st.LoopID), "controller.log"))
+	if !strings.Contains(string(b), `completion command was changed to "true" behind the controller's back`) {
+		t.Errorf("controller.log does not say the command was put back:\n%s", b)
+	}
+}

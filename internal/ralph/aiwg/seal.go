@@ -1,0 +1,80 @@
+package aiwg
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/statedir"
+)
+
+// A loop's agent works in its workspace, which holds .aiwg/ralph/loops/<id>/state.json: it can
+// write the file. What judges it, the completion command (run through /bin/sh when it has shell
+// syntax), must not come from there. Start keeps the command in a seal, <SealDir>/<id>.json,
+// outside the workspace (Runtime.SealDir); a controller takes it from the seal when it starts
+// (from state.json only when there is no seal: a loop started without a SealDir, or before
+// seals existed), holds it in memory, and puts it back into the state whenever the state says
+// another (a line in its log says so). The prompt, the check and status all see the sealed one.
+
+// seal is a loop's <id>.json in Runtime.SealDir.
+type seal struct {
+	LoopID             string `json:"loop_id"`
+	Workspace          string `json:"workspace"`
+	CompletionCriteria string `json:"completion_criteria"`
+}
+
+// sealPath is loop id's seal, "" without a SealDir.
+func (rt *Runtime) sealPath(id string) string {
+	if rt.SealDir == "" {
+		return ""
+	}
+	return filepath.Join(rt.SealDir, id+".json")
+}
+
+// writeSeal keeps st's completion command in its seal (nothing without a SealDir).
+func (w Workspace) writeSeal(rt Runtime, st *State) error {
+	path := rt.sealPath(st.LoopID)
+	if path == "" {
+		return nil
+	}
+	if err := statedir.Mkdir(rt.SealDir); err != nil {
+		return fmt.Errorf("keeping the loop's completion command outside the workspace: %w", err)
+	}
+	b, _ := json.MarshalIndent(seal{LoopID: st.LoopID, Workspace: w.Root, CompletionCriteria: st.CompletionCriteria}, "", "  ")
+	return fsx.WriteFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+// readSeal is loop id's sealed completion command; false when there is no seal to read.
+func (w Workspace) readSeal(rt Runtime, id string) (string, bool, error) {
+	path := rt.sealPath(id)
+	if path == "" {
+		return "", false, nil
+	}
+	b, err := statedir.ReadFile(path, 1<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	var s seal
+	if err := json.Unmarshal(b, &s); err != nil || s.LoopID != id || s.Workspace != w.Root {
+		return "", false, fmt.Errorf("%s is not loop %s's seal (%v)", path, id, err)
+	}
+	return s.CompletionCriteria, true, nil
+}
+
+// holdCriteria puts the completion command the controller holds back into st when st says
+// another, and says so; it reports whether it changed st.
+func (c *controller) holdCriteria(st *State) bool {
+	if st.CompletionCriteria == c.criteria {
+		return false
+	}
+	fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's completion command was changed to %q behind the controller's back; the loop's own %q is kept\n",
+		c.id, st.CompletionCriteria, c.criteria)
+	st.CompletionCriteria = c.criteria
+	return true
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 		if cost == nil && o.Type != "result" {
 			continue
 		}
-		if cost != nil {
+		if cost != nil && validCost(*cost) {
 			u.CostUSD, u.HasCost = *cost, true
 		}
 		if o.Usage != nil {
@@ -115,7 +116,7 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 				if len(m) > 1 {
 					s = m[1]
 				}
-				if v, err := strconv.ParseFloat(strings.ReplaceAll(string(s), ",", ""), 64); err == nil {
+				if v, err := strconv.ParseFloat(strings.ReplaceAll(string(s), ",", ""), 64); err == nil && validCost(v) {
 					u.CostUSD, u.HasCost = v, true
 				}
 			}
@@ -123,6 +124,11 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 	}
 	return u
 }
+
+// validCost says whether an agent's reported cost can be taken: a finite figure, not below
+// zero. NaN or Inf would make the record unwritable (JSON has neither), and a negative cost
+// would lower a budget's spent total: the agent's output is not trusted to do either.
+func validCost(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // Built-in usage-limit patterns, as the agents word their limits (2025-2026). Claude Code:
 // "Claude AI usage limit reached|1763913600" (older -p output: the reset as a Unix time),

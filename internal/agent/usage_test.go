@@ -10,6 +10,7 @@ func TestParseUsage(t *testing.T) {
 	claude := Builtin().Agents["claude"]
 	codex := Builtin().Agents["codex"]
 	aider := &Profile{Name: "aider", CostPattern: `Cost: \$([0-9.,]+) session`}
+	loose := &Profile{Name: "loose", CostPattern: `Cost: \$(\S+) session`}
 	tests := []struct {
 		name   string
 		p      *Profile
@@ -40,6 +41,14 @@ func TestParseUsage(t *testing.T) {
 		{"broken JSON", claude, `{"type":"result","total_cost_usd":`, Usage{}},
 		{"wrong type", claude, `{"type":"result","total_cost_usd":"free"}`, Usage{}},
 		{"nil profile", nil, `{"type":"result","total_cost_usd":2}`, Usage{CostUSD: 2, HasCost: true}},
+		// A cost the agent reports is not trusted to be a figure: none of these is taken (NaN
+		// or Inf would make its record unwritable, a negative one would lower a budget's total).
+		{"negative JSON cost", claude, `{"type":"result","total_cost_usd":-1000,"usage":{"input_tokens":1,"output_tokens":2}}`,
+			Usage{InputTokens: 1, OutputTokens: 2}},
+		{"NaN by the pattern", loose, "Cost: $NaN session\n", Usage{}},
+		{"Inf by the pattern", loose, "Cost: $+Inf session\n", Usage{}},
+		{"huge JSON cost is Inf", claude, `{"type":"result","total_cost_usd":1e400}`, Usage{}},
+		{"negative by the pattern", loose, "Cost: $-5 session\n", Usage{}},
 	}
 	for _, tt := range tests {
 		if got := tt.p.ParseUsage([]byte(tt.output)); got != tt.want {

@@ -175,3 +175,26 @@ func TestAgentCannotSteerCompletion(t *testing.T) {
 		t.Errorf("controller.log does not say the command was put back:\n%s", b)
 	}
 }
+
+// TestAgentCannotEndOrExtendItsLoop: an agent that writes its loop's status as completed, and
+// lifts its iteration cap, changes neither: the controller ends the loop at its own cap,
+// failed, and says in its log what it put back.
+func TestAgentCannotEndOrExtendItsLoop(t *testing.T) {
+	l := newLab(t, "claim lift")
+	st, err := l.ws.Start(context.Background(), StartSpec{Task: "Claim", Completion: "test -f done.txt", MaxIterations: 2,
+		CheckpointInterval: 1, Agent: "fake"}, l.rt)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	end := l.waitStatus(st.LoopID, StatusFailed)
+	if end.ExitReason != "max-iterations" || end.Configuration.MaxIterations != 2 || end.Iteration != 2 {
+		t.Errorf("loop ended %s (%s) after %d iterations, cap %d; want failed (max-iterations) after 2, cap 2",
+			end.Status, end.ExitReason, end.Iteration, end.Configuration.MaxIterations)
+	}
+	b, _ := os.ReadFile(filepath.Join(l.ws.LoopDir(st.LoopID), "controller.log"))
+	for _, want := range []string{"says completed behind the controller's back", "iteration cap or timeout was changed behind the controller's back"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("controller.log does not say %q:\n%s", want, b)
+		}
+	}
+}

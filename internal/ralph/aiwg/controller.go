@@ -38,6 +38,58 @@ type controller struct {
 	// criteria is the completion command, as the loop's seal keeps it (seal.go), taken when
 	// the controller starts: never the one the state says later.
 	criteria string
+	// limits are the loop's iteration cap and timeout as the controller first read them under
+	// the lock (Start and Resume set them, with a person's options, before they let it go):
+	// the agent, which can write state.json, must not lift them (holdLimits).
+	limits    loopLimits
+	limitsSet bool
+	// ended: this controller completed the loop (its check passed); the next look leaves.
+	ended bool
+}
+
+// loopLimits are what ends a loop that never passes its check.
+type loopLimits struct {
+	maxIterations           int
+	timeoutSeconds          int64
+	timeoutFrom, startedAt string
+}
+
+func limitsOf(st *State) loopLimits {
+	return loopLimits{st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt}
+}
+
+// holdLimits puts the controller's limits back into st when st says others, with a line in the
+// controller's log; it reports whether it changed st.
+func (c *controller) holdLimits(st *State) bool {
+	if !c.limitsSet {
+		c.limits, c.limitsSet = limitsOf(st), true
+	}
+	if limitsOf(st) == c.limits {
+		return false
+	}
+	fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's iteration cap or timeout was changed behind the controller's back; the loop's own are kept\n", c.id)
+	st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt =
+		c.limits.maxIterations, c.limits.timeoutSeconds, c.limits.timeoutFrom, c.limits.startedAt
+	return true
+}
+
+// holdStatus undoes an end the state claims while this controller still runs the loop: only
+// the controller itself completes or fails a loop (after its check, or at a limit), and it
+// leaves at once when it does; a loop found completed, completing, failed or crashed under
+// its pid was written so by someone else, the agent most likely. (A person's pause and abort
+// are states the controller obeys.) It reports whether it changed st.
+func (c *controller) holdStatus(st *State) bool {
+	if c.ended {
+		return false
+	}
+	switch st.Status {
+	case StatusCompleting, StatusCompleted, StatusFailed, StatusCrashed:
+	default:
+		return false
+	}
+	fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json says %s behind the controller's back; only the controller ends a loop, it goes on\n", c.id, st.Status)
+	st.Status, st.ExitReason, st.CompletedAt = StatusRunning, "", nil
+	return true
 }
 
 // action is what the controller does next.
@@ -146,7 +198,10 @@ func (c *controller) next() (action, *State, error) {
 			act = actExit // another controller took the loop over (ralph resume)
 			return nil
 		}
-		c.holdCriteria(st) // saved with whatever this decides; every branch saves, or leaves
+		// Saved with whatever this decides; every branch saves, or leaves.
+		c.holdCriteria(st)
+		c.holdLimits(st)
+		c.holdStatus(st)
 		if c.stop.Load() && (st.Status == StatusRunning || st.Status == StatusPaused) {
 			if st.Status == StatusRunning {
 				st.Transition(StatusPaused)
@@ -326,6 +381,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 				return err
 			}
 			st.ExitReason = StatusCompleted
+			c.ended = true
 		}
 		if every := st.Configuration.CheckpointInterval; passed || (every > 0 && i%every == 0) {
 			if err := c.ws.checkpoint(st, i); err != nil {

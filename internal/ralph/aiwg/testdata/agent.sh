@@ -14,6 +14,8 @@
 #               the agent works, then lets it go on
 #   say=TEXT    print TEXT
 #   steer       rewrite its loop's completion command in state.json to "true" (a hostile agent)
+#   claim       write its loop's status in state.json as completed (a hostile agent)
+#   lift        raise its loop's max_iterations in state.json to 1000 (a hostile agent)
 # The words are done in order. A call past the last line repeats the last line.
 dir=${AIWG_AGENT_DIR:?}
 mkdir -p "$dir"
@@ -33,6 +35,8 @@ for word in $line; do
   write=*) echo "agent was here" >> "${word#write=}" ;;
   say=*) echo "${word#say=}" ;;
   steer) sed -i 's/"completion_criteria": "[^"]*"/"completion_criteria": "true"/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
+  claim) sed -i 's/"status": "running"/"status": "completed"/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
+  lift) sed -i 's/"max_iterations": [0-9]*/"max_iterations": 1000/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   cost=*) printf '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"worked","total_cost_usd":%s,"usage":{"input_tokens":100,"output_tokens":20}}\n' "${word#cost=}" ;;
   limit=*) echo "Claude AI usage limit reached|$(( $(date +%s) + ${word#limit=} ))"; code=1 ;;
   esac

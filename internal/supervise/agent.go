@@ -163,7 +163,13 @@ func openPty() (master, tty *os.File, err error) {
 func (p *agentProc) pid() int { return p.cmd.Process.Pid }
 
 // stop sends the agent's process group SIGTERM, then SIGKILL after grace, and returns its end.
-func (p *agentProc) stop(grace time.Duration) *os.ProcessState {
+// With hangUp it first sends SIGHUP, as a closing terminal does (tmux's kill-window, what the
+// originals' kill did): an interactive shell, which ignores SIGTERM, then ends at once instead
+// of at the grace's SIGKILL.
+func (p *agentProc) stop(grace time.Duration, hangUp bool) *os.ProcessState {
+	if hangUp {
+		syscall.Kill(-p.pid(), syscall.SIGHUP)
+	}
 	syscall.Kill(-p.pid(), syscall.SIGTERM)
 	select {
 	case ps := <-p.done:

@@ -243,7 +243,9 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	var stoppedAt time.Time // when the agent was told to stop, if it was
 	stopWith := func(status, reason string) Outcome {
 		stoppedAt = time.Now()
-		out := exited(ag.stop(a.KillGrace))
+		// A kill hangs up first, as the originals' (a tmux window or session killed); the
+		// other stops (a timeout, a watch, the supervisor's own signal) keep TERM's end.
+		out := exited(ag.stop(a.KillGrace, reason == ReasonKilled))
 		out.Status, out.Reason = status, reason
 		return out
 	}

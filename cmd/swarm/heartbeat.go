@@ -107,17 +107,15 @@ func heartbeatStartCommand() *cli.Command {
 			if old, err := sw.Heartbeat(name); err == nil && old != nil && old.Live() && !force {
 				return hbError(s, "heartbeat already active for '%s' (use --force to replace)", name)
 			}
-			secs, err := worker.ParseDuration(c.String("interval"))
+			interval, err := worker.Duration(c.String("interval"))
 			if err != nil {
-				return hbError(s, "invalid interval '%s'", c.String("interval"))
+				return hbError(s, "invalid interval '%s'%s", c.String("interval"), worker.DurationNote(err))
 			}
-			spec := swarm.HeartbeatSpec{Interval: time.Duration(secs) * time.Second, Message: c.String("message")}
+			spec := swarm.HeartbeatSpec{Interval: interval, Message: c.String("message")}
 			if exp := c.String("expire"); exp != "" {
-				expSecs, err := worker.ParseDuration(exp)
-				if err != nil {
-					return hbError(s, "invalid expire '%s'", exp)
+				if spec.Expire, err = worker.Duration(exp); err != nil {
+					return hbError(s, "invalid expire '%s'%s", exp, worker.DurationNote(err))
 				}
-				spec.Expire = time.Duration(expSecs) * time.Second
 			}
 			if spec.Interval < swarm.ShortHeartbeat {
 				hbWarn(s, "very short interval (%s), consider using at least 1m", c.String("interval"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/screen"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 	ucli "github.com/urfave/cli/v2"
@@ -22,7 +23,8 @@ func logsCommand() *cli.Command {
 		Name: "logs", Usage: "a worker's output", UsageText: "swarm logs NAME [--history] [--lines N] [--follow]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "history", Usage: "tmux: the pane's history too (--lines of it), not only the screen"},
-			&ucli.IntFlag{Name: "lines", Value: 1000, Usage: "tmux with --history: lines of history (`N`)"},
+			&ucli.IntFlag{Name: "lines", Value: 1000, Usage: "tmux with --history: lines of history (`N`); " +
+				"a process worker: its log's last N lines, when given"},
 			&ucli.BoolFlag{Name: "follow", Usage: "keep showing: a process worker's log as it grows, a tmux worker's last " +
 				"30 lines every second; until Ctrl-C or the worker stops"},
 		},
@@ -55,21 +57,66 @@ func logsCommand() *cli.Command {
 				fmt.Fprint(s.Out, text)
 				return nil
 			}
-			if c.Bool("follow") {
-				return followLog(ctx, s, sw, w)
-			}
-			b, err := fsx.ReadFileLimit(sw.Dir().StdoutLog(name), 1<<30)
+			f, err := fsx.OpenRegular(sw.Dir().StdoutLog(name))
 			if errors.Is(err, fs.ErrNotExist) {
 				fmt.Fprintf(s.Err, "swarm: no logs found for %s\n", name)
 				return &cli.ExitError{Code: 1}
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("reading the log of '%s': %v", name, err)
 			}
-			s.Out.Write(b)
+			defer f.Close()
+			if c.IsSet("lines") {
+				if err := seekLastLines(f, max(c.Int("lines"), 0)); err != nil {
+					return fmt.Errorf("reading the log of '%s': %v", name, err)
+				}
+			}
+			// The agent's output as text: its escapes (clipboard writes, title changes, status
+			// queries whose answers would land in the user's shell) are not the user's
+			// terminal's to obey. Streamed, so a log of any size takes the same memory.
+			out := screen.NewStripWriter(s.Out)
+			if c.Bool("follow") {
+				return followLog(ctx, out, sw, w, f)
+			}
+			if _, err := io.Copy(out, f); err != nil {
+				return fmt.Errorf("reading the log of '%s': %v", name, err)
+			}
 			return nil
 		},
 	}
+}
+
+// seekLastLines moves f to the start of its last n lines (a final newline ends the last line,
+// it does not start another; fewer lines than n: all of them), reading back from the end a
+// block at a time: however large the log, only what is shown is read.
+func seekLastLines(f *os.File, n int) error {
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	start := int64(0)
+	if n == 0 {
+		start = end
+	}
+	buf := make([]byte, 64<<10)
+	for pos := end; n > 0 && pos > 0; {
+		k := min(int64(len(buf)), pos)
+		pos -= k
+		b := buf[:k]
+		if _, err := f.ReadAt(b, pos); err != nil {
+			return err
+		}
+		for i := len(b) - 1; i >= 0 && n > 0; i-- {
+			if b[i] != '\n' || pos+int64(i) == end-1 {
+				continue
+			}
+			if n--; n == 0 {
+				start = pos + int64(i) + 1
+			}
+		}
+	}
+	_, err = f.Seek(start, io.SeekStart)
+	return err
 }
 
 // followPane shows a tmux worker's last 30 lines every second, clearing the terminal first, as
@@ -95,22 +142,14 @@ func followPane(ctx context.Context, s cli.Streams, sw *swarm.Swarm, w *worker.W
 	}
 }
 
-// followLog prints a process worker's log and what is added to it (the Python swarm exec'd
-// tail -f) until interrupted (exit 0) or the worker stops and all of its log was printed.
-func followLog(ctx context.Context, s cli.Streams, sw *swarm.Swarm, w *worker.Worker) error {
-	f, err := os.Open(sw.Dir().StdoutLog(w.Name))
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(s.Err, "swarm: no logs found for %s\n", w.Name)
-		return &cli.ExitError{Code: 1}
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// followLog prints a process worker's log f from where it stands and what is added to it (the
+// Python swarm exec'd tail -f) to out, until interrupted (exit 0) or the worker stops and all
+// of its log was printed.
+func followLog(ctx context.Context, out io.Writer, sw *swarm.Swarm, w *worker.Worker, f *os.File) error {
 	for {
 		// Whether it runs is asked before reading: what it wrote before it stopped is read next.
 		running := sw.Live(ctx, w).Running
-		if _, err := io.Copy(s.Out, f); err != nil {
+		if _, err := io.Copy(out, f); err != nil {
 			return err
 		}
 		if !running {

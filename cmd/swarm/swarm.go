@@ -101,7 +101,7 @@ func choice(name string, value string, choices ...string) error {
 	return cli.Usagef("argument --%s: invalid choice: '%s' (choose from '%s')", name, value, strings.Join(choices, "', '"))
 }
 
-// warnf says a warning as the Python swarm did: "swarm: warning: ...".
+// warnf says a warning as the Python swarm did: "swarm: warning: ..." (on every line).
 func warnf(s cli.Streams, format string, args ...any) {
-	fmt.Fprintf(s.Err, "swarm: warning: %s\n", fmt.Sprintf(format, args...))
+	swarm.WriteWarning(s.Err, fmt.Sprintf(format, args...))
 }

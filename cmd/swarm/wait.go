@@ -24,11 +24,10 @@ func waitCommand() *cli.Command {
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			var timeout time.Duration
 			if t := c.String("timeout"); t != "" && t != "0" {
-				secs, err := worker.ParseDuration(t)
-				if err != nil {
-					return cli.Usagef("argument --timeout: invalid value: '%s'", t)
+				var err error
+				if timeout, err = worker.Duration(t); err != nil {
+					return cli.Usagef("argument --timeout: invalid value: '%s'%s", t, worker.DurationNote(err))
 				}
-				timeout = time.Duration(secs) * time.Second
 			}
 			sw, st, err := load(ctx, s)
 			if err != nil {

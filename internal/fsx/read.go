@@ -204,3 +204,15 @@ func ReadTail(path string, n int64) ([]byte, error) {
 	}
 	return buf[:k], nil
 }
+
+// OpenRegular opens the regular file at path for reading, as the bounded readers here do:
+// never through a final symbolic link, never waiting on a named pipe (anything but a regular
+// file is an error). For a reader that streams a file of any size (swarm logs) in bounded
+// memory.
+func OpenRegular(path string) (*os.File, error) {
+	fd, _, err := openRegular(Cwd, path, syscall.O_NOFOLLOW)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}

@@ -1,8 +1,10 @@
 package screen
 
 import (
+	"io"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The states of Strip's machine. They follow the DEC/ANSI parser of Paul Williams
@@ -27,6 +29,16 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// dropped marks the bytes dropped in ground state that change no state: the C0 controls but
+// newline and tab (kept) and ESC, CAN and SUB (which do), and DEL.
+var dropped = func() (t [256]bool) {
+	for b := 0; b < 0x20; b++ {
+		t[b] = true
+	}
+	t['\n'], t['\t'], t[0x1b], t[0x18], t[0x1a], t[0x7f] = false, false, false, false, false, true
+	return t
+}()
+
 // Strip removes every terminal control sequence from s, leaving the text a person would read:
 // CSI (colours, cursor moves, private modes), OSC (titles, hyperlinks; ended by BEL or ST),
 // DCS, SOS, PM and APC (ended by ST), two-byte escapes and charset designations (ESC ( B),
@@ -47,10 +59,20 @@ func Strip(s string) string {
 	if i == len(s) {
 		return s // already plain ASCII: most log lines of a non-terminal run
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	b.WriteString(s[:i])
-	st := ground
+	b := make([]byte, i, len(s))
+	copy(b, s)
+	b, _, _ = strip(b, s, i, ground, true)
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b)) // b is not used again: no copy (strings.Builder's way)
+}
+
+// strip is Strip's machine: it appends to b what is kept of s from s[i], starting in state
+// st, and returns b, the state it ends in and how much of s it consumed. Unless final, it
+// stops before a UTF-8 character cut off at the end of s (the next piece of a stream holds
+// the rest); when final, such bytes are dropped like any that are not UTF-8.
+func strip(b []byte, s string, i, st int, final bool) ([]byte, int, int) {
 	for i < len(s) {
 		c := s[i]
 		switch {
@@ -58,10 +80,18 @@ func Strip(s string) string {
 			// The run of text up to the next control: one copy, however many characters.
 			j := textRun(s, i)
 			if j > i {
-				b.WriteString(s[i:j])
+				b = append(b, s[i:j]...)
 				i = j
 				continue
 			}
+		case st == ground && dropped[c]:
+			// C0 controls and DEL a terminal would obey or ignore (CR, BS, BEL, NUL…): dropped
+			// in one go.
+			i++
+			for i < len(s) && dropped[s[i]] {
+				i++
+			}
+			continue
 		case st == csiSeq && c >= 0x20 && c <= 0x3f:
 			// Parameters, private markers and intermediates: skipped in one go.
 			i++
@@ -80,6 +110,9 @@ func Strip(s string) string {
 		}
 		size := 1
 		if c >= 0x80 {
+			if !final && !utf8.FullRuneInString(s[i:]) {
+				return b, st, i // the rest of the character comes with the next piece
+			}
 			var r rune
 			r, size = utf8.DecodeRuneInString(s[i:])
 			switch {
@@ -88,13 +121,13 @@ func Strip(s string) string {
 			case r < 0xa0:
 				st = c1(r)
 			case st == ground:
-				b.WriteString(s[i : i+size])
+				b = append(b, s[i:i+size]...)
 			case st == oscStr || st == ctrlStr:
 				// Part of the string's payload (a title in UTF-8, say).
 			default:
 				// A character cuts an escape or CSI short, as in xterm, and is shown.
 				st = ground
-				b.WriteString(s[i : i+size])
+				b = append(b, s[i:i+size]...)
 			}
 			i += size
 			continue
@@ -126,7 +159,7 @@ func Strip(s string) string {
 			case c >= 0x30 && c <= 0x7e:
 				st = ground // ESC 7, ESC =, ESC c…: complete
 			default:
-				st = executeC0(&b, c, st)
+				b = executeC0(b, c)
 			}
 		case escInter:
 			switch {
@@ -134,7 +167,7 @@ func Strip(s string) string {
 			case c >= 0x30 && c <= 0x7e:
 				st = ground
 			default:
-				st = executeC0(&b, c, st)
+				b = executeC0(b, c)
 			}
 		case csiSeq:
 			switch {
@@ -142,7 +175,7 @@ func Strip(s string) string {
 			case c >= 0x40 && c <= 0x7e:
 				st = ground
 			default:
-				st = executeC0(&b, c, st)
+				b = executeC0(b, c)
 			}
 		case oscStr:
 			if c == 0x07 {
@@ -152,7 +185,7 @@ func Strip(s string) string {
 			// Payload: only ST (or CAN, SUB) ends it.
 		}
 	}
-	return b.String()
+	return b, st, i
 }
 
 // textRun returns the end of the text that starts at s[i]: printable ASCII, newline, tab and
@@ -182,11 +215,11 @@ func textRun(s string, i int) int {
 
 // executeC0 handles a C0 control met inside an escape or CSI sequence: a terminal obeys it
 // without ending the sequence, so a newline or tab there is kept and the sequence goes on.
-func executeC0(b *strings.Builder, c byte, st int) int {
+func executeC0(b []byte, c byte) []byte {
 	if c == '\n' || c == '\t' {
-		b.WriteByte(c)
+		b = append(b, c)
 	}
-	return st
+	return b
 }
 
 // c1 is the state a C1 control puts Strip's machine in, from any state, as 8-bit controls do
@@ -218,4 +251,44 @@ func Summary(output []byte, n int) string {
 		i -= size
 	}
 	return s[i:]
+}
+
+// StripWriter is Strip for a stream (a log printed as it is read, or followed as it grows):
+// what it writes to its writer is what Strip would make of everything written to it, piece by
+// piece, in memory bounded by the largest piece. A sequence or a UTF-8 character cut between
+// two writes is carried over to the next.
+type StripWriter struct {
+	w    io.Writer
+	st   int
+	tail [utf8.UTFMax]byte // a UTF-8 character cut off at the end of the last write
+	n    int               // bytes in tail
+	buf  []byte
+}
+
+// NewStripWriter returns a StripWriter writing to w.
+func NewStripWriter(w io.Writer) *StripWriter { return &StripWriter{w: w} }
+
+// Write strips p and writes what is kept. It reports p consumed unless the writer fails.
+func (s *StripWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var in string
+	if s.n > 0 {
+		in = string(s.tail[:s.n]) + string(p)
+	} else {
+		in = unsafe.String(&p[0], len(p)) // read only, and not kept past this call
+	}
+	var used int
+	s.buf, s.st, used = strip(s.buf[:0], in, 0, s.st, false)
+	s.n = copy(s.tail[:], in[used:])
+	if len(s.buf) > 0 {
+		if _, err := s.w.Write(s.buf); err != nil {
+			return 0, err
+		}
+	}
+	if cap(s.buf) > 1<<20 {
+		s.buf = nil // one huge write does not keep its buffer
+	}
+	return len(p), nil
 }

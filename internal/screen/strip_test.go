@@ -1,6 +1,7 @@
 package screen
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -78,6 +79,30 @@ func TestStrip(t *testing.T) {
 	}
 }
 
+// stripStream is Strip through a StripWriter, s written in pieces of n bytes.
+func stripStream(s string, n int) string {
+	var out bytes.Buffer
+	w := NewStripWriter(&out)
+	for len(s) > 0 {
+		k := min(n, len(s))
+		w.Write([]byte(s[:k]))
+		s = s[k:]
+	}
+	return out.String()
+}
+
+// TestStripWriter: a stream stripped piece by piece is what Strip makes of it whole, however it
+// is cut (swarm logs streams a log of any size through it).
+func TestStripWriter(t *testing.T) {
+	for _, tt := range stripTests {
+		for _, n := range []int{1, 2, 3, 5, 1 << 20} {
+			if got := stripStream(tt.in, n); got != tt.want {
+				t.Errorf("%s: stripStream(%q, %d) = %q, want %q", tt.feature, tt.in, n, got, tt.want)
+			}
+		}
+	}
+}
+
 // TestStripPlainAllocatesNothing: most of a non-terminal run's log is plain ASCII, returned as is.
 func TestStripPlainAllocatesNothing(t *testing.T) {
 	s := strings.Repeat("ok 	github.com/agentfleet/fleet 0.1s\n", 100)
@@ -139,6 +164,11 @@ func FuzzStrip(f *testing.F) {
 		}
 		if again := Strip(got); again != got {
 			t.Fatalf("Strip(Strip(%q)) = %q, want %q", s, again, got)
+		}
+		for _, n := range []int{1, 7} {
+			if streamed := stripStream(s, n); streamed != got {
+				t.Fatalf("stripStream(%q, %d) = %q, want Strip's %q", s, n, streamed, got)
+			}
 		}
 	})
 }

@@ -2,12 +2,14 @@ package supervise
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/creack/pty"
@@ -163,7 +165,13 @@ func openPty() (master, tty *os.File, err error) {
 func (p *agentProc) pid() int { return p.cmd.Process.Pid }
 
 // stop sends the agent's process group SIGTERM, then SIGKILL after grace, and returns its end.
-func (p *agentProc) stop(grace time.Duration) *os.ProcessState {
+// With hangUp it first sends SIGHUP, as a closing terminal does (tmux's kill-window, what the
+// originals' kill did): an interactive shell, which ignores SIGTERM, then ends at once instead
+// of at the grace's SIGKILL.
+func (p *agentProc) stop(grace time.Duration, hangUp bool) *os.ProcessState {
+	if hangUp {
+		syscall.Kill(-p.pid(), syscall.SIGHUP)
+	}
 	syscall.Kill(-p.pid(), syscall.SIGTERM)
 	select {
 	case ps := <-p.done:
@@ -203,6 +211,88 @@ func (p *agentProc) write(b []byte) error {
 	defer p.wmu.Unlock()
 	_, err := p.master.Write(b)
 	return err
+}
+
+// canonLine is how long a line the agent's terminal takes in canonical (cooked) mode: Linux's
+// N_TTY_BUF_SIZE less the byte kept for the newline. Past it, what is typed is dropped.
+const canonLine = 4095
+
+// canonPiece is how much of a line typeText types before pushing it to the reader: under
+// canonLine, with room for what the line may already hold (a send with --raw).
+const canonPiece = 3072
+
+// typeText types text into the agent's terminal as write does; when the terminal is in
+// canonical mode (a shell's read, a program that reads lines), a line longer than it takes is
+// typed in pieces, each pushed to the reader with the terminal's EOF character (Ctrl-D) as
+// the line discipline allows: Ctrl-D after some text hands that text to read() without a
+// newline and without ending the input, so a reader that reads to the newline gets the line
+// whole (the kernel cut it at 4,095 bytes). A terminal with no EOF character cannot take such
+// a line: that is an error, and nothing is typed.
+func (p *agentProc) typeText(text string) error {
+	if p.master == nil {
+		return p.write([]byte(text))
+	}
+	var t *unix.Termios
+	if rc, err := p.master.SyscallConn(); err == nil {
+		// Not Fd(): it would turn the master back to blocking.
+		rc.Control(func(fd uintptr) { t, _ = unix.IoctlGetTermios(int(fd), unix.TCGETS) })
+	}
+	if t == nil || t.Lflag&unix.ICANON == 0 {
+		return p.write([]byte(text))
+	}
+	crEnds := t.Iflag&unix.ICRNL != 0 && t.Iflag&unix.IGNCR == 0
+	eof := t.Cc[unix.VEOF]
+	b, err := splitLines(text, canonPiece, crEnds, eof)
+	if err != nil {
+		return err
+	}
+	return p.write(b)
+}
+
+// splitLines is text with eof inserted after every piece of piece bytes of a line (cut at a
+// UTF-8 character's start) that goes on after it. A line ends at a newline, and at a carriage
+// return when crEnds. An eof of 0 (disabled) with a line too long for canonLine is an error.
+func splitLines(text string, piece int, crEnds bool, eof byte) ([]byte, error) {
+	out := make([]byte, 0, len(text)+len(text)/piece+1)
+	n := 0 // bytes of the current line typed since the last push
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c == '\n' || (c == '\r' && crEnds) {
+			out = append(out, c)
+			n = 0
+			i++
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		if n+size > piece {
+			if eof == 0 {
+				if longest(text, crEnds) > canonLine {
+					return nil, fmt.Errorf("the agent's terminal reads lines (canonical mode) of at most %d bytes and has no EOF character to hand over a longer line in pieces: nothing was typed", canonLine)
+				}
+				return []byte(text), nil
+			}
+			out = append(out, eof)
+			n = 0
+		}
+		out = append(out, text[i:i+size]...)
+		n += size
+		i += size
+	}
+	return out, nil
+}
+
+// longest is the length of text's longest line.
+func longest(text string, crEnds bool) int {
+	most, n := 0, 0
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c == '\n' || (c == '\r' && crEnds) {
+			n = 0
+			continue
+		}
+		n++
+		most = max(most, n)
+	}
+	return most
 }
 
 // resize sets the agent's terminal size; the kernel sends it SIGWINCH.

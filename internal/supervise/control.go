@@ -20,7 +20,7 @@ import (
 
 // Control operations.
 const (
-	OpSend   = "send"   // type Text into the agent's terminal, literally
+	OpSend   = "send"   // type Text into the agent's terminal, literally (see agentProc.typeText)
 	OpKeys   = "keys"   // press Keys (see Keys)
 	OpScreen = "screen" // the last Lines lines of the screen
 	OpStop   = "stop"   // stop the current attempt, recording Reason (default "killed")
@@ -119,7 +119,7 @@ func (s *Supervisor) handle(req *Request) Response {
 	switch req.Op {
 	case OpStatus:
 	case OpSend:
-		if err := cur.proc.write([]byte(req.Text)); err != nil {
+		if err := cur.proc.typeText(req.Text); err != nil {
 			return fail(err)
 		}
 	case OpKeys:

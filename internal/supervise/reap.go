@@ -19,24 +19,36 @@ func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// reapStragglers stops every process still descending from this one: TERM, then KILL after
-// grace, repeated until none is left (a killed parent re-parents its children here). It must
-// run only when the supervisor has no child of its own to wait for: it reaps what it finds.
-// It returns how many processes it stopped.
-func reapStragglers(grace time.Duration) int {
+// killSettle bounds how long the reaping waits, after SIGKILL, for the processes it killed to
+// end: one stuck in the kernel (an uninterruptible wait on a dead NFS server) ends only when
+// the kernel lets it, and the attempt's end must not wait for that.
+const killSettle = 5 * time.Second
+
+// reapStragglers stops every process still descending from this one: TERM, then KILL once
+// killAt has passed, repeated until none is left (a killed parent re-parents its children
+// here), so a straggler that ignores TERM is killed however long the grace period. It must run
+// only when the supervisor has no child of its own to wait for: it reaps what it finds. It
+// returns how many processes it stopped.
+func reapStragglers(killAt time.Time) int {
 	if !hasChildren() {
 		return 0 // the common case, without a scan of every process in /proc
 	}
 	stopped := map[int]bool{}
-	deadline := time.Now().Add(grace)
-	for round := 0; round < 50; round++ {
+	var giveUp time.Time
+	for {
 		kids := children(os.Getpid())
 		if len(kids) == 0 {
 			break
 		}
+		now := time.Now()
 		sig := syscall.SIGTERM
-		if time.Now().After(deadline) {
+		if !now.Before(killAt) {
 			sig = syscall.SIGKILL
+			if giveUp.IsZero() {
+				giveUp = now.Add(killSettle)
+			} else if now.After(giveUp) {
+				break
+			}
 		}
 		for _, pid := range kids {
 			if !stopped[pid] || sig == syscall.SIGKILL {
@@ -45,8 +57,12 @@ func reapStragglers(grace time.Duration) int {
 			stopped[pid] = true
 		}
 		// Collect the ones that ended, so they do not linger as zombies and are not counted
-		// again; the others get the rest of the grace period.
-		wait := time.Now().Add(100 * time.Millisecond)
+		// again; the others get the rest of the grace period, looked at again every 100 ms
+		// (their children, re-parented here, need their TERM too).
+		wait := now.Add(100 * time.Millisecond)
+		if sig == syscall.SIGTERM && killAt.Before(wait) {
+			wait = killAt
+		}
 		for time.Now().Before(wait) {
 			if reapSome(kids) == len(kids) {
 				break

@@ -246,8 +246,12 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		defer t.Stop()
 		watchTick = t.C
 	}
+	var stoppedAt time.Time // when the agent was told to stop, if it was
 	stopWith := func(status, reason string) Outcome {
-		out := exited(ag.stop(a.KillGrace))
+		stoppedAt = time.Now()
+		// A kill hangs up first, as the originals' (a tmux window or session killed); the
+		// other stops (a timeout, a watch, the supervisor's own signal) keep TERM's end.
+		out := exited(ag.stop(a.KillGrace, reason == ReasonKilled))
 		out.Status, out.Reason = status, reason
 		return out
 	}
@@ -297,9 +301,15 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		}
 	}
 	out.Started, out.Finished = started, time.Now()
-	// What is left of the agent's session, then every process it left behind anywhere.
+	// What is left of the agent's session, then every process it left behind anywhere, each
+	// given the grace period (what is left of it when the agent was stopped, so that a stop
+	// takes the grace once) before it is killed.
 	syscall.Kill(-ag.pid(), syscall.SIGTERM)
-	if n := reapStragglers(a.KillGrace); n > 0 {
+	killAt := time.Now().Add(a.KillGrace)
+	if !stoppedAt.IsZero() {
+		killAt = stoppedAt.Add(a.KillGrace)
+	}
+	if n := reapStragglers(killAt); n > 0 {
 		out.Stragglers = n
 		fmt.Fprintf(sink, "\r\nsupervisor: stopped %d process(es) the agent left behind\r\n", n)
 	}

@@ -326,6 +326,37 @@ func TestStragglersAreStopped(t *testing.T) {
 	}
 }
 
+// An agent's child that ignores SIGTERM, with dispatch's default 10 s grace (issue 17): the
+// reaping gave up after about 5 s and the child lived on, re-parented to PID 1. The agent runs
+// on pipes (the queue's agents, "terminal": false), where its exit hangs up no terminal. Not
+// parallel: this process is the subreaper of every test's agents, and reaps what it finds.
+func TestStragglerIgnoringTermIsKilledAfterTheGrace(t *testing.T) {
+	s := newSupervisor(t, "deaf", nil, nil)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	a := shAttempt(s, 1, fmt.Sprintf(`sh -c 'trap "" TERM; echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 300' </dev/null >/dev/null 2>&1 &
+while ! test -s %s; do sleep 0.01; done; exit 0`, pidFile, pidFile, pidFile, pidFile))
+	a.Terminal, a.KillGrace = false, 10*time.Second
+	start := time.Now()
+	out := s.Run(context.Background(), a, &memRecorder{})
+	took := time.Since(start)
+	b, _ := os.ReadFile(pidFile)
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	if pid <= 0 {
+		t.Fatalf("the child never started (%q)", b)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the child %d ignoring TERM outlived its attempt (reaping took %s, grace 10s)", pid, took)
+	}
+	if out.Stragglers != 1 {
+		t.Errorf("stragglers = %d, want 1", out.Stragglers)
+	}
+	if took < a.KillGrace {
+		t.Errorf("the attempt ended after %s, before the grace (%s) the child was owed", took, a.KillGrace)
+	}
+}
+
 func TestFailedRecordKeepsTheOutcomeInTheEntry(t *testing.T) {
 	s := newSupervisor(t, "keep", nil, nil)
 	rec := &memRecorder{failures: 2}

@@ -90,7 +90,7 @@ func (b *beater) look(activity string, lines []string, now time.Time) {
 		return
 	}
 	if r := b.reset(); !r.IsZero() {
-		if d := r.Add(time.Duration(hb.IntervalSeconds) * time.Second); d.After(due) {
+		if d := r.Add(hb.Interval()); d.After(due) {
 			due = d
 		}
 	}

@@ -89,17 +89,21 @@ const ShortHeartbeat = time.Minute
 // read durations (worker.ParseDuration: 4h, 30m, 90s, 1h30m, bare seconds). The error says
 // which one is no duration, in spawn's words.
 func ParseHeartbeat(interval, expire, message string) (*HeartbeatSpec, error) {
-	secs, err := worker.ParseDuration(interval)
-	if err != nil {
-		return nil, fmt.Errorf("invalid heartbeat interval '%s' (nothing was started)", interval)
-	}
-	hb := &HeartbeatSpec{Interval: time.Duration(secs) * time.Second, Message: message}
-	if expire != "" {
-		exp, err := worker.ParseDuration(expire)
-		if err != nil {
-			return nil, fmt.Errorf("invalid heartbeat-expire '%s' (nothing was started)", expire)
+	note := func(err error) string {
+		if errors.Is(err, worker.ErrDurationRange) {
+			return err.Error() + "; "
 		}
-		hb.Expire = time.Duration(exp) * time.Second
+		return ""
+	}
+	d, err := worker.Duration(interval)
+	if err != nil {
+		return nil, fmt.Errorf("invalid heartbeat interval '%s' (%snothing was started)", interval, note(err))
+	}
+	hb := &HeartbeatSpec{Interval: d, Message: message}
+	if expire != "" {
+		if hb.Expire, err = worker.Duration(expire); err != nil {
+			return nil, fmt.Errorf("invalid heartbeat-expire '%s' (%snothing was started)", expire, note(err))
+		}
 	}
 	return hb, nil
 }

@@ -86,10 +86,10 @@ func (s *Swarm) Root() string { return s.dir.Root }
 // Dir names the swarm directory's files.
 func (s *Swarm) Dir() statedir.Swarm { return s.dir }
 
-// warnf says a warning as the Python swarm did: "swarm: warning: ...".
+// warnf says a warning as the Python swarm did: "swarm: warning: ..." (on every line).
 func (s *Swarm) warnf(format string, args ...any) {
 	if s.opts.Warnings != nil {
-		fmt.Fprintf(s.opts.Warnings, "swarm: warning: %s\n", fmt.Sprintf(format, args...))
+		WriteWarning(s.opts.Warnings, fmt.Sprintf(format, args...))
 	}
 }
 

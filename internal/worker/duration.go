@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +23,9 @@ func ParseDuration(s string) (seconds int64, err error) {
 	invalid := fmt.Errorf("invalid duration: '%s'", s)
 	if allDigits(s) {
 		n, err := strconv.ParseInt(s, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, ErrDurationRange
+		}
 		if err != nil || n <= 0 {
 			return 0, fmt.Errorf("duration must be positive")
 		}
@@ -40,6 +45,10 @@ func ParseDuration(s string) (seconds int64, err error) {
 			if !ok {
 				return 0, invalid
 			}
+			// Python's int has no bound; int64 wraps, into a negative or a wrong total.
+			if n > (math.MaxInt64-max(total, 0))/u.mult || n < (math.MinInt64-min(total, 0))/u.mult {
+				return 0, ErrDurationRange
+			}
 			total += n * u.mult
 		}
 		rest = after
@@ -51,6 +60,34 @@ func ParseDuration(s string) (seconds int64, err error) {
 		return 0, fmt.Errorf("duration must be positive")
 	}
 	return total, nil
+}
+
+// ErrDurationRange is a duration longer than a time.Duration holds (about 292 years): read
+// into one, it would wrap into a negative or a wrong one.
+var ErrDurationRange = fmt.Errorf("out of range: at most %dh", MaxDuration/time.Hour)
+
+// MaxDuration is the longest duration Duration reads, in whole seconds.
+const MaxDuration = time.Duration(math.MaxInt64) / time.Second * time.Second
+
+// Duration is ParseDuration as a time.Duration; one longer than MaxDuration is ErrDurationRange.
+func Duration(s string) (time.Duration, error) {
+	secs, err := ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if secs > int64(MaxDuration/time.Second) {
+		return 0, ErrDurationRange
+	}
+	return time.Duration(secs) * time.Second, nil
+}
+
+// DurationNote is what to add to a message that refuses s for err: ErrDurationRange's words,
+// in parentheses, or "" for any other error (the Python swarm's message says it all).
+func DurationNote(err error) string {
+	if errors.Is(err, ErrDurationRange) {
+		return " (" + err.Error() + ")"
+	}
+	return ""
 }
 
 func isSpace(s string) bool { return strings.TrimSpace(s) == "" }

@@ -60,7 +60,17 @@ func (h *Heartbeat) NextBeat() (t time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return b.Add(time.Duration(h.IntervalSeconds) * time.Second), true
+	return b.Add(h.Interval()), true
+}
+
+// Interval is the time between beats. One longer than a time.Duration holds (a file the
+// Python swarm wrote: it had no bound) is MaxDuration, never wrapped into a negative interval
+// that would beat at every idle moment.
+func (h *Heartbeat) Interval() time.Duration {
+	if h.IntervalSeconds > int64(MaxDuration/time.Second) {
+		return MaxDuration
+	}
+	return time.Duration(h.IntervalSeconds) * time.Second
 }
 
 // Expires returns the expiry time, if there is one that can be read.

@@ -2,7 +2,8 @@
 # A stand-in for an interactive coding agent, for tests. It prints a banner and a prompt, then
 # reads lines from its terminal:
 #   exit N      exit with N              say WORD    print "agent says: WORD"
-#   hang        ignore SIGTERM and sleep (the supervisor must KILL it)
+#   hang        ignore SIGTERM and sleep (a hang-up ends it, else the supervisor must KILL it)
+#   deaf        ignore SIGHUP and SIGTERM and sleep (the supervisor must KILL it)
 #   pwd         print its working directory     env K   print K's value
 #   work        show a busy status line "working (esc to interrupt)" until the next line
 #   ask         ask "Continue? (y/n)" and print the answer
@@ -28,6 +29,7 @@ while :; do
     "exit "*) echo "agent: exiting ${line#exit }"; exit "${line#exit }" ;;
     "say "*) echo "agent says: ${line#say }" ;;
     hang) trap '' TERM; echo "agent: hanging"; while :; do sleep 1; done ;;
+    deaf) trap '' HUP TERM; echo "agent: deaf"; while :; do sleep 1; done ;;
     pwd) echo "agent in: $(pwd)" ;;
     work) printf 'working (esc to interrupt)'; IFS= read -r _; printf '\033[1A\r\033[Kdone working\n' ;;
     ask) printf 'Continue? (y/n) '; IFS= read -r a; echo "agent answered: $a" ;;

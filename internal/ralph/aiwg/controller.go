@@ -49,8 +49,8 @@ type controller struct {
 
 // loopLimits are what ends a loop that never passes its check.
 type loopLimits struct {
-	maxIterations           int
-	timeoutSeconds          int64
+	maxIterations          int
+	timeoutSeconds         int64
 	timeoutFrom, startedAt string
 }
 

@@ -3,7 +3,7 @@ package remote
 import "strings"
 
 // Quote makes argv one command line for a POSIX shell, each word in single quotes (a single
-// quote inside a word ends the quoting, is escaped, and quoting starts again: ' → '\”), so
+// quote inside a word ends the quoting, is escaped with a backslash, and quoting starts again), so
 // that the remote shell ssh hands it to reads back exactly argv. ssh joins its words with
 // spaces and gives the result to the login shell of the remote user: without this, a space, a
 // ';' or a '$(…)' in a path or a branch would be read by that shell. Words made only of

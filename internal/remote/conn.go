@@ -201,6 +201,8 @@ type Cmd struct {
 	Stdin io.Reader // nil: nothing
 	// Stdout receives the command's output; nil keeps it in Result.Stdout.
 	Stdout io.Writer
+	// Stderr, if set, receives its diagnostics as well as Result.Stderr.
+	Stderr io.Writer
 	// Timeout bounds the command (0: ctx alone does).
 	Timeout time.Duration
 }
@@ -244,6 +246,9 @@ func (c *Conn) Run(ctx context.Context, rc Cmd) (*Result, error) {
 		cmd.Stdout = &stdout
 	}
 	cmd.Stderr = &stderr
+	if rc.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, rc.Stderr)
+	}
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	res := &Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}

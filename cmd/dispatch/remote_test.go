@@ -190,6 +190,13 @@ func TestDispatchHostOffline(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	// While it runs there, a second dispatch --host of the bead from this state directory is
+	// refused at once: the bead's agent never runs twice.
+	code, _, stderr := w.dispatch(ctx, nil, "--host", "h1", "--hosts", w.hostsFile, "--state-dir", w.state,
+		"--branch", "feature/x", "--force", "bd-off", w.repo, "fake", "SAY=twice")
+	if code != 1 || !strings.Contains(stderr, "bd-off is being dispatched from this state directory") {
+		t.Errorf("a second dispatch --host of a running bead: exit %d, %q; want 1, refused", code, stderr)
+	}
 	w.lab.Cut(t, 0)
 	cut := time.Now()
 	o := <-done

@@ -28,9 +28,21 @@ func (c *Conn) git(ctx context.Context, repo string, args ...string) error {
 	cmd.Env = append(cmd.Environ(), "GIT_SSH_COMMAND="+sshCmd, "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("host %s: git %s: %v: %s", c.Host.Name, strings.Join(args, " "), err, lastLine(out))
+		return fmt.Errorf("host %s: git %s: %v: %s", c.Host.Name, strings.Join(args, " "), err, gitReason(out))
 	}
 	return nil
+}
+
+// gitReason is the line of git's output that says why it failed: its first "fatal:",
+// "error:" or rejected ref (git's last line is often advice such as "and the repository
+// exists."), else the last line.
+func gitReason(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") || strings.HasPrefix(l, "! [") {
+			return l
+		}
+	}
+	return lastLine(out)
 }
 
 func (c *Conn) master() error {

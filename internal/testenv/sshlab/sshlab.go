@@ -90,6 +90,13 @@ func New(t testing.TB, n int) *Lab {
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The sessions' HOME is the lab's own: bash started by sshd reads ~/.bashrc, and this
+	// machine's root's (pyenv's rehash takes a lock, for up to a minute, when two sessions
+	// start at once) is not the test's to wait on.
+	home := filepath.Join(l.Dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	net := subnet(pid)
 	var known bytes.Buffer
 	for i := 1; i <= n; i++ {
@@ -126,7 +133,7 @@ func New(t testing.TB, n int) *Lab {
 			"AuthorizedKeysFile " + filepath.Join(l.Dir, "authorized_keys"),
 			"PidFile none", "StrictModes no", "UsePAM no", "PermitRootLogin prohibit-password",
 			"PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-			"MaxSessions 64", "MaxStartups 64", "LogLevel ERROR", "",
+			"MaxSessions 64", "MaxStartups 64", "LogLevel ERROR", "SetEnv HOME=" + home, "",
 		}, "\n")
 		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ BINDIR  ?= $(PREFIX)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
-.PHONY: all build install test test-short vet fmt-check tidy-check bench demo fuzz clean
+.PHONY: all build install test test-short vet fmt-check tidy-check bench demo fuzz clean sshd
 
 all: build
 
@@ -28,13 +28,24 @@ TESTFLAGS ?= -p 4 -parallel 8
 
 ## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
 ## lines as the packages end, and a line every 30 s naming the packages still running
-test: vet fmt-check tidy-check
+test: vet fmt-check tidy-check sshd
 	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) ./...
 
 ## test-short: a quick round: every test without the race detector and with -short, which
 ## leaves out the scripts and tests that start agents in tmux ([short] skip 'needs tmux')
 test-short:
 	GO=$(GO) $(GO) run ./tools/testprogress -- -short -count=1 $(TESTFLAGS) ./...
+
+## sshd: openssh-server for the remote hosts' tests (internal/testenv/sshlab), installed only
+## when sshd is missing, as root, where apt-get is (CI: Debian as root); anywhere else this
+## says so and those tests skip with one line
+sshd:
+	@if command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing openssh-server for the remote hosts' tests"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; } \
+			|| echo "could not install openssh-server: the remote hosts' tests skip"; \
+	else echo "sshd missing and not installable here (not root, or no apt-get): the remote hosts' tests skip"; fi
 
 vet:
 	$(GO) vet ./...

@@ -21,7 +21,7 @@ const tool = "dispatch"
 // values it parsed in them.
 func commands() []*cli.Command {
 	return []*cli.Command{psCommand(), waitCommand(), killCommand(), reconcileCommand(), attachCommand(),
-		superviseCommand(), helpCommand(), versionCommand()}
+		superviseCommand(), recordsCommand(), helpCommand(), versionCommand()}
 }
 
 // find returns dispatch's verb called name, or nil.
@@ -229,6 +229,8 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		&ucli.StringFlag{Name: "verify", Usage: "run `CMD` (a shell command) in the repo after the agent exits; its outcome fills verification"},
 		&ucli.StringFlag{Name: "timeout", Usage: "stop the agent after `DURATION` (seconds, or 90s, 30m, 1h); default DISPATCH_WATCH_TIMEOUT"},
 		&ucli.BoolFlag{Name: "no-tmux", Usage: "run the supervisor as a detached process instead of in tmux (DISPATCH_BACKEND=process)"},
+		&ucli.StringFlag{Name: "host", Usage: "run the agent on `HOST` of the hosts file over ssh: push the branch, run the host's dispatch, wait, bring the records and the branch back"},
+		&ucli.StringFlag{Name: "hosts", Usage: "with --host: the hosts file (`FILE`, default DISPATCH_HOSTS, else hosts.yaml)"},
 	}
 	usageText := "dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [flags]"
 	verbList := "PROMPT is the fourth word that is not a flag, whatever it looks like (\"- a list\",\n" +
@@ -273,6 +275,16 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			s, err := loadSettings(c.String("state-dir"))
 			if err != nil {
 				return err
+			}
+			if c.String("hosts") != "" && c.String("host") == "" {
+				return cli.Usagef("--hosts needs --host")
+			}
+			if c.String("host") != "" {
+				h, err := hostSettings(c)
+				if err != nil {
+					return err
+				}
+				return dispatchRemote(c.Context, o, h, s, stdin, stdout, stderr)
 			}
 			// formArgs kept only the last of the two.
 			if c.Bool("relay") {

@@ -12,6 +12,7 @@
 #                   it has seen what happens while the agent works
 #   READ            read a line from its terminal (keys typed into its pane) and print it
 #   ENVTO=<f>       write its environment (env) to file f
+#   COMMIT=<msg>    commit everything in its working directory with message msg
 #   SPEW=<MB>       print MB MiB of text as fast as it can: 1 MiB blocks, each a line
 #                   "spew <block, 9 digits> <48 dots>" then 16383 lines of 63 x's (64-byte
 #                   lines throughout), so a reader can check every byte (relay_bench_test.go)
@@ -41,6 +42,9 @@ if [ -n "$(word WAITFOR)" ]; then
   while [ ! -e "$(word WAITFOR)" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done
 fi
 [ -n "$(word WRITE)" ] && echo "work" > "$(word WRITE)"
+if [ -n "$(word COMMIT)" ]; then
+  git add -A && git -c user.email=agent@example.com -c user.name=agent commit -q -m "$(word COMMIT)"
+fi
 if [ -n "$(word FILL)" ]; then
   dd if=/dev/zero of=fill.bin bs=1M count="$(word FILL)" 2>/dev/null
   echo "agent: filled"

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/remote"
+	"github.com/agentfleet/fleet/internal/statedir"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// hostOptions are --host and --hosts, and the settings a remote attempt reads.
+type hostOptions struct {
+	host, hostsFile string
+	offlineAfter    time.Duration // DISPATCH_HOST_OFFLINE: no answer for this long is offline
+}
+
+// defaultHostsFile is --hosts when neither it nor DISPATCH_HOSTS names one.
+const defaultHostsFile = "hosts.yaml"
+
+// usage2 is a bad input of --host that is not a mistake of the command line: one line and exit
+// 2, without the hint to --help (a bad hosts.yaml, an unknown or unreachable host).
+func usage2(err error) error { return &cli.ExitError{Code: cli.ExitUsage, Err: err} }
+
+// dispatchRemote runs the attempt on a host of hosts.yaml: it pushes the branch to the host's
+// clone, runs the host's own dispatch there (the prompt on its stdin), follows the bead there
+// until its result is final (or the host stops answering), brings the run and result records
+// back into the local state directory and fetches the branch back as refs/remotes/HOST/BRANCH.
+// The bead's local lock is held throughout, and a bead whose agent runs here is refused, so one
+// state directory never has the bead's agent running twice.
+func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := record.CheckBead(o.bead); err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if isVerb(o.bead) {
+		return cli.Usagef("%q is a dispatch verb, not a bead id", o.bead)
+	}
+	if o.retry {
+		return cli.Usagef("--retry is not yet supported with --host")
+	}
+	home, _ := os.UserHomeDir()
+	hosts, err := remote.ParseHosts(h.hostsFile, home)
+	if err != nil {
+		return usage2(err)
+	}
+	host, err := hosts.Find(h.host)
+	if err != nil {
+		return usage2(err)
+	}
+	repoDir, err := filepath.Abs(o.repo)
+	if err != nil {
+		return err
+	}
+	repo := git.Repo{Dir: repoDir}
+	if !repo.IsRepo(ctx) {
+		return usage2(fmt.Errorf("%s is not a git repository: --host pushes its branch to %s's clone", o.repo, host.Name))
+	}
+	branch := o.branch
+	if branch == "" {
+		if branch, err = repo.Branch(ctx); err != nil || branch == "HEAD" {
+			return usage2(fmt.Errorf("%s has no branch checked out; name one with --branch", o.repo))
+		}
+	}
+	if err := repo.CheckBranch(ctx, branch); err != nil {
+		return usage2(err)
+	}
+	if !repo.HasBranch(ctx, branch) {
+		return usage2(fmt.Errorf("no branch %s in %s to push to %s", branch, o.repo, host.Name))
+	}
+	prompt, err := readPrompt(o.prompt, stdin, stderr)
+	if err != nil {
+		return err
+	}
+
+	// Here: the bead's lock for the whole remote attempt, taken without waiting.
+	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+		return fmt.Errorf("creating the state directory: %w", err)
+	}
+	d := s.dir()
+	if err := statedir.MkdirFor(d.Store.Paths().BeadLock(o.bead)); err != nil {
+		return err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	unlock, err := fsx.LockFile(lctx, d.Store.Paths().BeadLock(o.bead))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%s is being dispatched from this state directory (its lock is held); wait for it to end", o.bead)
+	}
+	defer unlock()
+	if live, _ := attempt.Alive(ctx, d, s.where(o.bead), o.bead); live {
+		return fmt.Errorf("%s runs here already; 'dispatch kill %s' first, or wait for it", o.bead, o.bead)
+	}
+
+	dialer, err := remote.NewDialer(remote.Options{ConnectTimeout: min(10*time.Second, h.offlineAfter/2),
+		AliveInterval: max(time.Second, h.offlineAfter/4)})
+	if err != nil {
+		return err
+	}
+	defer dialer.Close()
+	conn, err := dialer.Dial(ctx, host)
+	if err != nil {
+		return usage2(err)
+	}
+	if err := conn.CheckVersion(ctx, tool, fmt.Sprintf("%s version %s", tool, cli.Version())); err != nil {
+		return usage2(err)
+	}
+	if err := conn.Push(ctx, repoDir, branch); err != nil {
+		return fmt.Errorf("pushing %s to %s: %w", branch, host.Name, err)
+	}
+	fmt.Fprintf(stdout, "Host: %s (%s), clone %s, branch %s pushed\n", host.Name, host.SSH, host.Repo, branch)
+
+	args := []string{"--branch", branch}
+	for flag, on := range map[string]bool{"--force": o.force, "--no-context": o.noContext, "--worktree": o.worktree, "--no-tmux": o.noTmux} {
+		if on {
+			args = append(args, flag)
+		}
+	}
+	if o.verify != "" {
+		args = append(args, "--verify", o.verify)
+	}
+	if o.timeout > 0 {
+		args = append(args, "--timeout", strconv.FormatInt(int64(o.timeout/time.Second), 10))
+	}
+	args = append(args, "--", o.bead, host.Repo, o.agentArg, "-")
+	if o.template != "" {
+		args = append(args, o.template)
+	}
+	// The attempt to wait for is the one after the host's last: Start's connection may be lost
+	// after the host's dispatch launched it, and Wait then finds it (or the host offline).
+	before, err := conn.Snapshot(ctx, o.bead, h.offlineAfter)
+	if err != nil {
+		return err
+	}
+	number := 1
+	if prev, err := record.DecodeRun(before.Run); len(before.Run) > 0 && err == nil {
+		number = prev.Attempt + 1
+	}
+	if code, err := conn.Start(ctx, args, prompt, stdout, stderr); err != nil && !errors.Is(err, remote.ErrUnreachable) {
+		if code > 0 {
+			return &cli.ExitError{Code: code, Err: err}
+		}
+		return err
+	}
+	final, err := conn.Wait(ctx, o.bead, number, remote.Watch{Every: time.Second, OfflineAfter: h.offlineAfter})
+	var offline *remote.OfflineError
+	switch {
+	case errors.As(err, &offline):
+		return fmt.Errorf("%v; the agent may still run there, its records stay on %s until it answers", offline, host.Name)
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("stopped waiting for %s (the agent goes on on %s; its records stay there)", o.bead, host.Name)
+	case err != nil:
+		return err
+	}
+	if err := remote.BringBack(ctx, record.Store{Dir: s.stateDir}, final); err != nil {
+		return fmt.Errorf("bringing the records of %s back from %s: %w", o.bead, host.Name, err)
+	}
+	if ref, err := conn.Fetch(ctx, repoDir, branch); err != nil {
+		fmt.Fprintf(stderr, "%s: warning: fetching %s back from %s: %v\n", tool, branch, host.Name, err)
+	} else {
+		fmt.Fprintf(stdout, "Branch: %s's %s fetched as %s\n", host.Name, branch, ref)
+	}
+	res, _ := final.Final(number)
+	fmt.Fprintln(stdout, outcomeLine(res))
+	return exitFor(res)
+}
+
+// hostSettings reads --host, --hosts (else DISPATCH_HOSTS, else hosts.yaml) and
+// DISPATCH_HOST_OFFLINE (seconds, default 30).
+func hostSettings(c *ucli.Context) (hostOptions, error) {
+	h := hostOptions{host: c.String("host"), hostsFile: c.String("hosts")}
+	if h.hostsFile == "" {
+		h.hostsFile = os.Getenv("DISPATCH_HOSTS")
+	}
+	if h.hostsFile == "" {
+		h.hostsFile = defaultHostsFile
+	}
+	n, err := cli.PositiveEnv("DISPATCH_HOST_OFFLINE", 30)
+	if err != nil {
+		return h, err
+	}
+	h.offlineAfter = time.Duration(n) * time.Second
+	return h, nil
+}
+
+// maxRecordBytes bounds a record __records reads (a run record holds the prompt).
+const maxRecordBytes = 8 << 20
+
+// recordsCommand is the hidden verb a host's dispatch answers for dispatch --host (and any
+// remote runner): the bead's run and result records and whether a supervisor runs it, as one
+// JSON document (remote.Snapshot). It closes the records of a supervisor that died first, as
+// dispatch wait does, so a lost attempt ends there too.
+func recordsCommand() *cli.Command {
+	return verbCommand(&cli.Command{
+		Name: remote.RecordsVerb, Usage: "a bead's records and liveness, for dispatch --host", Hidden: true,
+		Action: func(ctx context.Context, c *ucli.Context, std cli.Streams) error {
+			bead, s, err := oneBead(c, remote.RecordsVerb)
+			if err != nil {
+				return err
+			}
+			d := s.dir()
+			attempt.ReconcileBead(ctx, d, s.tmux(), bead)
+			live, _ := attempt.Alive(ctx, d, s.where(bead), bead)
+			snap := remote.Snapshot{Bead: bead, Live: live}
+			for path, into := range map[string]*json.RawMessage{d.Store.Paths().Run(bead): &snap.Run, d.Store.Paths().Result(bead): &snap.Result} {
+				b, err := statedir.ReadFile(path, maxRecordBytes)
+				if errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if json.Valid(b) {
+					*into = b
+				}
+			}
+			return json.NewEncoder(std.Out).Encode(snap)
+		},
+	})
+}

@@ -1,0 +1,330 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrUnreachable is the error of a host that could not be connected to (or stopped answering).
+var ErrUnreachable = errors.New("host unreachable")
+
+// ErrVersion is the error of a host whose binaries are missing or of another version.
+var ErrVersion = errors.New("host runs another version")
+
+// Options say how a Dialer runs OpenSSH. The zero value is usable.
+type Options struct {
+	// SSH is the ssh program; "" is "ssh" on PATH.
+	SSH string
+	// ConnectTimeout bounds a connection's set-up (ssh's ConnectTimeout); 0 is 10 s.
+	ConnectTimeout time.Duration
+	// AliveInterval is ssh's ServerAliveInterval: a master that has no answer for three of
+	// them closes, so a host cut off is noticed within 3×AliveInterval; 0 is 5 s.
+	AliveInterval time.Duration
+	// Persist is how long a master outlives its last client (ControlPersist), so that one
+	// left by a killed process goes away by itself; 0 is 60 s.
+	Persist time.Duration
+}
+
+func (o Options) ssh() string {
+	if o.SSH == "" {
+		return "ssh"
+	}
+	return o.SSH
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Dialer opens Conns: one multiplexed OpenSSH connection (a ControlMaster) per host, their
+// control sockets in a private directory of its own (0700, under the system's temp directory:
+// a socket's path must fit in 108 bytes, which a state directory's need not).
+type Dialer struct {
+	opts Options
+	dir  string
+
+	mu    sync.Mutex
+	conns []*Conn
+}
+
+// NewDialer makes the Dialer's private directory. Close removes it and closes its masters.
+func NewDialer(o Options) (*Dialer, error) {
+	dir, err := os.MkdirTemp("", "fleet-ssh-")
+	if err != nil {
+		return nil, fmt.Errorf("making the directory of ssh's control sockets: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Dialer{opts: o, dir: dir}, nil
+}
+
+// Close closes every master this Dialer opened and removes its directory.
+func (d *Dialer) Close() error {
+	d.mu.Lock()
+	conns := d.conns
+	d.conns = nil
+	d.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	return os.RemoveAll(d.dir)
+}
+
+// Conn is one host reached through its ControlMaster: every command, push and fetch goes
+// through the one connection.
+type Conn struct {
+	Host    *Host
+	opts    Options
+	control string // the master's control socket
+	log     string // the master's stderr (ssh -E), where its reason to fail is
+	index   int
+}
+
+// Dial opens the master connection to h and waits until it answers. An error wraps
+// ErrUnreachable and says, in one line, what ssh said.
+func (d *Dialer) Dial(ctx context.Context, h *Host) (*Conn, error) {
+	d.mu.Lock()
+	i := len(d.conns)
+	c := &Conn{Host: h, opts: d.opts, index: i,
+		control: filepath.Join(d.dir, "c"+strconv.Itoa(i)), log: filepath.Join(d.dir, "m"+strconv.Itoa(i)+".log")}
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Options is ssh's command line for this host without the destination and the command: what
+// every ssh of ours (and git's, through GIT_SSH_COMMAND) says.
+func (c *Conn) Options() []string {
+	h := c.Host
+	args := []string{
+		"-o", "BatchMode=yes", // never a password or passphrase prompt: a fleet has no one to type it
+		"-o", "ControlPath=" + c.control,
+		"-o", fmt.Sprintf("ConnectTimeout=%d", int(orDefault(c.opts.ConnectTimeout, 10*time.Second).Seconds()+0.5)),
+		"-o", fmt.Sprintf("ServerAliveInterval=%d", int(orDefault(c.opts.AliveInterval, 5*time.Second).Seconds()+0.5)),
+		"-o", "ServerAliveCountMax=3",
+	}
+	if h.Port != 0 {
+		args = append(args, "-p", strconv.Itoa(h.Port))
+	}
+	if h.Identity != "" {
+		args = append(args, "-i", h.Identity, "-o", "IdentitiesOnly=yes")
+	}
+	if h.KnownHosts != "" {
+		// The file given, and nothing else: a host whose key is not there is refused.
+		args = append(args, "-o", "UserKnownHostsFile="+h.KnownHosts, "-o", "GlobalKnownHostsFile=/dev/null",
+			"-o", "StrictHostKeyChecking=yes")
+	}
+	return args
+}
+
+// connect starts the master in the background (-f: ssh returns once it is authenticated,
+// and its exit status says whether it was) and checks that it answers.
+func (c *Conn) connect(ctx context.Context) error {
+	os.Remove(c.log)
+	persist := int(orDefault(c.opts.Persist, 60*time.Second).Seconds() + 0.5)
+	args := append(c.Options(), "-o", "ControlMaster=yes", "-o", fmt.Sprintf("ControlPersist=%d", persist),
+		"-E", c.log, "-f", "-N", "--", c.Host.SSH)
+	cmd := exec.CommandContext(ctx, c.opts.ssh(), args...)
+	// No pipes: the master keeps the descriptors it was given, and a pipe would hold Wait
+	// until it exits.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+	if err := cmd.Run(); err != nil {
+		return c.unreachable(err)
+	}
+	if err := c.check(ctx); err != nil {
+		return c.unreachable(err)
+	}
+	return nil
+}
+
+func (c *Conn) check(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, c.opts.ssh(), append(c.Options(), "-O", "check", "--", c.Host.SSH)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, lastLine(out))
+	}
+	return nil
+}
+
+// unreachable is the one-line error of a failed connection: ssh's own last words from its log.
+func (c *Conn) unreachable(err error) error {
+	msg := err.Error()
+	if b, rerr := os.ReadFile(c.log); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
+		msg = lastLine(b)
+	}
+	return fmt.Errorf("%w: host %s (%s): %s; check that 'ssh %s' works without a prompt", ErrUnreachable,
+		c.Host.Name, c.Host.SSH, msg, strings.Join(c.userArgs(), " "))
+}
+
+// userArgs is the ssh command a user can try by hand for this host.
+func (c *Conn) userArgs() []string {
+	var a []string
+	if c.Host.Port != 0 {
+		a = append(a, "-p", strconv.Itoa(c.Host.Port))
+	}
+	if c.Host.Identity != "" {
+		a = append(a, "-i", c.Host.Identity)
+	}
+	return append(a, c.Host.SSH, "true")
+}
+
+// Close stops the master.
+func (c *Conn) Close() error {
+	cmd := exec.Command(c.opts.ssh(), append(c.Options(), "-O", "exit", "--", c.Host.SSH)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+	return cmd.Run()
+}
+
+// Cmd is one command run on the host.
+type Cmd struct {
+	Argv  []string  // quoted for the remote shell (Quote); never a prompt: that goes on Stdin
+	Env   []string  // NAME=value, set with env(1) there; names as hosts.yaml's env allows
+	Stdin io.Reader // nil: nothing
+	// Stdout receives the command's output; nil keeps it in Result.Stdout.
+	Stdout io.Writer
+	// Stderr, if set, receives its diagnostics as well as Result.Stderr.
+	Stderr io.Writer
+	// Timeout bounds the command (0: ctx alone does).
+	Timeout time.Duration
+}
+
+// Result is what a command left: its exit status (-1 when ssh itself failed, ssh's 255) and
+// output.
+type Result struct {
+	Code   int
+	Stdout []byte
+	Stderr []byte
+}
+
+// ErrNoMaster is the error of a command whose master connection is gone (it closed after a
+// host stopped answering): the command is not run, since ssh would open a connection of
+// its own.
+var ErrNoMaster = errors.New("the host's ssh connection is closed")
+
+// Run runs c on the host through the master. A non-zero exit of the command is in Result.Code
+// with a nil error; an error means ssh could not run it (ssh's 255, a timeout, no master).
+func (c *Conn) Run(ctx context.Context, rc Cmd) (*Result, error) {
+	if _, err := os.Stat(c.control); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoMaster, c.Host.Name)
+	}
+	if rc.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rc.Timeout)
+		defer cancel()
+	}
+	line := Quote(rc.Argv...)
+	if len(rc.Env) > 0 {
+		line = Quote(append([]string{"env"}, rc.Env...)...) + " " + line
+	}
+	// ControlMaster=no: a client only, never a second master.
+	args := append(c.Options(), "-o", "ControlMaster=no", "-T", "--", c.Host.SSH, line)
+	cmd := exec.CommandContext(ctx, c.opts.ssh(), args...)
+	cmd.Stdin = rc.Stdin
+	var stdout, stderr bytes.Buffer
+	if rc.Stdout != nil {
+		cmd.Stdout = rc.Stdout
+	} else {
+		cmd.Stdout = &stdout
+	}
+	cmd.Stderr = &stderr
+	if rc.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, rc.Stderr)
+	}
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	res := &Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("host %s: %s: %w", c.Host.Name, Quote(rc.Argv...), ctx.Err())
+	case errors.As(err, &ee) && ee.ExitCode() == 255:
+		return res, fmt.Errorf("%w: host %s: %s", ErrUnreachable, c.Host.Name, lastLine(stderr.Bytes()))
+	case errors.As(err, &ee):
+		res.Code = ee.ExitCode()
+		return res, nil
+	case err != nil:
+		return res, fmt.Errorf("host %s: running ssh: %w", c.Host.Name, err)
+	}
+	return res, nil
+}
+
+// Program is the path of our binary tool on the host: in Host.Bin, else found on its PATH.
+func (c *Conn) Program(tool string) string {
+	if c.Host.Bin == "" {
+		return tool
+	}
+	return c.Host.Bin + "/" + tool
+}
+
+// Env is the environment our binaries get on the host: hosts.yaml's env and, with
+// agents_config, CONFIG_FILE; sorted, so a command line reads the same each time.
+func (c *Conn) Env() []string {
+	var env []string
+	for k, v := range c.Host.Env {
+		env = append(env, k+"="+v)
+	}
+	if c.Host.AgentsConfig != "" {
+		env = append(env, "CONFIG_FILE="+c.Host.AgentsConfig)
+	}
+	slices.Sort(env)
+	return env
+}
+
+// CheckVersion checks that the host runs tool at the version this machine runs (want, as
+// `tool version` prints it: "dispatch version X"). Its error wraps ErrVersion and says in one
+// line how to install the binaries there.
+func (c *Conn) CheckVersion(ctx context.Context, tool, want string) error {
+	prog := c.Program(tool)
+	res, err := c.Run(ctx, Cmd{Argv: []string{prog, "version"}, Timeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	got := strings.TrimSpace(string(res.Stdout))
+	install := fmt.Sprintf("install them there ('make install' in a checkout of %s, or copy bin/* to %s)", strings.TrimPrefix(want, tool+" version "), c.where())
+	switch {
+	case res.Code == 127 || res.Code == 126:
+		return fmt.Errorf("%w: host %s has no %s (%s): %s", ErrVersion, c.Host.Name, tool, prog, install)
+	case res.Code != 0:
+		return fmt.Errorf("%w: host %s: '%s version' exited %d: %s; %s", ErrVersion, c.Host.Name, prog, res.Code, lastLine(res.Stderr), install)
+	case got != want:
+		return fmt.Errorf("%w: host %s runs %q, this machine %q: %s", ErrVersion, c.Host.Name, got, want, install)
+	}
+	return nil
+}
+
+func (c *Conn) where() string {
+	if c.Host.Bin != "" {
+		return c.Host.Name + ":" + c.Host.Bin + " (hosts.yaml's bin)"
+	}
+	return "a directory on " + c.Host.Name + "'s PATH"
+}
+
+// lastLine is the last non-empty line of ssh's or a command's output, for one-line errors.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return "no message"
+}

@@ -1,0 +1,72 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// gitTimeout bounds one push or fetch.
+const gitTimeout = 5 * time.Minute
+
+// remoteURL is the host's clone as git names it, in scp's form: the port and the identity go
+// in GIT_SSH_COMMAND with the rest of our options.
+func (c *Conn) remoteURL() string { return c.Host.SSH + ":" + c.Host.Repo }
+
+// git runs git in the local repository with GIT_SSH_COMMAND set to our ssh through the master.
+func (c *Conn) git(ctx context.Context, repo string, args ...string) error {
+	if err := c.master(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+	// GIT_SSH_COMMAND is read by a shell (git runs it with sh -c): each word quoted.
+	sshCmd := Quote(append([]string{c.opts.ssh()}, append(c.Options(), "-o", "ControlMaster=no")...)...)
+	cmd.Env = append(cmd.Environ(), "GIT_SSH_COMMAND="+sshCmd, "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("host %s: git %s: %v: %s", c.Host.Name, strings.Join(args, " "), err, gitReason(out))
+	}
+	return nil
+}
+
+// gitReason is the line of git's output that says why it failed: its first "fatal:",
+// "error:" or rejected ref (git's last line is often advice such as "and the repository
+// exists."), else the last line.
+func gitReason(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") || strings.HasPrefix(l, "! [") {
+			return l
+		}
+	}
+	return lastLine(out)
+}
+
+func (c *Conn) master() error {
+	if err := c.check(context.Background()); err != nil {
+		return fmt.Errorf("%w: %s", ErrNoMaster, c.Host.Name)
+	}
+	return nil
+}
+
+// Push pushes the local branches to the same names in the host's clone (a task's base and the
+// branches it depends on). A branch checked out there, or one that moved on there, is refused
+// by git, and the error says so: nothing is forced.
+func (c *Conn) Push(ctx context.Context, repo string, branches ...string) error {
+	args := []string{"push", "--quiet", c.remoteURL()}
+	for _, b := range branches {
+		args = append(args, "refs/heads/"+b+":refs/heads/"+b)
+	}
+	return c.git(ctx, repo, args...)
+}
+
+// Fetch brings the host's branch back into the local repository as
+// refs/remotes/<host>/<branch> (never onto a local branch, which may be checked out or hold
+// work of its own) and returns that ref.
+func (c *Conn) Fetch(ctx context.Context, repo, branch string) (string, error) {
+	ref := "refs/remotes/" + c.Host.Name + "/" + branch
+	return ref, c.git(ctx, repo, "fetch", "--quiet", c.remoteURL(), "+refs/heads/"+branch+":"+ref)
+}

@@ -1,0 +1,184 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/record"
+)
+
+// RecordsVerb is the hidden dispatch verb that prints a bead's Snapshot on the host:
+// `dispatch __records --state-dir DIR BEAD`. It is how the records come back over ssh: our
+// own binary reads them there (regular files, bounded, never through a link), not a shell.
+const RecordsVerb = "__records"
+
+// maxSnapshot bounds what is read back of one snapshot (two records of at most a few MB).
+const maxSnapshot = 16 << 20
+
+// Snapshot is what a host says of one bead: whether a supervisor runs it there, and its run
+// and result records as they are written there (the bytes, checked again when they are
+// written here).
+type Snapshot struct {
+	Bead   string          `json:"bead"`
+	Live   bool            `json:"live"`
+	Run    json.RawMessage `json:"run,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Final says whether the snapshot holds the final result of attempt number (0: any).
+func (s *Snapshot) Final(number int) (*record.Result, bool) {
+	if len(s.Result) == 0 {
+		return nil, false
+	}
+	res, err := record.DecodeResult(s.Result)
+	if err != nil || res.Status == record.StatusRunning || (number > 0 && res.Attempt < number) {
+		return nil, false
+	}
+	return res, true
+}
+
+// Snapshot reads bead's snapshot on the host (its dispatch's RecordsVerb, which also closes
+// the records of a supervisor that died there, as dispatch wait does).
+func (c *Conn) Snapshot(ctx context.Context, bead string, timeout time.Duration) (*Snapshot, error) {
+	res, err := c.Run(ctx, Cmd{Argv: []string{c.Program("dispatch"), RecordsVerb, "--state-dir", c.Host.StateDir, bead},
+		Env: c.Env(), Timeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	if res.Code != 0 {
+		return nil, fmt.Errorf("host %s: dispatch %s exited %d: %s", c.Host.Name, RecordsVerb, res.Code, lastLine(res.Stderr))
+	}
+	if len(res.Stdout) > maxSnapshot {
+		return nil, fmt.Errorf("host %s: the records of %s are over %d MB", c.Host.Name, bead, maxSnapshot>>20)
+	}
+	var s Snapshot
+	if err := json.Unmarshal(res.Stdout, &s); err != nil {
+		return nil, fmt.Errorf("host %s: reading the records of %s: %w", c.Host.Name, bead, err)
+	}
+	if s.Bead != bead {
+		return nil, fmt.Errorf("host %s: asked for the records of %s, got %q's", c.Host.Name, bead, s.Bead)
+	}
+	return &s, nil
+}
+
+// OfflineError is a host that stopped answering: no snapshot could be read for longer than
+// the wait's OfflineAfter. LastHeartbeat is the last successful read.
+type OfflineError struct {
+	Host          string
+	LastHeartbeat time.Time
+	Err           error // the last read's error
+}
+
+func (e *OfflineError) Error() string {
+	return fmt.Sprintf("host %s is offline: no answer since %s (%v)", e.Host, e.LastHeartbeat.Format(time.RFC3339), e.Err)
+}
+
+func (e *OfflineError) Unwrap() error { return ErrUnreachable }
+
+// Watch says how Wait follows a bead on a host.
+type Watch struct {
+	Every        time.Duration // between reads; 0 is 1 s
+	OfflineAfter time.Duration // no successful read for this long: offline; 0 is 30 s
+	// Heartbeat, if set, is told of every successful read (a swarm's last_heartbeat).
+	Heartbeat func(time.Time, *Snapshot)
+}
+
+// Wait reads bead's snapshot on the host until it holds the final result of attempt number,
+// and returns it. A host that does not answer for w.OfflineAfter is an *OfflineError
+// (errors.Is ErrUnreachable); each read is bounded by what is left of that time, so a host
+// cut off is reported within OfflineAfter plus one read's set-up.
+func (c *Conn) Wait(ctx context.Context, bead string, number int, w Watch) (*Snapshot, error) {
+	every := orDefault(w.Every, time.Second)
+	offline := orDefault(w.OfflineAfter, 30*time.Second)
+	last := time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		left := offline - time.Since(last)
+		s, err := c.Snapshot(ctx, bead, max(left, 100*time.Millisecond))
+		switch {
+		case err == nil:
+			last = time.Now()
+			if w.Heartbeat != nil {
+				w.Heartbeat(last, s)
+			}
+			if _, ok := s.Final(number); ok {
+				return s, nil
+			}
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case time.Since(last) >= offline:
+			return nil, &OfflineError{Host: c.Host.Name, LastHeartbeat: last, Err: err}
+		case errors.Is(err, ErrNoMaster):
+			// The master closed (ServerAlive): one new connection is tried, bounded by
+			// ConnectTimeout; a host that answers again is back.
+			rctx, cancel := context.WithTimeout(ctx, max(offline-time.Since(last), 100*time.Millisecond))
+			c.connect(rctx)
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Start runs the host's dispatch on a bead: args are dispatch's words after the program (the
+// bead, the host's clone, the agent, "-" for the prompt, flags), the prompt goes on its stdin,
+// its console lines to out and its diagnostics to errOut. It returns dispatch's exit status
+// there; an error wrapping ErrUnreachable means the connection was lost, and whether the
+// attempt started is for Wait to find out.
+func (c *Conn) Start(ctx context.Context, args []string, prompt string, out, errOut io.Writer) (int, error) {
+	argv := append([]string{c.Program("dispatch"), "--state-dir", c.Host.StateDir}, args...)
+	res, err := c.Run(ctx, Cmd{Argv: argv, Env: c.Env(), Stdin: stringsReader(prompt), Stdout: out, Stderr: errOut, Timeout: 5 * time.Minute})
+	if err != nil {
+		return -1, err
+	}
+	if res.Code != 0 && len(res.Stderr) > 0 {
+		return res.Code, fmt.Errorf("host %s: dispatch exited %d: %s", c.Host.Name, res.Code, lastLine(res.Stderr))
+	}
+	if res.Code != 0 {
+		return res.Code, fmt.Errorf("host %s: dispatch exited %d", c.Host.Name, res.Code)
+	}
+	return 0, nil
+}
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+// BringBack writes the snapshot's run and result records into the local state directory, as
+// records written here are (checked against their schemas, atomically, under their locks), so
+// analyze-runs and validate-state see the host's work. The run record's result_file is made
+// the local one; everything else (the repo is the host's clone) is kept as the host wrote it.
+func BringBack(ctx context.Context, store record.Store, s *Snapshot) error {
+	if len(s.Run) > 0 {
+		run, err := record.DecodeRun(s.Run)
+		if err != nil {
+			return fmt.Errorf("the run record of %s from its host: %w", s.Bead, err)
+		}
+		if run.Bead != s.Bead {
+			return fmt.Errorf("the run record of %s from its host names bead %q", s.Bead, run.Bead)
+		}
+		run.ResultFile = record.ResultFile(store.Dir, s.Bead)
+		if err := store.WriteRun(ctx, run); err != nil {
+			return err
+		}
+	}
+	if len(s.Result) > 0 {
+		res, err := record.DecodeResult(s.Result)
+		if err != nil {
+			return fmt.Errorf("the result record of %s from its host: %w", s.Bead, err)
+		}
+		if res.Bead != s.Bead {
+			return fmt.Errorf("the result record of %s from its host names bead %q", s.Bead, res.Bead)
+		}
+		if err := store.WriteResult(ctx, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}

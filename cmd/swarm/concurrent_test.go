@@ -69,7 +69,11 @@ func TestConcurrentSpawn(t *testing.T) {
 	defer cancel()
 	swarm := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.WaitDelay = time.Second // a supervisor spawn leaves behind may hold the pipes
+		// Bounds the wait for the output's end after the command exited (a supervisor spawn
+		// left behind holding the pipes would fail the test, not hang it). Not 1 s: with 100
+		// commands at once on a loaded machine, the copying goroutines were once not scheduled
+		// within it (WaitDelay expired before I/O complete, with nothing holding the pipes).
+		cmd.WaitDelay = 10 * time.Second
 		cmd.Env = environ
 		cmd.Dir = dir
 		var out, errb bytes.Buffer

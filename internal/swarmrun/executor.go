@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,9 @@ type Job struct {
 	// Launched is called with the attempt's number once it is numbered, before it starts, so
 	// that the state names it before any agent of it runs.
 	Launched func(n int)
+	// Checkpoint, when set, is called with "launched" once the attempt's supervisor has its
+	// spec (Config.Checkpoint).
+	Checkpoint func(step string)
 }
 
 // Outcome is how an attempt ended, as an executor reports it.
@@ -127,7 +131,10 @@ func (l *Local) where() attempt.Where {
 func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	d := l.dir()
 	if job.Adopt > 0 {
-		if run, err := record.ReadRun(d.Store.RunPath(job.Bead)); err == nil && run.Attempt == job.Adopt {
+		// A launch cut short (the run died before its supervisor had the spec) never ran its
+		// agent: it is closed (supervisor-lost, archived) by the next Open, and the task
+		// launches its next attempt, not counted as a try.
+		if run, err := record.ReadRun(d.Store.RunPath(job.Bead)); err == nil && run.Attempt == job.Adopt && !l.launchCut(ctx, job.Bead, job.Adopt) {
 			return l.await(ctx, job.Bead, job.Adopt)
 		}
 	}
@@ -156,7 +163,48 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		}
 		return out
 	}
+	if job.Checkpoint != nil {
+		job.Checkpoint("launched")
+	}
 	return l.await(ctx, job.Bead, n)
+}
+
+// launchCut says whether attempt n of bead was registered but never handed to a supervisor:
+// its registry entry still says launching (pid 0) and no supervisor of the bead is alive. A
+// supervisor of the bead found alive (it took its spec as its starter died) is waited for
+// until it registers itself or is gone.
+func (l *Local) launchCut(ctx context.Context, bead string, n int) bool {
+	d := l.dir()
+	for ctx.Err() == nil {
+		e, _ := d.Layout.ReadEntry(bead)
+		if e == nil || e.Attempt != n || e.PID != 0 {
+			return false
+		}
+		pid := supervisorOf(bead)
+		if pid == 0 {
+			return true
+		}
+		waitExit(ctx, &supervise.Entry{PID: pid, Name: bead}, 100*time.Millisecond)
+	}
+	return false
+}
+
+// supervisorOf is the pid of a live supervisor of bead found in /proc, or 0.
+func supervisorOf(bead string) int {
+	names, err := fsx.Names("/proc", func(name string) (string, bool) {
+		_, err := strconv.Atoi(name)
+		return name, err == nil
+	})
+	if err != nil {
+		return 0
+	}
+	for _, n := range names {
+		pid, _ := strconv.Atoi(n)
+		if pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
+			return pid
+		}
+	}
+	return 0
 }
 
 // spec is the dispatch of the job's attempt n.

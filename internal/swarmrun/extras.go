@@ -215,5 +215,5 @@ func Abort(ctx context.Context, p Paths, repo string) (*State, error) {
 		a.Status, a.CurrentTask = AgentIdle, nil
 	}
 	st.RunnerPID = 0
-	return st, finalize(ctx, p, repo, st)
+	return st, finalize(ctx, p, repo, st, nil)
 }

@@ -89,8 +89,15 @@ func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps 
 			gitCmd(ctx, repo, "worktree", "prune")
 		}
 	}
-	if _, err := gitCmd(ctx, repo, "worktree", "add", "--quiet", "-B", branch, path, base); err != nil {
-		return "", err
+	add := []string{"worktree", "add", "--quiet", "-B", branch, path, base}
+	if _, err := gitCmd(ctx, repo, add...); err != nil {
+		// A worktree of the task's that a killed run left half made (registered, locked
+		// while initializing, its directory missing) is dropped, and the add tried again.
+		gitCmd(ctx, repo, "worktree", "unlock", path)
+		gitCmd(ctx, repo, "worktree", "prune")
+		if _, err := gitCmd(ctx, repo, add...); err != nil {
+			return "", err
+		}
 	}
 	for _, d := range deps {
 		out, code, err := gitRun(ctx, path, commitArgs(ctx, path, "merge", "--no-ff", "--no-edit", "-m", "swarm run: merge "+d+" into "+branch, d)...)

@@ -58,6 +58,15 @@ type Config struct {
 	Log io.Writer
 	// PID is the running process's id, which --abort signals.
 	PID int
+	// Checkpoint, when set, is called at each named step of the run, from the goroutine taking
+	// it (several at once): "opened" (the state written, nothing started), "assigned" (tasks
+	// assigned to slots, the state written), "launching" (the state names the attempt, its
+	// supervisor not started), "launched" (the supervisor has its spec), "ended" (the attempt
+	// ended and is recorded, the state not written yet), "committed" (the task's commit made,
+	// the state not written yet), "final-state" (the final state written, not its history
+	// copy) and "history" (the history copy written, not the report). Tests stop the process
+	// there (SIGKILL) to check that --resume finishes the run whatever the step.
+	Checkpoint func(step string)
 }
 
 // Halt is GNU parallel's --halt: when Fail failures (Percent: Fail percent of the tasks)
@@ -121,6 +130,9 @@ type runner struct {
 	paths Paths
 	mf    *manifest.Manifest
 
+	// gitMu serializes the changes to the repository's worktrees.
+	gitMu sync.Mutex
+
 	mu      sync.Mutex
 	st      *State
 	tries   map[string]int // attempts of this run per task
@@ -160,6 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.open(ctx); err != nil {
 		return nil, err
 	}
+	r.checkpoint("opened")
 	if cfg.Joblog != "" {
 		if r.joblog, err = openJoblog(cfg.Joblog); err != nil {
 			return nil, err
@@ -305,6 +318,13 @@ func (r *runner) reconcileManifest() error {
 	return nil
 }
 
+// checkpoint calls cfg.Checkpoint.
+func (r *runner) checkpoint(step string) {
+	if r.cfg.Checkpoint != nil {
+		r.cfg.Checkpoint(step)
+	}
+}
+
 // write writes the state (under mu).
 func (r *runner) write() error { return r.st.writeFile(r.paths.State()) }
 
@@ -374,6 +394,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		}
 		idle := r.running == 0 && (stopping || len(r.ready()) == 0)
 		r.mu.Unlock()
+		if len(start) > 0 {
+			r.checkpoint("assigned")
+		}
 		for i, t := range start {
 			wg.Add(1)
 			go func(id string, slot Slot) {
@@ -461,7 +484,11 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	base := trace.BaseSHA
 	if adopt == 0 || base == "" {
 		var err error
+		// One at a time: git worktree add reads every worktree's administrative files, and
+		// fails on one being made at the same moment ("failed to read .git/worktrees/X/commondir").
+		r.gitMu.Lock()
 		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.mf.BaseBranch, deps)
+		r.gitMu.Unlock()
 		var conflict *conflictError
 		switch {
 		case errors.As(err, &conflict):
@@ -480,11 +507,13 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		Env: []string{"SWARM_EXECUTION_ID=" + execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
 	job.Launched = func(n int) {
 		r.mu.Lock()
-		defer r.mu.Unlock()
 		t.Status = Running
 		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, base, strp(now())
 		r.writeOrLog()
+		r.mu.Unlock()
+		r.checkpoint("launching")
 	}
+	job.Checkpoint = r.cfg.Checkpoint
 	if adopt > 0 {
 		r.mu.Lock()
 		t.Status, t.Trace.BaseSHA = Running, base
@@ -493,6 +522,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.logf("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
 	}
 	out := exec.Run(ctx, slot, job)
+	r.checkpoint("ended")
 	r.jobline(exec.Host(), id, out)
 	if out.Interrupted {
 		r.interrupted(id, slot)
@@ -509,6 +539,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 			return
 		}
+		r.checkpoint("committed")
 		r.mu.Lock()
 		tr.CommitSHA = &sha
 		r.mu.Unlock()
@@ -676,11 +707,15 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 		r.st.Status = ExecPaused
 		return res, r.write()
 	}
-	return res, finalize(context.WithoutCancel(ctx), r.paths, r.cfg.Repo, r.st)
+	return res, finalize(context.WithoutCancel(ctx), r.paths, r.cfg.Repo, r.st, r.checkpoint)
 }
 
 // finalize writes the summary, the final state, its history copy and the report.
-func finalize(ctx context.Context, p Paths, repo string, st *State) error {
+// checkpoint (nil: none) is called once the state is written and once its history copy is.
+func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint func(string)) error {
+	if checkpoint == nil {
+		checkpoint = func(string) {}
+	}
 	t := time.Now()
 	st.CompletedAt = strp(record.FormatTime(t))
 	c := st.counts()
@@ -734,9 +769,11 @@ func finalize(ctx context.Context, p Paths, repo string, st *State) error {
 	if err := st.writeFile(p.State()); err != nil {
 		return err
 	}
+	checkpoint("final-state")
 	if err := st.writeFile(p.History(st.ExecutionID)); err != nil {
 		return err
 	}
+	checkpoint("history")
 	return fsx.WriteFileAtomic(p.Report(st.ExecutionID), []byte(Report(st)), 0o600)
 }
 

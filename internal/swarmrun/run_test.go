@@ -27,6 +27,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {
 		os.Exit(superviseMain(os.Args[2:]))
 	}
+	if len(os.Args) > 3 && os.Args[1] == killStarterVerb {
+		os.Exit(killStarterMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == killedRunVerb {
+		os.Exit(killedRunMain(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 
@@ -307,6 +313,15 @@ tasks:
 		close(done)
 	}()
 	waitFile(t, gate)
+	// a is completed (recorded) before the interrupt, so that --resume must keep it.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st, err := ReadState(Paths{Root: w.repo}.State()); err == nil && st.Tasks["a"].Status == Completed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a not completed after 60 s")
+		}
+	}
 	cancel()
 	<-done
 	if err != nil || !res.Interrupted {

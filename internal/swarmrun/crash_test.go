@@ -179,7 +179,7 @@ tasks:
 						}
 					}
 				}
-				t.Fatalf("after --resume: %s, summary %+v\n%s", st.Status, st.Summary, w.log.String())
+				t.Fatalf("after --resume: %s, summary %+v\n%s\nkilled run:\n%s", st.Status, st.Summary, w.log.String(), stderr.String())
 			}
 			// Each agent ran once, alone.
 			b, _ := os.ReadFile(log)
@@ -208,6 +208,10 @@ tasks:
 				}
 				if n := git(t, w.repo, "rev-list", "--count", tr.BaseSHA+".."+*tr.CommitSHA); n != "1" {
 					t.Errorf("task %s: %s commits on its base, want 1", id, n)
+				}
+				// Its work is in its commit (an adopted agent's worktree was kept under it).
+				if got, err := gitCmd(context.Background(), w.repo, "show", *tr.CommitSHA+":"+id+".txt"); err != nil || got != id {
+					t.Errorf("task %s: %s.txt in its commit = %q, %v", id, id, got, err)
 				}
 				run, err := record.ReadRun(record.Store{Dir: w.stateDir}.RunPath(tr.Bead))
 				if err != nil || run.Attempt != tr.Attempt || run.Status != record.StatusDone {

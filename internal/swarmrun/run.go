@@ -379,13 +379,18 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		for i, t := range start {
 			a := r.st.Agents[slots[i].ID]
 			a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
-			retries := 0
+			retries, base := 0, ""
 			if t.Trace != nil {
 				retries = t.Trace.RetryCount
+				// An adopted attempt works in the worktree made from base_sha: kept, never
+				// made again under it.
+				if r.adopt[t.ID] > 0 {
+					base = t.Trace.BaseSHA
+				}
 			}
 			t.Status = Assigned
 			t.Trace = &Trace{AgentID: slots[i].ID, AgentHost: strp(slots[i].Host), AgentPort: slots[i].Port, AssignedAt: strp(ts),
-				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID)}
+				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base}
 			r.running++
 			changed = true
 		}

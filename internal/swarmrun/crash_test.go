@@ -179,7 +179,8 @@ tasks:
 						}
 					}
 				}
-				t.Fatalf("after --resume: %s, summary %+v\n%s\nkilled run:\n%s", st.Status, st.Summary, w.log.String(), stderr.String())
+				wl, _ := gitCmd(context.Background(), w.repo, "worktree", "list")
+				t.Fatalf("after --resume: %s, summary %+v\n%s\nkilled run:\n%s\nworktrees:\n%s", st.Status, st.Summary, w.log.String(), stderr.String(), wl)
 			}
 			// Each agent ran once, alone.
 			b, _ := os.ReadFile(log)
@@ -232,12 +233,12 @@ func TestPrepareWorktreeAfterACutAdd(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	path := Paths{Root: w.repo}.Worktree("x")
-	if _, err := prepareWorktree(ctx, w.repo, path, "x", "main", nil); err != nil {
+	if _, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	git(t, w.repo, "worktree", "lock", "--reason", "initializing", path)
 	os.RemoveAll(path)
-	base, err := prepareWorktree(ctx, w.repo, path, "x", "main", nil)
+	base, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil)
 	if err != nil || base != git(t, w.repo, "rev-parse", "main") {
 		t.Fatalf("prepareWorktree over a half-made worktree = %s, %v", base, err)
 	}

@@ -55,10 +55,17 @@ var identity = []string{"-c", "user.name=swarm run", "-c", "user.email=swarm-run
 // commitArgs prefixes a commit command with the toolkit's identity unless the repository
 // has one.
 func commitArgs(ctx context.Context, dir string, args ...string) []string {
+	return append(identityFor(ctx, dir), args...)
+}
+
+// identityFor is what a commit command in dir is prefixed with: nothing when the repository
+// has an identity configured, else the toolkit's. A run asks once (worktrees share the
+// repository's config).
+func identityFor(ctx context.Context, dir string) []string {
 	if name, _ := gitCmd(ctx, dir, "config", "user.email"); name != "" {
-		return args
+		return nil
 	}
-	return append(append([]string{}, identity...), args...)
+	return identity
 }
 
 // branchExists says whether refs/heads/b exists.
@@ -77,10 +84,12 @@ func (e *conflictError) Error() string {
 	return fmt.Sprintf("merging %s conflicts in %s", e.branch, strings.Join(e.files, ", "))
 }
 
-// prepareWorktree makes the task's worktree at path on branch, fresh from base with each of
-// deps' branches merged in (in order). A worktree or branch left by an earlier attempt of the
-// task is replaced: every attempt starts from the same commit. It returns that commit.
-func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps []string) (string, error) {
+// prepareWorktree makes the task's worktree at path on branch, fresh from the commit base with
+// each of deps' branches merged in (in order); ident prefixes the merge commands
+// (identityFor). A worktree or branch left by an earlier attempt of the task is replaced:
+// every attempt starts from the same commit. It returns that commit. Without dependencies it
+// is one git command (base is the commit).
+func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps []string, ident []string) (string, error) {
 	if exists(path) {
 		if _, err := gitCmd(ctx, repo, "worktree", "remove", "--force", path); err != nil {
 			if err := os.RemoveAll(path); err != nil {
@@ -99,12 +108,15 @@ func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps 
 			return "", err
 		}
 	}
+	if len(deps) == 0 {
+		return base, nil
+	}
 	for _, d := range deps {
-		out, code, err := gitRun(ctx, path, commitArgs(ctx, path, "merge", "--no-ff", "--no-edit", "-m", "swarm run: merge "+d+" into "+branch, d)...)
+		args := append(append([]string{}, ident...), "merge", "--no-ff", "--no-edit", "-m", "swarm run: merge "+d+" into "+branch, d)
+		_, code, err := gitRun(ctx, path, args...)
 		if err == nil {
 			continue
 		}
-		_ = out
 		files, _ := gitCmd(ctx, path, "diff", "--name-only", "--diff-filter=U")
 		gitCmd(ctx, path, "merge", "--abort")
 		if code == 1 && files != "" {
@@ -123,28 +135,41 @@ func trailers(execID, taskID, agentID string) []string {
 // commitTask makes the task's commit in its worktree, carrying the trailers: what the agent
 // left uncommitted is committed; else the agent's last commit is given the trailers (amended,
 // its author kept) unless it has them; else (no change at all) an empty commit records that
-// the task ran. It returns the commit's SHA.
-func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string) (string, error) {
+// the task ran. ident prefixes the commit commands (identityFor). It returns the commit's SHA.
+// An agent that changed nothing costs three git commands.
+func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string) (string, error) {
 	tr := trailers(execID, taskID, agentID)
 	var targs []string
 	for _, t := range tr {
 		targs = append(targs, "--trailer", t)
 	}
-	status, err := gitCmd(ctx, wt, "status", "--porcelain")
+	// One command for both the changes and HEAD: "# branch.oid SHA", then a line per change.
+	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all")
 	if err != nil {
 		return "", err
 	}
-	head, err := gitCmd(ctx, wt, "rev-parse", "HEAD")
-	if err != nil {
-		return "", err
+	head, changed := "", false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "# branch.oid "):
+			head = strings.TrimPrefix(line, "# branch.oid ")
+		case line != "" && !strings.HasPrefix(line, "#"):
+			changed = true
+		}
+	}
+	if head == "" || head == "(initial)" {
+		return "", fmt.Errorf("git status in %s names no HEAD commit", wt)
+	}
+	commit := func(args ...string) error {
+		_, err := gitCmd(ctx, wt, append(append(append([]string{}, ident...), args...), targs...)...)
+		return err
 	}
 	switch {
-	case status != "":
+	case changed:
 		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
 			return "", err
 		}
-		args := append([]string{"commit", "--quiet", "--no-verify", "-m", title}, targs...)
-		if _, err := gitCmd(ctx, wt, commitArgs(ctx, wt, args...)...); err != nil {
+		if err := commit("commit", "--quiet", "--no-verify", "-m", title); err != nil {
 			return "", err
 		}
 	case head != baseSHA:
@@ -152,13 +177,11 @@ func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title
 		if strings.Contains(msg, "Swarm-Task-ID: "+taskID) {
 			return head, nil
 		}
-		args := append([]string{"commit", "--quiet", "--no-verify", "--amend", "--no-edit"}, targs...)
-		if _, err := gitCmd(ctx, wt, commitArgs(ctx, wt, args...)...); err != nil {
+		if err := commit("commit", "--quiet", "--no-verify", "--amend", "--no-edit"); err != nil {
 			return "", err
 		}
 	default:
-		args := append([]string{"commit", "--quiet", "--no-verify", "--allow-empty", "-m", title + " (no change)"}, targs...)
-		if _, err := gitCmd(ctx, wt, commitArgs(ctx, wt, args...)...); err != nil {
+		if err := commit("commit", "--quiet", "--no-verify", "--allow-empty", "-m", title+" (no change)"); err != nil {
 			return "", err
 		}
 	}

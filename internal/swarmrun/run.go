@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -132,6 +133,17 @@ type runner struct {
 
 	// gitMu serializes the changes to the repository's worktrees.
 	gitMu sync.Mutex
+	// baseSHA is the base branch's commit, read once: every task starts from it. ident
+	// prefixes the run's commit commands (identityFor).
+	baseSHA string
+	ident   []string
+
+	// writeMu orders the state's writes: a write holds it from taking the state's bytes to
+	// the rename, so a later write never lands before an earlier one. dirty says the state
+	// changed since the last write; kick wakes the writer.
+	writeMu sync.Mutex
+	dirty   bool
+	kick    chan struct{}
 
 	mu      sync.Mutex
 	st      *State
@@ -155,7 +167,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("no executor")
 	}
 	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, mf: cfg.Manifest, tries: map[string]int{}, adopt: map[string]int{},
-		wake: make(chan struct{}, 1), started: time.Now()}
+		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1), started: time.Now()}
 	if err := statedir.Mkdir(r.paths.Dir()); err != nil {
 		return nil, err
 	}
@@ -173,6 +185,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r.checkpoint("opened")
+	if r.baseSHA, err = gitCmd(ctx, cfg.Repo, "rev-parse", "--verify", "refs/heads/"+r.mf.BaseBranch+"^{commit}"); err != nil {
+		return nil, fmt.Errorf("reading the base branch %s: %w", r.mf.BaseBranch, err)
+	}
+	r.ident = identityFor(ctx, cfg.Repo)
 	if cfg.Joblog != "" {
 		if r.joblog, err = openJoblog(cfg.Joblog); err != nil {
 			return nil, err
@@ -259,7 +275,7 @@ func (r *runner) open(ctx context.Context) error {
 			}
 		}
 	}
-	return r.write()
+	return r.flush()
 }
 
 // keepAgents keeps the agents of an earlier run (their completed tasks), offline until this
@@ -325,13 +341,57 @@ func (r *runner) checkpoint(step string) {
 	}
 }
 
-// write writes the state (under mu).
-func (r *runner) write() error { return r.st.writeFile(r.paths.State()) }
+// write writes the state now (under mu): the writes the state must hold before the run goes
+// on (an attempt named before its supervisor starts, the run's start and end).
+func (r *runner) write() error {
+	r.mu.Unlock()
+	defer r.mu.Lock()
+	return r.flush()
+}
 
-// writeOrLog writes the state and says why when it cannot.
+// flush writes the state as it is now, when it changed (not under mu).
+func (r *runner) flush() error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	r.mu.Lock()
+	b, err := json.MarshalIndent(r.st, "", "  ")
+	r.dirty = false
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return writeStateBytes(r.paths.State(), append(b, '\n'))
+}
+
+// writeOrLog marks the state changed (under mu): the writer writes it soon, coalescing the
+// changes made meanwhile. What such a change records is never lost to a crash: an ended
+// attempt is judged again by its records, its commit found by its trailer.
 func (r *runner) writeOrLog() {
-	if err := r.write(); err != nil {
-		r.logf("writing the state: %v", err)
+	r.dirty = true
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writer writes the state whenever it changed, until stop is closed; then it writes what is
+// left.
+func (r *runner) writer(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-r.kick:
+		case <-stop:
+			return
+		}
+		r.mu.Lock()
+		dirty := r.dirty
+		r.mu.Unlock()
+		if dirty {
+			if err := r.flush(); err != nil {
+				r.logf("writing the state: %v", err)
+			}
+		}
 	}
 }
 
@@ -353,6 +413,8 @@ func (r *runner) notify() {
 func (r *runner) loop(ctx context.Context) (*Result, error) {
 	tctx, stopTasks := context.WithCancel(ctx)
 	defer stopTasks()
+	stopWriter, writerDone := make(chan struct{}), make(chan struct{})
+	go r.writer(stopWriter, writerDone)
 	var wg sync.WaitGroup
 	for {
 		r.mu.Lock()
@@ -421,6 +483,8 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		}
 	}
 	wg.Wait()
+	close(stopWriter)
+	<-writerDone
 	return r.finish(ctx)
 }
 
@@ -492,7 +556,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		// One at a time: git worktree add reads every worktree's administrative files, and
 		// fails on one being made at the same moment ("failed to read .git/worktrees/X/commondir").
 		r.gitMu.Lock()
-		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.mf.BaseBranch, deps)
+		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.baseSHA, deps, r.ident)
 		r.gitMu.Unlock()
 		var conflict *conflictError
 		switch {
@@ -514,8 +578,11 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.mu.Lock()
 		t.Status = Running
 		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, base, strp(now())
-		r.writeOrLog()
 		r.mu.Unlock()
+		// Written before the supervisor starts: a resume must know the attempt to adopt.
+		if err := r.flush(); err != nil {
+			r.logf("writing the state: %v", err)
+		}
 		r.checkpoint("launching")
 	}
 	job.Checkpoint = r.cfg.Checkpoint
@@ -539,7 +606,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	r.mu.Unlock()
 	tr := r.traceEnd(t, out)
 	if out.Status == record.StatusDone {
-		sha, err := commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt))
+		sha, err := commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident)
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 			return

@@ -417,16 +417,23 @@ func asUsage(err error, target **UsageError) bool {
 }
 
 // BenchmarkRunOverhead runs b.N independent tasks of an agent that does nothing (/bin/true)
-// on one slot and reports the run's own time per task beyond the agent's (a worktree, an
-// attempt launched and recorded, a commit, the state written three times).
+// on one slot (each task's latency) and on four (the throughput) and reports the run's own
+// time per task beyond the agent's (a worktree, an attempt launched and recorded, a commit,
+// the state written).
 func BenchmarkRunOverhead(b *testing.B) {
+	for _, slots := range []int{1, 4} {
+		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) { benchRun(b, slots) })
+	}
+}
+
+func benchRun(b *testing.B, slots int) {
 	w := newWorld(b)
 	var doc strings.Builder
 	doc.WriteString("name: bench\ndefaults: {agent: true}\ntasks:\n")
 	for i := 0; i < b.N; i++ {
 		fmt.Fprintf(&doc, "  - {id: t%d, prompt: nothing, branch: b%d}\n", i, i)
 	}
-	cfg := w.config(b, doc.String(), 1)
+	cfg := w.config(b, doc.String(), slots)
 	b.ResetTimer()
 	start := time.Now()
 	res, err := Run(context.Background(), cfg)
@@ -445,6 +452,6 @@ func BenchmarkRunOverhead(b *testing.B) {
 	agentMS := float64(time.Since(agentStart).Microseconds()) / 1000 / float64(b.N)
 	perTask := float64(wall.Microseconds()) / 1000 / float64(b.N)
 	b.ReportMetric(perTask, "ms/task")
-	b.ReportMetric(perTask-agentMS, "overhead-ms/task")
+	b.ReportMetric(perTask-agentMS/float64(slots), "overhead-ms/task")
 	b.ReportMetric(res.State.Summary.ParallelSpeedup, "speedup")
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times swarm run's own overhead per task (issue 18's target: under 20 ms): BENCH_TASKS
-# independent tasks of an agent that does nothing (/bin/true) on one local slot, each a
+# independent tasks of an agent that does nothing (/bin/true) on one local slot and on four, each a
 # worktree, a dispatched attempt (records, supervisor) and a commit; the time per task less
 # the agent's own (/bin/true started as often), and the parallel_speedup the run reports.
 #

@@ -1,0 +1,410 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/manifest"
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarmrun"
+	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// ExitInterrupted is swarm run's status when a signal paused the execution (as a shell
+// reports SIGINT): --resume continues it.
+const exitInterrupted = 130
+
+// runCommand is `swarm run`: a manifest's tasks in parallel (docs/swarm-run.md), and its
+// verbs status, history and the hidden __supervise (an attempt's supervisor). A word that is
+// none of them is the manifest.
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel", OwnSignals: true,
+		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
+			main := runMainCommand()
+			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
+				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runSuperviseCommand()},
+				Usage: func(w io.Writer) {
+					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
+				},
+				Default: func(ctx context.Context, s cli.Streams, args []string) error {
+					ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+					defer stop()
+					return cli.Run(ctx, main.App("swarm run", s), append([]string{"swarm run"}, args...))
+				}}
+			if len(args) == 0 {
+				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history, swarm run --abort)")
+			}
+			return t.Run(ctx, s, args)
+		},
+	}
+}
+
+func runMainCommand() *cli.Command {
+	return &cli.Command{
+		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel",
+		UsageText: "swarm run work.yaml [--max-parallel N] [--dry-run] [--resume] [--retry ID]... [--skip ID]...\n" +
+			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--state-dir DIR]\n" +
+			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]",
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Usage: "run at most `N` tasks at once (default: the manifest's max_parallel, else 4)"},
+			&ucli.StringFlag{Name: "hosts", Usage: "remote hosts (`hosts.yaml`): not in this build yet"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan and write nothing"},
+			&ucli.BoolFlag{Name: "resume", Usage: "continue the current execution: what did not complete runs (again)"},
+			&ucli.StringSliceFlag{Name: "retry", Usage: "run task `ID` again (with its blocked dependents); implies --resume"},
+			&ucli.StringSliceFlag{Name: "skip", Usage: "skip task `ID` (its dependents run without it); implies --resume"},
+			&ucli.BoolFlag{Name: "abort", Usage: "end the current execution: stop its run, skip what did not end"},
+			&ucli.StringFlag{Name: "halt", Usage: "stop on failures, as GNU parallel: soon,fail=N, soon,fail=N%, now,fail=N, now,fail=N% (`WHEN`)"},
+			&ucli.StringFlag{Name: "joblog", Usage: "append a line per attempt to `FILE`, in GNU parallel's joblog format"},
+			&ucli.StringFlag{Name: "forge", Value: "auto", Usage: "open a pull request per completed task: auto (gh when it is on PATH and the repository has an origin), none, or a command `CMD` printing the PR's URL"},
+			cli.StateDirFlag(),
+		},
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "every task completed (or was skipped)"}, {Code: 1, Meaning: "a task failed or is blocked, or --halt stopped the run"},
+			{Code: 2, Meaning: "usage error, or a manifest error (file:line); nothing was written"}, {Code: exitInterrupted, Meaning: "interrupted: the execution is paused; --resume continues it"}},
+		Action: runManifest,
+	}
+}
+
+func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+	if c.IsSet("hosts") {
+		return cli.Usagef("--hosts: remote hosts are not in this build yet; run without --hosts on this machine")
+	}
+	if c.Bool("abort") {
+		return runAbort(ctx, c, s)
+	}
+	if c.NArg() != 1 {
+		return cli.Usagef("give one manifest: swarm run work.yaml")
+	}
+	halt, err := swarmrun.ParseHalt(c.String("halt"))
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	path := c.Args().First()
+	m, err := manifest.Load(path)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	repo, err := repoOf(ctx, m, path)
+	if err != nil {
+		return err
+	}
+	n := c.Int("max-parallel")
+	if !c.IsSet("max-parallel") {
+		n = m.MaxParallel
+		if n == 0 {
+			n = 4
+		}
+	}
+	if n < 1 {
+		return cli.Usagef("--max-parallel %d: give at least 1", n)
+	}
+	if c.Bool("dry-run") {
+		return dryRun(s.Out, m, repo, n)
+	}
+	stateDir, err := filepath.Abs(c.String("state-dir"))
+	if err != nil {
+		return err
+	}
+	agents, err := agent.LoadConfig(os.LookupEnv, "")
+	if errors.Is(err, agent.ErrConfigEnvEmpty) {
+		return cli.Usagef("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range m.Tasks {
+		if _, err := agents.Lookup(t.Agent); err != nil {
+			return cli.Usagef("%s:%d: task %q: %v", path, t.Line, t.ID, err)
+		}
+	}
+	exe, err := proc.Self()
+	if err != nil {
+		return err
+	}
+	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
+	if err != nil {
+		return err
+	}
+	free, err := cli.PositiveEnv("DISPATCH_MIN_FREE_MB", 100)
+	if err != nil {
+		return err
+	}
+	forge, err := forgeOf(ctx, c.String("forge"), repo)
+	if err != nil {
+		return err
+	}
+	local := &swarmrun.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: time.Duration(grace) * time.Second, MinFreeMB: int64(free)}
+	absManifest, _ := filepath.Abs(path)
+	repoName := m.Repo
+	if repoName == "" {
+		repoName = repo
+	}
+	cfg := swarmrun.Config{Manifest: m, ManifestPath: absManifest, Repo: repo, RepoName: repoName, Executors: []swarmrun.Executor{local},
+		MaxParallel: n, Resume: c.Bool("resume"), Retry: c.StringSlice("retry"), Skip: c.StringSlice("skip"), Halt: halt,
+		Joblog: c.String("joblog"), Forge: forge, Log: prefixed{w: s.Err}, PID: os.Getpid()}
+	res, err := swarmrun.Run(ctx, cfg)
+	var ue *swarmrun.UsageError
+	if errors.As(err, &ue) || errors.Is(err, swarmrun.ErrBusy) {
+		return cli.Usagef("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	st := res.State
+	switch {
+	case res.Interrupted:
+		fmt.Fprintf(s.Err, "swarm: execution %s paused; 'swarm run %s --resume' continues it\n", st.ExecutionID, path)
+		return &cli.ExitError{Code: exitInterrupted}
+	}
+	sum := st.Summary
+	fmt.Fprintf(s.Out, "%s %s: %d tasks: %d completed, %d failed, %d blocked, %d skipped, %d not run; %.0f s, speedup %.2f\n",
+		st.ExecutionID, st.Status, sum.TotalTasks, sum.Completed, sum.Failed, sum.Blocked, sum.Skipped, sum.Pending, sum.TotalDurationSeconds, sum.ParallelSpeedup)
+	fmt.Fprintf(s.Out, "merge order: %s\n", strings.Join(sum.SuggestedMergeOrder, " "))
+	if mc := sum.MergeConflict; mc != nil {
+		fmt.Fprintf(s.Out, "merge conflict: %s\n", mc.Message)
+	}
+	fmt.Fprintf(s.Out, "report: %s\n", swarmrun.Paths{Root: repo}.Report(st.ExecutionID))
+	if st.Status != swarmrun.ExecCompleted || res.Halted {
+		return &cli.ExitError{Code: 1}
+	}
+	return nil
+}
+
+// prefixed writes each event line as "swarm: run: …" on stderr.
+type prefixed struct{ w io.Writer }
+
+func (p prefixed) Write(b []byte) (int, error) {
+	fmt.Fprintf(p.w, "swarm: run: %s", b)
+	return len(b), nil
+}
+
+// repoOf is the repository's top directory: the manifest's repo (a path relative to the
+// manifest), else the current directory's.
+func repoOf(ctx context.Context, m *manifest.Manifest, path string) (string, error) {
+	dir := "."
+	if m != nil && m.Repo != "" {
+		if strings.Contains(m.Repo, "://") || strings.Contains(m.Repo, "@") {
+			return "", cli.Usagef("%s: repo %q is a URL; clone it and give the clone's path as repo", path, m.Repo)
+		}
+		dir = m.Repo
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(path), dir)
+		}
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return "", cli.Usagef("%s is not in a git repository; run swarm run in one, or set the manifest's repo", dir)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// forgeOf reads --forge.
+func forgeOf(ctx context.Context, v, repo string) (*swarmrun.Forge, error) {
+	switch v {
+	case "none", "":
+		return nil, nil
+	case "auto":
+		gh, err := exec.LookPath("gh")
+		if err != nil {
+			return nil, nil
+		}
+		if exec.CommandContext(ctx, "git", "-C", repo, "remote", "get-url", "origin").Run() != nil {
+			return nil, nil
+		}
+		return swarmrun.GitHub(gh, os.Environ()), nil
+	}
+	argv := strings.Fields(v)
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return nil, cli.Usagef("--forge %q: %v", v, err)
+	}
+	return &swarmrun.Forge{Argv: argv, Env: os.Environ()}, nil
+}
+
+// dryRun prints the plan: the tasks in the order they would start with one slot, their
+// branch, dependencies, agent, timeout and attempts.
+func dryRun(w io.Writer, m *manifest.Manifest, repo string, n int) error {
+	fmt.Fprintf(w, "manifest %q: %d tasks on %s (base %s), at most %d at once\n", m.Name, len(m.Tasks), repo, m.BaseBranch, n)
+	rows := [][]string{{"#", "TASK", "PRIORITY", "BRANCH", "DEPENDS ON", "AGENT", "TIMEOUT", "ATTEMPTS"}}
+	for i, id := range m.Order() {
+		t := m.Task(id)
+		ag := t.Agent
+		if t.Model != "" {
+			ag += ":" + t.Model
+		}
+		to := "none"
+		if t.Timeout > 0 {
+			to = t.Timeout.String()
+		}
+		deps := strings.Join(t.DependsOn, ",")
+		if deps == "" {
+			deps = "-"
+		}
+		rows = append(rows, []string{strconv.Itoa(i + 1), id, t.Priority, t.Branch, deps, ag, to, strconv.Itoa(t.Retries + 1)})
+	}
+	cli.Table(w, rows)
+	return nil
+}
+
+// runAbort is --abort.
+func runAbort(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+	var m *manifest.Manifest
+	path := "."
+	if c.NArg() == 1 {
+		path = c.Args().First()
+		var err error
+		if m, err = manifest.Load(path); err != nil {
+			return cli.Usagef("%v", err)
+		}
+	}
+	repo, err := repoOf(ctx, m, path)
+	if err != nil {
+		return err
+	}
+	st, err := swarmrun.Abort(context.WithoutCancel(ctx), swarmrun.Paths{Root: repo}, repo)
+	var ue *swarmrun.UsageError
+	if errors.As(err, &ue) {
+		return cli.Usagef("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "%s aborted: %d completed, %d skipped\n", st.ExecutionID, st.Summary.Completed, st.Summary.Skipped)
+	return nil
+}
+
+func runStatusCommand() *cli.Command {
+	return &cli.Command{
+		Name: "status", Usage: "show the current (or a past) execution's tasks", UsageText: "swarm run status [ID] [--json]",
+		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the state document"}},
+		ExitCodes: []cli.ExitCode{{Code: 2, Meaning: "no such execution"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			repo, err := repoOf(ctx, nil, ".")
+			if err != nil {
+				return err
+			}
+			st, err := swarmrun.Find(swarmrun.Paths{Root: repo}, c.Args().First())
+			if errors.Is(err, swarmrun.ErrNotFound) {
+				return &cli.ExitError{Code: 2, Err: err}
+			}
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				b, _ := json.MarshalIndent(st, "", "  ")
+				fmt.Fprintf(s.Out, "%s\n", b)
+				return nil
+			}
+			fmt.Fprintf(s.Out, "%s  %s  %q  started %s\n", st.ExecutionID, st.Status, st.ManifestName, st.StartedAt)
+			rows := [][]string{{"TASK", "STATUS", "AGENT", "ATTEMPT", "RETRIES", "DURATION", "COMMIT", "ERROR"}}
+			for _, id := range st.Order {
+				t := st.Tasks[id]
+				row := []string{id, t.Status, "-", "-", "-", "-", "-", "-"}
+				if tr := t.Trace; tr != nil {
+					row[2], row[3], row[4] = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount)
+					if tr.DurationSeconds != nil {
+						row[5] = fmt.Sprintf("%.1fs", *tr.DurationSeconds)
+					}
+					if tr.CommitSHA != nil && len(*tr.CommitSHA) > 10 {
+						row[6] = (*tr.CommitSHA)[:10]
+					}
+				}
+				if t.Error != nil {
+					row[7] = t.Error.Type
+				}
+				rows = append(rows, row)
+			}
+			cli.Table(s.Out, rows)
+			return nil
+		},
+	}
+}
+
+func runHistoryCommand() *cli.Command {
+	return &cli.Command{
+		Name: "history", Usage: "list past executions (.swarm/history), or show one", UsageText: "swarm run history [ID] [--json]",
+		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		ExitCodes: []cli.ExitCode{{Code: 2, Meaning: "no such execution"}},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			repo, err := repoOf(ctx, nil, ".")
+			if err != nil {
+				return err
+			}
+			p := swarmrun.Paths{Root: repo}
+			if id := c.Args().First(); id != "" {
+				st, err := swarmrun.Find(p, id)
+				if errors.Is(err, swarmrun.ErrNotFound) {
+					return &cli.ExitError{Code: 2, Err: err}
+				}
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					b, _ := json.MarshalIndent(st, "", "  ")
+					fmt.Fprintf(s.Out, "%s\n", b)
+					return nil
+				}
+				fmt.Fprint(s.Out, swarmrun.Report(st))
+				return nil
+			}
+			all, err := swarmrun.History(p)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				ids := []string{}
+				for _, st := range all {
+					ids = append(ids, st.ExecutionID)
+				}
+				b, _ := json.Marshal(ids)
+				fmt.Fprintf(s.Out, "%s\n", b)
+				return nil
+			}
+			rows := [][]string{{"EXECUTION", "STATUS", "TASKS", "COMPLETED", "FAILED", "BLOCKED", "STARTED"}}
+			for _, st := range all {
+				row := []string{st.ExecutionID, st.Status, strconv.Itoa(len(st.Tasks)), "-", "-", "-", st.StartedAt}
+				if sm := st.Summary; sm != nil {
+					row[3], row[4], row[5] = strconv.Itoa(sm.Completed), strconv.Itoa(sm.Failed), strconv.Itoa(sm.Blocked)
+				}
+				rows = append(rows, row)
+			}
+			cli.Table(s.Out, rows)
+			return nil
+		},
+	}
+}
+
+// runSuperviseCommand is the hidden verb that runs one task attempt's supervisor, started by
+// swarm run as a detached process.
+func runSuperviseCommand() *cli.Command {
+	return &cli.Command{
+		Name: supervise.SuperviseVerb, Usage: "run one task attempt's supervisor (started by swarm run)", Hidden: true, OwnSignals: true,
+		Flags: []ucli.Flag{&ucli.StringFlag{Name: "handoff", Usage: "the starter's handoff socket (`PATH`)"}, cli.StateDirFlag()},
+		Action: func(ctx context.Context, c *ucli.Context, _ cli.Streams) error {
+			if c.NArg() != 1 || c.String("handoff") == "" {
+				return cli.Usagef("%s is started by swarm run, not by hand", supervise.SuperviseVerb)
+			}
+			var input *os.File
+			if term.IsTerminal(int(os.Stdin.Fd())) {
+				input = os.Stdin
+			}
+			return attempt.Supervise(ctx, c.String("state-dir"), c.String("handoff"), c.Args().First(), os.Stdout, input)
+		},
+	}
+}

@@ -1,0 +1,628 @@
+// Package manifest reads a work.yaml manifest: a named batch of tasks, each with a prompt, a
+// branch, a priority and the tasks it depends on, which `swarm run` executes. Load checks the
+// whole manifest before anything starts: required fields, unique task ids and branches,
+// dependencies that exist, no cycles (named by their path, "a -> b -> a"), priorities, prompt
+// files, durations. Every problem is an *Error naming the file and line it is on.
+//
+//	name: Sprint 47
+//	repo: .                      # a path (relative to the manifest) or a git URL
+//	base_branch: main
+//	defaults: {agent: claude, model: sonnet, timeout: 30m, retries: 1}
+//	tasks:
+//	  - id: feature-a
+//	    prompt: "Implement ..."  # or prompt_file: tasks/a.md (relative to the manifest)
+//	    branch: feature/a
+//	    priority: high           # high, medium (the default), low
+//	    depends_on: []
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/statedir"
+	"gopkg.in/yaml.v3"
+)
+
+// Priorities, highest first.
+const (
+	High   = "high"
+	Medium = "medium"
+	Low    = "low"
+)
+
+// Rank orders priorities: high 0, medium 1, low 2.
+func Rank(p string) int {
+	switch p {
+	case High:
+		return 0
+	case Low:
+		return 2
+	}
+	return 1
+}
+
+// Defaults are what a task that sets none runs with.
+type Defaults struct {
+	Agent   string
+	Model   string
+	Timeout time.Duration // 0: none
+	Retries int           // attempts after the first
+}
+
+// Task is one task of a manifest.
+type Task struct {
+	ID        string
+	Prompt    string
+	Branch    string
+	Priority  string
+	DependsOn []string
+	Agent     string
+	Model     string
+	Timeout   time.Duration
+	Retries   int
+	// AgentHint is the agent or host preferred for the task (a remote host's name).
+	AgentHint string
+	// Line is where the task starts in the manifest.
+	Line int
+}
+
+// Manifest is a checked work.yaml.
+type Manifest struct {
+	Name       string
+	Repo       string // as written; "" when absent (the current repository)
+	BaseBranch string
+	Defaults   Defaults
+	// MaxParallel is the manifest's max_parallel, 0 when it sets none.
+	MaxParallel int
+	Tasks       []Task
+	// Path is the manifest file's path, as given to Load.
+	Path string
+}
+
+// Task returns the task id, or nil.
+func (m *Manifest) Task(id string) *Task {
+	for i := range m.Tasks {
+		if m.Tasks[i].ID == id {
+			return &m.Tasks[i]
+		}
+	}
+	return nil
+}
+
+// Error is a problem at a line of a manifest file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// ErrInvalid is matched (errors.Is) by every error of a manifest that is not right.
+var ErrInvalid = errors.New("invalid manifest")
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Errors are all the problems of a manifest, in the order of their lines.
+type Errors []*Error
+
+// Error is the first problem, and how many more there are: one line.
+func (es Errors) Error() string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	return fmt.Sprintf("%s (and %d more problems)", es[0].Error(), len(es)-1)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (es Errors) Is(target error) bool { return target == ErrInvalid }
+
+// MaxSize is the largest manifest (and prompt file) read.
+const MaxSize = 4 << 20
+
+// Load reads and checks the manifest at path. Prompt files are read relative to its directory.
+func Load(path string) (*Manifest, error) {
+	data, err := readRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest: %w", err)
+	}
+	return Parse(path, data, func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(filepath.Dir(path), name)
+		}
+		return readRegular(name)
+	})
+}
+
+// readRegular reads a regular file, never through a final link, at most MaxSize bytes.
+func readRegular(path string) ([]byte, error) { return statedir.ReadFile(path, MaxSize) }
+
+// ReadFunc reads a prompt file named in the manifest.
+type ReadFunc func(name string) ([]byte, error)
+
+// taskKeys and topKeys are the keys the manifest knows; any other is an error (a typo would
+// otherwise be silently ignored: "depends-on" for "depends_on").
+var (
+	topKeys     = []string{"name", "repo", "base_branch", "defaults", "default_priority", "max_parallel", "tasks", "description"}
+	defaultKeys = []string{"agent", "model", "timeout", "retries"}
+	taskKeys    = []string{"id", "prompt", "prompt_file", "branch", "priority", "depends_on", "agent", "model", "timeout", "retries", "agent_hint", "description"}
+)
+
+// parser collects a manifest's problems.
+type parser struct {
+	file string
+	errs Errors
+	read ReadFunc
+}
+
+func (p *parser) errorf(line int, format string, args ...any) {
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Parse checks the manifest data read from file; read reads its prompt files (nil: none may be
+// named).
+func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
+	p := &parser{file: file, read: read}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		line, msg := 0, err.Error()
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		return nil, Errors{{File: file, Line: line, Msg: "not YAML: " + msg}}
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		line := 1
+		if len(doc.Content) > 0 {
+			line = doc.Content[0].Line
+		}
+		return nil, Errors{{File: file, Line: line, Msg: "a manifest is a mapping with name, base_branch and tasks"}}
+	}
+	m := &Manifest{Path: file, BaseBranch: "main", Defaults: Defaults{Agent: "claude"}}
+	top := doc.Content[0]
+	defaultPriority := Medium
+	var tasks *yaml.Node
+	seenName := false
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		switch k.Value {
+		case "name":
+			m.Name = p.str(v, "name")
+			seenName = true
+			if m.Name != "" && slug(m.Name) == "" {
+				p.errorf(v.Line, "name %q has no letter or digit; the execution id is made from it", m.Name)
+			}
+		case "repo":
+			m.Repo = p.str(v, "repo")
+		case "base_branch":
+			m.BaseBranch = p.str(v, "base_branch")
+			p.branch(v, m.BaseBranch, "base_branch")
+		case "default_priority":
+			defaultPriority = p.priority(v)
+		case "max_parallel":
+			m.MaxParallel = p.positive(v, "max_parallel")
+		case "defaults":
+			p.defaults(v, &m.Defaults)
+		case "tasks":
+			tasks = v
+		case "description":
+		default:
+			p.errorf(k.Line, "unknown key %q; a manifest has %s", k.Value, strings.Join(topKeys, ", "))
+		}
+	}
+	if !seenName {
+		p.errorf(top.Line, "name is missing: give the batch a name (it is part of the execution id)")
+	}
+	switch {
+	case tasks == nil:
+		p.errorf(top.Line, "tasks is missing: a manifest needs a list of tasks")
+	case tasks.Kind != yaml.SequenceNode || len(tasks.Content) == 0:
+		p.errorf(tasks.Line, "tasks must be a list of at least one task")
+	default:
+		for _, item := range tasks.Content {
+			if t, ok := p.task(item, m.Defaults, defaultPriority); ok {
+				m.Tasks = append(m.Tasks, t)
+			}
+		}
+	}
+	p.graph(m)
+	if len(p.errs) > 0 {
+		sortErrors(p.errs)
+		return nil, p.errs
+	}
+	return m, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func sortErrors(es Errors) {
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].Line < es[j-1].Line; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+}
+
+// str is v as a non-empty string.
+func (p *parser) str(v *yaml.Node, what string) string {
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || v.Value == "" {
+		p.errorf(v.Line, "%s must be a non-empty string", what)
+		return ""
+	}
+	return v.Value
+}
+
+func (p *parser) positive(v *yaml.Node, what string) int {
+	n, err := strconv.Atoi(v.Value)
+	if v.Kind != yaml.ScalarNode || err != nil || n < 1 {
+		p.errorf(v.Line, "%s must be a positive integer, not %q", what, v.Value)
+		return 0
+	}
+	return n
+}
+
+func (p *parser) retries(v *yaml.Node) int {
+	n, err := strconv.Atoi(v.Value)
+	if v.Kind != yaml.ScalarNode || err != nil || n < 0 || n > 100 {
+		p.errorf(v.Line, "retries must be a whole number from 0 to 100, not %q", v.Value)
+		return 0
+	}
+	return n
+}
+
+func (p *parser) priority(v *yaml.Node) string {
+	switch v.Value {
+	case High, Medium, Low:
+		return v.Value
+	}
+	p.errorf(v.Line, "priority %q is not one of high, medium, low", v.Value)
+	return Medium
+}
+
+// durationRE is the manifest schema's form of a timeout: seconds, or 1h30m, 90s, 30m.
+var durationRE = regexp.MustCompile(`^(?:[0-9]+|(?:[0-9]+h)?(?:[0-9]+m)?(?:[0-9]+s)?)$`)
+
+// ParseTimeout reads a timeout: a number of seconds, or a duration such as 90s, 30m, 4h, 1h30m.
+func ParseTimeout(s string) (time.Duration, error) {
+	if s == "" || !durationRE.MatchString(s) {
+		return 0, fmt.Errorf("timeout %q is neither seconds nor a duration such as 90s, 30m, 1h30m", s)
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 1 {
+			return 0, fmt.Errorf("timeout %q must be at least 1 second", s)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("timeout %q is not a positive duration", s)
+	}
+	return d, nil
+}
+
+func (p *parser) timeout(v *yaml.Node) time.Duration {
+	d, err := ParseTimeout(v.Value)
+	if v.Kind != yaml.ScalarNode || err != nil {
+		p.errorf(v.Line, "timeout %q is neither seconds nor a duration such as 90s, 30m, 1h30m", v.Value)
+	}
+	return d
+}
+
+func (p *parser) defaults(v *yaml.Node, d *Defaults) {
+	if v.Kind != yaml.MappingNode {
+		p.errorf(v.Line, "defaults must be a mapping {%s}", strings.Join(defaultKeys, ", "))
+		return
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		switch k.Value {
+		case "agent":
+			d.Agent = p.str(val, "defaults.agent")
+		case "model":
+			d.Model = p.str(val, "defaults.model")
+		case "timeout":
+			d.Timeout = p.timeout(val)
+		case "retries":
+			d.Retries = p.retries(val)
+		default:
+			p.errorf(k.Line, "unknown key %q in defaults; they are %s", k.Value, strings.Join(defaultKeys, ", "))
+		}
+	}
+}
+
+// taskKind is how CheckName names a task id: ids become bead names (<execution>-<task>),
+// file names and git refs, so they follow the toolkit's one name rule, without dots.
+const taskKind = statedir.Kind("task id")
+
+func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool) {
+	if item.Kind != yaml.MappingNode {
+		p.errorf(item.Line, "a task is a mapping {id, prompt or prompt_file, branch, ...}")
+		return Task{}, false
+	}
+	t := Task{Line: item.Line, Priority: priority, Agent: d.Agent, Model: d.Model, Timeout: d.Timeout, Retries: d.Retries}
+	var prompt, promptFile *yaml.Node
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		k, v := item.Content[i], item.Content[i+1]
+		seen[k.Value] = true
+		switch k.Value {
+		case "id":
+			t.ID = p.str(v, "id")
+			if t.ID != "" {
+				if err := statedir.CheckName(taskKind, t.ID); err != nil {
+					p.errorf(v.Line, "%v", err)
+				}
+			}
+		case "prompt":
+			prompt = v
+		case "prompt_file":
+			promptFile = v
+		case "branch":
+			t.Branch = p.str(v, "branch")
+			p.branch(v, t.Branch, "branch")
+		case "priority":
+			t.Priority = p.priority(v)
+		case "depends_on":
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+				continue
+			}
+			if v.Kind != yaml.SequenceNode {
+				p.errorf(v.Line, "depends_on must be a list of task ids, like [a, b]")
+				continue
+			}
+			for _, dep := range v.Content {
+				if s := p.str(dep, "a dependency"); s != "" {
+					t.DependsOn = append(t.DependsOn, s)
+				}
+			}
+		case "agent":
+			t.Agent = p.str(v, "agent")
+		case "model":
+			t.Model = p.str(v, "model")
+		case "timeout":
+			t.Timeout = p.timeout(v)
+		case "retries":
+			t.Retries = p.retries(v)
+		case "agent_hint":
+			t.AgentHint = p.str(v, "agent_hint")
+		case "description":
+		default:
+			p.errorf(k.Line, "unknown key %q in a task; a task has %s", k.Value, strings.Join(taskKeys, ", "))
+		}
+	}
+	name := "a task"
+	if t.ID != "" {
+		name = fmt.Sprintf("task %q", t.ID)
+	}
+	if !seen["id"] {
+		p.errorf(item.Line, "%s has no id", name)
+	}
+	if !seen["branch"] {
+		p.errorf(item.Line, "%s has no branch", name)
+	}
+	switch {
+	case prompt != nil && promptFile != nil:
+		p.errorf(promptFile.Line, "%s has both prompt and prompt_file; keep one", name)
+	case prompt != nil:
+		t.Prompt = p.str(prompt, "prompt")
+	case promptFile != nil:
+		file := p.str(promptFile, "prompt_file")
+		if file == "" {
+			break
+		}
+		if p.read == nil {
+			p.errorf(promptFile.Line, "prompt_file %q cannot be read here; write the prompt inline", file)
+			break
+		}
+		b, err := p.read(file)
+		switch {
+		case err != nil:
+			p.errorf(promptFile.Line, "prompt_file %q: %v", file, oneLine(err))
+		case strings.TrimSpace(string(b)) == "":
+			p.errorf(promptFile.Line, "prompt_file %q is empty", file)
+		default:
+			t.Prompt = string(b)
+		}
+	default:
+		p.errorf(item.Line, "%s has no prompt (or prompt_file)", name)
+	}
+	return t, true
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// branch checks a branch name by git check-ref-format's rules (git 2.39), without git.
+func (p *parser) branch(v *yaml.Node, b, what string) {
+	if b == "" {
+		return
+	}
+	if err := CheckBranch(b); err != nil {
+		p.errorf(v.Line, "%s %q: %v", what, b, err)
+	}
+}
+
+// CheckBranch returns an error unless b is a branch name git accepts (check-ref-format
+// --branch) that needs no quoting: no space, control character or any of ~^:?*[\, no "..",
+// "@{", "//", no leading '-' or '/', no final '/', '.' or ".lock", no component starting with '.'.
+func CheckBranch(b string) error {
+	for _, r := range b {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
+			return fmt.Errorf("has a character git does not allow in a branch name (%q)", r)
+		}
+	}
+	switch {
+	case strings.HasPrefix(b, "-"), strings.HasPrefix(b, "/"), strings.HasSuffix(b, "/"), strings.HasSuffix(b, "."),
+		strings.HasSuffix(b, ".lock"), strings.Contains(b, ".."), strings.Contains(b, "@{"), strings.Contains(b, "//"),
+		b == "@", b == "HEAD":
+		return errors.New("is not a valid git branch name")
+	}
+	for _, c := range strings.Split(b, "/") {
+		if strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".lock") {
+			return errors.New("is not a valid git branch name (a component starts with '.' or ends in .lock)")
+		}
+	}
+	return nil
+}
+
+// graph checks what needs every task: unique ids and branches, dependencies that exist, and no
+// cycle.
+func (p *parser) graph(m *Manifest) {
+	ids := map[string]*Task{}
+	branches := map[string]*Task{}
+	for i := range m.Tasks {
+		t := &m.Tasks[i]
+		if t.ID != "" {
+			if first, ok := ids[t.ID]; ok {
+				p.errorf(t.Line, "task id %q is used twice (first at line %d)", t.ID, first.Line)
+			} else {
+				ids[t.ID] = t
+			}
+		}
+		if t.Branch != "" {
+			if first, ok := branches[t.Branch]; ok {
+				p.errorf(t.Line, "branch %q of task %q is task %q's too (line %d); each task needs its own branch", t.Branch, t.ID, first.ID, first.Line)
+			} else {
+				branches[t.Branch] = t
+			}
+			if t.Branch == m.BaseBranch {
+				p.errorf(t.Line, "branch %q of task %q is the base branch; give the task a branch of its own", t.Branch, t.ID)
+			}
+		}
+	}
+	bad := false
+	for i := range m.Tasks {
+		t := &m.Tasks[i]
+		seen := map[string]bool{}
+		for _, d := range t.DependsOn {
+			switch {
+			case d == t.ID:
+				p.errorf(t.Line, "task %q depends on itself", t.ID)
+				bad = true
+			case ids[d] == nil:
+				p.errorf(t.Line, "task %q depends on %q, which is no task of the manifest", t.ID, d)
+				bad = true
+			case seen[d]:
+				p.errorf(t.Line, "task %q names %q twice in depends_on", t.ID, d)
+			}
+			seen[d] = true
+		}
+	}
+	if bad || len(p.errs) > 0 {
+		return // a cycle is looked for among tasks that are otherwise right
+	}
+	if cycle := findCycle(m, ids); cycle != nil {
+		p.errorf(ids[cycle[0]].Line, "dependency cycle: %s", strings.Join(cycle, " -> "))
+	}
+}
+
+// findCycle returns a cycle of dependencies as the path around it (its first id again at the
+// end), or nil. Depth first, from the tasks in manifest order, so the cycle named is the same on
+// every run.
+func findCycle(m *Manifest, ids map[string]*Task) []string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(id string) []string
+	visit = func(id string) []string {
+		state[id] = open
+		stack = append(stack, id)
+		for _, d := range ids[id].DependsOn {
+			switch state[d] {
+			case open:
+				for i, s := range stack {
+					if s == d {
+						return append(append([]string{}, stack[i:]...), d)
+					}
+				}
+			case unseen:
+				if c := visit(d); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[id] = done
+		return nil
+	}
+	for _, t := range m.Tasks {
+		if state[t.ID] == unseen {
+			if c := visit(t.ID); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Slug is the manifest's name as the execution id carries it: lower-case letters and digits,
+// other runs of characters as one '-', at most 40 characters ("Sprint 47" → "sprint-47").
+func (m *Manifest) Slug() string { return slug(m.Name) }
+
+func slug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
+
+// Order returns the task ids in a topological order: each after its dependencies, ties broken
+// by priority, then manifest order. The manifest must be checked (no cycle).
+func (m *Manifest) Order() []string {
+	done := map[string]bool{}
+	var out []string
+	for len(out) < len(m.Tasks) {
+		best := -1
+		for i, t := range m.Tasks {
+			if done[t.ID] {
+				continue
+			}
+			ready := true
+			for _, d := range t.DependsOn {
+				if !done[d] {
+					ready = false
+					break
+				}
+			}
+			if ready && (best < 0 || Rank(t.Priority) < Rank(m.Tasks[best].Priority)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break // a cycle: Parse refuses these
+		}
+		done[m.Tasks[best].ID] = true
+		out = append(out, m.Tasks[best].ID)
+	}
+	return out
+}

@@ -1,0 +1,369 @@
+package swarmrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/screen"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"golang.org/x/sys/unix"
+)
+
+// Slot is one agent of an executor: a place where one task attempt runs at a time. Its ID is
+// the agent id of the state ("local-1", "h1-3"); Host and Port where it is reached.
+type Slot struct {
+	ID   string
+	Host string
+	Port *int
+}
+
+// Job is one attempt of a task, as the scheduler hands it to an executor.
+type Job struct {
+	Execution string
+	Task      string
+	// Bead is <execution>-<task>: the attempt's run and result records.
+	Bead string
+	// Agent and Model name the agent profile and model the task runs with.
+	Agent, Model string
+	Prompt       string
+	// Dir is the task's worktree, where the agent works.
+	Dir     string
+	Branch  string
+	Timeout time.Duration
+	// MaxAttempts is how many attempts the task gets (the records' max_retries).
+	MaxAttempts int
+	// Adopt, when above 0, is the attempt an earlier run of the execution launched: if the
+	// bead's records are that attempt's, the executor waits for it (or judges its end) instead
+	// of launching another. A run killed while its agents worked is resumed this way.
+	Adopt int
+	// Env is what the attempt adds to the agent's environment.
+	Env []string
+	// Launched is called with the attempt's number once it is numbered, before it starts, so
+	// that the state names it before any agent of it runs.
+	Launched func(n int)
+	// Checkpoint, when set, is called with "launched" once the attempt's supervisor has its
+	// spec (Config.Checkpoint).
+	Checkpoint func(step string)
+}
+
+// Outcome is how an attempt ended, as an executor reports it.
+type Outcome struct {
+	Attempt  int
+	Status   string // record.StatusDone, StatusFailed or StatusTimeout
+	Reason   string
+	ExitCode *int
+	Started  time.Time
+	Finished time.Time
+	// Logs is the end of the agent's output, its control sequences stripped.
+	Logs string
+	// Interrupted says ctx ended before the attempt did: it was stopped (Status is what its
+	// supervisor recorded then), and it does not count as a try.
+	Interrupted bool
+}
+
+// Executor runs task attempts: this machine (Local), or a remote host. Run blocks until the
+// attempt has ended and is recorded, or ctx ended and the attempt was stopped.
+type Executor interface {
+	// Host names where the executor runs its attempts (the joblog's host column).
+	Host() string
+	// Slots are its agents: at most one attempt runs in each at a time.
+	Slots() []Slot
+	// Run runs one attempt of job in slot.
+	Run(ctx context.Context, slot Slot, job Job) Outcome
+}
+
+// Local is this machine as an executor: each attempt is one of dispatch's (attempt.Open and
+// Launch, bead <execution>-<task>), its supervisor detached so that it outlives the run, its
+// run and result records in StateDir (analyze-runs reports them).
+type Local struct {
+	// N is how many attempts run at once.
+	N int
+	// StateDir is where the records go (absolute).
+	StateDir string
+	// Self is the supervisor verb's command line (this binary's "run __supervise --state-dir
+	// DIR"); attempt.Launch adds the handoff and the bead.
+	Self []string
+	// Agents is the agents config the tasks' agents are looked up in.
+	Agents *agent.Config
+	// Getenv is the environment the models are chosen in (DISPATCH_<AGENT>_MODEL), nil none.
+	Getenv func(string) string
+	// Env is the agents' environment, to which each attempt adds its own.
+	Env       []string
+	KillGrace time.Duration
+	MinFreeMB int64
+	// HostName is the host the state names (default: os.Hostname).
+	HostName string
+}
+
+// Host is ":" as GNU parallel's joblog names this machine.
+func (l *Local) Host() string { return ":" }
+
+// Slots are local-1 … local-N.
+func (l *Local) Slots() []Slot {
+	host := l.HostName
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	out := make([]Slot, l.N)
+	for i := range out {
+		out[i] = Slot{ID: fmt.Sprintf("local-%d", i+1), Host: host}
+	}
+	return out
+}
+
+func (l *Local) dir() attempt.Dir { return attempt.NewDir(l.StateDir) }
+
+func (l *Local) where() attempt.Where {
+	return attempt.Where{Backend: supervise.BackendProcess, KillGrace: l.KillGrace}
+}
+
+// Run launches the attempt (or adopts the one job.Adopt names) and waits for its end.
+func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
+	d := l.dir()
+	if job.Adopt > 0 {
+		// A launch cut short (the run died before its supervisor had the spec) never ran its
+		// agent: it is closed (supervisor-lost, archived) by the next Open, and the task
+		// launches its next attempt, not counted as a try.
+		if run, err := record.ReadRun(d.Store.RunPath(job.Bead)); err == nil && run.Attempt == job.Adopt && !l.launchCut(ctx, job.Bead, job.Adopt) {
+			return l.await(ctx, job.Bead, job.Adopt)
+		}
+	}
+	// Once numbered, the attempt is launched whole whatever happens to ctx: a half launch would
+	// be a failed attempt; a whole one is stopped by await like any other.
+	lctx := context.WithoutCancel(ctx)
+	opened, err := attempt.Open(lctx, d, job.Bead, l.where(), false)
+	if err != nil {
+		return failed(0, "launch-failed", err)
+	}
+	n := opened.Number
+	spec, err := l.spec(slot, job, n)
+	if err != nil {
+		opened.Close()
+		return failed(n, "launch-failed", err)
+	}
+	if job.Launched != nil {
+		job.Launched(n)
+	}
+	_, err = opened.Launch(lctx, spec, l.Self)
+	opened.Close()
+	if err != nil {
+		out := l.judge(lctx, job.Bead, n)
+		if out.Reason == "" {
+			out.Reason = oneLine(err)
+		}
+		return out
+	}
+	if job.Checkpoint != nil {
+		job.Checkpoint("launched")
+	}
+	return l.await(ctx, job.Bead, n)
+}
+
+// launchCut says whether attempt n of bead was registered but never handed to a supervisor:
+// its registry entry still says launching (pid 0) and no supervisor of the bead is alive. A
+// supervisor of the bead found alive (it took its spec as its starter died) is waited for
+// until it registers itself or is gone.
+func (l *Local) launchCut(ctx context.Context, bead string, n int) bool {
+	d := l.dir()
+	for ctx.Err() == nil {
+		e, _ := d.Layout.ReadEntry(bead)
+		if e == nil || e.Attempt != n || e.PID != 0 {
+			return false
+		}
+		pid := supervisorOf(bead)
+		if pid == 0 {
+			return true
+		}
+		waitExit(ctx, &supervise.Entry{PID: pid, Name: bead}, 100*time.Millisecond)
+	}
+	return false
+}
+
+// supervisorOf is the pid of a live supervisor of bead found in /proc, or 0.
+func supervisorOf(bead string) int {
+	names, err := fsx.Names("/proc", func(name string) (string, bool) {
+		_, err := strconv.Atoi(name)
+		return name, err == nil
+	})
+	if err != nil {
+		return 0
+	}
+	for _, n := range names {
+		pid, _ := strconv.Atoi(n)
+		if pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// spec is the dispatch of the job's attempt n.
+func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
+	if l.Agents == nil {
+		return nil, errors.New("no agents config")
+	}
+	profile, err := l.Agents.Lookup(job.Agent)
+	if err != nil {
+		return nil, err
+	}
+	getenv := l.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	model := profile.Model(job.Model, getenv)
+	d := l.dir()
+	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: job.Prompt, PromptFile: d.Layout.PromptPath(job.Bead), Dir: job.Dir})
+	max := job.MaxAttempts
+	if n > max {
+		max = n
+	}
+	run := record.Run{
+		SchemaVersion: record.SchemaVersion, Bead: job.Bead, Agent: job.Agent, Model: model.Name, Repo: job.Dir,
+		Prompt: record.Truncate(job.Prompt, 200), PromptHash: record.PromptHash(job.Prompt), PromptFull: job.Prompt,
+		StartedAt: now(), Status: record.StatusRunning, Attempt: n, MaxRetries: max,
+		SessionName: record.SessionName(job.Bead), ResultFile: record.ResultFile(l.StateDir, job.Bead),
+		TemplateName: record.Str(Template),
+	}
+	env := append(append([]string{}, l.Env...), job.Env...)
+	env = append(env, "DISPATCH_BEAD="+job.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n), "SWARM_AGENT_ID="+slot.ID)
+	return &attempt.Spec{
+		Attempt: supervise.Attempt{
+			Name: job.Bead, Number: n, Dir: job.Dir, Argv: profile.JSONOutput(inv.Argv), Env: env,
+			Prompt: job.Prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
+			Timeout: job.Timeout, KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB,
+			DiskDirs: []string{l.StateDir, job.Dir}, LogPath: d.Layout.LogPath(job.Bead),
+		},
+		Backend: supervise.BackendProcess, Run: run,
+	}, nil
+}
+
+// Template is the template name the run records carry, so that analyze-runs groups the
+// executions' attempts.
+const Template = "swarm-run"
+
+// await waits for bead's supervisor to end and judges attempt n by its records. When ctx ends
+// first, the attempt is stopped (its supervisor records the end) and reported Interrupted.
+func (l *Local) await(ctx context.Context, bead string, n int) Outcome {
+	d := l.dir()
+	interrupted := false
+	for {
+		live, entry := attempt.Alive(context.WithoutCancel(ctx), d, l.where(), bead)
+		if !live {
+			break
+		}
+		if ctx.Err() != nil && !interrupted {
+			interrupted = true
+			attempt.Stop(context.Background(), nil, entry, "", syscall.SIGTERM)
+		}
+		if interrupted {
+			waitExit(context.Background(), entry, l.KillGrace+10*time.Second)
+			continue
+		}
+		waitExit(ctx, entry, 0)
+	}
+	out := l.judge(context.WithoutCancel(ctx), bead, n)
+	out.Interrupted = interrupted
+	return out
+}
+
+// waitExit waits for the supervisor of entry to exit, through a pidfd (no polling), or a short
+// while when there is none (the entry is being written: pid 0); limit 0 is none.
+func waitExit(ctx context.Context, entry *supervise.Entry, limit time.Duration) {
+	if entry == nil || entry.PID <= 0 {
+		sleep(ctx, 5*time.Millisecond)
+		return
+	}
+	fd, err := unix.PidfdOpen(entry.PID, 0)
+	if err != nil {
+		sleep(ctx, 5*time.Millisecond)
+		return
+	}
+	defer unix.Close(fd)
+	// Checked once the pidfd holds the process: a pid reused meanwhile is not our supervisor.
+	if !supervise.SupervisorAlive(entry.PID, entry.Name) {
+		return
+	}
+	deadline := time.Time{}
+	if limit > 0 {
+		deadline = time.Now().Add(limit)
+	}
+	for ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 200)
+		if n > 0 || (err != nil && !errors.Is(err, syscall.EINTR)) {
+			return
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// judge reads the end of bead's attempt n from its records (one whose supervisor was lost is
+// closed as supervisor-lost first).
+func (l *Local) judge(ctx context.Context, bead string, n int) Outcome {
+	d := l.dir()
+	if _, err := attempt.ReconcileBead(ctx, d, nil, bead); err != nil {
+		return failed(n, "reconcile-failed", err)
+	}
+	run, err := record.ReadRun(d.Store.RunPath(bead))
+	if err != nil {
+		return failed(n, "no-run-record", err)
+	}
+	if run.Attempt != n {
+		return failed(n, "records-replaced", fmt.Errorf("the records of %s are attempt %d's, not %d's", bead, run.Attempt, n))
+	}
+	out := Outcome{Attempt: n, Status: run.Status, Reason: run.Status}
+	if run.FailureReason != nil && *run.FailureReason != "" {
+		out.Reason = *run.FailureReason
+	}
+	if run.Status == record.StatusDone {
+		out.Reason = ""
+	}
+	if run.Status == record.StatusRunning {
+		out.Status, out.Reason = record.StatusFailed, "still recorded running"
+	}
+	if run.ExitCode != nil {
+		c := int(*run.ExitCode)
+		out.ExitCode = &c
+	}
+	out.Started, _ = record.ParseTime(run.StartedAt)
+	if run.FinishedAt != nil {
+		out.Finished, _ = record.ParseTime(*run.FinishedAt)
+	}
+	if out.Finished.IsZero() {
+		out.Finished = time.Now()
+	}
+	if b, err := fsx.ReadTail(d.Layout.LogPath(bead), 4096); err == nil {
+		out.Logs = strings.TrimSpace(screen.Strip(string(b)))
+		if len(out.Logs) > 2000 {
+			out.Logs = out.Logs[len(out.Logs)-2000:]
+		}
+	}
+	return out
+}
+
+// failed is an attempt that could not run.
+func failed(n int, reason string, err error) Outcome {
+	t := time.Now()
+	return Outcome{Attempt: n, Status: record.StatusFailed, Reason: reason + ": " + oneLine(err), Started: t, Finished: t}
+}
+
+// oneLine is err's message on one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -1,0 +1,219 @@
+package swarmrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/proc"
+)
+
+// joblogHeader is GNU parallel's --joblog header (parallel 20221122).
+const joblogHeader = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
+
+// openJoblog opens the joblog for appending (never through a link), with its header when new.
+func openJoblog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--joblog: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
+		f.WriteString(joblogHeader)
+	}
+	return f, nil
+}
+
+// jobline appends an attempt's line to the joblog: parallel's columns, the command being the
+// task id and its attempt; Exitval -1 where no exit code is known (a lost or stopped agent).
+func (r *runner) jobline(host, id string, out Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.joblog == nil {
+		return
+	}
+	r.seq++
+	code := -1
+	if out.ExitCode != nil {
+		code = *out.ExitCode
+	}
+	sig := 0
+	if strings.HasPrefix(out.Reason, "agent-signal-") {
+		sig = 15
+	}
+	start := out.Started
+	if start.IsZero() {
+		start = out.Finished
+	}
+	fmt.Fprintf(r.joblog, "%d\t%s\t%.3f\t%.3f\t0\t0\t%d\t%d\t%s (attempt %d)\n", r.seq, host,
+		float64(start.UnixMilli())/1000, out.Finished.Sub(start).Seconds(), code, sig, id, out.Attempt)
+}
+
+// Forge opens pull requests: Argv is run in the task's worktree with the request in its
+// environment (SWARM_PR_BRANCH, SWARM_PR_BASE, SWARM_PR_TITLE, SWARM_PR_BODY, SWARM_TASK_ID,
+// SWARM_EXECUTION_ID); the last URL it prints is the pull request's, and its number the last
+// number of that URL. Push, when set, is run first (git push for gh).
+type Forge struct {
+	Argv []string
+	Push []string
+	Env  []string
+	// Timeout bounds each command (default 2 minutes).
+	Timeout time.Duration
+}
+
+// GitHub is the forge of gh: the branch pushed to origin, then gh pr create.
+func GitHub(gh string, env []string) *Forge {
+	return &Forge{Push: []string{"git", "push", "--quiet", "--set-upstream", "origin", "{branch}"},
+		Argv: []string{gh, "pr", "create", "--head", "{branch}", "--base", "{base}", "--title", "{title}", "--body", "{body}"}, Env: env}
+}
+
+// PRRequest is one pull request to open.
+type PRRequest struct {
+	Dir, Branch, Base, Title, Body, TaskID, Execution string
+}
+
+var urlRE = regexp.MustCompile(`https?://\S+`)
+var lastNumberRE = regexp.MustCompile(`(\d+)\D*$`)
+
+// Open opens the pull request of req and returns its number (nil when its URL has none) and URL.
+func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	expand := func(argv []string) []string {
+		rep := strings.NewReplacer("{branch}", req.Branch, "{base}", req.Base, "{title}", req.Title, "{body}", req.Body)
+		out := make([]string, len(argv))
+		for i, a := range argv {
+			out[i] = rep.Replace(a)
+		}
+		return out
+	}
+	run := func(argv []string) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+		cmd.Dir = req.Dir
+		cmd.Env = append(append([]string{}, f.Env...), "SWARM_PR_BRANCH="+req.Branch, "SWARM_PR_BASE="+req.Base, "SWARM_PR_TITLE="+req.Title,
+			"SWARM_PR_BODY="+req.Body, "SWARM_TASK_ID="+req.TaskID, "SWARM_EXECUTION_ID="+req.Execution)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("%s: %v: %s", argv[0], err, firstLines(strings.TrimSpace(errb.String()), 2))
+		}
+		return out.String(), nil
+	}
+	if len(f.Push) > 0 {
+		if _, err := run(expand(f.Push)); err != nil {
+			return nil, "", err
+		}
+	}
+	out, err := run(expand(f.Argv))
+	if err != nil {
+		return nil, "", err
+	}
+	urls := urlRE.FindAllString(out, -1)
+	if len(urls) == 0 {
+		return nil, "", fmt.Errorf("%s printed no pull request URL", f.Argv[0])
+	}
+	url := urls[len(urls)-1]
+	if m := lastNumberRE.FindStringSubmatch(url); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
+			return &n, url, nil
+		}
+	}
+	return nil, url, nil
+}
+
+// Report is the execution as a markdown report.
+func Report(st *State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Execution %s\n\n", st.ExecutionID)
+	fmt.Fprintf(&b, "Manifest **%s** (`%s`), base branch `%s`, status **%s**.\n\n", st.ManifestName, st.ManifestPath, st.BaseBranch, st.Status)
+	if s := st.Summary; s != nil {
+		fmt.Fprintf(&b, "| tasks | completed | failed | blocked | skipped | pending | wall time | parallel speedup |\n|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %.0f s | %.2f |\n\n", s.TotalTasks, s.Completed, s.Failed, s.Blocked, s.Skipped, s.Pending, s.TotalDurationSeconds, s.ParallelSpeedup)
+	}
+	b.WriteString("## Tasks\n\n| task | status | agent | attempt | retries | duration | commit | PR | error |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, id := range st.Order {
+		t := st.Tasks[id]
+		agentID, attempt, retries, dur, sha, pr := "", "", "", "", "", ""
+		if tr := t.Trace; tr != nil {
+			agentID, attempt, retries = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount)
+			if tr.DurationSeconds != nil {
+				dur = fmt.Sprintf("%.1f s", *tr.DurationSeconds)
+			}
+			if tr.CommitSHA != nil && len(*tr.CommitSHA) >= 12 {
+				sha = "`" + (*tr.CommitSHA)[:12] + "`"
+			}
+			if tr.PRURL != nil {
+				pr = *tr.PRURL
+			}
+		}
+		msg := ""
+		if t.Error != nil {
+			msg = strings.ReplaceAll(t.Error.Message, "|", "\\|")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", id, t.Status, agentID, attempt, retries, dur, sha, pr, msg)
+	}
+	if s := st.Summary; s != nil {
+		b.WriteString("\n## Suggested merge order\n\n")
+		for i, id := range s.SuggestedMergeOrder {
+			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, st.Tasks[id].Branch, id)
+		}
+		if c := s.MergeConflict; c != nil {
+			fmt.Fprintf(&b, "\nThen `%s` (%s) does not merge cleanly: %s.\n", c.Branch, c.TaskID, c.Message)
+		}
+	}
+	return b.String()
+}
+
+// Abort ends the execution of the repository at p for good: a run at work is stopped (SIGTERM:
+// it stops its agents and records them), then every task that did not end is skipped
+// (error "aborted"), the summary is made and the state kept in history.
+func Abort(ctx context.Context, p Paths, repo string) (*State, error) {
+	st, err := ReadState(p.State())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, usagef("no execution in %s to abort", p.Dir())
+		}
+		return nil, err
+	}
+	if st.Status != ExecRunning && st.Status != ExecPaused {
+		return nil, usagef("execution %s is %s already; nothing to abort", st.ExecutionID, st.Status)
+	}
+	if st.RunnerPID > 0 && proc.Alive(st.RunnerPID) {
+		syscall.Kill(st.RunnerPID, syscall.SIGTERM)
+	}
+	// The run lets go of its lock once its agents are stopped and recorded.
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	unlock, err := fsx.LockFile(lctx, p.Lock())
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("the run of %s did not stop: %w", st.ExecutionID, err)
+	}
+	defer unlock()
+	if st, err = ReadState(p.State()); err != nil {
+		return nil, err
+	}
+	for _, t := range st.Tasks {
+		switch t.Status {
+		case Pending, Queued, Assigned, Running:
+			t.Status = Skipped
+			t.Error = &TaskError{Type: ErrAborted, Message: "the execution was aborted (swarm run --abort)", Timestamp: now()}
+		}
+	}
+	for _, a := range st.Agents {
+		a.Status, a.CurrentTask = AgentIdle, nil
+	}
+	st.RunnerPID = 0
+	return st, finalize(ctx, p, repo, st, nil)
+}

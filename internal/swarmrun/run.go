@@ -1,0 +1,880 @@
+// Package swarmrun executes a work.yaml manifest (package manifest): its tasks run in
+// parallel on executors' slots (this machine's, Local; a remote host is another Executor),
+// each on a branch and a git worktree of its own made from the base branch with the branches of
+// the tasks it depends on merged in, each attempt one of dispatch's (package attempt: bead
+// <execution>-<task>, run and result records, the supervisor detached so that it outlives the
+// run), its commit carrying the Swarm-Execution-ID, Swarm-Task-ID and Swarm-Agent trailers.
+//
+// .swarm/state.json at the top of the repository is seed 001's execution state, written
+// atomically after every change and checked against the embedded execution schema first; at
+// the end it is copied to .swarm/history/<id>.json with a markdown report beside it, and its
+// summary holds the counts, the parallel speedup, the pull requests and a merge order checked
+// with git merge-tree. A run killed at any point is finished by a run with Resume: attempts
+// still at work are waited for, ended ones judged by their records, the rest run again.
+package swarmrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/manifest"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
+)
+
+// Config is what a run needs.
+type Config struct {
+	Manifest *manifest.Manifest
+	// ManifestPath is the manifest as the state names it.
+	ManifestPath string
+	// Repo is the repository's top directory (absolute); the manifest's repo as the state
+	// names it is RepoName.
+	Repo, RepoName string
+	// Executors run the attempts; every slot of every executor is an agent.
+	Executors []Executor
+	// MaxParallel caps how many attempts run at once (0: one per slot).
+	MaxParallel int
+	// Resume continues the current execution: what did not complete runs (again).
+	Resume bool
+	// Retry and Skip name tasks to run again (with their blocked dependents) and to skip.
+	Retry, Skip []string
+	// Halt stops the run on failures, as GNU parallel's --halt.
+	Halt Halt
+	// Joblog, when set, gets a line per attempt in GNU parallel's --joblog format.
+	Joblog string
+	// Forge opens a pull request for each completed task (nil: none).
+	Forge *Forge
+	// Log gets a line per event.
+	Log io.Writer
+	// PID is the running process's id, which --abort signals.
+	PID int
+	// Checkpoint, when set, is called at each named step of the run, from the goroutine taking
+	// it (several at once): "opened" (the state written, nothing started), "assigned" (tasks
+	// assigned to slots, the state written), "launching" (the state names the attempt, its
+	// supervisor not started), "launched" (the supervisor has its spec), "ended" (the attempt
+	// ended and is recorded, the state not written yet), "committed" (the task's commit made,
+	// the state not written yet), "final-state" (the final state written, not its history
+	// copy) and "history" (the history copy written, not the report). Tests stop the process
+	// there (SIGKILL) to check that --resume finishes the run whatever the step.
+	Checkpoint func(step string)
+}
+
+// Halt is GNU parallel's --halt: when Fail failures (Percent: Fail percent of the tasks)
+// happened, stop starting tasks (soon) or stop the running ones too (Now).
+type Halt struct {
+	Now     bool
+	Fail    int
+	Percent bool
+}
+
+// ParseHalt reads --halt: never, soon,fail=N, soon,fail=N%, now,fail=N, now,fail=N%.
+func ParseHalt(s string) (Halt, error) {
+	if s == "" || s == "never" {
+		return Halt{}, nil
+	}
+	when, cond, ok := strings.Cut(s, ",")
+	var h Halt
+	switch when {
+	case "soon":
+	case "now":
+		h.Now = true
+	default:
+		ok = false
+	}
+	if ok && strings.HasPrefix(cond, "fail=") {
+		v := strings.TrimPrefix(cond, "fail=")
+		if strings.HasSuffix(v, "%") {
+			h.Percent, v = true, strings.TrimSuffix(v, "%")
+		}
+		n := 0
+		if _, err := fmt.Sscanf(v, "%d", &n); err == nil && fmt.Sprint(n) == v && n > 0 && (!h.Percent || n <= 100) {
+			h.Fail = n
+			return h, nil
+		}
+	}
+	return Halt{}, fmt.Errorf("--halt %q: give never, soon,fail=N, soon,fail=N%%, now,fail=N or now,fail=N%%", s)
+}
+
+// Result is how a run ended.
+type Result struct {
+	State *State
+	// Interrupted: ctx ended, the execution is paused; Resume continues it.
+	Interrupted bool
+	// Halted: the halt condition was met.
+	Halted bool
+}
+
+// ErrBusy is another run of the repository holding its lock.
+var ErrBusy = errors.New("another swarm run is running in this repository")
+
+// UsageError is a run refused before anything was written (exit 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+
+// runner is one run's shared state; mu guards st and everything below it.
+type runner struct {
+	cfg   Config
+	paths Paths
+	mf    *manifest.Manifest
+
+	// gitMu serializes the changes to the repository's worktrees.
+	gitMu sync.Mutex
+	// baseSHA is the base branch's commit, read once: every task starts from it. ident
+	// prefixes the run's commit commands (identityFor).
+	baseSHA string
+	ident   []string
+
+	// writeMu orders the state's writes: a write holds it from taking the state's bytes to
+	// the rename, so a later write never lands before an earlier one. dirty says the state
+	// changed since the last write; kick wakes the writer.
+	writeMu sync.Mutex
+	dirty   bool
+	kick    chan struct{}
+
+	mu      sync.Mutex
+	st      *State
+	tries   map[string]int // attempts of this run per task
+	adopt   map[string]int
+	free    []Slot
+	running int
+	failed  int
+	halted  bool
+	wake    chan struct{}
+	joblog  *os.File
+	seq     int
+	started time.Time
+}
+
+// Run runs (or resumes) the execution of cfg.Manifest until every task has ended, the halt
+// condition is met, or ctx ends (then the attempts at work are stopped and the state is
+// paused).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if len(cfg.Executors) == 0 {
+		return nil, errors.New("no executor")
+	}
+	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, mf: cfg.Manifest, tries: map[string]int{}, adopt: map[string]int{},
+		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1), started: time.Now()}
+	if err := statedir.Mkdir(r.paths.Dir()); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	unlock, err := fsx.LockFile(lctx, r.paths.Lock())
+	cancel()
+	if errors.Is(err, fsx.ErrLocked) {
+		return nil, fmt.Errorf("%w; wait for it, or stop it with 'swarm run --abort'", ErrBusy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := r.open(ctx); err != nil {
+		return nil, err
+	}
+	r.checkpoint("opened")
+	if r.baseSHA, err = gitCmd(ctx, cfg.Repo, "rev-parse", "--verify", "refs/heads/"+r.mf.BaseBranch+"^{commit}"); err != nil {
+		return nil, fmt.Errorf("reading the base branch %s: %w", r.mf.BaseBranch, err)
+	}
+	r.ident = identityFor(ctx, cfg.Repo)
+	if cfg.Joblog != "" {
+		if r.joblog, err = openJoblog(cfg.Joblog); err != nil {
+			return nil, err
+		}
+		defer r.joblog.Close()
+	}
+	return r.loop(ctx)
+}
+
+// newID is YYYY-MM-DD-<slug>-<4 hex>.
+func newID(m *manifest.Manifest, t time.Time) string {
+	b := make([]byte, 2)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%s-%s", t.UTC().Format("2006-01-02"), m.Slug(), hex.EncodeToString(b))
+}
+
+// open reads or makes the execution's state and sets the tasks up for this run.
+func (r *runner) open(ctx context.Context) error {
+	cur, err := ReadState(r.paths.State())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	resume := r.cfg.Resume || len(r.cfg.Retry) > 0 || len(r.cfg.Skip) > 0
+	switch {
+	case resume && cur == nil:
+		return usagef("no execution to resume in %s; start one without --resume", r.paths.Dir())
+	case resume:
+		if cur.ManifestName != r.mf.Name {
+			return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.mf.Name)
+		}
+		r.st = cur
+		if err := r.reconcileManifest(); err != nil {
+			return err
+		}
+	case cur != nil && (cur.Status == ExecRunning || cur.Status == ExecPaused):
+		return usagef("execution %s is unfinished (%s); continue it with --resume, or end it with --abort", cur.ExecutionID, cur.Status)
+	default:
+		if err := r.fresh(ctx); err != nil {
+			return err
+		}
+	}
+	for _, id := range r.cfg.Skip {
+		t := r.st.Tasks[id]
+		if t == nil {
+			return usagef("--skip %s: no such task in execution %s", id, r.st.ExecutionID)
+		}
+		if t.Status == Completed {
+			return usagef("--skip %s: the task is completed already", id)
+		}
+		t.Status, t.Error = Skipped, nil
+	}
+	for _, id := range r.cfg.Retry {
+		t := r.st.Tasks[id]
+		if t == nil {
+			return usagef("--retry %s: no such task in execution %s", id, r.st.ExecutionID)
+		}
+		t.Status, t.Error = Pending, nil
+	}
+	// What did not complete runs again; an attempt an earlier run left at work is adopted.
+	for _, t := range r.st.Tasks {
+		switch t.Status {
+		case Failed, Blocked:
+			t.Status, t.Error = Pending, nil
+		case Queued, Assigned, Running:
+			if t.Trace != nil && t.Trace.Attempt > 0 {
+				r.adopt[t.ID] = t.Trace.Attempt
+			}
+			t.Status = Pending
+		}
+	}
+	r.st.Status, r.st.CompletedAt, r.st.Summary, r.st.RunnerPID = ExecRunning, nil, nil, r.cfg.PID
+	r.st.Agents = keepAgents(r.st.Agents)
+	max := r.cfg.MaxParallel
+	for _, e := range r.cfg.Executors {
+		for _, s := range e.Slots() {
+			a := r.st.Agents[s.ID]
+			if a == nil {
+				a = &Agent{ID: s.ID, TasksCompleted: []string{}}
+				r.st.Agents[s.ID] = a
+			}
+			a.Host, a.Port, a.Status, a.CurrentTask = s.Host, s.Port, AgentIdle, nil
+			if max <= 0 || len(r.free) < max {
+				r.free = append(r.free, s)
+			}
+		}
+	}
+	return r.flush()
+}
+
+// keepAgents keeps the agents of an earlier run (their completed tasks), offline until this
+// run's executors name them again.
+func keepAgents(m map[string]*Agent) map[string]*Agent {
+	if m == nil {
+		return map[string]*Agent{}
+	}
+	for _, a := range m {
+		a.Status, a.CurrentTask = AgentOffline, nil
+	}
+	return m
+}
+
+// fresh makes a new execution's state; every task's branch must be new.
+func (r *runner) fresh(ctx context.Context) error {
+	if !branchExists(ctx, r.cfg.Repo, r.mf.BaseBranch) {
+		return usagef("base branch %q does not exist in %s", r.mf.BaseBranch, r.cfg.Repo)
+	}
+	for _, t := range r.mf.Tasks {
+		if branchExists(ctx, r.cfg.Repo, t.Branch) {
+			return usagef("%s:%d: branch %q of task %q exists already; delete it (git branch -D %s) or give the task another branch", r.mf.Path, t.Line, t.Branch, t.ID, t.Branch)
+		}
+	}
+	t := time.Now()
+	r.st = &State{ExecutionID: newID(r.mf, t), ManifestName: r.mf.Name, ManifestPath: r.cfg.ManifestPath, Repo: r.cfg.RepoName,
+		BaseBranch: r.mf.BaseBranch, StartedAt: record.FormatTime(t), Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{}}
+	for _, mt := range r.mf.Tasks {
+		r.st.Tasks[mt.ID] = newTask(mt)
+		r.st.Order = append(r.st.Order, mt.ID)
+	}
+	return nil
+}
+
+func newTask(mt manifest.Task) *Task {
+	deps := append([]string{}, mt.DependsOn...)
+	return &Task{ID: mt.ID, Prompt: mt.Prompt, Branch: mt.Branch, Priority: mt.Priority, DependsOn: deps, Status: Pending}
+}
+
+// reconcileManifest brings a resumed execution's tasks in line with the manifest: new tasks are
+// added; one the manifest no longer has is refused.
+func (r *runner) reconcileManifest() error {
+	for _, id := range r.st.Order {
+		if r.mf.Task(id) == nil {
+			return usagef("task %q of execution %s is no longer in %s; put it back, or start afresh", id, r.st.ExecutionID, r.mf.Path)
+		}
+	}
+	for _, mt := range r.mf.Tasks {
+		if t := r.st.Tasks[mt.ID]; t != nil {
+			t.Prompt, t.Priority, t.DependsOn = mt.Prompt, mt.Priority, append([]string{}, mt.DependsOn...)
+			continue
+		}
+		r.st.Tasks[mt.ID] = newTask(mt)
+		r.st.Order = append(r.st.Order, mt.ID)
+	}
+	return nil
+}
+
+// checkpoint calls cfg.Checkpoint.
+func (r *runner) checkpoint(step string) {
+	if r.cfg.Checkpoint != nil {
+		r.cfg.Checkpoint(step)
+	}
+}
+
+// write writes the state now (under mu): the writes the state must hold before the run goes
+// on (an attempt named before its supervisor starts, the run's start and end).
+func (r *runner) write() error {
+	r.mu.Unlock()
+	defer r.mu.Lock()
+	return r.flush()
+}
+
+// flush writes the state as it is now, when it changed (not under mu).
+func (r *runner) flush() error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	r.mu.Lock()
+	b, err := json.MarshalIndent(r.st, "", "  ")
+	r.dirty = false
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return writeStateBytes(r.paths.State(), append(b, '\n'))
+}
+
+// writeOrLog marks the state changed (under mu): the writer writes it soon, coalescing the
+// changes made meanwhile. What such a change records is never lost to a crash: an ended
+// attempt is judged again by its records, its commit found by its trailer.
+func (r *runner) writeOrLog() {
+	r.dirty = true
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writer writes the state whenever it changed, until stop is closed; then it writes what is
+// left.
+func (r *runner) writer(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-r.kick:
+		case <-stop:
+			return
+		}
+		r.mu.Lock()
+		dirty := r.dirty
+		r.mu.Unlock()
+		if dirty {
+			if err := r.flush(); err != nil {
+				r.logf("writing the state: %v", err)
+			}
+		}
+	}
+}
+
+func (r *runner) logf(format string, args ...any) {
+	if r.cfg.Log != nil {
+		fmt.Fprintf(r.cfg.Log, format+"\n", args...)
+	}
+}
+
+// notify wakes the scheduler.
+func (r *runner) notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop schedules the tasks until none can run any more.
+func (r *runner) loop(ctx context.Context) (*Result, error) {
+	tctx, stopTasks := context.WithCancel(ctx)
+	defer stopTasks()
+	stopWriter, writerDone := make(chan struct{}), make(chan struct{})
+	go r.writer(stopWriter, writerDone)
+	var wg sync.WaitGroup
+	for {
+		r.mu.Lock()
+		changed := r.block()
+		stopping := ctx.Err() != nil || r.halted
+		if r.halted && r.cfg.Halt.Now {
+			stopTasks()
+		}
+		var start []*Task
+		var slots []Slot
+		if !stopping {
+			for _, t := range r.ready() {
+				if t.Status == Pending {
+					t.Status, changed = Queued, true
+				}
+				if len(r.free) > 0 {
+					slots = append(slots, r.free[0])
+					r.free = r.free[1:]
+					start = append(start, t)
+				}
+			}
+		}
+		ts := now()
+		for i, t := range start {
+			a := r.st.Agents[slots[i].ID]
+			a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
+			retries, base := 0, ""
+			if t.Trace != nil {
+				retries = t.Trace.RetryCount
+				// An adopted attempt works in the worktree made from base_sha: kept, never
+				// made again under it.
+				if r.adopt[t.ID] > 0 {
+					base = t.Trace.BaseSHA
+				}
+			}
+			t.Status = Assigned
+			t.Trace = &Trace{AgentID: slots[i].ID, AgentHost: strp(slots[i].Host), AgentPort: slots[i].Port, AssignedAt: strp(ts),
+				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base}
+			r.running++
+			changed = true
+		}
+		if changed {
+			r.writeOrLog()
+		}
+		idle := r.running == 0 && (stopping || len(r.ready()) == 0)
+		r.mu.Unlock()
+		if len(start) > 0 {
+			r.checkpoint("assigned")
+		}
+		for i, t := range start {
+			wg.Add(1)
+			go func(id string, slot Slot) {
+				defer wg.Done()
+				r.runTask(tctx, id, slot)
+			}(t.ID, slots[i])
+		}
+		if idle {
+			break
+		}
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			// The tasks see tctx end (a child of ctx) and stop their attempts; the loop waits
+			// for them to be recorded.
+			<-r.wake
+		}
+	}
+	wg.Wait()
+	close(stopWriter)
+	<-writerDone
+	return r.finish(ctx)
+}
+
+// ready lists the pending or queued tasks whose dependencies are completed (or skipped), by
+// priority then manifest order (under mu).
+func (r *runner) ready() []*Task {
+	var out []*Task
+	for _, id := range r.st.Order {
+		t := r.st.Tasks[id]
+		if t.Status != Pending && t.Status != Queued {
+			continue
+		}
+		ok := true
+		for _, d := range t.DependsOn {
+			if s := r.st.Tasks[d].Status; s != Completed && s != Skipped {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return manifest.Rank(out[i].Priority) < manifest.Rank(out[j].Priority) })
+	return out
+}
+
+// block marks blocked every pending task with a failed or blocked dependency, transitively
+// (under mu); it says whether it changed anything.
+func (r *runner) block() bool {
+	changed := false
+	for again := true; again; {
+		again = false
+		for _, id := range r.st.Order {
+			t := r.st.Tasks[id]
+			if t.Status != Pending && t.Status != Queued {
+				continue
+			}
+			for _, d := range t.DependsOn {
+				if s := r.st.Tasks[d].Status; s == Failed || s == Blocked {
+					t.Status = Blocked
+					t.Error = &TaskError{Type: ErrDependency, Message: fmt.Sprintf("depends on %s, which is %s", d, s), Timestamp: now(), Recoverable: true}
+					changed, again = true, true
+					break
+				}
+			}
+		}
+	}
+	return changed
+}
+
+// runTask runs task id in slot until it completes, fails for good, is blocked, or ctx ends.
+func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
+	defer r.notify()
+	exec := r.executorOf(slot)
+	mt := r.mf.Task(id)
+	r.mu.Lock()
+	t := r.st.Tasks[id]
+	trace := t.Trace
+	adopt := r.adopt[id]
+	delete(r.adopt, id)
+	execID := r.st.ExecutionID
+	deps := r.depBranches(t)
+	r.mu.Unlock()
+
+	base := trace.BaseSHA
+	if adopt == 0 || base == "" {
+		var err error
+		// One at a time: git worktree add reads every worktree's administrative files, and
+		// fails on one being made at the same moment ("failed to read .git/worktrees/X/commondir").
+		r.gitMu.Lock()
+		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.baseSHA, deps, r.ident)
+		r.gitMu.Unlock()
+		var conflict *conflictError
+		switch {
+		case errors.As(err, &conflict):
+			r.end(id, slot, Blocked, &TaskError{Type: ErrConflict, Message: conflict.Error(), Files: conflict.files, Timestamp: now()})
+			return
+		case err != nil && ctx.Err() != nil:
+			r.interrupted(id, slot)
+			return
+		case err != nil:
+			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "making the task's worktree: " + oneLine(err), Timestamp: now()})
+			return
+		}
+	}
+	job := Job{Execution: execID, Task: id, Bead: trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: trace.Worktree,
+		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt,
+		Env: []string{"SWARM_EXECUTION_ID=" + execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
+	job.Launched = func(n int) {
+		r.mu.Lock()
+		t.Status = Running
+		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, base, strp(now())
+		r.mu.Unlock()
+		// Written before the supervisor starts: a resume must know the attempt to adopt.
+		if err := r.flush(); err != nil {
+			r.logf("writing the state: %v", err)
+		}
+		r.checkpoint("launching")
+	}
+	job.Checkpoint = r.cfg.Checkpoint
+	if adopt > 0 {
+		r.mu.Lock()
+		t.Status, t.Trace.BaseSHA = Running, base
+		r.writeOrLog()
+		r.mu.Unlock()
+		r.logf("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
+	}
+	out := exec.Run(ctx, slot, job)
+	r.checkpoint("ended")
+	r.jobline(exec.Host(), id, out)
+	if out.Interrupted {
+		r.interrupted(id, slot)
+		return
+	}
+	r.mu.Lock()
+	r.tries[id]++
+	tries := r.tries[id]
+	r.mu.Unlock()
+	tr := r.traceEnd(t, out)
+	if out.Status == record.StatusDone {
+		sha, err := commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident)
+		if err != nil {
+			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
+			return
+		}
+		r.checkpoint("committed")
+		r.mu.Lock()
+		tr.CommitSHA = &sha
+		r.mu.Unlock()
+		if r.cfg.Forge != nil {
+			n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: trace.Worktree, Branch: t.Branch, Base: r.mf.BaseBranch,
+				Title: commitTitle(id, mt.Prompt), Body: prBody(execID, id, slot.ID, mt.Prompt), TaskID: id, Execution: execID})
+			r.mu.Lock()
+			if err != nil {
+				r.logf("%s: pull request: %v", id, err)
+			} else {
+				tr.PRNumber, tr.PRURL = n, &url
+			}
+			r.mu.Unlock()
+		}
+		r.logf("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
+		r.end(id, slot, Completed, nil)
+		return
+	}
+	kind := ErrExecution
+	msg := fmt.Sprintf("attempt %d: %s", out.Attempt, out.Reason)
+	if out.Status == record.StatusTimeout {
+		kind = ErrTimeout
+	}
+	var logs *string
+	if out.Logs != "" {
+		logs = &out.Logs
+	}
+	te := &TaskError{Type: kind, Message: msg, AgentLogs: logs, Timestamp: now(), Recoverable: tries < mt.Retries+1}
+	if tries < mt.Retries+1 {
+		r.mu.Lock()
+		t.Status, t.Error = Queued, te
+		tr.RetryCount++
+		r.running--
+		r.free = append(r.free, slot)
+		a := r.st.Agents[slot.ID]
+		a.Status, a.CurrentTask = AgentIdle, nil
+		r.writeOrLog()
+		r.mu.Unlock()
+		r.logf("%s: %s: %s; retrying", slot.ID, id, msg)
+		return
+	}
+	r.logf("%s: %s: failed: %s", slot.ID, id, msg)
+	r.end(id, slot, Failed, te)
+}
+
+// executorOf is the executor a slot belongs to.
+func (r *runner) executorOf(slot Slot) Executor {
+	for _, e := range r.cfg.Executors {
+		for _, s := range e.Slots() {
+			if s.ID == slot.ID {
+				return e
+			}
+		}
+	}
+	return r.cfg.Executors[0]
+}
+
+// depBranches are the branches merged into t's: its completed dependencies' (under mu).
+func (r *runner) depBranches(t *Task) []string {
+	var out []string
+	for _, d := range t.DependsOn {
+		if dt := r.st.Tasks[d]; dt.Status == Completed {
+			out = append(out, dt.Branch)
+		}
+	}
+	return out
+}
+
+// traceEnd fills the trace with the attempt's end.
+func (r *runner) traceEnd(t *Task, out Outcome) *Trace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr := t.Trace
+	if !out.Started.IsZero() {
+		tr.StartedAt = strp(record.FormatTime(out.Started))
+	}
+	tr.CompletedAt = strp(record.FormatTime(out.Finished))
+	if !out.Started.IsZero() {
+		d := out.Finished.Sub(out.Started).Seconds()
+		if d < 0 {
+			d = 0
+		}
+		tr.DurationSeconds = &d
+	}
+	tr.ExitCode = out.ExitCode
+	if out.Attempt > 0 {
+		tr.Attempt = out.Attempt
+	}
+	return tr
+}
+
+// end records a task's final status and frees its slot.
+func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.st.Tasks[id]
+	t.Status, t.Error = status, te
+	r.running--
+	r.free = append(r.free, slot)
+	a := r.st.Agents[slot.ID]
+	a.Status, a.CurrentTask, a.LastHeartbeat = AgentIdle, nil, strp(now())
+	if t.Trace != nil && t.Trace.DurationSeconds != nil {
+		a.TotalExecutionTime += *t.Trace.DurationSeconds
+	}
+	if status == Completed {
+		a.TasksCompleted = append(a.TasksCompleted, id)
+	}
+	if status == Failed {
+		r.failed++
+		h := r.cfg.Halt
+		if h.Fail > 0 && ((h.Percent && r.failed*100 >= h.Fail*len(r.st.Tasks)) || (!h.Percent && r.failed >= h.Fail)) && !r.halted {
+			r.halted = true
+			r.logf("halting: %d tasks failed (--halt)", r.failed)
+		}
+	}
+	if status == Blocked {
+		r.logf("%s: blocked: %s", id, te.Message)
+	}
+	r.writeOrLog()
+}
+
+// interrupted puts a task stopped by the run's end back to pending: --resume runs it again.
+func (r *runner) interrupted(id string, slot Slot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.st.Tasks[id]
+	why := "stopped by an interrupt (SIGINT or SIGTERM); 'swarm run --resume' runs it again"
+	kind := ErrStopped
+	if r.halted {
+		why, kind = "stopped by --halt now", ErrHalted
+	}
+	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
+	r.running--
+	r.free = append(r.free, slot)
+	a := r.st.Agents[slot.ID]
+	a.Status, a.CurrentTask = AgentIdle, nil
+	r.writeOrLog()
+}
+
+// commitTitle is the first line of the task's commit and pull request.
+func commitTitle(id, prompt string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
+	if len(line) > 60 {
+		line = line[:57] + "..."
+	}
+	return fmt.Sprintf("%s: %s", id, line)
+}
+
+func prBody(execID, id, agentID, prompt string) string {
+	return fmt.Sprintf("%s\n\n%s\n", strings.TrimSpace(prompt), strings.Join(trailers(execID, id, agentID), "\n"))
+}
+
+// finish ends the run: paused when interrupted; else the summary, the history file and the
+// report.
+func (r *runner) finish(ctx context.Context) (*Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := &Result{State: r.st, Halted: r.halted}
+	for _, a := range r.st.Agents {
+		a.Status, a.CurrentTask = AgentIdle, nil
+	}
+	r.st.RunnerPID = 0
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		r.st.Status = ExecPaused
+		return res, r.write()
+	}
+	return res, finalize(context.WithoutCancel(ctx), r.paths, r.cfg.Repo, r.st, r.checkpoint)
+}
+
+// finalize writes the summary, the final state, its history copy and the report.
+// checkpoint (nil: none) is called once the state is written and once its history copy is.
+func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint func(string)) error {
+	if checkpoint == nil {
+		checkpoint = func(string) {}
+	}
+	t := time.Now()
+	st.CompletedAt = strp(record.FormatTime(t))
+	c := st.counts()
+	st.Status = ExecCompleted
+	if c[Failed]+c[Blocked]+c[Pending]+c[Queued] > 0 {
+		st.Status = ExecFailed
+	}
+	sum := &Summary{TotalTasks: len(st.Tasks), Completed: c[Completed], Failed: c[Failed], Skipped: c[Skipped], Blocked: c[Blocked],
+		Pending: c[Pending] + c[Queued] + c[Assigned] + c[Running], AgentsUsed: []string{}, PRsCreated: []PR{}, SuggestedMergeOrder: []string{}}
+	if started, ok := record.ParseTime(st.StartedAt); ok {
+		sum.TotalDurationSeconds = t.Sub(started).Seconds()
+	}
+	busy := 0.0
+	used := map[string]bool{}
+	for _, id := range st.Order {
+		task := st.Tasks[id]
+		if task.Trace == nil {
+			continue
+		}
+		if task.Trace.DurationSeconds != nil {
+			busy += *task.Trace.DurationSeconds
+		}
+		if task.Status == Completed || task.Status == Failed {
+			used[task.Trace.AgentID] = true
+		}
+		if task.Trace.PRURL != nil {
+			sum.PRsCreated = append(sum.PRsCreated, PR{TaskID: id, PRNumber: task.Trace.PRNumber, PRURL: *task.Trace.PRURL})
+		}
+	}
+	for id := range used {
+		sum.AgentsUsed = append(sum.AgentsUsed, id)
+	}
+	sort.Strings(sum.AgentsUsed)
+	if sum.TotalDurationSeconds > 0 {
+		sum.ParallelSpeedup = float64(int(busy/sum.TotalDurationSeconds*100+0.5)) / 100
+	}
+	var order []string
+	branch, deps := map[string]string{}, map[string][]string{}
+	for _, id := range mergeCandidates(st) {
+		order = append(order, id)
+		branch[id], deps[id] = st.Tasks[id].Branch, st.Tasks[id].DependsOn
+	}
+	if len(order) > 0 {
+		mo, conflict, err := mergeOrder(ctx, repo, st.BaseBranch, order, branch, deps)
+		if err != nil {
+			return fmt.Errorf("checking the merge order: %w", err)
+		}
+		sum.SuggestedMergeOrder, sum.MergeConflict = mo, conflict
+	}
+	st.Summary = sum
+	if err := st.writeFile(p.State()); err != nil {
+		return err
+	}
+	checkpoint("final-state")
+	if err := st.writeFile(p.History(st.ExecutionID)); err != nil {
+		return err
+	}
+	checkpoint("history")
+	return fsx.WriteFileAtomic(p.Report(st.ExecutionID), []byte(Report(st)), 0o600)
+}
+
+// mergeCandidates are the completed tasks in a topological order: dependencies first, then
+// priority, then manifest order.
+func mergeCandidates(st *State) []string {
+	done := map[string]bool{}
+	var out []string
+	for {
+		best := ""
+		for _, id := range st.Order {
+			t := st.Tasks[id]
+			if done[id] || t.Status != Completed {
+				continue
+			}
+			ok := true
+			for _, d := range t.DependsOn {
+				if st.Tasks[d].Status == Completed && !done[d] {
+					ok = false
+				}
+			}
+			if ok && (best == "" || manifest.Rank(t.Priority) < manifest.Rank(st.Tasks[best].Priority)) {
+				best = id
+			}
+		}
+		if best == "" {
+			return out
+		}
+		done[best] = true
+		out = append(out, best)
+	}
+}

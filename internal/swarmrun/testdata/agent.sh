@@ -1,0 +1,40 @@
+#!/bin/sh
+# The stand-in agent of swarm run's tests. It reads its prompt on stdin and acts on its words:
+#   write:F      writes a line naming the task into file F of its worktree (a change to commit);
+#   commit:F     does the same and commits it itself;
+#   fail         exits 3;
+#   flaky:N      fails (exit 4) until its attempt ($DISPATCH_ATTEMPT) is N;
+#   hang         sleeps until killed;
+#   touch:F      creates the file F (outside the worktree: a test's signal);
+#   once:F       appends "TASK start ATTEMPT" to file F, and "TASK end ATTEMPT CODE" when it
+#                ends; "TASK overlap" when another run of the task's agent is at work meanwhile;
+#   waitfor:F    waits until the file F exists;
+#   nothing      does nothing.
+prompt=$(cat)
+echo "agent $SWARM_AGENT_ID on $SWARM_TASK_ID (attempt $DISPATCH_ATTEMPT)"
+code=0
+log=
+for word in $prompt; do
+	case $word in
+	once:*)
+		log=${word#once:}
+		mkdir "$log.$SWARM_TASK_ID.running" 2>/dev/null || echo "$SWARM_TASK_ID overlap" >> "$log"
+		echo "$SWARM_TASK_ID start $DISPATCH_ATTEMPT" >> "$log"
+		;;
+	waitfor:*) while [ ! -e "${word#waitfor:}" ]; do sleep 0.05; done ;;
+	write:*) echo "$SWARM_TASK_ID" >> "${word#write:}" ;;
+	commit:*)
+		echo "$SWARM_TASK_ID" >> "${word#commit:}"
+		git add -A && git -c user.name=agent -c user.email=agent@example.com commit -q -m "agent: $SWARM_TASK_ID"
+		;;
+	fail) code=3 ;;
+	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
+	touch:*) : > "${word#touch:}" ;;
+	hang) sleep 3600 ;;
+	esac
+done
+if [ -n "$log" ]; then
+	rmdir "$log.$SWARM_TASK_ID.running"
+	echo "$SWARM_TASK_ID end $DISPATCH_ATTEMPT $code" >> "$log"
+fi
+exit $code

@@ -22,7 +22,7 @@ import (
 func newTool() *cli.Tool {
 	commands := []*cli.Command{spawnCommand(), lsCommand(), statusCommand(), peekCommand(), sendCommand(), interruptCommand(),
 		eofCommand(), killCommand(), waitCommand(), logsCommand(), cleanCommand(), respawnCommand(), attachCommand(),
-		initCommand(), heartbeatCommand(), runCommand(), ralphCommand(), swarmhost.SuperviseCommand("run a worker's supervisor (started by swarm spawn)")}
+		initCommand(), heartbeatCommand(), runCommand(), ralphCommand(), topCommand(), swarmhost.SuperviseCommand("run a worker's supervisor (started by swarm spawn)")}
 	return &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Commands: commands,
 		Usage: func(w io.Writer) { usage(w, commands) }}
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/ralph/loop"
+	"github.com/agentfleet/fleet/internal/top"
+	"github.com/agentfleet/fleet/internal/top/ui"
+	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/term"
+)
+
+// top: every agent on the machine, live (internal/top/ui) or once (--once).
+
+func topCommand() *cli.Command {
+	return &cli.Command{
+		Name: "top", Usage: "every agent (dispatched beads, workers, loops, queue tasks), live",
+		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [TEXT]",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "once", Usage: "print the rows once and exit (no terminal UI)"},
+			&ucli.BoolFlag{Name: "json", Usage: "with --once: the rows as a JSON array"},
+			&ucli.StringFlag{Name: "kind", Usage: "only this kind (`K`): dispatch, worker, loop, task"},
+			&ucli.StringFlag{Name: "status", Usage: "only this status (`S`: running, stopped, done, failed, paused, ...; live, ended)"},
+			&ucli.StringFlag{Name: "tag", Usage: "only agents with this tag (`T`)"},
+			&ucli.StringFlag{Name: "sort", Value: "kind", Usage: "order (`KEY`): kind, name, status, age, activity, cost"},
+			cli.StateDirFlag(),
+			&ucli.StringFlag{Name: "workspace", Usage: "where AIWG loops and queue tasks are looked for (`DIR`; default: the git top of the current directory)"},
+			&ucli.DurationFlag{Name: "recent", Value: time.Hour, Usage: "how long an ended agent stays listed (`DUR`)"},
+			&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "the UI's refresh (`DUR`; changes in the state files show at once)"},
+		},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if k := c.String("kind"); k != "" && !slices.Contains(top.Kinds, top.Kind(k)) {
+				return cli.Usagef("argument --kind: invalid choice: '%s' (choose from 'dispatch', 'worker', 'loop', 'task')", k)
+			}
+			if err := choice("sort", c.String("sort"), top.SortKeys...); err != nil {
+				return err
+			}
+			if c.NArg() > 1 {
+				return cli.Usagef("at most one TEXT to look for")
+			}
+			if c.Bool("json") && !c.Bool("once") {
+				return cli.Usagef("--json goes with --once")
+			}
+			src, err := topSources(c, s)
+			if err != nil {
+				return err
+			}
+			m, err := top.Open(src)
+			if err != nil {
+				return err
+			}
+			f := top.Filter{Kind: top.Kind(c.String("kind")), Status: c.String("status"), Tag: c.String("tag"), Text: c.Args().First()}
+			if !c.Bool("once") {
+				in, ok := s.In.(*os.File)
+				if !ok || !term.IsTerminal(int(in.Fd())) {
+					return fmt.Errorf("swarm top needs a terminal (for scripts: swarm top --once [--json])")
+				}
+				return ui.Run(ctx, m, ui.Options{Filter: f, Sort: c.String("sort"), Interval: c.Duration("interval"),
+					In: in, Out: s.Out, NoColor: os.Getenv("NO_COLOR") != "", Environ: os.Environ()})
+			}
+			rows, err := m.Refresh(ctx)
+			if err != nil {
+				return err
+			}
+			rows = f.Apply(rows)
+			top.Sort(rows, c.String("sort"))
+			if c.Bool("json") {
+				if rows == nil {
+					rows = []*top.Row{}
+				}
+				enc := json.NewEncoder(s.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			if len(rows) == 0 {
+				return nil
+			}
+			now := time.Now()
+			table := [][]string{top.Columns}
+			for _, r := range rows {
+				table = append(table, r.Cells(now))
+			}
+			cli.Table(s.Out, table)
+			return nil
+		},
+	}
+}
+
+// topSources: where top looks, from the environment and the flags (internal/top's comment).
+func topSources(c *ucli.Context, s cli.Streams) (top.Sources, error) {
+	dir, err := swarmDir()
+	if err != nil {
+		return top.Sources{}, err
+	}
+	ws := c.String("workspace")
+	if ws == "" {
+		if ws, err = os.Getwd(); err != nil {
+			return top.Sources{}, err
+		}
+	}
+	if ws, err = filepath.Abs(ws); err != nil {
+		return top.Sources{}, err
+	}
+	src := top.Sources{SwarmDir: dir, StateDir: c.String("state-dir"), Workspace: ws, Recent: c.Duration("recent"),
+		Swarm: swarmhost.Options(dir, s.Err)}
+	src.Loops = loop.Options{Tool: "swarm ralph", Err: s.Err}
+	if exe, err := proc.Self(); err == nil {
+		src.Loops.Monitor = []string{exe, "ralph", "run"}
+	}
+	return src, nil
+}

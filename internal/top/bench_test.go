@@ -1,0 +1,86 @@
+package top_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/top"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// fleet500 writes 500 agents' state (no live processes): 150 swarm workers that ended, 250
+// dispatched beads, 40 AIWG loops and 60 queue tasks, all within the last hour.
+func fleet500(b *testing.B) top.Sources {
+	root := b.TempDir()
+	swarmDir, ws := filepath.Join(root, "swarm"), filepath.Join(root, "ws")
+	stateDir := filepath.Join(ws, "state")
+	for _, d := range []string{filepath.Join(swarmDir, "logs"), ws} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := time.Now()
+	st := &worker.State{}
+	for i := range 150 {
+		w := &worker.Worker{Name: fmt.Sprintf("w%d", i), Status: worker.StatusStopped, Cmd: []string{"claude"},
+			Started: worker.Timestamp(now.Add(-time.Minute)), Cwd: root, Tags: []string{"t"}}
+		code := int64(i % 3)
+		w.Metadata = worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(worker.MetaExitCode, code).
+			SetValue(worker.MetaFinished, worker.Timestamp(now)).SetValue(worker.MetaReason, fmt.Sprintf("agent-exit-%d", code))
+		st.Workers = append(st.Workers, w)
+	}
+	if err := os.WriteFile(filepath.Join(swarmDir, "state.json"), append(append([]byte(`{"workers": `), worker.EncodeWorkers(st.Workers)...), '}'), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	writeBeads(b, stateDir, 250, now)
+	for i := range 40 {
+		writeAIWG(b, ws, fmt.Sprintf("ralph-task-%08x", i), stateDir)
+	}
+	writeQueue(b, ws, "plan", 60)
+	return top.Sources{SwarmDir: swarmDir, StateDir: stateDir, Workspace: ws}
+}
+
+func count(b *testing.B, rows []*top.Row) {
+	if len(rows) != 500 {
+		b.Fatalf("%d rows, want 500", len(rows))
+	}
+}
+
+// BenchmarkOnce500 is swarm top --once's work with 500 agents: open the sources, read every row.
+// Target: under 100 ms.
+func BenchmarkOnce500(b *testing.B) {
+	src := fleet500(b)
+	for b.Loop() {
+		m, err := top.Open(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, err := m.Refresh(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		count(b, rows)
+	}
+}
+
+// BenchmarkRefresh500 is one refresh of the UI with 500 agents (the model kept from the last).
+// Target: under 50 ms.
+func BenchmarkRefresh500(b *testing.B) {
+	src := fleet500(b)
+	m, err := top.Open(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Refresh(context.Background())
+	for b.Loop() {
+		rows, err := m.Refresh(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		count(b, rows)
+	}
+}

@@ -1,0 +1,53 @@
+package top
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// Columns are the table's columns, as `swarm top --once` prints them and the UI shows them.
+var Columns = []string{"KIND", "NAME", "STATUS", "ACTIVITY", "AGE", "ITER", "COST", "EXIT", "LAST"}
+
+// Cells is r's row of the table at now: "-" for what is not known.
+func (r *Row) Cells(now time.Time) []string {
+	name := r.Name
+	if r.Kind == KindLoop && r.Source == "aiwg" || r.Kind == KindTask {
+		name = r.Source + ":" + r.Name
+	}
+	age := "-"
+	if !r.Started.IsZero() {
+		age = worker.Age(r.Started, now)
+	}
+	iter := "-"
+	switch {
+	case r.Iteration > 0 && r.MaxIterations > 0:
+		iter = fmt.Sprintf("%d/%d", r.Iteration, r.MaxIterations)
+	case r.Iteration > 0:
+		iter = fmt.Sprint(r.Iteration)
+	case r.Attempt > 0:
+		iter = fmt.Sprintf("#%d", r.Attempt)
+	}
+	cost := "-"
+	if r.Cost != nil {
+		cost = fmt.Sprintf("$%.2f", *r.Cost)
+	}
+	return []string{string(r.Kind), name, r.Status, r.ActivityWords(now), age, iter, cost, r.ExitWords(), r.LastLine}
+}
+
+// ExitWords is the EXIT cell, as swarm ls says it: "-" while live, the exit code, with the
+// reason when something else than the agent ended it ("143 killed", "? supervisor-lost").
+func (r *Row) ExitWords() string {
+	if r.Live || (r.ExitCode == nil && r.Reason == "") {
+		return "-"
+	}
+	code := "?"
+	if r.ExitCode != nil {
+		code = fmt.Sprint(*r.ExitCode)
+	}
+	if r.Reason == "" || r.Reason == fmt.Sprintf("agent-exit-%s", code) {
+		return code
+	}
+	return code + " " + r.Reason
+}

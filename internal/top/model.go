@@ -1,0 +1,380 @@
+package top
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/ralph/loop"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarm"
+	"github.com/agentfleet/fleet/internal/worker"
+)
+
+// Kind is what an agent is.
+type Kind string
+
+// The kinds of rows.
+const (
+	KindDispatch Kind = "dispatch" // a bead dispatch started
+	KindWorker   Kind = "worker"   // a swarm worker
+	KindLoop     Kind = "loop"     // a swarm ralph loop or an AIWG loop
+	KindTask     Kind = "task"     // a ralph queue task
+)
+
+// Kinds are the kinds in the order rows are sorted by.
+var Kinds = []Kind{KindDispatch, KindWorker, KindLoop, KindTask}
+
+// Activities, as a swarm worker's supervisor records them.
+const (
+	ActivityBusy    = worker.ActivityBusy
+	ActivityWaiting = worker.ActivityWaiting
+	ActivityIdle    = worker.ActivityIdle
+)
+
+// Row is one agent.
+type Row struct {
+	Kind Kind   `json:"kind"`
+	Name string `json:"name"`
+	// Source says where it was found: "swarm" or "aiwg" for a loop, the plan for a task.
+	Source string `json:"source,omitempty"`
+	Status string `json:"status"`
+	// Live: its agent (or a loop's current iteration) runs under a live supervisor.
+	Live bool `json:"live"`
+	// Activity is busy, waiting or idle while Live ("" otherwise); ActivitySince when it
+	// became so.
+	Activity      string    `json:"activity,omitempty"`
+	ActivitySince time.Time `json:"activity_since,omitzero"`
+	Started       time.Time `json:"started,omitzero"`
+	// Iteration and MaxIterations for a loop; Attempt for a bead or a task.
+	Iteration     int      `json:"iteration,omitempty"`
+	MaxIterations int      `json:"max_iterations,omitempty"`
+	Attempt       int      `json:"attempt,omitempty"`
+	Cost          *float64 `json:"cost_usd"`
+	ExitCode      *int64   `json:"exit_code"`
+	Reason        string   `json:"reason,omitempty"`
+	LastLine      string   `json:"last_line,omitempty"`
+	Tags          []string `json:"tags,omitempty"`
+
+	// Where it lives, for the actions: the bead of a dispatch, an AIWG loop's iteration or a
+	// task, and its state directory; the control socket of its supervisor; its tmux pane
+	// (attach); its log.
+	Bead     string `json:"bead,omitempty"`
+	StateDir string `json:"state_dir,omitempty"`
+	Control  string `json:"control,omitempty"`
+	Tmux     *Pane  `json:"tmux,omitempty"`
+	Log      string `json:"log,omitempty"`
+
+	worker *worker.Worker   // a worker's, or a swarm loop's current, entry
+	entry  *supervise.Entry // a bead's supervisor
+	loopWS string           // an AIWG loop's workspace root
+	aiwg   bool             // an AIWG loop
+	screen []string         // the screen read at this refresh (live rows with a supervisor)
+	recAct *worker.Activity // the activity a worker's supervisor recorded
+}
+
+// Pane is a tmux pane an agent shows in: Socket is a path (tmux -S) or, with Named, a name
+// (tmux -L); empty for the default server.
+type Pane struct {
+	Socket  string `json:"socket,omitempty"`
+	Named   bool   `json:"socket_is_name,omitempty"`
+	Session string `json:"session"`
+	Window  string `json:"window,omitempty"`
+}
+
+// Key names the row among every row of every refresh.
+func (r *Row) Key() string {
+	return string(r.Kind) + "\x00" + r.Source + "\x00" + r.StateDir + "\x00" + r.Name
+}
+
+// Ended reports whether the agent ended (an exit code or a reason is known and it is not live).
+func (r *Row) Ended() bool { return !r.Live }
+
+// ActivityWords is the activity as swarm ls says it: busy, waiting for input, idle 12s; "-"
+// when not live.
+func (r *Row) ActivityWords(now time.Time) string {
+	if !r.Live || r.Activity == "" {
+		return "-"
+	}
+	return worker.Activity{State: r.Activity, Since: r.ActivitySince}.Describe(now)
+}
+
+// Sources say where top looks (see the package comment); an empty directory is not looked at.
+type Sources struct {
+	SwarmDir  string
+	StateDir  string
+	Workspace string
+	// Recent is how long an ended agent stays listed (0: 1 hour).
+	Recent time.Duration
+	// Swarm and Loops are the options the swarm's workers and loops are opened with (the
+	// command line's: the supervisor and monitor commands resume and respawn need).
+	Swarm swarm.Options
+	Loops loop.Options
+}
+
+// Model reads the rows and keeps what it needs from one refresh to the next: the screens it saw
+// (to tell a change), the usage it parsed from logs.
+type Model struct {
+	src     Sources
+	sw      *swarm.Swarm
+	loops   *loop.Loops
+	matcher *agent.Matcher
+
+	mu      sync.Mutex
+	seen    map[string]*seen
+	usage   map[string]usageCache
+	Timeout time.Duration // for one control request (default 300 ms)
+}
+
+type seen struct {
+	text    string
+	changed time.Time
+}
+
+type usageCache struct {
+	size    int64
+	mtime   time.Time
+	cost    float64
+	hasCost bool
+}
+
+// Open opens the sources. A swarm directory that does not exist is not created.
+func Open(src Sources) (*Model, error) {
+	if src.Recent <= 0 {
+		src.Recent = time.Hour
+	}
+	m := &Model{src: src, seen: map[string]*seen{}, usage: map[string]usageCache{}, Timeout: 300 * time.Millisecond}
+	mt, err := agent.Generic().Screen.Compile()
+	if err != nil {
+		return nil, err
+	}
+	m.matcher = mt
+	if src.SwarmDir != "" && isDir(src.SwarmDir) {
+		if m.sw, err = swarm.Open(src.SwarmDir, src.Swarm); err != nil {
+			return nil, err
+		}
+		lo := src.Loops
+		lo.Swarm = src.Swarm
+		if m.loops, err = loop.Open(src.SwarmDir, lo); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// Sources is what the model was opened with.
+func (m *Model) Sources() Sources { return m.src }
+
+// Refresh reads every row now.
+func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
+	now := time.Now()
+	var rows []*Row
+	owned := map[string]bool{} // beads shown as a loop's or a task's
+	var errs []error
+	if m.sw != nil {
+		r, err := m.swarmRows(ctx, now)
+		rows = append(rows, r...)
+		errs = append(errs, err)
+	}
+	if m.src.Workspace != "" {
+		rows = append(rows, m.aiwgRows(ctx, now, owned)...)
+		rows = append(rows, m.taskRows(ctx, now, owned)...)
+	}
+	if m.src.StateDir != "" && isDir(m.src.StateDir) {
+		rows = append(rows, m.dispatchRows(ctx, now, owned)...)
+	}
+	m.look(ctx, rows, now)
+	for _, err := range errs {
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+// look reads the screens of the live rows' supervisors, several at once, and judges their
+// activity.
+func (m *Model) look(ctx context.Context, rows []*Row, now time.Time) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, r := range rows {
+		if !r.Live {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			lines, err := m.screenOf(ctx, r, 0)
+			if err == nil {
+				r.screen = lines
+			}
+		}()
+	}
+	wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keep := map[string]bool{}
+	for _, r := range rows {
+		if !r.Live {
+			continue
+		}
+		k := r.Key()
+		keep[k] = true
+		r.LastLine = lastLine(r.screen)
+		text := strings.Join(r.screen, "\n")
+		s := m.seen[k]
+		if s == nil {
+			since := now
+			if fi, err := os.Stat(r.Log); err == nil && r.Log != "" {
+				since = fi.ModTime()
+			}
+			s = &seen{text: text, changed: since}
+			m.seen[k] = s
+		} else if s.text != text {
+			s.text, s.changed = text, now
+		}
+		if r.recAct != nil {
+			r.Activity, r.ActivitySince = r.recAct.State, r.recAct.Since
+			continue
+		}
+		if r.screen == nil {
+			continue
+		}
+		last := tail(r.screen, 15)
+		switch {
+		case m.matcher.Waiting(last):
+			r.Activity = ActivityWaiting
+		case m.matcher.Busy(last) || now.Sub(s.changed) < 3*time.Second:
+			r.Activity = ActivityBusy
+		default:
+			r.Activity = ActivityIdle
+		}
+		r.ActivitySince = s.changed
+	}
+	for k := range m.seen {
+		if !keep[k] {
+			delete(m.seen, k)
+		}
+	}
+}
+
+// tail is the last n lines with text, last first.
+func tail(lines []string, n int) []string {
+	var out []string
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if strings.TrimSpace(lines[i]) != "" {
+			out = append(out, lines[i])
+		}
+	}
+	return out
+}
+
+func lastLine(lines []string) string {
+	if t := tail(lines, 1); len(t) == 1 {
+		return strings.TrimSpace(t[0])
+	}
+	return ""
+}
+
+// Filter says which rows to keep: each set field must match (Text: a substring of the name,
+// the status, the reason, the last line or a tag, any case).
+type Filter struct {
+	Kind   Kind
+	Status string
+	Tag    string
+	Text   string
+}
+
+// Keep reports whether r passes f.
+func (f Filter) Keep(r *Row) bool {
+	if f.Kind != "" && r.Kind != f.Kind {
+		return false
+	}
+	if f.Status != "" && !strings.EqualFold(r.Status, f.Status) && !(f.Status == "live" && r.Live) &&
+		!(f.Status == "ended" && !r.Live) {
+		return false
+	}
+	if f.Tag != "" && !slices.Contains(r.Tags, f.Tag) {
+		return false
+	}
+	if f.Text != "" {
+		t := strings.ToLower(f.Text)
+		hay := strings.ToLower(strings.Join(append([]string{r.Name, r.Source, r.Status, r.Reason, r.LastLine}, r.Tags...), "\x00"))
+		if !strings.Contains(hay, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// Apply keeps the rows f keeps.
+func (f Filter) Apply(rows []*Row) []*Row {
+	var out []*Row
+	for _, r := range rows {
+		if f.Keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SortKeys are the orders rows can be sorted in.
+var SortKeys = []string{"kind", "name", "status", "age", "activity", "cost"}
+
+// Sort sorts rows by key (one of SortKeys; kind by default): then by kind and name.
+func Sort(rows []*Row, key string) {
+	kindAt := func(k Kind) int { return slices.Index(Kinds, k) }
+	base := func(a, b *Row) int {
+		if c := kindAt(a.Kind) - kindAt(b.Kind); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key(), b.Key())
+	}
+	slices.SortStableFunc(rows, func(a, b *Row) int {
+		c := 0
+		switch key {
+		case "name":
+			c = strings.Compare(a.Name, b.Name)
+		case "status":
+			c = strings.Compare(a.Status, b.Status)
+		case "age": // oldest first
+			c = a.Started.Compare(b.Started)
+		case "activity": // waiting, then busy, then the longest idle
+			rank := map[string]int{ActivityWaiting: 0, ActivityBusy: 1, ActivityIdle: 2, "": 3}
+			if c = rank[a.Activity] - rank[b.Activity]; c == 0 && a.Activity == ActivityIdle {
+				c = a.ActivitySince.Compare(b.ActivitySince)
+			}
+		case "cost": // the most expensive first
+			ca, cb := -1.0, -1.0
+			if a.Cost != nil {
+				ca = *a.Cost
+			}
+			if b.Cost != nil {
+				cb = *b.Cost
+			}
+			switch {
+			case ca > cb:
+				c = -1
+			case ca < cb:
+				c = 1
+			}
+		}
+		if c != 0 {
+			return c
+		}
+		return base(a, b)
+	})
+}

@@ -1,0 +1,613 @@
+// Package ui is `swarm top`'s full-screen terminal UI over package top's model, on bubbletea
+// and lipgloss (the Go ecosystem's terminal UI libraries; bubbletea restores the terminal on
+// quit, on SIGINT and SIGTERM, and on a panic, and runs external programs, tmux attach and the
+// pager, with the terminal handed over and taken back).
+//
+// It refreshes on a timer (Options.Interval, 1 s) and at once when a state file changes
+// (top.Model.Watch, inotify), never polling faster: idle, it costs a refresh a second. The
+// selected agent's screen view asks its supervisor for the screen four times a second while it
+// is shown. Every action asks for a confirmation before anything that stops or ends an agent.
+//
+// Keys (the footer shows them; ? the whole list):
+//
+//	↑/↓ k/j, PgUp/PgDn, g/G   select
+//	enter, v                   the selected agent's screen, live (esc back)
+//	s                          send a line (typed at the prompt, Enter sends it)
+//	i                          interrupt (Ctrl-C), after a confirmation
+//	d                          end of input (Ctrl-D), after a confirmation
+//	x                          kill, after a confirmation
+//	p, r, S                    pause, resume, stop a loop (stop after a confirmation)
+//	a                          attach to its tmux pane (tmux attach; detach comes back)
+//	l                          its log in $PAGER (less)
+//	/                          filter by text (Enter keeps it, Esc clears it)
+//	f, t, o                    next kind filter, next status filter (live, ended), next order
+//	q, Ctrl-C                  quit
+package ui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/agentfleet/fleet/internal/top"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Options are how the UI starts.
+type Options struct {
+	Filter   top.Filter
+	Sort     string
+	Interval time.Duration
+	In       *os.File
+	Out      io.Writer
+	NoColor  bool
+	Environ  []string
+}
+
+// Run shows the UI until the person quits (q, Ctrl-C), or SIGTERM, or ctx ends.
+func Run(ctx context.Context, m *top.Model, o Options) error {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	u := newUI(ctx, m, o)
+	if ch, rearm, err := m.Watch(ctx); err == nil {
+		u.changes, u.rearm = ch, rearm
+	}
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithEnvironment(o.Environ)}
+	_, err := tea.NewProgram(u, opts...).Run()
+	if err == tea.ErrProgramKilled && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type mode int
+
+const (
+	modeList mode = iota
+	modeScreen
+	modeSend
+	modeFilter
+	modeConfirm
+	modeHelp
+)
+
+type ui struct {
+	ctx     context.Context
+	m       *top.Model
+	o       Options
+	changes <-chan struct{}
+	rearm   func()
+
+	all, rows           []*top.Row
+	selected            string // the selected row's key
+	cursor              int
+	top                 int // the first row shown
+	w, h                int
+	mode                mode
+	input               string
+	confirm             string // what is asked
+	act                 func() tea.Msg
+	message             string
+	screen              []string
+	refreshing, pending bool
+	st                  styles
+}
+
+type styles struct{ header, sel, bad, good, warn, dim lipgloss.Style }
+
+func newUI(ctx context.Context, m *top.Model, o Options) *ui {
+	u := &ui{ctx: ctx, m: m, o: o, w: 80, h: 24}
+	plain := lipgloss.NewStyle()
+	u.st = styles{header: plain.Bold(true), sel: plain.Reverse(true), bad: plain, good: plain, warn: plain, dim: plain}
+	if !o.NoColor {
+		u.st.bad = plain.Foreground(lipgloss.Color("1"))
+		u.st.good = plain.Foreground(lipgloss.Color("2"))
+		u.st.warn = plain.Foreground(lipgloss.Color("3"))
+		u.st.dim = plain.Foreground(lipgloss.Color("8"))
+	}
+	return u
+}
+
+type (
+	rowsMsg struct {
+		rows []*top.Row
+		err  error
+	}
+	tickMsg   struct{}
+	changeMsg struct{}
+	screenMsg struct {
+		key   string
+		lines []string
+		err   error
+	}
+	doneMsg  struct{ text string }
+	screenTk struct{}
+)
+
+func (u *ui) Init() tea.Cmd {
+	return tea.Batch(u.refresh(), u.tick(), u.listen())
+}
+
+func (u *ui) tick() tea.Cmd {
+	return tea.Tick(u.o.Interval, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+func (u *ui) listen() tea.Cmd {
+	if u.changes == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		if _, ok := <-u.changes; !ok {
+			return nil
+		}
+		return changeMsg{}
+	}
+}
+
+// refresh reads the rows in the background; a refresh asked for while one runs runs after it.
+func (u *ui) refresh() tea.Cmd {
+	if u.refreshing {
+		u.pending = true
+		return nil
+	}
+	u.refreshing = true
+	return func() tea.Msg {
+		rows, err := u.m.Refresh(u.ctx)
+		return rowsMsg{rows, err}
+	}
+}
+
+func (u *ui) screenCmd() tea.Cmd {
+	r := u.current()
+	if r == nil {
+		return nil
+	}
+	key := r.Key()
+	return func() tea.Msg {
+		lines, err := u.m.Screen(u.ctx, r)
+		return screenMsg{key, lines, err}
+	}
+}
+
+func (u *ui) current() *top.Row {
+	if u.cursor >= 0 && u.cursor < len(u.rows) {
+		return u.rows[u.cursor]
+	}
+	return nil
+}
+
+func (u *ui) apply() {
+	u.rows = u.o.Filter.Apply(u.all)
+	top.Sort(u.rows, u.o.Sort)
+	u.cursor = 0
+	for i, r := range u.rows {
+		if r.Key() == u.selected {
+			u.cursor = i
+		}
+	}
+	u.clamp()
+}
+
+func (u *ui) clamp() {
+	u.cursor = max(0, min(u.cursor, len(u.rows)-1))
+	if r := u.current(); r != nil {
+		u.selected = r.Key()
+	}
+	n := u.listHeight()
+	if u.cursor < u.top {
+		u.top = u.cursor
+	}
+	if u.cursor >= u.top+n {
+		u.top = u.cursor - n + 1
+	}
+	u.top = max(0, min(u.top, len(u.rows)-n))
+}
+
+// listHeight: the rows that fit between the header line and the two footer lines.
+func (u *ui) listHeight() int { return max(1, u.h-3) }
+
+func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		u.w, u.h = msg.Width, msg.Height
+		u.clamp()
+	case rowsMsg:
+		u.refreshing = false
+		if msg.err != nil {
+			u.message = "error: " + msg.err.Error()
+		}
+		u.all = msg.rows
+		u.apply()
+		if u.rearm != nil {
+			u.rearm()
+		}
+		if u.pending {
+			u.pending = false
+			return u, u.refresh()
+		}
+	case tickMsg:
+		return u, tea.Batch(u.refresh(), u.tick())
+	case changeMsg:
+		return u, tea.Batch(u.refresh(), u.listen())
+	case screenTk:
+		if u.mode == modeScreen || u.mode == modeSend && u.screen != nil {
+			return u, tea.Batch(u.screenCmd(), tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return screenTk{} }))
+		}
+	case screenMsg:
+		if r := u.current(); r != nil && r.Key() == msg.key {
+			u.screen = msg.lines
+			if msg.err != nil && u.screen == nil {
+				u.screen = []string{"(no screen: " + msg.err.Error() + ")"}
+			}
+		}
+	case doneMsg:
+		u.message = msg.text
+		return u, u.refresh()
+	case tea.KeyPressMsg:
+		return u.key(msg)
+	}
+	return u, nil
+}
+
+func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	s := k.String()
+	switch u.mode {
+	case modeSend, modeFilter:
+		switch s {
+		case "enter":
+			text := u.input
+			if u.mode == modeFilter {
+				u.mode = modeList
+				return u, nil
+			}
+			u.mode = u.back()
+			return u, u.do("sent", func(r *top.Row) error { return u.m.Send(u.ctx, r, text) })
+		case "esc":
+			if u.mode == modeFilter {
+				u.o.Filter.Text = ""
+				u.apply()
+			}
+			u.mode = u.back()
+		case "backspace":
+			if u.input != "" {
+				rs := []rune(u.input)
+				u.input = string(rs[:len(rs)-1])
+			}
+		case "ctrl+c":
+			return u, tea.Quit
+		default:
+			if k.Text != "" {
+				u.input += k.Text
+			}
+		}
+		if u.mode == modeFilter {
+			u.o.Filter.Text = u.input
+			u.apply()
+		}
+		return u, nil
+	case modeConfirm:
+		u.mode = u.back()
+		if s == "y" || s == "Y" {
+			u.message = u.confirm + ": ..."
+			return u, u.act
+		}
+		u.message = "cancelled"
+		return u, nil
+	case modeHelp:
+		u.mode = modeList
+		return u, nil
+	}
+	switch s {
+	case "q", "ctrl+c":
+		if u.mode == modeScreen && s == "q" {
+			u.mode = modeList
+			return u, nil
+		}
+		return u, tea.Quit
+	case "esc":
+		u.mode = modeList
+	case "up", "k":
+		u.cursor--
+	case "down", "j":
+		u.cursor++
+	case "pgup":
+		u.cursor -= u.listHeight()
+	case "pgdown":
+		u.cursor += u.listHeight()
+	case "g", "home":
+		u.cursor = 0
+	case "G", "end":
+		u.cursor = len(u.rows) - 1
+	case "enter", "v":
+		if u.current() != nil {
+			u.mode, u.screen = modeScreen, nil
+			return u, tea.Batch(u.screenCmd(), tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return screenTk{} }))
+		}
+	case "s":
+		if u.current() != nil {
+			u.mode, u.input = modeSend, ""
+		}
+	case "/":
+		u.mode, u.input = modeFilter, u.o.Filter.Text
+	case "i":
+		return u, u.ask("interrupt", func(r *top.Row) error { return u.m.Key(u.ctx, r, "interrupt") })
+	case "d":
+		return u, u.ask("end of input", func(r *top.Row) error { return u.m.Key(u.ctx, r, "eof") })
+	case "x":
+		return u, u.ask("kill", func(r *top.Row) error { return u.m.Kill(u.ctx, r) })
+	case "S":
+		return u, u.ask("stop loop", func(r *top.Row) error { return u.m.Stop(u.ctx, r) })
+	case "p":
+		return u, u.do("paused", func(r *top.Row) error { return u.m.Pause(u.ctx, r) })
+	case "r":
+		return u, u.do("resumed", func(r *top.Row) error { return u.m.Resume(u.ctx, r) })
+	case "a":
+		if r := u.current(); r != nil {
+			argv, err := u.m.AttachArgs(r)
+			if err != nil {
+				u.message = err.Error()
+				return u, nil
+			}
+			c := exec.Command(argv[0], argv[1:]...)
+			c.Env = withoutTMUX(u.o.Environ)
+			return u, tea.ExecProcess(c, func(err error) tea.Msg { return doneMsg{text: result("attach", r.Name, err)} })
+		}
+	case "l":
+		if r := u.current(); r != nil && r.Log != "" {
+			pager := lookup(u.o.Environ, "PAGER")
+			if pager == "" {
+				pager = "less"
+			}
+			argv := strings.Fields(pager)
+			c := exec.Command(argv[0], append(argv[1:], r.Log)...)
+			c.Env = u.o.Environ
+			return u, tea.ExecProcess(c, func(err error) tea.Msg { return doneMsg{text: result("log", r.Name, err)} })
+		}
+	case "f":
+		i := slices.Index(top.Kinds, u.o.Filter.Kind)
+		if i+1 < len(top.Kinds) {
+			u.o.Filter.Kind = top.Kinds[i+1]
+		} else {
+			u.o.Filter.Kind = ""
+		}
+		u.apply()
+	case "t":
+		next := map[string]string{"": "live", "live": "ended", "ended": ""}
+		u.o.Filter.Status = next[u.o.Filter.Status]
+		u.apply()
+	case "o":
+		i := slices.Index(top.SortKeys, u.o.Sort)
+		u.o.Sort = top.SortKeys[(i+1)%len(top.SortKeys)]
+		u.apply()
+	case "?":
+		u.mode = modeHelp
+	}
+	u.clamp()
+	if u.mode == modeScreen {
+		return u, u.screenCmd()
+	}
+	return u, nil
+}
+
+// back is the mode a prompt returns to: the screen view when one is open.
+func (u *ui) back() mode {
+	if u.screen != nil {
+		return modeScreen
+	}
+	return modeList
+}
+
+func (u *ui) ask(what string, fn func(*top.Row) error) tea.Cmd {
+	r := u.current()
+	if r == nil {
+		return nil
+	}
+	if u.mode != modeScreen {
+		u.screen = nil
+	}
+	u.confirm = fmt.Sprintf("%s %s %s", what, r.Kind, r.Name)
+	u.act = u.do(what, fn)
+	u.mode = modeConfirm
+	return nil
+}
+
+func (u *ui) do(what string, fn func(*top.Row) error) tea.Cmd {
+	r := u.current()
+	if r == nil {
+		return nil
+	}
+	return func() tea.Msg { return doneMsg{text: result(what, r.Name, fn(r))} }
+}
+
+func result(what, name string, err error) string {
+	if err != nil {
+		return fmt.Sprintf("%s %s: %v", what, name, err)
+	}
+	return fmt.Sprintf("%s: %s", name, what)
+}
+
+func lookup(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// withoutTMUX: tmux refuses to attach from inside a tmux pane while $TMUX says so ("sessions
+// should be nested with care"); top's own pane is left for the agent's while attached.
+func withoutTMUX(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "TMUX=") })
+}
+
+func (u *ui) View() tea.View {
+	v := tea.NewView(u.render())
+	v.AltScreen = true
+	return v
+}
+
+func (u *ui) render() string {
+	var b strings.Builder
+	now := time.Now()
+	if u.mode == modeHelp {
+		b.WriteString(u.st.header.Render("swarm top: keys") + "\n")
+		b.WriteString(help)
+		return b.String()
+	}
+	if u.mode == modeScreen || (u.screen != nil && (u.mode == modeSend || u.mode == modeConfirm)) {
+		r := u.current()
+		title := "(gone)"
+		if r != nil {
+			title = fmt.Sprintf("%s %s  %s  %s", r.Kind, r.Name, r.Status, r.ActivityWords(now))
+		}
+		b.WriteString(u.st.header.Render(cut(title, u.w)) + "\n")
+		lines := u.screen
+		n := u.h - 3
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		for _, l := range lines {
+			b.WriteString(cut(l, u.w) + "\n")
+		}
+		for i := len(lines); i < n; i++ {
+			b.WriteString("\n")
+		}
+	} else {
+		b.WriteString(u.table(now))
+	}
+	b.WriteString(cut(u.status(), u.w) + "\n")
+	b.WriteString(u.st.dim.Render(cut(u.footer(), u.w)))
+	return b.String()
+}
+
+const help = `  up/down k/j PgUp/PgDn g/G  select an agent
+  enter v   its screen, live (esc or q: back to the list)
+  s         send a line (Enter sends it, Esc gives up)
+  i         interrupt (Ctrl-C)          d  end of input (Ctrl-D)
+  x         kill                        S  stop a loop
+  p         pause a loop                r  resume a loop
+  a         attach to its tmux pane     l  its log in $PAGER
+  /         filter by text              f  next kind   t  live/ended
+  o         next order                  q  quit
+  Each of i, d, x and S asks first (y to go on).
+  any key: back`
+
+func (u *ui) status() string {
+	switch u.mode {
+	case modeSend:
+		return "send> " + u.input + "_"
+	case modeFilter:
+		return "filter> " + u.input + "_"
+	case modeConfirm:
+		return u.confirm + "? (y/N)"
+	}
+	f := u.o.Filter
+	var parts []string
+	parts = append(parts, fmt.Sprintf("%d agents", len(u.rows)))
+	if f.Kind != "" {
+		parts = append(parts, "kind="+string(f.Kind))
+	}
+	if f.Status != "" {
+		parts = append(parts, "status="+f.Status)
+	}
+	if f.Tag != "" {
+		parts = append(parts, "tag="+f.Tag)
+	}
+	if f.Text != "" {
+		parts = append(parts, "/"+f.Text)
+	}
+	parts = append(parts, "sort="+u.o.Sort)
+	s := strings.Join(parts, "  ")
+	if u.message != "" {
+		s += "  | " + u.message
+	}
+	return s
+}
+
+func (u *ui) footer() string {
+	if u.mode == modeScreen {
+		return "esc back  s send  i int  d eof  x kill  p/r/S loop  a attach  l log"
+	}
+	return "enter screen  s send  i int  d eof  x kill  p/r/S loop  a attach  l log  / f t o  ? q"
+}
+
+// table renders the rows that fit, columns cut to the width: LAST takes what is left.
+func (u *ui) table(now time.Time) string {
+	cells := [][]string{top.Columns}
+	n := u.listHeight()
+	end := min(len(u.rows), u.top+n)
+	for _, r := range u.rows[u.top:end] {
+		cells = append(cells, r.Cells(now))
+	}
+	last := len(top.Columns) - 1
+	widths := make([]int, len(top.Columns))
+	for _, row := range cells {
+		for i, c := range row[:last] {
+			widths[i] = max(widths[i], ansi.StringWidth(c))
+		}
+	}
+	widths[1] = min(widths[1], 24)
+	used := 0
+	for _, w := range widths[:last] {
+		used += w + 1
+	}
+	widths[last] = max(0, u.w-used)
+	var b strings.Builder
+	for i, row := range cells {
+		var line strings.Builder
+		for j, c := range row {
+			c = cut(c, widths[j])
+			line.WriteString(c)
+			if j < last {
+				line.WriteString(strings.Repeat(" ", widths[j]-ansi.StringWidth(c)+1))
+			}
+		}
+		l := cut(line.String(), u.w)
+		switch {
+		case i == 0:
+			l = u.st.header.Render(l)
+		case u.top+i-1 == u.cursor:
+			l = u.st.sel.Render(l + strings.Repeat(" ", max(0, u.w-ansi.StringWidth(l))))
+		default:
+			l = u.colour(u.rows[u.top+i-1], l)
+		}
+		b.WriteString(l + "\n")
+	}
+	for i := len(cells) - 1; i < n; i++ {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func (u *ui) colour(r *top.Row, l string) string {
+	switch {
+	case r.Live && r.Activity == top.ActivityWaiting:
+		return u.st.warn.Render(l)
+	case r.Live:
+		return u.st.good.Render(l)
+	case r.ExitCode != nil && *r.ExitCode == 0:
+		return l
+	case r.ExitCode != nil || r.Status == "failed":
+		return u.st.bad.Render(l)
+	}
+	return l
+}
+
+// cut truncates s to w columns (the agent's text is plain: screen lines come without styles).
+func cut(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	return ansi.Truncate(s, w, "…")
+}

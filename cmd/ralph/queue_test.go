@@ -425,7 +425,14 @@ func checkAttempts(t *testing.T, stateDir, bead, status string) {
 			continue
 		}
 		if run.FinishedAt == nil {
-			t.Errorf("%s: attempt %d never finished (%s)", bead, run.Attempt, run.Status)
+			if run.Status == record.StatusRunning {
+				t.Errorf("%s: attempt %d never finished (%s)", bead, run.Attempt, run.Status)
+				continue
+			}
+			// Closed with its end unknown (a supervisor killed before the agent's log had a
+			// line: reconcile records no made-up end): it still ended before the next began,
+			// which the next attempt's own records show; its start stands for its end here.
+			seen[run.Attempt] = span{run.Attempt, run.StartedAt, run.StartedAt, run.Status}
 			continue
 		}
 		seen[run.Attempt] = span{run.Attempt, run.StartedAt, *run.FinishedAt, run.Status}

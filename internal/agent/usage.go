@@ -17,6 +17,9 @@ type Usage struct {
 	// others: the profile's cost pattern). HasCost says whether it reported one.
 	CostUSD float64
 	HasCost bool
+	// RejectedCost is a cost the agent reported that is not one (NaN, an infinity, below zero),
+	// as a number for a caller's warning; CostUSD and HasCost then say none was reported.
+	RejectedCost *float64
 	// InputTokens and OutputTokens as the agent reported them (0: not reported).
 	InputTokens, OutputTokens int64
 }
@@ -93,9 +96,7 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 		if cost == nil && o.Type != "result" {
 			continue
 		}
-		if cost != nil && validCost(*cost) {
-			u.CostUSD, u.HasCost = *cost, true
-		}
+		u.takeCost(cost)
 		if o.Usage != nil {
 			u.InputTokens, u.OutputTokens = o.Usage.InputTokens, o.Usage.OutputTokens
 		}
@@ -116,8 +117,8 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 				if len(m) > 1 {
 					s = m[1]
 				}
-				if v, err := strconv.ParseFloat(strings.ReplaceAll(string(s), ",", ""), 64); err == nil && validCost(v) {
-					u.CostUSD, u.HasCost = v, true
+				if v, err := strconv.ParseFloat(strings.ReplaceAll(string(s), ",", ""), 64); err == nil {
+					u.takeCost(&v)
 				}
 			}
 		}
@@ -129,6 +130,18 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 // zero. NaN or Inf would make the record unwritable (JSON has neither), and a negative cost
 // would lower a budget's spent total: the agent's output is not trusted to do either.
 func validCost(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// takeCost takes cost (nil: none reported) as the usage's, or as its RejectedCost.
+func (u *Usage) takeCost(cost *float64) {
+	switch {
+	case cost == nil:
+	case validCost(*cost):
+		u.CostUSD, u.HasCost = *cost, true
+	default:
+		v := *cost
+		u.RejectedCost = &v
+	}
+}
 
 // Built-in usage-limit patterns, as the agents word their limits (2025-2026). Claude Code:
 // "Claude AI usage limit reached|1763913600" (older -p output: the reset as a Unix time),

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -44,17 +45,37 @@ func TestParseUsage(t *testing.T) {
 		// A cost the agent reports is not trusted to be a figure: none of these is taken (NaN
 		// or Inf would make its record unwritable, a negative one would lower a budget's total).
 		{"negative JSON cost", claude, `{"type":"result","total_cost_usd":-1000,"usage":{"input_tokens":1,"output_tokens":2}}`,
-			Usage{InputTokens: 1, OutputTokens: 2}},
-		{"NaN by the pattern", loose, "Cost: $NaN session\n", Usage{}},
-		{"Inf by the pattern", loose, "Cost: $+Inf session\n", Usage{}},
-		{"huge JSON cost is Inf", claude, `{"type":"result","total_cost_usd":1e400}`, Usage{}},
-		{"negative by the pattern", loose, "Cost: $-5 session\n", Usage{}},
+			Usage{InputTokens: 1, OutputTokens: 2, RejectedCost: ptr(-1000)}},
+		{"NaN by the pattern", loose, "Cost: $NaN session\n", Usage{RejectedCost: ptr(math.NaN())}},
+		{"Inf by the pattern", loose, "Cost: $+Inf session\n", Usage{RejectedCost: ptr(math.Inf(1))}},
+		{"huge JSON cost: not JSON's", claude, `{"type":"result","total_cost_usd":1e400}`, Usage{}},
+		{"negative by the pattern", loose, "Cost: $-5 session\n", Usage{RejectedCost: ptr(-5)}},
 	}
 	for _, tt := range tests {
-		if got := tt.p.ParseUsage([]byte(tt.output)); got != tt.want {
-			t.Errorf("%s: ParseUsage(%q) = %+v, want %+v", tt.name, tt.output, got, tt.want)
+		got := tt.p.ParseUsage([]byte(tt.output))
+		if !sameUsage(got, tt.want) {
+			t.Errorf("%s: ParseUsage(%q) = %+v (rejected %v), want %+v (rejected %v)", tt.name, tt.output, got, deref(got.RejectedCost), tt.want, deref(tt.want.RejectedCost))
 		}
 	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// sameUsage compares two usages, their rejected costs by value (NaN equal to NaN).
+func sameUsage(a, b Usage) bool {
+	ra, rb := a.RejectedCost, b.RejectedCost
+	a.RejectedCost, b.RejectedCost = nil, nil
+	if a != b || (ra == nil) != (rb == nil) {
+		return false
+	}
+	return ra == nil || *ra == *rb || math.IsNaN(*ra) && math.IsNaN(*rb)
 }
 
 func TestParseUsageReadsOnlyTheTail(t *testing.T) {

@@ -409,14 +409,14 @@ func (r *runner) judge(ctx context.Context, bead string, n int) outcome {
 	if run.DurationSeconds != nil {
 		out.duration = float64(*run.DurationSeconds)
 	}
-	if u := r.cfg.Profile.ParseUsage(logTail(r.dir.Layout.LogPath(bead))); u.HasCost {
-		if store.Cost(u.CostUSD) {
-			out.cost = u.CostUSD
-		} else {
-			// What the agent printed is not a cost (NaN, an infinity, a negative amount that
-			// would give the budget back): unknown, counted as 0.
-			r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, u.CostUSD)
-		}
+	u := r.cfg.Profile.ParseUsage(logTail(r.dir.Layout.LogPath(bead)))
+	switch {
+	case u.HasCost && store.Cost(u.CostUSD):
+		out.cost = u.CostUSD
+	case u.RejectedCost != nil:
+		// What the agent printed is not a cost (NaN, an infinity, a negative amount that
+		// would give the budget back): unknown, counted as 0.
+		r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, *u.RejectedCost)
 	}
 	return out
 }

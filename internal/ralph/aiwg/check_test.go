@@ -141,8 +141,8 @@ func TestResumeCorruptCheckpoint(t *testing.T) {
 	if len(warned) != 1 || !strings.Contains(warned[0], "its last checkpoint cannot be read") {
 		t.Errorf("warnings %q, want one saying the checkpoint cannot be read", warned)
 	}
-	if res.State.Iteration != 1 {
-		t.Errorf("resumed at iteration %d, want 1 (iteration 2, not counted, runs again)", res.State.Iteration)
+	if res.State.Iteration != 2 || res.State.NextIteration() != 2 {
+		t.Errorf("resumed at iteration %d (%d next), want 2 (iteration 2, not counted, runs again under its number)", res.State.Iteration, res.State.NextIteration())
 	}
 	done := l.waitStatus(id, StatusCompleted)
 	if done.Metrics.TotalIterations != 2 {

@@ -226,7 +226,7 @@ func (c *controller) next() (action, *State, error) {
 				act = actWait
 				return nil
 			}
-			fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration+1)
+			fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration)
 			if err := st.Transition(StatusRunning); err != nil {
 				return err
 			}
@@ -235,7 +235,11 @@ func (c *controller) next() (action, *State, error) {
 			act = actExit
 			return nil
 		}
-		if reason, msg := c.limitReached(st, now); reason != "" {
+		// An iteration that started and did not end counted (paused, interrupted, held by a
+		// usage limit, or in flight at a crash) runs again under its own number: the counter
+		// never goes down.
+		rerun := st.NextIteration() == st.Iteration
+		if reason, msg := c.limitReached(st, now, rerun); reason != "" {
 			if err := st.Transition(StatusFailed); err != nil {
 				return err
 			}
@@ -244,7 +248,9 @@ func (c *controller) next() (action, *State, error) {
 			act = actExit
 			return c.ws.save(reg, st)
 		}
-		st.Iteration++
+		if !rerun {
+			st.Iteration++
+		}
 		act = actIterate
 		return c.ws.save(reg, st)
 	})
@@ -253,11 +259,11 @@ func (c *controller) next() (action, *State, error) {
 
 // limitReached says whether the loop must end before another iteration: its timeout passed, or
 // its iterations are used up.
-func (c *controller) limitReached(st *State, now time.Time) (reason, msg string) {
+func (c *controller) limitReached(st *State, now time.Time, rerun bool) (reason, msg string) {
 	if dl, ok := deadline(st); ok && !now.Before(dl) {
 		return "timeout", fmt.Sprintf("the loop's timeout (%s) passed before the completion command passed", time.Duration(st.TimeoutSeconds)*time.Second)
 	}
-	if st.Iteration >= st.Configuration.MaxIterations {
+	if n := st.Iteration; n > st.Configuration.MaxIterations || n == st.Configuration.MaxIterations && !rerun {
 		return "max-iterations", fmt.Sprintf("%d iterations ran and the completion command did not pass", st.Configuration.MaxIterations)
 	}
 	return "", ""
@@ -297,7 +303,8 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		st.Iterations = append(st.Iterations, res.it)
 		switch {
 		case res.it.Outcome == OutcomeUsageLimit:
-			st.Iteration = i - 1 // the same iteration again, not a failure
+			// The same iteration again, not a failure: its number stays (next runs it again).
+			addCost(&st.Metrics, res.it)
 			if st.Status == StatusRunning {
 				if err := st.Transition(StatusPaused); err != nil {
 					return err
@@ -311,7 +318,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 				fmt.Fprintf(c.log, "%s loop %s: the agent hit a usage limit; paused until %s\n", stamp(time.Now()), c.id, s)
 			}
 		case res.it.Outcome == OutcomeInterrupted:
-			st.Iteration = i - 1
+			addCost(&st.Metrics, res.it) // what it spent was spent
 		default:
 			counted = true
 			m := &st.Metrics
@@ -321,10 +328,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			} else {
 				m.FailedIterations++
 			}
-			m.TotalTokens += res.it.InputTokens + res.it.OutputTokens
-			if res.it.CostUSD != nil {
-				m.TotalCostUSD += *res.it.CostUSD
-			}
+			addCost(m, res.it)
 			var secs float64
 			for _, it := range st.Iterations {
 				if it.Outcome == OutcomeDone || it.Outcome == OutcomeFailed {
@@ -401,3 +405,12 @@ func deref(s *string) string {
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// addCost adds what iteration it spent to m: every iteration's, counted or not (one interrupted
+// by a pause, held by a usage limit, in flight at a crash), for the money was spent.
+func addCost(m *Metrics, it Iteration) {
+	m.TotalTokens += it.InputTokens + it.OutputTokens
+	if it.CostUSD != nil {
+		m.TotalCostUSD += *it.CostUSD
+	}
+}

@@ -191,6 +191,12 @@ func TestAgentCannotEndOrExtendItsLoop(t *testing.T) {
 		t.Errorf("loop ended %s (%s) after %d iterations, cap %d; want failed (max-iterations) after 2, cap 2",
 			end.Status, end.ExitReason, end.Iteration, end.Configuration.MaxIterations)
 	}
+	// A loop that ends failed gets its final checkpoint, as one that completes (issue 19).
+	if cp := CheckpointRel(st.LoopID, 2); end.LastCheckpoint == nil || *end.LastCheckpoint != cp {
+		t.Errorf("last_checkpoint %v, want %s", end.LastCheckpoint, cp)
+	} else if last, err := l.ws.readCheckpoint(end); err != nil || last.Status != StatusFailed || last.ExitReason != "max-iterations" {
+		t.Errorf("the final checkpoint: %v; want the loop failed, max-iterations", err)
+	}
 	b, _ := os.ReadFile(filepath.Join(l.ws.LoopDir(st.LoopID), "controller.log"))
 	for _, want := range []string{"says completed behind the controller's back", "iteration cap or timeout was changed behind the controller's back"} {
 		if !strings.Contains(string(b), want) {

@@ -175,8 +175,18 @@ func (c *controller) giveUp(cause error) {
 		st.Transition(StatusFailed)
 		st.ExitReason = "error"
 		st.ErrorContext = &ErrorContext{ErrorMessage: cause.Error(), ErrorTimestamp: stamp(time.Now())}
+		c.finalCheckpoint(st)
 		return c.ws.save(reg, st)
 	})
+}
+
+// finalCheckpoint writes the checkpoint of a loop that ends failed ("at the end", as for one
+// that completes: it had none, issue 19), named after its last iteration. A checkpoint that
+// cannot be written is said in the log; the loop ends failed all the same.
+func (c *controller) finalCheckpoint(st *State) {
+	if err := c.ws.checkpoint(st, st.Iteration); err != nil {
+		fmt.Fprintf(c.log, "%s loop %s: its final checkpoint: %v\n", stamp(time.Now()), c.id, err)
+	}
 }
 
 // mine reports whether st names this process as its controller (a resumed loop may have
@@ -246,6 +256,7 @@ func (c *controller) next() (action, *State, error) {
 			st.ExitReason = reason
 			st.ErrorContext = &ErrorContext{ErrorMessage: msg, ErrorTimestamp: stamp(now)}
 			act = actExit
+			c.finalCheckpoint(st)
 			return c.ws.save(reg, st)
 		}
 		if !rerun {

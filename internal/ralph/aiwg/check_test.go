@@ -1,6 +1,7 @@
 package aiwg
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -202,5 +203,45 @@ func TestAgentCannotEndOrExtendItsLoop(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("controller.log does not say %q:\n%s", want, b)
 		}
+	}
+}
+
+// TestNoProgress: the no-progress breaker ends a loop whose agent fails the same way every
+// time, or changes nothing, after N iterations (3 by default; it ran all 50 before, issue 19);
+// one whose agent changes a file every time runs on; 0 turns the breaker off.
+func TestNoProgress(t *testing.T) {
+	zero := 0
+	for name, c := range map[string]struct {
+		plan       string
+		n          *int
+		status     string
+		iterations int
+	}{
+		"same failure":    {"exit=1", nil, StatusFailed, 3},
+		"nothing changes": {"say=thinking", nil, StatusFailed, 3},
+		"a file changes":  {"write=notes.txt", nil, StatusFailed, 6},
+		"off":             {"exit=1", &zero, StatusFailed, 6},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newLab(t, c.plan)
+			st, err := l.ws.Start(context.Background(), StartSpec{Task: "Stuck", Completion: "test -f done.txt", MaxIterations: 6,
+				CheckpointInterval: 1, Agent: "fake", NoProgress: c.n}, l.rt)
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			end := l.waitStatus(st.LoopID, c.status)
+			want := "max-iterations"
+			if c.iterations < 6 {
+				want = "no-progress"
+			}
+			if end.ExitReason != want || end.Metrics.TotalIterations != c.iterations {
+				t.Errorf("ended %s (%s) after %d iterations; want %s after %d", end.Status, end.ExitReason, end.Metrics.TotalIterations, want, c.iterations)
+			}
+			var out bytes.Buffer
+			WriteStatus(&out, end, time.Now())
+			if !strings.Contains(out.String(), "No-progress:") {
+				t.Errorf("status does not show the breaker:\n%s", out.String())
+			}
+		})
 	}
 }

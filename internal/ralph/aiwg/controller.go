@@ -3,6 +3,7 @@ package aiwg
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"io"
 	"os"
 	"os/signal"
@@ -52,10 +53,11 @@ type loopLimits struct {
 	maxIterations          int
 	timeoutSeconds         int64
 	timeoutFrom, startedAt string
+	noProgress             int
 }
 
 func limitsOf(st *State) loopLimits {
-	return loopLimits{st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt}
+	return loopLimits{st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt, st.NoProgressN()}
 }
 
 // holdLimits puts the controller's limits back into st when st says others, with a line in the
@@ -70,6 +72,10 @@ func (c *controller) holdLimits(st *State) bool {
 	fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's iteration cap or timeout was changed behind the controller's back; the loop's own are kept\n", c.id)
 	st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt =
 		c.limits.maxIterations, c.limits.timeoutSeconds, c.limits.timeoutFrom, c.limits.startedAt
+	if st.NoProgressN() != c.limits.noProgress {
+		n := c.limits.noProgress
+		st.NoProgress = &n
+	}
 	return true
 }
 
@@ -178,6 +184,27 @@ func (c *controller) giveUp(cause error) {
 		c.finalCheckpoint(st)
 		return c.ws.save(reg, st)
 	})
+}
+
+// noProgress counts iteration res into st's no-progress breaker and, when it opens, records
+// the loop's end (exit_reason no-progress) and reports true. The baseline of the first count
+// is the tree as the iteration found it.
+func (c *controller) noProgress(st *State, res iterResult) bool {
+	if st.Breaker == nil {
+		st.Breaker = &breaker.State{Tree: res.before}
+	}
+	o := breaker.Observation{Tree: res.after, Failed: res.it.Outcome == OutcomeFailed, Tail: res.tail}
+	if res.it.ExitCode != nil {
+		o.Exit = *res.it.ExitCode
+	}
+	open, why := st.Breaker.Observe(o, st.NoProgressN())
+	if !open {
+		return false
+	}
+	st.ExitReason = breaker.Reason
+	st.ErrorContext = &ErrorContext{ErrorMessage: "no progress: " + why, ErrorTimestamp: stamp(time.Now())}
+	fmt.Fprintf(c.log, "%s loop %s: no progress: %s; the loop ends\n", stamp(time.Now()), c.id, why)
+	return true
 }
 
 // finalCheckpoint writes the checkpoint of a loop that ends failed ("at the end", as for one
@@ -397,6 +424,12 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			}
 			st.ExitReason = StatusCompleted
 			c.ended = true
+		}
+		if !passed && st.Status == StatusRunning && c.noProgress(st, res) {
+			if err := st.Transition(StatusFailed); err != nil {
+				return err
+			}
+			passed = true // ends: its final checkpoint below
 		}
 		if every := st.Configuration.CheckpointInterval; passed || (every > 0 && i%every == 0) {
 			if err := c.ws.checkpoint(st, i); err != nil {

@@ -52,7 +52,7 @@ func resumeCommand() *cli.Command {
 					how = "restored from " + *st.LastCheckpoint
 				}
 			}
-			fmt.Fprintf(s.Out, "Loop %s %s: iteration %d of at most %d next\n", id, how, st.Iteration+1, st.Configuration.MaxIterations)
+			fmt.Fprintf(s.Out, "Loop %s %s: iteration %d of at most %d next\n", id, how, st.NextIteration(), st.Configuration.MaxIterations)
 			if res.Foreground {
 				return foregroundResult(ws.RunLoop(ctx, id, rt))
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ Options:
    --max-iterations N         at most N iterations (200)
    --timeout DUR              the loop's time: 90s, 30m, 1h30m, bare minutes, or none (60m)
    --checkpoint-interval N    a checkpoint every N iterations (1)
+   --no-progress N            end the loop (failed, no-progress) after N iterations in a row
+                              that changed no file and made no commit, or failed the same
+                              way; 0: never (3)
    --agent AGENT[:MODEL]      an agent of the agents config (CONFIG_FILE) (claude)
    --force                    start even with 4 loops active in the workspace
    --foreground               run here until the loop ends; exit 0 only for completed
@@ -46,6 +50,7 @@ $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 			&ucli.StringFlag{Name: "max-iterations"},
 			&ucli.StringFlag{Name: "timeout"},
 			&ucli.StringFlag{Name: "checkpoint-interval"},
+			&ucli.StringFlag{Name: "no-progress"},
 			&ucli.StringFlag{Name: "agent", Value: defaultAgent},
 			&ucli.BoolFlag{Name: "force"},
 			&ucli.BoolFlag{Name: "foreground"},
@@ -90,6 +95,13 @@ func startSpec(c *ucli.Context) (aiwg.StartSpec, error) {
 	}
 	if spec.CheckpointInterval, err = positive(c, "checkpoint-interval", 1); err != nil {
 		return spec, err
+	}
+	if c.IsSet("no-progress") {
+		n, err := strconv.Atoi(strings.TrimSpace(c.String("no-progress")))
+		if err != nil || n < 0 {
+			return spec, cli.Usagef("argument --no-progress: %q is not a whole number of iterations (0 turns the breaker off)", c.String("no-progress"))
+		}
+		spec.NoProgress = &n
 	}
 	if c.IsSet("timeout") {
 		if spec.Timeout, err = parseTimeout(c.String("timeout")); err != nil {

@@ -304,7 +304,7 @@ var aiwgCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 			return strings.TrimSpace(string(b))
 		}
 		ws := aiwg.Workspace{Root: ts.MkAbs(".")}
-		ralph("start", "control wins", "--completion", "false", "--max-iterations", "100000")
+		ralph("start", "control wins", "--completion", "false", "--max-iterations", "100000", "--no-progress", "0")
 		ls := loops(ts.MkAbs("."))
 		id := ls[len(ls)-1].LoopID
 		settled := func(verb, want string) {

@@ -6,6 +6,7 @@
 #   exit N       print a line, exit N
 #   done         print the done marker TASK_DONE and exit at once
 #   donewait     print TASK_DONE, then idle
+#   echo P       print the prompt again behind the prefix P (a transcript's "User:"), exit 0
 #   idle         print nothing more, sleep
 #   run S        print a line, work S seconds, exit 0
 #   await F      print a line, work until the file F beside the plan exists (at most 60 s), exit
@@ -34,6 +35,7 @@ case $1 in
 exit) echo "working on it"; exit "$2" ;;
 done) echo "TASK_DONE"; exit 0 ;;
 donewait) echo "TASK_DONE"; exec sleep 1000 ;;
+echo) printf '%s %s\n' "$2" "$line"; exit 0 ;;
 idle) exec sleep 1000 ;;
 run) echo "working"; sleep "$2"; exit 0 ;;
 await) echo "working"; i=0; while [ ! -e "$(dirname "$plan")/$2" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done; exit 0 ;;

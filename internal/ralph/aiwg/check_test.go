@@ -1,6 +1,7 @@
 package aiwg
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -141,8 +142,8 @@ func TestResumeCorruptCheckpoint(t *testing.T) {
 	if len(warned) != 1 || !strings.Contains(warned[0], "its last checkpoint cannot be read") {
 		t.Errorf("warnings %q, want one saying the checkpoint cannot be read", warned)
 	}
-	if res.State.Iteration != 1 {
-		t.Errorf("resumed at iteration %d, want 1 (iteration 2, not counted, runs again)", res.State.Iteration)
+	if res.State.Iteration != 2 || res.State.NextIteration() != 2 {
+		t.Errorf("resumed at iteration %d (%d next), want 2 (iteration 2, not counted, runs again under its number)", res.State.Iteration, res.State.NextIteration())
 	}
 	done := l.waitStatus(id, StatusCompleted)
 	if done.Metrics.TotalIterations != 2 {
@@ -191,10 +192,56 @@ func TestAgentCannotEndOrExtendItsLoop(t *testing.T) {
 		t.Errorf("loop ended %s (%s) after %d iterations, cap %d; want failed (max-iterations) after 2, cap 2",
 			end.Status, end.ExitReason, end.Iteration, end.Configuration.MaxIterations)
 	}
+	// A loop that ends failed gets its final checkpoint, as one that completes (issue 19).
+	if cp := CheckpointRel(st.LoopID, 2); end.LastCheckpoint == nil || *end.LastCheckpoint != cp {
+		t.Errorf("last_checkpoint %v, want %s", end.LastCheckpoint, cp)
+	} else if last, err := l.ws.readCheckpoint(end); err != nil || last.Status != StatusFailed || last.ExitReason != "max-iterations" {
+		t.Errorf("the final checkpoint: %v; want the loop failed, max-iterations", err)
+	}
 	b, _ := os.ReadFile(filepath.Join(l.ws.LoopDir(st.LoopID), "controller.log"))
 	for _, want := range []string{"says completed behind the controller's back", "iteration cap or timeout was changed behind the controller's back"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("controller.log does not say %q:\n%s", want, b)
 		}
+	}
+}
+
+// TestNoProgress: the no-progress breaker ends a loop whose agent fails the same way every
+// time, or changes nothing, after N iterations (3 by default; it ran all 50 before, issue 19);
+// one whose agent changes a file every time runs on; 0 turns the breaker off.
+func TestNoProgress(t *testing.T) {
+	zero := 0
+	for name, c := range map[string]struct {
+		plan       string
+		n          *int
+		status     string
+		iterations int
+	}{
+		"same failure":    {"exit=1", nil, StatusFailed, 3},
+		"nothing changes": {"say=thinking", nil, StatusFailed, 3},
+		"a file changes":  {"write=notes.txt", nil, StatusFailed, 6},
+		"off":             {"exit=1", &zero, StatusFailed, 6},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newLab(t, c.plan)
+			st, err := l.ws.Start(context.Background(), StartSpec{Task: "Stuck", Completion: "test -f done.txt", MaxIterations: 6,
+				CheckpointInterval: 1, Agent: "fake", NoProgress: c.n}, l.rt)
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			end := l.waitStatus(st.LoopID, c.status)
+			want := "max-iterations"
+			if c.iterations < 6 {
+				want = "no-progress"
+			}
+			if end.ExitReason != want || end.Metrics.TotalIterations != c.iterations {
+				t.Errorf("ended %s (%s) after %d iterations; want %s after %d", end.Status, end.ExitReason, end.Metrics.TotalIterations, want, c.iterations)
+			}
+			var out bytes.Buffer
+			WriteStatus(&out, end, time.Now())
+			if !strings.Contains(out.String(), "No-progress:") {
+				t.Errorf("status does not show the breaker:\n%s", out.String())
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -160,9 +161,10 @@ func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Ru
 			}
 			// An iteration past the checkpoint may still run under its own supervisor (it
 			// outlives its controller): stopped, or two agents would work in one tree.
-			for k := st.Iteration + 1; k <= cur.Iteration; k++ {
+			for k := max(st.Iteration, 1); k <= cur.Iteration; k++ {
 				stopIteration(ctx, &State{LoopID: id, StateDir: cur.StateDir, Iteration: k})
 			}
+			w.keepCrashCost(st, cur, rt)
 		case StatusRunning, StatusCompleting:
 			pid := 0
 			if cur.PID != nil {
@@ -219,19 +221,13 @@ func (w Workspace) restore(reg *Registry, cur *State, force bool, rt Runtime) (*
 	case err == nil:
 	case os.IsNotExist(err):
 		cp := *cur
-		st = &cp
-		if st.Iteration > 0 && !iterationCounted(st, st.Iteration) {
-			st.Iteration--
-		}
+		st = &cp // the iteration in flight runs again, under its number
 	default:
 		// A checkpoint that cannot be read (truncated, not gzip, not the loop's) is not a way
 		// back: the loop continues from its state at the crash, as without one, and says so.
 		rt.warn(fmt.Sprintf("loop %s: its last checkpoint cannot be read (%v); it continues from its state at the crash", cur.LoopID, err))
 		cp := *cur
-		st = &cp
-		if st.Iteration > 0 && !iterationCounted(st, st.Iteration) {
-			st.Iteration--
-		}
+		st = &cp // the iteration in flight runs again, under its number
 	}
 	st.Status, st.ExitReason, st.PauseReason, st.ResumeAt, st.PausedAt, st.CompletedAt = StatusRunning, "", "", nil, nil, nil
 	ec := ErrorContext{ErrorMessage: "crashed", ErrorTimestamp: stamp(time.Now())}
@@ -259,6 +255,56 @@ func (w Workspace) restore(reg *Registry, cur *State, force bool, rt Runtime) (*
 		}
 	}
 	return st, nil
+}
+
+// keepCrashCost keeps in st, restored from cur (a crashed loop), the money cur spent: the
+// totals at the crash (the iterations after the checkpoint included, rolled back or not), and
+// what the agent of the iteration in flight reported in its log before it was stopped (its
+// controller died before it could record it). That iteration is recorded, interrupted.
+func (w Workspace) keepCrashCost(st, cur *State, rt Runtime) {
+	st.Metrics.TotalCostUSD, st.Metrics.TotalTokens = cur.Metrics.TotalCostUSD, cur.Metrics.TotalTokens
+	k := cur.Iteration
+	if k < 1 || iterationCounted(cur, k) || cur.StateDir == "" {
+		return
+	}
+	bead := Bead(cur.LoopID, k)
+	d := attempt.NewDir(cur.StateDir)
+	run, err := record.ReadRun(d.Store.RunPath(bead))
+	if err != nil {
+		return // it never started
+	}
+	for _, it := range cur.Iterations {
+		if it.Number == k && it.Attempt == run.Attempt {
+			return // recorded (interrupted, or held by a usage limit) before the crash
+		}
+	}
+	profile, _, err := rt.agent(cur.Agent)
+	if err != nil {
+		return
+	}
+	u := profile.ParseUsage(logTail(d.Layout.LogPath(bead)))
+	it := Iteration{Number: k, Bead: bead, Attempt: run.Attempt, StartedAt: run.StartedAt, FinishedAt: stamp(time.Now()),
+		Outcome: OutcomeInterrupted, Reason: "in flight when its controller crashed", ExitCode: run.ExitCode,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	if t, ok := parseStamp(run.StartedAt); ok {
+		it.DurationSeconds = round2(time.Since(t).Seconds())
+	}
+	if u.HasCost {
+		c := u.CostUSD
+		it.CostUSD = &c
+	}
+	st.Iterations = append(st.Iterations, it)
+	addCost(&st.Metrics, it)
+}
+
+// NextIteration is the number of the iteration the loop runs next: the current one again when
+// it started and did not end counted (stopped by a pause, held by a usage limit, in flight at
+// a crash), else the one after it.
+func (st *State) NextIteration() int {
+	if st.Iteration > 0 && !iterationCounted(st, st.Iteration) {
+		return st.Iteration
+	}
+	return st.Iteration + 1
 }
 
 // iterationCounted reports whether iteration i has a counted outcome in st.

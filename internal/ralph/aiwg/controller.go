@@ -3,6 +3,7 @@ package aiwg
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"io"
 	"os"
 	"os/signal"
@@ -52,10 +53,11 @@ type loopLimits struct {
 	maxIterations          int
 	timeoutSeconds         int64
 	timeoutFrom, startedAt string
+	noProgress             int
 }
 
 func limitsOf(st *State) loopLimits {
-	return loopLimits{st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt}
+	return loopLimits{st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt, st.NoProgressN()}
 }
 
 // holdLimits puts the controller's limits back into st when st says others, with a line in the
@@ -70,6 +72,10 @@ func (c *controller) holdLimits(st *State) bool {
 	fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's iteration cap or timeout was changed behind the controller's back; the loop's own are kept\n", c.id)
 	st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt =
 		c.limits.maxIterations, c.limits.timeoutSeconds, c.limits.timeoutFrom, c.limits.startedAt
+	if st.NoProgressN() != c.limits.noProgress {
+		n := c.limits.noProgress
+		st.NoProgress = &n
+	}
 	return true
 }
 
@@ -175,8 +181,39 @@ func (c *controller) giveUp(cause error) {
 		st.Transition(StatusFailed)
 		st.ExitReason = "error"
 		st.ErrorContext = &ErrorContext{ErrorMessage: cause.Error(), ErrorTimestamp: stamp(time.Now())}
+		c.finalCheckpoint(st)
 		return c.ws.save(reg, st)
 	})
+}
+
+// noProgress counts iteration res into st's no-progress breaker and, when it opens, records
+// the loop's end (exit_reason no-progress) and reports true. The baseline of the first count
+// is the tree as the iteration found it.
+func (c *controller) noProgress(st *State, res iterResult) bool {
+	if st.Breaker == nil {
+		st.Breaker = &breaker.State{Tree: res.before}
+	}
+	o := breaker.Observation{Tree: res.after, Failed: res.it.Outcome == OutcomeFailed, Tail: res.tail}
+	if res.it.ExitCode != nil {
+		o.Exit = *res.it.ExitCode
+	}
+	open, why := st.Breaker.Observe(o, st.NoProgressN())
+	if !open {
+		return false
+	}
+	st.ExitReason = breaker.Reason
+	st.ErrorContext = &ErrorContext{ErrorMessage: "no progress: " + why, ErrorTimestamp: stamp(time.Now())}
+	fmt.Fprintf(c.log, "%s loop %s: no progress: %s; the loop ends\n", stamp(time.Now()), c.id, why)
+	return true
+}
+
+// finalCheckpoint writes the checkpoint of a loop that ends failed ("at the end", as for one
+// that completes: it had none, issue 19), named after its last iteration. A checkpoint that
+// cannot be written is said in the log; the loop ends failed all the same.
+func (c *controller) finalCheckpoint(st *State) {
+	if err := c.ws.checkpoint(st, st.Iteration); err != nil {
+		fmt.Fprintf(c.log, "%s loop %s: its final checkpoint: %v\n", stamp(time.Now()), c.id, err)
+	}
 }
 
 // mine reports whether st names this process as its controller (a resumed loop may have
@@ -226,7 +263,7 @@ func (c *controller) next() (action, *State, error) {
 				act = actWait
 				return nil
 			}
-			fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration+1)
+			fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration)
 			if err := st.Transition(StatusRunning); err != nil {
 				return err
 			}
@@ -235,16 +272,23 @@ func (c *controller) next() (action, *State, error) {
 			act = actExit
 			return nil
 		}
-		if reason, msg := c.limitReached(st, now); reason != "" {
+		// An iteration that started and did not end counted (paused, interrupted, held by a
+		// usage limit, or in flight at a crash) runs again under its own number: the counter
+		// never goes down.
+		rerun := st.NextIteration() == st.Iteration
+		if reason, msg := c.limitReached(st, now, rerun); reason != "" {
 			if err := st.Transition(StatusFailed); err != nil {
 				return err
 			}
 			st.ExitReason = reason
 			st.ErrorContext = &ErrorContext{ErrorMessage: msg, ErrorTimestamp: stamp(now)}
 			act = actExit
+			c.finalCheckpoint(st)
 			return c.ws.save(reg, st)
 		}
-		st.Iteration++
+		if !rerun {
+			st.Iteration++
+		}
 		act = actIterate
 		return c.ws.save(reg, st)
 	})
@@ -253,11 +297,11 @@ func (c *controller) next() (action, *State, error) {
 
 // limitReached says whether the loop must end before another iteration: its timeout passed, or
 // its iterations are used up.
-func (c *controller) limitReached(st *State, now time.Time) (reason, msg string) {
+func (c *controller) limitReached(st *State, now time.Time, rerun bool) (reason, msg string) {
 	if dl, ok := deadline(st); ok && !now.Before(dl) {
 		return "timeout", fmt.Sprintf("the loop's timeout (%s) passed before the completion command passed", time.Duration(st.TimeoutSeconds)*time.Second)
 	}
-	if st.Iteration >= st.Configuration.MaxIterations {
+	if n := st.Iteration; n > st.Configuration.MaxIterations || n == st.Configuration.MaxIterations && !rerun {
 		return "max-iterations", fmt.Sprintf("%d iterations ran and the completion command did not pass", st.Configuration.MaxIterations)
 	}
 	return "", ""
@@ -297,7 +341,8 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		st.Iterations = append(st.Iterations, res.it)
 		switch {
 		case res.it.Outcome == OutcomeUsageLimit:
-			st.Iteration = i - 1 // the same iteration again, not a failure
+			// The same iteration again, not a failure: its number stays (next runs it again).
+			addCost(&st.Metrics, res.it)
 			if st.Status == StatusRunning {
 				if err := st.Transition(StatusPaused); err != nil {
 					return err
@@ -311,7 +356,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 				fmt.Fprintf(c.log, "%s loop %s: the agent hit a usage limit; paused until %s\n", stamp(time.Now()), c.id, s)
 			}
 		case res.it.Outcome == OutcomeInterrupted:
-			st.Iteration = i - 1
+			addCost(&st.Metrics, res.it) // what it spent was spent
 		default:
 			counted = true
 			m := &st.Metrics
@@ -321,10 +366,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			} else {
 				m.FailedIterations++
 			}
-			m.TotalTokens += res.it.InputTokens + res.it.OutputTokens
-			if res.it.CostUSD != nil {
-				m.TotalCostUSD += *res.it.CostUSD
-			}
+			addCost(m, res.it)
 			var secs float64
 			for _, it := range st.Iterations {
 				if it.Outcome == OutcomeDone || it.Outcome == OutcomeFailed {
@@ -383,6 +425,12 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			st.ExitReason = StatusCompleted
 			c.ended = true
 		}
+		if !passed && st.Status == StatusRunning && c.noProgress(st, res) {
+			if err := st.Transition(StatusFailed); err != nil {
+				return err
+			}
+			passed = true // ends: its final checkpoint below
+		}
 		if every := st.Configuration.CheckpointInterval; passed || (every > 0 && i%every == 0) {
 			if err := c.ws.checkpoint(st, i); err != nil {
 				return err
@@ -401,3 +449,12 @@ func deref(s *string) string {
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// addCost adds what iteration it spent to m: every iteration's, counted or not (one interrupted
+// by a pause, held by a usage limit, in flight at a crash), for the money was spent.
+func addCost(m *Metrics, it Iteration) {
+	m.TotalTokens += it.InputTokens + it.OutputTokens
+	if it.CostUSD != nil {
+		m.TotalCostUSD += *it.CostUSD
+	}
+}

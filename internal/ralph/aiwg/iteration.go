@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -26,6 +27,9 @@ type iterResult struct {
 	it      Iteration
 	resetAt time.Time // a usage limit's reset, when its message named one
 	fatal   bool      // the attempt could not be set up: the loop stops
+	// before and after identify the working tree around the iteration (breaker.Fingerprint;
+	// "" outside git), tail is the end of its output: the no-progress breaker's observation.
+	before, after, tail string
 }
 
 // Bead is iteration i's bead: its run and result records are state/runs/<loop_id>-<i>.json.
@@ -85,6 +89,7 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 		opened.Close()
 		return fail(errors.New("no command line to start an iteration's supervisor with"))
 	}
+	res.before, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
 	_, err = opened.Launch(ctx, spec, c.rt.Supervisor(st.StateDir))
 	opened.Close()
 	if err != nil {
@@ -104,6 +109,8 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	res.it.ExitCode = r.ExitCode
 	res.it.Reason = deref(r.FailureReason)
 	out := logTail(d.Layout.LogPath(bead))
+	res.after, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
+	res.tail = string(out[max(0, len(out)-4096):])
 	u := profile.ParseUsage(out)
 	if u.HasCost {
 		cost := u.CostUSD

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -310,8 +311,9 @@ func TestPauseResume(t *testing.T) {
 	}
 	l.settled(id, StatusPaused, *before.PID, before.PIDStart)
 	st = l.state(id)
-	if st.PauseReason != PauseUser || st.Iteration != 0 || len(st.Iterations) != 1 || st.Iterations[0].Outcome != OutcomeInterrupted {
-		t.Errorf("paused: reason %q, iteration %d, iterations %+v; want user, 0, one interrupted", st.PauseReason, st.Iteration, st.Iterations)
+	// The iteration stopped in flight keeps its number (it went 1 → 0 before, issue 19).
+	if st.PauseReason != PauseUser || st.Iteration != 1 || st.NextIteration() != 1 || len(st.Iterations) != 1 || st.Iterations[0].Outcome != OutcomeInterrupted {
+		t.Errorf("paused: reason %q, iteration %d, iterations %+v; want user, 1 (run again next), one interrupted", st.PauseReason, st.Iteration, st.Iterations)
 	}
 	if l.calls() != "1" {
 		t.Errorf("the agent was started %s times, want 1", l.calls())
@@ -332,7 +334,7 @@ func TestPauseResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if res.From != StatusPaused || res.Foreground || res.State.Iteration != 0 {
+	if res.From != StatusPaused || res.Foreground || res.State.NextIteration() != 1 {
 		t.Errorf("Resume = from %s, foreground %v, iteration %d; want from paused, in the background, iteration 1 next", res.From, res.Foreground, res.State.Iteration)
 	}
 	st = l.state(id)
@@ -496,6 +498,45 @@ func TestCrashFoundOnNextLook(t *testing.T) {
 	}
 	if l.calls() != "3" {
 		t.Errorf("the agent was started %s times, want 3", l.calls())
+	}
+}
+
+// TestCrashKeepsCost: the cost the agent of the iteration in flight reported before its
+// controller crashed is kept in the totals after resume (it was lost, issue 19), and that
+// iteration is recorded, interrupted.
+func TestCrashKeepsCost(t *testing.T) {
+	l := newLab(t, "cost=0.01", "cost=0.04 touch=OUT/m2 sleep=60", "touch=done.txt cost=0.02")
+	id := l.start("Costly", "test -f done.txt")
+	l.waitFile(l.marker("m2"))
+	st := l.state(id)
+	pid := *st.PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	l.waitUntil("the controller dead", func() bool { return !proc.Alive(pid) && !controllerAlive(st) })
+	ctx := context.Background()
+	if _, err := l.ws.Look(ctx, id); err != nil {
+		t.Fatalf("Look: %v", err)
+	}
+	res, err := l.ws.Resume(ctx, id, ResumeSpec{}, l.rt)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if got := res.State.Metrics.TotalCostUSD; math.Abs(got-0.05) > 1e-9 || res.State.NextIteration() != 2 {
+		t.Errorf("resumed: cost $%v, iteration %d next; want $0.05 (iteration 1 and the one in flight), 2", got, res.State.NextIteration())
+	}
+	st = l.waitStatus(id, StatusCompleted)
+	if got := st.Metrics.TotalCostUSD; math.Abs(got-0.07) > 1e-9 || st.Metrics.TotalIterations != 2 {
+		t.Errorf("completed: metrics %+v; want $0.07 spent over 2 counted iterations", st.Metrics)
+	}
+	var in *Iteration
+	for k := range st.Iterations {
+		if it := &st.Iterations[k]; it.Number == 2 && it.Outcome == OutcomeInterrupted {
+			in = it
+		}
+	}
+	if in == nil || in.CostUSD == nil || *in.CostUSD != 0.04 {
+		t.Errorf("iterations: %+v; want iteration 2's first attempt interrupted, $0.04", st.Iterations)
 	}
 }
 

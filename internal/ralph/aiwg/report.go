@@ -3,6 +3,7 @@ package aiwg
 import (
 	"context"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -60,6 +61,15 @@ func WriteStatus(w io.Writer, st *State, now time.Time) {
 			st.Metrics.SuccessfulIterations, st.Metrics.FailedIterations, st.Metrics.AverageIterationTimeSeconds)
 	}
 	line("Cost", "$%.4f, %d tokens", st.Metrics.TotalCostUSD, st.Metrics.TotalTokens)
+	if n := st.NoProgressN(); n <= 0 {
+		line("No-progress", "off")
+	} else {
+		var b breaker.State
+		if st.Breaker != nil {
+			b = *st.Breaker
+		}
+		line("No-progress", "%d/%d unchanged, %d/%d same failure", b.Unchanged, n, b.SameFailure, n)
+	}
 	if c := st.Progress.LastCompletionCheck; c != nil {
 		verdict := "failed"
 		if c.Passed {

@@ -39,6 +39,8 @@ type StartSpec struct {
 	// Foreground records this process as the loop's controller: the caller runs RunLoop
 	// next. Otherwise a background controller (Runtime.Controller) is started.
 	Foreground bool
+	// NoProgress is the no-progress breaker's N (nil: breaker.DefaultThreshold; 0: off).
+	NoProgress *int
 }
 
 // NewID makes a loop id as AIWG did: ralph-<slug>-<8 hex>, the slug the task lower-cased with
@@ -96,6 +98,7 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 	st := &State{Version: "2.0.0", LoopID: NewID(spec.Task), Status: StatusRunning, Task: spec.Task,
 		CompletionCriteria: spec.Completion, StartedAt: stamp(now), Owner: owner(), WorkingDirectory: w.Root,
 		Configuration: Configuration{MaxIterations: spec.MaxIterations, AutoTest: true, CheckpointInterval: spec.CheckpointInterval, ExecutionMode: "default"},
+		NoProgress:    spec.NoProgress,
 		Progress:      Progress{CompletionChecks: []Check{}}, Agent: spec.Agent, StateDir: stateDir,
 		StartCommit: headCommit(ctx, w.Root), Iterations: []Iteration{}}
 	st.setTimeout(spec.Timeout)

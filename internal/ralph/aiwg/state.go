@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"io"
 	"os"
 	"path/filepath"
@@ -114,6 +115,18 @@ type State struct {
 	ExitReason string `json:"exit_reason,omitempty"`
 	// Iterations is one entry per iteration run, for report.
 	Iterations []Iteration `json:"iterations"`
+	// NoProgress is the no-progress breaker's N (nil: breaker.DefaultThreshold; 0: off), and
+	// Breaker its count so far (breaker.State).
+	NoProgress *int           `json:"no_progress,omitempty"`
+	Breaker    *breaker.State `json:"breaker,omitempty"`
+}
+
+// NoProgressN is the loop's no-progress threshold (0: the breaker is off).
+func (st *State) NoProgressN() int {
+	if st.NoProgress == nil {
+		return breaker.DefaultThreshold
+	}
+	return *st.NoProgress
 }
 
 // Configuration is seed 003's LoopConfiguration.

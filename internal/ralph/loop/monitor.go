@@ -490,9 +490,15 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 			// Found while the agent runs: it is stopped, and its end recorded like any other.
 			it.stopped = true
 			l.home.Stop(ctx, it.w)
+			// The signal ralph sent is not how the agent did: the iteration that said it is
+			// done succeeded (exit=0, not the SIGTERM's 143).
+			out := &worker.Outcome{ExitCode: new(int64)}
 			if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
-				res.out, _ = w.Ended()
+				if o, ok := w.Ended(); ok {
+					out.Finished, out.Reason = o.Finished, o.Reason
+				}
 			}
+			res.out = out
 		}
 		code := res.exitCode()
 		dur := int64(time.Since(it.started).Seconds())

@@ -98,20 +98,45 @@ func TestContextUse(t *testing.T) {
 }
 
 // TestPromptLines: an output line that is a piece of the prompt (an agent showing the
-// conversation again) does not count for the done pattern; the agent's own short marker does,
-// even when the prompt names it.
+// conversation again, behind whatever prefix) does not count for the done pattern; the agent's
+// own marker does, even when the prompt names it.
 func TestPromptLines(t *testing.T) {
-	r := &logReader{prompt: normalize("Fix the tests.\nWhen everything passes, print /done on a line of its own.")}
+	prompt := normalize("Fix the tests.\nWhen everything passes, print /done on a line of its own.")
 	re := regexp.MustCompile(`/done`)
-	for line, counts := range map[string]bool{
-		"When everything passes, print /done on a line of its own.":   false,
-		"> When everything passes, print /done":                       false,
-		"│ passes, print /done on a line │":                           false,
-		"/done":                                                       true,
-		"all tests pass /done":                                        true,
-		"I will print /done on a line of its own when the tests pass": true,
+	for _, c := range []struct {
+		line   string
+		counts bool
+	}{
+		{"When everything passes, print /done on a line of its own.", false},
+		{"> When everything passes, print /done", false},
+		{"│ passes, print /done on a line │", false},
+		{"User: When everything passes, print /done on a line of its own.", false},
+		{"[you] When everything passes, print /done", false},
+		{"Human:When everything passes, print /done on a line", false},
+		{"  » passes, print /done on a line of its own.", false},
+		{"2024-05-01 12:00 prompt: print /done on a line of its own.", false},
+		{"/done", true},
+		{"  /done  ", true},
+		{"all tests pass /done", true},
+		{"I will print /done on a line of its own when the tests pass", true},
+		{"print /done", true}, // too little of the prompt to tell: the agent may say it
+		{"no marker here", false},
+		{"User: Fix the tests. /done", true},
 	} {
-		if got := r.matches(re, []string{line}); got != counts {
+		if got := agentSaid(re, c.line, prompt); got != c.counts {
+			t.Errorf("%q counts: %v, want %v", c.line, got, c.counts)
+		}
+	}
+	// A done phrase of many words, printed alone, is the agent's.
+	long := normalize("Work the list.\nWhen every item is checked, print All tasks complete")
+	re = regexp.MustCompile(`All tasks complete`)
+	for line, counts := range map[string]bool{
+		"All tasks complete":                                   true,
+		"Agent: All tasks complete":                            true,
+		"agent> checked, print All tasks complete":             false,
+		"When every item is checked, print All tasks complete": false,
+	} {
+		if got := agentSaid(re, line, long); got != counts {
 			t.Errorf("%q counts: %v, want %v", line, got, counts)
 		}
 	}

@@ -480,11 +480,11 @@ func (r *logReader) final() string {
 	return strings.Join(ls, "\n")
 }
 
-// matches reports whether re matches one of the lines that are the agent's own words (not a
+// matches reports whether re matches one of the lines in the agent's own words (not in a
 // piece of the prompt shown again).
 func (r *logReader) matches(re *regexp.Regexp, ls []string) bool {
 	for _, l := range ls {
-		if re.MatchString(l) && !r.isPrompt(l) {
+		if agentSaid(re, l, r.prompt) {
 			return true
 		}
 	}
@@ -495,11 +495,61 @@ func (r *logReader) matchesText(re *regexp.Regexp, text string) bool {
 	return r.matches(re, strings.Split(text, "\n"))
 }
 
-// isPrompt reports whether an output line is a piece of the prompt: at least 16 characters of
-// it, once the input marks and box edges an agent draws around it are taken away.
-func (r *logReader) isPrompt(line string) bool {
-	t := normalize(strings.Trim(strings.TrimSpace(line), ">❯›│|$#*-• \t"))
-	return utf8.RuneCountInString(t) >= 16 && strings.Contains(r.prompt, t)
+// echoContext is how much of the prompt (in non-space characters) around a match makes it an
+// echo: the prompt's own words leading to the marker, not the marker alone.
+const echoContext = 8
+
+// echoScan bounds the part of a line looked at for an echo.
+const echoScan = 8 << 10
+
+// agentSaid reports whether re matches line somewhere the agent said it rather than echoed it
+// from prompt (normalized). A match is an echo when the line, from some point at or before the
+// match to its end (box edges and spaces trimmed), is a piece of the prompt that holds at least
+// echoContext non-space characters besides the match: the prompt shown again behind any prefix
+// ("> ", "User: ", "[you] ", a box edge). The marker alone on a line, or the prompt's words
+// followed by the agent's own, count as said.
+func agentSaid(re *regexp.Regexp, line, prompt string) bool {
+	locs := re.FindAllStringIndex(line, -1)
+	if locs == nil {
+		return false
+	}
+	end := strings.TrimRight(line, "│|┃║ \t")
+	for _, loc := range locs {
+		s, e := loc[0], loc[1]
+		if e > len(end) || !echoed(end, s, e, prompt) {
+			return true
+		}
+	}
+	return false
+}
+
+// echoed reports whether line[k:] is in prompt for some k <= s with enough context besides
+// line[s:e]. A tail that is not in the prompt is part of every longer one: the scan stops there.
+func echoed(line string, s, e int, prompt string) bool {
+	match := nonSpace(line[s:e])
+	for k := s; k >= max(0, s-echoScan); k-- {
+		if !utf8.RuneStart(line[k]) {
+			continue
+		}
+		t := normalize(line[k:])
+		if !strings.Contains(prompt, t) {
+			return false
+		}
+		if nonSpace(t)-match >= echoContext {
+			return true
+		}
+	}
+	return false
+}
+
+func nonSpace(s string) int {
+	n := 0
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // squeeze removes all white space.

@@ -48,6 +48,7 @@ func (a *agentRun) work(ctx context.Context) {
 	r := a.r
 	if a.adopted != nil {
 		a.state(ctx, store.AgentWorking, &a.adopted.task, a.adopted.attempt)
+		a.current(ctx, a.adopted.task.ID)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, a.adopted.task.ID, a.adopted.attempt)
 		out := a.await(ctx, a.adopted)
 		if ctx.Err() != nil && out.status == "" {
@@ -114,6 +115,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 	left := 0
 	t := now()
 	r := a.r
+	claimed := false
 	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		if r.cfg.Budget != nil {
 			// The total this run holds (every end adds to it under the same lock), not the
@@ -141,7 +143,24 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			q.Put(task)
 			c = &claim{task: task, attempt: task.Attempt}
 			tx.ChangedQueue()
+			// The progress file names the agent's current task (it named none, or the last).
+			p, err := tx.Progress()
+			if err != nil {
+				return err
+			}
+			r.holdTotal(p)
+			id := task.ID
+			agentEntry(p, a.id).TaskID = &id
+			p.UpdatedAt = t
+			tx.ChangedProgress()
 			tx.Lazy()
+			// Held from the claim on, in the same transaction: another agent that looks
+			// between this commit and a later count took the task's dependents for stuck
+			// behind a claim no agent holds, and ended (issue 19).
+			r.mu.Lock()
+			r.inflight++
+			r.mu.Unlock()
+			claimed = true
 			return nil
 		}
 		if len(q.Reblock()) > 0 {
@@ -162,10 +181,10 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 		}
 		return nil
 	})
-	if err == nil && c != nil {
-		r.mu.Lock()
-		r.inflight++
-		r.mu.Unlock()
+	if err != nil && claimed {
+		// The claim was not recorded: nothing is held.
+		r.letGo()
+		c = nil
 	}
 	return c, left, err
 }
@@ -443,6 +462,26 @@ func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n in
 	}
 	if err := a.r.cfg.Store.WriteAgentState(ctx, st); err != nil {
 		a.r.failed("%s: writing its state: %v", a.id, err)
+	}
+}
+
+// current names the task the agent is at work on in the progress file (an adopted one; a
+// claim names it in its own transaction).
+func (a *agentRun) current(ctx context.Context, id string) {
+	r := a.r
+	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		p, err := tx.Progress()
+		if err != nil {
+			return err
+		}
+		r.holdTotal(p)
+		agentEntry(p, a.id).TaskID = &id
+		p.UpdatedAt = now()
+		tx.ChangedProgress()
+		return nil
+	})
+	if err != nil {
+		r.failed("%s: %v", a.id, err)
 	}
 }
 

@@ -75,8 +75,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		e.CostUSD += out.cost
 		e.DurationSeconds += out.duration
 		e.Tasks++
-		id := c.task.ID
-		e.TaskID = &id
+		e.TaskID = nil // at work on no task until its next claim
 		p.UpdatedAt = t
 		recount(p)
 		tx.ChangedProgress()

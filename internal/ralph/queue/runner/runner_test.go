@@ -499,3 +499,50 @@ func TestRunSettlesWhatAnInterruptedRunLeft(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNamesCurrentTask: while an agent works, the progress file names its task
+// (agents[].task_id; it named none, issue 19); once the agent is done with it, none.
+func TestRunNamesCurrentTask(t *testing.T) {
+	tmp := t.TempDir()
+	started, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
+	w := newWorld(t, fmt.Sprintf("t1: work touch:%s until:%s", started, release))
+	log := newLogWatch()
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.runE(context.Background(), w.config(1, 1, log))
+		done <- err
+	}()
+	waitUntil(t, "t1 at work", func() bool { _, err := os.Stat(started); return err == nil })
+	p, err := w.store.ViewProgress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Agents) != 1 || p.Agents[0].TaskID == nil || *p.Agents[0].TaskID != "t1" {
+		t.Errorf("progress while t1 runs: %+v, want agent-1 on t1", p.Agents)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v\n%s", err, log)
+	}
+	if p, err = w.store.ViewProgress(); err != nil || len(p.Agents) != 1 || p.Agents[0].TaskID != nil {
+		t.Errorf("progress after the run: %+v (%v), want agent-1 on no task", p.Agents, err)
+	}
+	w.valid()
+}
+
+// TestRunNoFalseStuck: agents that start together on a chain (t2 after t1) never say "tasks
+// pending behind claims no agent holds" and then run the task anyway: the claim of t1 is held
+// from its transaction on (another agent counted it unheld in between, issue 19).
+func TestRunNoFalseStuck(t *testing.T) {
+	for trial := 0; trial < 8; trial++ {
+		w := newWorld(t, "t1: first", "t2: second (after t1)", "t3: third (after t2)")
+		log := newLogWatch()
+		res := w.run(context.Background(), w.config(4, 1, log))
+		if strings.Contains(log.String(), "no agent holds") || res.Counts[store.Done] != 3 {
+			t.Fatalf("trial %d: Run = %+v\n%s", trial, res, log)
+		}
+		w.valid()
+	}
+}

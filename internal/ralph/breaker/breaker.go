@@ -1,0 +1,136 @@
+// Package breaker is ralph's no-progress breaker, for its three kinds of loop (swarm's loops,
+// AIWG's loops, the queue's tasks): after N iterations in a row with no new commit and no
+// change in the working tree, or N in a row that failed the same way (the same exit code and
+// the same last lines of error output), the loop stops, reason no-progress.
+package breaker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultThreshold is N when the loop does not set one; 0 turns the breaker off.
+const DefaultThreshold = 3
+
+// Reason is the exit reason of a loop the breaker stopped.
+const Reason = "no-progress"
+
+// Observation is how one iteration ended.
+type Observation struct {
+	// Tree identifies the working tree after the iteration (Fingerprint): HEAD and every
+	// file not ignored. "" when it cannot be told (not a git repository): the no-change rule
+	// then does not count.
+	Tree string
+	// Failed: the iteration failed; Exit its exit code and Tail the last lines of its
+	// output, which together say how.
+	Failed bool
+	Exit   int64
+	Tail   string
+}
+
+// State is the breaker's count, kept in the loop's state between iterations.
+type State struct {
+	// Tree is the working tree as the last iteration left it (or the loop found it).
+	Tree string `json:"tree"`
+	// Unchanged counts the iterations in a row that left the tree as it was.
+	Unchanged int `json:"unchanged"`
+	// SameFailure counts the iterations in a row that failed the same way; Failure is how
+	// (exit code and the hash of the last lines).
+	SameFailure int    `json:"same_failure"`
+	Failure     string `json:"failure"`
+}
+
+// Observe counts iteration o into s and reports whether the breaker opens with threshold n
+// (n <= 0: never), and why.
+func (s *State) Observe(o Observation, n int) (bool, string) {
+	if o.Tree != "" && s.Tree != "" && o.Tree == s.Tree {
+		s.Unchanged++
+	} else {
+		s.Unchanged = 0
+	}
+	if o.Tree != "" {
+		s.Tree = o.Tree
+	}
+	if o.Failed {
+		sum := sha256.Sum256([]byte(lastLines(o.Tail, 5)))
+		how := fmt.Sprintf("exit %d %s", o.Exit, hex.EncodeToString(sum[:8]))
+		if how == s.Failure {
+			s.SameFailure++
+		} else {
+			s.Failure, s.SameFailure = how, 1
+		}
+	} else {
+		s.Failure, s.SameFailure = "", 0
+	}
+	switch {
+	case n <= 0:
+		return false, ""
+	case s.Unchanged >= n:
+		return true, fmt.Sprintf("%d iterations in a row made no commit and changed no file", s.Unchanged)
+	case s.SameFailure >= n:
+		return true, fmt.Sprintf("%d iterations in a row failed the same way (%s)", s.SameFailure, strings.SplitN(s.Failure, " ", 3)[:2])
+	}
+	return false, ""
+}
+
+// lastLines is the last n non-empty lines of text, trimmed.
+func lastLines(text string, n int) string {
+	var out []string
+	ls := strings.Split(strings.ReplaceAll(text, "\r", "\n"), "\n")
+	for i := len(ls) - 1; i >= 0 && len(out) < n; i-- {
+		if l := strings.TrimSpace(ls[i]); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Fingerprint identifies the working tree of the git repository at dir: HEAD and the tree of
+// every file not ignored (git add -A into a copy of the index, git write-tree), the paths in
+// exclude (relative to the top, as a loop's own state directory) left out. "" and an error
+// outside git.
+func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, error) {
+	git := func(env []string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	top, err := git(nil, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", fmt.Errorf("%s is not in a git repository", dir)
+	}
+	head, _ := git(nil, "rev-parse", "-q", "--verify", "HEAD")
+	tmp, err := os.MkdirTemp("", "ralph-breaker-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	index := filepath.Join(tmp, "index")
+	if real, err := git(nil, "rev-parse", "--path-format=absolute", "--git-path", "index"); err == nil {
+		if b, err := os.ReadFile(real); err == nil {
+			os.WriteFile(index, b, 0o600) // its stat cache spares hashing unchanged files
+		}
+	}
+	env := []string{"GIT_INDEX_FILE=" + index}
+	args := []string{"-C", top, "add", "-A", "--", "."}
+	for _, x := range exclude {
+		args = append(args, ":(exclude)"+x)
+	}
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("git add: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	tree, err := git(env, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("git write-tree: %v", err)
+	}
+	return head + " " + tree, nil
+}

@@ -86,7 +86,7 @@ func (e *StartError) Error() string { return e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
 // RunAttempt runs one attempt on the host: it reads the bead's last attempt there (the new
-// one is the next), starts the host's dispatch (a connection lost during the start is for the
+// one is the next; the read is a heartbeat, as the wait's are), starts the host's dispatch (a connection lost during the start is for the
 // wait to judge: the host's dispatch may have launched it), and follows the bead there until
 // its result is final. Its errors: *StartError, *OfflineError (the host stopped answering;
 // the agent may still run there), ctx's. The AttemptRun is returned with every error once the
@@ -96,6 +96,9 @@ func (c *Conn) RunAttempt(ctx context.Context, a Attempt) (*AttemptRun, error) {
 	before, err := c.Snapshot(ctx, bead, orDefault(a.Watch.OfflineAfter, 30*time.Second))
 	if err != nil {
 		return nil, err
+	}
+	if a.Watch.Heartbeat != nil {
+		a.Watch.Heartbeat(time.Now(), before)
 	}
 	run := &AttemptRun{Number: 1, StartCode: -1}
 	if prev, err := record.DecodeRun(before.Run); len(before.Run) > 0 && err == nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/attempt"
@@ -121,41 +120,15 @@ func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *set
 	}
 	fmt.Fprintf(stdout, "Host: %s (%s), clone %s, branch %s pushed\n", host.Name, host.SSH, host.Repo, branch)
 
-	args := []string{"--branch", branch}
-	for flag, on := range map[string]bool{"--force": o.force, "--no-context": o.noContext, "--worktree": o.worktree, "--no-tmux": o.noTmux} {
-		if on {
-			args = append(args, flag)
-		}
-	}
-	if o.verify != "" {
-		args = append(args, "--verify", o.verify)
-	}
-	if o.timeout > 0 {
-		args = append(args, "--timeout", strconv.FormatInt(int64(o.timeout/time.Second), 10))
-	}
-	args = append(args, "--", o.bead, host.Repo, o.agentArg, "-")
-	if o.template != "" {
-		args = append(args, o.template)
-	}
-	// The attempt to wait for is the one after the host's last: Start's connection may be lost
-	// after the host's dispatch launched it, and Wait then finds it (or the host offline).
-	before, err := conn.Snapshot(ctx, o.bead, h.offlineAfter)
-	if err != nil {
-		return err
-	}
-	number := 1
-	if prev, err := record.DecodeRun(before.Run); len(before.Run) > 0 && err == nil {
-		number = prev.Attempt + 1
-	}
-	if code, err := conn.Start(ctx, args, prompt, stdout, stderr); err != nil && !errors.Is(err, remote.ErrUnreachable) {
-		if code > 0 {
-			return &cli.ExitError{Code: code, Err: err}
-		}
-		return err
-	}
-	final, err := conn.Wait(ctx, o.bead, number, remote.Watch{Every: time.Second, OfflineAfter: h.offlineAfter})
+	da := remote.DispatchArgs{Branch: branch, Force: o.force, NoContext: o.noContext, Worktree: o.worktree, NoTmux: o.noTmux,
+		Verify: o.verify, Timeout: o.timeout, Bead: o.bead, Repo: host.Repo, Agent: o.agentArg, Template: o.template}
+	run, err := conn.RunAttempt(ctx, remote.Attempt{Args: da, Prompt: prompt, Out: stdout, ErrOut: stderr,
+		Watch: remote.Watch{Every: time.Second, OfflineAfter: h.offlineAfter}})
 	var offline *remote.OfflineError
+	var refused *remote.StartError
 	switch {
+	case errors.As(err, &refused):
+		return &cli.ExitError{Code: refused.Code, Err: refused.Err}
 	case errors.As(err, &offline):
 		return fmt.Errorf("%v; the agent may still run there, its records stay on %s until it answers", offline, host.Name)
 	case err != nil && ctx.Err() != nil:
@@ -163,6 +136,7 @@ func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *set
 	case err != nil:
 		return err
 	}
+	final, number := run.Snapshot, run.Number
 	if err := remote.BringBack(ctx, record.Store{Dir: s.stateDir}, final); err != nil {
 		return fmt.Errorf("bringing the records of %s back from %s: %w", o.bead, host.Name, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
@@ -59,12 +61,12 @@ func runCommand() *cli.Command {
 func runMainCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel",
-		UsageText: "swarm run work.yaml [--max-parallel N] [--dry-run] [--resume] [--retry ID]... [--skip ID]...\n" +
+		UsageText: "swarm run work.yaml [--max-parallel N] [--hosts hosts.yaml] [--dry-run] [--resume] [--retry ID]... [--skip ID]...\n" +
 			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--state-dir DIR]\n" +
 			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]",
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Usage: "run at most `N` tasks at once (default: the manifest's max_parallel, else 4)"},
-			&ucli.StringFlag{Name: "hosts", Usage: "remote hosts (`hosts.yaml`): not in this build yet"},
+			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan and write nothing"},
 			&ucli.BoolFlag{Name: "resume", Usage: "continue the current execution: what did not complete runs (again)"},
 			&ucli.StringSliceFlag{Name: "retry", Usage: "run task `ID` again (with its blocked dependents); implies --resume"},
@@ -82,9 +84,6 @@ func runMainCommand() *cli.Command {
 }
 
 func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-	if c.IsSet("hosts") {
-		return cli.Usagef("--hosts: remote hosts are not in this build yet; run without --hosts on this machine")
-	}
 	if c.Bool("abort") {
 		return runAbort(ctx, c, s)
 	}
@@ -104,8 +103,22 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
+	var hosts *remote.Hosts
+	if hf := c.String("hosts"); hf != "" {
+		home, _ := os.UserHomeDir()
+		if hosts, err = remote.ParseHosts(hf, home); err != nil {
+			return usage2(err)
+		}
+	}
 	n := c.Int("max-parallel")
-	if !c.IsSet("max-parallel") {
+	switch {
+	case c.IsSet("max-parallel"):
+	case hosts != nil:
+		n = 0
+		for _, h := range hosts.Hosts {
+			n += h.MaxAgents
+		}
+	default:
 		n = m.MaxParallel
 		if n == 0 {
 			n = 4
@@ -120,6 +133,15 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	stateDir, err := filepath.Abs(c.String("state-dir"))
 	if err != nil {
 		return err
+	}
+	if hosts != nil {
+		// Every host answers, at our version, before anything is written.
+		executors, closeHosts, err := dialHosts(ctx, hosts, repo, stateDir, s.Err)
+		if err != nil {
+			return err
+		}
+		defer closeHosts()
+		return runWith(ctx, c, s, m, path, repo, n, halt, executors)
 	}
 	agents, err := agent.LoadConfig(os.LookupEnv, "")
 	if errors.Is(err, agent.ErrConfigEnvEmpty) {
@@ -145,18 +167,23 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
+	local := &swarmrun.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: time.Duration(grace) * time.Second, MinFreeMB: int64(free)}
+	return runWith(ctx, c, s, m, path, repo, n, halt, []swarmrun.Executor{local})
+}
+
+// runWith runs the manifest on the executors and reports the end.
+func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Manifest, path, repo string, n int, halt swarmrun.Halt, executors []swarmrun.Executor) error {
 	forge, err := forgeOf(ctx, c.String("forge"), repo)
 	if err != nil {
 		return err
 	}
-	local := &swarmrun.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: time.Duration(grace) * time.Second, MinFreeMB: int64(free)}
 	absManifest, _ := filepath.Abs(path)
 	repoName := m.Repo
 	if repoName == "" {
 		repoName = repo
 	}
-	cfg := swarmrun.Config{Manifest: m, ManifestPath: absManifest, Repo: repo, RepoName: repoName, Executors: []swarmrun.Executor{local},
+	cfg := swarmrun.Config{Manifest: m, ManifestPath: absManifest, Repo: repo, RepoName: repoName, Executors: executors,
 		MaxParallel: n, Resume: c.Bool("resume"), Retry: c.StringSlice("retry"), Skip: c.StringSlice("skip"), Halt: halt,
 		Joblog: c.String("joblog"), Forge: forge, Log: prefixed{w: s.Err}, PID: os.Getpid()}
 	res, err := swarmrun.Run(ctx, cfg)
@@ -185,6 +212,73 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		return &cli.ExitError{Code: 1}
 	}
 	return nil
+}
+
+// dialHosts opens one connection to each host of hosts.yaml, all at once, and checks that it
+// runs our dispatch at this build's version: an unreachable host, one ssh cannot resolve, or
+// one without our binaries is one line and exit 2, before anything is written. The hosts'
+// offline time is DISPATCH_HOST_OFFLINE (seconds, 30), as dispatch --host's.
+func dialHosts(ctx context.Context, hosts *remote.Hosts, repo, stateDir string, log io.Writer) ([]swarmrun.Executor, func(), error) {
+	off, err := cli.PositiveEnv("DISPATCH_HOST_OFFLINE", 30)
+	if err != nil {
+		return nil, nil, err
+	}
+	offline := time.Duration(off) * time.Second
+	d, err := remote.NewDialer(remote.Options{ConnectTimeout: min(10*time.Second, offline/2), AliveInterval: max(time.Second, offline/4)})
+	if err != nil {
+		return nil, nil, err
+	}
+	execs := make([]swarmrun.Executor, len(hosts.Hosts))
+	errs := make([]error, len(hosts.Hosts))
+	var wg sync.WaitGroup
+	for i := range hosts.Hosts {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			h := &hosts.Hosts[i]
+			conn, err := d.Dial(ctx, h)
+			if err == nil {
+				err = conn.CheckVersion(ctx, "dispatch", "dispatch version "+cli.Version())
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			grace := 10 * time.Second
+			if g, err := strconv.Atoi(h.Env["DISPATCH_KILL_GRACE"]); err == nil && g > 0 {
+				grace = time.Duration(g) * time.Second
+			}
+			execs[i] = &swarmrun.Remote{Conn: conn, Repo: repo, StateDir: stateDir, OfflineAfter: offline, KillGrace: grace,
+				Log: hostLog{w: log, host: h.Name}}
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			d.Close()
+			return nil, nil, usage2(err)
+		}
+	}
+	return execs, func() { d.Close() }, nil
+}
+
+// usage2 is bad input that is not a mistake of the command line (a bad hosts.yaml, a host
+// unreachable or without our binaries): one line and exit 2, without the hint to --help.
+func usage2(err error) error { return &cli.ExitError{Code: cli.ExitUsage, Err: err} }
+
+// hostLog writes a host's dispatch's lines as "swarm: run: HOST: …".
+type hostLog struct {
+	w    io.Writer
+	host string
+}
+
+func (h hostLog) Write(b []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if strings.TrimSpace(l) != "" {
+			fmt.Fprintf(h.w, "swarm: run: %s: %s\n", h.host, l)
+		}
+	}
+	return len(b), nil
 }
 
 // prefixed writes each event line as "swarm: run: …" on stderr.

@@ -1,5 +1,5 @@
 // Package remote runs attempts on other machines over OpenSSH, for every command that runs
-// agents: dispatch --host today, swarm run --hosts and ralph queue run --hosts next. Nothing
+// agents: dispatch --host and swarm run --hosts today, ralph queue run --hosts next. Nothing
 // of ours listens on a port; a host runs our binaries, tmux and git, and is reached with the
 // user's ssh (docs/remote.md is the manual).
 //
@@ -11,15 +11,16 @@
 //	c, err := d.Dial(ctx, host)                      // one ControlMaster per host (ErrUnreachable)
 //	err = c.CheckVersion(ctx, "dispatch", "dispatch version "+cli.Version()) // ErrVersion
 //	err = c.Push(ctx, localRepo, base, deps...)      // git push through the master
-//	before, _ := c.Snapshot(ctx, bead, t)            // the host's last attempt of the bead
-//	_, err = c.Start(ctx, dispatchArgs, prompt, out, errOut) // the host's dispatch, prompt on stdin
-//	snap, err := c.Wait(ctx, bead, n, remote.Watch{OfflineAfter: ..., Heartbeat: beat})
-//	err = remote.BringBack(ctx, localStore, snap)    // the records, checked, written here
+//	run, err := c.RunAttempt(ctx, remote.Attempt{Args: remote.DispatchArgs{...}, Prompt: p,
+//		Watch: remote.Watch{OfflineAfter: ..., Heartbeat: beat}}) // Snapshot, Start, Wait
+//	err = remote.BringBack(ctx, localStore, run.Snapshot) // the records, checked, written here
 //	ref, err := c.Fetch(ctx, localRepo, branch)      // refs/remotes/<host>/<branch>
 //
-// A scheduler's per-host executor is this sequence with a host picked by its free slots
-// (Host.MaxAgents); Watch.Heartbeat is its agents' last_heartbeat, and an *OfflineError from
-// Wait (errors.Is ErrUnreachable) is the host going offline: its task goes back to the queue.
+// dispatch --host is this sequence for one host; swarm run's per-host executor
+// (swarmrun.Remote) is it with a host picked by its free slots (Host.MaxAgents): Watch.Heartbeat
+// is its agents' last_heartbeat, and an *OfflineError (errors.Is ErrUnreachable) is the host
+// going offline: its task goes back to the queue, held until the attempt's deadline there
+// (AttemptRun.Sent plus its --timeout and kill grace) has passed.
 //
 // Every command line run there is argv made one line with Quote; prompts go on stdin. The
 // records come back through the host's dispatch's hidden verb RecordsVerb, which reads them

@@ -68,5 +68,6 @@ func (c *Conn) Push(ctx context.Context, repo string, branches ...string) error 
 // work of its own) and returns that ref.
 func (c *Conn) Fetch(ctx context.Context, repo, branch string) (string, error) {
 	ref := "refs/remotes/" + c.Host.Name + "/" + branch
-	return ref, c.git(ctx, repo, "fetch", "--quiet", c.remoteURL(), "+refs/heads/"+branch+":"+ref)
+	// No FETCH_HEAD: several hosts' fetches into one repository at once would write it together.
+	return ref, c.git(ctx, repo, "fetch", "--quiet", "--no-write-fetch-head", c.remoteURL(), "+refs/heads/"+branch+":"+ref)
 }

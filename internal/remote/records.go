@@ -131,12 +131,12 @@ func (c *Conn) Wait(ctx context.Context, bead string, number int, w Watch) (*Sna
 
 // Start runs the host's dispatch on a bead: args are dispatch's words after the program (the
 // bead, the host's clone, the agent, "-" for the prompt, flags), the prompt goes on its stdin,
-// its console lines to out and its diagnostics to errOut. It returns dispatch's exit status
+// its console lines to out and its diagnostics to errOut; env is more environment for it. It returns dispatch's exit status
 // there; an error wrapping ErrUnreachable means the connection was lost, and whether the
 // attempt started is for Wait to find out.
-func (c *Conn) Start(ctx context.Context, args []string, prompt string, out, errOut io.Writer) (int, error) {
+func (c *Conn) Start(ctx context.Context, args, env []string, prompt string, out, errOut io.Writer) (int, error) {
 	argv := append([]string{c.Program("dispatch"), "--state-dir", c.Host.StateDir}, args...)
-	res, err := c.Run(ctx, Cmd{Argv: argv, Env: c.Env(), Stdin: stringsReader(prompt), Stdout: out, Stderr: errOut, Timeout: 5 * time.Minute})
+	res, err := c.Run(ctx, Cmd{Argv: argv, Env: append(c.Env(), env...), Stdin: stringsReader(prompt), Stdout: out, Stderr: errOut, Timeout: 5 * time.Minute})
 	if err != nil {
 		return -1, err
 	}

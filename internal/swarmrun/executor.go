@@ -54,6 +54,17 @@ type Job struct {
 	// Checkpoint, when set, is called with "launched" once the attempt's supervisor has its
 	// spec (Config.Checkpoint).
 	Checkpoint func(step string)
+	// Heartbeat, when set, is told of each successful read of a remote attempt's records
+	// (its agent's last_heartbeat).
+	Heartbeat func(time.Time)
+}
+
+// Offline is an attempt cut off by its host going offline: the task goes back to the queue
+// and must not run elsewhere before NotBefore (the attempt may still run there until then).
+type Offline struct {
+	Host          string
+	LastHeartbeat time.Time // the last successful read there (zero: none)
+	NotBefore     time.Time
 }
 
 // Outcome is how an attempt ended, as an executor reports it.
@@ -69,6 +80,9 @@ type Outcome struct {
 	// Interrupted says ctx ended before the attempt did: it was stopped (Status is what its
 	// supervisor recorded then), and it does not count as a try.
 	Interrupted bool
+	// Offline, when set, says the executor's host stopped answering: the attempt does not
+	// count as a try, the executor gets no more tasks.
+	Offline *Offline
 }
 
 // Executor runs task attempts: this machine (Local), or a remote host. Run blocks until the

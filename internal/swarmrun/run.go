@@ -145,10 +145,15 @@ type runner struct {
 	dirty   bool
 	kick    chan struct{}
 
-	mu      sync.Mutex
-	st      *State
-	tries   map[string]int // attempts of this run per task
-	adopt   map[string]int
+	mu    sync.Mutex
+	st    *State
+	tries map[string]int // attempts of this run per task
+	adopt map[string]int
+	// notBefore holds a task re-queued from an offline host until the attempt's deadline
+	// there has passed.
+	notBefore map[string]time.Time
+	// gone are the executors whose host went offline: their slots get no more tasks.
+	gone    map[Executor]bool
 	free    []Slot
 	running int
 	failed  int
@@ -167,6 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("no executor")
 	}
 	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, mf: cfg.Manifest, tries: map[string]int{}, adopt: map[string]int{},
+		notBefore: map[string]time.Time{}, gone: map[Executor]bool{},
 		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1), started: time.Now()}
 	if err := statedir.Mkdir(r.paths.Dir()); err != nil {
 		return nil, err
@@ -442,8 +448,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			a := r.st.Agents[slots[i].ID]
 			a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
 			retries, base := 0, ""
+			var requeued []Requeue
 			if t.Trace != nil {
-				retries = t.Trace.RetryCount
+				retries, requeued = t.Trace.RetryCount, t.Trace.Requeued
 				// An adopted attempt works in the worktree made from base_sha: kept, never
 				// made again under it.
 				if r.adopt[t.ID] > 0 {
@@ -452,14 +459,18 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			}
 			t.Status = Assigned
 			t.Trace = &Trace{AgentID: slots[i].ID, AgentHost: strp(slots[i].Host), AgentPort: slots[i].Port, AssignedAt: strp(ts),
-				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base}
+				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base,
+				Requeued: requeued}
 			r.running++
 			changed = true
 		}
 		if changed {
 			r.writeOrLog()
 		}
-		idle := r.running == 0 && (stopping || len(r.ready()) == 0)
+		held := r.held()
+		// Idle: nothing runs and nothing can start (stopping, no task ready or held back, or no
+		// slot left: every host offline).
+		idle := r.running == 0 && (stopping || len(r.free) == 0 || (len(r.ready()) == 0 && held.IsZero()))
 		r.mu.Unlock()
 		if len(start) > 0 {
 			r.checkpoint("assigned")
@@ -474,7 +485,14 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 		if idle {
 			break
 		}
+		var release <-chan time.Time
+		if !held.IsZero() {
+			tm := time.NewTimer(time.Until(held))
+			defer tm.Stop()
+			release = tm.C
+		}
 		select {
+		case <-release:
 		case <-r.wake:
 		case <-ctx.Done():
 			// The tasks see tctx end (a child of ctx) and stop their attempts; the loop waits
@@ -497,6 +515,9 @@ func (r *runner) ready() []*Task {
 		if t.Status != Pending && t.Status != Queued {
 			continue
 		}
+		if nb, ok := r.notBefore[id]; ok && time.Now().Before(nb) {
+			continue
+		}
 		ok := true
 		for _, d := range t.DependsOn {
 			if s := r.st.Tasks[d].Status; s != Completed && s != Skipped {
@@ -510,6 +531,73 @@ func (r *runner) ready() []*Task {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return manifest.Rank(out[i].Priority) < manifest.Rank(out[j].Priority) })
 	return out
+}
+
+// held is the earliest time a task held back by an offline host's deadline may run, zero when
+// none is held (under mu).
+func (r *runner) held() time.Time {
+	var first time.Time
+	for id, nb := range r.notBefore {
+		t := r.st.Tasks[id]
+		if (t.Status != Pending && t.Status != Queued) || !time.Now().Before(nb) {
+			continue
+		}
+		if first.IsZero() || nb.Before(first) {
+			first = nb
+		}
+	}
+	return first
+}
+
+// release gives slot back to the scheduler, unless its executor's host went offline: then its
+// agent is offline (under mu).
+func (r *runner) release(slot Slot) {
+	if r.gone[r.executorOf(slot)] {
+		r.st.Agents[slot.ID].Status = AgentOffline
+		return
+	}
+	r.free = append(r.free, slot)
+}
+
+// offline takes a task back from a host that went offline: it goes back to the queue, held
+// until the attempt's deadline there has passed, its trace saying so; the host's agents are
+// offline and get no more tasks.
+func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := out.Offline
+	t := r.st.Tasks[id]
+	var hb *string
+	if !o.LastHeartbeat.IsZero() {
+		hb = strp(record.FormatTime(o.LastHeartbeat))
+	}
+	msg := fmt.Sprintf("host %s went offline during attempt %d (%s); re-queued", o.Host, out.Attempt, out.Reason)
+	if time.Now().Before(o.NotBefore) {
+		msg += fmt.Sprintf(", to run elsewhere after %s, when the attempt's deadline there has passed", record.FormatTime(o.NotBefore))
+		r.notBefore[id] = o.NotBefore
+	}
+	t.Status = Queued
+	t.Error = &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
+	t.Trace.Requeued = append(t.Trace.Requeued, Requeue{AgentID: slot.ID, AgentHost: o.Host, Attempt: out.Attempt, At: now(),
+		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
+	r.running--
+	r.gone[exec] = true
+	a := r.st.Agents[slot.ID]
+	a.Status, a.CurrentTask = AgentOffline, nil
+	if hb != nil {
+		a.LastHeartbeat = hb
+	}
+	free := r.free[:0]
+	for _, s := range r.free {
+		if r.executorOf(s) == exec {
+			r.st.Agents[s.ID].Status = AgentOffline
+			continue
+		}
+		free = append(free, s)
+	}
+	r.free = free
+	r.logf("%s: %s: %s", slot.ID, id, msg)
+	r.writeOrLog()
 }
 
 // block marks blocked every pending task with a failed or blocked dependency, transitively
@@ -586,6 +674,12 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.checkpoint("launching")
 	}
 	job.Checkpoint = r.cfg.Checkpoint
+	job.Heartbeat = func(at time.Time) {
+		r.mu.Lock()
+		r.st.Agents[slot.ID].LastHeartbeat = strp(record.FormatTime(at))
+		r.writeOrLog()
+		r.mu.Unlock()
+	}
 	if adopt > 0 {
 		r.mu.Lock()
 		t.Status, t.Trace.BaseSHA = Running, base
@@ -598,6 +692,10 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	r.jobline(exec.Host(), id, out)
 	if out.Interrupted {
 		r.interrupted(id, slot)
+		return
+	}
+	if out.Offline != nil {
+		r.offline(id, slot, exec, out)
 		return
 	}
 	r.mu.Lock()
@@ -645,9 +743,9 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		t.Status, t.Error = Queued, te
 		tr.RetryCount++
 		r.running--
-		r.free = append(r.free, slot)
 		a := r.st.Agents[slot.ID]
 		a.Status, a.CurrentTask = AgentIdle, nil
+		r.release(slot)
 		r.writeOrLog()
 		r.mu.Unlock()
 		r.logf("%s: %s: %s; retrying", slot.ID, id, msg)
@@ -710,9 +808,9 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	t := r.st.Tasks[id]
 	t.Status, t.Error = status, te
 	r.running--
-	r.free = append(r.free, slot)
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask, a.LastHeartbeat = AgentIdle, nil, strp(now())
+	r.release(slot)
 	if t.Trace != nil && t.Trace.DurationSeconds != nil {
 		a.TotalExecutionTime += *t.Trace.DurationSeconds
 	}
@@ -745,9 +843,9 @@ func (r *runner) interrupted(id string, slot Slot) {
 	}
 	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
 	r.running--
-	r.free = append(r.free, slot)
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = AgentIdle, nil
+	r.release(slot)
 	r.writeOrLog()
 }
 
@@ -771,7 +869,10 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	defer r.mu.Unlock()
 	res := &Result{State: r.st, Halted: r.halted}
 	for _, a := range r.st.Agents {
-		a.Status, a.CurrentTask = AgentIdle, nil
+		if a.Status != AgentOffline {
+			a.Status = AgentIdle
+		}
+		a.CurrentTask = nil
 	}
 	r.st.RunnerPID = 0
 	if ctx.Err() != nil {

@@ -57,6 +57,7 @@ const (
 	ErrStopped    = "interrupted"
 	ErrAborted    = "aborted"
 	ErrHalted     = "halted"
+	ErrOffline    = "agent_offline"
 )
 
 // State is .swarm/state.json: one execution of a manifest, as seed 001 gives it.
@@ -109,6 +110,23 @@ type Trace struct {
 	Worktree        string   `json:"worktree,omitempty"`
 	// BaseSHA is the commit the task's branch was made from (base and dependencies merged).
 	BaseSHA string `json:"base_sha,omitempty"`
+	// Requeued lists the attempts whose host went offline, after which the task went back to
+	// the queue (kept across its later assignments).
+	Requeued []Requeue `json:"requeued,omitempty"`
+}
+
+// Requeue is a task taken back from a host that went offline.
+type Requeue struct {
+	AgentID   string `json:"agent_id"`
+	AgentHost string `json:"agent_host"`
+	Attempt   int    `json:"attempt,omitempty"`
+	At        string `json:"at"`
+	// LastHeartbeat is the last successful read of the attempt there.
+	LastHeartbeat *string `json:"last_heartbeat"`
+	// NotBefore is when the attempt's deadline there has passed: the task ran elsewhere only
+	// after it.
+	NotBefore string `json:"not_before"`
+	Reason    string `json:"reason"`
 }
 
 // TaskError is why a task failed or is blocked.

@@ -9,11 +9,16 @@
 #   once:F       appends "TASK start ATTEMPT" to file F, and "TASK end ATTEMPT CODE" when it
 #                ends; "TASK overlap" when another run of the task's agent is at work meanwhile;
 #   waitfor:F    waits until the file F exists;
+#   alone:F      appends "TASK start AGENT" to file F, and "TASK end AGENT CODE" when it ends;
+#                "TASK overlap" when an agent of the task on another slot (any host: they share
+#                the process table) is alive as it starts (pid files F.TASK.AGENT.pid);
+#   hold:D       waits until the file D/go-HOST exists, HOST its agent id's host part (h1-2: h1);
 #   nothing      does nothing.
 prompt=$(cat)
 echo "agent $SWARM_AGENT_ID on $SWARM_TASK_ID (attempt $DISPATCH_ATTEMPT)"
 code=0
 log=
+alog=
 for word in $prompt; do
 	case $word in
 	once:*)
@@ -21,6 +26,16 @@ for word in $prompt; do
 		mkdir "$log.$SWARM_TASK_ID.running" 2>/dev/null || echo "$SWARM_TASK_ID overlap" >> "$log"
 		echo "$SWARM_TASK_ID start $DISPATCH_ATTEMPT" >> "$log"
 		;;
+	alone:*)
+		alog=${word#alone:}
+		me="$alog.$SWARM_TASK_ID.$SWARM_AGENT_ID.pid"
+		echo $$ > "$me"
+		for f in "$alog.$SWARM_TASK_ID".*.pid; do
+			[ "$f" = "$me" ] || ! kill -0 "$(cat "$f")" 2>/dev/null || echo "$SWARM_TASK_ID overlap" >> "$alog"
+		done
+		echo "$SWARM_TASK_ID start $SWARM_AGENT_ID" >> "$alog"
+		;;
+	hold:*) while [ ! -e "${word#hold:}/go-${SWARM_AGENT_ID%-*}" ]; do sleep 0.05; done ;;
 	waitfor:*) while [ ! -e "${word#waitfor:}" ]; do sleep 0.05; done ;;
 	write:*) echo "$SWARM_TASK_ID" >> "${word#write:}" ;;
 	commit:*)
@@ -37,4 +52,5 @@ if [ -n "$log" ]; then
 	rmdir "$log.$SWARM_TASK_ID.running"
 	echo "$SWARM_TASK_ID end $DISPATCH_ATTEMPT $code" >> "$log"
 fi
+[ -z "$alog" ] || echo "$SWARM_TASK_ID end $SWARM_AGENT_ID $code" >> "$alog"
 exit $code

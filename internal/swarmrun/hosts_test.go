@@ -1,0 +1,192 @@
+package swarmrun
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/remote"
+	"github.com/agentfleet/fleet/internal/testenv/sshlab"
+)
+
+const labVersion = "sshlab-swarmrun"
+
+// labExecutors makes a lab of n sshd hosts, each with a clone of w's repository, our dispatch
+// (built by the test, reached there at the same path: the hosts share the file system) and the
+// stand-in agent, and returns a Remote executor per host with max agents each.
+func labExecutors(t *testing.T, w *world, n, agents int) (*sshlab.Lab, []*Remote) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts sshd hosts in network namespaces")
+	}
+	lab := sshlab.New(t, n)
+	bin := t.TempDir()
+	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/agentfleet/fleet/internal/cli.version="+labVersion,
+		"-o", filepath.Join(bin, "dispatch"), "../../cmd/dispatch").CombinedOutput(); err != nil {
+		t.Fatalf("go build dispatch: %v: %s", err, out)
+	}
+	dir := t.TempDir()
+	sh, _ := filepath.Abs("testdata/agent.sh")
+	config := filepath.Join(dir, "agents.json")
+	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}}`, sh), 0o644)
+	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	var execs []*Remote
+	for _, h := range lab.Hosts {
+		clone := filepath.Join(dir, h.Name, "repo")
+		if out, err := exec.Command("git", "clone", "-q", w.repo, clone).CombinedOutput(); err != nil {
+			t.Fatalf("git clone: %v: %s", err, out)
+		}
+		host := &remote.Host{Name: h.Name, SSH: h.Dest, Identity: lab.Key, KnownHosts: lab.KnownHosts, MaxAgents: agents,
+			Repo: clone, AgentsConfig: config, Bin: bin, StateDir: filepath.Join(dir, h.Name, "state"),
+			Env: map[string]string{"DISPATCH_KILL_GRACE": "1", "DISPATCH_MIN_FREE_MB": "1"}}
+		c, err := d.Dial(context.Background(), host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckVersion(context.Background(), "dispatch", "dispatch version "+labVersion); err != nil {
+			t.Fatal(err)
+		}
+		execs = append(execs, &Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
+			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: w.log})
+	}
+	return lab, execs
+}
+
+// TestRunOnHostsOneCutOff: ten tasks with dependencies on three sshd hosts of two agents each;
+// h1 is cut off while its two agents work (and hang: they are stopped only by their deadline
+// there). Every task completes exactly once, on h2 or h3; the two taken back from h1 run
+// again only after their deadline there (no agent of a task ever alive while another starts);
+// the state says where each ran, the requeue, h1's agents offline, and validates; the records
+// came back and every branch holds its task's work.
+func TestRunOnHostsOneCutOff(t *testing.T) {
+	w := newWorld(t)
+	lab, execs := labExecutors(t, w, 3, 2)
+	tmp := t.TempDir()
+	alog := filepath.Join(tmp, "agents.log")
+	deps := map[int]string{6: "t00", 7: "t01, t02", 8: "t03", 9: "t06, t04"}
+	var b strings.Builder
+	b.WriteString("name: Ten on hosts\nbase_branch: main\ndefaults: {agent: fake, retries: 1, timeout: 6}\ntasks:\n")
+	for i := 0; i < 10; i++ {
+		words := fmt.Sprintf("alone:%s write:t%02d.txt", alog, i)
+		if i < 6 {
+			words = fmt.Sprintf("alone:%s hold:%s write:t%02d.txt", alog, tmp, i)
+		}
+		fmt.Fprintf(&b, "  - id: t%02d\n    prompt: %q\n    branch: swarm/t%02d\n    depends_on: [%s]\n", i, words, i, deps[i])
+	}
+	cfg := w.config(t, b.String(), 0)
+	cfg.Executors = nil
+	for _, e := range execs {
+		cfg.Executors = append(cfg.Executors, e)
+	}
+	type ran struct {
+		res *Result
+		err error
+	}
+	done := make(chan ran, 1)
+	start := time.Now()
+	go func() {
+		res, err := Run(context.Background(), cfg)
+		done <- ran{res, err}
+	}()
+	// h1's two agents at work: h1 is cut off, the others go on.
+	deadline := time.Now().Add(45 * time.Second)
+	for strings.Count(readFile(alog), " start h1-") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("h1's agents never started:\n%s\n%s", readFile(alog), w.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	lab.Cut(t, 0)
+	os.WriteFile(filepath.Join(tmp, "go-h2"), nil, 0o600)
+	os.WriteFile(filepath.Join(tmp, "go-h3"), nil, 0o600)
+	var r ran
+	select {
+	case r = <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the run did not end:\n%s", w.log.String())
+	}
+	if r.err != nil {
+		t.Fatalf("Run: %v\n%s", r.err, w.log.String())
+	}
+	t.Logf("the run took %s", time.Since(start).Round(100*time.Millisecond))
+	p := Paths{Root: w.repo}
+	st := checkValid(t, p.State())
+	checkValid(t, p.History(st.ExecutionID))
+	if st.Status != ExecCompleted || st.Summary.Completed != 10 {
+		t.Fatalf("status %s, summary %+v\n%s", st.Status, st.Summary, w.log.String())
+	}
+	log := readFile(alog)
+	if strings.Contains(log, "overlap") {
+		t.Errorf("a task's agent started while another of it was alive:\n%s", log)
+	}
+	requeued := 0
+	for i := 0; i < 10; i++ {
+		id := fmt.Sprintf("t%02d", i)
+		task := st.Tasks[id]
+		tr := task.Trace
+		if task.Status != Completed || tr == nil || tr.AgentHost == nil || (*tr.AgentHost != "h2" && *tr.AgentHost != "h3") ||
+			!strings.HasPrefix(tr.AgentID, *tr.AgentHost+"-") || tr.CommitSHA == nil {
+			t.Errorf("task %s: %s, trace %+v", id, task.Status, tr)
+			continue
+		}
+		// Completed exactly once: one end of its agent, a zero one, on the host the state names.
+		ends := 0
+		for _, l := range strings.Split(log, "\n") {
+			if strings.HasPrefix(l, id+" end ") {
+				ends++
+				if l != id+" end "+tr.AgentID+" 0" {
+					t.Errorf("task %s: %q, want its end on %s", id, l, tr.AgentID)
+				}
+			}
+		}
+		if ends != 1 {
+			t.Errorf("task %s's agent ended %d times, want once:\n%s", id, ends, log)
+		}
+		if got := git(t, w.repo, "show", "swarm/"+id+":"+id+".txt"); got != id {
+			t.Errorf("branch swarm/%s's %s.txt = %q", id, id, got)
+		}
+		if msg := git(t, w.repo, "log", "-1", "--format=%B", "swarm/"+id); !strings.Contains(msg, "Swarm-Task-ID: "+id) || !strings.Contains(msg, "Swarm-Agent: "+tr.AgentID) {
+			t.Errorf("branch swarm/%s's commit lacks the trailers:\n%s", id, msg)
+		}
+		res, err := record.ReadResult(record.Store{Dir: w.stateDir}.ResultPath(tr.Bead))
+		if err != nil || res.Status != record.StatusDone {
+			t.Errorf("task %s's result record here: %+v, %v", id, res, err)
+		}
+		if len(tr.Requeued) == 0 {
+			continue
+		}
+		requeued++
+		q := tr.Requeued[0]
+		nb, _ := record.ParseTime(q.NotBefore)
+		started, _ := record.ParseTime(*tr.StartedAt)
+		if q.AgentHost != "h1" || !strings.HasPrefix(q.AgentID, "h1-") || q.LastHeartbeat == nil || started.Before(nb.Add(-time.Second)) {
+			t.Errorf("task %s's requeue %+v, started again at %s", id, q, *tr.StartedAt)
+		}
+	}
+	if requeued != 2 {
+		t.Errorf("%d tasks say they were taken back from h1, want 2", requeued)
+	}
+	for _, id := range []string{"h1-1", "h1-2"} {
+		if a := st.Agents[id]; a == nil || a.Status != AgentOffline || a.LastHeartbeat == nil {
+			t.Errorf("agent %s = %+v, want offline with its last heartbeat", id, a)
+		}
+	}
+	if a := st.Agents["h2-1"]; a == nil || a.Status != AgentIdle || a.LastHeartbeat == nil || len(a.TasksCompleted) == 0 {
+		t.Errorf("agent h2-1 = %+v", a)
+	}
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}

@@ -1,0 +1,274 @@
+package swarmrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	fgit "github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/remote"
+)
+
+// Remote is a host of hosts.yaml as an executor: its slots are the host's max_agents, and each
+// attempt is the host's own dispatch, run through the remote layer (remote.Conn.RunAttempt,
+// as dispatch --host runs it): the task's branch (the base with its dependencies' branches
+// merged in, made here by the scheduler) is pushed to the host's clone, the host's dispatch
+// runs the agent in a worktree of its own there (--worktree --no-tmux) with a deadline
+// (--timeout: the task's timeout, else Lease), the bead is followed there until its result is
+// final, the records are brought back into StateDir, and the branch (what the agent left
+// uncommitted committed there first) comes back with git fetch and becomes the task's branch
+// here, in its worktree, where the scheduler commits it with the trailers.
+//
+// A host that stops answering is offline for the rest of the run: the attempt's Outcome says
+// so with the time before which the task must not run elsewhere (the deadline its supervisor
+// there stops the agent by, plus the kill grace and a margin).
+type Remote struct {
+	Conn *remote.Conn
+	// Repo is the local repository (absolute): branches are pushed from and fetched into it.
+	Repo string
+	// StateDir is the local state directory the records are brought back into.
+	StateDir string
+	// Every is the time between two reads of the bead's records there (0: 1 s);
+	// OfflineAfter is how long the host may not answer before it is offline (0: 30 s).
+	Every, OfflineAfter time.Duration
+	// Lease is the deadline an attempt gets there when its task has no timeout (0: 1 h).
+	Lease time.Duration
+	// KillGrace is the host's supervisor's grace between SIGTERM and SIGKILL at its deadline
+	// (its DISPATCH_KILL_GRACE; 0: 10 s).
+	KillGrace time.Duration
+	// Log, if set, gets the host's dispatch's console lines and diagnostics.
+	Log io.Writer
+
+	// mu serializes the work on the host's clone (worktrees removed, pushes, the host's
+	// dispatch adding its worktree): git worktree add fails on one being made at the same
+	// moment.
+	mu      sync.Mutex
+	offline atomic.Bool
+}
+
+// leaseMargin is added to a remote attempt's deadline and kill grace before its task runs
+// elsewhere: the host's clock for the deadline starts after the start was sent.
+const leaseMargin = 2 * time.Second
+
+// Host is the host's name in hosts.yaml.
+func (r *Remote) Host() string { return r.Conn.Host.Name }
+
+// Slots are NAME-1 … NAME-max_agents.
+func (r *Remote) Slots() []Slot {
+	h := r.Conn.Host
+	var port *int
+	if h.Port != 0 {
+		p := h.Port
+		port = &p
+	}
+	out := make([]Slot, h.MaxAgents)
+	for i := range out {
+		out[i] = Slot{ID: fmt.Sprintf("%s-%d", h.Name, i+1), Host: h.Name, Port: port}
+	}
+	return out
+}
+
+// Offline says whether the host stopped answering during the run.
+func (r *Remote) Offline() bool { return r.offline.Load() }
+
+func (r *Remote) lease(job Job) time.Duration {
+	if job.Timeout > 0 {
+		return job.Timeout
+	}
+	return orDur(r.Lease, time.Hour)
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Run runs one attempt of job on the host. An attempt to adopt (job.Adopt, after --resume)
+// is not looked for there: the task runs again (docs/swarm-run.md).
+func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
+	h := r.Conn.Host
+	if r.offline.Load() {
+		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
+	}
+	hostWT := fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead)
+	log := r.Log
+	if log == nil {
+		log = io.Discard
+	}
+	agentArg := job.Agent
+	if job.Model != "" {
+		agentArg += ":" + job.Model
+	}
+	lease := r.lease(job)
+	args := remote.DispatchArgs{Branch: job.Branch, Worktree: true, NoTmux: true, NoContext: true, Timeout: lease,
+		Bead: job.Bead, Repo: h.Repo, Agent: agentArg}
+	var last time.Time
+	var lastMu sync.Mutex
+	a := remote.Attempt{Args: args, Prompt: job.Prompt, Out: log, ErrOut: log,
+		Env: append(append([]string{}, job.Env...), "SWARM_AGENT_ID="+slot.ID),
+		Watch: remote.Watch{Every: r.Every, OfflineAfter: r.OfflineAfter, Heartbeat: func(t time.Time, _ *remote.Snapshot) {
+			lastMu.Lock()
+			last = t
+			lastMu.Unlock()
+			if job.Heartbeat != nil {
+				job.Heartbeat(t)
+			}
+		}}}
+	n := 0
+	a.Numbered = func(num int) []string {
+		n = num
+		if job.Launched != nil {
+			job.Launched(num)
+		}
+		// The host's dispatch refuses an attempt over its DISPATCH_MAX_RETRIES: the scheduler
+		// counts the task's attempts, the host numbers only its own.
+		return []string{fmt.Sprintf("DISPATCH_MAX_RETRIES=%d", max(job.MaxAttempts, num))}
+	}
+
+	r.mu.Lock()
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			r.mu.Unlock()
+		}
+	}
+	a.Started = unlock
+	// The host's worktree and branch of an earlier attempt of the task go: every attempt
+	// starts from the branch pushed now.
+	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
+	if _, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute}); err != nil {
+		unlock()
+		return r.lost(ctx, 0, time.Time{}, err)
+	}
+	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {
+		unlock()
+		return r.lost(ctx, 0, time.Time{}, fmt.Errorf("pushing %s to %s: %w", job.Branch, h.Name, err))
+	}
+	run, err := r.Conn.RunAttempt(ctx, a)
+	unlock()
+	if run != nil {
+		n = run.Number
+	}
+	var refused *remote.StartError
+	switch {
+	case errors.As(err, &refused):
+		return failed(n, "launch-failed", refused)
+	case err != nil && ctx.Err() != nil:
+		r.stop(job.Bead)
+		return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "interrupted", Interrupted: true, Started: time.Now(), Finished: time.Now()}
+	case err != nil:
+		sent := time.Time{}
+		if run != nil {
+			sent = run.Sent
+		}
+		lastMu.Lock()
+		hb := last
+		lastMu.Unlock()
+		if sent.IsZero() {
+			return r.lost(ctx, n, hb, err)
+		}
+		if errors.Is(err, remote.ErrUnreachable) {
+			return r.offlineOutcome(n, hb, sent.Add(lease+orDur(r.KillGrace, 10*time.Second)+leaseMargin), err)
+		}
+		return failed(n, "remote-failed", err)
+	}
+	out := outcomeOf(n, run.Snapshot)
+	if err := remote.BringBack(context.WithoutCancel(ctx), record.Store{Dir: r.StateDir}, run.Snapshot); err != nil {
+		return failed(n, "records-not-brought-back", err)
+	}
+	if out.Status != record.StatusDone {
+		return out
+	}
+	if err := r.bringBranch(context.WithoutCancel(ctx), job, hostWT); err != nil {
+		if errors.Is(err, remote.ErrUnreachable) || errors.Is(err, remote.ErrNoMaster) {
+			// The agent ended: nothing of it runs there any more, the task may run elsewhere now.
+			return r.offlineOutcome(n, time.Now(), time.Now(), err)
+		}
+		return failed(n, "branch-not-brought-back", err)
+	}
+	return out
+}
+
+// bringBranch commits what the agent left uncommitted in the host's worktree, fetches the
+// branch and makes it the task's branch here, in its worktree.
+func (r *Remote) bringBranch(ctx context.Context, job Job, hostWT string) error {
+	script := `cd "$1" && git add -A && { git diff --cached --quiet || git -c user.name="swarm run" -c user.email=swarm-run@localhost commit --quiet --no-verify -m "$2"; }`
+	res, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", hostWT, job.Task + ": the agent's uncommitted work"}, Timeout: time.Minute})
+	if err != nil {
+		return err
+	}
+	if res.Code != 0 {
+		return fmt.Errorf("host %s: committing the agent's work in %s: exit %d: %s", r.Conn.Host.Name, hostWT, res.Code, strings.TrimSpace(string(res.Stderr)))
+	}
+	ref, err := r.Conn.Fetch(ctx, r.Repo, job.Branch)
+	if err != nil {
+		return err
+	}
+	_, err = gitCmd(ctx, job.Dir, "reset", "--hard", "--quiet", ref)
+	return err
+}
+
+// lost is an attempt cut short by the connection before or while it was started: the host is
+// offline when the error says so, and its task may run elsewhere at once unless the start
+// was sent.
+func (r *Remote) lost(ctx context.Context, n int, hb time.Time, err error) Outcome {
+	if ctx.Err() != nil {
+		return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "interrupted", Interrupted: true, Started: time.Now(), Finished: time.Now()}
+	}
+	if errors.Is(err, remote.ErrUnreachable) || errors.Is(err, remote.ErrNoMaster) {
+		return r.offlineOutcome(n, hb, time.Now(), err)
+	}
+	return failed(n, "remote-failed", err)
+}
+
+// offlineOutcome marks the host offline and reports the attempt as cut off by it.
+func (r *Remote) offlineOutcome(n int, hb, notBefore time.Time, err error) Outcome {
+	r.offline.Store(true)
+	t := time.Now()
+	return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "host-offline: " + oneLine(err), Started: t, Finished: t,
+		Offline: &Offline{Host: r.Conn.Host.Name, LastHeartbeat: hb, NotBefore: notBefore}}
+}
+
+// stop asks the host's dispatch to stop the bead's agent (the run was interrupted), briefly:
+// a host that does not answer stops it at its deadline.
+func (r *Remote) stop(bead string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.Conn.Run(ctx, remote.Cmd{Argv: []string{r.Conn.Program("dispatch"), "--state-dir", r.Conn.Host.StateDir, "kill", bead}, Env: r.Conn.Env()})
+}
+
+// outcomeOf is the Outcome of attempt n by its final snapshot.
+func outcomeOf(n int, s *remote.Snapshot) Outcome {
+	out := Outcome{Attempt: n, Status: record.StatusFailed, Reason: "no final result", Finished: time.Now()}
+	res, ok := s.Final(n)
+	if !ok {
+		return out
+	}
+	out.Attempt, out.Status, out.Reason = res.Attempt, res.Status, res.Reason
+	if res.Status == record.StatusDone {
+		out.Reason = ""
+	}
+	if res.ExitCode != nil {
+		c := int(*res.ExitCode)
+		out.ExitCode = &c
+	}
+	out.Started, _ = record.ParseTime(res.StartedAt)
+	if res.FinishedAt != nil {
+		if f, ok := record.ParseTime(*res.FinishedAt); ok {
+			out.Finished = f
+		}
+	}
+	if res.OutputSummary != nil {
+		out.Logs = *res.OutputSummary
+	}
+	return out
+}

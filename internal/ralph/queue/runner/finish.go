@@ -3,6 +3,9 @@ package runner
 import (
 	"context"
 
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/record"
+
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 )
 
@@ -47,10 +50,30 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			case outStopped:
 				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
 				line = "stopped by the budget, pending again"
+			case outLimited:
+				until := record.FormatTime(out.resetAt)
+				task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
+				task.Error = "usage limit, held until " + until
+				line = "usage limit, held until " + until + " (no retry counted)"
 			default:
 				task.Retries++
 				task.Error = out.reason
-				if task.Retries >= max {
+				open, why := false, ""
+				if out.obs != nil && r.cfg.NoProgress > 0 {
+					b := breaker.State{Tree: c.before}
+					if task.Breaker != nil {
+						b = *task.Breaker
+					}
+					open, why = b.Observe(*out.obs, r.cfg.NoProgress)
+					task.Breaker = &b
+				}
+				if open && task.Retries < max {
+					task.Status, task.CompletedAt, task.Reason = store.Failed, &t, breaker.Reason
+					task.Error = "no progress: " + why + "; last: " + out.reason
+					dropRetries(rq, task.ID)
+					tx.ChangedRetry()
+					line = "failed (" + out.reason + "), no progress: " + why + "; not retried"
+				} else if task.Retries >= max {
 					task.Status, task.CompletedAt = store.Failed, &t
 					dropRetries(rq, task.ID)
 					tx.ChangedRetry()

@@ -59,7 +59,18 @@ type Config struct {
 	MinFreeMB int64
 	// Log receives one line per event (claims, ends, retries, the budget).
 	Log io.Writer
+	// NoProgress is the no-progress breaker's N (0: off): a task whose failed attempts left
+	// its working tree as it was, or failed the same way, N in a row, is failed (reason
+	// no-progress) without its other retries.
+	NoProgress int
+	// LimitWait is how long a usage limit whose message names no reset holds its task
+	// (default DefaultLimitWait).
+	LimitWait time.Duration
 }
+
+// DefaultLimitWait is how long a usage limit holds a task when its message names no reset, as
+// the loops wait.
+const DefaultLimitWait = 30 * time.Minute
 
 // Result is how a run ended.
 type Result struct {
@@ -132,6 +143,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.MaxRetries < 1 {
 		cfg.MaxRetries = 1
+	}
+	if cfg.LimitWait <= 0 {
+		cfg.LimitWait = DefaultLimitWait
 	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},

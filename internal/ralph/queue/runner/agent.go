@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
@@ -262,6 +263,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		r.logf("%s: %s: %v", a.id, c.task.ID, err)
 	} else {
 		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, n)
+		r.event(hook.Start, c.task.ID, n, store.Claimed, "", c.task.CostUSD)
 	}
 	return a.await(ctx, c)
 }

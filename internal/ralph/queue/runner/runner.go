@@ -21,6 +21,8 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -66,6 +68,9 @@ type Config struct {
 	// LimitWait is how long a usage limit whose message names no reset holds its task
 	// (default DefaultLimitWait).
 	LimitWait time.Duration
+	// Hook, when set, is told each task's transitions (start, end, limit, breaker, failure)
+	// and the run's start and end; Run closes it (waits for it) before it returns.
+	Hook *hook.Hook
 }
 
 // DefaultLimitWait is how long a usage limit holds a task when its message names no reset, as
@@ -161,6 +166,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.start(ctx); err != nil {
 		return nil, err
 	}
+	defer cfg.Hook.Close()
+	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
 	var wg sync.WaitGroup
 	r.inflight = len(adopted)
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
@@ -198,7 +205,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if !res.Interrupted {
+		status, reason := "completed", ""
+		switch {
+		case res.BudgetReached:
+			status, reason = "stopped", "budget"
+		case res.Counts[store.Failed]+res.Counts[store.Blocked]+res.Counts[store.Pending]+res.Counts[store.Claimed] > 0:
+			status = "failed"
+		}
+		cost := res.CostUSD
+		cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})
+	}
 	return res, nil
+}
+
+// event tells the hook of a task's transition.
+func (r *runner) event(name, task string, attempt int, status, reason string, cost float64) {
+	bead := plan.Bead(r.plan, task)
+	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: name, Plan: r.plan, Task: task, Iteration: attempt, Status: status,
+		Reason: reason, CostUSD: &cost, Log: r.dir.Layout.LogPath(bead)})
 }
 
 // AgentID is the id of the run's agent i (1-based): agent-i, as the seed names agents.

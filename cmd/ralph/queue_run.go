@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue"
 	"github.com/agentfleet/fleet/internal/ralph/queue/runner"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -26,20 +27,26 @@ const exitBudget = 3
 func queueRunCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "work through a plan's tasks with N agents at once",
-		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--repo DIR] [--worktree] [--state-dir DIR]",
+		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--state-dir DIR]",
 		Description: "Each agent claims the next task whose dependencies are done and runs it as a dispatch of bead <plan>-<task> " +
 			"(run and result records in the state directory, the agent supervised in the background), then marks it done, or " +
 			"failed: back to pending through the retry queue until --max-retries attempts, then failed, its dependents blocked. " +
 			"The agent is one of the agents config's (CONFIG_FILE, as dispatch reads it). The budget is checked before each agent " +
 			"starts a task, against the cost the agents report in their output (claude -p --output-format json's total_cost_usd, " +
 			"or the profile's pattern). A run interrupted, or killed, leaves its claims: the next run waits for the agents still " +
-			"at work, judges those that ended by their records, and puts back to pending those that never started.",
+			"at work, judges those that ended by their records, and puts back to pending those that never started. An attempt that " +
+			"ends on a usage limit (the profile's patterns) is no failure: its task waits, pending, until the reset the message " +
+			"names (30 minutes when it names none), its retries untouched. The no-progress breaker fails a task, reason " +
+			"no-progress, without its other retries once --no-progress failed attempts in a row left its working tree as it " +
+			"was or failed the same way (exit code and last lines).",
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "agents", Usage: "how many agents work at once (`N`)"},
 			&ucli.StringFlag{Name: "agent", Value: "claude", Usage: "the agent type, with an optional model (`AGENT[:MODEL]`)"},
 			&ucli.StringFlag{Name: "budget", Usage: "stop starting agents once the plan's cost reaches `USD`"},
 			&ucli.BoolFlag{Name: "hard-budget", Usage: "once the budget is reached, also stop the agents at work"},
 			&ucli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts a task gets, the first included (`N`)"},
+			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (split into words, no shell) on each task's start, end, usage limit, breaker and failure, and the run's start and end, one JSON event on its stdin; killed after 10 s; its failure changes nothing"},
+			&ucli.IntFlag{Name: "no-progress", Value: 3, Usage: "fail a task (no-progress, not retried) after `N` failed attempts in a row that changed nothing or failed the same way; 0: never"},
 			repoFlag(),
 			&ucli.BoolFlag{Name: "worktree", Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>)"},
 			cli.StateDirFlag(),
@@ -101,6 +108,14 @@ func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 	if c.Int("max-retries") < 1 {
 		return cfg, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", c.Int("max-retries"))
 	}
+	if c.Int("no-progress") < 0 {
+		return cfg, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", c.Int("no-progress"))
+	}
+	onEvent, err := hook.New(c.String("on-event"))
+	if err != nil {
+		return cfg, cli.Usagef("%v", err)
+	}
+	onEvent.Warn = func(err error) { fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err) }
 	if c.IsSet("budget") {
 		v, err := strconv.ParseFloat(c.String("budget"), 64)
 		if err != nil || v < 0 || v != v {
@@ -155,6 +170,6 @@ func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree"), StateDir: stateDir,
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Env:  os.Environ(), Timeout: time.Duration(timeout) * time.Second, KillGrace: time.Duration(grace) * time.Second,
-		MinFreeMB: int64(free),
+		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent,
 	}, nil
 }

@@ -59,7 +59,8 @@ func queueEnv(env *testscript.Env) error {
 	}
 	config := filepath.Join(env.WorkDir, "agents.json")
 	cfg := map[string]any{
-		"fake":  map[string]any{"command": agent, "terminal": false, "default_model": "m1"},
+		"fake": map[string]any{"command": agent, "terminal": false, "default_model": "m1",
+			"usage_limit": []string{"(?i)usage limit reached"}},
 		"aider": map[string]any{"command": agent, "terminal": false, "cost_pattern": `Cost: \$([0-9.]+) session`},
 		// A pattern that takes any word for a figure: NaN and Inf parse as numbers.
 		"anycost": map[string]any{"command": agent, "terminal": false, "cost_pattern": `Cost: \$(\S+) session`},

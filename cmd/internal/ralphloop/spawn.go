@@ -19,7 +19,7 @@ import (
 func SpawnCommand(c Config) *cli.Command {
 	return &cli.Command{
 		Name: "spawn", Usage: "start a loop: a worker fed the prompt file each iteration", OwnSignals: true, Remainder: true,
-		UsageText: c.usageText("TOOL spawn --name N --prompt-file F [--max-iterations 50] [--inactivity-timeout 180] [--done-pattern RE]\n" +
+		UsageText: c.usageText("TOOL spawn --name N --prompt-file F [--max-iterations 50] [--inactivity-timeout 180] [--no-progress 3] [--done-pattern RE]\n" +
 			"      [--check-done-continuous|--no-check-done-continuous] [--max-context PCT] [--foreground] [--no-run]\n" +
 			"      [--replace] [--clean-state] [--session S] [--tmux-socket K] [--worktree|--no-worktree] [--branch B]\n" +
 			"      [--worktree-dir D] [--tag T]... [--env K=V]... [--cwd P] [--ready-wait] [--ready-timeout 120]\n" +
@@ -30,6 +30,7 @@ func SpawnCommand(c Config) *cli.Command {
 			&ucli.StringFlag{Name: "prompt-file", Usage: "the prompt typed at each iteration (`F`)"},
 			&ucli.IntFlag{Name: "max-iterations", Value: 50, Usage: "stop after `N` iterations"},
 			&ucli.IntFlag{Name: "inactivity-timeout", Value: 180, Usage: "restart an iteration whose screen did not change for `S` seconds"},
+			&ucli.IntFlag{Name: "no-progress", Value: 3, Usage: "end the loop (failed, no-progress) after `N` iterations in a row that made no commit and changed no file, or failed the same way; 0: never"},
 			&ucli.IntFlag{Name: "max-context", Usage: "nudge the agent at `PCT`% context used, end the iteration at PCT+15%"},
 			&ucli.StringFlag{Name: "done-pattern", Usage: "stop the loop when the agent prints this regular expression (`RE`)"},
 			&ucli.BoolFlag{Name: "check-done-continuous", Usage: "look for the done pattern while the agent runs (default with --done-pattern)"},
@@ -84,6 +85,8 @@ func (c Config) spawnSpec(uc *ucli.Context, s cli.Streams) (sp loop.SpawnSpec, f
 		return sp, false, false, cli.Usagef("argument --max-iterations: must be 0 or more")
 	case uc.Int("inactivity-timeout") < 0:
 		return sp, false, false, cli.Usagef("argument --inactivity-timeout: must be 0 or more")
+	case uc.Int("no-progress") < 0:
+		return sp, false, false, cli.Usagef("argument --no-progress: a whole number of iterations, 0 or more (0 turns the breaker off)")
 	case uc.IsSet("max-context") && (uc.Int("max-context") < 1 || uc.Int("max-context") > 100):
 		return sp, false, false, cli.Usagef("argument --max-context: a percentage from 1 to 100")
 	case uc.Bool("worktree") && uc.Bool("no-worktree"):
@@ -92,6 +95,8 @@ func (c Config) spawnSpec(uc *ucli.Context, s cli.Streams) (sp loop.SpawnSpec, f
 		return sp, false, false, cli.Usagef("--check-done-continuous and --no-check-done-continuous contradict each other")
 	}
 	sp.MaxIterations, sp.InactivityTimeout = uc.Int("max-iterations"), uc.Int("inactivity-timeout")
+	noProgress := uc.Int("no-progress")
+	sp.NoProgress = &noProgress
 	if uc.IsSet("max-context") {
 		mc := uc.Int("max-context")
 		sp.MaxContext = &mc

@@ -11,6 +11,9 @@
 #   touch:F     creates the file F in its directory (the repository or its worktree);
 #   resettotal  sets the plan's total_cost_usd in its progress file to 0 (a hostile agent);
 #   markdone:T  marks task T done in the plan's task queue (a hostile agent);
+#   samefail    prints the same five error lines and exits 5;
+#   limitonce:F prints a usage-limit message naming a reset 2 s away and exits 1 when the file F
+#               is not there (then makes it), else goes on;
 #   fill        fills the disk of its directory to the last byte.
 # It prints what it was asked, and its pid into $QUEUE_PIDS/<bead>-<attempt> when that is set.
 prompt=$(cat)
@@ -31,6 +34,17 @@ for word in $prompt; do
 	cost:*) cost=${word#cost:} ;;
 	plaincost:*) plain=${word#plaincost:} ;;
 	touch:*) : > "${word#touch:}" ;;
+	samefail)
+		for i in 1 2 3 4 5; do echo "error: the build is broken"; done
+		exit 5
+		;;
+	limitonce:*)
+		if [ ! -e "${word#limitonce:}" ]; then
+			: > "${word#limitonce:}"
+			echo "Claude usage limit reached. Try again in 2 seconds."
+			exit 1
+		fi
+		;;
 	fill) dd if=/dev/zero of=fill.bin bs=64k 2>/dev/null ;;
 	resettotal) sed -i 's/"total_cost_usd": [^,]*/"total_cost_usd": 0/' ".claude/ralph/progress-$RALPH_PLAN.json" ;;
 	markdone:*) sed -i "/\"id\":\"${word#markdone:}\"/s/\"status\":\"[a-z]*\"/\"status\":\"done\"/" ".claude/ralph/task-queue-$RALPH_PLAN.json" ;;

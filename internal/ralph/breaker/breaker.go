@@ -93,8 +93,8 @@ func lastLines(text string, n int) string {
 
 // Fingerprint identifies the working tree of the git repository at dir: HEAD and the tree of
 // every file not ignored (git add -A into a copy of the index, git write-tree), the paths in
-// exclude (relative to the top, as a loop's own state directory) left out. "" and an error
-// outside git.
+// exclude (relative to the top, as a loop's own state directory, or absolute: a directory
+// outside the tree is ignored) left out. "" and an error outside git.
 func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, error) {
 	git := func(env []string, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
@@ -121,6 +121,16 @@ func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, er
 	env := []string{"GIT_INDEX_FILE=" + index}
 	args := []string{"-C", top, "add", "-A", "--", "."}
 	for _, x := range exclude {
+		if filepath.IsAbs(x) {
+			if real, err := filepath.EvalSymlinks(x); err == nil {
+				x = real
+			}
+			rel, err := filepath.Rel(top, x)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+				continue // not in the tree
+			}
+			x = rel
+		}
 		args = append(args, ":(exclude)"+x)
 	}
 	cmd := exec.CommandContext(ctx, "git", args...)

@@ -86,6 +86,11 @@ func TestFingerprint(t *testing.T) {
 	if fp() != a {
 		t.Errorf("an ignored file or the excluded directory changed the fingerprint")
 	}
+	write("sd/ralph/state.json", "{}")
+	if f, err := Fingerprint(ctx, dir, ".aiwg", filepath.Join(dir, "sd"), t.TempDir()); err != nil || f != a {
+		t.Errorf("an excluded absolute directory changed the fingerprint (%v)", err)
+	}
+	os.RemoveAll(filepath.Join(dir, "sd"))
 	write("f.txt", "1")
 	b := fp()
 	if b == a {

@@ -168,7 +168,8 @@ func newLab(t *testing.T) *lab {
 }
 
 // spawn starts the loop name whose agent follows plan (one action a line), without its
-// monitor.
+// monitor. The no-progress breaker is off (the agent works in this package's directory and
+// changes nothing): TestNoProgress has it on.
 func (l *lab) spawn(name string, plan ...string) *Spawned {
 	l.t.Helper()
 	planFile := filepath.Join(l.root, name+".plan")
@@ -179,7 +180,8 @@ func (l *lab) spawn(name string, plan ...string) *Spawned {
 	if err := os.WriteFile(prompt, []byte("go on\n"), 0o644); err != nil {
 		l.t.Fatal(err)
 	}
-	sd, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: name, PromptFile: prompt, MaxIterations: 20,
+	off := 0
+	sd, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: name, PromptFile: prompt, MaxIterations: 20, NoProgress: &off,
 		Cmd: []string{"sh", l.agent, planFile, filepath.Join(l.root, name+".counter")}})
 	if err != nil {
 		l.t.Fatalf("Spawn(%s) = %v", name, err)
@@ -407,5 +409,52 @@ func TestFailedStartCountedOnce(t *testing.T) {
 	if st := l.state("f1"); st.Status != StatusFailed || st.CurrentIteration != 6 || st.ConsecutiveFailures != 5 {
 		t.Fatalf("state: status %q, iteration %d, %d failures in a row; want failed, 6, 5:\n%s",
 			st.Status, st.CurrentIteration, st.ConsecutiveFailures, log)
+	}
+}
+
+// TestNoProgress: the no-progress breaker (on by default, N = 3) ends a loop whose agent
+// changes nothing in its git working tree after 3 iterations, failed, no-progress; one whose
+// agent changes a file every time runs to its maximum (issue 19: it ran to the maximum).
+func TestNoProgress(t *testing.T) {
+	ctx := context.Background()
+	l := newLab(t)
+	for _, c := range []struct {
+		name, action   string
+		status, reason string
+		iterations     int
+	}{
+		{"n1", "run 0", StatusFailed, ReasonNoProgress, 3},
+		{"n2", "touch notes.txt", StatusStopped, ReasonMax, 5},
+	} {
+		repo := filepath.Join(l.root, c.name+"-repo")
+		if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v: %s", err, out)
+		}
+		planFile := filepath.Join(l.root, c.name+".plan")
+		prompt := filepath.Join(l.root, "PROMPT.md")
+		os.WriteFile(planFile, []byte(c.action+"\n"), 0o644)
+		os.WriteFile(prompt, []byte("go on\n"), 0o644)
+		if _, err := l.ls.Spawn(ctx, SpawnSpec{Name: c.name, PromptFile: prompt, MaxIterations: 5, Cwd: repo,
+			Cmd: []string{"sh", l.agent, planFile, filepath.Join(l.root, c.name+".counter")}}); err != nil {
+			t.Fatalf("Spawn(%s) = %v", c.name, err)
+		}
+		if _, err := l.ls.StartMonitor(ctx, c.name); err != nil {
+			t.Fatalf("StartMonitor(%s) = %v", c.name, err)
+		}
+		l.waitMonitor(c.name, false)
+		st := l.state(c.name)
+		if st.Status != c.status || st.ExitReason == nil || *st.ExitReason != c.reason || st.CurrentIteration != c.iterations {
+			t.Errorf("%s (%s): ended %s (%v) after %d iterations; want %s (%s) after %d:\n%s", c.name, c.action,
+				st.Status, st.ExitReason, st.CurrentIteration, c.status, c.reason, c.iterations, l.log(c.name))
+		}
+		s, err := l.ls.Status(ctx, c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		s.WriteText(&text)
+		if !strings.Contains(text.String(), "No-progress breaker: ") {
+			t.Errorf("status does not show the breaker:\n%s", text.String())
+		}
 	}
 }

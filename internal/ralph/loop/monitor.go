@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -514,6 +515,9 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 			return nil
 		})
 		l.endRecord(ctx, st, it, res, "timeout")
+		if l.noProgress(ctx, it, nil, false) {
+			return nextIteration, errStop
+		}
 		return nextIteration, nil
 	case resCompaction, resContext:
 		what := "compaction detected"
@@ -533,6 +537,9 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 			return nil
 		})
 		l.endRecord(ctx, st, it, res, "failed")
+		if l.noProgress(ctx, it, nil, false) {
+			return nextIteration, errStop
+		}
 		return nextIteration, nil
 	case resLimited:
 		// The agent exited on a usage limit: the same iteration again once it resets, and no
@@ -574,6 +581,9 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		status = "failed"
 	}
 	l.endRecord(ctx, st, it, res, status)
+	if l.noProgress(ctx, it, code, status == "failed") {
+		return nextIteration, errStop
+	}
 	if code == nil || *code != 0 {
 		c := int64(1)
 		if code != nil {
@@ -582,6 +592,54 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		return nextIteration, l.failed(ctx, wake, n, c, false)
 	}
 	return nextIteration, nil
+}
+
+// noProgress counts iteration it (its exit code, failed or not) into the loop's no-progress
+// breaker, in a locked update of the state; when the breaker opens, the loop ends (failed,
+// no-progress) and noProgress reports true. The tree is fingerprinted outside the lock, the
+// swarm directory left out (the agent's output log may be in the tree).
+func (l *app) noProgress(ctx context.Context, it *iteration, code *int64, failed bool) bool {
+	st, err := l.st.load()
+	if err != nil || st.NoProgressN() <= 0 || st.Worker == nil {
+		return false
+	}
+	o := breaker.Observation{Failed: failed}
+	o.Tree, _ = breaker.Fingerprint(ctx, st.workDir(), l.dir.Root)
+	if code != nil {
+		o.Exit = *code
+	}
+	if failed {
+		tail := logEnd(l.home.LogPath(l.st.name))
+		o.Tail = string(tail[max(0, len(tail)-4096):])
+	}
+	var open bool
+	var why string
+	l.st.update(ctx, func(st *State) error {
+		open = false
+		if st.Status != StatusRunning && st.Status != StatusPaused {
+			return fsx.ErrUnchanged
+		}
+		var b breaker.State
+		if st.Breaker != nil {
+			b = *st.Breaker
+		}
+		open, why = b.Observe(o, st.NoProgressN())
+		st.Breaker = &b
+		if open {
+			if failed {
+				st.ConsecutiveFailures++
+				st.TotalFailures++
+			}
+			st.Status, st.ExitReason = StatusFailed, strp(ReasonNoProgress)
+			l.st.logEvent("WARN", "iteration %d: no progress: %s", it.n, why)
+			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", it.n, ReasonNoProgress)
+		}
+		return nil
+	})
+	if open {
+		l.sayf("no progress (%s), stopping loop", why)
+	}
+	return open
 }
 
 // stopped ends the iteration of a loop that was stopped, killed or failed while it ran: the

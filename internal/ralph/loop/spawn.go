@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -49,6 +50,11 @@ type SpawnSpec struct {
 	RecordDir string
 	// Heartbeat, HeartbeatExpire, HeartbeatMessage: swarm's heartbeat, as typed (durations).
 	Heartbeat, HeartbeatExpire, HeartbeatMessage string
+
+	// NoProgress is the no-progress breaker's N: the loop ends (failed, no-progress) after N
+	// iterations in a row that made no commit and changed no file, or failed the same way
+	// (nil: breaker.DefaultThreshold; 0: off).
+	NoProgress *int
 
 	// Checked, when set, is called once the spec is found sound and before anything changes
 	// (the command line's notes and warnings go there, before the spawn's own).
@@ -182,7 +188,13 @@ func (ls *Loops) Spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	st := &State{WorkerName: name, PromptFile: promptAbs, MaxIterations: sp.MaxIterations, CurrentIteration: 1,
 		Status: StatusRunning, Started: localISO(started), LastIterationStarted: localISO(started),
 		IterationDurations: []int64{}, DonePattern: sp.DonePattern, InactivityTimeout: sp.InactivityTimeout,
-		CheckDoneContinuous: sp.CheckDoneContinuous, RecordDir: recordDir, Worker: ws, MaxContext: sp.MaxContext}
+		CheckDoneContinuous: sp.CheckDoneContinuous, RecordDir: recordDir, Worker: ws, MaxContext: sp.MaxContext,
+		NoProgress: sp.NoProgress}
+	if st.NoProgressN() > 0 {
+		// The tree the first iteration starts from: its agent waits for the prompt, not typed yet.
+		tree, _ := breaker.Fingerprint(ctx, st.workDir(), l.dir.Root)
+		st.Breaker = &breaker.State{Tree: tree}
+	}
 	if err := l.st.create(ctx, st); err != nil {
 		l.home.Stop(ctx, w)
 		l.home.Remove(ctx, w)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/pyjson"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -30,6 +31,8 @@ const (
 	ReasonKilled       = "killed"
 	ReasonFailed       = "failed"
 	ReasonDisconnected = "monitor_disconnected"
+	// ReasonNoProgress: the no-progress breaker opened (ours; the loop is failed).
+	ReasonNoProgress = breaker.Reason
 )
 
 // State is ralph/<name>/state.json: the Python swarm's RalphState, its keys in its order, then
@@ -70,8 +73,31 @@ type State struct {
 	LimitedUntil string      `json:"usage_limit_until,omitempty"`
 	RecordDir    string      `json:"record_state_dir,omitempty"`
 	Worker       *WorkerSpec `json:"worker_spec,omitempty"`
+	// NoProgress is the no-progress breaker's N (nil: breaker.DefaultThreshold; 0: off), and
+	// Breaker its count so far.
+	NoProgress *int           `json:"no_progress,omitempty"`
+	Breaker    *breaker.State `json:"breaker,omitempty"`
 
 	extra []member // keys neither tool knows, in their order
+}
+
+// NoProgressN is the loop's no-progress threshold (0: the breaker is off).
+func (st *State) NoProgressN() int {
+	if st.NoProgress == nil {
+		return breaker.DefaultThreshold
+	}
+	return *st.NoProgress
+}
+
+// workDir is where the loop's agent works: its worktree, else its directory.
+func (st *State) workDir() string {
+	if st.Worker == nil {
+		return ""
+	}
+	if st.Worker.Worktree != nil {
+		return st.Worker.Worktree.Path
+	}
+	return st.Worker.Cwd
 }
 
 // WorkerSpec is how a loop's worker is started, kept in the loop's state so that a monitor
@@ -110,7 +136,8 @@ var knownKeys = func() map[string]bool {
 		"last_iteration_started", "last_iteration_ended", "iteration_durations", "consecutive_failures",
 		"total_failures", "done_pattern", "inactivity_timeout", "check_done_continuous", "exit_reason",
 		"prompt_baseline_content", "last_screen_change", "monitor_pid", "max_context", "context_nudge_sent",
-		"prompt_log_offset", "ended_iteration", "last_exit_code", "usage_limit_until", "record_state_dir", "worker_spec"} {
+		"prompt_log_offset", "ended_iteration", "last_exit_code", "usage_limit_until", "record_state_dir", "worker_spec",
+		"no_progress", "breaker"} {
 		m[k] = true
 	}
 	return m

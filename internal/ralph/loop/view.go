@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -80,6 +81,15 @@ func (s *Status) WriteText(out io.Writer) {
 	}
 	if st.DonePattern != nil && *st.DonePattern != "" {
 		fmt.Fprintf(out, "Done pattern: %s\n", *st.DonePattern)
+	}
+	if n := st.NoProgressN(); n <= 0 {
+		fmt.Fprintln(out, "No-progress breaker: off")
+	} else {
+		var b breaker.State
+		if st.Breaker != nil {
+			b = *st.Breaker
+		}
+		fmt.Fprintf(out, "No-progress breaker: %d/%d unchanged, %d/%d same failure\n", b.Unchanged, n, b.SameFailure, n)
 	}
 	if st.LimitedUntil != "" {
 		if t, ok := parseISO(st.LimitedUntil); ok && time.Until(t) > 0 {

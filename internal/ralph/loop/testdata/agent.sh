@@ -6,6 +6,7 @@
 #   run S    print a line, work S seconds, exit 0
 #   idle     print nothing more, sleep
 #   exit N   print a line, exit N
+#   touch F  print a line, append to the file F (in its directory), exit 0
 #   vanish   exit at once, before the prompt (the loop cannot type into it)
 plan=$1
 counter=$2
@@ -23,6 +24,7 @@ case $1 in
 run) echo "working"; sleep "$2"; exit 0 ;;
 idle) exec sleep 1000 ;;
 exit) echo "working on it"; exit "$2" ;;
+touch) echo "working"; echo "start $n" >> "$2"; exit 0 ;;
 esac
 echo "unknown action: $action"
 exit 3

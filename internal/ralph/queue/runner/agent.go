@@ -12,6 +12,8 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
@@ -34,6 +36,8 @@ type agentRun struct {
 type claim struct {
 	task    store.Task
 	attempt int
+	// before is the working tree as the attempt found it (breaker.Fingerprint; "" unknown).
+	before string
 }
 
 // Outcomes of a task's attempt, as the queue sees them.
@@ -42,6 +46,7 @@ const (
 	outFailed  = "failed"
 	outStopped = "stopped" // by --hard-budget: back to pending, not counted as a failure
 	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
+	outLimited = "limited" // a usage limit: held until its reset, pending, no retry counted
 )
 
 func (a *agentRun) work(ctx context.Context) {
@@ -170,7 +175,8 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 		r.mu.Lock()
 		held := r.inflight
 		r.mu.Unlock()
-		if held > 0 {
+		if limited := q.Held(time.Now()); held > 0 || limited > 0 {
+			// Tasks a usage limit holds are ready again at their reset: waited for.
 			left = counts[store.Pending] + held
 		} else if counts[store.Pending] > 0 {
 			// No agent of this run holds a task, so none of these will become ready: their
@@ -198,10 +204,14 @@ func (r *runner) letGo() {
 
 // outcome is how an attempt ended.
 type outcome struct {
-	status   string // outDone, outFailed, outStopped, outGone; "" when not known (interrupted)
+	status   string // outDone, outFailed, outStopped, outGone, outLimited; "" when not known (interrupted)
 	reason   string
 	cost     float64
 	duration float64
+	// resetAt: when the usage limit of an outLimited attempt resets.
+	resetAt time.Time
+	// obs is a failed attempt as the no-progress breaker sees it (nil: the breaker is off).
+	obs *breaker.Observation
 }
 
 // run launches the task's attempt and waits for its end.
@@ -240,6 +250,9 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		opened.Close()
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
+	if r.cfg.NoProgress > 0 {
+		c.before, _ = r.fingerprint(launchCtx, spec.Attempt.Dir)
+	}
 	r.mu.Lock()
 	r.running[bead] = true
 	r.mu.Unlock()
@@ -250,6 +263,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		r.logf("%s: %s: %v", a.id, c.task.ID, err)
 	} else {
 		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, n)
+		r.event(hook.Start, c.task.ID, n, store.Claimed, "", c.task.CostUSD)
 	}
 	return a.await(ctx, c)
 }
@@ -359,7 +373,7 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	stopped := r.hardStopped[bead]
 	delete(r.hardStopped, bead)
 	r.mu.Unlock()
-	out := r.judge(ctx, bead, c.attempt)
+	out := r.judge(ctx, bead, c.attempt, r.workdir(bead))
 	if stopped && out.status == outFailed {
 		out.status, out.reason = outStopped, "stopped: the budget was reached (--hard-budget)"
 	}
@@ -404,7 +418,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // judge reads the end of bead's attempt n from its records, once its supervisor is gone (one
 // lost without recording its end is closed as supervisor-lost first), and its cost from its
 // output.
-func (r *runner) judge(ctx context.Context, bead string, n int) outcome {
+func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) outcome {
 	if _, err := attempt.ReconcileBead(ctx, r.dir, nil, bead); err != nil {
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
@@ -428,7 +442,30 @@ func (r *runner) judge(ctx context.Context, bead string, n int) outcome {
 	if run.DurationSeconds != nil {
 		out.duration = float64(*run.DurationSeconds)
 	}
-	u := r.cfg.Profile.ParseUsage(logTail(r.dir.Layout.LogPath(bead)))
+	tail := logTail(r.dir.Layout.LogPath(bead))
+	if out.status == outFailed {
+		finished := time.Now()
+		if run.FinishedAt != nil {
+			if t, ok := record.ParseTime(*run.FinishedAt); ok {
+				finished = t
+			}
+		}
+		if limited, reset := r.cfg.Profile.UsageLimit(string(tail), finished); limited {
+			// Not the task's failure: it waits for the reset, its retries untouched.
+			if reset.IsZero() || reset.Before(finished) {
+				reset = finished.Add(r.cfg.LimitWait)
+			}
+			out.status, out.reason, out.resetAt = outLimited, "usage limit", reset
+		} else if r.cfg.NoProgress > 0 {
+			o := breaker.Observation{Failed: true, Tail: string(tail[max(0, len(tail)-4096):])}
+			o.Tree, _ = r.fingerprint(ctx, workdir)
+			if run.ExitCode != nil {
+				o.Exit = *run.ExitCode
+			}
+			out.obs = &o
+		}
+	}
+	u := r.cfg.Profile.ParseUsage(tail)
 	switch {
 	case u.HasCost && store.Cost(u.CostUSD):
 		out.cost = u.CostUSD
@@ -438,6 +475,20 @@ func (r *runner) judge(ctx context.Context, bead string, n int) outcome {
 		r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, *u.RejectedCost)
 	}
 	return out
+}
+
+// workdir is where bead's attempts run: the repository, or the task's worktree.
+func (r *runner) workdir(bead string) string {
+	if r.cfg.Worktree {
+		return git.Repo{Dir: r.cfg.Repo}.WorktreePath(bead)
+	}
+	return r.cfg.Repo
+}
+
+// fingerprint is the no-progress breaker's view of the working tree dir, the queue's own files
+// and the records left out.
+func (r *runner) fingerprint(ctx context.Context, dir string) (string, error) {
+	return breaker.Fingerprint(ctx, dir, r.cfg.Store.Dir.Root, r.cfg.StateDir)
 }
 
 // maxTail is how much of the end of an agent's output is read for its usage: claude's JSON

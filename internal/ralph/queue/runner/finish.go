@@ -3,6 +3,10 @@ package runner
 import (
 	"context"
 
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/record"
+
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 )
 
@@ -18,6 +22,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	t := now()
 	max := r.cfg.MaxRetries
 	var line string
+	var ev *hook.Event // the task's transition, told the hook once recorded
 	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
@@ -44,24 +49,52 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 					tx.ChangedRetry()
 				}
 				line = "done"
+				ev = &hook.Event{Event: hook.End}
 			case outStopped:
 				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
 				line = "stopped by the budget, pending again"
+			case outLimited:
+				until := record.FormatTime(out.resetAt)
+				task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
+				task.Error = "usage limit, held until " + until
+				line = "usage limit, held until " + until + " (no retry counted)"
+				ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
 			default:
 				task.Retries++
 				task.Error = out.reason
-				if task.Retries >= max {
+				open, why := false, ""
+				if out.obs != nil && r.cfg.NoProgress > 0 {
+					b := breaker.State{Tree: c.before}
+					if task.Breaker != nil {
+						b = *task.Breaker
+					}
+					open, why = b.Observe(*out.obs, r.cfg.NoProgress)
+					task.Breaker = &b
+				}
+				if open && task.Retries < max {
+					task.Status, task.CompletedAt, task.Reason = store.Failed, &t, breaker.Reason
+					task.Error = "no progress: " + why + "; last: " + out.reason
+					dropRetries(rq, task.ID)
+					tx.ChangedRetry()
+					line = "failed (" + out.reason + "), no progress: " + why + "; not retried"
+					ev = &hook.Event{Event: hook.Breaker, Reason: breaker.Reason}
+				} else if task.Retries >= max {
 					task.Status, task.CompletedAt = store.Failed, &t
 					dropRetries(rq, task.ID)
 					tx.ChangedRetry()
 					line = "failed (" + out.reason + "), out of retries"
+					ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
 				} else {
 					task.Status, task.ClaimedBy, task.ClaimedAt = store.Pending, nil, nil
 					rq.Retries = append(rq.Retries, store.Retry{TaskID: task.ID, AgentID: a.id, Attempt: task.Retries,
 						Error: out.reason, QueuedAt: t, MaxRetries: max})
 					tx.ChangedRetry()
 					line = "failed (" + out.reason + "), queued for a retry"
+					ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
 				}
+			}
+			if ev != nil {
+				ev.Status, ev.CostUSD = task.Status, &task.CostUSD
 			}
 			q.Put(task)
 			if task.Status == store.Failed {
@@ -88,6 +121,9 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		r.failed("%s: recording %s: %v", a.id, c.task.ID, err)
 	} else if line != "" {
 		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, line)
+		if ev != nil {
+			r.event(ev.Event, c.task.ID, c.attempt, ev.Status, ev.Reason, *ev.CostUSD)
+		}
 	}
 	r.notify()
 	if r.budgetReached() && r.cfg.HardBudget {

@@ -57,7 +57,7 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			continue
 		}
 		a := &agentRun{r: r, id: agentID}
-		out := r.judge(ctx, bead, t.Attempt)
+		out := r.judge(ctx, bead, t.Attempt, r.workdir(bead))
 		r.logf("recovered: %s (attempt %d) ended while no runner watched it", t.ID, t.Attempt)
 		a.finish(ctx, c, out)
 	}

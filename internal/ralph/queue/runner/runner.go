@@ -21,6 +21,8 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -59,7 +61,21 @@ type Config struct {
 	MinFreeMB int64
 	// Log receives one line per event (claims, ends, retries, the budget).
 	Log io.Writer
+	// NoProgress is the no-progress breaker's N (0: off): a task whose failed attempts left
+	// its working tree as it was, or failed the same way, N in a row, is failed (reason
+	// no-progress) without its other retries.
+	NoProgress int
+	// LimitWait is how long a usage limit whose message names no reset holds its task
+	// (default DefaultLimitWait).
+	LimitWait time.Duration
+	// Hook, when set, is told each task's transitions (start, end, limit, breaker, failure)
+	// and the run's start and end; Run closes it (waits for it) before it returns.
+	Hook *hook.Hook
 }
+
+// DefaultLimitWait is how long a usage limit holds a task when its message names no reset, as
+// the loops wait.
+const DefaultLimitWait = 30 * time.Minute
 
 // Result is how a run ended.
 type Result struct {
@@ -133,6 +149,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.MaxRetries < 1 {
 		cfg.MaxRetries = 1
 	}
+	if cfg.LimitWait <= 0 {
+		cfg.LimitWait = DefaultLimitWait
+	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
 		running: map[string]bool{}, hardStopped: map[string]bool{}, wake: make(chan struct{})}
@@ -147,6 +166,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.start(ctx); err != nil {
 		return nil, err
 	}
+	defer cfg.Hook.Close()
+	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
 	var wg sync.WaitGroup
 	r.inflight = len(adopted)
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
@@ -184,7 +205,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if !res.Interrupted {
+		status, reason := "completed", ""
+		switch {
+		case res.BudgetReached:
+			status, reason = "stopped", "budget"
+		case res.Counts[store.Failed]+res.Counts[store.Blocked]+res.Counts[store.Pending]+res.Counts[store.Claimed] > 0:
+			status = "failed"
+		}
+		cost := res.CostUSD
+		cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})
+	}
 	return res, nil
+}
+
+// event tells the hook of a task's transition.
+func (r *runner) event(name, task string, attempt int, status, reason string, cost float64) {
+	bead := plan.Bead(r.plan, task)
+	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: name, Plan: r.plan, Task: task, Iteration: attempt, Status: status,
+		Reason: reason, CostUSD: &cost, Log: r.dir.Layout.LogPath(bead)})
 }
 
 // AgentID is the id of the run's agent i (1-based): agent-i, as the seed names agents.

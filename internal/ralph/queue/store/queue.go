@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -84,19 +85,32 @@ func (q *Queue) Ready(t *Task) bool {
 	return true
 }
 
-// Claim gives agent the first ready task (queue order), claimed now, and returns it; false when
-// no task is ready.
+// Claim gives agent the first ready task (queue order) that no usage limit holds, claimed now
+// (RFC 3339), and returns it; false when no task is ready.
 func (q *Queue) Claim(agent, now string) (Task, bool) {
+	at, _ := time.Parse(time.RFC3339Nano, now)
 	for i := range q.tasks {
 		t := &q.tasks[i]
-		if !q.Ready(t) {
+		if !q.Ready(t) || t.Held(at) {
 			continue
 		}
 		t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
+		t.HeldUntil = ""
 		q.enc[i] = encoded{}
 		return *t, true
 	}
 	return Task{}, false
+}
+
+// Held is how many pending tasks a usage limit holds at now: they will be ready again.
+func (q *Queue) Held(now time.Time) int {
+	n := 0
+	for i := range q.tasks {
+		if q.tasks[i].Status == Pending && q.tasks[i].Held(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // Counts is how many tasks are in each status.
@@ -268,6 +282,19 @@ func appendTask(b []byte, t *Task) []byte {
 		// Never NaN or an infinity: JSON cannot hold them (see Cost).
 		b = append(b, `,"cost_usd":`...)
 		b = strconv.AppendFloat(b, t.CostUSD, 'f', -1, 64)
+	}
+	if t.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, t.Reason)
+	}
+	if t.Breaker != nil {
+		e, _ := json.Marshal(t.Breaker) // strings and integers only
+		b = append(b, `,"breaker":`...)
+		b = append(b, e...)
+	}
+	if t.HeldUntil != "" {
+		b = append(b, `,"held_until":`...)
+		b = appendString(b, t.HeldUntil)
 	}
 	return append(b, '}')
 }

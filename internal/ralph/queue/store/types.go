@@ -6,6 +6,12 @@
 // write, and two agents can never claim one task.
 package store
 
+import (
+	"time"
+
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
+)
+
 // Task statuses. The seed has pending, claimed, done and failed; blocked (a dependency failed,
 // so it cannot run) and skipped (a user said so: it counts as done for its dependents) are
 // ours, and the schema accepts them.
@@ -25,9 +31,11 @@ type TaskQueue struct {
 	Tasks     []Task `json:"tasks"`
 }
 
-// Task is one task of the queue, as the seed has it, with three fields of ours (omitted when
-// empty): the attempt number of the dispatch that runs (or ran) its current claim, the error of
-// its last failure and the cost of its attempts so far.
+// Task is one task of the queue, as the seed has it, with fields of ours (omitted when empty):
+// the attempt number of the dispatch that runs (or ran) its current claim, the error of its
+// last failure, the cost of its attempts so far, the reason it failed when the no-progress
+// breaker failed it, the breaker's count over its failed attempts, and until when a usage
+// limit holds it.
 type Task struct {
 	ID           string   `json:"id"`
 	Description  string   `json:"description"`
@@ -41,6 +49,22 @@ type Task struct {
 	Attempt      int      `json:"attempt,omitempty"`
 	Error        string   `json:"error,omitempty"`
 	CostUSD      float64  `json:"cost_usd,omitempty"`
+	// Reason is breaker.Reason ("no-progress") for a task the no-progress breaker failed.
+	Reason string `json:"reason,omitempty"`
+	// Breaker is the no-progress breaker's count over the task's failed attempts.
+	Breaker *breaker.State `json:"breaker,omitempty"`
+	// HeldUntil (RFC 3339, UTC): a usage limit holds the pending task until then; no agent
+	// claims it before.
+	HeldUntil string `json:"held_until,omitempty"`
+}
+
+// Held says whether a usage limit holds the task at now.
+func (t *Task) Held(now time.Time) bool {
+	if t.HeldUntil == "" {
+		return false
+	}
+	until, err := time.Parse(time.RFC3339Nano, t.HeldUntil)
+	return err == nil && now.Before(until)
 }
 
 // RetryQueue is retry-queue-<plan>.json: the failures waiting for their retry.

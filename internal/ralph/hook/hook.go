@@ -1,0 +1,206 @@
+// Package hook runs a user's command on each transition of ralph's work (a loop or a task
+// started, ended, held by a usage limit, stopped by the no-progress breaker, failed), with one
+// JSON event on its stdin: `--on-event CMD` of ralph's three kinds of work.
+//
+// The command is split into words (Split: spaces separate, '…' and "…" group, no expansion)
+// and run without a shell; a user who needs one says so (`sh -c 'curl … | …'`). Each run has
+// its own process group, killed whole at the bound (Timeout, 10 s by default), its output
+// discarded; its failure is reported to the caller as a warning and never changes the outcome
+// of the work. Events are run one after another, in order, on a goroutine of their own, so a
+// slow hook does not hold the work up; Close waits for those queued (each bounded).
+package hook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Event names.
+const (
+	Start   = "start"
+	End     = "end"
+	Limit   = "limit"
+	Breaker = "breaker"
+	Failure = "failure"
+)
+
+// Event is what the hook reads on its stdin, one JSON object and a newline.
+type Event struct {
+	// Kind is the kind of work: "loop" (swarm's loops), "aiwg" (AIWG's loops), "queue".
+	Kind string `json:"kind"`
+	// Event is the transition: start, end, limit, breaker, failure.
+	Event string `json:"event"`
+	// Loop names a loop (its name or loop id), Plan and Task a queue's task.
+	Loop string `json:"loop,omitempty"`
+	Plan string `json:"plan,omitempty"`
+	Task string `json:"task,omitempty"`
+	// Iteration is the loop's iteration, or the task's attempt.
+	Iteration int `json:"iteration,omitempty"`
+	// Status is the loop's or task's status after the transition; Reason why.
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// CostUSD is the cost so far (nil: not known); Log the agent's output log.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
+	Log     string   `json:"log,omitempty"`
+	// Time is when it happened (RFC 3339, UTC).
+	Time string `json:"time"`
+}
+
+// DefaultTimeout bounds each run of the hook.
+const DefaultTimeout = 10 * time.Second
+
+// Split splits a command line into words: spaces and tabs separate them, '…' and "…" group
+// (no escapes inside '…'; \" and \\ inside "…", and a backslash escapes the next character
+// outside quotes). Nothing is expanded: no variables, globs or pipes.
+func Split(s string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	in := false // a word is under way (an empty "" is a word)
+	var quote rune
+	esc := false
+	for _, c := range s {
+		switch {
+		case esc:
+			w.WriteRune(c)
+			esc = false
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				w.WriteRune(c)
+			}
+		case quote == '"':
+			switch c {
+			case '"':
+				quote = 0
+			case '\\':
+				esc = true
+			default:
+				w.WriteRune(c)
+			}
+		case c == '\\':
+			esc, in = true, true
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, w.String())
+				w.Reset()
+				in = false
+			}
+		default:
+			w.WriteRune(c)
+			in = true
+		}
+	}
+	if quote != 0 || esc {
+		return nil, errors.New("an unterminated quote or a trailing backslash")
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("no command")
+	}
+	return words, nil
+}
+
+// Hook runs one command per event. The zero Hook (no Argv) runs nothing.
+type Hook struct {
+	Argv    []string
+	Dir     string        // its directory ("" this process's)
+	Env     []string      // its environment (nil: this process's)
+	Timeout time.Duration // the bound of each run (0: DefaultTimeout)
+	// Warn, when set, is told each run that failed (and the hook keeps going).
+	Warn func(error)
+
+	once  sync.Once
+	queue chan Event
+	done  chan struct{}
+}
+
+// New is a hook running the command line cmd ("" : none).
+func New(cmd string) (*Hook, error) {
+	if strings.TrimSpace(cmd) == "" {
+		return &Hook{}, nil
+	}
+	argv, err := Split(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("--on-event %q: %v", cmd, err)
+	}
+	return &Hook{Argv: argv}, nil
+}
+
+// Send queues e for the hook (stamped now when it has no time) and returns at once.
+func (h *Hook) Send(e Event) {
+	if h == nil || len(h.Argv) == 0 {
+		return
+	}
+	if e.Time == "" {
+		e.Time = time.Now().UTC().Format(time.RFC3339)
+	}
+	h.once.Do(func() {
+		h.queue, h.done = make(chan Event, 256), make(chan struct{})
+		go func() {
+			defer close(h.done)
+			for e := range h.queue {
+				if err := h.Run(context.Background(), e); err != nil && h.Warn != nil {
+					h.Warn(err)
+				}
+			}
+		}()
+	})
+	h.queue <- e
+}
+
+// Close waits for the events sent so far to have been run (each within its bound).
+func (h *Hook) Close() {
+	if h == nil || h.queue == nil {
+		return
+	}
+	close(h.queue)
+	<-h.done
+}
+
+// Run runs the hook on e now: e as one line of JSON on its stdin, in its own process group,
+// the whole group killed at the bound. Its error says how it failed.
+func (h *Hook) Run(ctx context.Context, e Event) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.Argv[0], h.Argv[1:]...)
+	cmd.Dir, cmd.Env = h.Dir, h.Env
+	cmd.Stdin = bytes.NewReader(append(b, '\n'))
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Its children may hold the output pipes: Wait gives up on them a moment after the kill.
+	cmd.WaitDelay = time.Second
+	err = cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left behind in its group
+	}
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("the --on-event hook (%s event) did not end within %s: killed", e.Event, timeout)
+	case err != nil:
+		return fmt.Errorf("the --on-event hook (%s event): %v", e.Event, err)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{"notify", []string{"notify"}, false},
+		{"  curl -d @- https://ntfy.sh/x ", []string{"curl", "-d", "@-", "https://ntfy.sh/x"}, false},
+		{`sh -c 'cat > "$HOME/ev"; echo $x'`, []string{"sh", "-c", `cat > "$HOME/ev"; echo $x`}, false},
+		{`a "b \"c\" d" e\ f ""`, []string{"a", `b "c" d`, "e f", ""}, false},
+		{`a 'b`, nil, true},
+		{`a \`, nil, true},
+		{"   ", nil, true},
+	} {
+		got, err := Split(c.in)
+		if (err != nil) != c.err || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Split(%q) = %q, %v; want %q, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestEvents: each event sent is one line of valid JSON on the hook's stdin, in order; Close
+// waits for them.
+func TestEvents(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "events")
+	h, err := New(`sh -c 'cat >> "$0"' ` + out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := 0.25
+	sent := []Event{{Kind: "queue", Event: Start, Plan: "p", Task: "t1", Iteration: 1, Status: "claimed"},
+		{Kind: "queue", Event: End, Plan: "p", Task: "t1", Iteration: 1, Status: "done", CostUSD: &cost, Log: "/x.log"}}
+	for _, e := range sent {
+		h.Send(e)
+	}
+	h.Close()
+	b, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != len(sent) {
+		t.Fatalf("the hook read %d lines, want %d:\n%s", len(lines), len(sent), b)
+	}
+	for i, l := range lines {
+		var e Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i+1, err, l)
+		}
+		if e.Time == "" || e.Event != sent[i].Event || e.Task != "t1" {
+			t.Errorf("event %d = %+v, want %+v with a time", i+1, e, sent[i])
+		}
+	}
+}
+
+// TestBounded: a hook that hangs (and its child) is killed at the bound; one that fails is a
+// warning; neither holds the caller up beyond the bound.
+func TestBounded(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child")
+	var mu sync.Mutex
+	var warned []string
+	h, err := New(`sh -c 'sleep 300 & echo $! > "$0"; wait' ` + pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Timeout = 300 * time.Millisecond
+	h.Warn = func(err error) { mu.Lock(); warned = append(warned, err.Error()); mu.Unlock() }
+	start := time.Now()
+	h.Send(Event{Kind: "loop", Event: End, Loop: "l", Status: "stopped"})
+	h.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a hanging hook held Close for %s", d)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "did not end within") {
+		t.Errorf("warnings = %q, want one about the bound", warned)
+	}
+	b, _ := os.ReadFile(pidFile)
+	if pid := strings.TrimSpace(string(b)); pid != "" {
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			st, _ := os.ReadFile("/proc/" + pid + "/stat")
+			if !strings.Contains(string(st), ") Z ") {
+				t.Errorf("the hook's child %s outlived the kill", pid)
+			}
+		}
+	}
+	f, _ := New("false")
+	if err := f.Run(context.Background(), Event{Event: Failure}); err == nil {
+		t.Errorf("a failing hook: no error")
+	}
+}

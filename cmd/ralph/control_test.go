@@ -118,7 +118,9 @@ func TestControlWins(t *testing.T) {
 		kind := kinds[i%len(kinds)]
 		rng := rand.New(rand.NewPCG(uint64(i), 7))
 		out, err := cmdRun(ctx, ralph, "spawn", "--name", name, "--session", "s"+name, "--prompt-file", prompt, "--no-worktree",
-			"--max-iterations", "1000", "--", "sh", agent, plan, filepath.Join(work, name+".count"))
+			// Its agent changes nothing: without --no-progress 0 the breaker would end the loop
+			// (no-progress) before the control the trial races against it.
+			"--max-iterations", "1000", "--no-progress", "0", "--", "sh", agent, plan, filepath.Join(work, name+".count"))
 		if err != nil {
 			fail("%s: spawn: %v\n%s", name, err, out)
 			return

@@ -214,6 +214,20 @@ func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
 	return rows, nil
 }
 
+// Look reads again the screens of the live rows' agents (their activity and last line) and
+// nothing else: what changes between two refreshes without a state file changing. It returns
+// new rows; those given are left as they were.
+func (m *Model) Look(ctx context.Context, rows []*Row) []*Row {
+	out := make([]*Row, len(rows))
+	for i, r := range rows {
+		c := *r
+		c.screen = nil
+		out[i] = &c
+	}
+	m.look(ctx, out, time.Now())
+	return out
+}
+
 // look reads the screens of the live rows' supervisors, several at once, and judges their
 // activity.
 func (m *Model) look(ctx context.Context, rows []*Row, now time.Time) {

@@ -35,7 +35,7 @@ func topCommand() *cli.Command {
 			cli.StateDirFlag(),
 			&ucli.StringFlag{Name: "workspace", Usage: "where AIWG loops and queue tasks are looked for (`DIR`; default: the git top of the current directory)"},
 			&ucli.DurationFlag{Name: "recent", Value: time.Hour, Usage: "how long an ended agent stays listed (`DUR`)"},
-			&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "the UI's refresh (`DUR`; changes in the state files show at once)"},
+			&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often the UI reads the live agents' screens (`DUR`; every row is read again when a state file changes, and every 10 intervals)"},
 		},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if k := c.String("kind"); k != "" && !slices.Contains(top.Kinds, top.Kind(k)) {

@@ -14,7 +14,7 @@ import (
 
 // fleet500 writes 500 agents' state (no live processes): 150 swarm workers that ended, 250
 // dispatched beads, 40 AIWG loops and 60 queue tasks, all within the last hour.
-func fleet500(b *testing.B) top.Sources {
+func fleet500(b testing.TB) top.Sources {
 	root := b.TempDir()
 	swarmDir, ws := filepath.Join(root, "swarm"), filepath.Join(root, "ws")
 	stateDir := filepath.Join(ws, "state")

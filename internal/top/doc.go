@@ -34,7 +34,14 @@
 // (an AIWG loop's total, a queue task's, a dispatched bead's log read as its profile reads
 // usage); "-" where the agent reports none (an interactive worker).
 //
-// Refresh is cheap enough to run every second with hundreds of agents: state files are read
-// once a refresh, a log's usage is parsed again only when the log changed, and screens are
-// asked only of live supervisors, several at once.
+// Refresh is cheap enough to run every second with hundreds of agents, and only reads: a
+// record (run, result, supervisor entry, AIWG loop state) is parsed again only when its file's
+// identity (device, inode, size, modification and change times) changed, a log's usage only
+// when the log changed, a bead's registry entry is read only when the bead is registered, and
+// screens are asked only of live supervisors, several at once. The first refresh of a Model
+// closes the records of beads whose supervisors died, as dispatch ps does (so `swarm top
+// --once` says what dispatch ps says); later ones take no lock and write nothing: a bead whose
+// supervisor dies while top shows it is not live, its EXIT "? supervisor-lost", until a
+// dispatch verb (ps, status, kill, a new dispatch) closes its record. A swarm worker whose
+// supervisor died is closed by swarm's own liveness check (a write once, as swarm ls does).
 package top

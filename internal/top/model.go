@@ -124,6 +124,13 @@ type Model struct {
 	loops   *loop.Loops
 	matcher *agent.Matcher
 
+	// files are the records parsed at the last refresh; registered, this refresh's registered
+	// beads by state directory; reconciled, that the first refresh closed the records of the
+	// beads whose supervisors died (later refreshes only read).
+	files      files
+	registered map[string]map[string]bool
+	reconciled bool
+
 	mu      sync.Mutex
 	seen    map[string]*seen
 	usage   map[string]usageCache
@@ -147,7 +154,8 @@ func Open(src Sources) (*Model, error) {
 	if src.Recent <= 0 {
 		src.Recent = time.Hour
 	}
-	m := &Model{src: src, seen: map[string]*seen{}, usage: map[string]usageCache{}, Timeout: 300 * time.Millisecond}
+	m := &Model{src: src, seen: map[string]*seen{}, usage: map[string]usageCache{}, Timeout: 300 * time.Millisecond,
+		files: files{m: map[string]*cached{}}}
 	mt, err := agent.Generic().Screen.Compile()
 	if err != nil {
 		return nil, err
@@ -174,9 +182,14 @@ func isDir(p string) bool {
 // Sources is what the model was opened with.
 func (m *Model) Sources() Sources { return m.src }
 
-// Refresh reads every row now.
+// Refresh reads every row now. Only the first refresh writes: it closes the records of beads
+// whose supervisors died, as dispatch ps does; later ones only read (a bead whose supervisor
+// dies while top shows it says supervisor-lost until a dispatch verb closes its record), and
+// parse again only the records whose files changed.
 func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
 	now := time.Now()
+	m.registered = map[string]map[string]bool{}
+	defer m.files.sweep()
 	var rows []*Row
 	owned := map[string]bool{} // beads shown as a loop's or a task's
 	var errs []error
@@ -199,6 +212,20 @@ func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
 		}
 	}
 	return rows, nil
+}
+
+// Look reads again the screens of the live rows' agents (their activity and last line) and
+// nothing else: what changes between two refreshes without a state file changing. It returns
+// new rows; those given are left as they were.
+func (m *Model) Look(ctx context.Context, rows []*Row) []*Row {
+	out := make([]*Row, len(rows))
+	for i, r := range rows {
+		c := *r
+		c.screen = nil
+		out[i] = &c
+	}
+	m.look(ctx, out, time.Now())
+	return out
 }
 
 // look reads the screens of the live rows' supervisors, several at once, and judges their

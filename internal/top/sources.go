@@ -140,9 +140,13 @@ func (m *Model) dispatchRows(ctx context.Context, now time.Time, owned map[strin
 		return nil
 	}
 	d := attempt.NewDir(dir)
-	// Supervisors that died are closed now, as dispatch ps does, so a row never says running
-	// for an agent that is gone.
-	attempt.Reconcile(ctx, d, nil, false)
+	// Supervisors that died are closed at the first refresh, as dispatch ps does, so a row
+	// never says running for an agent that is gone; later refreshes do not write (bead says
+	// supervisor-lost for one that died since).
+	if !m.reconciled {
+		attempt.Reconcile(ctx, d, nil, false)
+		m.reconciled = true
+	}
 	beads := map[string]bool{}
 	var rows []*Row
 	add := func(bead string) {
@@ -150,7 +154,7 @@ func (m *Model) dispatchRows(ctx context.Context, now time.Time, owned map[strin
 			return
 		}
 		beads[bead] = true
-		run, err := record.ReadRun(d.Store.RunPath(bead))
+		run, err := readCached(&m.files, d.Store.RunPath(bead), record.ReadRun)
 		if err != nil {
 			return
 		}
@@ -162,10 +166,13 @@ func (m *Model) dispatchRows(ctx context.Context, now time.Time, owned map[strin
 		if run.FailureReason != nil {
 			r.Reason = *run.FailureReason
 		}
-		if res, err := record.ReadResult(d.Store.ResultPath(bead)); err == nil && res.Attempt == run.Attempt && res.Status != record.StatusRunning {
+		if res, err := readCached(&m.files, d.Store.ResultPath(bead), record.ReadResult); err == nil && res.Attempt == run.Attempt && res.Status != record.StatusRunning {
 			r.Reason = res.Reason
 		}
 		m.bead(r, d.Layout, run.Agent)
+		if !r.Live && r.entry != nil && run.Status == record.StatusRunning && r.Reason == "" {
+			r.Reason = supervise.ReasonLost
+		}
 		if !r.Live && run.Status != record.StatusRunning {
 			end := r.Started
 			if run.FinishedAt != nil {
@@ -179,7 +186,7 @@ func (m *Model) dispatchRows(ctx context.Context, now time.Time, owned map[strin
 		}
 		rows = append(rows, r)
 	}
-	for _, bead := range d.Layout.Registered(func(s string) bool { return record.CheckBead(s) == nil }) {
+	for bead := range m.registeredIn(d.Layout) {
 		add(bead)
 	}
 	// Ended ones: results written within Recent (a stat each; only those are read).
@@ -204,7 +211,11 @@ func (m *Model) dispatchRows(ctx context.Context, now time.Time, owned map[strin
 // bead fills in what a bead's supervisor says (live, control socket, tmux session) and the cost
 // its log reports, read as the agent's profile reads it.
 func (m *Model) bead(r *Row, l supervise.Layout, agentName string) {
-	if e, _ := l.ReadEntry(r.Bead); e != nil {
+	var e *supervise.Entry
+	if m.registeredIn(l)[r.Bead] {
+		e, _ = readCached(&m.files, l.EntryPath(r.Bead), func(string) (*supervise.Entry, error) { return l.ReadEntry(r.Bead) })
+	}
+	if e != nil {
 		r.entry = e
 		if supervise.SupervisorAlive(e.PID, r.Bead) {
 			r.Live = true
@@ -225,6 +236,19 @@ func (m *Model) bead(r *Row, l supervise.Layout, agentName string) {
 			r.Cost = &c
 		}
 	}
+}
+
+// registeredIn is the set of beads registered in l at this refresh (read once a refresh).
+func (m *Model) registeredIn(l supervise.Layout) map[string]bool {
+	if set, ok := m.registered[l.Dir]; ok {
+		return set
+	}
+	set := map[string]bool{}
+	for _, b := range l.Registered(func(s string) bool { return record.CheckBead(s) == nil }) {
+		set[b] = true
+	}
+	m.registered[l.Dir] = set
+	return set
 }
 
 // usageTail is how much of a log's end is read for the agent's report of its cost: claude
@@ -264,7 +288,7 @@ func (m *Model) aiwgRows(ctx context.Context, now time.Time, owned map[string]bo
 	ws := aiwg.FindWorkspace(m.src.Workspace)
 	var rows []*Row
 	for _, id := range ws.Loops() {
-		st, err := ws.ReadState(id)
+		st, err := readCached(&m.files, ws.StatePath(id), func(string) (*aiwg.State, error) { return ws.ReadState(id) })
 		if err != nil {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/top"
 )
 
@@ -267,5 +268,83 @@ func writeQueue(t testing.TB, ws, planID string, n int) {
 	}
 	if err := os.WriteFile(d.TaskQueue(planID), store.NewQueue(planID, now, tasks).Encode(), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Only the first refresh writes: a bead whose supervisor died after it is shown lost, its
+// records left as they are (no lock taken, no record closed) for the dispatch verbs; a model
+// opened anew (swarm top --once) closes it as dispatch ps does.
+func TestRefreshDoesNotWrite(t *testing.T) {
+	ws := t.TempDir()
+	stateDir := filepath.Join(ws, "state")
+	writeBeads(t, stateDir, 1, time.Now())
+	m, err := top.Open(top.Sources{StateDir: stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A bead starts, and its supervisor dies without recording its end.
+	bead := "lost-1"
+	st := record.Store{Dir: stateDir}
+	run := &record.Run{SchemaVersion: record.SchemaVersion, Bead: bead, Agent: "claude", Model: "sonnet", Repo: stateDir,
+		Prompt: "p", PromptHash: strings.Repeat("0", 64), StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Status: record.StatusRunning, Attempt: 1, MaxRetries: 2, SessionName: record.SessionName(bead),
+		ResultFile: record.ResultFile(stateDir, bead), PromptFull: "p"}
+	if err := st.WriteRun(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	l := supervise.Layout{Dir: stateDir}
+	if err := l.WriteEntry(&supervise.Entry{Tool: "dispatch", Name: bead, Attempt: 1, PID: dead.Process.Pid,
+		Backend: supervise.BackendProcess, StartedAt: run.StartedAt}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(st.RunPath(bead))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rows, err := m.Refresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *top.Row
+	for _, r := range rows {
+		if r.Name == bead {
+			row = r
+		}
+	}
+	if row == nil || row.Live || row.ExitWords() != "? "+supervise.ReasonLost {
+		t.Errorf("the lost bead's row: %+v", row)
+	}
+	after, _ := os.ReadFile(st.RunPath(bead))
+	if string(after) != string(before) {
+		t.Errorf("a refresh rewrote the run record:\n%s", after)
+	}
+	if _, err := os.Lstat(l.LockPath(bead)); err == nil {
+		t.Errorf("a refresh took the bead's lock (%s exists)", l.LockPath(bead))
+	}
+	if e, _ := l.ReadEntry(bead); e == nil {
+		t.Errorf("a refresh removed the bead's registry entry")
+	}
+
+	// A new model's first refresh closes it.
+	m2, _ := top.Open(top.Sources{StateDir: stateDir})
+	m2.Refresh(context.Background())
+	if r, err := record.ReadRun(st.RunPath(bead)); err != nil || r.Status == record.StatusRunning {
+		t.Errorf("the first refresh of a new model did not close the lost bead: %v %+v", err, r)
+	}
+	// The first model reads the record again now that it changed (its parse is cached).
+	rows, _ = m.Refresh(context.Background())
+	for _, r := range rows {
+		if r.Name == bead && r.Status != record.StatusFailed {
+			t.Errorf("after its record was closed, the bead's row says %q", r.Status)
+		}
 	}
 }

@@ -3,8 +3,10 @@
 // quit, on SIGINT and SIGTERM, and on a panic, and runs external programs, tmux attach and the
 // pager, with the terminal handed over and taken back).
 //
-// It refreshes on a timer (Options.Interval, 1 s) and at once when a state file changes
-// (top.Model.Watch, inotify), never polling faster: idle, it costs a refresh a second. The
+// It reads every row at once when a state file changes (top.Model.Watch, inotify), and on a
+// timer (Options.Interval, 1 s) reads again only the screens of the live agents (their
+// activity and last line) and redraws (ages, idle times); a full refresh after ten intervals
+// without one catches what no file tells (a supervisor killed with SIGKILL). The
 // selected agent's screen view asks its supervisor for the screen four times a second while it
 // is shown. Every action asks for a confirmation before anything that stops or ends an agent.
 //
@@ -62,7 +64,10 @@ func Run(ctx context.Context, m *top.Model, o Options) error {
 	if ch, rearm, err := m.Watch(ctx); err == nil {
 		u.changes, u.rearm = ch, rearm
 	}
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithEnvironment(o.Environ)}
+	// 20 frames a second at most (bubbletea's default is 60): the table changes once a second
+	// and typing shows within 50 ms; each frame's timer costs CPU while idle.
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithEnvironment(o.Environ),
+		tea.WithFPS(20)}
 	_, err := tea.NewProgram(u, opts...).Run()
 	if err == tea.ErrProgramKilled && ctx.Err() != nil {
 		return nil
@@ -100,6 +105,7 @@ type ui struct {
 	message             string
 	screen              []string
 	refreshing, pending bool
+	lastFull            time.Time // the last full refresh asked for
 	st                  styles
 }
 
@@ -124,6 +130,7 @@ type (
 		err  error
 	}
 	tickMsg   struct{}
+	lookMsg   struct{ rows []*top.Row }
 	changeMsg struct{}
 	screenMsg struct {
 		key   string
@@ -161,10 +168,28 @@ func (u *ui) refresh() tea.Cmd {
 		return nil
 	}
 	u.refreshing = true
+	u.lastFull = time.Now()
 	return func() tea.Msg {
 		rows, err := u.m.Refresh(u.ctx)
 		return rowsMsg{rows, err}
 	}
+}
+
+// fullEvery is how many intervals pass at most between two full refreshes.
+const fullEvery = 10
+
+// tock is the timer's work: a full refresh when the last is fullEvery intervals old, else the
+// live rows' screens (nothing when none is live, or when a refresh runs).
+func (u *ui) tock() tea.Cmd {
+	if time.Since(u.lastFull) >= fullEvery*u.o.Interval {
+		return u.refresh()
+	}
+	if u.refreshing || !slices.ContainsFunc(u.all, func(r *top.Row) bool { return r.Live }) {
+		return nil
+	}
+	u.refreshing = true
+	rows := u.all
+	return func() tea.Msg { return lookMsg{u.m.Look(u.ctx, rows)} }
 }
 
 func (u *ui) screenCmd() tea.Cmd {
@@ -235,8 +260,16 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			u.pending = false
 			return u, u.refresh()
 		}
+	case lookMsg:
+		u.refreshing = false
+		u.all = msg.rows
+		u.apply()
+		if u.pending {
+			u.pending = false
+			return u, u.refresh()
+		}
 	case tickMsg:
-		return u, tea.Batch(u.refresh(), u.tick())
+		return u, tea.Batch(u.tock(), u.tick())
 	case changeMsg:
 		return u, tea.Batch(u.refresh(), u.listen())
 	case screenTk:

@@ -7,7 +7,7 @@ BINDIR  ?= $(PREFIX)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
-.PHONY: all build install test test-short vet fmt-check tidy-check bench demo fuzz clean
+.PHONY: all build install test test-short test-deps vet fmt-check tidy-check bench demo fuzz clean
 
 all: build
 
@@ -28,13 +28,18 @@ TESTFLAGS ?= -p 4 -parallel 8
 
 ## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
 ## lines as the packages end, and a line every 30 s naming the packages still running
-test: vet fmt-check tidy-check
+test: vet fmt-check tidy-check test-deps
 	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) ./...
 
 ## test-short: a quick round: every test without the race detector and with -short, which
 ## leaves out the scripts and tests that start agents in tmux ([short] skip 'needs tmux')
 test-short:
 	GO=$(GO) $(GO) run ./tools/testprogress -- -short -count=1 $(TESTFLAGS) ./...
+
+## test-deps: the consumers some tests hand output to (pre-commit, a JUnit reader, man), from
+## Debian's packages when missing and run as root; otherwise those tests skip, saying why
+test-deps:
+	@./scripts/test-deps.sh
 
 vet:
 	$(GO) vet ./...

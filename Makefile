@@ -2,12 +2,14 @@
 GO      ?= go
 PREFIX  ?= $(shell $(GO) env GOPATH)
 BINDIR  ?= $(PREFIX)/bin
-# VERSION is what --version prints: git's name for the checkout (a tag, else a commit; +dirty
-# with local changes). Without git, the binaries fall back to the module's build info.
+SHAREDIR ?= $(PREFIX)/share
+# VERSION is what --version prints: git's name for the checkout (a tag, else a commit; -dirty
+# with local changes). Without git, the binaries fall back to the module's build info. A
+# release (make release) is built from its semantic version tag only.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
-.PHONY: all build install test test-short vet fmt-check tidy-check bench demo fuzz clean sshd
+.PHONY: all build docs install release release-check test test-short test-deps sshd vet fmt-check tidy-check bench demo fuzz clean
 
 all: build
 
@@ -15,10 +17,38 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-## install: the binaries into $(PREFIX)/bin (default: $(go env GOPATH)/bin)
-install: build
+## docs: the man pages and shell completions, generated from the binaries' command lines,
+## into share/ (man/man1, bash-completion, zsh, fish)
+docs: build
+	./scripts/gendocs.sh bin share
+
+## install: the binaries into $(BINDIR) (default: $(go env GOPATH)/bin); the man pages and
+## completions under $(SHAREDIR); the drop-in shims in $(SHAREDIR)/fleet/scripts, which find
+## the binaries in $(BINDIR) (a workspace links its scripts to them: docs/cron.md)
+install: docs
 	mkdir -p "$(DESTDIR)$(BINDIR)"
 	install -m 0755 bin/* "$(DESTDIR)$(BINDIR)/"
+	for d in man/man1 bash-completion/completions zsh/site-functions fish/vendor_completions.d; do \
+		mkdir -p "$(DESTDIR)$(SHAREDIR)/$$d" && install -m 0644 share/$$d/* "$(DESTDIR)$(SHAREDIR)/$$d/" || exit 1; \
+	done
+	./scripts/install-shims.sh "$(DESTDIR)$(SHAREDIR)/fleet/scripts" "$(BINDIR)"
+	@echo "installed: $(BINDIR)/{dispatch,validate-state,analyze-runs,swarm,ralph}, man pages and completions in $(SHAREDIR), shims in $(SHAREDIR)/fleet/scripts"
+
+## release: static linux/amd64 and linux/arm64 archives of the tagged commit, with SHA256SUMS,
+## in dist/VERSION (HEAD must carry a semantic version tag: git tag -a v0.1.0 -m v0.1.0)
+release:
+	GO=$(GO) ./scripts/release.sh
+
+## release-check: make release twice (as version v0.0.0-check, from any checkout) and compare
+## the archives byte for byte
+release-check:
+	@rm -rf dist/check-a dist/check-b
+	GO=$(GO) VERSION=v0.0.0-check ./scripts/release.sh dist/check-a >/dev/null
+	GO=$(GO) VERSION=v0.0.0-check ./scripts/release.sh dist/check-b >/dev/null
+	cmp dist/check-a/SHA256SUMS dist/check-b/SHA256SUMS
+	@for f in dist/check-a/*.tar.gz; do cmp "$$f" "dist/check-b/$${f##*/}" || exit 1; done
+	@echo "release-check: two builds, byte-identical:"; cat dist/check-a/SHA256SUMS
+	@rm -rf dist/check-a dist/check-b
 
 # TESTFLAGS: how many packages' tests (-p) and how many tests of a package (-parallel) run at
 # once. The long packages (cmd/dispatch, cmd/ralph, cmd/swarm) wait on agents, tmux and
@@ -28,7 +58,7 @@ TESTFLAGS ?= -p 4 -parallel 8
 
 ## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
 ## lines as the packages end, and a line every 30 s naming the packages still running
-test: vet fmt-check tidy-check sshd
+test: vet fmt-check tidy-check sshd test-deps
 	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) ./...
 
 ## test-short: a quick round: every test without the race detector and with -short, which
@@ -46,6 +76,11 @@ sshd:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; } \
 			|| echo "could not install openssh-server: the remote hosts' tests skip"; \
 	else echo "sshd missing and not installable here (not root, or no apt-get): the remote hosts' tests skip"; fi
+
+## test-deps: the consumers some tests hand output to (pre-commit, a JUnit reader, man), from
+## Debian's packages when missing and run as root; otherwise those tests skip, saying why
+test-deps:
+	@./scripts/test-deps.sh
 
 vet:
 	$(GO) vet ./...
@@ -84,4 +119,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin/
+	rm -rf bin/ share/ dist/

@@ -16,8 +16,15 @@
 #     CONFIG_FILE is set (then that file, which must exist and be valid JSON).
 # FLEET_WORKSPACE tells the binary which workspace it runs for.
 #
-# The binary is looked for in $FLEET_BIN (a directory), then <workspace>/bin, then PATH.
+# The binary is looked for in $FLEET_BIN (a directory), then <workspace>/bin, then where
+# 'make install' put it (written into the installed copy of this file), then beside the shim
+# itself (a clone's bin/, which make build fills; a release archive's bin/), then PATH, then
+# $HOME/go/bin and /usr/local/bin ('make install''s defaults), so that cron's bare PATH
+# (/usr/bin:/bin) finds them. When none has it, it says where it looked and how to set
+# FLEET_BIN, and exits 127.
 set -euo pipefail
+
+installed_bin='' # make install writes its BINDIR here in the installed copy (scripts/install-shims.sh)
 
 script="$(basename "${BASH_SOURCE[0]}")"
 name="${script%.sh}"
@@ -30,13 +37,26 @@ workspace="$(dirname "$here")"
 export FLEET_WORKSPACE="$workspace"
 export STATE_DIR="$workspace/state"
 
-for dir in "${FLEET_BIN:-}" "$workspace/bin"; do
-  if [ -n "$dir" ] && [ -x "$dir/$name" ]; then
+# The shim itself, through the workspace's link to it: its clone, or where it was installed.
+shimdir="$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")"
+home_bin=""
+[ -n "${HOME:-}" ] && home_bin="$HOME/go/bin"
+looked=()
+for dir in "${FLEET_BIN:-}" "$workspace/bin" "$installed_bin" "$shimdir/../bin" "$shimdir/../../../bin" PATH "$home_bin" /usr/local/bin; do
+  [ -n "$dir" ] || continue
+  if [ "$dir" = PATH ]; then
+    looked+=("PATH ($PATH)")
+    if command -v "$name" >/dev/null 2>&1; then
+      exec "$name" "$@"
+    fi
+    continue
+  fi
+  looked+=("$dir")
+  if [ -x "$dir/$name" ] && [ ! -d "$dir/$name" ]; then
     exec "$dir/$name" "$@"
   fi
 done
-if command -v "$name" >/dev/null 2>&1; then
-  exec "$name" "$@"
-fi
-echo "$script: the $name binary was not found in \$FLEET_BIN, $workspace/bin or PATH; run 'make install' in the toolkit" >&2
+[ -n "${FLEET_BIN:-}" ] || looked=("\$FLEET_BIN (not set)" "${looked[@]}")
+list="$(printf '%s, ' "${looked[@]}")"
+echo "$script: the $name binary was not found; looked in: ${list%, }. Set FLEET_BIN to the directory that holds it (make install puts it in \$(go env GOPATH)/bin, or \$PREFIX/bin), or run 'make install' in the toolkit" >&2
 exit 127

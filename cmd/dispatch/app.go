@@ -21,7 +21,7 @@ const tool = "dispatch"
 // values it parsed in them.
 func commands() []*cli.Command {
 	return []*cli.Command{psCommand(), waitCommand(), killCommand(), reconcileCommand(), attachCommand(),
-		superviseCommand(), recordsCommand(), helpCommand(), versionCommand()}
+		doctorCommand(), superviseCommand(), recordsCommand(), helpCommand(), versionCommand()}
 }
 
 // find returns dispatch's verb called name, or nil.
@@ -220,7 +220,7 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 	flags := []ucli.Flag{
 		&ucli.StringFlag{Name: "branch", Usage: "check out (or create) `BRANCH` in the repo; with --worktree, the worktree's branch"},
 		&ucli.BoolFlag{Name: "force", Usage: "replace a running agent of the same bead"},
-		&ucli.BoolFlag{Name: "relay", Usage: "use the relay (the default, DISPATCH_USE_RELAY) when DISPATCH_RELAY_BIN is there"},
+		&ucli.BoolFlag{Name: "relay", Usage: "use the relay when DISPATCH_RELAY_BIN is there, and say so when it is not", DefaultText: "on unless DISPATCH_USE_RELAY=false"},
 		&ucli.BoolFlag{Name: "no-relay", Usage: "do not use the relay"},
 		&ucli.BoolFlag{Name: "no-context", Usage: "send the prompt as it is, without the other agents and coordination sections"},
 		&ucli.BoolFlag{Name: "wait", Usage: fmt.Sprintf("block until the outcome is final; exit %d done, %d failed, %d timeout", cli.ExitOK, cli.ExitFailure, cli.ExitTimeout)},
@@ -231,6 +231,7 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		&ucli.BoolFlag{Name: "no-tmux", Usage: "run the supervisor as a detached process instead of in tmux (DISPATCH_BACKEND=process)"},
 		&ucli.StringFlag{Name: "host", Usage: "run the agent on `HOST` of the hosts file over ssh: push the branch, run the host's dispatch, wait, bring the records and the branch back"},
 		&ucli.StringFlag{Name: "hosts", Usage: "with --host: the hosts file (`FILE`, default DISPATCH_HOSTS, else hosts.yaml)"},
+		&ucli.BoolFlag{Name: "dry-run", Usage: "print the exact argv, the environment's keys and the files the attempt would use; start and write nothing"},
 	}
 	usageText := "dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [flags]"
 	verbList := "PROMPT is the fourth word that is not a flag, whatever it looks like (\"- a list\",\n" +
@@ -258,12 +259,15 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			o := &launchOptions{bead: a[0], repo: a[1], agentArg: a[2], prompt: a[3],
 				branch: c.String("branch"), force: c.Bool("force"), noContext: c.Bool("no-context"),
 				worktree: c.Bool("worktree"), noTmux: c.Bool("no-tmux"), wait: c.Bool("wait"),
-				retry: c.Bool("retry"), verify: c.String("verify")}
+				retry: c.Bool("retry"), verify: c.String("verify"), dryRun: c.Bool("dry-run")}
 			if len(a) == 5 {
 				o.template = a[4]
 			}
 			if o.retry && !o.wait {
 				return cli.Usagef("--retry needs --wait")
+			}
+			if o.dryRun && o.wait {
+				return cli.Usagef("--dry-run starts nothing to --wait for")
 			}
 			if v := c.String("timeout"); v != "" {
 				d, err := parseDuration(v)
@@ -280,6 +284,9 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 				return cli.Usagef("--hosts needs --host")
 			}
 			if c.String("host") != "" {
+				if o.dryRun {
+					return cli.Usagef("--dry-run cannot be used with --host (the host's dispatch decides the argv there)")
+				}
 				h, err := hostSettings(c)
 				if err != nil {
 					return err
@@ -288,7 +295,7 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			}
 			// formArgs kept only the last of the two.
 			if c.Bool("relay") {
-				s.relay = true
+				s.relay, s.relayAsked = true, true
 			}
 			if c.Bool("no-relay") {
 				s.relay = false

@@ -32,8 +32,11 @@ type settings struct {
 	workspace string
 	// relay and relayBin are dispatch.sh's relay settings: DISPATCH_USE_RELAY (true) or
 	// --relay/--no-relay, and DISPATCH_RELAY_BIN ($HOME/go/bin/relay).
-	relay       bool
-	relayBin    string
+	relay    bool
+	relayBin string // "" when neither DISPATCH_RELAY_BIN nor HOME is set
+	// relayAsked is set when the relay was asked for (--relay, DISPATCH_USE_RELAY=true) rather
+	// than on by default: only then is a missing relay worth a line on every dispatch.
+	relayAsked  bool
 	stateDir    string // absolute
 	effort      string
 	getenv      func(string) string
@@ -97,14 +100,15 @@ func loadSettings(stateDir string) (*settings, error) {
 	}
 	switch v := os.Getenv("DISPATCH_USE_RELAY"); v {
 	case "", "true":
-		s.relay = true
+		s.relay, s.relayAsked = true, v == "true"
 	case "false":
 	default:
 		return nil, cli.Usagef("DISPATCH_USE_RELAY=%q: use true or false", v)
 	}
 	s.relayBin = os.Getenv("DISPATCH_RELAY_BIN")
-	if s.relayBin == "" {
-		home, _ := os.UserHomeDir()
+	if home, err := os.UserHomeDir(); s.relayBin == "" && err == nil && filepath.IsAbs(home) {
+		// Without HOME (cron's env -i, a service) there is no default: dispatch.sh's
+		// $HOME/go/bin/relay became the relative /go/bin/relay, or go/bin/relay here.
 		s.relayBin = filepath.Join(home, "go", "bin", "relay")
 	}
 	s.effort = os.Getenv("DISPATCH_CODEX_REASONING_EFFORT")
@@ -122,15 +126,28 @@ func (s *settings) agents() (*agent.Config, error) {
 	return s.config.LoadOrBuiltin()
 }
 
-// relayLine is dispatch.sh's console line about the relay.
+// relayLine is dispatch.sh's console line about the relay, or "" for a relay that is on by
+// default and not there: dispatch.sh said "requested but unavailable" on every dispatch of
+// every machine without one; dispatch doctor says it once, and a dispatch only when the relay
+// was asked for.
 func (s *settings) relayLine() string {
 	switch {
 	case !s.relay:
 		return "Relay: disabled (--no-relay)"
 	case isExecutable(s.relayBin):
 		return fmt.Sprintf("Relay: enabled (%s)", s.relayBin)
+	case !s.relayAsked:
+		return ""
 	}
-	return fmt.Sprintf("Relay: requested but unavailable (%s)", s.relayBin)
+	return "Relay: " + relayUnavailable(s)
+}
+
+// relayUnavailable says why the relay cannot be used.
+func relayUnavailable(s *settings) string {
+	if s.relayBin == "" {
+		return "requested but unavailable (no DISPATCH_RELAY_BIN, and HOME is not set)"
+	}
+	return fmt.Sprintf("requested but unavailable (%s)", s.relayBin)
 }
 
 // isExecutable is the shell's test -x for a file.

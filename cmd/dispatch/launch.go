@@ -26,6 +26,7 @@ type launchOptions struct {
 	branch                                 string
 	force, noContext, worktree, noTmux     bool
 	wait, retry                            bool
+	dryRun                                 bool // print what would run (dryrun.go), start nothing
 	verify                                 string
 	timeout                                time.Duration
 }
@@ -83,6 +84,19 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 			return nil, errors.New("tmux is not installed (or not on PATH); install it, or pass --no-tmux to run the agent as a background process")
 		}
 	}
+	// The agent's environment, read once: its PATH says whether the command can be found.
+	env := agentEnv(ctx, s, stderr)
+	workdir := repo
+	if o.worktree {
+		workdir = git.Repo{Dir: repo}.WorktreePath(o.bead)
+	}
+	if err := checkAgentCommand(profile, cfg, env, s.getenv("PATH"), workdir); err != nil {
+		return nil, err // before an attempt is opened: none is used
+	}
+	if o.dryRun {
+		return nil, printPlan(ctx, s, planned{o: o, cfg: cfg, profile: profile, model: model, prompt: prompt,
+			repo: repo, workdir: workdir, env: env}, stdout)
+	}
 	for _, dir := range []string{existingAncestor(s.stateDir), repo} {
 		if free, err := supervise.FreeMB(dir); err == nil && free < 2*s.minFreeMB {
 			return nil, fmt.Errorf("only %d MB free in %s; dispatch needs %d MB to start an agent: free some space", free, dir, 2*s.minFreeMB)
@@ -136,7 +150,9 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	fmt.Fprintf(stdout, "Repo: %s\n", repo)
 	fmt.Fprintf(stdout, "Branch: %s\n", branch)
 	fmt.Fprintf(stdout, "Attempt: %d/%d\n", number, s.maxRetries)
-	fmt.Fprintln(stdout, s.relayLine())
+	if line := s.relayLine(); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
 
 	sent := prompt
 	if !o.noContext {
@@ -155,7 +171,7 @@ func launch(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader,
 	spec := &attempt.Spec{
 		Attempt: supervise.Attempt{
 			Name: o.bead, Number: number, Dir: workdir, Argv: inv.Argv,
-			Env:    append(agentEnv(ctx, s, stderr), "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number)),
+			Env:    append(env, "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number)),
 			Prompt: sent, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
 			Timeout: timeout, KillGrace: s.killGrace, MinFreeMB: s.minFreeMB, DiskDirs: []string{s.stateDir, workdir},
 			LogPath: d.Layout.LogPath(o.bead),

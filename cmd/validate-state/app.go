@@ -56,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&ucli.BoolFlag{Name: "dry-run", Usage: "with --fix: print the changes, write nothing"},
 			&ucli.StringFlag{Name: "kind", Usage: "the kind of the files given as PATH (`KIND`)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (same as --format json)"},
-			&ucli.StringFlag{Name: "format", Value: "text", Usage: "text, json or github (workflow annotations)"},
+			&ucli.StringFlag{Name: "format", Value: "text", Usage: "text, json, github (workflow annotations), junit (JUnit XML) or sarif (SARIF 2.1.0)"},
 			&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; the exit status tells"},
 			cli.StateDirFlag(),
 			&ucli.StringFlag{Name: "schema-dir", Usage: "take <kind>.schema.json files from `DIR` (default: the state directory's schemas/, else built in)"},
@@ -161,9 +161,9 @@ func schemaDir(o options) (string, error) {
 
 func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
 	switch o.format {
-	case "text", "json", "github":
+	case "text", "json", "github", "junit", "sarif":
 	default:
-		return cli.Usagef("unknown --format %q; use text, json or github", o.format)
+		return cli.Usagef("unknown --format %q; use text, json, github, junit or sarif", o.format)
 	}
 	if o.dryRun && !o.fix {
 		return cli.Usagef("--dry-run only goes with --fix")
@@ -208,7 +208,9 @@ func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
 		tally.Add(r)
 		out.file(r)
 	})
-	out.summary(tally)
+	if err := out.summary(tally); err != nil {
+		return err
+	}
 	if tally.Failed() > 0 {
 		return &cli.ExitError{Code: cli.ExitFailure}
 	}
@@ -221,7 +223,8 @@ type printer struct {
 	stdout, stderr io.Writer
 	warnings       []string
 	n              int
-	wouldFix       int // files --fix --dry-run would change
+	wouldFix       int      // files --fix --dry-run would change
+	ci             []ciFile // junit, sarif: written whole at the end
 }
 
 func newPrinter(o options, stdout, stderr io.Writer, warnings []string) *printer {
@@ -248,6 +251,8 @@ func (p *printer) file(r audit.Report) {
 		fmt.Fprintf(p.stdout, "%s\n    %s", sep, b)
 	case "github":
 		p.github(r)
+	case "junit", "sarif":
+		p.ci = append(p.ci, ciFile{path: r.Path, kind: r.Kind, findings: findings(r)})
 	default:
 		p.text(r)
 	}
@@ -331,7 +336,7 @@ func (p *printer) github(r audit.Report) {
 		return
 	}
 	for _, pr := range r.Problems {
-		fmt.Fprintf(p.stdout, "::error file=%s,title=%s::%s\n", ghProperty(r.Path), ghProperty(pr.Pointer), ghData(pr.String()))
+		fmt.Fprintf(p.stdout, "::error file=%s%s,title=%s::%s\n", ghProperty(r.Path), ghPosition(pr.Line, pr.Col), ghProperty(pr.Pointer), ghData(pr.String()))
 	}
 	if r.MoreProblems > 0 {
 		fmt.Fprintf(p.stdout, "::error file=%s,title=%s::%s\n", ghProperty(r.Path), ghProperty("/"), ghData(fmt.Sprintf("and %d more problem(s) not listed", r.MoreProblems)))
@@ -349,7 +354,17 @@ func ghProperty(s string) string {
 	return strings.NewReplacer(":", "%3A", ",", "%2C").Replace(ghData(s))
 }
 
-func (p *printer) summary(t audit.Tally) {
+func (p *printer) summary(t audit.Tally) error {
+	var err error
+	switch p.o.format {
+	case "junit": // the document on stdout, the summary on stderr as for text
+		err = junit(p.stdout, p.ci, t)
+	case "sarif":
+		err = sarif(p.stdout, p.ci)
+	}
+	if err != nil {
+		return err
+	}
 	if p.o.format == "json" {
 		type kindCount struct {
 			Kind string `json:"kind"`
@@ -368,10 +383,10 @@ func (p *printer) summary(t audit.Tally) {
 		}
 		b, _ := json.MarshalIndent(s, "  ", "  ")
 		fmt.Fprintf(p.stdout, "\n  ],\n  \"summary\": %s\n}\n", b)
-		return
+		return nil
 	}
 	if p.o.quiet {
-		return
+		return nil
 	}
 	for _, k := range t.SortedKinds() {
 		fmt.Fprintf(p.stderr, "%s: %d passed, %d failed\n", audit.KindLabel(k), t[k].Passed, t[k].Failed)
@@ -380,4 +395,5 @@ func (p *printer) summary(t audit.Tally) {
 		// The counts are of the files as they are on disk; nothing was written.
 		fmt.Fprintf(p.stderr, "Dry run: the files as they are on disk; --fix would change %d of them\n", p.wouldFix)
 	}
+	return nil
 }

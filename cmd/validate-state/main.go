@@ -24,8 +24,9 @@
 //
 // Output: for each invalid file "FAIL: <file> has N validation error(s)" with its problems
 // indented under it, then "Run records: P passed, F failed" (and so on per kind), all on stderr.
-// --json prints one JSON document on stdout instead; --format github prints workflow annotations;
-// --quiet prints nothing.
+// --json prints one JSON document on stdout instead; --format github prints workflow annotations
+// at each problem's line and column; --format junit prints JUnit XML, --format sarif a SARIF
+// 2.1.0 log (docs/ci.md); --quiet prints nothing but a document asked for.
 //
 // Exit status: 0 every file is valid, 1 a file is invalid or unreadable, 2 usage error.
 package main

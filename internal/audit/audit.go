@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -353,6 +354,7 @@ func (a *Auditor) check(ls listing, i int) Report {
 		}
 		return r
 	}
+	source := doc // what the problems' lines and columns are counted in
 	if isYAML(path) {
 		reserve(yamlCost * int64(len(doc)))
 		if doc, err = yamlToJSON(doc); err != nil {
@@ -384,6 +386,13 @@ func (a *Auditor) check(ls listing, i int) Report {
 		r.MoreProblems = len(problems) - MaxProblems
 		problems = append([]schema.Problem(nil), problems[:MaxProblems]...)
 	}
+	if r.Fixed {
+		source = doc // the file as --fix rewrote it
+	}
+	if isYAML(path) && len(problems) > 0 {
+		reserve(yamlCost * int64(len(source))) // the manifest decoded again, as nodes
+	}
+	locate(problems, source, isYAML(path))
 	r.Problems = problems
 	r.Valid = len(problems) == 0
 	if planned != nil {
@@ -704,6 +713,67 @@ func (a *Auditor) lockRecord(path, kind string, wait time.Duration) (unlock func
 		return nil, err
 	}
 	return func() { release() }, nil
+}
+
+// locate sets each problem's Line and Col: where in source, the file's bytes, the value its
+// pointer names begins (for a field that is missing, its object).
+func locate(problems []schema.Problem, source []byte, isYAML bool) {
+	if len(problems) == 0 {
+		return
+	}
+	if isYAML {
+		var root yaml.Node
+		if yaml.Unmarshal(source, &root) != nil {
+			return
+		}
+		for i := range problems {
+			if n := yamlLocate(&root, problems[i].Pointer); n != nil {
+				problems[i].Line, problems[i].Col = n.Line, n.Column
+			}
+		}
+		return
+	}
+	doc := fsx.StripBOM(source) // editors count no BOM
+	for i := range problems {
+		if off, ok := schema.Locate(doc, problems[i].Pointer); ok {
+			problems[i].Line, problems[i].Col = schema.Position(doc, off)
+		}
+	}
+}
+
+// yamlLocate returns the node of a YAML document the JSON pointer names, or its nearest
+// ancestor the document holds.
+func yamlLocate(n *yaml.Node, pointer string) *yaml.Node {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if pointer == "" {
+		return n
+	}
+	for _, token := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		token = strings.NewReplacer("~1", "/", "~0", "~").Replace(token)
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == token {
+					next = n.Content[i+1]
+				}
+			}
+		case yaml.SequenceNode:
+			if k, err := strconv.Atoi(token); err == nil && k >= 0 && k < len(n.Content) {
+				next = n.Content[k]
+			}
+		}
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+	return n
 }
 
 // yamlToJSON converts a YAML document (a work.yaml manifest) into the JSON it stands for.

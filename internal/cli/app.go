@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -90,6 +91,11 @@ func NewApp(s Spec, stdout, stderr io.Writer) *ucli.App {
 func Run(ctx context.Context, app *ucli.App, args []string) error {
 	if len(args) > 0 {
 		args = args[1:]
+	}
+	if !strings.Contains(app.Name, " ") { // a tool, not a verb: its man page and completions (docs.go)
+		if handled, err := docsRequest(func() docs { return appDocs(app) }, args, app.Writer); handled {
+			return err
+		}
 	}
 	if AsksHelp(args, app.Flags) {
 		args = []string{"--help"}

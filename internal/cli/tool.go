@@ -121,6 +121,9 @@ const (
 // Main runs the tool on args (args[0] the program) and returns the exit status. It is all a
 // main needs: os.Exit(tool.Main(os.Args, streams)).
 func (t *Tool) Main(args []string, s Streams) int {
+	if handled, err := docsRequest(t.docs, args[1:], s.Out); handled { // docs.go
+		return t.Exit("", err, s.Err)
+	}
 	return t.Exit("", t.Run(context.Background(), s, args[1:]), s.Err)
 }
 

@@ -105,8 +105,8 @@ func TestRefsToLocalFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Validate([]byte(`{"agent":"aider","model":"","self":1}`))
-	want := []Problem{{"/agent", `expected one of "claude", "codex", got "aider"`},
-		{"/model", `expected at least 1 character(s), got ""`}, {"/self", "expected boolean, got integer"}}
+	want := []Problem{{Pointer: "/agent", Message: `expected one of "claude", "codex", got "aider"`},
+		{Pointer: "/model", Message: `expected at least 1 character(s), got ""`}, {Pointer: "/self", Message: "expected boolean, got integer"}}
 	if err != nil || !equalProblems(got, want) {
 		t.Errorf("Validate = %v, %v; want %v", got, err, want)
 	}

@@ -53,8 +53,8 @@ func TestValidateOverflowingNumbers(t *testing.T) {
 		field, value string
 		want         []Problem
 	}{
-		{`"schema_version": 1`, `"schema_version": 1e400`, []Problem{{"/schema_version", "expected 1, got 1.7976931348623157e308"}}},
-		{`"status": "running"`, `"status": -1e400`, []Problem{{"/status", "expected string, got integer"}}},
+		{`"schema_version": 1`, `"schema_version": 1e400`, []Problem{{Pointer: "/schema_version", Message: "expected 1, got 1.7976931348623157e308"}}},
+		{`"status": "running"`, `"status": -1e400`, []Problem{{Pointer: "/status", Message: "expected string, got integer"}}},
 		{`"attempt": 1`, `"attempt": 1e400`, nil}, // an integer, as ajv says
 		{`"exit_code": null`, `"exit_code": -1e999`, nil},
 	}

@@ -30,6 +30,11 @@ type Problem struct {
 	Pointer string `json:"pointer"`
 	// Message says what was expected, and what was found where that helps.
 	Message string `json:"message"`
+	// Line and Col say where in the file the value Pointer names begins (or, for a field that
+	// is missing, its object), both from 1, the column in code points; 0 when not known.
+	// Validate leaves them 0: the caller that holds the file's bytes fills them (Locate).
+	Line int `json:"line,omitempty"`
+	Col  int `json:"col,omitempty"`
 }
 
 // String renders the problem as "<pointer>: <message>", with "/" standing for the whole document.
@@ -224,27 +229,27 @@ func toProblem(e gojsonschema.ResultError) Problem {
 	d := e.Details()
 	switch e.Type() {
 	case "required":
-		return Problem{ptr + "/" + escape(fmt.Sprint(d["property"])), "missing required field"}
+		return Problem{Pointer: ptr + "/" + escape(fmt.Sprint(d["property"])), Message: "missing required field"}
 	case "additional_property_not_allowed":
-		return Problem{ptr + "/" + escape(fmt.Sprint(d["property"])), "unexpected field: the schema allows no other fields here"}
+		return Problem{Pointer: ptr + "/" + escape(fmt.Sprint(d["property"])), Message: "unexpected field: the schema allows no other fields here"}
 	case "invalid_type":
-		return Problem{ptr, fmt.Sprintf("expected %s, got %s", d["expected"], d["given"])}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected %s, got %s", d["expected"], d["given"])}
 	case "enum":
-		return Problem{ptr, fmt.Sprintf("expected one of %s, got %s", d["allowed"], value(e.Value()))}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected one of %s, got %s", d["allowed"], value(e.Value()))}
 	case "const":
-		return Problem{ptr, fmt.Sprintf("expected %s, got %s", d["allowed"], value(e.Value()))}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected %s, got %s", d["allowed"], value(e.Value()))}
 	case "pattern":
-		return Problem{ptr, fmt.Sprintf("expected a string matching %s, got %s", d["pattern"], value(e.Value()))}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected a string matching %s, got %s", d["pattern"], value(e.Value()))}
 	case "string_gte":
-		return Problem{ptr, fmt.Sprintf("expected at least %v character(s), got %s", d["min"], value(e.Value()))}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected at least %v character(s), got %s", d["min"], value(e.Value()))}
 	case "string_lte":
-		return Problem{ptr, fmt.Sprintf("expected at most %v character(s)", d["max"])}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected at most %v character(s)", d["max"])}
 	case "number_gte":
-		return Problem{ptr, fmt.Sprintf("expected a number >= %v, got %s", d["min"], value(e.Value()))}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected a number >= %v, got %s", d["min"], value(e.Value()))}
 	case "number_lte":
-		return Problem{ptr, fmt.Sprintf("expected a number <= %v, got %s", d["max"], value(e.Value()))}
+		return Problem{Pointer: ptr, Message: fmt.Sprintf("expected a number <= %v, got %s", d["max"], value(e.Value()))}
 	}
-	return Problem{ptr, e.Description()}
+	return Problem{Pointer: ptr, Message: e.Description()}
 }
 
 // pointer turns gojsonschema's context ("(root).verification.tests") into a JSON pointer

@@ -36,17 +36,17 @@ func TestValidateProblems(t *testing.T) {
 		want  []Problem
 	}{
 		{"valid", nil, nil},
-		{"missing", map[string]any{"status": nil}, []Problem{{"/status", "missing required field"}}},
-		{"type", map[string]any{"attempt": "1"}, []Problem{{"/attempt", "expected integer, got string"}}},
-		{"float", map[string]any{"attempt": 1.5}, []Problem{{"/attempt", "expected integer, got number"}}},
-		{"enum", map[string]any{"status": "DONE"}, []Problem{{"/status", `expected one of "running", "done", "failed", "timeout", got "DONE"`}}},
+		{"missing", map[string]any{"status": nil}, []Problem{{Pointer: "/status", Message: "missing required field"}}},
+		{"type", map[string]any{"attempt": "1"}, []Problem{{Pointer: "/attempt", Message: "expected integer, got string"}}},
+		{"float", map[string]any{"attempt": 1.5}, []Problem{{Pointer: "/attempt", Message: "expected integer, got number"}}},
+		{"enum", map[string]any{"status": "DONE"}, []Problem{{Pointer: "/status", Message: `expected one of "running", "done", "failed", "timeout", got "DONE"`}}},
 		{"nested enum", map[string]any{"verification": map[string]any{"tests": "timeout"}},
-			[]Problem{{"/verification/tests", `expected one of "pass", "fail", "skipped", got "timeout"`}}},
-		{"const", map[string]any{"schema_version": 2}, []Problem{{"/schema_version", "expected 1, got 2"}}},
-		{"extra", map[string]any{"a/b~c": 1}, []Problem{{"/a~1b~0c", "unexpected field: the schema allows no other fields here"}}},
-		{"minimum", map[string]any{"duration_seconds": -5}, []Problem{{"/duration_seconds", "expected a number >= 0, got -5"}}},
+			[]Problem{{Pointer: "/verification/tests", Message: `expected one of "pass", "fail", "skipped", got "timeout"`}}},
+		{"const", map[string]any{"schema_version": 2}, []Problem{{Pointer: "/schema_version", Message: "expected 1, got 2"}}},
+		{"extra", map[string]any{"a/b~c": 1}, []Problem{{Pointer: "/a~1b~0c", Message: "unexpected field: the schema allows no other fields here"}}},
+		{"minimum", map[string]any{"duration_seconds": -5}, []Problem{{Pointer: "/duration_seconds", Message: "expected a number >= 0, got -5"}}},
 		{"two sorted", map[string]any{"status": nil, "attempt": 0}, []Problem{
-			{"/attempt", "expected a number >= 1, got 0"}, {"/status", "missing required field"}}},
+			{Pointer: "/attempt", Message: "expected a number >= 1, got 0"}, {Pointer: "/status", Message: "missing required field"}}},
 	}
 	for _, tt := range tests {
 		var doc map[string]any
@@ -84,7 +84,7 @@ func TestValidateMalformed(t *testing.T) {
 		t.Errorf("Validate(BOM + record) = %v, want no error (JSON.parse accepts a BOM)", err)
 	}
 	problems, err := run.Validate([]byte(`[1,2]`))
-	if err != nil || len(problems) != 1 || problems[0] != (Problem{"", "expected object, got array"}) {
+	if err != nil || len(problems) != 1 || problems[0] != (Problem{Pointer: "", Message: "expected object, got array"}) {
 		t.Errorf("Validate(array) = %v, %v; want one problem at the root", problems, err)
 	}
 }

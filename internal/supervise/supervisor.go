@@ -279,7 +279,12 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 			s.mu.Lock()
 			s.stopping = reason
 			s.mu.Unlock()
-			fmt.Fprintf(sink, "\r\nsupervisor: %v: stopping the agent\r\n", sig)
+			// SignalKill's own name is Go's "user defined signal 1": the log says what it means.
+			what := sig.String()
+			if sig == SignalKill {
+				what = ReasonKilled
+			}
+			fmt.Fprintf(sink, "\r\nsupervisor: %s: stopping the agent\r\n", what)
 			out = stopWith(StatusFailed, reason)
 		case <-disk.C:
 			if lowDisk(a) {

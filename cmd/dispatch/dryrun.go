@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
+)
+
+// planned is what launch has resolved when --dry-run stops it: everything the attempt would
+// start with except what opening it decides (the attempt's number is read, not claimed).
+type planned struct {
+	o             *launchOptions
+	cfg           *agent.Config
+	profile       *agent.Profile
+	model         agent.Model
+	prompt        string
+	repo, workdir string
+	env           []string
+}
+
+// printPlan prints, for dispatch --dry-run, the exact argv the agent would be started with,
+// the keys of its environment (never the values: they hold API keys), and the files and
+// places the attempt would use. It starts nothing, writes nothing and takes no lock.
+func printPlan(ctx context.Context, s *settings, p planned, w io.Writer) error {
+	o, d := p.o, s.dir()
+	number := 1
+	if prev, err := record.ReadRun(d.Store.RunPath(o.bead)); err == nil {
+		number = prev.Attempt + 1
+	}
+	branch := planBranch(ctx, o, p.repo)
+	sent := p.prompt
+	if !o.noContext {
+		sent = augment(p.prompt, o.bead, branch, others(d, o.bead, p.repo))
+	}
+	inv := p.profile.Invoke(agent.Call{Model: p.model.Resolved, Prompt: sent, PromptFile: d.Layout.PromptPath(o.bead),
+		Effort: effortFor(p.profile.Name, s.effort), Dir: p.workdir})
+	env := append(slices.Clip(p.env), "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number))
+
+	fmt.Fprintf(w, "Dry run: %s would start attempt %d/%d of %s; nothing was started or written\n", tool, number, s.maxRetries, o.bead)
+	if number > s.maxRetries {
+		fmt.Fprintf(w, "(it would be refused: attempt %d is over DISPATCH_MAX_RETRIES=%d)\n", number, s.maxRetries)
+	}
+	fmt.Fprintf(w, "agent: %s | model: %s (passed as %s)\n", p.profile.Name, orNone(p.model.Name), orNone(p.model.Resolved))
+	command, _ := findCommand(p.profile.Command, p.workdir, pathsOf(env, s.getenv("PATH"))...)
+	fmt.Fprintf(w, "command: %s\n", command)
+	fmt.Fprintf(w, "argv (%d, each Go-quoted):\n", len(inv.Argv))
+	for i, a := range inv.Argv {
+		fmt.Fprintf(w, "  [%d] %s\n", i, strconv.Quote(a))
+	}
+	fmt.Fprintf(w, "dir: %s\n", p.workdir)
+	fmt.Fprintf(w, "branch: %s\n", branch)
+	switch {
+	case inv.Stdin:
+		fmt.Fprintf(w, "stdin: the prompt (%d bytes)\n", len(sent))
+	case inv.PromptFile != "":
+		fmt.Fprintf(w, "stdin: none; the prompt (%d bytes) in the prompt file\n", len(sent))
+	default:
+		fmt.Fprintf(w, "stdin: none; the prompt (%d bytes) in argv\n", len(sent))
+	}
+	fmt.Fprintf(w, "terminal: %v\n", p.profile.Terminal)
+	fmt.Fprintf(w, "env (%d keys; values not shown): %s\n", len(env), strings.Join(envKeys(env), " "))
+	timeout := s.timeout
+	if o.timeout > 0 {
+		timeout = o.timeout
+	}
+	fmt.Fprintf(w, "timeout: %s\n", timeout)
+	fmt.Fprintln(w, "files:")
+	config := "built in (no config file)"
+	if p.cfg.Path != "" {
+		config = p.cfg.Path
+	}
+	files := [][2]string{
+		{"agents config", config},
+		{"state directory", s.stateDir},
+		{"run record", d.Store.RunPath(o.bead)},
+		{"result record", d.Store.ResultPath(o.bead)},
+		{"output log", d.Layout.LogPath(o.bead)},
+		{"supervisor entry", d.Layout.EntryPath(o.bead)},
+	}
+	if inv.PromptFile != "" {
+		files = append(files, [2]string{"prompt file", inv.PromptFile})
+	}
+	if o.worktree {
+		files = append(files, [2]string{"worktree", p.workdir})
+	}
+	if s.workspace != "" {
+		files = append(files, [2]string{"workspace", s.workspace})
+	}
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s: %s\n", f[0], f[1])
+	}
+	if s.backend == supervise.BackendTmux {
+		fmt.Fprintf(w, "tmux: socket %s, session %s\n", s.socket, attempt.Session(o.bead))
+	} else {
+		fmt.Fprintln(w, "tmux: none (a detached process)")
+	}
+	return nil
+}
+
+// planBranch is the branch the attempt would be on, found without changing anything.
+func planBranch(ctx context.Context, o *launchOptions, repo string) string {
+	r := git.Repo{Dir: repo}
+	switch {
+	case o.worktree && o.branch != "":
+		return o.branch
+	case o.worktree:
+		return "agent/" + o.bead
+	case !r.IsRepo(ctx):
+		return noBranch
+	case o.branch != "":
+		return o.branch
+	}
+	if b, err := r.Branch(ctx); err == nil {
+		return b
+	}
+	return noBranch
+}
+
+// pathsOf are the PATHs the agent's command is looked for in: its environment's, then
+// dispatch's own.
+func pathsOf(env []string, own string) []string {
+	if p, ok := envPath(env); ok {
+		return []string{p, own}
+	}
+	return []string{own}
+}
+
+// envKeys are the names of an environment list, sorted, each once.
+func envKeys(env []string) []string {
+	var keys []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

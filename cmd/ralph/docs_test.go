@@ -1,0 +1,12 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestDocs runs testdata/docs.txtar: ralph's man page and completions (issue 20).
+func TestDocs(t *testing.T) {
+	testscript.Run(t, testscript.Params{Files: []string{"testdata/docs.txtar"}})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -19,17 +20,24 @@ import (
 // Readers whose results are emitted in order (ordered.Map) may hold their reservations until
 // their result is emitted; then the head, the job to be emitted next, never waits (SetHead),
 // or the jobs after it could hold the whole budget while it waits for them.
+//
+// A reservation that fits is one atomic add: readers of ordinary records (a few kilobytes,
+// tens of thousands a second) take no lock and wake no one. The lock and the condition are
+// only for a reservation that does not fit, and Release and SetHead signal only when someone
+// waits (issue 22: a mutex and a broadcast per record cost more than the reading).
 type Budget struct {
-	mu    sync.Mutex
-	cond  sync.Cond
-	limit int64
-	used  int64
-	head  int
+	used    atomic.Int64
+	head    atomic.Int64
+	waiters atomic.Int64 // readers in Acquire's slow path
+	limit   int64
+	mu      sync.Mutex
+	cond    sync.Cond
 }
 
 // NewBudget returns a budget of limit bytes, with no head.
 func NewBudget(limit int64) *Budget {
-	b := &Budget{limit: limit, head: -1}
+	b := &Budget{limit: limit}
+	b.head.Store(-1)
 	b.cond.L = &b.mu
 	return b
 }
@@ -42,12 +50,32 @@ func (b *Budget) Acquire(seq int, held, n int64) {
 	if b == nil || n <= 0 {
 		return
 	}
+	for {
+		used := b.used.Load()
+		if used+n > b.limit {
+			break
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.used-held > 0 && b.used+n > b.limit && (seq < 0 || seq != b.head) {
+	// Counted as a waiter before the condition is checked again: a Release that read no waiters
+	// released before this check, which then sees what it gave back; one that read a waiter
+	// broadcasts under the lock, so not before Wait has let it go.
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
+	for {
+		used := b.used.Load()
+		if used-held <= 0 || used+n <= b.limit || (seq >= 0 && int64(seq) == b.head.Load()) {
+			if b.used.CompareAndSwap(used, used+n) {
+				return
+			}
+			continue
+		}
 		b.cond.Wait()
 	}
-	b.used += n
 }
 
 // Release gives back n bytes.
@@ -55,10 +83,8 @@ func (b *Budget) Release(n int64) {
 	if b == nil || n <= 0 {
 		return
 	}
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
-	b.cond.Broadcast()
+	b.used.Add(-n)
+	b.wake()
 }
 
 // SetHead says job seq is the next to be emitted: it no longer waits.
@@ -66,17 +92,23 @@ func (b *Budget) SetHead(seq int) {
 	if b == nil {
 		return
 	}
+	b.head.Store(int64(seq))
+	b.wake()
+}
+
+// wake wakes the readers waiting in Acquire, if there are any.
+func (b *Budget) wake() {
+	if b.waiters.Load() == 0 {
+		return
+	}
 	b.mu.Lock()
-	b.head = seq
-	b.mu.Unlock()
 	b.cond.Broadcast()
+	b.mu.Unlock()
 }
 
 // Used is what is reserved now.
 func (b *Budget) Used() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
+	return b.used.Load()
 }
 
 // ReadAt reads the file name in the open directory dirfd (or fsx.Cwd) as a record file of a

@@ -2,6 +2,8 @@ module github.com/agentfleet/fleet
 
 go 1.26.8
 
+require go.etcd.io/bbolt v1.5.0
+
 require github.com/stretchr/testify v1.12.1 // indirect
 
 require (
@@ -35,9 +37,9 @@ require (
 	github.com/xeipuuv/gojsonschema v1.2.0
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/sync v0.19.0 // indirect
+	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
-	golang.org/x/tools v0.26.0 // indirect
+	golang.org/x/tools v0.36.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1
 )

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	"golang.org/x/sys/unix"
 )
 
 // Budget bounds the memory that readers working in parallel hold for the records they read and
@@ -120,6 +121,52 @@ func (b *Budget) Used() int64 {
 // It is fsx.ReadFileAt (four system calls a file: validate-state reads tens of thousands a
 // second) with O_NOFOLLOW and the reservation, which fsx does not offer.
 func ReadAt(dirfd int, name string, limit int64, buf []byte, reserve func(size int64) error) ([]byte, error) {
+	b, _, err := ReadAtID(dirfd, name, limit, buf, reserve)
+	return b, err
+}
+
+// FileID tells one version of a file from another without reading it: its inode (every writer of
+// records replaces a file by renaming a new one into place), its size, and its modification and
+// change times in nanoseconds (an edit in place changes both; a touch that sets the modification
+// time back still changes the change time). Cache's entries are checked against it.
+type FileID struct {
+	Ino, Size    int64
+	Mtime, Ctime int64 // nanoseconds since the epoch
+}
+
+// fileID is st's FileID.
+func fileID(st *syscall.Stat_t) FileID {
+	return FileID{Ino: int64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+}
+
+// StatAt is the FileID of the file name in the open directory dirfd, by one fstatat(2) that does
+// not follow a final symbolic link: the link's own, which no record read ever has. ok is false
+// when there is nothing there or it is not a regular file.
+func StatAt(dirfd int, name string) (id FileID, ok bool) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return FileID{}, false
+		}
+		return FileID{Ino: int64(st.Ino), Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, true
+	}
+}
+
+// ReadAtID is ReadAt that also returns the FileID of what it read, from the same fstat (no
+// system call more): the version of the file the bytes are, even when it is replaced meanwhile.
+func ReadAtID(dirfd int, name string, limit int64, buf []byte, reserve func(size int64) error) ([]byte, FileID, error) {
+	b, st, err := readAt(dirfd, name, limit, buf, reserve)
+	if err != nil {
+		return nil, FileID{}, err
+	}
+	return b, fileID(st), nil
+}
+
+func readAt(dirfd int, name string, limit int64, buf []byte, reserve func(size int64) error) ([]byte, *syscall.Stat_t, error) {
 	var fd int
 	var err error
 	for {
@@ -129,25 +176,25 @@ func ReadAt(dirfd int, name string, limit int64, buf []byte, reserve func(size i
 		}
 	}
 	if err == syscall.ELOOP {
-		return nil, ErrLink
+		return nil, nil, ErrLink
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		return nil, nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+		return nil, nil, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("not a regular file (%s)", fsx.FileType(st.Mode))
+		return nil, nil, fmt.Errorf("not a regular file (%s)", fsx.FileType(st.Mode))
 	}
 	if st.Size > limit {
-		return nil, fmt.Errorf("%w: %s, over the %s limit", fsx.ErrTooLarge, fsx.HumanBytes(st.Size), fsx.HumanBytes(limit))
+		return nil, nil, fmt.Errorf("%w: %s, over the %s limit", fsx.ErrTooLarge, fsx.HumanBytes(st.Size), fsx.HumanBytes(limit))
 	}
 	if reserve != nil {
 		if err := reserve(st.Size); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// One byte more than the size: a read that fills it means the file grew since fstat.
@@ -163,19 +210,19 @@ func ReadAt(dirfd int, name string, limit int64, buf []byte, reserve func(size i
 		case err == syscall.EINTR:
 			continue
 		case err == syscall.EAGAIN:
-			return nil, &os.PathError{Op: "read", Path: name, Err: errors.New("would block: not a plain file")}
+			return nil, nil, &os.PathError{Op: "read", Path: name, Err: errors.New("would block: not a plain file")}
 		case err != nil:
-			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+			return nil, nil, &os.PathError{Op: "read", Path: name, Err: err}
 		case k == 0:
-			return buf[:n], nil
+			return buf[:n], &st, nil
 		}
 		n += k
 		if int64(n) == st.Size {
-			return buf[:n], nil // records are replaced by rename, never grown in place
+			return buf[:n], &st, nil // records are replaced by rename, never grown in place
 		}
 		if n == len(buf) {
 			// It grew: it is not one of the records, which are replaced by rename.
-			return nil, fmt.Errorf("%w: it grew while it was read", fsx.ErrTooLarge)
+			return nil, nil, fmt.Errorf("%w: it grew while it was read", fsx.ErrTooLarge)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/report"
+	"github.com/agentfleet/fleet/internal/statedir"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -47,6 +48,10 @@ const ioProcs = 16
 // need about 190 MB.
 const memoryLimit = 256 << 20
 
+// cacheFresh is the cache's Fresh: the tests set it to 0, so that the records they have just
+// written are cached.
+var cacheFresh = report.DefaultCacheFresh
+
 // options are analyze-runs' flags, resolved.
 type options struct {
 	stateDir                  string
@@ -58,6 +63,8 @@ type options struct {
 	scores, writeScores       bool
 	failUnder                 float64
 	hasFailUnder              bool
+	noCache, rebuildCache     bool
+	verifyCache               bool
 }
 
 var formats = []string{"text", "json", "markdown", "csv", "html", "prometheus"}
@@ -90,6 +97,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&ucli.BoolFlag{Name: "templates", Usage: "print the template scores (score-templates.sh) instead"},
 			&ucli.BoolFlag{Name: "write-scores", Usage: "write the template scores to <state-dir>/template-scores.json"},
 			&ucli.StringFlag{Name: "fail-under", Usage: fmt.Sprintf("exit %d when the success rate is below `PCT` percent", exitBelow)},
+			&ucli.BoolFlag{Name: "no-cache", Usage: "read every record; leave <state-dir>/cache/analyze-runs.db as it is"},
+			&ucli.BoolFlag{Name: "rebuild-cache", Usage: "read every record and write the cache anew"},
+			&ucli.BoolFlag{Name: "verify-cache", Usage: "read every record, warn where the cache differs from them, and write it anew"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
@@ -101,6 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				agents: c.StringSlice("agent"), models: c.StringSlice("model"), templates: c.StringSlice("template"),
 				by: c.String("by"), detailed: c.Bool("detailed"), attempts: c.Bool("attempts"),
 				scores: c.Bool("templates"), writeScores: c.Bool("write-scores"),
+				noCache: c.Bool("no-cache"), rebuildCache: c.Bool("rebuild-cache"), verifyCache: c.Bool("verify-cache"),
 			}
 			failUnder := c.String("fail-under")
 			if c.IsSet("fail-under") && failUnder == "" {
@@ -130,6 +141,12 @@ func (o *options) resolve(asJSON bool, failUnder string) error {
 	}
 	if o.scores && o.format != "text" && o.format != "json" {
 		return cli.Usagef("--templates prints text or json, not %s", o.format)
+	}
+	if o.noCache && (o.rebuildCache || o.verifyCache) {
+		return cli.Usagef("--no-cache leaves the cache alone; --rebuild-cache and --verify-cache write it")
+	}
+	if (o.rebuildCache || o.verifyCache) && o.format == "json" && !o.scores {
+		return cli.Usagef("--json reads every record and does not use the cache; give --rebuild-cache or --verify-cache without it")
 	}
 	if o.by != "" && o.by != report.PeriodDay && o.by != report.PeriodWeek {
 		return cli.Usagef("unknown --by %q; use day or week", o.by)
@@ -184,6 +201,10 @@ func analyze(o options, stdout, stderr io.Writer) error {
 	}
 	agg := report.NewAggregator(period)
 	src := report.Source{Dir: o.stateDir, Attempts: o.attempts, Raw: o.format == "json" && !o.scores}
+	if !o.noCache && !src.Raw {
+		src.Cache = report.NewCache(statedir.Dir{Root: o.stateDir}.ReportCache(), tool+" "+cli.Version())
+		src.Cache.Rebuild, src.Cache.Verify, src.Cache.Fresh = o.rebuildCache, o.verifyCache, cacheFresh
+	}
 
 	var spool *report.Spool
 	if src.Raw {
@@ -222,6 +243,18 @@ func analyze(o options, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if c := src.Cache; c != nil {
+		if c.Stats.Warn {
+			fmt.Fprintf(stderr, "%s: warning: the cache is not used: %s\n", tool, record.Printable(c.Stats.Off))
+		}
+		for _, path := range c.Stats.Differences {
+			fmt.Fprintf(stderr, "%s: warning: the cache had %s otherwise: it was changed in place, its size and times kept\n", tool, record.QuoteName(path))
+		}
+		if c.Stats.Differ > 0 {
+			fmt.Fprintf(stderr, "%s: warning: %d record pair(s) differed from the cache (%d not named above); the report and the cache are the records'\n",
+				tool, c.Stats.Differ, c.Stats.Differ-len(c.Stats.Differences))
+		}
 	}
 	if warned > 0 {
 		more := ""

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	cacheFresh = 0 // the records the tests have just written are cached
 	testscript.Main(m, map[string]func(){
 		tool:             func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
 		"peakrss-helper": hostile.PeakRSSHelper,
@@ -72,13 +74,15 @@ func TestCompat(t *testing.T) {
 		if !set.IsDir() {
 			continue
 		}
+		// A copy: the report writes its cache in the state directory, and the corpus is shared.
+		state := copyState(t, filepath.Join(root, set.Name(), "state"))
 		expected, _ := filepath.Glob(filepath.Join(root, set.Name(), "expected", "*"))
 		for _, path := range expected {
 			m := expectedName.FindStringSubmatch(filepath.Base(path))
 			if m == nil {
 				continue
 			}
-			args := []string{tool, "--state-dir", filepath.Join(root, set.Name(), "state")}
+			args := []string{tool, "--state-dir", state}
 			if m[1] != "" {
 				args = append(args, "--since", m[1])
 			}
@@ -208,4 +212,64 @@ func diff(path string, got, want any) []string {
 		return []string{fmt.Sprintf("%s = %#v, want %#v", path, got, want)}
 	}
 	return nil
+}
+
+// copyState copies a state directory of the corpus to a temporary one.
+func copyState(t *testing.T, dir string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "state")
+	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestCompatCache: on every set of the corpus, every format and filter prints the same bytes
+// (and the same warnings) through the cache, cold and warm, as without it, and after
+// --rebuild-cache and --verify-cache.
+func TestCompatCache(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1771243200") // the report's time: the same in every run
+	root := compattest.Dir(t, "analyze-runs")
+	sets, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var variants [][]string
+	for _, f := range []string{"text", "markdown", "csv", "html", "prometheus"} {
+		variants = append(variants, []string{"--format", f})
+	}
+	variants = append(variants, []string{"--templates"}, []string{"--templates", "--json"}, []string{"--detailed", "--by", "week"},
+		[]string{"--since", "2026-01-08"}, []string{"--until", "2026-01-05", "--format", "csv"}, []string{"--agent", "claude", "--format", "markdown"},
+		[]string{"--model", "opus,sonnet", "--by", "day"}, []string{"--template", "custom", "--format", "prometheus"}, []string{"--attempts", "--format", "html"})
+	ran := 0
+	for _, set := range sets {
+		if !set.IsDir() {
+			continue
+		}
+		state := copyState(t, filepath.Join(root, set.Name(), "state"))
+		for _, v := range variants {
+			base := append([]string{tool, "--state-dir", state}, v...)
+			report := func(extra ...string) string {
+				var stdout, stderr bytes.Buffer
+				args := append(slices.Clone(base), extra...)
+				if code := run(args, &stdout, &stderr); code != 0 {
+					t.Fatalf("%s: exit %d, stderr %s", strings.Join(args, " "), code, stderr.String())
+				}
+				return stdout.String() + "\nstderr:\n" + stderr.String()
+			}
+			want := report("--no-cache")
+			for _, extra := range [][]string{nil, nil, {"--rebuild-cache"}, nil, {"--verify-cache"}, nil} {
+				if got := report(extra...); got != want {
+					t.Errorf("%s %s %v: through the cache the output differs:\n%s\nwant:\n%s", set.Name(), strings.Join(v, " "), extra, got, want)
+				}
+			}
+			ran++
+		}
+		if _, err := os.Stat(filepath.Join(state, "cache", "analyze-runs.db")); err != nil {
+			t.Errorf("%s: no cache was written: %v", set.Name(), err)
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no set in the corpus")
+	}
 }

@@ -28,7 +28,13 @@ var (
 // records, legacyPct percent of pairs in the legacy minimal form, invalidPct percent of run
 // records made schema-invalid. The same arguments write the same bytes.
 func Generate(n int, out string, seed int64, legacyPct, invalidPct int) error {
-	rng := rand.New(rand.NewSource(seed))
+	return GenerateFrom(0, n, out, seed, legacyPct, invalidPct)
+}
+
+// GenerateFrom is Generate for the pairs numbered from start (bead bd-<start in hex>, started
+// 7 minutes after the one before): start n adds pairs to a set of n, as a history grows.
+func GenerateFrom(start, n int, out string, seed int64, legacyPct, invalidPct int) error {
+	rng := rand.New(rand.NewSource(seed + int64(start)))
 	state := statedir.Dir{Root: out}
 	for _, d := range []string{state.Runs(), state.Results()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -36,7 +42,7 @@ func Generate(n int, out string, seed int64, legacyPct, invalidPct int) error {
 		}
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := 0; i < n; i++ {
+	for i := start; i < start+n; i++ {
 		bead := fmt.Sprintf("bd-%06x", i)
 		agent := "claude"
 		if rng.Intn(3) == 0 {

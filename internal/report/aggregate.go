@@ -174,7 +174,7 @@ func (a *Aggregator) Add(b *Bead) {
 			g.durationSum += float64(b.Seconds)
 		}
 	}
-	a.tasks[TaskType(b.Prompt)]++
+	a.tasks[b.Task]++
 	if b.Verified != "" {
 		a.verified[b.Verified]++
 	}

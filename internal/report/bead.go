@@ -41,7 +41,7 @@ type Bead struct {
 	Agent      string // Unknown when the run names none
 	Model      string // Unknown when the run names none
 	Template   string // template_name, DefaultTemplate when null or missing
-	Prompt     string
+	Task       string // the prompt's kind, TaskType(prompt): all the report needs of it
 	StartedAt  string // the run's started_at as written (may be the '$START' placeholder)
 	Attempt    int    // 0 when a legacy record has none
 	RunStatus  string // the run record's own status (score-templates reads this one)
@@ -131,7 +131,7 @@ func clipText(s string) string {
 // newBead merges a run with its result (res nil when there is none).
 func newBead(name string, run *record.Run, res *record.Result) *Bead {
 	b := &Bead{
-		ID: clipText(run.Bead), Agent: clipText(run.Agent), Model: clipText(run.Model), Prompt: clipText(run.Prompt),
+		ID: clipText(run.Bead), Agent: clipText(run.Agent), Model: clipText(run.Model), Task: TaskType(run.Prompt),
 		StartedAt: clipText(run.StartedAt), Attempt: run.Attempt, RunStatus: clipText(run.Status),
 		RunSeconds: run.DurationSeconds, Template: DefaultTemplate,
 	}

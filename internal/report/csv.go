@@ -37,7 +37,7 @@ func (c *CSVWriter) Write(b *Bead) {
 		attempt = strconv.Itoa(b.Attempt)
 	}
 	r := c.row
-	r[0], r[1], r[2], r[3], r[4], r[5] = csvCell(b.ID), attempt, csvCell(b.Agent), csvCell(b.Model), csvCell(b.Template), TaskType(b.Prompt)
+	r[0], r[1], r[2], r[3], r[4], r[5] = csvCell(b.ID), attempt, csvCell(b.Agent), csvCell(b.Model), csvCell(b.Template), b.Task
 	r[6], r[7], r[8] = csvCell(b.Outcome()), csvCell(b.Status), csvCell(b.Reason)
 	r[9], r[10], r[11], r[12] = csvCell(b.StartedAt), csvCell(b.FinishedAt), duration, csvCell(b.Verified)
 	c.w.Write(r)

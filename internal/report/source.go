@@ -35,6 +35,10 @@ type Source struct {
 	// Workers is how many entries are read and decoded at once; 0 means four per P
 	// (GOMAXPROCS), because much of the work is system calls that block.
 	Workers int
+	// Cache, when not nil, is where Scan takes the beads of the record pairs that did not change
+	// since it was last brought up to date, and which it brings up to date (see Cache). It is
+	// not used with Raw: the raw_data elements are the records themselves.
+	Cache *Cache
 }
 
 // paths is the layout of the state directory.
@@ -58,6 +62,7 @@ type batch struct {
 	beads   []*Bead
 	skipped []Skipped
 	held    int64 // bytes of the budget held until the batch is emitted
+	cache   cacheOp
 }
 
 // memoryBudget bounds the bytes the readers other than the head hold at once: the records they
@@ -113,6 +118,11 @@ func (r *reservation) reserve(cost int64) func(size int64) error {
 // original, which joined results to runs). A bead whose run or result cannot be read is left out
 // whole, its file reported to skip.
 func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
+	return s.scan(record.NewBudget(memoryBudget), emit, skip)
+}
+
+// scan is Scan with the readers' budget given (a test looks at what is left held after).
+func (s Source) scan(budget *record.Budget, emit func(*Bead), skip func(Skipped)) error {
 	entries, err := s.list()
 	if err != nil {
 		return err
@@ -132,13 +142,23 @@ func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
 		return err
 	}
 	defer closeDir(fds.results)
-	budget := record.NewBudget(memoryBudget)
+	var cr *cacheRun
+	if s.Cache != nil {
+		cr = s.Cache.begin(s, entries)
+	}
 	budget.SetHead(0)
 	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
-		return s.read(fds, entries[i], &reservation{budget: budget, seq: i})
+		res := &reservation{budget: budget, seq: i}
+		if cr != nil {
+			return cr.read(s, fds, entries[i], i, res)
+		}
+		return s.read(fds, entries[i], res, nil)
 	}, func(i int, b batch) {
 		budget.Release(b.held)
 		budget.SetHead(i + 1)
+		if cr != nil {
+			cr.note(i, entries[i], b)
+		}
 		for _, sk := range b.skipped {
 			skip(sk)
 		}
@@ -146,6 +166,9 @@ func (s Source) Scan(emit func(*Bead), skip func(Skipped)) error {
 			emit(bd)
 		}
 	})
+	if cr != nil {
+		cr.finish()
+	}
 	return nil
 }
 
@@ -289,8 +312,10 @@ var bufferPool = sync.Pool{New: func() any { return &buffers{make([]byte, 0, 16<
 
 // read reads one entry's files and merges them, each file's cost reserved in res before it is
 // read (and held until the batch is emitted).
-func (s Source) read(fds dirs, e entry, res *reservation) batch {
-	var out batch
+func (s Source) read(fds dirs, e entry, res *reservation, ids *fileIDs) (out batch) {
+	// out is named so that this deferred assignment is what read returns: with an unnamed result
+	// it set a copy, every batch was emitted holding nothing, the budget was never given back,
+	// and once 64 MiB had been read only the head could read (issue 22: 1.13 cores, not 1.75).
 	defer func() { out.held = res.held }()
 	fail := func(path string, err error) {
 		out.skipped = append(out.skipped, Skipped{path, err})
@@ -298,7 +323,7 @@ func (s Source) read(fds dirs, e entry, res *reservation) batch {
 	var current *Bead
 	if e.run {
 		bufs := bufferPool.Get().(*buffers)
-		current = s.readCurrent(fds, e, bufs, res, fail)
+		current = s.readCurrent(fds, e, bufs, res, fail, ids)
 		bufferPool.Put(bufs)
 	}
 	if s.Attempts && e.hasAttempts {
@@ -313,10 +338,24 @@ func (s Source) read(fds dirs, e entry, res *reservation) batch {
 	return out
 }
 
-// readCurrent reads a bead's run, its result and its verification.
-func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, res *reservation, fail func(string, error)) *Bead {
+// fileIDs are the versions of the files a bead was read from, for the cache: its run, its
+// result (when the listing has one) and its verification (when it has one). other says the
+// result was looked for under another name (the run's bead field), which the cache does not
+// follow.
+type fileIDs struct {
+	run, result, verify record.FileID
+	other               bool
+}
+
+// readCurrent reads a bead's run, its result and its verification, and when ids is not nil
+// notes the versions of the files it read there.
+func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, res *reservation, fail func(string, error), ids *fileIDs) *Bead {
+	if ids == nil {
+		ids = &fileIDs{}
+	}
 	runPath := func() string { return s.paths().Run(e.name) }
-	runDoc, err := record.ReadAt(fds.runs, statedir.RecordFile(e.name), record.MaxSize, bufs.run, res.reserve(s.runCost()))
+	runDoc, runID, err := record.ReadAtID(fds.runs, statedir.RecordFile(e.name), record.MaxSize, bufs.run, res.reserve(s.runCost()))
+	ids.run = runID
 	if err == nil && cap(runDoc) <= maxKeptBuffer {
 		bufs.run = runDoc[:0]
 	}
@@ -334,11 +373,13 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, res *reservation, 
 	resName, hasRes := e.name, e.result
 	if run.Bead != "" && run.Bead != e.name && record.CheckBead(run.Bead) == nil {
 		resName, hasRes = run.Bead, true
+		ids.other = true
 	}
 	var result *record.Result
 	if hasRes && fds.results >= 0 {
 		resPath := func() string { return s.paths().Result(resName) }
-		doc, err := record.ReadAt(fds.results, statedir.RecordFile(resName), record.MaxSize, bufs.result, res.reserve(costOther))
+		doc, resID, err := record.ReadAtID(fds.results, statedir.RecordFile(resName), record.MaxSize, bufs.result, res.reserve(costOther))
+		ids.result = resID
 		if err == nil && cap(doc) <= maxKeptBuffer {
 			bufs.result = doc[:0]
 		}
@@ -358,7 +399,7 @@ func (s Source) readCurrent(fds dirs, e entry, bufs *buffers, res *reservation, 
 	var verify json.RawMessage
 	if e.verify {
 		path := s.paths().Verify(e.name)
-		if verify, err = readObject(path, res); err != nil {
+		if verify, ids.verify, err = readObject(fds.results, filepath.Base(path), path, res); err != nil {
 			fail(path, err)
 		}
 	}
@@ -405,21 +446,35 @@ func (s Source) finish(b *Bead, runDoc []byte, res *record.Result, verify json.R
 	}
 }
 
-// readObject reads a JSON object and returns it compact.
-func readObject(path string, res *reservation) (json.RawMessage, error) {
-	doc, err := record.ReadAt(fsx.Cwd, path, record.MaxSize, nil, res.reserve(costOther))
+// readObject reads a JSON object, the file name in the open directory dirfd (fsx.Cwd: name is
+// its path), and returns it compact, with the version of the file it was.
+func readObject(dirfd int, name, path string, res *reservation) (json.RawMessage, record.FileID, error) {
+	doc, id, err := record.ReadAtID(dirfd, name, record.MaxSize, nil, res.reserve(costOther))
 	if err != nil {
-		return nil, err
+		if dirfd != fsx.Cwd {
+			err = relabel(err, name, path)
+		}
+		return nil, id, err
 	}
 	doc = bytes.TrimSpace(fsx.StripBOM(doc))
 	if len(doc) == 0 || doc[0] != '{' {
-		return nil, errors.New("not a JSON object")
+		return nil, id, errors.New("not a JSON object")
 	}
 	var c bytes.Buffer
 	if err := json.Compact(&c, doc); err != nil {
-		return nil, err
+		return nil, id, err
 	}
-	return c.Bytes(), nil
+	return c.Bytes(), id, nil
+}
+
+// relabel gives a PathError about name the path the report names the file by, as the error of
+// a read by path would have.
+func relabel(err error, name, path string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == name {
+		return &fs.PathError{Op: pe.Op, Path: path, Err: pe.Err}
+	}
+	return err
 }
 
 // readAttempts reads the earlier attempts of a bead kept in attempts/<bead>/. Each *.json file
@@ -454,7 +509,7 @@ func (s Source) readAttempts(bead string, current *Bead, res *reservation, fail 
 		fileNumber := numberIn(name)
 		switch lower := strings.ToLower(name); {
 		case strings.Contains(lower, "verify"):
-			v, err := readObject(path, res)
+			v, _, err := readObject(fsx.Cwd, path, path, res)
 			if err != nil {
 				fail(path, err)
 				continue

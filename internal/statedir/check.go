@@ -18,7 +18,7 @@ var ErrNotRegular = errors.New("not a regular file")
 var writable = [][]string{
 	{runsDir}, {resultsDir}, {attemptsDir}, {logsDir}, {promptsDir}, {locksDir}, {locksDir, runsDir},
 	{locksDir, resultsDir}, {supervisorsDir}, {handoffDir}, {reservesDir}, {socketsDir}, {watchDir},
-	{truthsayerDir},
+	{truthsayerDir}, {cacheDir},
 }
 
 // Check returns an error unless the state directory can be written without trusting anyone

@@ -25,6 +25,7 @@
 //	template-scores.json              analyze-runs --write-scores (Dir.TemplateScores)
 //	watch/                            dispatch.sh's watcher files (Dir.Watch)
 //	truthsayer/<bead>.log             Truthsayer's findings while bead's agent runs (Dir.Truthsayer)
+//	cache/analyze-runs.db             analyze-runs' cache of what it read (Dir.ReportCache)
 //
 // The rule that keeps names apart: each directory holds one kind of file, all named
 // <name><suffix> with the kind's one suffix, and its subdirectories (locks/runs) carry no suffix.
@@ -77,6 +78,7 @@ const (
 	schemasDir     = "schemas"
 	watchDir       = "watch"
 	truthsayerDir  = "truthsayer"
+	cacheDir       = "cache"
 
 	recordSuffix = ".json"
 	verifySuffix = "-verify"
@@ -216,6 +218,13 @@ func (d Dir) TemplateScores() string { return d.join("template-scores.json") }
 
 // Watch is the directory dispatch.sh created for its watcher (state/watch).
 func (d Dir) Watch() string { return d.join(watchDir) }
+
+// Cache is the directory of the caches: what a tool keeps to do less next time, never the
+// source of truth (it may be deleted at any time).
+func (d Dir) Cache() string { return d.join(cacheDir) }
+
+// ReportCache is analyze-runs' cache of what it read per record pair: cache/analyze-runs.db.
+func (d Dir) ReportCache() string { return d.join(cacheDir, "analyze-runs.db") }
 
 // LegacySpec is where supervisors before the handoff sockets found their spec:
 // supervisors/<bead>.spec.json. Only for clearing leftovers.

@@ -1,0 +1,725 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
+	bolt "go.etcd.io/bbolt"
+)
+
+// cacheFormat is the version of what the cache holds per record pair (encodeEntry). Bump it
+// whenever a Bead gains, loses or changes a field, or newBead derives one otherwise: a cache of
+// another format is rebuilt from the records. TestCacheFormatFollowsBead keeps it honest.
+const cacheFormat = 1
+
+// DefaultCacheFresh is Cache.Fresh unless set: a record pair whose files changed less than this
+// before the scan began is read again next time rather than cached. A file system's clock ticks
+// in milliseconds, so an edit in place in the same tick as the read, of the same size, would
+// leave the file's identity as it was: the cache must not have seen it yet.
+const DefaultCacheFresh = time.Second
+
+// Cache is analyze-runs' incremental cache: per record pair, what the report needs of it (its
+// Bead, without Raw) and the identity of the files it was read from (record.FileID: inode,
+// size, modification and change times). A scan through it reads only the pairs whose files'
+// identities changed, were added or went away, found from the directory listing the scan makes
+// anyway and one fstatat(2) per file; the others' beads come from the cache.
+//
+// It is never the source of truth: it is rebuilt from the records when it is missing, cannot be
+// read, was written by another format or Stamp, or on Rebuild; any problem with it means a
+// scan without it, never an error. It is an embedded bbolt database (one file, transactions,
+// copy-on-write B+tree) under the state directory's cache/, with the records' rules: no link
+// followed, opened only if it is a regular file owned by this user, 0600, of a bounded size,
+// each entry decoded with bounds. It is brought up to date in one transaction at the end of the
+// scan, or when rebuilt written whole to a new file renamed into place: a run killed at any
+// point leaves the cache as it was or as it was written whole.
+//
+// Not cached, so read every time: a pair with a file that could not be read, a run whose result
+// is found under another name, a bead with earlier attempts when Source.Attempts is set, and a
+// pair changed less than Fresh before the scan.
+type Cache struct {
+	Path    string        // the database: statedir.Dir.ReportCache
+	Stamp   string        // who writes it (the tool and its version): another's is rebuilt
+	Rebuild bool          // rebuild it from the records whatever it holds
+	Verify  bool          // read every record, report where the cache differs, and rebuild it
+	Fresh   time.Duration // see DefaultCacheFresh; NewCache sets it
+
+	// Stats says what the last Scan did with the cache.
+	Stats CacheStats
+}
+
+// NewCache returns the cache at path written by stamp.
+func NewCache(path, stamp string) *Cache {
+	return &Cache{Path: path, Stamp: stamp, Fresh: DefaultCacheFresh}
+}
+
+// CacheStats is what a Scan did with its Cache.
+type CacheStats struct {
+	// Off says why the cache was not used at all ("" when it was); Warn, that this deserves a
+	// warning (a link or someone else's file where the cache goes, a failed write), not just a
+	// read-only state directory or another analyze-runs holding it.
+	Off  string
+	Warn bool
+	// Rebuilt says why the cache was written anew ("" when it was updated in place).
+	Rebuilt string
+	Reused  int // record pairs taken from the cache
+	Read    int // record pairs read from their files
+	// Differences are the files, with Verify, whose beads in the cache were not what the files
+	// hold though their identities were the same (edited in place, times kept); at most
+	// maxDifferences named, Differ counts them all.
+	Differences []string
+	Differ      int
+}
+
+const maxDifferences = 20
+
+// Cache layout: bucket "beads", bead name → entry (encodeEntry); bucket "meta", "stamp" → the
+// stamp (cacheStamp).
+var (
+	bucketBeads = []byte("beads")
+	bucketMeta  = []byte("meta")
+	keyStamp    = []byte("stamp")
+)
+
+// cacheStamp is what a cache must have been written by to be read.
+func (c *Cache) stamp() string {
+	return fmt.Sprintf("analyze-runs cache format %d, text clipped at %d; %s", cacheFormat, maxText, c.Stamp)
+}
+
+// cacheLockWait is how long a scan waits for another analyze-runs to let go of the cache
+// before it reads the records without it.
+const cacheLockWait = 100 * time.Millisecond
+
+// maxCacheBytes bounds the cache file for n record pairs: an entry is a few hundred bytes, at
+// most about 3 KiB (every text clipped), and bbolt's pages are at least half full.
+func maxCacheBytes(n int) int64 { return 64<<20 + 8<<10*int64(n) }
+
+// maxPending bounds the changed entries an update in place holds until its transaction: past
+// it, the cache is written anew as the scan goes (a first run, or most records changed).
+const maxPending = 16 << 20
+
+// rebuildBatch is how many entries a rebuild puts in one of its transactions (the file is
+// renamed into place only once all are written, so they need not be one).
+const rebuildBatch = 20000
+
+// staleTemp is the age past which a rebuild's temporary file is a leftover of a killed run.
+const staleTemp = time.Hour
+
+// tempPrefix begins the names of rebuilds' temporary files, beside the cache.
+const tempPrefix = ".analyze-runs.db.tmp-"
+
+// cacheOp is what a batch does to the cache.
+type cacheOp struct {
+	kind    uint8  // opDrop (nothing to keep), opKeep (the cached entry holds) or opPut
+	value   []byte // opPut's entry
+	differs bool   // with Verify: the cached entry had the same identities and another bead
+}
+
+const (
+	opDrop = iota
+	opKeep
+	opPut
+	opLeave // read without the cache, its entry left as it is (still checked when next used)
+)
+
+// cacheRun is one scan's use of the cache.
+type cacheRun struct {
+	c       *Cache
+	src     Source
+	entries []entry
+	failed  bool     // the cache is not written this run
+	db      *bolt.DB // the cache as it was, nil when none could be read
+	tx      *bolt.Tx // a read transaction over db, open for the scan
+	cached  [][]byte // per entry: its value in db (in db's memory map), nil when none
+	stale   [][]byte // names in db no longer listed
+	reuse   bool     // cached entries whose files did not change are taken as they are
+	before  int64    // Fresh before the scan began, in ns: files changed since are not cached
+	faulted atomic.Bool
+
+	// Update in place: the changes, applied at the end in one transaction.
+	kinds        []uint8 // per entry emitted: its op's kind
+	pending      []pendingPut
+	pendingBytes int
+	deletes      [][]byte
+
+	w *cacheWriter // a rebuild under way, nil while updating in place
+}
+
+type pendingPut struct {
+	i     int
+	value []byte
+}
+
+// begin opens the cache for a scan of entries.
+func (c *Cache) begin(src Source, entries []entry) *cacheRun {
+	c.Stats = CacheStats{}
+	if src.Raw {
+		c.Stats.Off = "--json reads every record for raw_data"
+		return nil
+	}
+	cr := &cacheRun{c: c, src: src, entries: entries, reuse: !c.Rebuild && !c.Verify,
+		before: time.Now().Add(-c.Fresh).UnixNano(), kinds: make([]uint8, len(entries))}
+	dir := filepath.Dir(c.Path)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		c.off(err, "cannot make "+dir)
+		return nil
+	}
+	if err := statedir.CheckDir(dir); err != nil {
+		c.Stats.Off, c.Stats.Warn = err.Error(), true
+		return nil
+	}
+	removeStaleTemps(dir)
+	db, err := openCache(c.Path, len(entries))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Stats.Rebuilt = "there was none"
+	case errors.Is(err, bolt.ErrTimeout):
+		c.Stats.Off = "another analyze-runs is using it"
+		return nil
+	case isReadOnly(err):
+		c.off(err, "cannot write it")
+		return nil
+	case err != nil:
+		c.Stats.Rebuilt = "it could not be read (" + err.Error() + ")"
+	default:
+		cr.db = db
+		if why := cr.load(entries); why != "" {
+			cr.close()
+			c.Stats.Rebuilt = why
+		}
+	}
+	switch {
+	case c.Stats.Rebuilt != "":
+		cr.reuse = false
+	case c.Verify:
+		c.Stats.Rebuilt = "--verify-cache"
+	case c.Rebuild:
+		c.Stats.Rebuilt = "--rebuild-cache"
+	}
+	if c.Stats.Rebuilt != "" {
+		if err := cr.startRebuild(); err != nil {
+			cr.close()
+			c.off(err, "cannot write it")
+			return nil
+		}
+	}
+	return cr
+}
+
+// off says the cache is not used because of err: quietly when the state directory is only
+// not writable by this user, with a warning otherwise.
+func (c *Cache) off(err error, what string) {
+	c.Stats.Off = what + ": " + err.Error()
+	c.Stats.Warn = !isReadOnly(err)
+}
+
+func isReadOnly(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
+
+// openCache opens the cache at path for an update, without following a link, if it is a
+// regular file of this user's of at most maxCacheBytes(n); fs.ErrNotExist when there is none.
+func openCache(path string, n int) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        cacheLockWait,
+		FreelistType:   bolt.FreelistMapType,
+		OpenFile:       func(p string, flag int, _ os.FileMode) (*os.File, error) { return openOwn(p, flag&^os.O_CREATE, n) },
+		NoFreelistSync: false,
+	})
+}
+
+// openOwn opens a cache file as the records' rules read state files: no link followed, nothing
+// but a regular file, owned by this user, bounded; made 0600 if it was not.
+func openOwn(path string, flag, n int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s: %w", path, record.ErrLink)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%s is not a regular file", path)
+	case st != nil && int(st.Uid) != os.Geteuid():
+		err = fmt.Errorf("%s belongs to uid %d, not to you", path, st.Uid)
+	case fi.Size() > maxCacheBytes(n):
+		err = fmt.Errorf("%s is %d bytes, over the %d a cache of %d record pairs can be", path, fi.Size(), maxCacheBytes(n), n)
+	case fi.Mode().Perm()&0o077 != 0:
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// removeStaleTemps removes what killed rebuilds left in dir.
+func removeStaleTemps(dir string) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		if !strings.HasPrefix(de.Name(), tempPrefix) {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > staleTemp {
+			os.Remove(filepath.Join(dir, de.Name()))
+		}
+	}
+}
+
+// load checks the cache's stamp and pairs its entries with the listing's; it returns why the
+// cache cannot be used, "" when it can. bbolt panics on a page it cannot make sense of, and a
+// file cut short under its memory map faults: either is a cache to rebuild.
+func (cr *cacheRun) load(entries []entry) (why string) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			why = fmt.Sprintf("it is damaged (%v)", r)
+		}
+	}()
+	tx, err := cr.db.Begin(false)
+	if err != nil {
+		return "it could not be read (" + err.Error() + ")"
+	}
+	cr.tx = tx
+	meta, beads := tx.Bucket(bucketMeta), tx.Bucket(bucketBeads)
+	if meta == nil || beads == nil {
+		return "it is not analyze-runs' cache"
+	}
+	if got := meta.Get(keyStamp); string(got) != cr.c.stamp() {
+		return "it was written by another version"
+	}
+	cr.cached = make([][]byte, len(entries))
+	cur := beads.Cursor()
+	k, v := cur.First()
+	for i, e := range entries {
+		for k != nil && string(k) < e.name {
+			cr.stale = append(cr.stale, bytes.Clone(k))
+			k, v = cur.Next()
+		}
+		if k != nil && string(k) == e.name {
+			cr.cached[i] = v
+			k, v = cur.Next()
+		}
+	}
+	for ; k != nil; k, _ = cur.Next() {
+		cr.stale = append(cr.stale, bytes.Clone(k))
+	}
+	return ""
+}
+
+// close lets go of the cache as it was.
+func (cr *cacheRun) close() {
+	if cr.tx != nil {
+		cr.tx.Rollback()
+		cr.tx = nil
+	}
+	if cr.db != nil {
+		cr.db.Close()
+		cr.db = nil
+	}
+	cr.cached = nil
+}
+
+// read is Source.read through the cache: entry i's bead from its cached entry when its files
+// are as they were, else read from them, with what the cache is to keep.
+func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation) batch {
+	var cached []byte
+	if cr.cached != nil {
+		cached = cr.cached[i]
+	}
+	// A bead with earlier attempts is read whole when they count: its entry holds only the
+	// current attempt, cached by a run without --attempts.
+	if cached != nil && cr.reuse && !(s.Attempts && e.hasAttempts) {
+		if b, ok := cr.fromCache(fds, e, cached); ok {
+			return batch{beads: []*Bead{b}, cache: cacheOp{kind: opKeep}}
+		}
+	}
+	var ids fileIDs
+	out := s.read(fds, e, res, &ids)
+	if cached != nil && s.Attempts && e.hasAttempts {
+		out.cache = cacheOp{kind: opLeave}
+		return out
+	}
+	if cr.cacheable(s, e, out, &ids) {
+		out.cache = cacheOp{kind: opPut, value: seal(e.name, encodeEntry(nil, e, &ids, out.beads[0]))}
+	}
+	if cached != nil && cr.c.Verify && out.cache.kind == opPut {
+		out.cache.differs = cr.differs(e.name, cached, out.cache.value)
+	}
+	return out
+}
+
+// fromCache decodes entry e's cached value when the identities of its files are the ones it
+// holds (one fstatat each).
+func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte) (b *Bead, ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			cr.faulted.Store(true)
+			b, ok = nil, false
+		}
+	}()
+	body, ok := unseal(e.name, v)
+	if !ok {
+		return nil, false
+	}
+	d := decoder{b: body}
+	if d.byte() != entryFlags(e) {
+		return nil, false
+	}
+	if id := d.fileID(); !d.ok || !same(fds.runs, statedir.RecordFile(e.name), id) {
+		return nil, false
+	}
+	if e.result {
+		if id := d.fileID(); !d.ok || !same(fds.results, statedir.RecordFile(e.name), id) {
+			return nil, false
+		}
+	}
+	if e.verify {
+		if id := d.fileID(); !d.ok || !same(fds.results, filepath.Base(cr.src.paths().Verify(e.name)), id) {
+			return nil, false
+		}
+	}
+	b = d.bead()
+	if !d.end() {
+		return nil, false
+	}
+	return b, true
+}
+
+func same(dirfd int, name string, id record.FileID) bool {
+	got, ok := record.StatAt(dirfd, name)
+	return ok && got == id
+}
+
+// cacheable says whether the bead read for e is cached: one bead read whole from files under
+// its own name that did not change within Fresh of the scan.
+func (cr *cacheRun) cacheable(s Source, e entry, out batch, ids *fileIDs) bool {
+	if !e.run || (s.Attempts && e.hasAttempts) || len(out.skipped) > 0 || len(out.beads) != 1 || ids.other {
+		return false
+	}
+	fresh := ids.run.Ctime >= cr.before
+	if e.result {
+		fresh = fresh || ids.result.Ctime >= cr.before
+	}
+	if e.verify {
+		fresh = fresh || ids.verify.Ctime >= cr.before
+	}
+	return !fresh
+}
+
+// differs, with Verify, says whether a cached entry holds the identities of the files just read
+// but not the bead they give: the files were edited in place, their times kept.
+func (cr *cacheRun) differs(key string, cached, value []byte) (differs bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			cr.faulted.Store(true)
+		}
+	}()
+	if _, ok := unseal(key, cached); !ok {
+		return false // damaged, not different: it is written anew all the same
+	}
+	n := identityLen(value)
+	return n > 0 && len(cached) >= n && bytes.Equal(cached[:n], value[:n]) && !bytes.Equal(cached, value)
+}
+
+// note takes emitted batch i's cache op: into the pending changes while updating in place (or
+// into the rebuild once they are too many), into the new file while rebuilding.
+func (cr *cacheRun) note(i int, e entry, b batch) {
+	op := b.cache
+	if op.differs {
+		cr.c.Stats.Differ++
+		if len(cr.c.Stats.Differences) < maxDifferences {
+			cr.c.Stats.Differences = append(cr.c.Stats.Differences, cr.src.paths().Run(e.name))
+		}
+	}
+	switch op.kind {
+	case opKeep:
+		cr.c.Stats.Reused++
+	default:
+		if e.run {
+			cr.c.Stats.Read++
+		}
+	}
+	if cr.failed {
+		return
+	}
+	if cr.w != nil {
+		switch op.kind {
+		case opKeep, opLeave:
+			cr.w.put(e.name, cr.cached[i])
+		case opPut:
+			cr.w.put(e.name, op.value)
+		}
+		return
+	}
+	cr.kinds[i] = op.kind
+	switch op.kind {
+	case opPut:
+		cr.pending = append(cr.pending, pendingPut{i, op.value})
+		cr.pendingBytes += len(op.value)
+	case opDrop:
+		if cr.cached != nil && cr.cached[i] != nil {
+			cr.deletes = append(cr.deletes, []byte(e.name))
+		}
+	}
+	if cr.pendingBytes > maxPending {
+		cr.switchToRebuild(i)
+	}
+}
+
+// switchToRebuild turns an update in place with too many changes into a rebuild: the entries
+// emitted so far (up to i) go into the new file, the cached ones from the cache as it is.
+func (cr *cacheRun) switchToRebuild(i int) {
+	if err := cr.startRebuild(); err != nil {
+		cr.c.Stats.Off, cr.c.Stats.Warn = "cannot write it: "+err.Error(), true
+		cr.abandon()
+		return
+	}
+	cr.c.Stats.Rebuilt = "most entries changed"
+	p := 0
+	for j := 0; j <= i; j++ {
+		switch {
+		case cr.kinds[j] == opKeep || cr.kinds[j] == opLeave:
+			cr.w.put(cr.keyOf(j), cr.cached[j])
+		case p < len(cr.pending) && cr.pending[p].i == j:
+			cr.w.put(cr.keyOf(j), cr.pending[p].value)
+			p++
+		}
+	}
+	cr.pending, cr.deletes, cr.kinds = nil, nil, nil
+}
+
+// keyOf is entry j's name, which the rebuild writer keeps as its key.
+func (cr *cacheRun) keyOf(j int) string { return cr.entries[j].name }
+
+// abandon gives up on writing the cache this run: it is left as it was.
+func (cr *cacheRun) abandon() {
+	if cr.w != nil {
+		cr.w.abort()
+		cr.w = nil
+	}
+	cr.pending, cr.deletes, cr.kinds = nil, nil, nil
+	cr.failed = true
+}
+
+// finish brings the cache up to date: the changes in one transaction, or the rebuilt file
+// renamed into place. Nothing is written when a fault was met reading it (the cache file is then
+// removed, to be rebuilt) or a write failed.
+func (cr *cacheRun) finish() {
+	defer cr.close()
+	if cr.faulted.Load() {
+		cr.abandon()
+		cr.close()
+		os.Remove(cr.c.Path)
+		cr.c.Stats.Off, cr.c.Stats.Warn = "it is damaged; it is removed, to be rebuilt next time", true
+		return
+	}
+	if cr.failed {
+		return
+	}
+	if cr.w != nil {
+		err := cr.w.commit(cr.c.Path)
+		cr.w = nil
+		if err != nil {
+			cr.c.Stats.Off, cr.c.Stats.Warn = "cannot write it: "+err.Error(), true
+		}
+		return
+	}
+	if len(cr.pending) == 0 && len(cr.deletes) == 0 && len(cr.stale) == 0 {
+		return
+	}
+	// The read transaction ends first: bbolt's writer may need to map the file anew, which
+	// waits for every reader. The pending values are the scan's own, not the map's.
+	cr.tx.Rollback()
+	cr.tx, cr.cached = nil, nil
+	err := func() (err error) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("it is damaged (%v)", r)
+			}
+		}()
+		return cr.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketBeads)
+			for _, k := range cr.stale {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			for _, k := range cr.deletes {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			for _, p := range cr.pending {
+				if err := b.Put([]byte(cr.entries[p.i].name), p.value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}()
+	if err != nil {
+		cr.c.Stats.Off, cr.c.Stats.Warn = "cannot write it: "+err.Error(), true
+	}
+}
+
+// startRebuild begins writing the cache anew, beside it.
+func (cr *cacheRun) startRebuild() error {
+	w, err := newCacheWriter(filepath.Dir(cr.c.Path), cr.c.stamp())
+	if err != nil {
+		return err
+	}
+	cr.w = w
+	return nil
+}
+
+// cacheWriter writes a new cache to a temporary file, from its own goroutine so that the scan
+// does not wait on bbolt, in transactions of rebuildBatch entries (keys in order, so each is an
+// append); commit renames it into place once it is whole and on disk.
+type cacheWriter struct {
+	db   *bolt.DB
+	tmp  string
+	ch   chan kv
+	done chan error
+}
+
+type kv struct {
+	k string
+	v []byte // not changed until the writer is done: bbolt keeps it until its commit
+}
+
+func newCacheWriter(dir, stamp string) (*cacheWriter, error) {
+	tmp := filepath.Join(dir, fmt.Sprintf("%s%d-%d", tempPrefix, os.Getpid(), time.Now().UnixNano()))
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{
+		Timeout: cacheLockWait, FreelistType: bolt.FreelistMapType, NoSync: true, NoGrowSync: true,
+		OpenFile: func(p string, flag int, _ os.FileMode) (*os.File, error) {
+			return os.OpenFile(p, flag|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		},
+	})
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	w := &cacheWriter{db: db, tmp: tmp, ch: make(chan kv, 4096), done: make(chan error, 1)}
+	go func() { w.done <- w.write(stamp) }()
+	return w, nil
+}
+
+func (w *cacheWriter) put(k string, v []byte) { w.ch <- kv{k, v} }
+
+// write puts what comes on ch, then the stamp. After a failure it only drains ch.
+func (w *cacheWriter) write(stamp string) (err error) {
+	defer func() {
+		for range w.ch {
+		}
+	}()
+	var tx *bolt.Tx
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
+	begin := func() (*bolt.Bucket, error) {
+		var err error
+		if tx, err = w.db.Begin(true); err != nil {
+			return nil, err
+		}
+		b, err := tx.CreateBucketIfNotExists(bucketBeads)
+		if err != nil {
+			return nil, err
+		}
+		b.FillPercent = 1
+		return b, nil
+	}
+	b, err := begin()
+	if err != nil {
+		return err
+	}
+	n := 0
+	for e := range w.ch {
+		if err := b.Put([]byte(e.k), e.v); err != nil {
+			return err
+		}
+		if n++; n%rebuildBatch == 0 {
+			err := tx.Commit()
+			tx = nil
+			if err != nil {
+				return err
+			}
+			if b, err = begin(); err != nil {
+				return err
+			}
+		}
+	}
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(keyStamp, []byte(stamp)); err != nil {
+		return err
+	}
+	err = tx.Commit()
+	tx = nil
+	return err
+}
+
+// commit waits for the writer, then puts the new cache in place of the old: synced first, so
+// that what the rename makes the cache is whole.
+func (w *cacheWriter) commit(path string) error {
+	close(w.ch)
+	err := <-w.done
+	if err == nil {
+		err = w.db.Sync()
+	}
+	if cerr := w.db.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(w.tmp, path)
+	}
+	if err != nil {
+		os.Remove(w.tmp)
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// abort drops the new cache.
+func (w *cacheWriter) abort() {
+	close(w.ch)
+	<-w.done
+	w.db.Close()
+	os.Remove(w.tmp)
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

@@ -106,6 +106,23 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		}
 		ts.Fatalf("%s's output does not match %q after %s:\n%q", args[0], args[1], limit, last)
 	},
+	// waitcount PATH REGEXP N: wait (15 s at most) until REGEXP matches N times in PATH (a
+	// supervisor's write into state.json has landed).
+	"waitcount": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 3 {
+			ts.Fatalf("usage: waitcount PATH REGEXP N")
+		}
+		re := regexp.MustCompile(args[1])
+		n, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		var last []byte
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if last, _ = os.ReadFile(ts.MkAbs(args[0])); len(re.FindAll(last, -1)) == n {
+				return
+			}
+		}
+		ts.Fatalf("%s does not match %q %d times after 15s:\n%s", args[0], args[1], n, last)
+	},
 	// waitfile PATH [SECONDS]: wait until PATH exists (an agent says it is ready by making it).
 	"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 1 {

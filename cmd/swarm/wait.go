@@ -69,6 +69,11 @@ func waitCommand() *cli.Command {
 					}
 					if live.Supervised {
 						sw.WaitGone(w, 5*time.Second)
+						if live.Outcome == nil {
+							// Stopped before its end was recorded (its window killed, the
+							// agent still being stopped): the record is there now.
+							live = sw.Live(ctx, w)
+						}
 					}
 					fmt.Fprintf(s.Out, "%s: exited\n", w.Name)
 					if c := exitCode(s, w, live); code == 0 {

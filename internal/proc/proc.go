@@ -73,6 +73,8 @@ type Stat struct {
 	State byte
 	// PPID is its parent's pid: field 4.
 	PPID int
+	// TTY is its controlling terminal's device number, 0 for none: field 7.
+	TTY int
 	// Start is its start time in clock ticks after boot: field 22. With the pid, it names one
 	// process for good.
 	Start uint64
@@ -101,11 +103,15 @@ func ReadStat(pid int) (st Stat, ok bool) {
 	if err != nil {
 		return Stat{}, false
 	}
+	tty, err := strconv.Atoi(fields[4])
+	if err != nil {
+		return Stat{}, false
+	}
 	start, err := strconv.ParseUint(fields[19], 10, 64)
 	if err != nil {
 		return Stat{}, false
 	}
-	return Stat{State: fields[0][0], PPID: ppid, Start: start}, true
+	return Stat{State: fields[0][0], PPID: ppid, TTY: tty, Start: start}, true
 }
 
 // StartTime is pid's start time in clock ticks after boot (ReadStat's Start): with the pid, it

@@ -195,6 +195,9 @@ func (s *Swarm) Live(ctx context.Context, w *worker.Worker) Liveness {
 			l.Outcome = outcomeOf(e.Outcome)
 		}
 		l.Running = e.Outcome == nil
+		if l.Running && w.Tmux != nil && e.PID != 0 && hungUp(e.PID) {
+			return s.hungUpLiveness(ctx, w, e.PID)
+		}
 		return l
 	}
 	// No live supervisor: being launched (spawn holds the name's lock), recording its end (the
@@ -211,6 +214,50 @@ func (s *Swarm) Live(ctx context.Context, w *worker.Worker) Liveness {
 		}
 	}
 	return l
+}
+
+// hungUp reports whether a tmux worker's supervisor has lost its terminal: its window, session
+// or server was killed. tmux runs the supervisor as the leader of the pane's session, with the
+// pane as its controlling terminal; closing the pane hangs the terminal up, and the kernel
+// (tty_signal_session_leader) then clears the session's controlling terminal before tmux's
+// kill command returns, so /proc/PID/stat's tty_nr reads 0 at once, while the supervisor is
+// still stopping its agent (up to 5 s for one that ignores SIGHUP and SIGTERM). One read of
+// /proc, not a tmux call per worker (ls of 500 workers).
+func hungUp(pid int) bool {
+	st, ok := proc.ReadStat(pid)
+	return ok && st.TTY == 0
+}
+
+// hungUpWait bounds how long Live waits for the record of a hung-up worker's end: an agent
+// that ends on the hang-up is recorded in milliseconds.
+const hungUpWait = time.Second
+
+// hungUpLiveness is a hung-up tmux worker's liveness: stopped, as the Python swarm judged a
+// worker whose window is gone, with its outcome once its supervisor recorded it (waited for
+// briefly; an agent that ignores the hang-up and SIGTERM is still being stopped, its outcome
+// not known yet).
+func (s *Swarm) hungUpLiveness(ctx context.Context, w *worker.Worker, pid int) Liveness {
+	l := Liveness{Supervised: true}
+	deadline := time.Now().Add(hungUpWait)
+	for pause := time.Millisecond; ; pause = min(pause*2, 20*time.Millisecond) {
+		e, _ := s.layout.ReadEntry(w.Name)
+		if e != nil && e.Outcome != nil {
+			l.Outcome = outcomeOf(e.Outcome)
+			return l
+		}
+		if e == nil || e.PID != pid || !supervise.SupervisorAlive(pid, w.Name) {
+			if st, err := s.reg.Load(); err == nil {
+				if nw := st.Get(w.Name); nw != nil && nw.Started == w.Started {
+					l.Outcome, _ = nw.Ended()
+				}
+			}
+			return l
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return l
+		}
+		time.Sleep(pause)
+	}
 }
 
 func (s *Swarm) unsupervisedAlive(ctx context.Context, w *worker.Worker) bool {

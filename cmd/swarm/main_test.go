@@ -106,6 +106,44 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		}
 		ts.Fatalf("%s's output does not match %q after %s:\n%q", args[0], args[1], limit, last)
 	},
+	// maxrss MB OUT CMD ARGS...: run CMD (found on the script's PATH) with its stdout in the file
+	// OUT; it must succeed with a peak resident memory under MB megabytes. (A data ulimit
+	// cannot bound a binary built with the race detector: its runtime maps far more.)
+	"maxrss": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 3 {
+			ts.Fatalf("usage: maxrss MB OUT CMD ARGS...")
+		}
+		limit, err := strconv.Atoi(args[0])
+		ts.Check(err)
+		path, err := exec.LookPath(args[2])
+		if err != nil {
+			for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+				if p := filepath.Join(dir, args[2]); fileExists(p) {
+					path, err = p, nil
+					break
+				}
+			}
+		}
+		ts.Check(err)
+		out, err := os.Create(ts.MkAbs(args[1]))
+		ts.Check(err)
+		defer out.Close()
+		cmd := exec.Command(path, args[3:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = ts.MkAbs("."), out, os.Stderr
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+		}
+		cmd.Env = append(cmd.Env, "SWARM_DIR="+ts.Getenv("SWARM_DIR"), "PATH="+ts.Getenv("PATH"), "HOME="+ts.Getenv("HOME"))
+		ts.Check(cmd.Run())
+		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if !ok {
+			ts.Fatalf("no resource usage for %s", args[2])
+		}
+		if mb := ru.Maxrss / 1024; mb >= int64(limit) {
+			ts.Fatalf("%s used %d MB at its peak, want under %d", strings.Join(args[2:], " "), mb, limit)
+		}
+	},
 	// waitcount PATH REGEXP N: wait (15 s at most) until REGEXP matches N times in PATH (a
 	// supervisor's write into state.json has landed).
 	"waitcount": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -174,4 +212,9 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 	})
+}
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

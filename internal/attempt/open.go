@@ -342,14 +342,22 @@ func Alive(ctx context.Context, d Dir, where Where, bead string) (bool, *supervi
 	return false, entry
 }
 
-// WaitGone waits until bead has no live supervisor, up to limit.
+// WaitGone waits until bead has no live supervisor, up to limit. A supervisor that runs one
+// attempt removes its entry once the end is recorded, a moment before it exits: the process
+// last seen in the entry is waited for too, so that nothing of the attempt runs on when
+// WaitGone returns (an abort that returns must leave the working tree alone).
 func WaitGone(ctx context.Context, d Dir, where Where, bead string, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
+	seen := 0
 	for time.Now().Before(deadline) {
-		if live, _ := Alive(ctx, d, where, bead); !live {
+		live, entry := Alive(ctx, d, where, bead)
+		if entry != nil && entry.PID > 0 {
+			seen = entry.PID
+		}
+		if !live && (seen == 0 || !supervise.SupervisorAlive(seen, bead)) {
 			return true
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	return false
 }

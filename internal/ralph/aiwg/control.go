@@ -107,7 +107,13 @@ func stopIteration(ctx context.Context, st *State) {
 		return
 	}
 	attempt.Stop(ctx, nil, entry, "", supervise.SignalKill)
-	attempt.WaitGone(ctx, d, where, bead, killGrace+5*time.Second)
+	deadline := time.Now().Add(killGrace + 5*time.Second)
+	attempt.WaitGone(ctx, d, where, bead, time.Until(deadline))
+	// Its entry may be gone before WaitGone first looked (recorded, still exiting): the
+	// process the entry named is waited for as well.
+	for entry != nil && supervise.SupervisorAlive(entry.PID, bead) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // ResumeSpec is how a loop continues: ralph resume's flags.

@@ -150,7 +150,9 @@ func TestRunOnHostsOneCutOff(t *testing.T) {
 			}
 		}
 		if ends != 1 {
-			t.Errorf("task %s's agent ended %d times, want once:\n%s", id, ends, log)
+			// The run's own log says why it ran again (once seen under load: a task done on h3
+			// ran a second time on h3; cause not found yet).
+			t.Errorf("task %s's agent ended %d times, want once:\n%s\nthe run's log:\n%s\ntrace: %+v", id, ends, log, w.log.String(), task)
 		}
 		if got := git(t, w.repo, "show", "swarm/"+id+":"+id+".txt"); got != id {
 			t.Errorf("branch swarm/%s's %s.txt = %q", id, id, got)

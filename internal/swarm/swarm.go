@@ -195,7 +195,7 @@ func (s *Swarm) Live(ctx context.Context, w *worker.Worker) Liveness {
 			l.Outcome = outcomeOf(e.Outcome)
 		}
 		l.Running = e.Outcome == nil
-		if l.Running && w.Tmux != nil && e.PID != 0 && hungUp(e.PID) {
+		if l.Running && w.Tmux != nil && e.PID != 0 && hungUp(e.PID) && !s.windowThere(ctx, w) {
 			return s.hungUpLiveness(ctx, w, e.PID)
 		}
 		return l
@@ -258,6 +258,27 @@ func (s *Swarm) hungUpLiveness(ctx context.Context, w *worker.Worker, pid int) L
 		}
 		time.Sleep(pause)
 	}
+}
+
+// windowThere reports whether a tmux worker's window is still there (and its pane not dead):
+// a supervisor read with no terminal (hungUp) is taken for hung up only once its window is
+// gone too, since a live supervisor was seen, under load, to read tty_nr 0 while its agent
+// worked (status and the ready wait then said stopped). An error counts as there.
+func (s *Swarm) windowThere(ctx context.Context, w *worker.Worker) bool {
+	c, err := s.Tmux(w)
+	if err != nil {
+		return true
+	}
+	windows, err := c.ListWindows(ctx, w.Tmux.Session)
+	if err != nil {
+		return true
+	}
+	for _, win := range windows {
+		if win.Name == w.Tmux.Window && !win.Dead {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Swarm) unsupervisedAlive(ctx context.Context, w *worker.Worker) bool {

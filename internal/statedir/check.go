@@ -31,7 +31,17 @@ var writable = [][]string{
 // Since the directory is the user's, no one else can swap a subdirectory after the check; and
 // since every file is created fresh or renamed into place, no one else's link is followed.
 func (d Dir) Check() error {
-	root := d.Root
+	subs := make([]string, len(writable))
+	for i, sub := range writable {
+		subs[i] = d.join(sub...)
+	}
+	return checkTree(d.Root, "state directory", subs)
+}
+
+// checkTree is the rule Dir.Check and Swarm.Check share: root (which may be reached through a
+// link), when it exists, is a directory of this user's, and each of subs that exists is a real
+// directory of the user's. what names root in an error it cannot judge.
+func checkTree(root, what string, subs []string) error {
 	if root == "" {
 		root = "."
 	}
@@ -40,14 +50,13 @@ func (d Dir) Check() error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("state directory: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := checkInfo(root, fi, false); err != nil {
 		return err
 	}
-	for _, sub := range writable {
-		err := CheckDir(d.join(sub...))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, sub := range subs {
+		if err := CheckDir(sub); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}

@@ -2,9 +2,6 @@ package statedir
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 )
 
@@ -123,25 +120,12 @@ var swarmWritable = []string{"logs", "heartbeats", "ralph", "supervise"}
 // its supervisors write in (Dir.Check). Missing ones are fine: Mkdir creates them. Each
 // problem is one line that names the directory and says what to do.
 func (s Swarm) Check() error {
-	root := s.Root
-	if root == "" {
-		root = "."
+	subs := make([]string, len(swarmWritable))
+	for i, sub := range swarmWritable {
+		subs[i] = s.join(sub)
 	}
-	fi, err := os.Stat(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("swarm directory: %w", err)
-	}
-	if err := checkInfo(root, fi, false); err != nil {
+	if err := checkTree(s.Root, "swarm directory", subs); err != nil {
 		return err
-	}
-	for _, sub := range swarmWritable {
-		err := CheckDir(s.join(sub))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
 	}
 	return Dir{Root: s.Supervise()}.Check()
 }

@@ -15,15 +15,18 @@ import (
 // then the client's PATH, SHELL as default-shell, and TERM_PROGRAM(_VERSION), as tmux 3.3a's
 // spawn sets them. With no server running, it is client itself: the server a new-session starts
 // takes the client's environment as its global one. running says whether a server answered.
+// A server that exits between the three questions (its last session ended) is no server
+// either: the new-session after it starts a new one.
 //
 // This is what an agent started inside the server (dispatch.sh's tmux new-session) had: under
 // cron, the login shell's environment the server was started with, not cron's.
 func (c *Client) SpawnEnvironment(ctx context.Context, client []string) (env []string, running bool, err error) {
 	// -s prints each variable as a shell assignment, quoted, so that a value with a newline
 	// (an exported bash function) is read whole; the plain form is one line per variable.
+	noServer := func() ([]string, bool, error) { return append([]string(nil), client...), false, nil }
 	out, err := c.query(ctx, "show-environment", "-g", "-s")
 	if errors.Is(err, ErrGone) {
-		return append([]string(nil), client...), false, nil
+		return noServer()
 	}
 	if err != nil {
 		return nil, false, err
@@ -34,13 +37,19 @@ func (c *Client) SpawnEnvironment(ctx context.Context, client []string) (env []s
 	}
 	// An empty option prints nothing: no variable is updated.
 	opt, err := c.run(ctx, "show-options", "-gv", "update-environment")
-	if err != nil && !errors.Is(err, ErrGone) {
+	if errors.Is(err, ErrGone) {
+		return noServer()
+	}
+	if err != nil {
 		return nil, true, err
 	}
 	env = updateEnvironment(global, client, strings.Fields(string(opt)))
 	// Then what tmux's spawn sets itself: PATH from a client that is not attached to a session
 	// (one running new-session, as dispatch.sh's was), SHELL as default-shell, TERM_PROGRAM.
 	info, err := c.query(ctx, "display-message", "-p", "#{version}\t#{default-shell}")
+	if errors.Is(err, ErrGone) {
+		return noServer()
+	}
 	if err != nil {
 		return nil, true, err
 	}

@@ -115,3 +115,32 @@ func TestParseShellEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestSpawnEnvironmentServerGoneBetweenQuestions: the server that answered show-environment
+// exits (its last session ended) before show-options or display-message. CI saw dispatch warn
+// "no server running …; the agent gets dispatch's environment" for it. No server is no error:
+// the new-session that follows starts a server from the client's environment.
+func TestSpawnEnvironmentServerGoneBetweenQuestions(t *testing.T) {
+	client := []string{"PATH=/usr/bin:/bin", "CRON_ONLY=1"}
+	for _, gone := range []string{"show-options", "display-message"} {
+		t.Run(gone, func(t *testing.T) {
+			c := &Client{Socket: "/nonexistent/s", Run: func(ctx context.Context, args ...string) ([]byte, error) {
+				switch verb := args[2]; {
+				case verb == gone:
+					return nil, &Error{Args: args, Msg: "no server running on /nonexistent/s"}
+				case verb == "show-environment":
+					return []byte("LANG=\"fi_FI.UTF-8\"; export LANG;\n"), nil
+				case verb == "show-options":
+					return []byte("DISPLAY SSH_AUTH_SOCK\n"), nil
+				default:
+					t.Fatalf("unexpected tmux %q", args)
+					return nil, nil
+				}
+			}}
+			env, running, err := c.SpawnEnvironment(context.Background(), client)
+			if err != nil || running || !reflect.DeepEqual(env, client) {
+				t.Fatalf("SpawnEnvironment = %q, %v, %v; want the client's own, no server, no error", env, running, err)
+			}
+		})
+	}
+}

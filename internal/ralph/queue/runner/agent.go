@@ -18,7 +18,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"golang.org/x/sys/unix"
 )
 
 // agentRun is one agent of the run: it claims task after task.
@@ -363,7 +362,7 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 		if ctx.Err() != nil {
 			return outcome{}
 		}
-		waitExit(ctx, entry)
+		supervise.WaitExit(ctx, entry, 0)
 	}
 	r.spent(&r.timing.Wait, time.Since(start))
 	start = time.Now()
@@ -380,64 +379,18 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	return out
 }
 
-// waitExit waits for the supervisor of entry to exit, through a pidfd (no polling), or a short
-// while when there is none (the entry is being written: pid 0).
-func waitExit(ctx context.Context, entry *supervise.Entry) {
-	if entry == nil || entry.PID <= 0 {
-		sleep(ctx, 10*time.Millisecond)
-		return
-	}
-	fd, err := unix.PidfdOpen(entry.PID, 0)
-	if err != nil {
-		sleep(ctx, 10*time.Millisecond)
-		return
-	}
-	defer unix.Close(fd)
-	// Checked once the pidfd holds the process: a pid reused meanwhile is not our supervisor.
-	if !supervise.SupervisorAlive(entry.PID, entry.Name) {
-		return
-	}
-	for ctx.Err() == nil {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 200)
-		if n > 0 || (err != nil && !errors.Is(err, syscall.EINTR)) {
-			return
-		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // judge reads the end of bead's attempt n from its records, once its supervisor is gone (one
 // lost without recording its end is closed as supervisor-lost first), and its cost from its
 // output.
 func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) outcome {
-	if _, err := attempt.ReconcileBead(ctx, r.dir, nil, bead); err != nil {
+	v, err := attempt.Judge(ctx, r.dir, bead, n)
+	if err != nil {
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
-	run, err := record.ReadRun(r.dir.Store.RunPath(bead))
-	if err != nil {
-		return outcome{status: outFailed, reason: "reading the run record: " + oneLine(err)}
-	}
-	if run.Attempt != n {
-		return outcome{status: outFailed, reason: fmt.Sprintf("the records of %s are attempt %d's, not %d's", bead, run.Attempt, n)}
-	}
-	out := outcome{status: outFailed, reason: run.Status}
-	if run.FailureReason != nil && *run.FailureReason != "" {
-		out.reason = *run.FailureReason
-	}
-	switch run.Status {
-	case record.StatusDone:
-		out.status, out.reason = outDone, ""
-	case record.StatusRunning:
-		out.reason = "still recorded running"
+	run := v.Run
+	out := outcome{status: outFailed, reason: v.Reason}
+	if v.Done {
+		out.status = outDone
 	}
 	if run.DurationSeconds != nil {
 		out.duration = float64(*run.DurationSeconds)

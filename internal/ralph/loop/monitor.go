@@ -292,8 +292,9 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 			why = ReasonBudget
 			l.keepRails(st)
 			st.Status, st.ExitReason = StatusStopped, strp(ReasonBudget)
-			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s cost=$%s budget=$%s", st.CurrentIteration,
-				ReasonBudget, money(l.held.cost), money(*l.held.budget()))
+			l.st.logEvent("WARN", "iteration %d: the budget is reached: $%s of $%s", st.CurrentIteration,
+				money(l.held.cost), money(*l.held.budget()))
+			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", st.CurrentIteration, ReasonBudget)
 			return nil
 		}
 		if !rerun {

@@ -134,7 +134,9 @@ type seal struct {
 	CostUSD float64 `json:"cost_usd"`
 }
 
-func (l *app) sealPath() string { return filepath.Join(l.dir.RalphDir(l.st.name), "rails.json") }
+const sealFile = "rails.json"
+
+func (l *app) sealPath() string { return filepath.Join(l.dir.RalphDir(l.st.name), sealFile) }
 
 // writeSeal keeps the rails and the cost in the loop's seal.
 func (l *app) writeSeal(r *Rails, cost float64) error {
@@ -170,7 +172,11 @@ func (l *app) hold(st *State) {
 		if hk, err := hook.New(h.rails.OnEvent); err == nil {
 			hk.Dir, hk.Env, hk.Timeout = st.workDir(), l.environ, l.opts.HookTimeout
 			hk.Warn = func(err error) {
-				l.st.logEvent("WARN", "%s", oneLine(err.Error()))
+				n := 0
+				if st, err := l.st.load(); err == nil {
+					n = st.CurrentIteration
+				}
+				l.st.logEvent("WARN", "iteration %d: %s", n, oneLine(err.Error()))
 				l.warnf("%v", err)
 			}
 			h.hook = hk
@@ -187,13 +193,13 @@ func (l *app) keepRails(st *State) {
 		return
 	}
 	if !st.Rails.equal(h.rails) {
-		l.st.logEvent("WARN", "the loop's rails in state.json were changed behind its monitor's back; its own are kept")
+		l.st.logEvent("WARN", "iteration %d: the loop's rails in state.json were changed behind its monitor's back; its own are kept", st.CurrentIteration)
 		st.Rails = h.rails.clone()
 	}
 	if st.CostUSD != h.cost {
 		if st.CostUSD != 0 || h.cost != 0 {
-			l.st.logEvent("WARN", "the loop's cost in state.json was changed behind its monitor's back ($%s); its own $%s is kept",
-				money(st.CostUSD), money(h.cost))
+			l.st.logEvent("WARN", "iteration %d: the loop's cost in state.json was changed behind its monitor's back ($%s); its own $%s is kept",
+				st.CurrentIteration, money(st.CostUSD), money(h.cost))
 		}
 		st.CostUSD = h.cost
 	}
@@ -268,7 +274,7 @@ func (l *app) reportedCost(it *iteration, prof *agent.Profile) float64 {
 	u := prof.ParseUsage(b)
 	if !u.HasCost {
 		if u.RejectedCost != nil {
-			l.st.logEvent("WARN", "iteration %d reported a cost of %v, which is not a cost; counted as unknown ($0)", it.n, *u.RejectedCost)
+			l.st.logEvent("WARN", "iteration %d: its agent reported a cost of %v, which is not a cost; counted as unknown ($0)", it.n, *u.RejectedCost)
 		}
 		return 0
 	}
@@ -316,7 +322,7 @@ func (l *app) account(ctx context.Context, it *iteration) {
 		}
 	}
 	if c > 0 {
-		l.st.logEvent("COST", "iteration %d cost=$%s total=$%s", it.n, money(c), money(l.totalCost(st, c)))
+		l.st.logEvent("COST", "iteration %d: $%s, $%s in all", it.n, money(c), money(l.totalCost(st, c)))
 	}
 }
 
@@ -443,7 +449,7 @@ func (l *app) commitIteration(ctx context.Context, n int) {
 		return
 	}
 	head, _ := gitIn(ctx, dir, "rev-parse", "HEAD")
-	l.st.logEvent("COMMIT", "iteration %d commit=%s", n, shortHash(strings.TrimSpace(string(head))))
+	l.st.logEvent("COMMIT", "iteration %d: commit %s", n, shortHash(strings.TrimSpace(string(head))))
 }
 
 func shortHash(h string) string {
@@ -589,7 +595,8 @@ func (ls *Loops) Abort(ctx context.Context, name string, revert bool) (AbortResu
 		return res, fmt.Errorf("loop '%s' is ended, but its changes are not reverted: %w", name, err)
 	}
 	res.Reverted = true
-	l.st.logEvent("REVERT", "working tree %s reset to %s", res.Dir, shortHash(st.StartCommit))
+	l.st.logEvent("REVERT", "iteration %d: abort --revert: working tree %s reset to %s, where the loop started", st.CurrentIteration,
+		res.Dir, shortHash(st.StartCommit))
 	return res, nil
 }
 
@@ -611,19 +618,23 @@ func (l *app) revertTree(ctx context.Context, st *State) error {
 	// The files as they were (the uncommitted changes, the untracked files), the index left at
 	// HEAD; then what the loop added and the start did not have goes, and what the start had
 	// deleted is deleted again. The swarm directory is never touched.
-	if _, err := gitIn(ctx, dir, "checkout", st.StartSnapshot, "--", "."); err != nil {
-		return err
-	}
-	if _, err := gitIn(ctx, dir, "reset", "-q"); err != nil {
-		return err
-	}
 	had := map[string]bool{}
 	out, err := gitIn(ctx, dir, "ls-tree", "-r", "-z", "--name-only", st.StartSnapshot)
 	if err != nil {
 		return err
 	}
 	for _, f := range bytes.Split(out, []byte{0}) {
-		had[string(f)] = true
+		if len(f) > 0 {
+			had[string(f)] = true
+		}
+	}
+	if len(had) > 0 { // an empty tree has no file to check out
+		if _, err := gitIn(ctx, dir, "checkout", st.StartSnapshot, "--", "."); err != nil {
+			return err
+		}
+		if _, err := gitIn(ctx, dir, "reset", "-q"); err != nil {
+			return err
+		}
 	}
 	now, err := gitIn(ctx, dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	if err != nil {

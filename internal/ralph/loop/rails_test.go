@@ -229,7 +229,7 @@ func TestHookEvents(t *testing.T) {
 		if c.name == "hang" && took >= 2*hookTimeout {
 			t.Errorf("hang hook: the loop took %v, the hook's two runs' bounds are %v: the loop waited for its hook", took, 2*hookTimeout)
 		}
-		l.waitLog(c.name, `WARN\] the --on-event hook \(start event\)`)
+		l.waitLog(c.name, `WARN\] iteration \d+: the --on-event hook \(start event\)`)
 	}
 }
 

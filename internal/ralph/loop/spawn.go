@@ -83,6 +83,19 @@ func (e *PatternError) Unwrap() error { return e.Err }
 // not start the monitor (StartMonitor, RunMonitor). An existing worker or loop of the name is
 // refused unless sp.Replace. Progress lines go to Options.Out, warnings to Options.Err.
 func (ls *Loops) Spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
+	sd, err := ls.spawn(ctx, sp)
+	if err != nil && statedir.CheckName(statedir.KindWorker, sp.Name) == nil {
+		// A spawn that wrote no state leaves no seal either (nor the directory it made).
+		d := ls.base.dir
+		if _, serr := os.Lstat(d.RalphState(sp.Name)); errors.Is(serr, os.ErrNotExist) {
+			os.Remove(filepath.Join(d.RalphDir(sp.Name), sealFile))
+			os.Remove(d.RalphDir(sp.Name))
+		}
+	}
+	return sd, err
+}
+
+func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if len(sp.Cmd) == 0 {
 		return nil, errors.New("no command provided (use -- command...)")
 	}

@@ -25,6 +25,12 @@ const (
 // lab's directory), at most max iterations, the breaker off, and its monitor.
 func (l *lab) spawnRails(name, dir string, max int, rails *Rails, plan ...string) {
 	l.t.Helper()
+	l.spawnBreaker(name, dir, max, 0, rails, plan...)
+}
+
+// spawnBreaker is spawnRails with the no-progress breaker's N.
+func (l *lab) spawnBreaker(name, dir string, max, noProgress int, rails *Rails, plan ...string) {
+	l.t.Helper()
 	planFile := filepath.Join(l.root, name+".plan")
 	prompt := filepath.Join(l.root, "PROMPT.md")
 	os.WriteFile(planFile, []byte(strings.Join(plan, "\n")+"\n"), 0o644)
@@ -34,8 +40,7 @@ func (l *lab) spawnRails(name, dir string, max int, rails *Rails, plan ...string
 		dir = filepath.Join(l.root, "work")
 		os.MkdirAll(dir, 0o755)
 	}
-	off := 0
-	if _, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: name, PromptFile: prompt, MaxIterations: max, NoProgress: &off,
+	if _, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: name, PromptFile: prompt, MaxIterations: max, NoProgress: &noProgress,
 		Cwd: dir, Rails: rails, Cmd: []string{"sh", l.agent, planFile, filepath.Join(l.root, name+".counter")}}); err != nil {
 		l.t.Fatalf("Spawn(%s) = %v", name, err)
 	}
@@ -171,24 +176,30 @@ func TestHookEvents(t *testing.T) {
 	l := newLab(t)
 	type ev struct{ event, status, reason string }
 	cases := []struct {
-		name  string
-		rails Rails
-		max   int
-		plan  []string
-		want  []ev
+		name       string
+		rails      Rails
+		max        int
+		noProgress int
+		plan       []string
+		want       []ev
 	}{
-		{"h1", Rails{}, 2, []string{"run 0"}, []ev{{"start", "running", ""}, {"end", "stopped", "max_iterations"}}},
-		{"h2", Rails{}, 10, []string{"exit 3"}, []ev{{"start", "running", ""}, {"failure", "failed", "failed"}}},
-		{"h3", Rails{BudgetUSD: usd(0.5)}, 10, []string{"cost 0.3"},
+		{"h1", Rails{}, 2, 0, []string{"run 0"}, []ev{{"start", "running", ""}, {"end", "stopped", "max_iterations"}}},
+		{"h2", Rails{}, 10, 0, []string{"exit 3"}, []ev{{"start", "running", ""}, {"failure", "failed", "failed"}}},
+		{"h3", Rails{BudgetUSD: usd(0.5)}, 10, 0, []string{"cost 0.3"},
 			[]ev{{"start", "running", ""}, {"end", "stopped", "budget"}}},
-		{"h4", Rails{MaxCallsPerHour: 1}, 2, []string{"run 0"},
+		{"h4", Rails{MaxCallsPerHour: 1}, 2, 0, []string{"run 0"},
 			[]ev{{"start", "running", ""}, {"limit", "running", "max-calls-per-hour"}, {"end", "stopped", "max_iterations"}}},
+		// The same failure twice, outside git: the breaker opens before the fifth failure.
+		{"h5", Rails{}, 10, 2, []string{"exit 3"}, []ev{{"start", "running", ""}, {"breaker", "failed", "no-progress"}}},
+		// A usage limit: the same iteration again once it resets, no failure.
+		{"h6", Rails{}, 1, 0, []string{"limitexit 1", "run 0"},
+			[]ev{{"start", "running", ""}, {"limit", "running", "usage-limit"}, {"end", "stopped", "max_iterations"}}},
 	}
 	for _, c := range cases {
 		out := filepath.Join(l.root, c.name+".events")
 		r := c.rails
 		r.OnEvent = l.hookScript(out)
-		l.spawnRails(c.name, "", c.max, &r, c.plan...)
+		l.spawnBreaker(c.name, "", c.max, c.noProgress, &r, c.plan...)
 	}
 	for _, c := range cases {
 		l.waitMonitor(c.name, false)

@@ -606,7 +606,9 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 			st.EndedIter = max(st.EndedIter, n)
 			return nil
 		})
-		l.event(hook.Limit, n, st.Status, LimitUsage)
+		if st != nil {
+			l.event(hook.Limit, n, st.Status, LimitUsage)
+		}
 		l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", n, until.Local().Format("2006-01-02T15:04:05"))
 		l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
 		l.endRecord(ctx, st, it, res, "failed")

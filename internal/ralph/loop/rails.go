@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
@@ -514,44 +515,21 @@ func (l *app) recordStart(ctx context.Context, st *State) {
 func startRef(name string) string { return "refs/ralph/" + name + "/start" }
 
 // snapshot commits the working tree dir as it is (tracked and untracked files, not the ignored
-// ones, nor the swarm directory when it is inside) through a temporary index: HEAD, the index
-// and the files are left as they are.
+// ones, nor the swarm directory when it is inside), its parent head: the tree is the
+// no-progress breaker's (breaker.Fingerprint: git add -A into a copy of the index), so HEAD,
+// the index and the files are left as they are.
 func snapshot(ctx context.Context, dir, head, swarmDir string) (string, error) {
-	idx, err := os.CreateTemp("", "ralph-index-")
+	fp, err := breaker.Fingerprint(ctx, dir, swarmDir)
 	if err != nil {
 		return "", err
 	}
-	idx.Close()
-	os.Remove(idx.Name()) // git makes it; an empty file is no index
-	defer os.Remove(idx.Name())
-	env := append(os.Environ(), "GIT_INDEX_FILE="+idx.Name(),
-		"GIT_AUTHOR_NAME=ralph", "GIT_AUTHOR_EMAIL=ralph@localhost", "GIT_COMMITTER_NAME=ralph", "GIT_COMMITTER_EMAIL=ralph@localhost")
-	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = env
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-		}
-		return strings.TrimSpace(string(out)), nil
+	f := strings.Fields(fp)
+	if len(f) != 2 || f[0] != head {
+		return "", fmt.Errorf("the tree of %s moved while it was read", dir)
 	}
-	add := []string{"add", "-A", "--", "."}
-	if rel, ok := inside(dir, swarmDir); ok {
-		add = append(add, ":(exclude)"+filepath.ToSlash(rel))
-	}
-	if _, err := run("read-tree", head); err != nil {
-		return "", err
-	}
-	if _, err := run(add...); err != nil {
-		return "", err
-	}
-	tree, err := run("write-tree")
-	if err != nil {
-		return "", err
-	}
-	return run("commit-tree", tree, "-p", head, "-m", "ralph: the working tree when the loop started")
+	out, err := gitIn(ctx, dir, "-c", "user.name=ralph", "-c", "user.email=ralph@localhost",
+		"commit-tree", f[1], "-p", head, "-m", "ralph: the working tree when the loop started")
+	return strings.TrimSpace(string(out)), err
 }
 
 // AbortResult is what Abort did.

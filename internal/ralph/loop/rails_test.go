@@ -300,3 +300,20 @@ func TestCommitEach(t *testing.T) {
 		t.Errorf("the loop's work (notes.txt) is still there after the revert")
 	}
 }
+
+// TestCommitEachLeavesTheSwarmDirectory: a loop whose tree holds the swarm directory commits
+// its agent's work, never the loop's own state, logs or seal.
+func TestCommitEachLeavesTheSwarmDirectory(t *testing.T) {
+	l := newLab(t)
+	gitRun(t, l.root, "init", "-q")
+	gitRun(t, l.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
+	l.spawnRails("g2", l.root, 2, &Rails{CommitEach: true}, "touch notes.txt")
+	l.waitMonitor("g2", false)
+	if got := gitRun(t, l.root, "log", "--format=%s"); got != "ralph: g2, iteration 2\nralph: g2, iteration 1\nstart" {
+		t.Fatalf("commits: %q:\n%s", got, l.log("g2"))
+	}
+	files := gitRun(t, l.root, "ls-files")
+	if !strings.Contains(files, "notes.txt") || strings.Contains(files, "sd/") {
+		t.Fatalf("the loop committed %q: want notes.txt, nothing of the swarm directory sd/", files)
+	}
+}

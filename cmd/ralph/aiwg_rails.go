@@ -26,6 +26,7 @@ func railsFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "hard-budget"},
 		&ucli.StringFlag{Name: "max-calls-per-hour"},
 		&ucli.StringFlag{Name: "on-event"},
+		&ucli.BoolFlag{Name: "commit-each"},
 	}
 }
 
@@ -77,6 +78,7 @@ func railsOf(c *ucli.Context) (aiwg.Rails, error) {
 		}
 		r.OnEvent = strings.TrimSpace(c.String("on-event"))
 	}
+	r.CommitEach = c.Bool("commit-each")
 	return r, nil
 }
 

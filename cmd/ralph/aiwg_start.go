@@ -50,6 +50,8 @@ Options:
    --on-event CMD             run CMD (words, no shell) on the loop's start and end, a failed
                               iteration, a limit and the breaker, one JSON event on its
                               stdin; killed after 10 s; its failure changes nothing
+   --commit-each              commit the working tree after each iteration (trailers
+                              Ralph-Loop and Ralph-Iteration; no change, no commit)
    --agent AGENT[:MODEL]      an agent of the agents config (CONFIG_FILE) (claude)
    --force                    start even with 4 loops active in the workspace
    --foreground               run here until the loop ends; exit 0 only for completed

@@ -345,8 +345,12 @@ func (c *controller) next() (action, *State, error) {
 		if !rerun {
 			st.Iteration++
 		}
-		c.ledger.calls = append(c.ledger.calls, now)
-		c.saveLedger()
+		if n := c.ledger.rails.MaxCallsPerHour; n > 0 {
+			// The last n starts are all the limit needs.
+			c.ledger.calls = append(c.ledger.calls, now)
+			c.ledger.calls = c.ledger.calls[max(0, len(c.ledger.calls)-n):]
+			c.saveLedger()
+		}
 		act = actIterate
 		if err := c.ws.save(reg, st); err != nil {
 			return err

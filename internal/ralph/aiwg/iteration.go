@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,7 +117,6 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	res.it.ExitCode = r.ExitCode
 	res.it.Reason = deref(r.FailureReason)
 	out := logTail(d.Layout.LogPath(bead))
-	res.after, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
 	res.tail = string(out[max(0, len(out)-4096):])
 	u := profile.ParseUsage(out)
 	if u.HasCost {
@@ -147,7 +147,27 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 			res.it.Reason = r.Status
 		}
 	}
+	if c.ledger.rails.CommitEach && (res.it.Outcome == OutcomeDone || res.it.Outcome == OutcomeFailed) {
+		c.commitEach(ctx, st, i)
+	}
+	// After the commit: the breaker compares the trees the iterations leave, HEAD included.
+	res.after, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
 	return res
+}
+
+// commitEach commits what iteration i left in the working tree (--commit-each), .aiwg and the
+// state directory left out, and says so in the log; a commit that fails is a warning there and
+// the loop goes on.
+func (c *controller) commitEach(ctx context.Context, st *State, i int) {
+	commit, err := CommitIteration(ctx, st.WorkingDirectory, []string{filepath.Join(c.ws.Root, ".aiwg"), st.StateDir}, st.LoopID, i)
+	switch {
+	case err != nil:
+		fmt.Fprintf(c.log, "%s ralph: warning: loop %s iteration %d: --commit-each: %s\n", stamp(time.Now()), c.id, i, OneLine(err.Error(), 300))
+	case commit == "":
+		fmt.Fprintf(c.log, "%s iteration %d: no change, no commit\n", stamp(time.Now()), i)
+	default:
+		fmt.Fprintf(c.log, "%s iteration %d: commit %s\n", stamp(time.Now()), i, Short(commit))
+	}
 }
 
 func interruptCause(c *controller) string {

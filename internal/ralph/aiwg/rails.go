@@ -34,6 +34,8 @@ type Rails struct {
 	MaxCallsPerHour int `json:"max_calls_per_hour,omitempty"`
 	// OnEvent is the --on-event command (internal/ralph/hook), told each transition.
 	OnEvent string `json:"on_event,omitempty"`
+	// CommitEach commits the working tree after each iteration that counts (CommitIteration).
+	CommitEach bool `json:"commit_each,omitempty"`
 }
 
 // Pause reasons of the rails: a budget waits for a person (ralph resume --budget), the calls

@@ -206,3 +206,32 @@ func TestHooks(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitEach: --commit-each commits what each iteration left, with trailers naming the
+// loop and the iteration, .aiwg left out; an iteration that changed nothing makes no commit.
+// Outside git, start refuses it.
+func TestCommitEach(t *testing.T) {
+	l := newLab(t, "write=notes.txt", "say=nothing", "touch=done.txt")
+	head := strings.TrimSpace(l.git("rev-parse", "HEAD"))
+	id := l.startRails(5, Rails{CommitEach: true})
+	l.waitStatus(id, StatusCompleted)
+	log := l.git("log", "--format=%s|%(trailers:key=Ralph-Loop,valueonly,separator=)|%(trailers:key=Ralph-Iteration,valueonly,separator=)", head+"..HEAD")
+	want := "ralph: " + id + ", iteration 3|" + id + "|3\n" + "ralph: " + id + ", iteration 1|" + id + "|1\n"
+	if strings.ReplaceAll(log, "\n\n", "\n") != want {
+		t.Errorf("commits since the start:\n%s\nwant:\n%s", log, want)
+	}
+	if files := l.git("log", "--name-only", "--format=", head+"..HEAD"); strings.Contains(files, ".aiwg") || !strings.Contains(files, "notes.txt") || !strings.Contains(files, "done.txt") {
+		t.Errorf("the commits hold:\n%s\nwant notes.txt and done.txt, nothing of .aiwg", files)
+	}
+	if status := l.git("status", "--porcelain", "--", ".", ":(exclude).aiwg"); status != "" {
+		t.Errorf("the tree is not clean after the loop:\n%s", status)
+	}
+
+	plain := Workspace{Root: t.TempDir()}
+	_, err := plain.Start(context.Background(), StartSpec{Task: "x", Completion: "true", MaxIterations: 1, CheckpointInterval: 1,
+		Agent: "fake", Rails: Rails{CommitEach: true}}, l.rt)
+	l.refused(err, `--commit-each: .* is not in a git repository`)
+	if _, err := os.Stat(plain.Dir()); err == nil {
+		t.Errorf("a refused start left %s", plain.Dir())
+	}
+}

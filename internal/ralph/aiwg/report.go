@@ -307,6 +307,9 @@ func writeRails(line func(k, format string, a ...any), st *State) {
 	if len(timeouts) > 0 {
 		line("Timeouts", "%s", strings.Join(timeouts, ", "))
 	}
+	if r.CommitEach {
+		line("Commits", "one after each iteration that changed the tree (--commit-each)")
+	}
 	if r.OnEvent != "" {
 		line("On event", "%s", Clean(OneLine(r.OnEvent, 100)))
 	}

@@ -89,6 +89,11 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 	if _, err := exec.LookPath(profile.Command); err != nil {
 		return nil, fmt.Errorf("agent %s: its command %q cannot be run (%v); install it, or fix its entry in the agents config", profile.Name, profile.Command, err)
 	}
+	if spec.Rails.CommitEach {
+		if _, err := git(ctx, w.Root, "rev-parse", "--is-inside-work-tree"); err != nil {
+			return nil, fmt.Errorf("--commit-each: %s is not in a git repository; run git init there, or leave --commit-each out", w.Root)
+		}
+	}
 	stateDir := spec.StateDir
 	if stateDir == "" {
 		stateDir = w.DefaultStateDir()

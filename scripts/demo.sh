@@ -27,7 +27,7 @@ expect() {
 }
 
 step "building the tools into bin/"
-go build -o bin/ ./cmd/...
+"${GO:-go}" build -ldflags "${LDFLAGS:-}" -o bin/ ./cmd/...
 export PATH="$toolkit/bin:$PATH"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/fleet-demo.XXXXXX")"

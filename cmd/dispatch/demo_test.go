@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,34 @@ func TestDemo(t *testing.T) {
 	}
 	if strings.Contains(string(out), "as expected") {
 		t.Errorf("make demo saw a surprise:\n%s", out)
+	}
+}
+
+// TestMakeFindsGo: in a non-login shell (a script, ssh host cmd, cron) PATH lacks
+// /usr/local/go/bin, and make demo failed with "go: command not found" (issue 20). make now
+// takes Go from there; with no Go anywhere it says so in one line.
+func TestMakeFindsGo(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	if runtime.GOROOT() != "/usr/local/go" {
+		t.Skipf("Go is in %s, not /usr/local/go: the non-login shell's case does not arise", runtime.GOROOT())
+	}
+	repo, _ := filepath.Abs("../..")
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GO=") })
+	env = append(env, "PATH=/usr/bin:/bin")
+	cmd := exec.Command("make", "-C", repo, "--no-print-directory", "-n", "demo")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "GO=/usr/local/go/bin/go ") {
+		t.Errorf("make -n demo with PATH=/usr/bin:/bin: %v, want it to run /usr/local/go/bin/go:\n%s", err, out)
+	}
+
+	cmd = exec.Command("make", "-C", repo, "--no-print-directory", "build", "GO=/nonexistent/go")
+	cmd.Env = env
+	out, err = cmd.CombinedOutput()
+	want := "make: Go not found (/nonexistent/go is not on PATH, nor in /usr/local/go/bin): install Go 1.26 (https://go.dev/dl), or name it: make GO=/path/to/go\n"
+	if err == nil || !strings.HasPrefix(string(out), want) {
+		t.Errorf("make build GO=/nonexistent/go: %v\n%s\nwant the line %q", err, out, want)
 	}
 }

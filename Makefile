@@ -15,10 +15,11 @@ GO      ?= go
 PREFIX  ?= $(shell $(GO) env GOPATH)
 BINDIR  ?= $(PREFIX)/bin
 SHAREDIR ?= $(PREFIX)/share
-# VERSION is what --version prints: git's name for the checkout (a tag, else a commit; -dirty
-# with local changes). Without git, the binaries fall back to the module's build info. A
-# release (make release) is built from its semantic version tag only.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+# VERSION is what --version prints: git's name for the checkout from its version tags (v0.1.0,
+# v0.1.0-3-gabc1234 three commits later, else the commit; -dirty with local changes); a tag that
+# is not a version (nightly) is not taken. Without git, the binaries fall back to the module's
+# build info. A release (make release) is built from its semantic version tag only.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
 .PHONY: all have-go build docs install release release-check test test-short test-deps sshd vet fmt-check tidy-check bench demo fuzz clean

@@ -168,7 +168,7 @@ func fastObject(b []byte, keys map[string]int, field func(f int, s *scanner) boo
 				return false
 			}
 			s.ws()
-			f, known := keys[key]
+			f, known := keys[string(key)]
 			switch {
 			case known:
 				if seen&(1<<f) != 0 || !field(f, s) {
@@ -193,17 +193,17 @@ func fastObject(b []byte, keys map[string]int, field func(f int, s *scanner) boo
 
 // foldFree says whether encoding/json, which matches keys without regard to case, would match
 // key with none of keys: an ASCII key whose lower case is none of them.
-func foldFree(key string, keys map[string]int) bool {
-	lower := make([]byte, len(key))
-	for i := 0; i < len(key); i++ {
-		c := key[i]
+func foldFree(key []byte, keys map[string]int) bool {
+	var buf [32]byte
+	lower := buf[:0]
+	for _, c := range key {
 		if c >= utf8.RuneSelf {
 			return false
 		}
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		lower[i] = c
+		lower = append(lower, c)
 	}
 	_, match := keys[string(lower)]
 	return !match
@@ -321,12 +321,12 @@ func (s *scanner) str() (string, bool) {
 }
 
 // key reads an object's key; one with escapes is left to encoding/json.
-func (s *scanner) key() (string, bool) {
+func (s *scanner) key() ([]byte, bool) {
 	content, escaped, _, ok := s.stringSpan()
 	if !ok || escaped {
-		return "", false
+		return nil, false
 	}
-	return string(content), true
+	return content, true
 }
 
 // plainString reads a string field: a string, or null (which leaves it as it is).
@@ -416,7 +416,7 @@ func (s *scanner) verification(dst **Verification) bool {
 			s.ws()
 			var bit uint8
 			var dstr *string
-			switch key {
+			switch string(key) {
 			case "lint":
 				bit, dstr = 1, &v.Lint
 			case "tests":

@@ -343,12 +343,13 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch s {
 	case "q", "ctrl+c":
 		if u.mode == modeScreen && s == "q" {
-			u.mode = modeList
+			u.mode, u.screen = modeList, nil
 			return u, nil
 		}
 		return u, tea.Quit
 	case "esc":
-		u.mode = modeList
+		// The screen view is left for good: a prompt opened from the list goes back to it.
+		u.mode, u.screen = modeList, nil
 	case "up", "k":
 		u.cursor--
 	case "down", "j":

@@ -517,6 +517,11 @@ func TestUIInTmux(t *testing.T) {
 
 	// The AIWG loop: p pauses it at once (its agent stopped), x aborts it after the confirmation.
 	l.filter(id, top.KindLoop, "aiwg:"+id)
+	agentCount := func() string {
+		b, _ := os.ReadFile(filepath.Join(l.root, "agent", "count"))
+		return strings.TrimSpace(string(b))
+	}
+	l.waitFor("the AIWG loop's agent at work", func() bool { return agentCount() == "1" })
 	ch = l.watch(statusIs(loops.StatePath(id), "paused"))
 	l.keys("p")
 	l.shownWithin("the paused AIWG loop's row", ch, rowShows(top.KindLoop, "aiwg:"+id, "paused"))
@@ -525,8 +530,9 @@ func TestUIInTmux(t *testing.T) {
 		st, err := loops.ReadState(id)
 		return err == nil && st.Status == aiwg.StatusPaused && st.PID == nil
 	})
-	if b, _ := os.ReadFile(filepath.Join(l.root, "agent", "count")); strings.TrimSpace(string(b)) != "1" {
-		t.Errorf("the AIWG loop's agent was called %q times before the pause, want 1", b)
+	l.waitModel("the paused AIWG loop's agent stopped", top.KindLoop, id, func(r *top.Row) bool { return r.Status == "paused" && !r.Live })
+	if n := agentCount(); n != "1" {
+		t.Errorf("the AIWG loop's agent was called %q times by the pause, want 1", n)
 	}
 	l.keys("x")
 	l.seen("the abort confirmation", func(s string) bool { return strings.Contains(s, "kill loop "+id+"? (y/N)") })

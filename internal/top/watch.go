@@ -139,6 +139,9 @@ func (w *watches) counts(buf []byte) bool {
 // watched are the directories whose entries' changes change rows.
 func (m *Model) watched() []string {
 	var dirs []string
+	if m.sw == nil && m.src.SwarmDir != "" {
+		dirs = append(dirs, m.src.SwarmDir) // not there yet, or not opened yet
+	}
 	if m.sw != nil {
 		sd := m.sw.Dir()
 		dirs = append(dirs, sd.Root, sd.Ralph(), filepath.Join(sd.Supervise(), "supervisors"))

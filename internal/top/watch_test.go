@@ -88,3 +88,39 @@ func drain(ch <-chan struct{}, rearm func()) {
 		}
 	}
 }
+
+// A $SWARM_DIR made after top started (the first `swarm spawn` on the machine): its making is
+// told, and the next refresh shows its worker. (Before, a model opened without it never read
+// it: its workers showed only in a new swarm top.)
+func TestSwarmDirMadeLater(t *testing.T) {
+	l := newLab(t)
+	if _, err := os.Stat(l.swarmDir); err == nil {
+		t.Fatalf("%s is there before the first spawn", l.swarmDir)
+	}
+	m := l.model()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, rearm, err := m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := m.Refresh(ctx); err != nil || len(rows) != 0 {
+		t.Fatalf("before the spawn: %d rows, %v", len(rows), err)
+	}
+	l.swarm("spawn", "--name", "first", "--", "sh", "-c", "echo ready; exec cat")
+	select {
+	case <-ch:
+		rearm()
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the making of %s was not told within 5s", l.swarmDir)
+	}
+	waitRow(t, m, top.KindWorker, "first", func(r *top.Row) bool { return r.Live && r.Status == "running" })
+	// Its directory is watched now: its end is told.
+	drain(ch, rearm)
+	l.swarm("kill", "first")
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the worker's end in the new %s was not told within 5s", l.swarmDir)
+	}
+}

@@ -2,13 +2,20 @@ package swarmrun
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/manifest"
 
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
@@ -191,4 +198,164 @@ func TestRunOnHostsOneCutOff(t *testing.T) {
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
+}
+
+// killedHostsRunVerb is a run over the lab's hosts that SIGKILLs itself at a named step:
+// "BINARY __killed_hosts_run REPO STATE_DIR MANIFEST HOSTS_JSON STEP N", HOSTS_JSON the hosts
+// ([]remote.Host) in the order their executors are given.
+const killedHostsRunVerb = "__killed_hosts_run"
+
+func killedHostsRunMain(args []string) int {
+	if len(args) != 6 {
+		fmt.Fprintln(os.Stderr, "usage: __killed_hosts_run REPO STATE_DIR MANIFEST HOSTS_JSON STEP N")
+		return 2
+	}
+	repo, stateDir, path, hostsFile, step := args[0], args[1], args[2], args[3], args[4]
+	nth, _ := strconv.Atoi(args[5])
+	m, err := manifest.Load(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var hosts []*remote.Host
+	b, _ := os.ReadFile(hostsFile)
+	if err := json.Unmarshal(b, &hosts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var execs []Executor
+	for _, h := range hosts {
+		c, err := d.Dial(context.Background(), h)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		execs = append(execs, &Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
+			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
+	}
+	var mu sync.Mutex
+	seen := 0
+	cfg := Config{Manifest: m, ManifestPath: path, Repo: repo, RepoName: ".", Executors: execs, Log: os.Stderr, PID: os.Getpid(),
+		Checkpoint: func(s string) {
+			if s != step {
+				return
+			}
+			mu.Lock()
+			seen++
+			die := seen == nth
+			mu.Unlock()
+			if die {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "the run ended without reaching %s #%d\n", step, nth)
+	return 3
+}
+
+// TestResumeOverHostsAdoptsTheRunningAttempt: a run over two hosts is SIGKILLed while its two
+// tasks' agents work there; --resume, its hosts given in the other order, finds each attempt
+// on its host and waits for it: each agent ran exactly once (issue 18: --resume started a
+// second one), each task completed on the host its agent ran on, its records and branch here.
+func TestResumeOverHostsAdoptsTheRunningAttempt(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	log, gate := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate")
+	words := fmt.Sprintf("once:%s waitfor:%s", log, gate)
+	cfg := w.config(t, fmt.Sprintf(`name: resumed on hosts
+defaults: {agent: fake, retries: 0, timeout: 120}
+tasks:
+  - {id: a, prompt: "%[1]s write:a.txt", branch: a}
+  - {id: b, prompt: "%[1]s write:b.txt", branch: b}
+`, words), 0)
+	// The killed run has h2 first: a runs on h2, b on h1; the resumed run has h1 first.
+	hosts := []*remote.Host{execs[1].Conn.Host, execs[0].Conn.Host}
+	hj := filepath.Join(tmp, "hosts.json")
+	b, _ := json.Marshal(hosts)
+	os.WriteFile(hj, b, 0o600)
+	self, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, killedHostsRunVerb, w.repo, w.stateDir, cfg.ManifestPath, hj, "launched", "2")
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("the run was not killed once both tasks were launched: %v\n%s", err, stderr.String())
+	}
+	p := Paths{Root: w.repo}
+	st := checkValid(t, p.State())
+	for id, host := range map[string]string{"a": "h2", "b": "h1"} {
+		if tr := st.Tasks[id].Trace; tr == nil || tr.AgentHost == nil || *tr.AgentHost != host {
+			t.Fatalf("task %s's trace after the kill: %+v, want it on %s\n%s", id, tr, host, stderr.String())
+		}
+	}
+	cfg.Executors = []Executor{execs[0], execs[1]}
+	cfg.Resume = true
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg)
+		done <- err
+	}()
+	// Both attempts found still at work on their hosts: then the agents may end (a run that
+	// ends first did not wait for them).
+	deadline := time.Now().Add(time.Minute)
+	ended := false
+	for !ended && strings.Count(w.log.String(), "of an earlier run still runs here") < 2 {
+		if time.Now().After(deadline) {
+			os.WriteFile(gate, nil, 0o600)
+			t.Fatalf("the resumed run did not wait for the running attempts:\n%s\nkilled run:\n%s", w.log.String(), stderr.String())
+		}
+		select {
+		case err = <-done:
+			ended = true
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	os.WriteFile(gate, nil, 0o600)
+	if !ended {
+		select {
+		case err = <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the resumed run did not end:\n%s", w.log.String())
+		}
+	}
+	if err != nil {
+		t.Fatalf("--resume: %v\n%s", err, w.log.String())
+	}
+	st = checkValid(t, p.State())
+	if st.Status != ExecCompleted || st.Summary.Completed != 2 {
+		t.Fatalf("after --resume: %s, %+v\n%s\nkilled run:\n%s", st.Status, st.Summary, w.log.String(), stderr.String())
+	}
+	runs := readFile(log)
+	for id, host := range map[string]string{"a": "h2", "b": "h1"} {
+		if got, want := strings.Count(runs, id+" start "), 1; got != want || !strings.Contains(runs, id+" end 1 0") || strings.Contains(runs, id+" overlap") {
+			t.Errorf("task %s's agent ran %d times, want once (attempt 1, ended 0):\n%s", id, got, runs)
+		}
+		tr := st.Tasks[id].Trace
+		if tr == nil || tr.AgentHost == nil || *tr.AgentHost != host || tr.Attempt != 1 || tr.CommitSHA == nil {
+			t.Errorf("task %s's trace %+v, want attempt 1 on %s, committed", id, tr, host)
+			continue
+		}
+		if got := git(t, w.repo, "show", id+":"+id+".txt"); got != id {
+			t.Errorf("branch %s's %s.txt = %q", id, id, got)
+		}
+		if res, err := record.ReadResult(record.Store{Dir: w.stateDir}.ResultPath(tr.Bead)); err != nil || res.Status != record.StatusDone || res.Attempt != 1 {
+			t.Errorf("task %s's result record here: %+v, %v", id, res, err)
+		}
+	}
+	if t.Failed() {
+		t.Logf("resumed run:\n%s\nkilled run:\n%s", w.log.String(), stderr.String())
+	}
 }

@@ -436,9 +436,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 				if t.Status == Pending {
 					t.Status, changed = Queued, true
 				}
-				if len(r.free) > 0 {
-					slots = append(slots, r.free[0])
-					r.free = r.free[1:]
+				if i := r.slotFor(t); i >= 0 {
+					slots = append(slots, r.free[i])
+					r.free = append(r.free[:i:i], r.free[i+1:]...)
 					start = append(start, t)
 				}
 			}
@@ -531,6 +531,44 @@ func (r *runner) ready() []*Task {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return manifest.Rank(out[i].Priority) < manifest.Rank(out[j].Priority) })
 	return out
+}
+
+// slotFor is the index in r.free of the slot task t starts in, -1 when none may now (under
+// mu). An attempt an earlier run left at work on a host is adopted there: the task waits for
+// a slot of that host (its own first), unless this run reaches that host no more.
+func (r *runner) slotFor(t *Task) int {
+	if len(r.free) == 0 {
+		return -1
+	}
+	if r.adopt[t.ID] == 0 || t.Trace == nil || t.Trace.AgentHost == nil {
+		return 0
+	}
+	host := *t.Trace.AgentHost
+	reached := false
+	for _, e := range r.cfg.Executors {
+		if r.gone[e] {
+			continue
+		}
+		for _, s := range e.Slots() {
+			if s.Host == host {
+				reached = true
+				break
+			}
+		}
+	}
+	if !reached {
+		return 0
+	}
+	at := -1
+	for i, s := range r.free {
+		if s.ID == t.Trace.AgentID {
+			return i
+		}
+		if s.Host == host && at < 0 {
+			at = i
+		}
+	}
+	return at
 }
 
 // held is the earliest time a task held back by an offline host's deadline may run, zero when

@@ -359,3 +359,61 @@ tasks:
 		t.Logf("resumed run:\n%s\nkilled run:\n%s", w.log.String(), stderr.String())
 	}
 }
+
+// TestRemoteEndBroughtBackAfterAFailure: a remote attempt that ended 0 whose branch cannot be
+// fetched at once (its ref here locked, as by another git at work in the repository) is
+// brought back on a later try, not judged failed and run again (issue 18: a task done on a host
+// ran a second time there).
+func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 1, 1)
+	tmp := t.TempDir()
+	log := filepath.Join(tmp, "agents.log")
+	cfg := w.config(t, fmt.Sprintf(`name: brought back
+defaults: {agent: fake, retries: 1, timeout: 120}
+tasks:
+  - {id: a, prompt: "once:%s write:a.txt", branch: a}
+`, log), 0)
+	cfg.Executors = []Executor{execs[0]}
+	lock := filepath.Join(w.repo, ".git", "refs", "remotes", "h1", "a.lock")
+	os.MkdirAll(filepath.Dir(lock), 0o700)
+	os.WriteFile(lock, nil, 0o600)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg)
+		done <- err
+	}()
+	var err error
+	ended := false
+	deadline := time.Now().Add(time.Minute)
+	for !ended && !strings.Contains(w.log.String(), "but bringing it back failed") {
+		if time.Now().After(deadline) {
+			os.Remove(lock)
+			t.Fatalf("no failed fetch:\n%s", w.log.String())
+		}
+		select {
+		case err = <-done:
+			ended = true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	os.Remove(lock)
+	if !ended {
+		select {
+		case err = <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("the run did not end:\n%s", w.log.String())
+		}
+	}
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	st := checkValid(t, Paths{Root: w.repo}.State())
+	task := st.Tasks["a"]
+	if runs := readFile(log); strings.Count(runs, "a start ") != 1 || task.Status != Completed || task.Trace.RetryCount != 0 {
+		t.Fatalf("task a: %s, retries %d; its agent's runs:\n%s\nthe run's log:\n%s", task.Status, task.Trace.RetryCount, runs, w.log.String())
+	}
+	if got := git(t, w.repo, "show", "a:a.txt"); got != "a" {
+		t.Errorf("branch a's a.txt = %q", got)
+	}
+}

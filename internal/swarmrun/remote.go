@@ -240,21 +240,34 @@ func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapsh
 		return failed(n, "remote-failed", err)
 	}
 	out := outcomeOf(n, snap)
-	if err := remote.BringBack(context.WithoutCancel(ctx), record.Store{Dir: r.StateDir}, snap); err != nil {
-		return failed(n, "records-not-brought-back", err)
-	}
-	if out.Status != record.StatusDone {
-		return out
-	}
-	if err := r.bringBranch(context.WithoutCancel(ctx), job, hostWT); err != nil {
-		if errors.Is(err, remote.ErrUnreachable) || errors.Is(err, remote.ErrNoMaster) {
+	// The attempt has ended there: what stands between it and its end here (its records
+	// written here, its branch fetched: git's locks, a busy disk) is tried again a few times
+	// before the attempt is judged failed and its task run again.
+	bctx := context.WithoutCancel(ctx)
+	for try := 1; ; try++ {
+		kind := "records-not-brought-back"
+		err := remote.BringBack(bctx, record.Store{Dir: r.StateDir}, snap)
+		if err == nil && out.Status == record.StatusDone {
+			kind = "branch-not-brought-back"
+			err = r.bringBranch(bctx, job, hostWT)
+		}
+		switch {
+		case err == nil:
+			return out
+		case errors.Is(err, remote.ErrUnreachable) || errors.Is(err, remote.ErrNoMaster):
 			// The agent ended: nothing of it runs there any more, the task may run elsewhere now.
 			return r.offlineOutcome(n, time.Now(), time.Now(), err)
+		case try == bringTries:
+			return failed(n, kind, err)
 		}
-		return failed(n, "branch-not-brought-back", err)
+		fmt.Fprintf(orDiscard(r.Log), "%s: attempt %d ended %s, but bringing it back failed (%s); trying again\n", job.Bead, n, out.Status, oneLine(err))
+		time.Sleep(time.Duration(try) * 500 * time.Millisecond)
 	}
-	return out
 }
+
+// bringTries is how many times the end of a remote attempt is brought back before it is
+// judged failed (over about 3 s).
+const bringTries = 4
 
 // bringBranch commits what the agent left uncommitted in the host's worktree, fetches the
 // branch and makes it the task's branch here, in its worktree.

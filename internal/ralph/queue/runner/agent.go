@@ -223,7 +223,8 @@ type outcome struct {
 	reason   string
 	cost     float64
 	duration float64
-	// resetAt: when the usage limit of an outLimited attempt resets.
+	// resetAt: when the usage limit of an outLimited attempt resets; until when an outOffline
+	// or outStopped task is held (its agent may still run on its host).
 	resetAt time.Time
 	// obs is a failed attempt as the no-progress breaker sees it (nil: the breaker is off).
 	obs *breaker.Observation

@@ -57,6 +57,9 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 				if out.reason != budgetStop {
 					line = out.reason + "; pending again"
 				}
+				if out.resetAt.After(time.Now()) {
+					task.HeldUntil = record.FormatTime(out.resetAt)
+				}
 			case outOffline:
 				// Not the task's failure: it runs elsewhere, once its attempt there cannot run
 				// any more (its deadline on the host has passed).

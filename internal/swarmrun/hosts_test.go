@@ -364,7 +364,14 @@ tasks:
 // fetched at once (its ref here locked, as by another git at work in the repository) is
 // brought back on a later try, not judged failed and run again (issue 18: a task done on a host
 // ran a second time there).
-func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) {
+func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) { bringBackAfter(t, false) }
+
+// TestRemoteEndBroughtBackAfterTheConnectionClosed: the same, the host's ssh master closing
+// meanwhile (as its ServerAlive checks give up under load): the host is connected to again,
+// not taken for offline, and the finished attempt is brought back, not run elsewhere.
+func TestRemoteEndBroughtBackAfterTheConnectionClosed(t *testing.T) { bringBackAfter(t, true) }
+
+func bringBackAfter(t *testing.T, closeMaster bool) {
 	w := newWorld(t)
 	_, execs := labExecutors(t, w, 1, 1)
 	tmp := t.TempDir()
@@ -397,6 +404,10 @@ tasks:
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	if closeMaster {
+		// Before the lock goes: no try can succeed before the master is closed.
+		execs[0].Conn.Close()
+	}
 	os.Remove(lock)
 	if !ended {
 		select {
@@ -410,8 +421,8 @@ tasks:
 	}
 	st := checkValid(t, Paths{Root: w.repo}.State())
 	task := st.Tasks["a"]
-	if runs := readFile(log); strings.Count(runs, "a start ") != 1 || task.Status != Completed || task.Trace.RetryCount != 0 {
-		t.Fatalf("task a: %s, retries %d; its agent's runs:\n%s\nthe run's log:\n%s", task.Status, task.Trace.RetryCount, runs, w.log.String())
+	if runs := readFile(log); strings.Count(runs, "a start ") != 1 || task.Status != Completed || task.Trace.RetryCount != 0 || len(task.Trace.Requeued) != 0 {
+		t.Fatalf("task a: %s, retries %d, requeued %v; its agent's runs:\n%s\nthe run's log:\n%s", task.Status, task.Trace.RetryCount, task.Trace.Requeued, runs, w.log.String())
 	}
 	if got := git(t, w.repo, "show", "a:a.txt"); got != "a" {
 		t.Errorf("branch a's a.txt = %q", got)

@@ -254,6 +254,17 @@ func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapsh
 		switch {
 		case err == nil:
 			return out
+		case errors.Is(err, remote.ErrNoMaster) && try < bringTries:
+			// The master closed (its ServerAlive checks gave up): a host that answers again
+			// is not offline, and its finished attempt is brought back, not run elsewhere.
+			rctx, cancel := context.WithTimeout(bctx, orDur(r.OfflineAfter, 30*time.Second))
+			rerr := r.Conn.Reconnect(rctx)
+			cancel()
+			if rerr != nil {
+				return r.offlineOutcome(n, time.Now(), time.Now(), rerr)
+			}
+			fmt.Fprintf(orDiscard(r.Log), "%s: the connection to %s closed while attempt %d was brought back; connected again\n", job.Bead, r.Host(), n)
+			continue
 		case errors.Is(err, remote.ErrUnreachable) || errors.Is(err, remote.ErrNoMaster):
 			// The agent ended: nothing of it runs there any more, the task may run elsewhere now.
 			return r.offlineOutcome(n, time.Now(), time.Now(), err)

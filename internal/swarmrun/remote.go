@@ -185,10 +185,13 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 // host's records name it, it is followed to its end and settled (ok); when they name an
 // earlier attempt or none, it never reached the host, and the caller starts it (not ok).
 func (r *Remote) adopt(ctx context.Context, job Job, w remote.Watch, hostWT string, lease time.Duration, last *time.Time, lastMu *sync.Mutex) (Outcome, bool) {
+	// Its start was sent before now (by the earlier run): a deadline counted from now, on this
+	// machine's clock, is later than the host's own.
+	sent := time.Now()
 	snap, err := r.Conn.Snapshot(ctx, job.Bead, orDur(r.OfflineAfter, 30*time.Second))
 	if err != nil {
 		// Not known whether it runs there: held until its deadline could have passed.
-		return r.settle(ctx, job, job.Adopt, nil, err, time.Now(), lease, hostWT, last, lastMu), true
+		return r.settle(ctx, job, job.Adopt, nil, err, sent, lease, hostWT, last, lastMu), true
 	}
 	if w.Heartbeat != nil {
 		w.Heartbeat(time.Now(), snap)
@@ -203,10 +206,6 @@ func (r *Remote) adopt(ctx context.Context, job Job, w remote.Watch, hostWT stri
 	if _, ok := snap.Final(job.Adopt); !ok {
 		fmt.Fprintf(orDiscard(r.Log), "%s: attempt %d of an earlier run still runs here: waiting for it\n", job.Bead, job.Adopt)
 		snap, err = r.Conn.Wait(ctx, job.Bead, job.Adopt, w)
-	}
-	sent := time.Now()
-	if t, ok := record.ParseTime(run.StartedAt); ok {
-		sent = t
 	}
 	return r.settle(ctx, job, job.Adopt, snap, err, sent, lease, hostWT, last, lastMu), true
 }

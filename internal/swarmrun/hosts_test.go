@@ -428,3 +428,63 @@ tasks:
 		t.Errorf("branch a's a.txt = %q", got)
 	}
 }
+
+// TestResumeWithoutTheHostHoldsTheTask: a run over h2 is SIGKILLed while its task's agent works
+// there; --resume over h1 alone cannot look on h2: the task is held until the attempt's
+// deadline there has passed, then runs on h1, never while the agent on h2 is alive.
+func TestResumeWithoutTheHostHoldsTheTask(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	alog, gate := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate")
+	cfg := w.config(t, fmt.Sprintf(`name: resumed elsewhere
+defaults: {agent: fake, retries: 0, timeout: 8}
+tasks:
+  - {id: a, prompt: "alone:%s waitfor:%s write:a.txt", branch: a}
+`, alog, gate), 0)
+	hj := filepath.Join(tmp, "hosts.json")
+	b, _ := json.Marshal([]*remote.Host{execs[1].Conn.Host})
+	os.WriteFile(hj, b, 0o600)
+	self, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, killedHostsRunVerb, w.repo, w.stateDir, cfg.ManifestPath, hj, "launched", "1")
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the run was not killed once its task was launched: %v\n%s", err, stderr.String())
+	}
+	cfg.Executors = []Executor{execs[0]}
+	cfg.Resume = true
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg)
+		done <- err
+	}()
+	// Held (or, without the hold, started on h1 at once): the agent on h2 may end now.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(w.log.String(), "which this run does not reach") && !strings.Contains(readFile(alog), "a start h1-1") {
+		if time.Now().After(deadline) {
+			os.WriteFile(gate, nil, 0o600)
+			t.Fatalf("the resumed run neither held nor started the task:\n%s", w.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the resumed run did not end:\n%s", w.log.String())
+	}
+	if err != nil {
+		t.Fatalf("--resume: %v\n%s", err, w.log.String())
+	}
+	runs := readFile(alog)
+	st := checkValid(t, Paths{Root: w.repo}.State())
+	task := st.Tasks["a"]
+	if strings.Contains(runs, "overlap") || !strings.Contains(runs, "a end h1-1 0") || task.Status != Completed ||
+		task.Trace.AgentHost == nil || *task.Trace.AgentHost != "h1" {
+		t.Fatalf("task a: %s, trace %+v; its agents:\n%s\nthe run's log:\n%s", task.Status, task.Trace, runs, w.log.String())
+	}
+}

@@ -557,6 +557,16 @@ func (r *runner) slotFor(t *Task) int {
 		}
 	}
 	if !reached {
+		// This run does not reach where the attempt ran (hosts.yaml changed, or --hosts given
+		// or dropped): it may still run there until its deadline, counted from its start.
+		if nb := r.leaseEnd(t); time.Now().Before(nb) {
+			if _, ok := r.notBefore[t.ID]; !ok {
+				r.logf("%s: attempt %d of an earlier run was on %s, which this run does not reach: held until %s, its deadline there", t.ID, r.adopt[t.ID], host, record.FormatTime(nb))
+			}
+			r.notBefore[t.ID] = nb
+			return -1
+		}
+		delete(r.adopt, t.ID) // not to be looked for here: the task starts afresh
 		return 0
 	}
 	at := -1
@@ -569,6 +579,23 @@ func (r *runner) slotFor(t *Task) int {
 		}
 	}
 	return at
+}
+
+// leaseEnd is when task t's attempt of an earlier run has surely ended where it ran: its start
+// (the state's, else now) plus its timeout (else a remote attempt's default lease), the
+// default kill grace and the margin (under mu).
+func (r *runner) leaseEnd(t *Task) time.Time {
+	start := time.Now()
+	if t.Trace != nil && t.Trace.StartedAt != nil {
+		if s, ok := record.ParseTime(*t.Trace.StartedAt); ok {
+			start = s
+		}
+	}
+	lease := time.Hour
+	if mt := r.mf.Task(t.ID); mt != nil && mt.Timeout > 0 {
+		lease = mt.Timeout
+	}
+	return start.Add(lease + 10*time.Second + leaseMargin)
 }
 
 // held is the earliest time a task held back by an offline host's deadline may run, zero when

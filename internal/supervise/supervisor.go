@@ -248,6 +248,11 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	}
 	var stoppedAt time.Time // when the agent was told to stop, if it was
 	stopWith := func(status, reason string) Outcome {
+		// An agent that has exited already ended on its own: its exit is the outcome, not
+		// the stop that came after it (a deadline reached as it exits 0 is no timeout).
+		if ps, ok := ag.exited(); ok {
+			return exited(ps)
+		}
 		stoppedAt = time.Now()
 		// A kill hangs up first, as the originals' (a tmux window or session killed); the
 		// other stops (a timeout, a watch, the supervisor's own signal) keep TERM's end.
@@ -262,9 +267,15 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		case ps := <-ag.done:
 			out = exited(ps)
 		case <-timeout:
+			if ps, ok := ag.exited(); ok {
+				out = exited(ps) // it ended on its own as the deadline came: no timeout
+				break
+			}
 			fmt.Fprintf(sink, "\r\nsupervisor: timeout after %s: stopping the agent\r\n", a.Timeout)
 			out = stopWith(StatusTimeout, fmt.Sprintf("watch-timeout-%ds", int64(a.Timeout/time.Second)))
-			out.ExitCode = 124
+			if out.Status == StatusTimeout {
+				out.ExitCode = 124
+			}
 		case reason := <-cur.stopReq:
 			fmt.Fprintf(sink, "\r\nsupervisor: %s: stopping the agent\r\n", reason)
 			out = stopWith(StatusFailed, reason)

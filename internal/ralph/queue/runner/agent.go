@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // agentRun is one agent of the run: it claims task after task.
@@ -29,6 +30,14 @@ type agentRun struct {
 	adopted *claim
 	// extra is an agent of an earlier run beyond this run's N: it finishes its task, no more.
 	extra bool
+	// host is the slot of a remote host the agent's attempts run in (Config.Hosts), nil here.
+	host *hostSlot
+}
+
+// hostSlot is one agent's place on a remote host.
+type hostSlot struct {
+	exec *swarmrun.Remote
+	slot swarmrun.Slot
 }
 
 // claim is a task an agent holds, and the attempt that runs it (0 until launched).
@@ -46,6 +55,7 @@ const (
 	outStopped = "stopped" // by --hard-budget: back to pending, not counted as a failure
 	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
 	outLimited = "limited" // a usage limit: held until its reset, pending, no retry counted
+	outOffline = "offline" // the host stopped answering: pending, held until the attempt's deadline there
 )
 
 func (a *agentRun) work(ctx context.Context) {
@@ -66,6 +76,11 @@ func (a *agentRun) work(ctx context.Context) {
 		return
 	}
 	for ctx.Err() == nil {
+		if a.host != nil && a.host.exec.Offline() {
+			r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
+			a.end(ctx, store.AgentFailed)
+			return
+		}
 		if r.budgetReached() {
 			a.end(ctx, store.AgentBudget)
 			return
@@ -207,7 +222,8 @@ type outcome struct {
 	reason   string
 	cost     float64
 	duration float64
-	// resetAt: when the usage limit of an outLimited attempt resets.
+	// resetAt: when the usage limit of an outLimited attempt resets; until when an outOffline
+	// or outStopped task is held (its agent may still run on its host).
 	resetAt time.Time
 	// obs is a failed attempt as the no-progress breaker sees it (nil: the breaker is off).
 	obs *breaker.Observation
@@ -216,6 +232,9 @@ type outcome struct {
 // run launches the task's attempt and waits for its end.
 func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	r := a.r
+	if a.host != nil {
+		return a.runRemote(ctx, c)
+	}
 	bead := plan.Bead(r.plan, c.task.ID)
 	// Once claimed, the attempt is set up and started whatever happens to ctx (an interrupt):
 	// half a launch would be counted as a failed attempt; a whole one is waited for by the
@@ -374,7 +393,7 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	r.mu.Unlock()
 	out := r.judge(ctx, bead, c.attempt, r.workdir(bead))
 	if stopped && out.status == outFailed {
-		out.status, out.reason = outStopped, "stopped: the budget was reached (--hard-budget)"
+		out.status, out.reason = outStopped, budgetStop
 	}
 	return out
 }
@@ -395,14 +414,26 @@ func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) 
 	if run.DurationSeconds != nil {
 		out.duration = float64(*run.DurationSeconds)
 	}
-	tail := logTail(r.dir.Layout.LogPath(bead))
-	if out.status == outFailed {
-		finished := time.Now()
-		if run.FinishedAt != nil {
-			if t, ok := record.ParseTime(*run.FinishedAt); ok {
-				finished = t
-			}
+	finished := time.Now()
+	if run.FinishedAt != nil {
+		if t, ok := record.ParseTime(*run.FinishedAt); ok {
+			finished = t
 		}
+	}
+	var exit *int64
+	if run.ExitCode != nil {
+		e := int64(*run.ExitCode)
+		exit = &e
+	}
+	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), exit, finished, workdir)
+	return out
+}
+
+// assess reads what an attempt's output says of its end: a failure that is a usage limit (held
+// until its reset), the no-progress breaker's observation of a failure (the working tree in
+// workdir, "" unknown), and the cost the agent reported.
+func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, tail []byte, exit *int64, finished time.Time, workdir string) {
+	if out.status == outFailed {
 		if limited, reset := r.cfg.Profile.UsageLimit(string(tail), finished); limited {
 			// Not the task's failure: it waits for the reset, its retries untouched.
 			if reset.IsZero() || reset.Before(finished) {
@@ -411,9 +442,11 @@ func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) 
 			out.status, out.reason, out.resetAt = outLimited, "usage limit", reset
 		} else if r.cfg.NoProgress > 0 {
 			o := breaker.Observation{Failed: true, Tail: string(tail[max(0, len(tail)-4096):])}
-			o.Tree, _ = r.fingerprint(ctx, workdir)
-			if run.ExitCode != nil {
-				o.Exit = *run.ExitCode
+			if workdir != "" {
+				o.Tree, _ = r.fingerprint(ctx, workdir)
+			}
+			if exit != nil {
+				o.Exit = *exit
 			}
 			out.obs = &o
 		}
@@ -427,7 +460,6 @@ func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) 
 		// would give the budget back): unknown, counted as 0.
 		r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, *u.RejectedCost)
 	}
-	return out
 }
 
 // workdir is where bead's attempts run: the repository, or the task's worktree.
@@ -534,6 +566,13 @@ func (r *runner) stopAll(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	for _, bead := range beads {
+		r.mu.Lock()
+		cancel := r.stopRemote[bead]
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel() // its executor stops the agent on its host
+			continue
+		}
 		if live, entry := attempt.Alive(ctx, r.dir, r.where, bead); live {
 			attempt.Stop(ctx, nil, entry, "", syscall.SIGTERM)
 		}

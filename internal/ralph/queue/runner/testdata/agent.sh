@@ -10,8 +10,13 @@
 #               counted at once it creates D.over;
 #   gate:N:D    counts itself as count does, then waits until N agents have been counted at
 #               once (D.open, made by the Nth; at most 30 s, then exits 5);
-#   cost:X      reports a cost of X USD as claude -p --output-format json does.
+#   cost:X      reports a cost of X USD as claude -p --output-format json does;
+#   alone:F     appends "TASK start SLOT" to file F, and "TASK end SLOT CODE" when it ends;
+#               "TASK overlap" when an agent of the task on another slot is alive as it
+#               starts (pid files F.TASK.SLOT.pid); SLOT is $SWARM_AGENT_ID, a host's slot;
+#   hold:D      waits until the file D/go-HOST exists, HOST its slot's host part (h1-1: h1).
 prompt=$(cat)
+alog=
 echo "agent $RALPH_AGENT on $RALPH_TASK (attempt $DISPATCH_ATTEMPT): $prompt"
 cost=0
 code=0
@@ -50,8 +55,19 @@ for word in $prompt; do
 		fi
 		;;
 	cost:*) cost=${word#cost:} ;;
+	alone:*)
+		alog=${word#alone:}
+		me="$alog.$RALPH_TASK.$SWARM_AGENT_ID.pid"
+		echo $$ > "$me"
+		for f in "$alog.$RALPH_TASK".*.pid; do
+			[ "$f" = "$me" ] || ! kill -0 "$(cat "$f")" 2>/dev/null || echo "$RALPH_TASK overlap" >> "$alog"
+		done
+		echo "$RALPH_TASK start $SWARM_AGENT_ID" >> "$alog"
+		;;
+	hold:*) while [ ! -e "${word#hold:}/go-${SWARM_AGENT_ID%-*}" ]; do sleep 0.05; done ;;
 	esac
 done
+[ -z "$alog" ] || echo "$RALPH_TASK end $SWARM_AGENT_ID $code" >> "$alog"
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":1,"result":"ok"}\n' "$cost"
 [ -n "$gate" ] && rm -f "$gate"
 exit $code

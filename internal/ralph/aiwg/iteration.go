@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -159,7 +160,7 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 // state directory left out, and says so in the log; a commit that fails is a warning there and
 // the loop goes on.
 func (c *controller) commitEach(ctx context.Context, st *State, i int) {
-	commit, err := CommitIteration(ctx, st.WorkingDirectory, []string{filepath.Join(c.ws.Root, ".aiwg"), st.StateDir}, st.LoopID, i)
+	commit, err := checkpoint.Commit(ctx, st.WorkingDirectory, []string{filepath.Join(c.ws.Root, ".aiwg"), st.StateDir}, st.LoopID, i)
 	switch {
 	case err != nil:
 		fmt.Fprintf(c.log, "%s ralph: warning: loop %s iteration %d: --commit-each: %s\n", stamp(time.Now()), c.id, i, OneLine(err.Error(), 300))

@@ -34,7 +34,7 @@ type Rails struct {
 	MaxCallsPerHour int `json:"max_calls_per_hour,omitempty"`
 	// OnEvent is the --on-event command (internal/ralph/hook), told each transition.
 	OnEvent string `json:"on_event,omitempty"`
-	// CommitEach commits the working tree after each iteration that counts (CommitIteration).
+	// CommitEach commits the working tree after each iteration that counts (checkpoint.Commit).
 	CommitEach bool `json:"commit_each,omitempty"`
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
@@ -428,29 +429,15 @@ func (l *app) commitIteration(ctx context.Context, n int) {
 		l.st.logEvent("WARN", "iteration %d: --commit-each: %s is not in a git repository: no commit", n, dir)
 		return
 	}
-	add := []string{"add", "-A", "--", "."}
-	if rel, ok := inside(dir, l.dir.Root); ok {
-		add = append(add, ":(exclude)"+filepath.ToSlash(rel))
-	}
-	if _, err := gitIn(ctx, dir, add...); err != nil {
+	head, err := checkpoint.Commit(ctx, dir, []string{l.dir.Root}, st.WorkerName, n)
+	switch {
+	case err != nil:
 		l.st.logEvent("WARN", "iteration %d: --commit-each: %s", n, oneLine(err.Error()))
-		return
-	}
-	if _, err := gitIn(ctx, dir, "diff", "--cached", "--quiet"); err == nil {
+	case head == "":
 		l.st.logEvent("COMMIT", "iteration %d: no change, no commit", n)
-		return
+	default:
+		l.st.logEvent("COMMIT", "iteration %d: commit %s", n, shortHash(head))
 	}
-	msg := fmt.Sprintf("ralph: %s, iteration %d\n\nRalph-Loop: %s\nRalph-Iteration: %d\n", st.WorkerName, n, st.WorkerName, n)
-	args := []string{"commit", "-q", "-F", "-"}
-	if out, _ := gitIn(ctx, dir, "config", "user.email"); len(bytes.TrimSpace(out)) == 0 {
-		args = append([]string{"-c", "user.name=ralph", "-c", "user.email=ralph@localhost"}, args...)
-	}
-	if _, err := gitInput(ctx, dir, msg, args...); err != nil {
-		l.st.logEvent("WARN", "iteration %d: --commit-each: %s", n, oneLine(err.Error()))
-		return
-	}
-	head, _ := gitIn(ctx, dir, "rev-parse", "HEAD")
-	l.st.logEvent("COMMIT", "iteration %d: commit %s", n, shortHash(strings.TrimSpace(string(head))))
 }
 
 func shortHash(h string) string {

@@ -128,7 +128,6 @@ type Hook struct {
 
 	once  sync.Once
 	queue chan Event // QueueLen events at most wait for their run; Send drops beyond
-
 	done  chan struct{}
 }
 

@@ -30,8 +30,11 @@ var fleetBinaries = []string{"dispatch", "validate-state", "analyze-runs"}
 func doctorCommand() *cli.Command {
 	return verbCommand(&cli.Command{
 		Name: "doctor", Usage: "check what a dispatch needs: config, agents' commands, tmux, git, state directory, cron's PATH",
-		UsageText: "dispatch doctor",
+		UsageText: "dispatch doctor [AGENT...]",
 		Description: "One line per check: ok, warn (works, but see the note) or FAIL (a dispatch would fail).\n" +
+			"An agent whose command is not there is a warning while another agent can run (a machine\n" +
+			"that only runs claude needs no codex), a failure when none can; name the agents your\n" +
+			"dispatches use (dispatch doctor claude) to check those alone, each a failure when missing.\n" +
 			"Nothing is started or written.",
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "every check passed (warnings allowed)"},
@@ -39,10 +42,7 @@ func doctorCommand() *cli.Command {
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 		},
 		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			d := &doctor{w: std.Out}
+			d := &doctor{w: std.Out, agents: c.Args().Slice()}
 			s, err := settingsFrom(c)
 			if err != nil {
 				d.fail("settings", "%v", err)
@@ -61,6 +61,7 @@ func doctorCommand() *cli.Command {
 type doctor struct {
 	w      io.Writer
 	failed int
+	agents []string // the agents to check, each a failure when it cannot run; none: every agent
 }
 
 func (d *doctor) line(status, check, format string, args ...any) {
@@ -85,16 +86,7 @@ func (d *doctor) run(ctx context.Context, s *settings) {
 		d.ok("config", "%s (%s), valid: agents %s", cfg.Path, configOrigin(s.config), strings.Join(cfg.Names(), ", "))
 	}
 	if cfg != nil {
-		env := agentEnv(ctx, s, io.Discard)
-		for _, name := range cfg.Names() {
-			p, _ := cfg.Lookup(name)
-			if problem := commandProblem(p, cfg, env, s.getenv("PATH"), "."); problem != "" {
-				d.fail("agent "+name, "%s", problem)
-			} else {
-				path, _ := findCommand(p.Command, ".", pathsOf(env, s.getenv("PATH"))...)
-				d.ok("agent "+name, "%s", path)
-			}
-		}
+		d.agentCommands(ctx, s, cfg)
 	}
 
 	// tmux and git.
@@ -149,6 +141,45 @@ func (d *doctor) run(ctx context.Context, s *settings) {
 			how = "no owner named in USER.md or the config"
 		}
 		d.ok("workspace", "%s; the wake message says %q (%s)", ws.Root, wc.InstructionIn(ws), how)
+	}
+}
+
+// agentCommands checks each agent's command: the agents named on the command line, each a
+// failure when it cannot run; else every agent of the config, a missing command a warning
+// while another agent can run (the config lists agents a machine may never use), a failure
+// when none can.
+func (d *doctor) agentCommands(ctx context.Context, s *settings, cfg *agent.Config) {
+	env := agentEnv(ctx, s, io.Discard)
+	names, strict := d.agents, len(d.agents) > 0
+	if !strict {
+		names = cfg.Names()
+	}
+	type check struct{ name, path, problem string }
+	var checks []check
+	usable := 0
+	for _, name := range names {
+		p, err := cfg.Lookup(name)
+		if err != nil {
+			checks = append(checks, check{name: name, problem: err.Error()})
+			continue
+		}
+		if problem := commandProblem(p, cfg, env, s.getenv("PATH"), "."); problem != "" {
+			checks = append(checks, check{name: name, problem: problem})
+			continue
+		}
+		path, _ := findCommand(p.Command, ".", pathsOf(env, s.getenv("PATH"))...)
+		checks = append(checks, check{name: name, path: path})
+		usable++
+	}
+	for _, c := range checks {
+		switch {
+		case c.problem == "":
+			d.ok("agent "+c.name, "%s", c.path)
+		case strict || usable == 0:
+			d.fail("agent "+c.name, "%s", c.problem)
+		default:
+			d.warn("agent "+c.name, "%s; a dispatch to it would fail (dispatch doctor %s checks it alone)", c.problem, c.name)
+		}
 	}
 }
 

@@ -121,7 +121,7 @@ func BenchmarkOutcomeLatency(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		bead := fmt.Sprintf("out-%d", i)
 		stamp := filepath.Join(stamps, bead)
-		code, stdout, stderr := f.dispatch([]string{"STAMP_FILE=" + stamp}, bead, f.repo, "stamp", "SLEEP=1")
+		code, stdout, stderr := f.dispatch(nil, bead, f.repo, "stamp", "SLEEP=1 STAMP="+stamp)
 		if code != 0 {
 			b.Fatalf("dispatch: exit %d\n%s%s", code, stdout, stderr)
 		}

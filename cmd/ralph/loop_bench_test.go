@@ -73,6 +73,7 @@ func BenchmarkIterationGap(b *testing.B) {
 	n := b.N + 1
 	b.ResetTimer()
 	out, err := exec.Command(ralph, "spawn", "--name", "gap", "--prompt-file", filepath.Join(work, "PROMPT.md"), "--no-worktree",
+		"--no-progress", "0", // the agent changes nothing: the breaker would end the loop after 3
 		"--max-iterations", strconv.Itoa(n), "--", "sh", filepath.Join(work, "agent.sh"), work).CombinedOutput()
 	if err != nil {
 		b.Fatalf("spawn: %v\n%s", err, out)

@@ -29,7 +29,9 @@ cd "$repo"
 
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 t0=$(date +%s%N)
-"$tmp/ralph" start "bench loop" --completion false --agent noop --max-iterations "$iterations" --foreground >/dev/null 2>&1 || true
+# --no-progress 0: every iteration fails the same way (the check is false) and changes nothing,
+# which the breaker (issue 19) ends after 3; the figure is the gap between iterations.
+"$tmp/ralph" start "bench loop" --completion false --agent noop --max-iterations "$iterations" --no-progress 0 --foreground >/dev/null 2>&1 || true
 total=$(ms "$t0")
 id=$(ls .aiwg/ralph/loops)
 per=$((total / iterations))

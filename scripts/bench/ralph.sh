@@ -76,7 +76,9 @@ gaps() {
 }
 
 mkdir -p "$tmp/ours/g" "$tmp/py/g"
-SWARM_DIR=$tmp/ours "$tmp/ralph" spawn --name gap --prompt-file "$tmp/PROMPT.md" --no-worktree \
+# --no-progress 0: the agent changes nothing, and the breaker (issue 19) would end the loop
+# after 3 iterations; the Python swarm has no breaker.
+SWARM_DIR=$tmp/ours "$tmp/ralph" spawn --name gap --prompt-file "$tmp/PROMPT.md" --no-worktree --no-progress 0 \
   --max-iterations $((iters + 1)) -- sh "$tmp/agent.sh" "$tmp/ours/g" >/dev/null
 read -r ours oursmax < <(gaps "$tmp/ours/g" $((iters + 1)))
 pyt=""; pymax=""

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +40,8 @@ type claim struct {
 	attempt int
 	// before is the working tree as the attempt found it (breaker.Fingerprint; "" unknown).
 	before string
+	// deps are the branches of its done dependencies, merged into its worktree (--worktree).
+	deps []string
 }
 
 // Outcomes of a task's attempt, as the queue sees them.
@@ -47,6 +51,7 @@ const (
 	outStopped = "stopped" // by --hard-budget: back to pending, not counted as a failure
 	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
 	outLimited = "limited" // a usage limit: held until its reset, pending, no retry counted
+	outBlocked = "blocked" // its dependencies' branches conflict in its worktree: not run, not retried
 )
 
 func (a *agentRun) work(ctx context.Context) {
@@ -145,8 +150,13 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			// on is followed by one that knows which records are this claim's; run corrects it
 			// in the rare case Open numbers it otherwise.
 			task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
-			q.Put(task)
 			c = &claim{task: task, attempt: task.Attempt}
+			if r.cfg.Worktree {
+				task.Branch = branchOf(r.plan, task.ID)
+				c.task.Branch = task.Branch
+				c.deps = depBranches(q, &task)
+			}
+			q.Put(task)
 			tx.ChangedQueue()
 			// The progress file names the agent's current task (it named none, or the last).
 			p, err := tx.Progress()
@@ -222,6 +232,19 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	// half a launch would be counted as a failed attempt; a whole one is waited for by the
 	// next run.
 	launchCtx := context.WithoutCancel(ctx)
+	if r.cfg.Worktree {
+		// Before the attempt is opened: a task its dependencies' conflict blocks never ran.
+		wstart := time.Now()
+		err := r.worktree(launchCtx, c)
+		r.spent(&r.timing.Launch, time.Since(wstart))
+		if err != nil {
+			var conflict *git.ConflictError
+			if errors.As(err, &conflict) {
+				return outcome{status: outBlocked, reason: oneLine(err)}
+			}
+			return outcome{status: outFailed, reason: "--worktree: " + oneLine(err)}
+		}
+	}
 	start := time.Now()
 	opened, err := attempt.Open(launchCtx, r.dir, bead, r.where, false)
 	r.spent(&r.timing.Launch, time.Since(start))
@@ -299,15 +322,10 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 // spec is the dispatch of the task's attempt n: the agent's command line from its profile,
 // the task as its prompt, the run record as dispatch writes it.
 func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string, n int) (*attempt.Spec, error) {
-	workdir := r.cfg.Repo
+	workdir := r.workdir(bead)
 	branch := ""
 	if r.cfg.Worktree {
-		repo := git.Repo{Dir: r.cfg.Repo}
-		branch = "agent/" + bead
-		workdir = repo.WorktreePath(bead)
-		if err := repo.AddWorktree(ctx, workdir, branch); err != nil {
-			return nil, fmt.Errorf("--worktree: %w", err)
-		}
+		branch = branchOf(r.plan, c.task.ID)
 	}
 	prompt := promptOf(r.plan, &c.task)
 	inv := r.cfg.Profile.Invoke(agent.Call{Model: r.cfg.Model.Resolved, Prompt: prompt,
@@ -475,6 +493,53 @@ func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) 
 		r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, *u.RejectedCost)
 	}
 	return out
+}
+
+// branchOf is task id's branch when it runs in a worktree: agent/<plan>-<task>.
+func branchOf(planID, id string) string { return "agent/" + plan.Bead(planID, id) }
+
+// depBranches are the branches of t's dependencies that are done and ran in a worktree, in the
+// order t names them: what its worktree merges. A skipped dependency's branch is not merged.
+func depBranches(q *store.Queue, t *store.Task) []string {
+	var out []string
+	for _, d := range t.Dependencies {
+		if dt, ok := q.Get(d); ok && dt.Status == store.Done && dt.Branch != "" {
+			out = append(out, dt.Branch)
+		}
+	}
+	return out
+}
+
+// worktree makes the claim's worktree on its branch: the run's base commit with its done
+// dependencies' branches merged in. A worktree its earlier attempt made is kept as that attempt
+// left it (a retry goes on from there). On a conflict (*git.ConflictError) the half-made
+// worktree and its branch are removed, so that a retry of the task starts afresh.
+func (r *runner) worktree(ctx context.Context, c *claim) error {
+	repo := git.Repo{Dir: r.cfg.Repo}
+	bead := plan.Bead(r.plan, c.task.ID)
+	path, branch := repo.WorktreePath(bead), branchOf(r.plan, c.task.ID)
+	if err := repo.CheckBranch(ctx, branch); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() && repo.HasBranch(ctx, branch) {
+		if head, err := (git.Repo{Dir: path}).Branch(ctx); err == nil && head == branch {
+			return nil
+		}
+	}
+	// One at a time: git worktree add reads every worktree's administrative files, and fails
+	// on one being made at the same moment.
+	r.gitMu.Lock()
+	defer r.gitMu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	_, err := repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue"})
+	var conflict *git.ConflictError
+	if errors.As(err, &conflict) {
+		repo.RemoveWorktree(ctx, path, true)
+		repo.DeleteBranch(ctx, branch)
+	}
+	return err
 }
 
 // workdir is where bead's attempts run: the repository, or the task's worktree.

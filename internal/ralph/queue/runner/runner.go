@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -45,9 +46,11 @@ type Config struct {
 	// MaxRetries is how many attempts a task gets (the first included) before it is failed.
 	MaxRetries int
 	// Repo is the repository the agents work in; Worktree gives each task a git worktree of its
-	// own, on branch agent/<bead>.
-	Repo     string
-	Worktree bool
+	// own, on branch agent/<bead>, made from BaseBranch (the repository's branch when empty) with
+	// the branches of the task's done dependencies merged in.
+	Repo       string
+	Worktree   bool
+	BaseBranch string
 	// StateDir is where the run and result records go (absolute).
 	StateDir string
 	// Self is the command line of the supervisor verb (this binary's "queue __supervise
@@ -107,9 +110,16 @@ type runner struct {
 	dir   attempt.Dir
 	where attempt.Where
 
-	mu          sync.Mutex
-	cost        float64
-	budgetHit   bool
+	mu        sync.Mutex
+	cost      float64
+	budgetHit bool
+	// base is the branch the worktrees start from, baseSHA its commit when the run started,
+	// ident what the merge commits are prefixed with (git.Repo.Identity); gitMu makes one
+	// worktree at a time (--worktree).
+	base, baseSHA string
+	ident         []string
+	gitMu         sync.Mutex
+
 	running     map[string]bool // beads of this run at work now
 	hardStopped map[string]bool // beads stopped by --hard-budget
 	wake        chan struct{}   // closed (and replaced) whenever a task ends or the queue changes
@@ -159,6 +169,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// run holds are checked against what another process writes there (store.Guard).
 	cfg.Store.Guard = true
 	cfg.Store.Warn = func(msg string) { r.logf("warning: %s", msg) }
+	if cfg.Worktree {
+		if err := r.resolveBase(ctx); err != nil {
+			return nil, err
+		}
+	}
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		return nil, err
@@ -217,6 +232,29 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})
 	}
 	return res, nil
+}
+
+// resolveBase finds the branch the worktrees start from, and its commit now: every task's
+// worktree of this run starts from that commit.
+func (r *runner) resolveBase(ctx context.Context) error {
+	repo := git.Repo{Dir: r.cfg.Repo}
+	r.base = r.cfg.BaseBranch
+	if r.base == "" {
+		b, err := repo.Branch(ctx)
+		if err != nil {
+			return fmt.Errorf("--worktree: %w", err)
+		}
+		if b == "HEAD" {
+			return fmt.Errorf("--worktree: %s is on no branch (a detached HEAD); check out the branch the tasks start from", r.cfg.Repo)
+		}
+		r.base = b
+	}
+	sha, err := repo.Commit(ctx, r.base)
+	if err != nil {
+		return fmt.Errorf("--worktree: the base branch %q has no commit: %w", r.base, err)
+	}
+	r.baseSHA, r.ident = sha, repo.Identity(ctx, "ralph queue", "ralph-queue@localhost")
+	return nil
 }
 
 // event tells the hook of a task's transition.
@@ -288,6 +326,9 @@ func (r *runner) start(ctx context.Context) error {
 		p.PlanID, p.Phase, p.UpdatedAt = r.plan, store.PhaseImplementation, t
 		p.AgentsTotal = r.cfg.Agents
 		p.BudgetLimitUSD = r.cfg.Budget
+		if r.base != "" {
+			p.BaseBranch = r.base
+		}
 		for i := 1; i <= r.cfg.Agents; i++ {
 			a := agentEntry(p, AgentID(i))
 			a.Status, a.StartedAt, a.CompletedAt = store.AgentActive, t, nil

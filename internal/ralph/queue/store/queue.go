@@ -124,8 +124,9 @@ func (q *Queue) Counts() map[string]int {
 
 // Reblock makes blocked exactly the pending tasks that cannot run because a dependency failed
 // (or is blocked itself), and pending again the blocked ones that can now (after a retry or a
-// skip). Done, failed, skipped and claimed tasks are left as they are. It returns the ids it
-// changed.
+// skip). Done, failed, skipped and claimed tasks are left as they are, and so is a task blocked
+// by a merge conflict (ReasonConflict), which blocks its dependents as a failed one does. It
+// returns the ids it changed.
 func (q *Queue) Reblock() []string {
 	// doomed: failed, or depending on a doomed task; memoised, without recursion.
 	const (
@@ -146,7 +147,7 @@ func (q *Queue) Reblock() []string {
 			t := &q.tasks[i]
 			if state[i] == unknown {
 				state[i] = visiting
-				if t.Status == Failed {
+				if t.Status == Failed || (t.Status == Blocked && t.Reason == ReasonConflict) {
 					state[i] = yes
 					stack = stack[:len(stack)-1]
 					continue
@@ -286,6 +287,10 @@ func appendTask(b []byte, t *Task) []byte {
 	if t.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = appendString(b, t.Reason)
+	}
+	if t.Branch != "" {
+		b = append(b, `,"branch":`...)
+		b = appendString(b, t.Branch)
 	}
 	if t.Breaker != nil {
 		e, _ := json.Marshal(t.Breaker) // strings and integers only

@@ -10,7 +10,10 @@
 #               counted at once it creates D.over;
 #   gate:N:D    counts itself as count does, then waits until N agents have been counted at
 #               once (D.open, made by the Nth; at most 30 s, then exits 5);
-#   cost:X      reports a cost of X USD as claude -p --output-format json does.
+#   cost:X      reports a cost of X USD as claude -p --output-format json does;
+#   commit:F    writes its task id into the file F of its working directory and commits it
+#               (exit 6 when it cannot);
+#   check:F     exits 7 unless the file F is in its working directory (after the words before).
 prompt=$(cat)
 echo "agent $RALPH_AGENT on $RALPH_TASK (attempt $DISPATCH_ATTEMPT): $prompt"
 cost=0
@@ -50,6 +53,12 @@ for word in $prompt; do
 		fi
 		;;
 	cost:*) cost=${word#cost:} ;;
+	commit:*)
+		f=${word#commit:}
+		{ echo "$RALPH_TASK" > "$f" && git add -- "$f" &&
+			git -c user.name=agent -c user.email=agent@localhost commit -q -m "$RALPH_TASK: $f"; } || code=6
+		;;
+	check:*) [ -e "${word#check:}" ] || code=7 ;;
 	esac
 done
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":1,"result":"ok"}\n' "$cost"

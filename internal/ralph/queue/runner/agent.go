@@ -351,7 +351,7 @@ func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string
 		Attempt: supervise.Attempt{
 			Name: bead, Number: n, Dir: workdir, Argv: r.cfg.Profile.JSONOutput(inv.Argv), Env: env,
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
-			Timeout: r.cfg.Timeout, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
+			Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
 			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),
 		},
 		Backend: supervise.BackendProcess, Run: run,

@@ -58,10 +58,14 @@ type Config struct {
 	Self []string
 	// Env is the agents' environment, to which each attempt adds its own variables.
 	Env []string
-	// Timeout, KillGrace and MinFreeMB are each attempt's (dispatch's DISPATCH_* settings).
-	Timeout   time.Duration
-	KillGrace time.Duration
-	MinFreeMB int64
+	// Timeout, KillGrace and MinFreeMB are each attempt's (dispatch's DISPATCH_* settings, or
+	// --iteration-timeout); Inactivity stops an attempt whose agent printed nothing for that
+	// long (--inactivity-timeout; 0: never). Either ends the attempt as a failure (status
+	// timeout), retried as any other.
+	Inactivity time.Duration
+	Timeout    time.Duration
+	KillGrace  time.Duration
+	MinFreeMB  int64
 	// Log receives one line per event (claims, ends, retries, the budget).
 	Log io.Writer
 	// NoProgress is the no-progress breaker's N (0: off): a task whose failed attempts left

@@ -4,6 +4,7 @@
 #   fail        exits 3;
 #   flaky:N     fails (exit 4) until its attempt ($DISPATCH_ATTEMPT) is N;
 #   hang        sleeps until killed;
+#   hangbefore:N sleeps until killed while its attempt is before N;
 #   until:F     waits until the file F exists (at most 30 s, then exits 5);
 #   touch:F     creates the file F;
 #   count:N:D   counts itself in the directory D while it works: if more than N agents are
@@ -24,6 +25,7 @@ for word in $prompt; do
 	fail) code=3 ;;
 	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
 	hang) sleep 3600 ;;
+	hangbefore:*) [ "$DISPATCH_ATTEMPT" -lt "${word#hangbefore:}" ] && sleep 3600 ;;
 	until:*)
 		i=0
 		while [ ! -e "${word#until:}" ]; do

@@ -28,7 +28,7 @@ const exitBudget = 3
 func queueRunCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "work through a plan's tasks with N agents at once",
-		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--state-dir DIR]",
+		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--state-dir DIR]",
 		Description: "Each agent claims the next task whose dependencies are done and runs it as a dispatch of bead <plan>-<task> " +
 			"(run and result records in the state directory, the agent supervised in the background), then marks it done, or " +
 			"failed: back to pending through the retry queue until --max-retries attempts, then failed, its dependents blocked. " +
@@ -40,7 +40,8 @@ func queueRunCommand() *cli.Command {
 			"names (30 minutes when it names none), its retries untouched. The no-progress breaker fails a task, reason " +
 			"no-progress, without its other retries once --no-progress failed attempts in a row left its working tree as it " +
 			"was or failed the same way (exit code and last lines). --iteration-timeout stops an attempt after D, " +
-			"--inactivity-timeout once its agent printed nothing for D: a failed attempt (status timeout), retried as any other.",
+			"--inactivity-timeout once its agent printed nothing for D: a failed attempt (status timeout), retried as any other. " +
+			"--max-calls-per-hour N starts at most N attempts in any hour of the run: an agent that would start one more waits, its task pending.",
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "agents", Usage: "how many agents work at once (`N`)"},
 			&ucli.StringFlag{Name: "agent", Value: "claude", Usage: "the agent type, with an optional model (`AGENT[:MODEL]`)"},
@@ -48,6 +49,7 @@ func queueRunCommand() *cli.Command {
 			&ucli.BoolFlag{Name: "hard-budget", Usage: "once the budget is reached, also stop the agents at work"},
 			&ucli.StringFlag{Name: "iteration-timeout", Usage: "stop a task's attempt after `D` (seconds, or 90s, 30m, 1h; none: never); default DISPATCH_WATCH_TIMEOUT, 3600 s"},
 			&ucli.StringFlag{Name: "inactivity-timeout", Value: "0", Usage: "stop a task's attempt once its agent printed nothing for `D` (seconds, or 90s, 30m; 0: never)"},
+			&ucli.IntFlag{Name: "max-calls-per-hour", Usage: "start at most `N` attempts in any hour; the others wait (0: no limit)"},
 			&ucli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts a task gets, the first included (`N`)"},
 			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (split into words, no shell) on each task's start, end, usage limit, breaker and failure, and the run's start and end, one JSON event on its stdin; killed after 10 s; its failure changes nothing"},
 			&ucli.IntFlag{Name: "no-progress", Value: 3, Usage: "fail a task (no-progress, not retried) after `N` failed attempts in a row that changed nothing or failed the same way; 0: never"},
@@ -128,6 +130,9 @@ func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 	if c.Int("max-retries") < 1 {
 		return cfg, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", c.Int("max-retries"))
 	}
+	if c.Int("max-calls-per-hour") < 0 {
+		return cfg, cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", c.Int("max-calls-per-hour"))
+	}
 	if c.Int("no-progress") < 0 {
 		return cfg, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", c.Int("no-progress"))
 	}
@@ -200,6 +205,6 @@ func runConfig(c *ucli.Context, id string) (runner.Config, error) {
 		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree"), StateDir: stateDir,
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: time.Duration(grace) * time.Second,
-		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent,
+		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent, MaxCallsPerHour: c.Int("max-calls-per-hour"),
 	}, nil
 }

@@ -32,6 +32,8 @@ type agentRun struct {
 	adopted *claim
 	// extra is an agent of an earlier run beyond this run's N: it finishes its task, no more.
 	extra bool
+	// callWait is how long its last claim found the calls per hour spent, a task ready.
+	callWait time.Duration
 }
 
 // claim is a task an agent holds, and the attempt that runs it (0 until launched).
@@ -96,6 +98,12 @@ func (a *agentRun) work(ctx context.Context) {
 				a.end(ctx, store.AgentCompleted)
 				return
 			}
+			if a.callWait > 0 {
+				// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
+				r.waitCalls(a.id, time.Now().Add(a.callWait))
+				r.waitChangeFor(ctx, a.callWait)
+				continue
+			}
 			r.waitChange(ctx)
 			continue
 		}
@@ -144,7 +152,20 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 		if err != nil {
 			return err
 		}
-		if task, ok := q.Claim(a.id, t); ok {
+		a.callWait = 0
+		callAt := time.Now()
+		wait := r.takeCall(callAt)
+		if wait > 0 && q.AnyReady(callAt) {
+			// Ready work, but the calls of the window are spent: no claim; the agent waits.
+			a.callWait, left = wait, 1
+			return nil
+		}
+		var task store.Task
+		ok := false
+		if wait == 0 {
+			task, ok = q.Claim(a.id, t)
+		}
+		if ok {
 			// The attempt number it will run as goes in with the claim (attempt.Open numbers
 			// an attempt after the bead's last run record), so that a runner dying from here
 			// on is followed by one that knows which records are this claim's; run corrects it
@@ -177,6 +198,9 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			r.mu.Unlock()
 			claimed = true
 			return nil
+		}
+		if wait == 0 {
+			r.giveCall(callAt) // nothing claimed
 		}
 		if len(q.Reblock()) > 0 {
 			tx.ChangedQueue()

@@ -72,6 +72,11 @@ type Config struct {
 	// its working tree as it was, or failed the same way, N in a row, is failed (reason
 	// no-progress) without its other retries.
 	NoProgress int
+	// MaxCallsPerHour, when above 0, is how many attempts the run starts in any CallWindow
+	// (an hour when 0): an agent that would start one more waits until the oldest leaves the
+	// window (a wait, never a failure).
+	MaxCallsPerHour int
+	CallWindow      time.Duration
 	// LimitWait is how long a usage limit whose message names no reset holds its task
 	// (default DefaultLimitWait).
 	LimitWait time.Duration
@@ -128,6 +133,10 @@ type runner struct {
 	hardStopped map[string]bool // beads stopped by --hard-budget
 	wake        chan struct{}   // closed (and replaced) whenever a task ends or the queue changes
 	timing      Timing          // under mu
+	// calls are the start times of the attempts this run started within the last CallWindow
+	// (--max-calls-per-hour), oldest first; callsWaiting says the limit's wait was told.
+	calls        []time.Time
+	callsWaiting bool
 	// inflight counts the tasks this run's agents hold (claimed or adopted, not yet recorded):
 	// while none is held, a pending task that is not ready never will be.
 	inflight  int
@@ -165,6 +174,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.LimitWait <= 0 {
 		cfg.LimitWait = DefaultLimitWait
+	}
+	if cfg.CallWindow <= 0 {
+		cfg.CallWindow = time.Hour
 	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
@@ -294,6 +306,75 @@ func (r *runner) waitChange(ctx context.Context) {
 	ch := r.wake
 	r.mu.Unlock()
 	t := time.NewTimer(500 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// takeCall reserves a start under --max-calls-per-hour: 0 when one is free (taken now), else
+// how long until the oldest start leaves the window.
+func (r *runner) takeCall(now time.Time) time.Duration {
+	if r.cfg.MaxCallsPerHour <= 0 {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.calls[:0]
+	for _, t := range r.calls {
+		if now.Sub(t) < r.cfg.CallWindow {
+			kept = append(kept, t)
+		}
+	}
+	r.calls = kept
+	if len(r.calls) < r.cfg.MaxCallsPerHour {
+		r.calls = append(r.calls, now)
+		r.callsWaiting = false
+		return 0
+	}
+	return r.calls[0].Add(r.cfg.CallWindow).Sub(now)
+}
+
+// giveCall gives back the start takeCall reserved at t (no task was claimed).
+func (r *runner) giveCall(t time.Time) {
+	if r.cfg.MaxCallsPerHour <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.calls) - 1; i >= 0; i-- {
+		if r.calls[i].Equal(t) {
+			r.calls = append(r.calls[:i], r.calls[i+1:]...)
+			return
+		}
+	}
+}
+
+// waitCalls tells once (the log and the hook) that the calls per hour are spent until
+// resume; a wait is not a failure.
+func (r *runner) waitCalls(agentID string, resume time.Time) {
+	r.mu.Lock()
+	told := r.callsWaiting
+	r.callsWaiting = true
+	r.mu.Unlock()
+	if told {
+		return
+	}
+	until := record.FormatTime(resume)
+	r.logf("%s: %d attempts started in the last %s (--max-calls-per-hour %d): waiting until %s", agentID,
+		r.cfg.MaxCallsPerHour, r.cfg.CallWindow, r.cfg.MaxCallsPerHour, until)
+	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Limit, Plan: r.plan, Status: "running",
+		Reason: "max-calls-per-hour, waiting until " + until})
+}
+
+// waitChangeFor waits until a task ends or the queue changes, or d.
+func (r *runner) waitChangeFor(ctx context.Context, d time.Duration) {
+	r.mu.Lock()
+	ch := r.wake
+	r.mu.Unlock()
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ch:

@@ -102,6 +102,16 @@ func (q *Queue) Claim(agent, now string) (Task, bool) {
 	return Task{}, false
 }
 
+// AnyReady says whether Claim would give a task at now, without claiming it.
+func (q *Queue) AnyReady(now time.Time) bool {
+	for i := range q.tasks {
+		if t := &q.tasks[i]; q.Ready(t) && !t.Held(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // Held is how many pending tasks a usage limit holds at now: they will be ready again.
 func (q *Queue) Held(now time.Time) int {
 	n := 0

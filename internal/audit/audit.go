@@ -63,7 +63,8 @@ func KnownKind(kind string) bool {
 // KindFromPath guesses the kind of the files at path from a "runs" or "results" directory in it
 // (state/runs, state/runs/bd-1.json), else from where the toolkit's other tools keep their files:
 // the task queue's .claude/ralph/{task-queue,retry-queue,progress}-<plan>.json and
-// agent-state-<agent>.json, swarm's loops' ralph/<name>/state.json, AIWG's loops'
+// agent-state-<agent>.json (and a completed plan's archive/task-queue-<plan>-<time>.json),
+// swarm's loops' ralph/<name>/state.json, AIWG's loops'
 // ralph/loops/<loop_id>/state.json. It returns "" when the path does not tell.
 func KindFromPath(path string) string {
 	clean := filepath.Clean(path)
@@ -80,6 +81,10 @@ func KindFromPath(path string) string {
 				return kind
 			}
 		}
+	}
+	if filepath.Base(dir) == "archive" && filepath.Base(filepath.Dir(dir)) == "ralph" &&
+		strings.HasPrefix(base, "task-queue-") && strings.HasSuffix(base, ".json") {
+		return "task-queue" // a completed plan's queue, archived by ralph queue run
 	}
 	if base == "state.json" {
 		switch filepath.Base(filepath.Dir(dir)) {

@@ -22,6 +22,8 @@ func TestKindFromPath(t *testing.T) {
 		{".claude/ralph/progress-p.json", "progress"},
 		{".claude/ralph/agent-state-agent-1.json", "agent-state"},
 		{".claude/ralph/progress-.json", ""},
+		{".claude/ralph/archive/task-queue-p-20261126T041500Z.json", "task-queue"},
+		{".claude/ralph/archive/progress-p.json", ""},
 		{"notes/progress-p.json", ""},
 		{"state/runs/task-queue-p.json", "run"},
 		{"/home/u/.swarm/ralph/fix/state.json", "ralph-state"},

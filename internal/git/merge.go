@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 )
 
@@ -205,4 +206,42 @@ func (r Repo) mergeTree(ctx context.Context, cur, branch string) (tree string, f
 		msg = strings.TrimSpace(string(exit.Stderr))
 	}
 	return "", nil, fmt.Errorf("git merge-tree: %s", msg)
+}
+
+// Since is what happened in the work tree since commit from: the commits made on top of it
+// (oldest first) and the files changed since, committed or not, untracked ones included (not
+// ignored ones), sorted. Nothing when from is "" or git cannot tell.
+func (r Repo) Since(ctx context.Context, from string) (commits, files []string) {
+	commits, files = []string{}, []string{}
+	if from == "" || strings.HasPrefix(from, "-") {
+		return commits, files
+	}
+	if out, err := r.git(ctx, "rev-list", "--reverse", from+"..HEAD"); err == nil && out != "" {
+		commits = strings.Split(out, "\n")
+	}
+	seen := map[string]bool{}
+	for _, args := range [][]string{{"diff", "--name-only", "-z", from}, {"ls-files", "-z", "--others", "--exclude-standard"}} {
+		out, err := r.gitRaw(ctx, args...)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Split(out, "\x00") {
+			if f != "" && !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	sort.Strings(files)
+	return commits, files
+}
+
+// gitRaw is git's stdout as it is (not trimmed: -z output).
+func (r Repo) gitRaw(ctx context.Context, args ...string) (string, error) {
+	path, err := exec.LookPath("git")
+	if err != nil {
+		return "", ErrNoGit
+	}
+	out, err := exec.CommandContext(ctx, path, append([]string{"-C", r.Dir}, args...)...).Output()
+	return string(out), err
 }

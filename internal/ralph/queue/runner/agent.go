@@ -34,6 +34,9 @@ type agentRun struct {
 	extra bool
 	// callWait is how long its last claim found the calls per hour spent, a task ready.
 	callWait time.Duration
+	// done is its state file's context (seed 004): what its last attempt did (the commits
+	// made, the files changed, a note of the outcome); empty while an attempt runs.
+	done store.AgentContext
 }
 
 // claim is a task an agent holds, and the attempt that runs it (0 until launched).
@@ -44,6 +47,8 @@ type claim struct {
 	before string
 	// deps are the branches of its done dependencies, merged into its worktree (--worktree).
 	deps []string
+	// head is the commit its working tree was at when the attempt started ("" unknown).
+	head string
 }
 
 // Outcomes of a task's attempt, as the queue sees them.
@@ -289,6 +294,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		c.attempt = n
 	}
 	start = time.Now()
+	a.done = store.AgentContext{}
 	a.state(launchCtx, store.AgentWorking, &c.task, n)
 	r.spent(&r.timing.Queue, time.Since(start))
 	start = time.Now()
@@ -300,6 +306,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	if r.cfg.NoProgress > 0 {
 		c.before, _ = r.fingerprint(launchCtx, spec.Attempt.Dir)
 	}
+	c.head = git.Repo{Dir: spec.Attempt.Dir}.Head(launchCtx)
 	r.mu.Lock()
 	r.running[bead] = true
 	r.mu.Unlock()
@@ -312,7 +319,11 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, n)
 		r.event(hook.Start, c.task.ID, n, store.Claimed, "", c.task.CostUSD)
 	}
-	return a.await(ctx, c)
+	out := a.await(ctx, c)
+	if out.status != "" {
+		a.checkpoint(context.WithoutCancel(ctx), c, out)
+	}
+	return out
 }
 
 var errNotMine = errors.New("the claim is no longer this agent's")
@@ -595,7 +606,7 @@ func oneLine(err error) string { return strings.Join(strings.Fields(err.Error())
 
 // state writes the agent's state file.
 func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n int) {
-	st := &store.AgentState{AgentID: a.id, PlanID: a.r.plan, Status: status, LastCheckpoint: now()}
+	st := &store.AgentState{AgentID: a.id, PlanID: a.r.plan, Status: status, LastCheckpoint: now(), Context: a.done}
 	if t != nil {
 		id := t.ID
 		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
@@ -603,6 +614,35 @@ func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n in
 	if err := a.r.cfg.Store.WriteAgentState(ctx, st); err != nil {
 		a.r.failed("%s: writing its state: %v", a.id, err)
 	}
+}
+
+// checkpoint writes the agent's state at the end of the claim's attempt, its context filled
+// as the seed has it: the commits the attempt made on top of the commit it started from, the
+// files it changed (committed or not; the queue's files and the records left out), and a note
+// of how it ended.
+func (a *agentRun) checkpoint(ctx context.Context, c *claim, out outcome) {
+	r := a.r
+	dir := r.workdir(plan.Bead(r.plan, c.task.ID))
+	commits, files := git.Repo{Dir: dir}.Since(ctx, c.head)
+	kept := files[:0]
+	for _, f := range files {
+		abs := filepath.Join(dir, f)
+		if !within(abs, r.cfg.Store.Dir.Root) && !within(abs, r.cfg.StateDir) {
+			kept = append(kept, f)
+		}
+	}
+	note := fmt.Sprintf("%s attempt %d: %s", c.task.ID, c.attempt, out.status)
+	if out.reason != "" {
+		note += " (" + out.reason + ")"
+	}
+	a.done = store.AgentContext{FilesModified: kept, CommitsMade: commits, Notes: note}
+	a.state(ctx, store.AgentWorking, &c.task, c.attempt)
+}
+
+// within says whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // current names the task the agent is at work on in the progress file (an adopted one; a

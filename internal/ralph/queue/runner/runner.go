@@ -101,6 +101,8 @@ type Result struct {
 	LastError string
 	// Timing is where the run's time went, summed over its tasks.
 	Timing Timing
+	// Archived is where the task queue was archived, when every task is done or skipped.
+	Archived string
 }
 
 // Timing splits the time spent on tasks: the queue's own work (claims, the agents' states,
@@ -243,6 +245,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			status, reason = "stopped", "budget"
 		case res.Counts[store.Failed]+res.Counts[store.Blocked]+res.Counts[store.Pending]+res.Counts[store.Claimed] > 0:
 			status = "failed"
+		}
+		if status == "completed" {
+			// Every task done (or skipped): the queue is archived, as the seed's lifecycle has it.
+			if path, err := cfg.Store.ArchiveQueue(context.WithoutCancel(ctx), time.Now()); err != nil {
+				r.failed("%v", err)
+				res.Errors, res.LastError = res.Errors+1, oneLine(err)
+			} else {
+				res.Archived = path
+				r.logf("plan %s completed: its task queue is archived in %s", r.plan, path)
+			}
 		}
 		cost := res.CostUSD
 		cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})

@@ -97,3 +97,32 @@ func TestWorktreeConflictBlocks(t *testing.T) {
 	}
 	w.valid()
 }
+
+// TestAgentStateContext: the agent's state file says what its last attempt did, as seed 004
+// has it: the commits it made, the files it changed (committed or not, the queue's own files
+// left out), and a note (issue 19: the context was always empty). The budget stops the agent
+// after t1, so its state file stays.
+func TestAgentStateContext(t *testing.T) {
+	w := gitWorld(t, "t1: work commit:one.txt touch:loose.txt cost:0.10", "t2: more")
+	log := newLogWatch()
+	cfg := w.config(1, 1, log)
+	budget := 0.05
+	cfg.Budget = &budget
+	w.run(context.Background(), cfg)
+	st, err := w.store.ReadAgentState("agent-1")
+	if err != nil || st == nil {
+		t.Fatalf("agent-1's state: %v, %v\n%s", st, err, log)
+	}
+	head := gitIn(t, w.repo, "rev-parse", "HEAD")
+	ctx := st.Context
+	if len(ctx.CommitsMade) != 1 || ctx.CommitsMade[0] != head {
+		t.Errorf("commits_made = %q, want [%s]", ctx.CommitsMade, head)
+	}
+	if strings.Join(ctx.FilesModified, " ") != "loose.txt one.txt" {
+		t.Errorf("files_modified = %q, want [loose.txt one.txt]", ctx.FilesModified)
+	}
+	if ctx.Notes != "t1 attempt 1: done" {
+		t.Errorf("notes = %q, want %q", ctx.Notes, "t1 attempt 1: done")
+	}
+	w.valid()
+}

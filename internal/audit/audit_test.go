@@ -29,6 +29,8 @@ func TestKindFromPath(t *testing.T) {
 		{"/home/u/.swarm/ralph/fix/state.json", "ralph-state"},
 		{".aiwg/ralph/loops/ralph-fix-1a2b3c4d/state.json", "loop-state"},
 		{"other/loops/x/state.json", ""},
+		{".aiwg/ralph/loops/ralph-fix-1a2b3c4d/analytics/analytics.json", "loop-analytics"},
+		{".aiwg/ralph/loops/ralph-fix-1a2b3c4d/analytics.json", ""},
 		{"state.json", ""},
 	}
 	for _, tt := range tests {

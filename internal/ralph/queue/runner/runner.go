@@ -266,6 +266,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // worktree of this run starts from that commit.
 func (r *runner) resolveBase(ctx context.Context) error {
 	repo := git.Repo{Dir: r.cfg.Repo}
+	if !repo.IsRepo(ctx) {
+		return fmt.Errorf("--worktree: %s is not a git repository; run the queue in one, or without --worktree", r.cfg.Repo)
+	}
 	r.base = r.cfg.BaseBranch
 	if r.base == "" {
 		b, err := repo.Branch(ctx)

@@ -395,10 +395,10 @@ func TestInactivityStopsAQuietAgent(t *testing.T) {
 		t.Errorf("stopped after %s, want about 1 s", d)
 	}
 	s2 := newSupervisor(t, "chatty", nil, nil)
-	a = shAttempt(s2, 1, `for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.25; done`)
-	a.Inactivity, a.KillGrace = time.Second, 200*time.Millisecond
+	a = shAttempt(s2, 1, `i=0; while [ $i -lt 25 ]; do echo $i; sleep 0.1; i=$((i + 1)); done`)
+	a.Inactivity, a.KillGrace = 1500*time.Millisecond, 200*time.Millisecond
 	if out := s2.Run(context.Background(), a, &memRecorder{}); out.Status != StatusDone || out.ExitCode != 0 {
-		t.Errorf("an agent printing every 0.25 s for 2 s: outcome %s %d %s, want done 0", out.Status, out.ExitCode, out.Reason)
+		t.Errorf("an agent printing every 0.1 s for 2.5 s: outcome %s %d %s, want done 0", out.Status, out.ExitCode, out.Reason)
 	}
 }
 

@@ -102,6 +102,22 @@ func (r Repo) DeleteBranch(ctx context.Context, name string) error {
 	return err
 }
 
+// BranchesUnder is the set of local branches whose names start with prefix (agent/), from one
+// git command.
+func (r Repo) BranchesUnder(ctx context.Context, prefix string) map[string]bool {
+	out, err := r.git(ctx, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/"+prefix)
+	set := map[string]bool{}
+	if err != nil {
+		return set
+	}
+	for _, b := range strings.Split(out, "\n") {
+		if b != "" {
+			set[b] = true
+		}
+	}
+	return set
+}
+
 // OrderConflict is the first branch of a merge order that merges onto those before it only with
 // conflicts: the order stops before it.
 type OrderConflict struct {

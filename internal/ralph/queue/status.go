@@ -89,6 +89,7 @@ func mergeOrder(ctx context.Context, dir store.Dir, q *store.Queue, p *store.Pro
 	repo := git.Repo{Dir: filepath.Dir(filepath.Dir(dir.Root))}
 	var order []string
 	branch, deps := map[string]string{}, map[string][]string{}
+	var have map[string]bool // the agent/ branches, read once
 	for _, t := range q.Tasks() {
 		if t.Branch == "" {
 			continue
@@ -97,7 +98,13 @@ func mergeOrder(ctx context.Context, dir store.Dir, q *store.Queue, p *store.Pro
 			st.Branches = map[string]string{}
 		}
 		st.Branches[t.ID] = t.Branch
-		if t.Status == store.Done && repo.HasBranch(ctx, t.Branch) {
+		if t.Status != store.Done {
+			continue
+		}
+		if have == nil {
+			have = repo.BranchesUnder(ctx, "agent/")
+		}
+		if have[t.Branch] {
 			order = append(order, t.ID)
 			branch[t.ID], deps[t.ID] = t.Branch, t.Dependencies
 		}

@@ -1,20 +1,37 @@
 # The agent-fleet toolkit. `make demo` shows the main job; `make test` runs every test.
+# GO: go from PATH, else from /usr/local/go/bin, where Go's own archive puts it and which a
+# non-login shell's PATH (a script, ssh host cmd, cron) lacks; that directory is then put on the
+# recipes' PATH too, for the scripts and tests that run go. With no Go at all, the targets that
+# need it say so in one line (have-go).
+ifeq ($(origin GO),undefined)
+ifeq ($(shell command -v go 2>/dev/null),)
+ifneq ($(wildcard /usr/local/go/bin/go),)
+GO := /usr/local/go/bin/go
+export PATH := /usr/local/go/bin:$(PATH)
+endif
+endif
+endif
 GO      ?= go
 PREFIX  ?= $(shell $(GO) env GOPATH)
 BINDIR  ?= $(PREFIX)/bin
 SHAREDIR ?= $(PREFIX)/share
-# VERSION is what --version prints: git's name for the checkout (a tag, else a commit; -dirty
-# with local changes). Without git, the binaries fall back to the module's build info. A
-# release (make release) is built from its semantic version tag only.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+# VERSION is what --version prints: git's name for the checkout from its version tags (v0.1.0,
+# v0.1.0-3-gabc1234 three commits later, else the commit; -dirty with local changes); a tag that
+# is not a version (nightly) is not taken. Without git, the binaries fall back to the module's
+# build info. A release (make release) is built from its semantic version tag only.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
-.PHONY: all build docs install release release-check test test-short test-deps sshd vet fmt-check tidy-check bench demo fuzz clean
+.PHONY: all have-go build docs install release release-check test test-short test-deps sshd vet fmt-check tidy-check bench demo fuzz clean
 
 all: build
 
+# have-go: a one-line error, instead of make's "go: No such file or directory", without Go.
+have-go:
+	@command -v $(GO) >/dev/null 2>&1 || { echo "make: Go not found ($(GO) is not on PATH, nor in /usr/local/go/bin): install Go 1.26 (https://go.dev/dl), or name it: make GO=/path/to/go" >&2; exit 1; }
+
 ## build: the binaries into bin/
-build:
+build: have-go
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 ## docs: the man pages and shell completions, generated from the binaries' command lines,
@@ -36,12 +53,12 @@ install: docs
 
 ## release: static linux/amd64 and linux/arm64 archives of the tagged commit, with SHA256SUMS,
 ## in dist/VERSION (HEAD must carry a semantic version tag: git tag -a v0.1.0 -m v0.1.0)
-release:
+release: have-go
 	GO=$(GO) ./scripts/release.sh
 
 ## release-check: make release twice (as version v0.0.0-check, from any checkout) and compare
 ## the archives byte for byte
-release-check:
+release-check: have-go
 	@rm -rf dist/check-a dist/check-b
 	GO=$(GO) VERSION=v0.0.0-check ./scripts/release.sh dist/check-a >/dev/null
 	GO=$(GO) VERSION=v0.0.0-check ./scripts/release.sh dist/check-b >/dev/null
@@ -58,12 +75,12 @@ TESTFLAGS ?= -p 4 -parallel 8
 
 ## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
 ## lines as the packages end, and a line every 30 s naming the packages still running
-test: vet fmt-check tidy-check sshd test-deps
+test: have-go vet fmt-check tidy-check sshd test-deps
 	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) ./...
 
 ## test-short: a quick round: every test without the race detector and with -short, which
 ## leaves out the scripts and tests that start agents in tmux ([short] skip 'needs tmux')
-test-short:
+test-short: have-go
 	GO=$(GO) $(GO) run ./tools/testprogress -- -short -count=1 $(TESTFLAGS) ./...
 
 ## sshd: openssh-server for the remote hosts' tests (internal/testenv/sshlab), installed only
@@ -82,7 +99,7 @@ sshd:
 test-deps:
 	@./scripts/test-deps.sh
 
-vet:
+vet: have-go
 	$(GO) vet ./...
 
 fmt-check:
@@ -91,7 +108,7 @@ fmt-check:
 
 # tidy-check: go.mod and go.sum are what go mod tidy would make them (a direct dependency marked
 # indirect, a missing or stale line). It changes nothing: it shows the diff and fails.
-tidy-check:
+tidy-check: have-go
 	@if ! out="$$($(GO) mod tidy -diff 2>&1)"; then \
 		echo "go.mod or go.sum is not tidy; run go mod tidy:"; echo "$$out"; exit 1; fi
 
@@ -101,15 +118,15 @@ bench: build
 	./scripts/bench.sh
 
 ## demo: the main job on a throwaway workspace
-demo:
-	./scripts/demo.sh
+demo: have-go
+	GO=$(GO) LDFLAGS='$(LDFLAGS)' ./scripts/demo.sh
 
 ## fuzz: every fuzz target of the repository, FUZZTIME each (20s; corpora are kept in testdata):
 ## the readers of what a state directory holds (records, raw data, whole directories with links,
 ## named pipes, directories and huge keys, schemas and the fast path), terminal text and screens,
 ## names. The targets are found in the sources, so a new one is fuzzed without a change here.
 FUZZTIME ?= 20s
-fuzz:
+fuzz: have-go
 	@set -e; grep -rl --include='*_test.go' --exclude-dir=testdata '^func Fuzz' . | sort | while read -r file; do \
 		pkg=./$$(dirname "$${file#./}"); \
 		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file"); do \

@@ -66,10 +66,13 @@ func testEnv() func(env *testscript.Env) error {
 		env.Setenv("COMPAT", compat)
 		env.Setenv("HOME", env.WorkDir)
 		// CRONPATH is a PATH as cron gives one, with the dispatch under test in front: scripts
-		// run dispatch as cron does with env -i PATH=$CRONPATH.
+		// run dispatch as cron does with env -i PATH=$CRONPATH. FLEET_BIN makes the workspace's
+		// shims (links to this clone's scripts/) run the dispatch under test too: without it they
+		// take this clone's bin/dispatch, which make build or make demo left, of another commit.
 		for _, dir := range filepath.SplitList(env.Getenv("PATH")) {
 			if _, err := os.Stat(filepath.Join(dir, tool)); err == nil {
 				env.Setenv("CRONPATH", dir+":/usr/bin:/bin")
+				env.Setenv("FLEET_BIN", dir)
 				break
 			}
 		}

@@ -14,11 +14,12 @@ import (
 func resumeCommand() *cli.Command {
 	return routedCommand(&cli.Command{
 		Name: "resume", OwnSignals: true,
-		Help: `ralph resume LOOP_ID [--max-iterations N] [--timeout DUR] [--force] [--foreground]
-   continue a paused loop, or a crashed one from its last checkpoint
+		Help: `ralph resume LOOP_ID [--max-iterations N] [--timeout DUR] [--budget USD] [--force] [--foreground]
+   continue a paused loop, or a crashed one from its last checkpoint (--budget: its new
+   budget; a loop paused at its budget needs one above what it spent)
 `,
 		Flags: []ucli.Flag{loopIDFlag(), &ucli.StringFlag{Name: "max-iterations"}, &ucli.StringFlag{Name: "timeout"},
-			&ucli.BoolFlag{Name: "force"}, &ucli.BoolFlag{Name: "foreground"}},
+			&ucli.StringFlag{Name: "budget"}, &ucli.BoolFlag{Name: "force"}, &ucli.BoolFlag{Name: "foreground"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			spec := aiwg.ResumeSpec{Force: c.Bool("force"), Foreground: c.Bool("foreground")}
 			var err error
@@ -31,6 +32,11 @@ func resumeCommand() *cli.Command {
 					return err
 				}
 				spec.Timeout = &timeout
+			}
+			if c.IsSet("budget") {
+				if spec.Budget, err = budgetFlag(c); err != nil {
+					return err
+				}
 			}
 			ws, id, err := namedLoop(ctx, c)
 			if err != nil {

@@ -38,6 +38,20 @@ Options:
    --no-progress N            end the loop (failed, no-progress) after N iterations in a row
                               that changed no file and made no commit, or failed the same
                               way; 0: never (3)
+   --iteration-timeout DUR    stop an iteration's agent after DUR; the iteration fails and
+                              the loop goes on (60m; none: only the loop's --timeout)
+   --inactivity-timeout S     stop an iteration's agent that printed nothing for S seconds (or
+                              a duration); the iteration fails and the loop goes on (0: never)
+   --budget USD               start no iteration once the loop's cost reaches USD: the loop
+                              pauses (budget); ralph resume ID --budget USD raises it (none)
+   --hard-budget              also stop the agent at work once its reported cost reaches it
+   --max-calls-per-hour N     start the agent at most N times an hour; the loop waits,
+                              paused (calls-per-hour), for the hour to pass (0: no limit)
+   --on-event CMD             run CMD (words, no shell) on the loop's start and end, a failed
+                              iteration, a limit and the breaker, one JSON event on its
+                              stdin; killed after 10 s; its failure changes nothing
+   --commit-each              commit the working tree after each iteration (trailers
+                              Ralph-Loop and Ralph-Iteration; no change, no commit)
    --agent AGENT[:MODEL]      an agent of the agents config (CONFIG_FILE) (claude)
    --force                    start even with 4 loops active in the workspace
    --foreground               run here until the loop ends; exit 0 only for completed
@@ -45,7 +59,7 @@ Options:
 The loop lives in .aiwg/ralph/loops/<loop_id>/; each iteration's run and result records in
 $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 `,
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "completion", Aliases: []string{"c"}},
 			&ucli.StringFlag{Name: "max-iterations"},
 			&ucli.StringFlag{Name: "timeout"},
@@ -54,7 +68,7 @@ $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 			&ucli.StringFlag{Name: "agent", Value: defaultAgent},
 			&ucli.BoolFlag{Name: "force"},
 			&ucli.BoolFlag{Name: "foreground"},
-		},
+		}, railsFlags()...),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			spec, err := startSpec(c)
 			if err != nil {
@@ -110,6 +124,9 @@ func startSpec(c *ucli.Context) (aiwg.StartSpec, error) {
 	}
 	if spec.Agent == "" {
 		spec.Agent = defaultAgent
+	}
+	if spec.Rails, err = railsOf(c); err != nil {
+		return spec, err
 	}
 	return spec, nil
 }

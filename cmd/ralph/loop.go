@@ -68,3 +68,51 @@ func toAIWG(args []string) bool {
 	_, err = os.Lstat(sw.RalphDir(id))
 	return err != nil // none of swarm's either: AIWG says where its loops are
 }
+
+// abortRouted is `ralph abort`: swarm's loops' abort when its first operand names one of
+// swarm's loops that is not also an AIWG loop id of the workspace, else AIWG's (whose operand
+// is optional: the workspace's one loop).
+func abortRouted() *cli.Command {
+	aiwgVerb := abortCommand()
+	var loopVerb *cli.Command
+	for _, c := range ralphloop.Commands(loopConfig()) {
+		if c.Name == "abort" {
+			loopVerb = c
+		}
+	}
+	return &cli.Command{Name: "abort", OwnSignals: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
+		path := tool + " abort"
+		if !toSwarmLoop(args) {
+			return cli.Run(ctx, aiwgVerb.App(path, s), append([]string{path}, args...))
+		}
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return cli.Run(ctx, loopVerb.App(path, s), append([]string{path}, args...))
+	}}
+}
+
+// toSwarmLoop says whether the first operand that is not a flag names one of swarm's loops
+// (its directory under $SWARM_DIR/ralph) and is not a loop id of the workspace's AIWG loops.
+func toSwarmLoop(args []string) bool {
+	name := ""
+	for _, a := range args {
+		if len(a) > 0 && a[0] != '-' {
+			name = a
+			break
+		}
+	}
+	if name == "" || statedir.CheckName(statedir.KindWorker, name) != nil {
+		return false
+	}
+	if aiwg.IsLoopID(name) {
+		if ws, err := workspace(); err == nil && ws.Exists(name) == nil {
+			return false
+		}
+	}
+	sw, err := statedir.SwarmFromEnv(os.LookupEnv)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Lstat(sw.RalphDir(name))
+	return err == nil && fi.IsDir()
+}

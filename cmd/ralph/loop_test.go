@@ -92,8 +92,8 @@ func monitorPID(sd statedir.Swarm, name string) int {
 }
 
 // logLine is a line of iterations.log as the Python swarm writes it (and reason=no-progress,
-// the no-progress breaker's, which it has not).
-var logLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \[(START|END|FAIL|TIMEOUT|DONE|PAUSE|WARN|FATAL|ERROR|DISCONNECT)\] ` +
+// the no-progress breaker's, and the rails' COST, COMMIT and REVERT lines, which it has not).
+var logLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \[(START|END|FAIL|TIMEOUT|DONE|PAUSE|WARN|FATAL|ERROR|DISCONNECT|COST|COMMIT|REVERT)\] ` +
 	`(iteration \d+/\d+|iteration \d+ exit=(\d+|\?) duration=[0-9hms ]*|iteration \d+ exit=\d+ attempt=\d/5 backoff=\d+s|` +
 	`iteration \d+ inactivity_timeout=\d+s|loop complete after \d+ iterations reason=[\w-]+|loop paused reason=\w+|` +
 	`iteration \d+: .*|iteration \d+ -- .*|monitor disconnected.*)$`)

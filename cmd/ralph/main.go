@@ -52,7 +52,7 @@ func newTool() *cli.Tool {
 			statusCommand(), pauseCommand(), resumeCommand(),
 			ralphloop.StopCommand(lc), ralphloop.LogsCommand(lc), ralphloop.CleanCommand(lc), ralphloop.InitCommand(lc),
 			ralphloop.TemplateCommand(lc),
-			startCommand(), abortCommand(), reportCommand(), listCommand(), queueCommand(),
+			startCommand(), abortRouted(), reportCommand(), listCommand(), queueCommand(),
 			swarmhost.SuperviseCommand("run a loop worker's supervisor (started by the loop)"),
 		},
 	}
@@ -78,6 +78,7 @@ swarm's loops (an interactive agent as a swarm worker, fed a prompt file each it
    pause     pause a loop after its current iteration (NAME or loop id)
    resume    resume a paused loop, restarting a monitor that died (NAME or loop id)
    stop      stop a loop and its worker
+   abort     end a loop for good: ralph abort NAME [--revert] (its tree back to its start)
    logs      a loop's iteration log
    clean     remove loops' state (not their workers)
    init      write PROMPT.md, a starter prompt
@@ -85,7 +86,7 @@ swarm's loops (an interactive agent as a swarm worker, fed a prompt file each it
 
 AIWG's loops (a task run headless until a completion command passes):
    start     ralph start "TASK" --completion "CMD" [options]
-   abort     stop a loop for good (--revert resets the working tree)
+   abort     stop a loop for good (LOOP_ID; --revert resets the working tree)
    report    a loop's iterations, durations, cost and checks
 
 Both:

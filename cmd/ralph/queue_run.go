@@ -17,7 +17,9 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue"
 	"github.com/agentfleet/fleet/internal/ralph/queue/runner"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -28,7 +30,7 @@ const exitBudget = 3
 func queueRunCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "work through a plan's tasks with N agents at once",
-		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--state-dir DIR]",
+		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--hosts hosts.yaml] [--state-dir DIR]",
 		Description: "Each agent claims the next task whose dependencies are done and runs it as a dispatch of bead <plan>-<task> " +
 			"(run and result records in the state directory, the agent supervised in the background), then marks it done, or " +
 			"failed: back to pending through the retry queue until --max-retries attempts, then failed, its dependents blocked. " +
@@ -41,7 +43,12 @@ func queueRunCommand() *cli.Command {
 			"no-progress, without its other retries once --no-progress failed attempts in a row left its working tree as it " +
 			"was or failed the same way (exit code and last lines). --iteration-timeout stops an attempt after D, " +
 			"--inactivity-timeout once its agent printed nothing for D: a failed attempt (status timeout), retried as any other. " +
-			"--max-calls-per-hour N starts at most N attempts in any hour of the run: an agent that would start one more waits, its task pending.",
+			"--max-calls-per-hour N starts at most N attempts in any hour of the run: an agent that would start one more waits, its task pending. " +
+			"With --hosts the tasks run on the hosts of hosts.yaml over " +
+			"OpenSSH, as swarm run --hosts runs them (docs/remote.md): --agents defaults to the hosts' max_agents, each task " +
+			"works on branch agent/<plan>-<task>, pushed to the host's clone and fetched back into its worktree here, its " +
+			"records brought back; a host that stops answering for DISPATCH_HOST_OFFLINE seconds (30) is offline, and its " +
+			"tasks go back to pending, held until their attempt's deadline there has passed.",
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "agents", Usage: "how many agents work at once (`N`)"},
 			&ucli.StringFlag{Name: "agent", Value: "claude", Usage: "the agent type, with an optional model (`AGENT[:MODEL]`)"},
@@ -55,6 +62,7 @@ func queueRunCommand() *cli.Command {
 			&ucli.IntFlag{Name: "no-progress", Value: 3, Usage: "fail a task (no-progress, not retried) after `N` failed attempts in a row that changed nothing or failed the same way; 0: never"},
 			repoFlag(),
 			&ucli.BoolFlag{Name: "worktree", Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>), made from the repository's branch merged with its done dependencies' branches; a conflict blocks the task"},
+			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH; implies --worktree"},
 			cli.StateDirFlag(),
 		},
 		ExitCodes: []cli.ExitCode{{Code: cli.ExitOK, Meaning: "every task done (or skipped)"},
@@ -69,11 +77,25 @@ func queueRunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := runConfig(c, id)
+			cfg, hosts, err := runConfig(c, id)
 			if err != nil {
 				return err
 			}
 			cfg.Log = s.Out
+			if hosts != nil {
+				// Every host answers, at our version, before anything is claimed.
+				off, err := cli.PositiveEnv("DISPATCH_HOST_OFFLINE", 30)
+				if err != nil {
+					return err
+				}
+				execs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
+					Version: "dispatch version " + cli.Version(), OfflineAfter: time.Duration(off) * time.Second, Log: s.Err, LogPrefix: "ralph: queue: "})
+				if err != nil {
+					return &cli.ExitError{Code: cli.ExitUsage, Err: err}
+				}
+				defer closeHosts()
+				cfg.Hosts = execs
+			}
 			res, err := queue.Run(ctx, cfg)
 			if err != nil {
 				return err
@@ -122,89 +144,110 @@ func flagDuration(name, v string) (time.Duration, error) {
 // runConfig reads run's flags and settings into the runner's Config for plan id: the agent of
 // the agents config (agent.FindConfig's order, from the current directory), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
 // DISPATCH_MIN_FREE_MB for each attempt, this program's `queue __supervise` verb.
-func runConfig(c *ucli.Context, id string) (runner.Config, error) {
+func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error) {
 	var cfg runner.Config
-	if !c.IsSet("agents") || c.Int("agents") < 1 {
-		return cfg, cli.Usagef("--agents N is needed: how many agents work at once (1 or more)")
+	var hosts *remote.Hosts
+	agentsN := c.Int("agents")
+	if hf := c.String("hosts"); hf != "" {
+		home, _ := os.UserHomeDir()
+		h, err := remote.ParseHosts(hf, home)
+		if err != nil {
+			return cfg, nil, &cli.ExitError{Code: cli.ExitUsage, Err: err}
+		}
+		hosts = h
+		slots := 0
+		for _, h := range hosts.Hosts {
+			slots += h.MaxAgents
+		}
+		if !c.IsSet("agents") {
+			agentsN = slots
+		} else if agentsN > slots {
+			return cfg, nil, cli.Usagef("--agents %d: the hosts of %s run %d agents at once (their max_agents); give at most %d", agentsN, hf, slots, slots)
+		}
+	} else if !c.IsSet("agents") {
+		agentsN = 0
+	}
+	if agentsN < 1 {
+		return cfg, nil, cli.Usagef("--agents N is needed: how many agents work at once (1 or more)")
 	}
 	if c.Int("max-retries") < 1 {
-		return cfg, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", c.Int("max-retries"))
+		return cfg, nil, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", c.Int("max-retries"))
 	}
 	if c.Int("max-calls-per-hour") < 0 {
-		return cfg, cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", c.Int("max-calls-per-hour"))
+		return cfg, nil, cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", c.Int("max-calls-per-hour"))
 	}
 	if c.Int("no-progress") < 0 {
-		return cfg, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", c.Int("no-progress"))
+		return cfg, nil, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", c.Int("no-progress"))
 	}
 	onEvent, err := hook.New(c.String("on-event"))
 	if err != nil {
-		return cfg, cli.Usagef("%v", err)
+		return cfg, nil, cli.Usagef("%v", err)
 	}
 	onEvent.Warn = func(err error) { fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err) }
 	if c.IsSet("budget") {
 		v, err := strconv.ParseFloat(c.String("budget"), 64)
 		if err != nil || v < 0 || v != v {
-			return cfg, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", c.String("budget"))
+			return cfg, nil, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", c.String("budget"))
 		}
 		cfg.Budget = &v
 	} else if c.Bool("hard-budget") {
-		return cfg, cli.Usagef("--hard-budget needs --budget USD")
+		return cfg, nil, cli.Usagef("--hard-budget needs --budget USD")
 	}
 	dir, repo, err := queueDir(c)
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	stateDir, err := filepath.Abs(c.String("state-dir"))
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	agents, err := agent.LoadConfig(os.LookupEnv, "")
 	if errors.Is(err, agent.ErrConfigEnvEmpty) {
-		return cfg, cli.Usagef("%v", err)
+		return cfg, nil, cli.Usagef("%v", err)
 	}
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	name, modelArg, err := agent.ParseSpec(c.String("agent"))
 	if err != nil {
-		return cfg, cli.Usagef("%v", err)
+		return cfg, nil, cli.Usagef("%v", err)
 	}
 	profile, err := agents.Lookup(name)
 	if err != nil {
-		return cfg, cli.Usagef("%v", err)
+		return cfg, nil, cli.Usagef("%v", err)
 	}
 	timeout, err := cli.PositiveEnv("DISPATCH_WATCH_TIMEOUT", 3600)
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	iteration := time.Duration(timeout) * time.Second
 	if c.IsSet("iteration-timeout") {
 		if iteration, err = flagDuration("iteration-timeout", c.String("iteration-timeout")); err != nil {
-			return cfg, err
+			return cfg, nil, err
 		}
 	}
 	idle, err := flagDuration("inactivity-timeout", c.String("inactivity-timeout"))
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	free, err := cli.PositiveEnv("DISPATCH_MIN_FREE_MB", 100)
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	exe, err := proc.Self()
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	return runner.Config{
-		Store: store.New(dir, id), Agents: c.Int("agents"), Profile: profile, AgentName: name,
+		Store: store.New(dir, id), Agents: agentsN, Profile: profile, AgentName: name,
 		Model: profile.Model(modelArg, os.Getenv), Budget: cfg.Budget, HardBudget: c.Bool("hard-budget"),
-		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree"), StateDir: stateDir,
+		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree") || hosts != nil, StateDir: stateDir,
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: time.Duration(grace) * time.Second,
 		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent, MaxCallsPerHour: c.Int("max-calls-per-hour"),
-	}, nil
+	}, hosts, nil
 }

@@ -11,11 +11,14 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/tmux"
 	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 func attachCommand() *cli.Command {
 	return &cli.Command{
 		Name: "attach", Usage: "attach to a worker's tmux window", UsageText: "swarm attach NAME",
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "detached (the status is tmux attach's)"},
+			{Code: 1, Meaning: "not found, not a tmux worker, its window gone, or no terminal"}, {Code: 2, Meaning: "usage error"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() != 1 {
 				return cli.Usagef("the following arguments are required: name")
@@ -48,6 +51,11 @@ func attachCommand() *cli.Command {
 			if out, err := exec.CommandContext(ctx, bin, sel...).CombinedOutput(); err != nil {
 				return fmt.Errorf("worker '%s' has no tmux window %s:%s (is it running?): %s", w.Name, w.Tmux.Session,
 					w.Tmux.Window, strings.TrimSpace(string(out)))
+			}
+			// Without a terminal tmux would only say "open terminal failed: not a terminal",
+			// after the exec, with nothing of what to do instead.
+			if in, ok := s.In.(*os.File); !ok || !term.IsTerminal(int(in.Fd())) {
+				return fmt.Errorf("attach needs a terminal, and stdin is not one: run it from a terminal, or 'swarm peek %s' to see its screen", w.Name)
 			}
 			argv := tc.AttachArgs(w.Tmux.Session)
 			argv[0] = bin

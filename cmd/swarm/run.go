@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -214,72 +213,31 @@ func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Ma
 	return nil
 }
 
-// dialHosts opens one connection to each host of hosts.yaml, all at once, and checks that it
-// runs our dispatch at this build's version: an unreachable host, one ssh cannot resolve, or
-// one without our binaries is one line and exit 2, before anything is written. The hosts'
-// offline time is DISPATCH_HOST_OFFLINE (seconds, 30), as dispatch --host's.
+// dialHosts opens one connection to each host of hosts.yaml, all at once
+// (swarmrun.DialHosts), and checks that it runs our dispatch at this build's version: an
+// unreachable host, one ssh cannot resolve, or one without our binaries is one line and exit
+// 2, before anything is written. The hosts' offline time is DISPATCH_HOST_OFFLINE (seconds,
+// 30), as dispatch --host's.
 func dialHosts(ctx context.Context, hosts *remote.Hosts, repo, stateDir string, log io.Writer) ([]swarmrun.Executor, func(), error) {
 	off, err := cli.PositiveEnv("DISPATCH_HOST_OFFLINE", 30)
 	if err != nil {
 		return nil, nil, err
 	}
-	offline := time.Duration(off) * time.Second
-	d, err := remote.NewDialer(remote.Options{ConnectTimeout: min(10*time.Second, offline/2), AliveInterval: max(time.Second, offline/4)})
+	rs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: repo, StateDir: stateDir,
+		Version: "dispatch version " + cli.Version(), OfflineAfter: time.Duration(off) * time.Second, Log: log, LogPrefix: "swarm: run: "})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, usage2(err)
 	}
-	execs := make([]swarmrun.Executor, len(hosts.Hosts))
-	errs := make([]error, len(hosts.Hosts))
-	var wg sync.WaitGroup
-	for i := range hosts.Hosts {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			h := &hosts.Hosts[i]
-			conn, err := d.Dial(ctx, h)
-			if err == nil {
-				err = conn.CheckVersion(ctx, "dispatch", "dispatch version "+cli.Version())
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			grace := 10 * time.Second
-			if g, err := strconv.Atoi(h.Env["DISPATCH_KILL_GRACE"]); err == nil && g > 0 {
-				grace = time.Duration(g) * time.Second
-			}
-			execs[i] = &swarmrun.Remote{Conn: conn, Repo: repo, StateDir: stateDir, OfflineAfter: offline, KillGrace: grace,
-				Log: hostLog{w: log, host: h.Name}}
-		}(i)
+	execs := make([]swarmrun.Executor, len(rs))
+	for i, r := range rs {
+		execs[i] = r
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			d.Close()
-			return nil, nil, usage2(err)
-		}
-	}
-	return execs, func() { d.Close() }, nil
+	return execs, closeHosts, nil
 }
 
 // usage2 is bad input that is not a mistake of the command line (a bad hosts.yaml, a host
 // unreachable or without our binaries): one line and exit 2, without the hint to --help.
 func usage2(err error) error { return &cli.ExitError{Code: cli.ExitUsage, Err: err} }
-
-// hostLog writes a host's dispatch's lines as "swarm: run: HOST: …".
-type hostLog struct {
-	w    io.Writer
-	host string
-}
-
-func (h hostLog) Write(b []byte) (int, error) {
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if strings.TrimSpace(l) != "" {
-			fmt.Fprintf(h.w, "swarm: run: %s: %s\n", h.host, l)
-		}
-	}
-	return len(b), nil
-}
 
 // prefixed writes each event line as "swarm: run: …" on stderr.
 type prefixed struct{ w io.Writer }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"syscall"
 )
 
@@ -171,7 +170,7 @@ func Names(dir string, pick func(name string) (string, bool)) ([]string, error) 
 			names = append(names, listed)
 		}
 	}
-	sort.Strings(names)
+	SortNames(names)
 	return names, nil
 }
 

@@ -13,6 +13,9 @@ import (
 
 // DecodeRun decodes a run record of either form. Fields a legacy record lacks are left zero.
 func DecodeRun(b []byte) (*Run, error) {
+	if r, ok := fastRun(b); ok {
+		return r, nil
+	}
 	var r Run
 	if err := decode(b, r.decode); err != nil {
 		return nil, err
@@ -22,6 +25,9 @@ func DecodeRun(b []byte) (*Run, error) {
 
 // DecodeResult decodes a result record of either form. Fields a legacy record lacks are left zero.
 func DecodeResult(b []byte) (*Result, error) {
+	if r, ok := fastResult(b); ok {
+		return r, nil
+	}
 	var r Result
 	if err := decode(b, r.decode); err != nil {
 		return nil, err

@@ -156,6 +156,11 @@ func (c *Conn) connect(ctx context.Context) error {
 	return nil
 }
 
+// Reconnect opens the host's master again once it has closed (a command's ErrNoMaster: its
+// ServerAlive checks gave up under load, or it was closed), within ctx. Its error wraps
+// ErrUnreachable.
+func (c *Conn) Reconnect(ctx context.Context) error { return c.connect(ctx) }
+
 func (c *Conn) check(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, c.opts.ssh(), append(c.Options(), "-O", "check", "--", c.Host.SSH)...)
 	out, err := cmd.CombinedOutput()

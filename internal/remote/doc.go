@@ -1,5 +1,6 @@
 // Package remote runs attempts on other machines over OpenSSH, for every command that runs
-// agents: dispatch --host and swarm run --hosts today, ralph queue run --hosts next. Nothing
+// agents: dispatch --host, swarm run --hosts and ralph queue run --hosts (the last two through
+// swarmrun.Remote, dialed by swarmrun.DialHosts). Nothing
 // of ours listens on a port; a host runs our binaries, tmux and git, and is reached with the
 // user's ssh (docs/remote.md is the manual).
 //

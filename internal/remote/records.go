@@ -30,7 +30,8 @@ type Snapshot struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// Final says whether the snapshot holds the final result of attempt number (0: any).
+// Final says whether the snapshot holds the final result of attempt number (0: any), and its
+// run record with it.
 func (s *Snapshot) Final(number int) (*record.Result, bool) {
 	if len(s.Result) == 0 {
 		return nil, false
@@ -38,6 +39,15 @@ func (s *Snapshot) Final(number int) (*record.Result, bool) {
 	res, err := record.DecodeResult(s.Result)
 	if err != nil || res.Status == record.StatusRunning || (number > 0 && res.Attempt < number) {
 		return nil, false
+	}
+	// The host's supervisor writes the final run record, then the result, and the records
+	// verb reads them without the bead's lock: a read between the two writes has the result
+	// final and the run record of the same attempt still running. Not final yet: brought
+	// back, those records would disagree.
+	if len(s.Run) > 0 {
+		if run, err := record.DecodeRun(s.Run); err == nil && run.Attempt == res.Attempt && run.Status == record.StatusRunning {
+			return nil, false
+		}
 	}
 	return res, true
 }

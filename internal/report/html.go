@@ -16,17 +16,12 @@ import (
 func WriteHTML(w io.Writer, r *Report) error {
 	s := &r.Stats
 	p := htmlPage{
-		Generated: r.GeneratedAt.Format("2006-01-02 15:04:05 UTC"),
-		Filters:   filterLines(r.Filter),
-		Cards: []card{
-			{"Runs", fmt.Sprint(s.TotalRuns), fmt.Sprintf("%d running", s.Running)},
-			{"Success rate", fmt.Sprintf("%d%%", Floor(s.SuccessRate)), fmt.Sprintf("%d of %d", s.Success, s.TotalRuns)},
-			{"Failed", fmt.Sprint(s.Failed), fmt.Sprintf("and %d timed out", s.Timeout)},
-			{"Retries", fmt.Sprintf("%d%%", Floor(s.RetryRate)), fmt.Sprintf("%d runs", s.RetryCount)},
-			{"Median duration", human(s.Durations.P50), "p90 " + human(s.Durations.P90) + ", max " + human(s.Durations.Max)},
-		},
+		Generated:       r.GeneratedAt.Format("2006-01-02 15:04:05 UTC"),
+		Filters:         filterLines(r.Filter),
+		Cards:           cards(s),
 		Reasons:         printableReasons(s.FailureReasons),
 		Recommendations: printableAll(r.Recommendations),
+		NoRuns:          s.TotalRuns == 0,
 		Skipped:         s.SkippedRecords,
 	}
 	periods, unit := r.periods(), r.Period
@@ -42,6 +37,36 @@ func WriteHTML(w io.Writer, r *Report) error {
 		groupChart("Templates", templateRows(s.ByTemplate)),
 	}
 	return pageTemplate.Execute(w, p)
+}
+
+// cards are the summary's figures. A rate of no runs is no figure: where the text report keeps
+// the original's "0 (0%)" for them, the page shows a dash.
+func cards(s *Statistics) []card {
+	rate := func(x float64) string {
+		if s.TotalRuns == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%d%%", Floor(x))
+	}
+	median, spread := "–", "no run with a duration"
+	if s.Durations.Count > 0 {
+		median, spread = human(s.Durations.P50), "p90 "+human(s.Durations.P90)+", max "+human(s.Durations.Max)
+	}
+	return []card{
+		{"Runs", fmt.Sprint(s.TotalRuns), fmt.Sprintf("%d running", s.Running)},
+		{"Success rate", rate(s.SuccessRate), fmt.Sprintf("%d of %d", s.Success, s.TotalRuns)},
+		{"Failed", fmt.Sprint(s.Failed), fmt.Sprintf("and %d timed out", s.Timeout)},
+		{"Retries", rate(s.RetryRate), plural(s.RetryCount, "retried run")},
+		{"Median duration", median, spread},
+	}
+}
+
+// plural counts n things: "1 run", "2 runs", "0 runs".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // printableReasons and printableAll make the text of records printable for the page: the
@@ -77,6 +102,7 @@ type htmlPage struct {
 	Groups          []barChart
 	Reasons         []ReasonCount
 	Recommendations []string
+	NoRuns          bool // the recommendations judge nothing
 	Skipped         int
 }
 
@@ -119,7 +145,7 @@ type barChart struct {
 
 const (
 	chartW               = 720
-	padL, padR           = 44.0, 12.0
+	padL, padR           = 44.0, 40.0 // the right one holds the runs scale of the trend chart
 	padT, padB           = 12.0, 34.0
 	trendH, histH        = 240, 200
 	barRow, barLabelW    = 24.0, 170.0
@@ -151,13 +177,19 @@ func trendChart(periods []PeriodStats) *chart {
 	for i, p := range periods {
 		x := padL + (float64(i)+0.5)*step
 		h := plotH * volumeShare * float64(p.Runs) / float64(maxRuns)
-		title := fmt.Sprintf("%s: %d runs, %d succeeded (%d%%)", p.Period, p.Runs, p.Success, Floor(p.SuccessRate))
+		title := fmt.Sprintf("%s: %s, %d succeeded (%d%%)", p.Period, plural(p.Runs, "run"), p.Success, Floor(p.SuccessRate))
 		c.Rects = append(c.Rects, rect{x - step*0.35, padT + plotH - h, step * 0.7, h, classRuns, title})
 		y := padT + plotH*(1-p.SuccessRate/100)
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 		c.Dots = append(c.Dots, dot{x, y, title})
 	}
 	c.Line = strings.Join(pts, " ")
+	// The bars have their own scale, on the right: the left one is the line's.
+	top := padT + plotH*(1-volumeShare)
+	c.Grid = append(c.Grid, line{chartW - padR, top, chartW - padR, padT + plotH})
+	c.Labels = append(c.Labels, label{chartW - padR + 6, padT + plotH, "0", "start"},
+		label{chartW - padR + 6, top + 4, fmt.Sprint(maxRuns), "start"},
+		label{chartW - padR + 6, top - 10, "runs", "start"})
 	for _, i := range spread(len(periods), 6) {
 		x := padL + (float64(i)+0.5)*step
 		c.Labels = append(c.Labels, label{x, float64(trendH) - 12, periods[i].Period, "middle"})
@@ -165,16 +197,18 @@ func trendChart(periods []PeriodStats) *chart {
 	return c
 }
 
-// histogram draws how many runs took how long, in equal bins from 0 to the longest.
+// histogram draws how many runs took how long, in at most histBins equal bins of a round
+// width, from 0 to the end of the bin that holds the longest run.
 func histogram(sorted []int32) *chart {
 	if len(sorted) == 0 {
 		return nil
 	}
 	longest := int64(sorted[len(sorted)-1])
-	width := max((longest+histBins)/histBins, 1)
-	counts := make([]int, histBins)
+	width := roundWidth((longest + histBins) / histBins) // the least width that fits histBins
+	bins := int(longest/width) + 1
+	counts := make([]int, bins)
 	for _, d := range sorted {
-		counts[min(int(int64(d)/width), histBins-1)]++
+		counts[int64(d)/width]++
 	}
 	top := 1
 	for _, n := range counts {
@@ -182,23 +216,65 @@ func histogram(sorted []int32) *chart {
 	}
 	c := &chart{W: chartW, H: histH}
 	plotH := float64(histH) - padT - padB
-	step := plotW / histBins
+	step := plotW / float64(bins)
 	for i, n := range counts {
 		h := plotH * float64(n) / float64(top)
 		lo, hi := int64(i)*width, int64(i+1)*width
-		c.Rects = append(c.Rects, rect{padL + float64(i)*step + 1, padT + plotH - h, step - 2, h, classGood,
-			fmt.Sprintf("%s to %s: %d runs", human(lo), human(hi), n)})
+		span := exact(lo) // durations are whole seconds: a bin holds lo to hi-1
+		if width > 1 {
+			span += " to " + exact(hi-1)
+		}
+		c.Rects = append(c.Rects, rect{padL + float64(i)*step + 1, padT + plotH - h, max(step-2, 1), h, classGood,
+			fmt.Sprintf("%s: %s", span, plural(n, "run"))})
 	}
 	c.Grid = append(c.Grid, line{padL, padT + plotH, chartW - padR, padT + plotH})
 	c.Labels = append(c.Labels, label{padL - 6, padT + 4, fmt.Sprint(top), "end"}, label{padL - 6, padT + plotH, "0", "end"})
 	// The axis ends are anchored inward so that their labels stay inside the chart.
-	for _, tick := range []struct {
+	ticks := []struct {
 		bin    int
 		anchor string
-	}{{0, "start"}, {histBins / 2, "middle"}, {histBins, "end"}} {
-		c.Labels = append(c.Labels, label{padL + float64(tick.bin)*step, float64(histH) - 12, human(int64(tick.bin) * width), tick.anchor})
+	}{{0, "start"}, {bins / 2, "middle"}, {bins, "end"}}
+	if bins < 2 {
+		ticks = []struct {
+			bin    int
+			anchor string
+		}{{0, "start"}, {bins, "end"}}
+	}
+	for _, tick := range ticks {
+		c.Labels = append(c.Labels, label{padL + float64(tick.bin)*step, float64(histH) - 12, exact(int64(tick.bin) * width), tick.anchor})
 	}
 	return c
+}
+
+// roundWidth is the least round bin width (1, 2, 5, 10, 15 or 30 seconds, minutes or hours,
+// then whole days) of at least min seconds, so that the axis' ticks fall on round times.
+func roundWidth(min int64) int64 {
+	for _, unit := range []int64{1, 60, 3600} {
+		for _, n := range []int64{1, 2, 5, 10, 15, 30} {
+			if n*unit >= min {
+				return n * unit
+			}
+		}
+	}
+	return (min + 86399) / 86400 * 86400
+}
+
+// exact prints seconds to the second: 45s, 1m45s, 12m, 1h05m, 2h.
+func exact(s int64) string {
+	h, m, sec := s/3600, s%3600/60, s%60
+	switch {
+	case h == 0 && m == 0:
+		return fmt.Sprintf("%ds", sec)
+	case h == 0 && sec == 0:
+		return fmt.Sprintf("%dm", m)
+	case h == 0:
+		return fmt.Sprintf("%dm%02ds", m, sec)
+	case m == 0 && sec == 0:
+		return fmt.Sprintf("%dh", h)
+	case sec == 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	}
+	return fmt.Sprintf("%dh%02dm%02ds", h, m, sec)
 }
 
 // barRowData is one row of a by-agent, by-model or by-template chart.
@@ -250,7 +326,7 @@ func groupChart(title string, rows []barRowData) barChart {
 	c := &chart{W: chartW, H: int(barRow*float64(len(rows))) + 8}
 	for i, r := range rows {
 		y := 4 + float64(i)*barRow
-		title := fmt.Sprintf("%s: %d runs, %d succeeded (%d%%)", r.name, r.runs, r.success, Floor(percent(r.success, r.runs)))
+		title := fmt.Sprintf("%s: %s, %d succeeded (%d%%)", r.name, plural(r.runs, "run"), r.success, Floor(percent(r.success, r.runs)))
 		if r.avgDurationSec >= 0 {
 			title += ", average " + human(Floor(r.avgDurationSec))
 		}
@@ -362,7 +438,8 @@ td.n { text-align: right; }
 {{if .Skipped}}<p class="note">{{.Skipped}} unreadable record file(s) were left out.</p>
 {{end}}
 <h2>{{.TrendTitle}}</h2>
-{{with .Trend}}{{template "chart" .}}{{else}}<p class="empty">No runs with a readable time.</p>{{end}}
+{{if .Trend}}<p class="note">The line is the success rate (left scale); the bars under it are the number of runs (right scale).</p>
+{{end}}{{with .Trend}}{{template "chart" .}}{{else}}<p class="empty">No runs with a readable time.</p>{{end}}
 <h2>Duration distribution</h2>
 {{with .Histogram}}{{template "chart" .}}{{else}}<p class="empty">No run with a duration.</p>{{end}}
 {{range .Groups}}
@@ -376,9 +453,11 @@ td.n { text-align: right; }
 </table>
 {{end}}
 <h2>Recommendations</h2>
-<ul>{{range .Recommendations}}
+{{if .NoRuns}}<p class="empty">No runs to judge yet.</p>
+{{else}}<ul>{{range .Recommendations}}
 <li>{{.}}</li>{{end}}
 </ul>
+{{end}}
 </body>
 </html>
 {{define "chart"}}<svg viewBox="0 0 {{.W}} {{.H}}" width="{{.W}}" height="{{.H}}" role="img">

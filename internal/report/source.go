@@ -147,6 +147,13 @@ func (s Source) scan(budget *record.Budget, emit func(*Bead), skip func(Skipped)
 		cr = s.Cache.begin(s, entries)
 	}
 	budget.SetHead(0)
+	if !s.Raw {
+		s.scanChunks(entries, workers, fds, cr, budget, emit, skip)
+		if cr != nil {
+			cr.finish()
+		}
+		return nil
+	}
 	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
 		res := &reservation{budget: budget, seq: i}
 		if cr != nil {
@@ -170,6 +177,47 @@ func (s Source) scan(budget *record.Budget, emit func(*Bead), skip func(Skipped)
 		cr.finish()
 	}
 	return nil
+}
+
+// scanChunk is how many entries one job of a scan without Raw reads, one after the other: an
+// entry taken from the cache is a fstatat or three and a decoding of a few hundred bytes, and
+// handing each to a worker and back on its own cost more than that (issue 22).
+const scanChunk = 64
+
+// scanChunks is scan without Raw: the entries in jobs of scanChunk. A bead read without Raw
+// keeps nothing of its records but a few clipped strings, so each entry's reservation is given
+// back as soon as it is read rather than held until it is emitted: the budget bounds the bytes
+// being read at once, and a job's beads are a few hundred bytes each.
+func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun, budget *record.Budget, emit func(*Bead), skip func(Skipped)) {
+	jobs := (len(entries) + scanChunk - 1) / scanChunk
+	ordered.Map(jobs, workers, 2*workers, func(c int) []batch {
+		lo, hi := c*scanChunk, min(len(entries), (c+1)*scanChunk)
+		out := make([]batch, hi-lo)
+		for i := lo; i < hi; i++ {
+			res := &reservation{budget: budget, seq: c}
+			if cr != nil {
+				out[i-lo] = cr.read(s, fds, entries[i], i, res)
+			} else {
+				out[i-lo] = s.read(fds, entries[i], res, nil)
+			}
+			budget.Release(out[i-lo].held)
+			out[i-lo].held = 0
+		}
+		return out
+	}, func(c int, bs []batch) {
+		budget.SetHead(c + 1)
+		for k, b := range bs {
+			if cr != nil {
+				cr.note(c*scanChunk+k, entries[c*scanChunk+k], b)
+			}
+			for _, sk := range b.skipped {
+				skip(sk)
+			}
+			for _, bd := range b.beads {
+				emit(bd)
+			}
+		}
+	})
 }
 
 // dirs are the open runs/ and results/ directories (-1 for one that does not exist).
@@ -205,13 +253,21 @@ func (s Source) list() ([]entry, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("state directory %s is not a directory", s.Dir)
 	}
+	// The two listings (a million names each, read and sorted) are made at once, on two cores.
+	var results []string
+	var resultsErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		results, resultsErr = recordNames(s.paths().Results())
+	}()
 	runs, err := recordNames(s.paths().Runs())
+	<-listed
 	if err != nil {
 		return nil, err
 	}
-	results, err := recordNames(s.paths().Results())
-	if err != nil {
-		return nil, err
+	if resultsErr != nil {
+		return nil, resultsErr
 	}
 	entries := make([]entry, 0, len(runs))
 	for _, n := range runs {

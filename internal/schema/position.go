@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentfleet/fleet/internal/jsonscan"
 )
 
 // Locate returns where in doc the value a JSON pointer names begins, as a byte offset, and
@@ -14,7 +16,7 @@ import (
 // where a person goes to mend it. doc must be well-formed JSON; where it is not, Locate returns
 // false rather than a wrong place. Of duplicate keys the last counts, as the decoder keeps it.
 func Locate(doc []byte, pointer string) (offset int, ok bool) {
-	i := skipSpace(doc, 0)
+	i := jsonscan.Space(doc, 0)
 	if i == len(doc) {
 		return 0, false
 	}
@@ -54,19 +56,19 @@ func child(doc []byte, i int, token string) (int, bool) {
 	switch doc[i] {
 	case '{':
 		found := -1
-		for i = skipSpace(doc, i+1); i < len(doc) && doc[i] == '"'; {
-			end := skipString(doc, i)
+		for i = jsonscan.Space(doc, i+1); i < len(doc) && doc[i] == '"'; {
+			end := jsonscan.String(doc, i)
 			key := doc[i:end]
-			i = skipSpace(doc, end)
+			i = jsonscan.Space(doc, end)
 			if i >= len(doc) || doc[i] != ':' {
 				return 0, false
 			}
-			v := skipSpace(doc, i+1)
+			v := jsonscan.Space(doc, i+1)
 			if keyIs(key, token) {
 				found = v
 			}
-			if i = skipSpace(doc, skipValue(doc, v)); i < len(doc) && doc[i] == ',' {
-				i = skipSpace(doc, i+1)
+			if i = jsonscan.Space(doc, jsonscan.Value(doc, v)); i < len(doc) && doc[i] == ',' {
+				i = jsonscan.Space(doc, i+1)
 			}
 		}
 		return found, found >= 0
@@ -76,12 +78,12 @@ func child(doc []byte, i int, token string) (int, bool) {
 			return 0, false
 		}
 		k := 0
-		for i = skipSpace(doc, i+1); i < len(doc) && doc[i] != ']'; k++ {
+		for i = jsonscan.Space(doc, i+1); i < len(doc) && doc[i] != ']'; k++ {
 			if k == n {
 				return i, true
 			}
-			if i = skipSpace(doc, skipValue(doc, i)); i < len(doc) && doc[i] == ',' {
-				i = skipSpace(doc, i+1)
+			if i = jsonscan.Space(doc, jsonscan.Value(doc, i)); i < len(doc) && doc[i] == ',' {
+				i = jsonscan.Space(doc, i+1)
 			}
 		}
 	}
@@ -98,47 +100,4 @@ func keyIs(key []byte, token string) bool {
 	}
 	var s string
 	return json.Unmarshal(key, &s) == nil && s == token
-}
-
-// skipValue returns the index just after the value starting at doc[i].
-func skipValue(doc []byte, i int) int {
-	if i >= len(doc) {
-		return len(doc)
-	}
-	switch c := doc[i]; {
-	case c == '"':
-		return skipString(doc, i)
-	case c == '{' || c == '[':
-		depth := 0
-		for i < len(doc) {
-			switch doc[i] {
-			case '"':
-				i = skipString(doc, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(doc)
-	case c == '-' || c >= '0' && c <= '9':
-		return skipNumber(doc, i)
-	default: // true, false, null
-		for i < len(doc) && doc[i] >= 'a' && doc[i] <= 'z' {
-			i++
-		}
-		return i
-	}
-}
-
-func skipSpace(doc []byte, i int) int {
-	for i < len(doc) && isSpace(doc[i]) {
-		i++
-	}
-	return i
 }

@@ -3,6 +3,8 @@ package schema
 import (
 	"math"
 	"strconv"
+
+	"github.com/agentfleet/fleet/internal/jsonscan"
 )
 
 // Stats is what one pass over a well-formed JSON document finds, without decoding it: what
@@ -23,17 +25,17 @@ func Measure(doc []byte) Stats {
 	for i := 0; i < len(doc); {
 		switch c := doc[i]; {
 		case c == '"':
-			i = skipString(doc, i)
+			i = jsonscan.String(doc, i)
 			// A string followed by ':' is a key, not a value.
 			j := i
-			for j < len(doc) && isSpace(doc[j]) {
+			for j < len(doc) && jsonscan.IsSpace(doc[j]) {
 				j++
 			}
 			if j == len(doc) || doc[j] != ':' {
 				st.Values++
 			}
 		case c == '-' || c >= '0' && c <= '9':
-			j := skipNumber(doc, i)
+			j := jsonscan.Number(doc, i)
 			st.Values++
 			if numberOverflows(doc[i:j]) {
 				st.Overflow = true
@@ -69,9 +71,9 @@ func clampNumbers(doc []byte) []byte {
 	for i := 0; i < len(doc); {
 		switch c := doc[i]; {
 		case c == '"':
-			i = skipString(doc, i)
+			i = jsonscan.String(doc, i)
 		case c == '-' || c >= '0' && c <= '9':
-			j := skipNumber(doc, i)
+			j := jsonscan.Number(doc, i)
 			if numberOverflows(doc[i:j]) {
 				out = append(out, doc[last:i]...)
 				if c == '-' {
@@ -106,31 +108,3 @@ func numberOverflows(n []byte) bool {
 	f, err := strconv.ParseFloat(string(n), 64)
 	return err != nil && math.IsInf(f, 0)
 }
-
-// skipString returns the index just after the string starting at doc[i] (a '"').
-func skipString(doc []byte, i int) int {
-	for i++; i < len(doc); i++ {
-		switch doc[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(doc) // unterminated (an escape at the very end included)
-}
-
-// skipNumber returns the index just after the number starting at doc[i].
-func skipNumber(doc []byte, i int) int {
-	for i < len(doc) {
-		switch c := doc[i]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

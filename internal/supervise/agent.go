@@ -168,6 +168,27 @@ func (p *agentProc) pid() int { return p.cmd.Process.Pid }
 // With hangUp it first sends SIGHUP, as a closing terminal does (tmux's kill-window, what the
 // originals' kill did): an interactive shell, which ignores SIGTERM, then ends at once instead
 // of at the grace's SIGKILL.
+// exited returns the agent's exit status when it has exited already: reaped (its status
+// waits in done), or a zombie not yet reaped (waitid without reaping says so; its status
+// then comes through done at once).
+func (p *agentProc) exited() (*os.ProcessState, bool) {
+	select {
+	case ps := <-p.done:
+		return ps, true
+	default:
+	}
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, p.pid(), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	if err != nil && !errors.Is(err, syscall.ECHILD) {
+		return nil, false
+	}
+	if err == nil && info.Signo == 0 {
+		return nil, false // still running (Linux zeroes info when no child is waitable)
+	}
+	// Exited (or reaped just now by done's goroutine: ECHILD).
+	return <-p.done, true
+}
+
 func (p *agentProc) stop(grace time.Duration, hangUp bool) *os.ProcessState {
 	if hangUp {
 		syscall.Kill(-p.pid(), syscall.SIGHUP)

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
+	"golang.org/x/sys/unix"
 )
 
 // Backends a supervisor runs under.
@@ -212,4 +214,46 @@ func (l Layout) Registered(valid func(string) bool) []string {
 // checked, not only the pid, because a pid is reused once its process is gone.
 func SupervisorAlive(pid int, name string) bool {
 	return proc.Holds(pid, []string{SuperviseVerb}, []string{name})
+}
+
+// WaitExit waits until the supervisor of entry has exited, ctx is done, or limit has passed
+// (0: no limit), through a pidfd: the kernel says when, nothing polls the process table. When
+// the process cannot be held (no pid, or already gone) it pauses briefly instead, so that a
+// caller looping on "is it recorded yet" does not spin.
+func WaitExit(ctx context.Context, entry *Entry, limit time.Duration) {
+	if entry == nil || entry.PID <= 0 {
+		pause(ctx, 5*time.Millisecond)
+		return
+	}
+	fd, err := unix.PidfdOpen(entry.PID, 0)
+	if err != nil {
+		pause(ctx, 5*time.Millisecond)
+		return
+	}
+	defer unix.Close(fd)
+	// Checked once the pidfd holds the process: a pid reused meanwhile is not our supervisor.
+	if !SupervisorAlive(entry.PID, entry.Name) {
+		return
+	}
+	var deadline time.Time
+	if limit > 0 {
+		deadline = time.Now().Add(limit)
+	}
+	for ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
+		// 200 ms at most a poll: ctx and the deadline are looked at between polls.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 200)
+		if n > 0 || (err != nil && !errors.Is(err, syscall.EINTR)) {
+			return
+		}
+	}
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

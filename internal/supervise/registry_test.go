@@ -1,8 +1,10 @@
 package supervise
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -68,4 +70,42 @@ func TestReadEntryAndClearNotEntry(t *testing.T) {
 	if b, _ := os.ReadFile(victim); !strings.Contains(string(b), `"name":"x"`) {
 		t.Errorf("the link's target changed: %q", b)
 	}
+}
+
+// TestWaitExit: WaitExit returns when the supervisor's process exits, not before; at once for
+// a pid that is no supervisor of the name (reused, or never one); at its limit for one that
+// goes on.
+func TestWaitExit(t *testing.T) {
+	ctx := context.Background()
+	// A stand-in supervisor: a process whose command line holds the verb and the name.
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sh", "-c", "read line", "sh", SuperviseVerb, "w1")
+		stdin, _ := cmd.StdinPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+		return cmd
+	}
+	cmd := start()
+	t0 := time.Now()
+	WaitExit(ctx, &Entry{PID: cmd.Process.Pid, Name: "w1"}, 300*time.Millisecond)
+	if d := time.Since(t0); d < 300*time.Millisecond {
+		t.Errorf("WaitExit returned after %v with the supervisor running; want its 300 ms limit", d)
+	}
+	t0 = time.Now()
+	WaitExit(ctx, &Entry{PID: cmd.Process.Pid, Name: "another"}, time.Minute)
+	if d := time.Since(t0); d > 30*time.Second {
+		t.Errorf("WaitExit waited %v on a process that supervises another name", d)
+	}
+	done := make(chan struct{})
+	go func() { WaitExit(ctx, &Entry{PID: cmd.Process.Pid, Name: "w1"}, 0); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("WaitExit returned while the supervisor ran")
+	case <-time.After(100 * time.Millisecond):
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	<-done
 }

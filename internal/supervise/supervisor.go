@@ -271,6 +271,11 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	}
 	var stoppedAt time.Time // when the agent was told to stop, if it was
 	stopWith := func(status, reason string) Outcome {
+		// An agent that has exited already ended on its own: its exit is the outcome, not
+		// the stop that came after it (a deadline reached as it exits 0 is no timeout).
+		if ps, ok := ag.exited(); ok {
+			return exited(ps)
+		}
 		stoppedAt = time.Now()
 		// A kill hangs up first, as the originals' (a tmux window or session killed); the
 		// other stops (a timeout, a watch, the supervisor's own signal) keep TERM's end.
@@ -285,9 +290,15 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		case ps := <-ag.done:
 			out = exited(ps)
 		case <-timeout:
+			if ps, ok := ag.exited(); ok {
+				out = exited(ps) // it ended on its own as the deadline came: no timeout
+				break
+			}
 			fmt.Fprintf(sink, "\r\nsupervisor: timeout after %s: stopping the agent\r\n", a.Timeout)
 			out = stopWith(StatusTimeout, fmt.Sprintf("watch-timeout-%ds", int64(a.Timeout/time.Second)))
-			out.ExitCode = 124
+			if out.Status == StatusTimeout {
+				out.ExitCode = 124
+			}
 		case <-idle:
 			// The timer is set once and moved on when it fires early: no reset per write.
 			if quiet := act.since(); quiet < a.Inactivity {
@@ -296,7 +307,9 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 			}
 			fmt.Fprintf(sink, "\r\nsupervisor: no output for %s: stopping the agent\r\n", a.Inactivity)
 			out = stopWith(StatusTimeout, fmt.Sprintf("inactivity-timeout-%ds", int64(a.Inactivity/time.Second)))
-			out.ExitCode = 124
+			if out.Status == StatusTimeout {
+				out.ExitCode = 124
+			}
 		case reason := <-cur.stopReq:
 			fmt.Fprintf(sink, "\r\nsupervisor: %s: stopping the agent\r\n", reason)
 			out = stopWith(StatusFailed, reason)

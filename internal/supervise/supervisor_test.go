@@ -485,3 +485,34 @@ func TestNextSupervisorOfANameKeepsItsControlSocket(t *testing.T) {
 		t.Fatalf("the next supervisor's control socket after the last one closed: %v", err)
 	}
 }
+
+// exitFirstRecorder is told of the start only once the agent has exited (a zombie, or reaped),
+// so that the deadline, armed after the start is recorded, comes after the agent's own end.
+type exitFirstRecorder struct{ memRecorder }
+
+func (r *exitFirstRecorder) Started(ctx context.Context, a *Attempt, pid int) error {
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return r.memRecorder.Started(ctx, a, pid)
+}
+
+// TestExitBeforeTheDeadlineIsNoTimeout: an agent that exited 0 before its deadline came is
+// done, however the supervisor's wait sees the two (a host's attempt once ended 0 and was
+// recorded timeout, then retried: issue 18). The deadline here is 1 ns after the start is
+// recorded, so both are ready at once; before the fix, one in two was a timeout.
+func TestExitBeforeTheDeadlineIsNoTimeout(t *testing.T) {
+	s := newSupervisor(t, "prompt", nil, nil)
+	rec := &exitFirstRecorder{}
+	for n := 1; n <= 20; n++ {
+		a := shAttempt(s, n, "exit 0")
+		a.Timeout = time.Nanosecond
+		if out := s.Run(context.Background(), a, rec); out.Status != StatusDone || out.ExitCode != 0 {
+			t.Fatalf("attempt %d: %s %d %s, want done 0: the agent had exited before its deadline", n, out.Status, out.ExitCode, out.Reason)
+		}
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/screen"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"golang.org/x/sys/unix"
 )
 
 // Slot is one agent of an executor: a place where one task attempt runs at a time. Its ID is
@@ -198,7 +197,7 @@ func (l *Local) launchCut(ctx context.Context, bead string, n int) bool {
 		if pid == 0 {
 			return true
 		}
-		waitExit(ctx, &supervise.Entry{PID: pid, Name: bead}, 100*time.Millisecond)
+		supervise.WaitExit(ctx, &supervise.Entry{PID: pid, Name: bead}, 100*time.Millisecond)
 	}
 	return false
 }
@@ -280,78 +279,33 @@ func (l *Local) await(ctx context.Context, bead string, n int) Outcome {
 			attempt.Stop(context.Background(), nil, entry, "", syscall.SIGTERM)
 		}
 		if interrupted {
-			waitExit(context.Background(), entry, l.KillGrace+10*time.Second)
+			supervise.WaitExit(context.Background(), entry, l.KillGrace+10*time.Second)
 			continue
 		}
-		waitExit(ctx, entry, 0)
+		supervise.WaitExit(ctx, entry, 0)
 	}
 	out := l.judge(context.WithoutCancel(ctx), bead, n)
 	out.Interrupted = interrupted
 	return out
 }
 
-// waitExit waits for the supervisor of entry to exit, through a pidfd (no polling), or a short
-// while when there is none (the entry is being written: pid 0); limit 0 is none.
-func waitExit(ctx context.Context, entry *supervise.Entry, limit time.Duration) {
-	if entry == nil || entry.PID <= 0 {
-		sleep(ctx, 5*time.Millisecond)
-		return
-	}
-	fd, err := unix.PidfdOpen(entry.PID, 0)
-	if err != nil {
-		sleep(ctx, 5*time.Millisecond)
-		return
-	}
-	defer unix.Close(fd)
-	// Checked once the pidfd holds the process: a pid reused meanwhile is not our supervisor.
-	if !supervise.SupervisorAlive(entry.PID, entry.Name) {
-		return
-	}
-	deadline := time.Time{}
-	if limit > 0 {
-		deadline = time.Now().Add(limit)
-	}
-	for ctx.Err() == nil && (deadline.IsZero() || time.Now().Before(deadline)) {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 200)
-		if n > 0 || (err != nil && !errors.Is(err, syscall.EINTR)) {
-			return
-		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // judge reads the end of bead's attempt n from its records (one whose supervisor was lost is
 // closed as supervisor-lost first).
 func (l *Local) judge(ctx context.Context, bead string, n int) Outcome {
 	d := l.dir()
-	if _, err := attempt.ReconcileBead(ctx, d, nil, bead); err != nil {
+	v, err := attempt.Judge(ctx, d, bead, n)
+	switch {
+	case errors.Is(err, attempt.ErrNotReconciled):
 		return failed(n, "reconcile-failed", err)
-	}
-	run, err := record.ReadRun(d.Store.RunPath(bead))
-	if err != nil {
+	case errors.Is(err, attempt.ErrRecordsReplaced):
+		return failed(n, "records-replaced", err)
+	case err != nil:
 		return failed(n, "no-run-record", err)
 	}
-	if run.Attempt != n {
-		return failed(n, "records-replaced", fmt.Errorf("the records of %s are attempt %d's, not %d's", bead, run.Attempt, n))
-	}
-	out := Outcome{Attempt: n, Status: run.Status, Reason: run.Status}
-	if run.FailureReason != nil && *run.FailureReason != "" {
-		out.Reason = *run.FailureReason
-	}
-	if run.Status == record.StatusDone {
-		out.Reason = ""
-	}
+	run := v.Run
+	out := Outcome{Attempt: n, Status: run.Status, Reason: v.Reason}
 	if run.Status == record.StatusRunning {
-		out.Status, out.Reason = record.StatusFailed, "still recorded running"
+		out.Status = record.StatusFailed
 	}
 	if run.ExitCode != nil {
 		c := int(*run.ExitCode)

@@ -2,13 +2,20 @@ package swarmrun
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/manifest"
 
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
@@ -191,4 +198,293 @@ func TestRunOnHostsOneCutOff(t *testing.T) {
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
+}
+
+// killedHostsRunVerb is a run over the lab's hosts that SIGKILLs itself at a named step:
+// "BINARY __killed_hosts_run REPO STATE_DIR MANIFEST HOSTS_JSON STEP N", HOSTS_JSON the hosts
+// ([]remote.Host) in the order their executors are given.
+const killedHostsRunVerb = "__killed_hosts_run"
+
+func killedHostsRunMain(args []string) int {
+	if len(args) != 6 {
+		fmt.Fprintln(os.Stderr, "usage: __killed_hosts_run REPO STATE_DIR MANIFEST HOSTS_JSON STEP N")
+		return 2
+	}
+	repo, stateDir, path, hostsFile, step := args[0], args[1], args[2], args[3], args[4]
+	nth, _ := strconv.Atoi(args[5])
+	m, err := manifest.Load(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var hosts []*remote.Host
+	b, _ := os.ReadFile(hostsFile)
+	if err := json.Unmarshal(b, &hosts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var execs []Executor
+	for _, h := range hosts {
+		c, err := d.Dial(context.Background(), h)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		execs = append(execs, &Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
+			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
+	}
+	var mu sync.Mutex
+	seen := 0
+	cfg := Config{Manifest: m, ManifestPath: path, Repo: repo, RepoName: ".", Executors: execs, Log: os.Stderr, PID: os.Getpid(),
+		Checkpoint: func(s string) {
+			if s != step {
+				return
+			}
+			mu.Lock()
+			seen++
+			die := seen == nth
+			mu.Unlock()
+			if die {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "the run ended without reaching %s #%d\n", step, nth)
+	return 3
+}
+
+// TestResumeOverHostsAdoptsTheRunningAttempt: a run over two hosts is SIGKILLed while its two
+// tasks' agents work there; --resume, its hosts given in the other order, finds each attempt
+// on its host and waits for it: each agent ran exactly once (issue 18: --resume started a
+// second one), each task completed on the host its agent ran on, its records and branch here.
+func TestResumeOverHostsAdoptsTheRunningAttempt(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	log, gate := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate")
+	words := fmt.Sprintf("once:%s waitfor:%s", log, gate)
+	cfg := w.config(t, fmt.Sprintf(`name: resumed on hosts
+defaults: {agent: fake, retries: 0, timeout: 120}
+tasks:
+  - {id: a, prompt: "%[1]s write:a.txt", branch: a}
+  - {id: b, prompt: "%[1]s write:b.txt", branch: b}
+`, words), 0)
+	// The killed run has h2 first: a runs on h2, b on h1; the resumed run has h1 first.
+	hosts := []*remote.Host{execs[1].Conn.Host, execs[0].Conn.Host}
+	hj := filepath.Join(tmp, "hosts.json")
+	b, _ := json.Marshal(hosts)
+	os.WriteFile(hj, b, 0o600)
+	self, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, killedHostsRunVerb, w.repo, w.stateDir, cfg.ManifestPath, hj, "launched", "2")
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("the run was not killed once both tasks were launched: %v\n%s", err, stderr.String())
+	}
+	p := Paths{Root: w.repo}
+	st := checkValid(t, p.State())
+	for id, host := range map[string]string{"a": "h2", "b": "h1"} {
+		if tr := st.Tasks[id].Trace; tr == nil || tr.AgentHost == nil || *tr.AgentHost != host {
+			t.Fatalf("task %s's trace after the kill: %+v, want it on %s\n%s", id, tr, host, stderr.String())
+		}
+	}
+	cfg.Executors = []Executor{execs[0], execs[1]}
+	cfg.Resume = true
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg)
+		done <- err
+	}()
+	// Both attempts found still at work on their hosts: then the agents may end (a run that
+	// ends first did not wait for them).
+	deadline := time.Now().Add(time.Minute)
+	ended := false
+	for !ended && strings.Count(w.log.String(), "of an earlier run still runs here") < 2 {
+		if time.Now().After(deadline) {
+			os.WriteFile(gate, nil, 0o600)
+			t.Fatalf("the resumed run did not wait for the running attempts:\n%s\nkilled run:\n%s", w.log.String(), stderr.String())
+		}
+		select {
+		case err = <-done:
+			ended = true
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	os.WriteFile(gate, nil, 0o600)
+	if !ended {
+		select {
+		case err = <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the resumed run did not end:\n%s", w.log.String())
+		}
+	}
+	if err != nil {
+		t.Fatalf("--resume: %v\n%s", err, w.log.String())
+	}
+	st = checkValid(t, p.State())
+	if st.Status != ExecCompleted || st.Summary.Completed != 2 {
+		t.Fatalf("after --resume: %s, %+v\n%s\nkilled run:\n%s", st.Status, st.Summary, w.log.String(), stderr.String())
+	}
+	runs := readFile(log)
+	for id, host := range map[string]string{"a": "h2", "b": "h1"} {
+		if got, want := strings.Count(runs, id+" start "), 1; got != want || !strings.Contains(runs, id+" end 1 0") || strings.Contains(runs, id+" overlap") {
+			t.Errorf("task %s's agent ran %d times, want once (attempt 1, ended 0):\n%s", id, got, runs)
+		}
+		tr := st.Tasks[id].Trace
+		if tr == nil || tr.AgentHost == nil || *tr.AgentHost != host || tr.Attempt != 1 || tr.CommitSHA == nil {
+			t.Errorf("task %s's trace %+v, want attempt 1 on %s, committed", id, tr, host)
+			continue
+		}
+		if got := git(t, w.repo, "show", id+":"+id+".txt"); got != id {
+			t.Errorf("branch %s's %s.txt = %q", id, id, got)
+		}
+		if res, err := record.ReadResult(record.Store{Dir: w.stateDir}.ResultPath(tr.Bead)); err != nil || res.Status != record.StatusDone || res.Attempt != 1 {
+			t.Errorf("task %s's result record here: %+v, %v", id, res, err)
+		}
+	}
+	if t.Failed() {
+		t.Logf("resumed run:\n%s\nkilled run:\n%s", w.log.String(), stderr.String())
+	}
+}
+
+// TestRemoteEndBroughtBackAfterAFailure: a remote attempt that ended 0 whose branch cannot be
+// fetched at once (its ref here locked, as by another git at work in the repository) is
+// brought back on a later try, not judged failed and run again (issue 18: a task done on a host
+// ran a second time there).
+func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) { bringBackAfter(t, false) }
+
+// TestRemoteEndBroughtBackAfterTheConnectionClosed: the same, the host's ssh master closing
+// meanwhile (as its ServerAlive checks give up under load): the host is connected to again,
+// not taken for offline, and the finished attempt is brought back, not run elsewhere.
+func TestRemoteEndBroughtBackAfterTheConnectionClosed(t *testing.T) { bringBackAfter(t, true) }
+
+func bringBackAfter(t *testing.T, closeMaster bool) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 1, 1)
+	tmp := t.TempDir()
+	log := filepath.Join(tmp, "agents.log")
+	cfg := w.config(t, fmt.Sprintf(`name: brought back
+defaults: {agent: fake, retries: 1, timeout: 120}
+tasks:
+  - {id: a, prompt: "once:%s write:a.txt", branch: a}
+`, log), 0)
+	cfg.Executors = []Executor{execs[0]}
+	lock := filepath.Join(w.repo, ".git", "refs", "remotes", "h1", "a.lock")
+	os.MkdirAll(filepath.Dir(lock), 0o700)
+	os.WriteFile(lock, nil, 0o600)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg)
+		done <- err
+	}()
+	var err error
+	ended := false
+	deadline := time.Now().Add(time.Minute)
+	for !ended && !strings.Contains(w.log.String(), "but bringing it back failed") {
+		if time.Now().After(deadline) {
+			os.Remove(lock)
+			t.Fatalf("no failed fetch:\n%s", w.log.String())
+		}
+		select {
+		case err = <-done:
+			ended = true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if closeMaster {
+		// Before the lock goes: no try can succeed before the master is closed.
+		execs[0].Conn.Close()
+	}
+	os.Remove(lock)
+	if !ended {
+		select {
+		case err = <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("the run did not end:\n%s", w.log.String())
+		}
+	}
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	st := checkValid(t, Paths{Root: w.repo}.State())
+	task := st.Tasks["a"]
+	if runs := readFile(log); strings.Count(runs, "a start ") != 1 || task.Status != Completed || task.Trace.RetryCount != 0 || len(task.Trace.Requeued) != 0 {
+		t.Fatalf("task a: %s, retries %d, requeued %v; its agent's runs:\n%s\nthe run's log:\n%s", task.Status, task.Trace.RetryCount, task.Trace.Requeued, runs, w.log.String())
+	}
+	if got := git(t, w.repo, "show", "a:a.txt"); got != "a" {
+		t.Errorf("branch a's a.txt = %q", got)
+	}
+}
+
+// TestResumeWithoutTheHostHoldsTheTask: a run over h2 is SIGKILLed while its task's agent works
+// there; --resume over h1 alone cannot look on h2: the task is held until the attempt's
+// deadline there has passed, then runs on h1, never while the agent on h2 is alive.
+func TestResumeWithoutTheHostHoldsTheTask(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	alog, gate := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate")
+	cfg := w.config(t, fmt.Sprintf(`name: resumed elsewhere
+defaults: {agent: fake, retries: 0, timeout: 8}
+tasks:
+  - {id: a, prompt: "alone:%s waitfor:%s write:a.txt", branch: a}
+`, alog, gate), 0)
+	hj := filepath.Join(tmp, "hosts.json")
+	b, _ := json.Marshal([]*remote.Host{execs[1].Conn.Host})
+	os.WriteFile(hj, b, 0o600)
+	self, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, killedHostsRunVerb, w.repo, w.stateDir, cfg.ManifestPath, hj, "launched", "1")
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the run was not killed once its task was launched: %v\n%s", err, stderr.String())
+	}
+	cfg.Executors = []Executor{execs[0]}
+	cfg.Resume = true
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), cfg)
+		done <- err
+	}()
+	// Held (or, without the hold, started on h1 at once): the agent on h2 may end now.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(w.log.String(), "which this run does not reach") && !strings.Contains(readFile(alog), "a start h1-1") {
+		if time.Now().After(deadline) {
+			os.WriteFile(gate, nil, 0o600)
+			t.Fatalf("the resumed run neither held nor started the task:\n%s", w.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the resumed run did not end:\n%s", w.log.String())
+	}
+	if err != nil {
+		t.Fatalf("--resume: %v\n%s", err, w.log.String())
+	}
+	runs := readFile(alog)
+	st := checkValid(t, Paths{Root: w.repo}.State())
+	task := st.Tasks["a"]
+	if strings.Contains(runs, "overlap") || !strings.Contains(runs, "a end h1-1 0") || task.Status != Completed ||
+		task.Trace.AgentHost == nil || *task.Trace.AgentHost != "h1" {
+		t.Fatalf("task a: %s, trace %+v; its agents:\n%s\nthe run's log:\n%s", task.Status, task.Trace, runs, w.log.String())
+	}
 }

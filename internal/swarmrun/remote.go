@@ -92,7 +92,8 @@ func orDur(d, def time.Duration) time.Duration {
 }
 
 // Run runs one attempt of job on the host. An attempt to adopt (job.Adopt, after --resume)
-// is not looked for there: the task runs again (docs/swarm-run.md).
+// is looked for there first: one the host's records name is followed to its end (or judged
+// by it) instead of another being started; one that never reached the host is started.
 func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	h := r.Conn.Host
 	if r.offline.Load() {
@@ -122,6 +123,11 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 				job.Heartbeat(t)
 			}
 		}}}
+	if job.Adopt > 0 && !r.offline.Load() {
+		if out, ok := r.adopt(ctx, job, a.Watch, hostWT, lease, &last, &lastMu); ok {
+			return out
+		}
+	}
 	n := 0
 	a.Numbered = func(num int) []string {
 		n = num
@@ -141,7 +147,12 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 			r.mu.Unlock()
 		}
 	}
-	a.Started = unlock
+	a.Started = func() {
+		unlock()
+		if job.Checkpoint != nil {
+			job.Checkpoint("launched")
+		}
+	}
 	// The host's worktree and branch of an earlier attempt of the task go: every attempt
 	// starts from the branch pushed now.
 	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
@@ -159,19 +170,65 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		n = run.Number
 	}
 	var refused *remote.StartError
-	switch {
-	case errors.As(err, &refused):
+	if errors.As(err, &refused) {
 		return failed(n, "launch-failed", refused)
+	}
+	sent := time.Time{}
+	var snap *remote.Snapshot
+	if run != nil {
+		sent, snap = run.Sent, run.Snapshot
+	}
+	return r.settle(ctx, job, n, snap, err, sent, lease, hostWT, &last, &lastMu)
+}
+
+// adopt looks on the host for attempt job.Adopt, which an earlier run started there: when the
+// host's records name it, it is followed to its end and settled (ok); when they name an
+// earlier attempt or none, it never reached the host, and the caller starts it (not ok).
+func (r *Remote) adopt(ctx context.Context, job Job, w remote.Watch, hostWT string, lease time.Duration, last *time.Time, lastMu *sync.Mutex) (Outcome, bool) {
+	// Its start was sent before now (by the earlier run): a deadline counted from now, on this
+	// machine's clock, is later than the host's own.
+	sent := time.Now()
+	snap, err := r.Conn.Snapshot(ctx, job.Bead, orDur(r.OfflineAfter, 30*time.Second))
+	if err != nil {
+		// Not known whether it runs there: held until its deadline could have passed.
+		return r.settle(ctx, job, job.Adopt, nil, err, sent, lease, hostWT, last, lastMu), true
+	}
+	if w.Heartbeat != nil {
+		w.Heartbeat(time.Now(), snap)
+	}
+	run, derr := record.DecodeRun(snap.Run)
+	switch {
+	case len(snap.Run) == 0 || derr != nil || run.Attempt < job.Adopt:
+		return Outcome{}, false
+	case run.Attempt > job.Adopt:
+		return failed(job.Adopt, "records-replaced", fmt.Errorf("the records of %s on %s are attempt %d's, not %d's", job.Bead, r.Host(), run.Attempt, job.Adopt)), true
+	}
+	if _, ok := snap.Final(job.Adopt); !ok {
+		fmt.Fprintf(orDiscard(r.Log), "%s: attempt %d of an earlier run still runs here: waiting for it\n", job.Bead, job.Adopt)
+		snap, err = r.Conn.Wait(ctx, job.Bead, job.Adopt, w)
+	}
+	return r.settle(ctx, job, job.Adopt, snap, err, sent, lease, hostWT, last, lastMu), true
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// settle is the end of attempt n on the host, as its wait left it (snap final, or err): the
+// records and the branch brought back, or the host found offline (the task held until the
+// attempt's deadline there, sent plus lease and the kill grace, has passed), or the attempt
+// stopped there when ctx ended.
+func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapshot, err error, sent time.Time, lease time.Duration, hostWT string, last *time.Time, lastMu *sync.Mutex) Outcome {
+	switch {
 	case err != nil && ctx.Err() != nil:
 		r.stop(job.Bead)
 		return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "interrupted", Interrupted: true, Started: time.Now(), Finished: time.Now()}
 	case err != nil:
-		sent := time.Time{}
-		if run != nil {
-			sent = run.Sent
-		}
 		lastMu.Lock()
-		hb := last
+		hb := *last
 		lastMu.Unlock()
 		if sent.IsZero() {
 			return r.lost(ctx, n, hb, err)
@@ -181,22 +238,46 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		}
 		return failed(n, "remote-failed", err)
 	}
-	out := outcomeOf(n, run.Snapshot)
-	if err := remote.BringBack(context.WithoutCancel(ctx), record.Store{Dir: r.StateDir}, run.Snapshot); err != nil {
-		return failed(n, "records-not-brought-back", err)
-	}
-	if out.Status != record.StatusDone {
-		return out
-	}
-	if err := r.bringBranch(context.WithoutCancel(ctx), job, hostWT); err != nil {
-		if errors.Is(err, remote.ErrUnreachable) || errors.Is(err, remote.ErrNoMaster) {
+	out := outcomeOf(n, snap)
+	// The attempt has ended there: what stands between it and its end here (its records
+	// written here, its branch fetched: git's locks, a busy disk) is tried again a few times
+	// before the attempt is judged failed and its task run again.
+	bctx := context.WithoutCancel(ctx)
+	for try := 1; ; try++ {
+		kind := "records-not-brought-back"
+		err := remote.BringBack(bctx, record.Store{Dir: r.StateDir}, snap)
+		if err == nil && out.Status == record.StatusDone {
+			kind = "branch-not-brought-back"
+			err = r.bringBranch(bctx, job, hostWT)
+		}
+		switch {
+		case err == nil:
+			return out
+		case errors.Is(err, remote.ErrNoMaster) && try < bringTries:
+			// The master closed (its ServerAlive checks gave up): a host that answers again
+			// is not offline, and its finished attempt is brought back, not run elsewhere.
+			rctx, cancel := context.WithTimeout(bctx, orDur(r.OfflineAfter, 30*time.Second))
+			rerr := r.Conn.Reconnect(rctx)
+			cancel()
+			if rerr != nil {
+				return r.offlineOutcome(n, time.Now(), time.Now(), rerr)
+			}
+			fmt.Fprintf(orDiscard(r.Log), "%s: the connection to %s closed while attempt %d was brought back; connected again\n", job.Bead, r.Host(), n)
+			continue
+		case errors.Is(err, remote.ErrUnreachable) || errors.Is(err, remote.ErrNoMaster):
 			// The agent ended: nothing of it runs there any more, the task may run elsewhere now.
 			return r.offlineOutcome(n, time.Now(), time.Now(), err)
+		case try == bringTries:
+			return failed(n, kind, err)
 		}
-		return failed(n, "branch-not-brought-back", err)
+		fmt.Fprintf(orDiscard(r.Log), "%s: attempt %d ended %s, but bringing it back failed (%s); trying again\n", job.Bead, n, out.Status, oneLine(err))
+		time.Sleep(time.Duration(try) * 500 * time.Millisecond)
 	}
-	return out
 }
+
+// bringTries is how many times the end of a remote attempt is brought back before it is
+// judged failed (over about 3 s).
+const bringTries = 4
 
 // bringBranch commits what the agent left uncommitted in the host's worktree, fetches the
 // branch and makes it the task's branch here, in its worktree.

@@ -436,9 +436,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 				if t.Status == Pending {
 					t.Status, changed = Queued, true
 				}
-				if len(r.free) > 0 {
-					slots = append(slots, r.free[0])
-					r.free = r.free[1:]
+				if i := r.slotFor(t); i >= 0 {
+					slots = append(slots, r.free[i])
+					r.free = append(r.free[:i:i], r.free[i+1:]...)
 					start = append(start, t)
 				}
 			}
@@ -531,6 +531,71 @@ func (r *runner) ready() []*Task {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return manifest.Rank(out[i].Priority) < manifest.Rank(out[j].Priority) })
 	return out
+}
+
+// slotFor is the index in r.free of the slot task t starts in, -1 when none may now (under
+// mu). An attempt an earlier run left at work on a host is adopted there: the task waits for
+// a slot of that host (its own first), unless this run reaches that host no more.
+func (r *runner) slotFor(t *Task) int {
+	if len(r.free) == 0 {
+		return -1
+	}
+	if r.adopt[t.ID] == 0 || t.Trace == nil || t.Trace.AgentHost == nil {
+		return 0
+	}
+	host := *t.Trace.AgentHost
+	reached := false
+	for _, e := range r.cfg.Executors {
+		if r.gone[e] {
+			continue
+		}
+		for _, s := range e.Slots() {
+			if s.Host == host {
+				reached = true
+				break
+			}
+		}
+	}
+	if !reached {
+		// This run does not reach where the attempt ran (hosts.yaml changed, or --hosts given
+		// or dropped): it may still run there until its deadline, counted from its start.
+		if nb := r.leaseEnd(t); time.Now().Before(nb) {
+			if _, ok := r.notBefore[t.ID]; !ok {
+				r.logf("%s: attempt %d of an earlier run was on %s, which this run does not reach: held until %s, its deadline there", t.ID, r.adopt[t.ID], host, record.FormatTime(nb))
+			}
+			r.notBefore[t.ID] = nb
+			return -1
+		}
+		delete(r.adopt, t.ID) // not to be looked for here: the task starts afresh
+		return 0
+	}
+	at := -1
+	for i, s := range r.free {
+		if s.ID == t.Trace.AgentID {
+			return i
+		}
+		if s.Host == host && at < 0 {
+			at = i
+		}
+	}
+	return at
+}
+
+// leaseEnd is when task t's attempt of an earlier run has surely ended where it ran: its start
+// (the state's, else now) plus its timeout (else a remote attempt's default lease), the
+// default kill grace and the margin (under mu).
+func (r *runner) leaseEnd(t *Task) time.Time {
+	start := time.Now()
+	if t.Trace != nil && t.Trace.StartedAt != nil {
+		if s, ok := record.ParseTime(*t.Trace.StartedAt); ok {
+			start = s
+		}
+	}
+	lease := time.Hour
+	if mt := r.mf.Task(t.ID); mt != nil && mt.Timeout > 0 {
+		lease = mt.Timeout
+	}
+	return start.Add(lease + 10*time.Second + leaseMargin)
 }
 
 // held is the earliest time a task held back by an offline host's deadline may run, zero when

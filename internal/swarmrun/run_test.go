@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == killedRunVerb {
 		os.Exit(killedRunMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == killedHostsRunVerb {
+		os.Exit(killedHostsRunMain(os.Args[2:]))
+	}
 	os.Exit(m.Run())
 }
 

@@ -149,7 +149,8 @@ type usageCache struct {
 	hasCost bool
 }
 
-// Open opens the sources. A swarm directory that does not exist is not created.
+// Open opens the sources. A swarm directory that does not exist is not created (a refresh opens
+// it once it is there).
 func Open(src Sources) (*Model, error) {
 	if src.Recent <= 0 {
 		src.Recent = time.Hour
@@ -161,17 +162,30 @@ func Open(src Sources) (*Model, error) {
 		return nil, err
 	}
 	m.matcher = mt
-	if src.SwarmDir != "" && isDir(src.SwarmDir) {
-		if m.sw, err = swarm.Open(src.SwarmDir, src.Swarm); err != nil {
-			return nil, err
-		}
-		lo := src.Loops
-		lo.Swarm = src.Swarm
-		if m.loops, err = loop.Open(src.SwarmDir, lo); err != nil {
-			return nil, err
-		}
+	if err := m.openSwarm(); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// openSwarm opens the swarm directory once it is there: one made after Open (the first
+// `swarm spawn` on the machine) is opened by the next refresh.
+func (m *Model) openSwarm() error {
+	if m.sw != nil || m.src.SwarmDir == "" || !isDir(m.src.SwarmDir) {
+		return nil
+	}
+	sw, err := swarm.Open(m.src.SwarmDir, m.src.Swarm)
+	if err != nil {
+		return err
+	}
+	lo := m.src.Loops
+	lo.Swarm = m.src.Swarm
+	loops, err := loop.Open(m.src.SwarmDir, lo)
+	if err != nil {
+		return err
+	}
+	m.sw, m.loops = sw, loops
+	return nil
 }
 
 func isDir(p string) bool {
@@ -192,7 +206,7 @@ func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
 	defer m.files.sweep()
 	var rows []*Row
 	owned := map[string]bool{} // beads shown as a loop's or a task's
-	var errs []error
+	errs := []error{m.openSwarm()}
 	if m.sw != nil {
 		r, err := m.swarmRows(ctx, now)
 		rows = append(rows, r...)

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/agentfleet/fleet/internal/jsonscan"
 )
 
 // The Python swarm reads its files with json.load, which keeps an object's keys in their order
@@ -37,34 +38,34 @@ func (o *Object) UnmarshalJSON(b []byte) error {
 // check): this is a split at the delimiters, one pass, not a parse; state.json with 500
 // workers was read in 30 ms through json.Decoder's tokens, in a few with this.
 func parseObject(b []byte) (Object, error) {
-	i := skipSpace(b, 0)
+	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	var out Object
-	i = skipSpace(b, i+1)
+	i = jsonscan.Space(b, i+1)
 	for i < len(b) && b[i] != '}' {
 		if b[i] != '"' {
 			return nil, errors.New("malformed JSON object")
 		}
-		j := skipString(b, i)
+		j := jsonscan.String(b, i)
 		key, err := unquote(b[i:j])
 		if err != nil {
 			return nil, err
 		}
-		i = skipSpace(b, j)
+		i = jsonscan.Space(b, j)
 		if i >= len(b) || b[i] != ':' {
 			return nil, errors.New("malformed JSON object")
 		}
-		i = skipSpace(b, i+1)
-		j = skipValue(b, i)
+		i = jsonscan.Space(b, i+1)
+		j = jsonscan.Value(b, i)
 		if j <= i {
 			return nil, errors.New("malformed JSON object")
 		}
 		out = out.Set(key, json.RawMessage(b[i:j]))
-		i = skipSpace(b, j)
+		i = jsonscan.Space(b, j)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = jsonscan.Space(b, i+1)
 		}
 	}
 	if i >= len(b) {
@@ -75,82 +76,27 @@ func parseObject(b []byte) (Object, error) {
 
 // splitArray splits the JSON array b (valid JSON) into its elements, raw.
 func splitArray(b []byte) ([]json.RawMessage, error) {
-	i := skipSpace(b, 0)
+	i := jsonscan.Space(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, errors.New("not a JSON array")
 	}
 	var out []json.RawMessage
-	i = skipSpace(b, i+1)
+	i = jsonscan.Space(b, i+1)
 	for i < len(b) && b[i] != ']' {
-		j := skipValue(b, i)
+		j := jsonscan.Value(b, i)
 		if j <= i {
 			return nil, errors.New("malformed JSON array")
 		}
 		out = append(out, json.RawMessage(b[i:j]))
-		i = skipSpace(b, j)
+		i = jsonscan.Space(b, j)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = jsonscan.Space(b, i+1)
 		}
 	}
 	if i >= len(b) {
 		return nil, errors.New("unterminated JSON array")
 	}
 	return out, nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string that starts at b[i] ('"').
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); {
-		switch b[i] {
-		case '\\':
-			i += 2
-		case '"':
-			return i + 1
-		default:
-			i++
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index after the JSON value that starts at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(b)
-	}
-	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
-		i++
-	}
-	return i
 }
 
 // unquote reads the JSON string s (quotes included); one without escapes costs a copy only.

@@ -111,3 +111,42 @@ func StopCommand(c Config) *cli.Command {
 		}),
 	}
 }
+
+// AbortCommand is `abort NAME [--revert]`: the loop ended for good (as stop), and with
+// --revert its working tree taken back to where the loop started, also for a loop that has
+// already ended.
+func AbortCommand(c Config) *cli.Command {
+	return &cli.Command{
+		Name: "abort", Usage: "end a loop for good (--revert: its working tree back to where it started)",
+		UsageText: c.usageText("TOOL abort NAME [--revert]"),
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "revert", Usage: "reset the working tree to where the loop started (its commits undone, the changes and untracked files it found there kept), also once it has ended"},
+		},
+		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
+			name, err := one(uc)
+			if err != nil {
+				return err
+			}
+			res, err := ls.Abort(ctx, name, uc.Bool("revert"))
+			if err != nil {
+				return err
+			}
+			if res.Stopped {
+				fmt.Fprintf(s.Out, "killed %s\n", name)
+			}
+			if res.Reverted {
+				fmt.Fprintf(s.Out, "working tree %s reset to %s, where the loop started\n", res.Dir, shortCommit(res.StartCommit))
+			} else if !res.Stopped {
+				fmt.Fprintf(s.Out, "loop %s had already ended\n", name)
+			}
+			return nil
+		}),
+	}
+}
+
+func shortCommit(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

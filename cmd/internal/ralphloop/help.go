@@ -91,6 +91,16 @@ Usage and rate limits:
   TOOL spawn --name dev --prompt-file PROMPT.md --heartbeat 4h \
     --heartbeat-message 'go on from where you stopped' -- claude --dangerously-skip-permissions
 
+Rails:
+  # End the loop once its agent reported $5 in all, at most 20 iterations an hour, and run a
+  # script of yours on its start, end, limits and failure (one JSON event on its stdin, no
+  # shell; docs/ralph.md has ntfy and Slack examples)
+  TOOL spawn --name dev --prompt-file PROMPT.md --budget 5 --max-calls-per-hour 20 \
+    --on-event ~/bin/notify-loop -- claude --dangerously-skip-permissions
+  # A commit per iteration (trailers Ralph-Loop, Ralph-Iteration); later, all of it undone
+  TOOL spawn --name dev --prompt-file PROMPT.md --commit-each -- claude --dangerously-skip-permissions
+  TOOL abort dev --revert
+
 Stepping in:
   swarm send dev "wrap up and commit what you have"
   swarm send dev "drop that approach; use X instead"

@@ -52,7 +52,7 @@ func (c Config) monitorVerbs() []string {
 // Each call makes new commands: urfave/cli keeps the values it parsed in their flags.
 func Commands(c Config) []*cli.Command {
 	return []*cli.Command{SpawnCommand(c), RunCommand(c), StatusCommand(c), PauseCommand(c), ResumeCommand(c),
-		StopCommand(c), ListCommand(c), LogsCommand(c), CleanCommand(c), InitCommand(c), TemplateCommand(c)}
+		StopCommand(c), AbortCommand(c), ListCommand(c), LogsCommand(c), CleanCommand(c), InitCommand(c), TemplateCommand(c)}
 }
 
 // open opens the loops of the swarm directory ($SWARM_DIR, else ~/.swarm, as swarm finds it),

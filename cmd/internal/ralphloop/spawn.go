@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/loop"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -23,7 +26,8 @@ func SpawnCommand(c Config) *cli.Command {
 			"      [--check-done-continuous|--no-check-done-continuous] [--max-context PCT] [--foreground] [--no-run]\n" +
 			"      [--replace] [--clean-state] [--session S] [--tmux-socket K] [--worktree|--no-worktree] [--branch B]\n" +
 			"      [--worktree-dir D] [--tag T]... [--env K=V]... [--cwd P] [--ready-wait] [--ready-timeout 120]\n" +
-			"      [--profile P] [--state-dir DIR] [--heartbeat DUR [--heartbeat-expire DUR] [--heartbeat-message M]] -- CMD..."),
+			"      [--profile P] [--state-dir DIR] [--heartbeat DUR [--heartbeat-expire DUR] [--heartbeat-message M]]\n" +
+			"      [--budget USD [--hard-budget]] [--max-calls-per-hour N] [--on-event CMD] [--commit-each] -- CMD..."),
 		Description: c.usageText(spawnDescription), Epilog: c.usageText(spawnEpilog),
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "name", Usage: "the loop's and its worker's name (`N`)"},
@@ -56,6 +60,11 @@ func SpawnCommand(c Config) *cli.Command {
 			&ucli.StringFlag{Name: "heartbeat", Usage: "type the heartbeat message into each iteration's agent when idle, every `DUR` (swarm heartbeat)"},
 			&ucli.StringFlag{Name: "heartbeat-expire", Usage: "stop each iteration's heartbeat after `DUR`"},
 			&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "the heartbeat's message (`M`)"},
+			&ucli.StringFlag{Name: "budget", Usage: "end the loop (stopped, budget) once the cost its agent reported reaches `USD`"},
+			&ucli.BoolFlag{Name: "hard-budget", Usage: "with --budget: also stop the running iteration once the cost it reported so far reaches it"},
+			&ucli.IntFlag{Name: "max-calls-per-hour", Usage: "start at most `N` iterations in any hour (the loop waits); 0: no limit"},
+			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (no shell) on the loop's start, end, failure, breaker and limits, one JSON event on its stdin"},
+			&ucli.BoolFlag{Name: "commit-each", Usage: "commit the working tree after each iteration (trailers Ralph-Loop, Ralph-Iteration)"},
 		},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			sp, foreground, noRun, err := c.spawnSpec(uc, s)
@@ -126,6 +135,9 @@ func (c Config) spawnSpec(uc *ucli.Context, s cli.Streams) (sp loop.SpawnSpec, f
 	if sp.RecordDir = uc.String("state-dir"); sp.RecordDir == "" {
 		sp.RecordDir = os.Getenv("STATE_DIR")
 	}
+	if sp.Rails, err = railsOf(uc); err != nil {
+		return sp, false, false, err
+	}
 	if sp.Heartbeat = uc.String("heartbeat"); sp.Heartbeat != "" {
 		sp.HeartbeatExpire, sp.HeartbeatMessage = uc.String("heartbeat-expire"), uc.String("heartbeat-message")
 	}
@@ -185,4 +197,35 @@ func (c Config) spawn(ctx context.Context, s cli.Streams, ls *loop.Loops, sp loo
 		fmt.Fprintf(s.Out, "  %-*s# %s\n", width, h[0], h[1])
 	}
 	return nil
+}
+
+// railsOf is spawn's rails flags as a loop's Rails (nil: none given), or the usage error they are.
+func railsOf(uc *ucli.Context) (*loop.Rails, error) {
+	var r loop.Rails
+	if uc.IsSet("budget") {
+		v, err := strconv.ParseFloat(uc.String("budget"), 64)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, cli.Usagef("argument --budget %q: give an amount in USD, like 5 or 2.50", uc.String("budget"))
+		}
+		r.BudgetUSD = &v
+	} else if uc.Bool("hard-budget") {
+		return nil, cli.Usagef("--hard-budget needs --budget USD")
+	}
+	r.HardBudget = uc.Bool("hard-budget")
+	if n := uc.Int("max-calls-per-hour"); n < 0 {
+		return nil, cli.Usagef("argument --max-calls-per-hour: a whole number of iterations, 0 or more (0: no limit)")
+	} else {
+		r.MaxCallsPerHour = n
+	}
+	if cmd := uc.String("on-event"); uc.IsSet("on-event") {
+		if _, err := hook.New(cmd); err != nil || strings.TrimSpace(cmd) == "" {
+			return nil, cli.Usagef("argument --on-event %q: give a command, like 'notify-send ralph' (no shell: 'sh -c ...' for one)", cmd)
+		}
+		r.OnEvent = cmd
+	}
+	r.CommitEach = uc.Bool("commit-each")
+	if r == (loop.Rails{}) {
+		return nil, nil
+	}
+	return &r, nil
 }

@@ -19,6 +19,8 @@
 #   limit S      show a usage-limit message resetting in S seconds, idle; on the next line typed,
 #                print "resumed", exit 0
 #   limitexit S  print a usage-limit message resetting in S seconds and exit 1
+#   cost X F     append a line to the file F (in the agent's directory), print a result
+#                reporting a cost of X USD (claude's JSON), exit 0
 plan=$1
 counter=$2
 n=1
@@ -45,6 +47,7 @@ compact) echo "Compacting conversation..."; exec sleep 1000 ;;
 context) echo "thinking"; echo "100% of tests pass"; echo "Context: $2% used"; exec sleep 1000 ;;
 limit) echo "Claude usage limit reached. Your limit will reset in $2 seconds."; IFS= read -r more; echo "resumed: $more"; exit 0 ;;
 limitexit) echo "Claude usage limit reached. Your limit will reset in $2 seconds."; exit 1 ;;
+cost) echo "start $n" >> "$3"; printf '{"type":"result","total_cost_usd":%s}\n' "$2"; exit 0 ;;
 esac
 echo "unknown action: $action"
 exit 3

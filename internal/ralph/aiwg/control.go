@@ -122,6 +122,9 @@ type ResumeSpec struct {
 	MaxIterations int
 	// Timeout, when set, is the loop's new time from now (0: none), as AIWG's resume did.
 	Timeout *time.Duration
+	// Budget, when set, is the loop's new budget in USD: a loop paused at its budget goes on
+	// only with one above what it spent.
+	Budget *float64
 	// Force resumes a crashed loop even with MaxConcurrent loops active (Runtime.Warn says so).
 	Force bool
 	// Foreground makes this process the loop's controller (the caller runs RunLoop next),
@@ -155,6 +158,7 @@ func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Ru
 			return err
 		}
 		from = cur.Status
+		pausedFor := cur.PauseReason // before the transition clears it
 		switch cur.Status {
 		case StatusPaused:
 			if err := cur.Transition(StatusRunning); err != nil {
@@ -187,6 +191,9 @@ func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Ru
 			// A new timeout starts its clock now, as AIWG's resume did.
 			st.setTimeout(*spec.Timeout)
 			st.TimeoutFrom = stamp(time.Now())
+		}
+		if err := w.resumeBudget(st, from, pausedFor, spec.Budget, rt); err != nil {
+			return err
 		}
 		switch {
 		case controllerAlive(st):
@@ -470,4 +477,35 @@ func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
+}
+
+// resumeBudget sets the budget of loop st, resumed from status from (paused for pauseReason),
+// in its seal and its state, when budget is set; a loop paused at its budget is refused unless
+// the budget (new or kept) is above what the loop spent. The caller holds the lock.
+func (w Workspace) resumeBudget(st *State, from, pauseReason string, budget *float64, rt Runtime) error {
+	s, sealed, err := w.readSeal(rt, st.LoopID)
+	if err != nil {
+		return err
+	}
+	rails, spent := railsOf(st), st.Metrics.TotalCostUSD
+	if sealed {
+		rails, spent = s.Rails, max(spent, s.SpentUSD)
+	}
+	if budget != nil {
+		b := *budget
+		rails.BudgetUSD = &b
+	}
+	if from == StatusPaused && pauseReason == PauseBudget && rails.BudgetUSD != nil && spent >= *rails.BudgetUSD {
+		return fmt.Errorf("loop %s is paused at its budget ($%.4f spent of $%.2f): resume it with a higher one, ralph resume %s --budget USD",
+			st.LoopID, spent, *rails.BudgetUSD, st.LoopID)
+	}
+	if budget == nil {
+		return nil
+	}
+	st.Rails = railsPtr(rails)
+	if !sealed {
+		return nil
+	}
+	s.Rails = rails
+	return w.storeSeal(rt, s)
 }

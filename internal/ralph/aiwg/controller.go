@@ -3,14 +3,16 @@ package aiwg
 import (
 	"context"
 	"fmt"
-	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
@@ -46,6 +48,12 @@ type controller struct {
 	limitsSet bool
 	// ended: this controller completed the loop (its check passed); the next look leaves.
 	ended bool
+	// ledger is the loop's rails, what it spent and its agent's calls, as the seal keeps them
+	// (rails.go); hook is told the loop's transitions (nil: no --on-event); started says the
+	// hook was told this controller's first iteration.
+	ledger  ledger
+	hook    *hook.Hook
+	started bool
 }
 
 // loopLimits are what ends a loop that never passes its check.
@@ -119,16 +127,21 @@ func (w Workspace) RunLoop(ctx context.Context, id string, rt Runtime) (string, 
 		c.giveUp(err)
 		return "", err
 	}
-	if !ok {
+	if ok {
+		c.criteria = sealed.CompletionCriteria
+		c.ledger.fromSeal(sealed)
+	} else {
 		// No seal (a loop started without a SealDir): the state's, as this controller first
 		// reads it, held from then on.
 		st, err := w.ReadState(id)
 		if err != nil {
 			return "", err
 		}
-		sealed = st.CompletionCriteria
+		c.criteria = st.CompletionCriteria
+		c.ledger.rails, c.ledger.spent = railsOf(st), st.Metrics.TotalCostUSD
 	}
-	c.criteria = sealed
+	c.startHook()
+	defer c.hook.Close() // the events told so far are run, each within its bound
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer func() {
@@ -182,7 +195,11 @@ func (c *controller) giveUp(cause error) {
 		st.ExitReason = "error"
 		st.ErrorContext = &ErrorContext{ErrorMessage: cause.Error(), ErrorTimestamp: stamp(time.Now())}
 		c.finalCheckpoint(st)
-		return c.ws.save(reg, st)
+		if err := c.ws.save(reg, st); err != nil {
+			return err
+		}
+		c.event(hook.Failure, st, st.Iteration, "error: "+cause.Error(), filepath.Join(c.ws.LoopDir(c.id), "controller.log"))
+		return nil
 	})
 }
 
@@ -239,6 +256,8 @@ func (c *controller) next() (action, *State, error) {
 		c.holdCriteria(st)
 		c.holdLimits(st)
 		c.holdStatus(st)
+		c.refresh()
+		c.holdRails(st)
 		if c.stop.Load() && (st.Status == StatusRunning || st.Status == StatusPaused) {
 			if st.Status == StatusRunning {
 				st.Transition(StatusPaused)
@@ -253,7 +272,7 @@ func (c *controller) next() (action, *State, error) {
 		now := time.Now()
 		switch st.Status {
 		case StatusPaused:
-			if st.PauseReason != PauseUsageLimit {
+			if !selfResuming(st.PauseReason) {
 				// A person paused it: ralph resume starts a controller again.
 				st.PID, st.PIDStart = nil, 0
 				act = actExit
@@ -263,7 +282,11 @@ func (c *controller) next() (action, *State, error) {
 				act = actWait
 				return nil
 			}
-			fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration)
+			if st.PauseReason == PauseCalls {
+				fmt.Fprintf(c.log, "%s loop %s: an hour has passed since the oldest call; the loop goes on\n", stamp(now), c.id)
+			} else {
+				fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration)
+			}
 			if err := st.Transition(StatusRunning); err != nil {
 				return err
 			}
@@ -284,13 +307,59 @@ func (c *controller) next() (action, *State, error) {
 			st.ErrorContext = &ErrorContext{ErrorMessage: msg, ErrorTimestamp: stamp(now)}
 			act = actExit
 			c.finalCheckpoint(st)
-			return c.ws.save(reg, st)
+			if err := c.ws.save(reg, st); err != nil {
+				return err
+			}
+			c.event(hook.End, st, st.Iteration, reason, "")
+			return nil
+		}
+		if c.budgetReached() {
+			// A person raises it (ralph resume --budget): no controller waits.
+			if err := st.Transition(StatusPaused); err != nil {
+				return err
+			}
+			st.PauseReason, st.PID, st.PIDStart = PauseBudget, nil, 0
+			act = actExit
+			b := *c.ledger.rails.BudgetUSD
+			fmt.Fprintf(c.log, "%s loop %s: its budget is spent ($%.4f of $%.2f); paused: 'ralph resume %s --budget USD' raises it\n", stamp(now), c.id, c.ledger.spent, b, c.id)
+			if err := c.ws.save(reg, st); err != nil {
+				return err
+			}
+			c.event(hook.Limit, st, st.Iteration, fmt.Sprintf("budget: $%.4f of $%.2f spent", c.ledger.spent, b), "")
+			return nil
+		}
+		if at, full := c.callsFull(now); full {
+			if err := st.Transition(StatusPaused); err != nil {
+				return err
+			}
+			s := stamp(at)
+			st.PauseReason, st.ResumeAt = PauseCalls, &s
+			act = actWait
+			fmt.Fprintf(c.log, "%s loop %s: %d calls within the hour; paused until %s\n", stamp(now), c.id, c.ledger.rails.MaxCallsPerHour, s)
+			if err := c.ws.save(reg, st); err != nil {
+				return err
+			}
+			c.event(hook.Limit, st, st.Iteration, fmt.Sprintf("calls-per-hour: %d calls within the hour; resumes at %s", c.ledger.rails.MaxCallsPerHour, s), "")
+			return nil
 		}
 		if !rerun {
 			st.Iteration++
 		}
+		if n := c.ledger.rails.MaxCallsPerHour; n > 0 {
+			// The last n starts are all the limit needs.
+			c.ledger.calls = append(c.ledger.calls, now)
+			c.ledger.calls = c.ledger.calls[max(0, len(c.ledger.calls)-n):]
+			c.saveLedger()
+		}
 		act = actIterate
-		return c.ws.save(reg, st)
+		if err := c.ws.save(reg, st); err != nil {
+			return err
+		}
+		if !c.started {
+			c.started = true
+			c.event(hook.Start, st, st.Iteration, "", "")
+		}
+		return nil
 	})
 	return act, out, err
 }
@@ -328,6 +397,7 @@ func deadline(st *State) (time.Time, bool) {
 func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 	var counted bool
 	var cur *State
+	var ev *hookEvent
 	err := c.ws.Locked(ctx, func(reg *Registry) error {
 		st, err := c.ws.ReadState(c.id)
 		if err != nil {
@@ -338,6 +408,10 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			return nil
 		}
 		c.holdCriteria(st) // the agent worked in the workspace meanwhile
+		c.refresh()
+		c.holdRails(st)
+		c.spend(res.it)
+		c.saveLedger()
 		st.Iterations = append(st.Iterations, res.it)
 		switch {
 		case res.it.Outcome == OutcomeUsageLimit:
@@ -354,6 +428,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 				s := stamp(at)
 				st.PauseReason, st.ResumeAt = PauseUsageLimit, &s
 				fmt.Fprintf(c.log, "%s loop %s: the agent hit a usage limit; paused until %s\n", stamp(time.Now()), c.id, s)
+				ev = &hookEvent{hook.Limit, "usage limit; resumes at " + s}
 			}
 		case res.it.Outcome == OutcomeInterrupted:
 			addCost(&st.Metrics, res.it) // what it spent was spent
@@ -365,6 +440,7 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 				m.SuccessfulIterations++
 			} else {
 				m.FailedIterations++
+				ev = &hookEvent{hook.Failure, res.it.Reason}
 			}
 			addCost(m, res.it)
 			var secs float64
@@ -376,7 +452,13 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			m.TotalDurationSeconds = int64(secs + 0.5)
 			m.AverageIterationTimeSeconds = round2(secs / float64(m.TotalIterations))
 		}
-		return c.ws.save(reg, st)
+		if err := c.ws.save(reg, st); err != nil {
+			return err
+		}
+		if ev != nil {
+			c.event(ev.name, st, i, ev.reason, res.log)
+		}
+		return nil
 	})
 	if err != nil || !counted || !c.mine(cur) {
 		return err
@@ -425,21 +507,35 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			st.ExitReason = StatusCompleted
 			c.ended = true
 		}
+		var ev *hookEvent
+		if passed {
+			ev = &hookEvent{hook.End, StatusCompleted}
+		}
 		if !passed && st.Status == StatusRunning && c.noProgress(st, res) {
 			if err := st.Transition(StatusFailed); err != nil {
 				return err
 			}
 			passed = true // ends: its final checkpoint below
+			ev = &hookEvent{hook.Breaker, breaker.Reason + ": " + st.ErrorContext.ErrorMessage}
 		}
 		if every := st.Configuration.CheckpointInterval; passed || (every > 0 && i%every == 0) {
 			if err := c.ws.checkpoint(st, i); err != nil {
 				return err
 			}
 		}
-		return c.ws.save(reg, st)
+		if err := c.ws.save(reg, st); err != nil {
+			return err
+		}
+		if ev != nil {
+			c.event(ev.name, st, i, ev.reason, res.log)
+		}
+		return nil
 	})
 	return err
 }
+
+// hookEvent is a transition to tell the hook once it is recorded.
+type hookEvent struct{ name, reason string }
 
 func deref(s *string) string {
 	if s == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -30,6 +32,8 @@ type iterResult struct {
 	// before and after identify the working tree around the iteration (breaker.Fingerprint;
 	// "" outside git), tail is the end of its output: the no-progress breaker's observation.
 	before, after, tail string
+	// log is the iteration's output log.
+	log string
 }
 
 // Bead is iteration i's bead: its run and result records are state/runs/<loop_id>-<i>.json.
@@ -67,11 +71,16 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	res.it.Attempt = opened.Number
 	prompt := Prompt(st, i)
 	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: prompt, PromptFile: d.Layout.PromptPath(bead), Dir: st.WorkingDirectory})
-	timeout := time.Duration(0)
+	res.log = d.Layout.LogPath(bead)
+	// The loop's time left, or the iteration's own, whichever ends first.
+	timeout, byIteration := time.Duration(0), false
 	if dl, ok := deadline(st); ok {
 		if timeout = time.Until(dl); timeout < time.Second {
 			timeout = time.Second
 		}
+	}
+	if it := time.Duration(c.ledger.rails.IterationTimeoutSeconds) * time.Second; it > 0 && (timeout == 0 || it < timeout) {
+		timeout, byIteration = it, true
 	}
 	run := record.Run{SchemaVersion: record.SchemaVersion, Bead: bead, Agent: profile.Name, Model: model.Name,
 		Repo: st.WorkingDirectory, Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
@@ -95,7 +104,7 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	if err != nil {
 		return fail(err)
 	}
-	interrupted := c.wait(ctx, d, where, bead)
+	stopped := c.wait(ctx, d, where, bead, profile)
 	if r, err := record.ReadRun(d.Store.RunPath(bead)); err == nil && r.Status == record.StatusRunning {
 		attempt.ReconcileBead(ctx, d, nil, bead) // its supervisor died without recording the end
 	}
@@ -109,7 +118,6 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	res.it.ExitCode = r.ExitCode
 	res.it.Reason = deref(r.FailureReason)
 	out := logTail(d.Layout.LogPath(bead))
-	res.after, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
 	res.tail = string(out[max(0, len(out)-4096):])
 	u := profile.ParseUsage(out)
 	if u.HasCost {
@@ -119,10 +127,19 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	res.it.InputTokens, res.it.OutputTokens = u.InputTokens, u.OutputTokens
 	limited, resetAt := profile.UsageLimit(string(out), finished)
 	switch {
-	case interrupted:
+	case stopped == stopInterrupted:
 		res.it.Outcome, res.it.Reason = OutcomeInterrupted, "stopped by "+interruptCause(c)
 	case limited && r.Status != record.StatusDone:
 		res.it.Outcome, res.it.Reason, res.resetAt = OutcomeUsageLimit, "usage limit", resetAt
+	case stopped == stopInactivity:
+		res.it.Outcome = OutcomeFailed
+		res.it.Reason = fmt.Sprintf("inactivity-timeout: no output for %s", time.Duration(c.ledger.rails.InactivityTimeoutSeconds)*time.Second)
+	case stopped == stopBudget:
+		res.it.Outcome = OutcomeFailed
+		res.it.Reason = fmt.Sprintf("hard-budget: the agent's cost so far reached the budget ($%.2f)", *c.ledger.rails.BudgetUSD)
+	case r.Status == record.StatusTimeout && byIteration:
+		res.it.Outcome = OutcomeFailed
+		res.it.Reason = fmt.Sprintf("iteration-timeout: the iteration ran %s", timeout)
 	case r.Status == record.StatusDone:
 		res.it.Outcome = OutcomeDone
 	default:
@@ -131,7 +148,27 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 			res.it.Reason = r.Status
 		}
 	}
+	if c.ledger.rails.CommitEach && (res.it.Outcome == OutcomeDone || res.it.Outcome == OutcomeFailed) {
+		c.commitEach(ctx, st, i)
+	}
+	// After the commit: the breaker compares the trees the iterations leave, HEAD included.
+	res.after, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
 	return res
+}
+
+// commitEach commits what iteration i left in the working tree (--commit-each), .aiwg and the
+// state directory left out, and says so in the log; a commit that fails is a warning there and
+// the loop goes on.
+func (c *controller) commitEach(ctx context.Context, st *State, i int) {
+	commit, err := checkpoint.Commit(ctx, st.WorkingDirectory, []string{filepath.Join(c.ws.Root, ".aiwg"), st.StateDir}, st.LoopID, i)
+	switch {
+	case err != nil:
+		fmt.Fprintf(c.log, "%s ralph: warning: loop %s iteration %d: --commit-each: %s\n", stamp(time.Now()), c.id, i, OneLine(err.Error(), 300))
+	case commit == "":
+		fmt.Fprintf(c.log, "%s iteration %d: no change, no commit\n", stamp(time.Now()), i)
+	default:
+		fmt.Fprintf(c.log, "%s iteration %d: commit %s\n", stamp(time.Now()), i, Short(commit))
+	}
 }
 
 func interruptCause(c *controller) string {
@@ -141,20 +178,56 @@ func interruptCause(c *controller) string {
 	return "ralph pause or abort"
 }
 
-// wait waits until bead's supervisor is gone. When the loop stops running meanwhile (ralph
-// pause or abort, or a signal to the controller) it stops the agent and reports true.
-func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Where, bead string) bool {
-	stopped := false
+// Why wait stopped an iteration's agent.
+const (
+	stopNone        = iota
+	stopInterrupted // the loop no longer runs: ralph pause or abort, a signal to the controller
+	stopInactivity  // no output for the loop's inactivity timeout
+	stopBudget      // --hard-budget: the cost so far reached the budget
+)
+
+// hardBudgetEvery is how often a hard budget reads the running agent's output for its cost.
+const hardBudgetEvery = time.Second
+
+// wait waits until bead's supervisor is gone, and says why it stopped the agent, if it did:
+// the loop stopped running meanwhile (ralph pause or abort, or a signal to the controller),
+// its log did not grow for the inactivity timeout, or, with a hard budget, the cost the agent
+// reported so far reached what the budget has left.
+func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Where, bead string, profile *agent.Profile) int {
+	stopped := stopNone
+	rails := c.ledger.rails
+	idle := time.Duration(rails.InactivityTimeoutSeconds) * time.Second
+	logPath := d.Layout.LogPath(bead)
+	size, changed := int64(-1), time.Now()
+	var costRead time.Time
 	for {
 		live, entry := attempt.Alive(ctx, d, where, bead)
 		if !live {
 			return stopped
 		}
-		if !stopped {
+		if stopped == stopNone {
+			now := time.Now()
 			st, err := c.ws.ReadState(c.id)
 			if c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st))) {
+				stopped = stopInterrupted
+			}
+			if stopped == stopNone && idle > 0 {
+				if fi, err := os.Lstat(logPath); err == nil && fi.Size() != size {
+					size, changed = fi.Size(), now
+				} else if now.Sub(changed) >= idle {
+					stopped = stopInactivity
+					fmt.Fprintf(c.log, "%s loop %s: %s printed nothing for %s; stopped\n", stamp(now), c.id, bead, idle)
+				}
+			}
+			if stopped == stopNone && rails.HardBudget && rails.BudgetUSD != nil && now.Sub(costRead) >= hardBudgetEvery {
+				costRead = now
+				if u := profile.ParseUsage(logTail(logPath)); u.HasCost && c.ledger.spent+u.CostUSD >= *rails.BudgetUSD {
+					stopped = stopBudget
+					fmt.Fprintf(c.log, "%s loop %s: %s's cost so far reaches the budget; stopped (--hard-budget)\n", stamp(now), c.id, bead)
+				}
+			}
+			if stopped != stopNone {
 				attempt.Stop(ctx, nil, entry, "", supervise.SignalKill)
-				stopped = true
 			}
 		}
 		time.Sleep(pollEvery)

@@ -61,6 +61,7 @@ func WriteStatus(w io.Writer, st *State, now time.Time) {
 			st.Metrics.SuccessfulIterations, st.Metrics.FailedIterations, st.Metrics.AverageIterationTimeSeconds)
 	}
 	line("Cost", "$%.4f, %d tokens", st.Metrics.TotalCostUSD, st.Metrics.TotalTokens)
+	writeRails(line, st)
 	if n := st.NoProgressN(); n <= 0 {
 		line("No-progress", "off")
 	} else {
@@ -274,5 +275,42 @@ func (r *Report) Markdown(w io.Writer) {
 			}
 			fmt.Fprintf(w, "| %d | %s | %s | %d | %s |\n", c.Iteration, c.Timestamp, res, c.ExitCode, esc(OneLine(lastLine(c.Output), 100)))
 		}
+	}
+}
+
+// writeRails writes st's rails as status shows them, one line each, after the cost.
+func writeRails(line func(k, format string, a ...any), st *State) {
+	r := railsOf(st)
+	if r.BudgetUSD != nil {
+		hard := ""
+		if r.HardBudget {
+			hard = " (hard: the agent at work is stopped too)"
+		}
+		line("Budget", "$%.4f of $%.2f spent%s", st.Metrics.TotalCostUSD, *r.BudgetUSD, hard)
+	}
+	if r.MaxCallsPerHour > 0 {
+		n := 0
+		for _, it := range st.Iterations {
+			if t, ok := parseStamp(it.StartedAt); ok && time.Since(t) < time.Hour {
+				n++
+			}
+		}
+		line("Calls", "%d in the last hour, at most %d", n, r.MaxCallsPerHour)
+	}
+	var timeouts []string
+	if r.IterationTimeoutSeconds > 0 {
+		timeouts = append(timeouts, "iteration "+(time.Duration(r.IterationTimeoutSeconds)*time.Second).String())
+	}
+	if r.InactivityTimeoutSeconds > 0 {
+		timeouts = append(timeouts, "inactivity "+(time.Duration(r.InactivityTimeoutSeconds)*time.Second).String())
+	}
+	if len(timeouts) > 0 {
+		line("Timeouts", "%s", strings.Join(timeouts, ", "))
+	}
+	if r.CommitEach {
+		line("Commits", "one after each iteration that changed the tree (--commit-each)")
+	}
+	if r.OnEvent != "" {
+		line("On event", "%s", Clean(OneLine(r.OnEvent, 100)))
 	}
 }

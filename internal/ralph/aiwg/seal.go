@@ -19,11 +19,20 @@ import (
 // seals existed), holds it in memory, and puts it back into the state whenever the state says
 // another (a line in its log says so). The prompt, the check and status all see the sealed one.
 
-// seal is a loop's <id>.json in Runtime.SealDir.
+// seal is a loop's <id>.json in Runtime.SealDir. Besides the completion command it keeps the
+// loop's rails (rails.go), which the agent must not lift either, and the controller's own
+// ledger: what the loop spent and when its agent was last started, which the agent must not
+// lower.
 type seal struct {
 	LoopID             string `json:"loop_id"`
 	Workspace          string `json:"workspace"`
 	CompletionCriteria string `json:"completion_criteria"`
+	Rails              Rails  `json:"rails"`
+	// SpentUSD is what the loop's iterations cost, as the controller counted it.
+	SpentUSD float64 `json:"spent_usd"`
+	// Calls are when the agent was started within the last hour (RFC 3339), for
+	// --max-calls-per-hour.
+	Calls []string `json:"calls,omitempty"`
 }
 
 // sealPath is loop id's seal, "" without a SealDir.
@@ -43,28 +52,42 @@ func (w Workspace) writeSeal(rt Runtime, st *State) error {
 	if err := statedir.Mkdir(rt.SealDir); err != nil {
 		return fmt.Errorf("keeping the loop's completion command outside the workspace: %w", err)
 	}
-	b, _ := json.MarshalIndent(seal{LoopID: st.LoopID, Workspace: w.Root, CompletionCriteria: st.CompletionCriteria}, "", "  ")
+	s := seal{LoopID: st.LoopID, Workspace: w.Root, CompletionCriteria: st.CompletionCriteria}
+	if st.Rails != nil {
+		s.Rails = *st.Rails
+	}
+	return w.storeSeal(rt, &s)
+}
+
+// storeSeal writes s as its loop's seal (nothing without a SealDir). Its writers hold the
+// workspace's lock.
+func (w Workspace) storeSeal(rt Runtime, s *seal) error {
+	path := rt.sealPath(s.LoopID)
+	if path == "" {
+		return nil
+	}
+	b, _ := json.MarshalIndent(s, "", "  ")
 	return fsx.WriteFileAtomic(path, append(b, '\n'), 0o600)
 }
 
-// readSeal is loop id's sealed completion command; false when there is no seal to read.
-func (w Workspace) readSeal(rt Runtime, id string) (string, bool, error) {
+// readSeal is loop id's seal; false when there is no seal to read.
+func (w Workspace) readSeal(rt Runtime, id string) (*seal, bool, error) {
 	path := rt.sealPath(id)
 	if path == "" {
-		return "", false, nil
+		return nil, false, nil
 	}
 	b, err := statedir.ReadFile(path, 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return nil, false, err
 	}
 	var s seal
 	if err := json.Unmarshal(b, &s); err != nil || s.LoopID != id || s.Workspace != w.Root {
-		return "", false, fmt.Errorf("%s is not loop %s's seal (%v)", path, id, err)
+		return nil, false, fmt.Errorf("%s is not loop %s's seal (%v)", path, id, err)
 	}
-	return s.CompletionCriteria, true, nil
+	return &s, true, nil
 }
 
 // holdCriteria puts the completion command the controller holds back into st when st says

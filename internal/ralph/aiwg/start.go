@@ -41,6 +41,9 @@ type StartSpec struct {
 	Foreground bool
 	// NoProgress is the no-progress breaker's N (nil: breaker.DefaultThreshold; 0: off).
 	NoProgress *int
+	// Rails are the loop's timeouts per iteration and for inactivity, budget, calls per hour
+	// and hook (rails.go).
+	Rails Rails
 }
 
 // NewID makes a loop id as AIWG did: ralph-<slug>-<8 hex>, the slug the task lower-cased with
@@ -86,6 +89,11 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 	if _, err := exec.LookPath(profile.Command); err != nil {
 		return nil, fmt.Errorf("agent %s: its command %q cannot be run (%v); install it, or fix its entry in the agents config", profile.Name, profile.Command, err)
 	}
+	if spec.Rails.CommitEach {
+		if _, err := git(ctx, w.Root, "rev-parse", "--is-inside-work-tree"); err != nil {
+			return nil, fmt.Errorf("--commit-each: %s is not in a git repository; run git init there, or leave --commit-each out", w.Root)
+		}
+	}
 	stateDir := spec.StateDir
 	if stateDir == "" {
 		stateDir = w.DefaultStateDir()
@@ -99,6 +107,7 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 		CompletionCriteria: spec.Completion, StartedAt: stamp(now), Owner: owner(), WorkingDirectory: w.Root,
 		Configuration: Configuration{MaxIterations: spec.MaxIterations, AutoTest: true, CheckpointInterval: spec.CheckpointInterval, ExecutionMode: "default"},
 		NoProgress:    spec.NoProgress,
+		Rails:         railsPtr(spec.Rails),
 		Progress:      Progress{CompletionChecks: []Check{}}, Agent: spec.Agent, StateDir: stateDir,
 		StartCommit: headCommit(ctx, w.Root), Iterations: []Iteration{}}
 	st.setTimeout(spec.Timeout)
@@ -223,4 +232,12 @@ func headCommit(ctx context.Context, dir string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// railsPtr is r as State.Rails keeps it: nil for none.
+func railsPtr(r Rails) *Rails {
+	if r.equal(Rails{}) {
+		return nil
+	}
+	return &r
 }

@@ -119,6 +119,9 @@ type State struct {
 	// Breaker its count so far (breaker.State).
 	NoProgress *int           `json:"no_progress,omitempty"`
 	Breaker    *breaker.State `json:"breaker,omitempty"`
+	// Rails are the loop's other rails (rails.go), shown here: the controller takes them from
+	// the loop's seal, outside the workspace, and puts them back when they are changed here.
+	Rails *Rails `json:"rails,omitempty"`
 }
 
 // NoProgressN is the loop's no-progress threshold (0: the breaker is off).

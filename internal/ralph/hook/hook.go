@@ -114,6 +114,9 @@ func Split(s string) ([]string, error) {
 	return words, nil
 }
 
+// QueueLen is how many events may wait for a hook that is slower than they come.
+const QueueLen = 256
+
 // Hook runs one command per event. The zero Hook (no Argv) runs nothing.
 type Hook struct {
 	Argv    []string
@@ -124,7 +127,7 @@ type Hook struct {
 	Warn func(error)
 
 	once  sync.Once
-	queue chan Event
+	queue chan Event // QueueLen events at most wait for their run; Send drops beyond
 	done  chan struct{}
 }
 
@@ -149,7 +152,7 @@ func (h *Hook) Send(e Event) {
 		e.Time = time.Now().UTC().Format(time.RFC3339)
 	}
 	h.once.Do(func() {
-		h.queue, h.done = make(chan Event, 256), make(chan struct{})
+		h.queue, h.done = make(chan Event, QueueLen), make(chan struct{})
 		go func() {
 			defer close(h.done)
 			for e := range h.queue {
@@ -159,7 +162,15 @@ func (h *Hook) Send(e Event) {
 			}
 		}()
 	})
-	h.queue <- e
+	select {
+	case h.queue <- e:
+	default:
+		// The hook is that far behind (a hook that hangs takes its whole bound per event): the
+		// event is dropped rather than the loop held, its lock with it, until the hook catches up.
+		if h.Warn != nil {
+			h.Warn(fmt.Errorf("--on-event: %d events wait for the hook already: %s event dropped", cap(h.queue), e.Event))
+		}
+	}
 }
 
 // Close waits for the events sent so far to have been run (each within its bound).

@@ -107,3 +107,40 @@ func TestBounded(t *testing.T) {
 		t.Errorf("a failing hook: no error")
 	}
 }
+
+// TestSendNeverBlocks: with a hook that hangs, the events past the QueueLen that wait are
+// dropped with a warning; Send never holds its caller (a loop holding its workspace lock).
+func TestSendNeverBlocks(t *testing.T) {
+	h, err := New("sleep 300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Timeout = 10 * time.Millisecond // the sends outpace it all the same; Close is quick
+	var mu sync.Mutex
+	dropped := 0
+	h.Warn = func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(err.Error(), "dropped") {
+			dropped++
+		}
+	}
+	sent := make(chan struct{})
+	go func() {
+		for i := 0; i < QueueLen+10; i++ {
+			h.Send(Event{Kind: "loop", Event: Failure, Loop: "l", Iteration: i})
+		}
+		close(sent)
+	}()
+	select {
+	case <-sent:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Send blocked behind a hook that hangs")
+	}
+	mu.Lock()
+	if dropped < 9 {
+		t.Errorf("%d events dropped, want at least 9 of the %d beyond the queue", dropped, 10)
+	}
+	mu.Unlock()
+	h.Close() // every queued run ended, none left behind
+}

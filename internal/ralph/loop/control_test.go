@@ -96,6 +96,7 @@ func options(sockDir string, out, errw io.Writer) Options {
 	return Options{
 		Swarm:   swarm.Options{Supervisor: []string{exe, supervise.SuperviseVerb}, Environ: environ, TmuxTmpDir: sockDir},
 		Monitor: []string{exe, monitorVerb}, Tool: "ralph", Out: out, Err: errw, Backoff: 10 * time.Millisecond,
+		CallWindow: callWindow, HookTimeout: hookTimeout,
 	}
 }
 

@@ -108,6 +108,10 @@ type Options struct {
 	// LimitWait is how long a usage limit with no reset time holds the loop (default
 	// DefaultLimitWait; tests shorten it).
 	LimitWait time.Duration
+	// CallWindow is the "hour" of --max-calls-per-hour (default an hour; tests shorten it).
+	CallWindow time.Duration
+	// HookTimeout bounds each run of the --on-event hook (default hook.DefaultTimeout).
+	HookTimeout time.Duration
 }
 
 // Loops are the loops of one swarm directory, as a program runs them (Open).
@@ -133,6 +137,9 @@ func Open(dir string, o Options) (*Loops, error) {
 	}
 	if o.LimitWait <= 0 {
 		o.LimitWait = DefaultLimitWait
+	}
+	if o.CallWindow <= 0 {
+		o.CallWindow = time.Hour
 	}
 	so := o.Swarm
 	so.Warnings = o.Err
@@ -230,6 +237,7 @@ type app struct {
 	dir     statedir.Swarm
 	home    *swarm.Swarm
 	st      store
+	held    *held // the rails and cost the loop's monitor holds (rails.go); nil elsewhere
 }
 
 func (l *app) warnf(format string, args ...any) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -44,6 +45,8 @@ type iteration struct {
 	offset  int64 // where the agent's words begin in its output log
 	// stopped: the monitor stopped this worker itself (timeout, compaction, context, done).
 	stopped bool
+	// costed: its agent's cost is counted (account).
+	costed bool
 }
 
 // monitor runs the loop until it ends, is paused (after the current iteration), stopped, or the
@@ -53,7 +56,14 @@ func (l *app) monitor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	// The lock goes before the hook's last events are waited for (each bounded): a stop
+	// waits for the lock, and a hook that hangs must not hold it up.
+	defer func() {
+		unlock()
+		if l.held != nil {
+			l.held.hook.Close()
+		}
+	}()
 	// Signals are caught before the pid is recorded: from then on a stop may send one.
 	wake := make(chan struct{}, 1)
 	sigs := make(chan os.Signal, 8)
@@ -61,7 +71,7 @@ func (l *app) monitor(ctx context.Context) error {
 	defer signal.Stop(sigs)
 	pid := os.Getpid()
 	var refuse error
-	_, err = l.st.update(ctx, func(st *State) error {
+	st, err := l.st.update(ctx, func(st *State) error {
 		switch st.Status {
 		case StatusPaused:
 			refuse = fmt.Errorf("ralph loop for '%s' is paused (use '%s resume %s' first)", l.st.name, l.tool, l.st.name)
@@ -80,6 +90,18 @@ func (l *app) monitor(ctx context.Context) error {
 	}
 	if refuse != nil {
 		return refuse
+	}
+	l.hold(st)
+	if !st.StartEventSent {
+		if st, err := l.st.update(ctx, func(st *State) error {
+			if st.StartEventSent {
+				return fsx.ErrUnchanged
+			}
+			st.StartEventSent = true
+			return nil
+		}); err == nil && st.StartEventSent {
+			l.event(hook.Start, st.CurrentIteration, st.Status, "")
+		}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -115,6 +137,9 @@ func (l *app) monitor(ctx context.Context) error {
 
 	runErr := l.run(ctx, wake)
 	l.leave(pid)
+	if st, err := l.st.load(); err == nil {
+		l.endEvent(st)
+	}
 	return runErr
 }
 
@@ -247,6 +272,9 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 	if err := l.waitLimit(ctx, wake); err != nil {
 		return nil, err
 	}
+	if err := l.waitCalls(ctx, wake, rerun); err != nil {
+		return nil, err
+	}
 	var n int
 	var why string
 	st, err = l.st.update(ctx, func(st *State) error {
@@ -260,12 +288,23 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 			st.Status, st.ExitReason = StatusStopped, strp(ReasonMax)
 			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", st.CurrentIteration, ReasonMax)
 			return nil
+		case l.held.overBudget():
+			why = ReasonBudget
+			l.keepRails(st)
+			st.Status, st.ExitReason = StatusStopped, strp(ReasonBudget)
+			l.st.logEvent("WARN", "iteration %d: the budget is reached: $%s of $%s", st.CurrentIteration,
+				money(l.held.cost), money(*l.held.budget()))
+			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", st.CurrentIteration, ReasonBudget)
+			return nil
 		}
 		if !rerun {
 			st.CurrentIteration++
 		}
 		n = st.CurrentIteration
-		st.LastIterationStarted = localISO(time.Now())
+		now := time.Now()
+		l.keepRails(st)
+		l.noteCall(st, now)
+		st.LastIterationStarted = localISO(now)
 		st.ContextNudgeSent = false
 		st.PromptOffset = 0
 		l.st.logEvent("START", "iteration %d/%d", n, st.MaxIterations)
@@ -281,6 +320,9 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 		return nil, errStop
 	case ReasonMax:
 		l.sayf("loop complete after %d iterations", st.CurrentIteration)
+		return nil, errStop
+	case ReasonBudget:
+		l.sayf("budget reached ($%s of $%s), stopping loop", money(l.held.cost), money(*l.held.budget()))
 		return nil, errStop
 	default:
 		return nil, errStop
@@ -481,6 +523,16 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 	case resControl, resCancelled:
 		l.stopped(ctx, it)
 		return nextIteration, errStop
+	case resBudget:
+		l.sayf("budget reached during iteration %d (--hard-budget), stopping it", n)
+		it.stopped = true
+		l.home.Stop(ctx, it.w)
+		if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
+			res.out, _ = w.Ended()
+		}
+		l.afterIteration(ctx, it)
+		l.endLoop(ctx, it, res, res.exitCode(), int64(time.Since(it.started).Seconds()), ReasonBudget, "failed")
+		return nextIteration, errStop
 	case resDone:
 		if res.exited {
 			l.sayf("done pattern matched (agent exited), stopping loop")
@@ -501,6 +553,7 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 			}
 			res.out = out
 		}
+		l.afterIteration(ctx, it)
 		code := res.exitCode()
 		dur := int64(time.Since(it.started).Seconds())
 		l.endLoop(ctx, it, res, code, dur, ReasonDone, "done")
@@ -509,6 +562,7 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		l.sayf("inactivity timeout (%ds), restarting", res.timeout)
 		it.stopped = true
 		l.home.Stop(ctx, it.w)
+		l.afterIteration(ctx, it)
 		st, _ := l.st.update(ctx, func(st *State) error {
 			st.EndedIter = max(st.EndedIter, n)
 			l.st.logEvent("TIMEOUT", "iteration %d inactivity_timeout=%ds", n, res.timeout)
@@ -529,6 +583,7 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		}
 		it.stopped = true
 		l.home.Stop(ctx, it.w)
+		l.afterIteration(ctx, it)
 		// Not a failure, and not the loop's exit reason: the loop goes on (the Python swarm set
 		// exit_reason on a running loop, which hid a later disconnect).
 		st, _ := l.st.update(ctx, func(st *State) error {
@@ -545,17 +600,22 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		// The agent exited on a usage limit: the same iteration again once it resets, and no
 		// failure counted.
 		until := res.resetAt
+		l.afterIteration(ctx, it)
 		st, _ := l.st.update(ctx, func(st *State) error {
-			st.LimitedUntil = utcISO(until)
+			st.LimitedUntil, st.LimitReason = utcISO(until), LimitUsage
 			st.EndedIter = max(st.EndedIter, n)
 			return nil
 		})
+		if st != nil {
+			l.event(hook.Limit, n, st.Status, LimitUsage)
+		}
 		l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", n, until.Local().Format("2006-01-02T15:04:05"))
 		l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
 		l.endRecord(ctx, st, it, res, "failed")
 		return nextRerun, nil
 	}
 	// The agent exited on its own.
+	l.afterIteration(ctx, it)
 	code := res.exitCode()
 	dur := int64(time.Since(it.started).Seconds())
 	if res.out != nil && res.out.Reason == "killed" && !it.stopped {
@@ -658,7 +718,15 @@ func (l *app) stopped(ctx context.Context, it *iteration) {
 	if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
 		out, _ = w.Ended()
 	}
+	l.account(ctx, it)
 	l.endRecord(ctx, st, it, result{kind: resExited, out: out}, "failed")
+}
+
+// afterIteration counts the cost iteration it's agent reported and, with --commit-each,
+// commits what it left in the working tree (before the no-progress breaker looks at it).
+func (l *app) afterIteration(ctx context.Context, it *iteration) {
+	l.account(ctx, it)
+	l.commitIteration(ctx, it.n)
 }
 
 // endLoop records the END of iteration it (exit code, duration dur) and, for a loop still
@@ -715,7 +783,7 @@ func (l *app) waitLimit(ctx context.Context, wake chan struct{}) error {
 		if until, ok := parseISO(st.LimitedUntil); ok && time.Until(until) > 0 {
 			return fsx.ErrUnchanged // woken by a state change, not the time
 		}
-		st.LimitedUntil = ""
+		st.LimitedUntil, st.LimitReason = "", ""
 		return nil
 	})
 	return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -56,6 +57,11 @@ type SpawnSpec struct {
 	// (nil: breaker.DefaultThreshold; 0: off).
 	NoProgress *int
 
+	// Rails are the loop's budget, calls per hour, --on-event hook and --commit-each (nil:
+	// none). A budget or a hook is refused when the swarm directory is inside the tree the
+	// agent works in: it could change them there.
+	Rails *Rails
+
 	// Checked, when set, is called once the spec is found sound and before anything changes
 	// (the command line's notes and warnings go there, before the spawn's own).
 	Checked func()
@@ -77,6 +83,19 @@ func (e *PatternError) Unwrap() error { return e.Err }
 // not start the monitor (StartMonitor, RunMonitor). An existing worker or loop of the name is
 // refused unless sp.Replace. Progress lines go to Options.Out, warnings to Options.Err.
 func (ls *Loops) Spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
+	sd, err := ls.spawn(ctx, sp)
+	if err != nil && statedir.CheckName(statedir.KindWorker, sp.Name) == nil {
+		// A spawn that wrote no state leaves no seal either (nor the directory it made).
+		d := ls.base.dir
+		if _, serr := os.Lstat(d.RalphState(sp.Name)); errors.Is(serr, os.ErrNotExist) {
+			os.Remove(filepath.Join(d.RalphDir(sp.Name), sealFile))
+			os.Remove(d.RalphDir(sp.Name))
+		}
+	}
+	return sd, err
+}
+
+func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if len(sp.Cmd) == 0 {
 		return nil, errors.New("no command provided (use -- command...)")
 	}
@@ -109,6 +128,18 @@ func (ls *Loops) Spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	env, err := swarm.ParseEnv(sp.Env)
 	if err != nil {
 		return nil, err
+	}
+	if err := sp.Rails.check(); err != nil {
+		return nil, err
+	}
+	if sp.Rails.guarded() && !sp.Worktree {
+		cwd := sp.Cwd
+		if cwd == "" {
+			cwd = "."
+		}
+		if err := l.outsideTree(cwd); err != nil {
+			return nil, err
+		}
 	}
 	if sp.Checked != nil {
 		sp.Checked()
@@ -169,6 +200,10 @@ func (ls *Loops) Spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 			return nil, err
 		}
 	}
+	// The rails are sealed before the agent starts (rails.go).
+	if err := l.writeSeal(sp.Rails, 0); err != nil {
+		return nil, fmt.Errorf("keeping the loop's rails: %v", err)
+	}
 	started := time.Now()
 	w, err := l.spawnWorker(ctx, wsp, hbText)
 	if err != nil {
@@ -189,7 +224,20 @@ func (ls *Loops) Spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 		Status: StatusRunning, Started: localISO(started), LastIterationStarted: localISO(started),
 		IterationDurations: []int64{}, DonePattern: sp.DonePattern, InactivityTimeout: sp.InactivityTimeout,
 		CheckDoneContinuous: sp.CheckDoneContinuous, RecordDir: recordDir, Worker: ws, MaxContext: sp.MaxContext,
-		NoProgress: sp.NoProgress}
+		NoProgress: sp.NoProgress, Rails: sp.Rails.clone()}
+	if st.Rails.guarded() && w.Worktree != nil {
+		if err := l.outsideTree(w.Worktree.Path); err != nil {
+			l.home.Stop(ctx, w)
+			l.home.Remove(ctx, w)
+			return nil, err
+		}
+	}
+	if st.Rails != nil && st.Rails.MaxCallsPerHour > 0 {
+		st.CallTimes = []string{utcISO(started)} // the first iteration is the first call
+	}
+	if err := statedir.MkdirFor(l.dir.RalphStateLock(name)); err == nil {
+		l.recordStart(ctx, st)
+	}
 	if st.NoProgressN() > 0 {
 		// The tree the first iteration starts from: its agent waits for the prompt, not typed yet.
 		tree, _ := breaker.Fingerprint(ctx, st.workDir(), l.dir.Root)
@@ -274,4 +322,17 @@ func (l *app) replace(ctx context.Context, w *worker.Worker, old *State) (*Workt
 	}
 	fmt.Fprintf(l.stdout, "replaced existing worker %s\n", l.st.name)
 	return keep, nil
+}
+
+// outsideTree refuses a budget or a hook for a loop whose agent works in dir when the swarm
+// directory, where the loop's state is, lies inside dir: the agent could change them there.
+func (l *app) outsideTree(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if _, in := inside(abs, l.dir.Root); in {
+		return fmt.Errorf("the swarm directory %s is inside %s, where the loop's agent works: it could change the loop's budget or hook there; set SWARM_DIR to a directory outside it", l.dir.Root, abs)
+	}
+	return nil
 }

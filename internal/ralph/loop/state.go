@@ -77,6 +77,19 @@ type State struct {
 	// Breaker its count so far.
 	NoProgress *int           `json:"no_progress,omitempty"`
 	Breaker    *breaker.State `json:"breaker,omitempty"`
+	// Rails are the loop's budget, call limit, hook and commits (rails.go); CostUSD the cost
+	// its agent reported in all, IterationCosts each iteration's (iteration 1 first). CallTimes
+	// are the starts of the last hour; LimitReason what LimitedUntil waits for.
+	// StartEventSent: the hook was told the loop started. StartCommit and StartSnapshot:
+	// HEAD and the whole working tree at the spawn, for abort --revert.
+	Rails          *Rails    `json:"rails,omitempty"`
+	CostUSD        float64   `json:"cost_usd,omitempty"`
+	IterationCosts []float64 `json:"iteration_costs_usd,omitempty"`
+	CallTimes      []string  `json:"call_times,omitempty"`
+	LimitReason    string    `json:"limit_reason,omitempty"`
+	StartEventSent bool      `json:"start_event_sent,omitempty"`
+	StartCommit    string    `json:"start_commit,omitempty"`
+	StartSnapshot  string    `json:"start_snapshot,omitempty"`
 
 	extra []member // keys neither tool knows, in their order
 }
@@ -137,7 +150,8 @@ var knownKeys = func() map[string]bool {
 		"total_failures", "done_pattern", "inactivity_timeout", "check_done_continuous", "exit_reason",
 		"prompt_baseline_content", "last_screen_change", "monitor_pid", "max_context", "context_nudge_sent",
 		"prompt_log_offset", "ended_iteration", "last_exit_code", "usage_limit_until", "record_state_dir", "worker_spec",
-		"no_progress", "breaker"} {
+		"no_progress", "breaker", "rails", "cost_usd", "iteration_costs_usd", "call_times", "limit_reason",
+		"start_event_sent", "start_commit", "start_snapshot"} {
 		m[k] = true
 	}
 	return m

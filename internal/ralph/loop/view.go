@@ -91,9 +91,14 @@ func (s *Status) WriteText(out io.Writer) {
 		}
 		fmt.Fprintf(out, "No-progress breaker: %d/%d unchanged, %d/%d same failure\n", b.Unchanged, n, b.SameFailure, n)
 	}
+	st.writeRails(out)
 	if st.LimitedUntil != "" {
 		if t, ok := parseISO(st.LimitedUntil); ok && time.Until(t) > 0 {
-			fmt.Fprintf(out, "Usage limit: waiting until %s\n", t.Local().Format("2006-01-02 15:04:05"))
+			what := "Usage limit"
+			if st.LimitReason == LimitCalls {
+				what = "Calls per hour"
+			}
+			fmt.Fprintf(out, "%s: waiting until %s\n", what, t.Local().Format("2006-01-02 15:04:05"))
 		}
 	}
 	if stuck && len(s.LastOutput) > 0 {
@@ -214,3 +219,32 @@ IMPORTANT:
 - if tests are missing, add them (choose unit/integration/property as appropriate, follow existing patterns)
 - run tests after changes
 - commit and push when you are done`
+
+// writeRails writes the loop's cost and rails as status shows them: the cost always (the
+// total, the last iteration's), the budget, calls per hour, hook and commits when set.
+func (st *State) writeRails(out io.Writer) {
+	line := "Cost: $" + money(st.CostUSD)
+	r := st.Rails
+	if r != nil && r.BudgetUSD != nil {
+		line += " of a $" + money(*r.BudgetUSD) + " budget"
+		if r.HardBudget {
+			line += " (hard)"
+		}
+	}
+	if n := len(st.IterationCosts); n > 0 {
+		line += fmt.Sprintf(" (iteration %d: $%s)", n, money(st.IterationCosts[n-1]))
+	}
+	fmt.Fprintln(out, line)
+	if r == nil {
+		return
+	}
+	if r.MaxCallsPerHour > 0 {
+		fmt.Fprintf(out, "Max calls per hour: %d\n", r.MaxCallsPerHour)
+	}
+	if r.OnEvent != "" {
+		fmt.Fprintf(out, "On event: %s\n", r.OnEvent)
+	}
+	if r.CommitEach {
+		fmt.Fprintln(out, "Commit each iteration: yes")
+	}
+}

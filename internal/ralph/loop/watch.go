@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/screen"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -44,6 +45,7 @@ const (
 	resCompaction
 	resContext
 	resLimited
+	resBudget    // the running iteration brought the loop to its budget (--hard-budget)
 	resControl   // the loop was stopped, killed or removed: the stopper deals with the worker
 	resCancelled // the monitor was told to go
 )
@@ -104,7 +106,7 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 		}
 	}()
 	var lastHash uint64
-	lastChange, lastSaved := time.Now(), time.Time{}
+	lastChange, lastSaved, lastCost := time.Now(), time.Time{}, time.Time{}
 	warned := map[string]bool{}
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
@@ -190,6 +192,12 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 			lastChange = time.Now()
 			continue
 		}
+		if now := time.Now(); now.Sub(lastCost) >= time.Second {
+			lastCost = now
+			if l.hardBudgetHit(it, prof) {
+				return result{kind: resBudget}
+			}
+		}
 		if timeout > 0 && time.Since(lastChange) >= timeout {
 			return result{kind: resInactive, timeout: st.InactivityTimeout}
 		}
@@ -218,14 +226,17 @@ func (l *app) resetOrDefault(at time.Time) time.Time {
 // in the same iteration, no failure counted.
 func (l *app) holdForLimit(ctx context.Context, wake chan struct{}, it *iteration, ctl *supervise.Control, until time.Time) {
 	l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
-	l.st.update(ctx, func(s *State) error {
-		s.LimitedUntil = utcISO(until)
+	st, _ := l.st.update(ctx, func(s *State) error {
+		s.LimitedUntil, s.LimitReason = utcISO(until), LimitUsage
 		return nil
 	})
+	if st != nil {
+		l.event(hook.Limit, it.n, st.Status, LimitUsage)
+	}
 	l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", it.n, until.Local().Format("2006-01-02T15:04:05"))
 	l.sleep(ctx, wake, time.Until(until))
 	l.st.update(ctx, func(s *State) error {
-		s.LimitedUntil = ""
+		s.LimitedUntil, s.LimitReason = "", ""
 		return nil
 	})
 	if st, err := l.st.load(); err != nil || st.Status != StatusRunning && st.Status != StatusPaused || ctx.Err() != nil {

@@ -169,7 +169,13 @@ func (u *ui) refresh() tea.Cmd {
 	}
 	u.refreshing = true
 	u.lastFull = time.Now()
+	rearm := u.rearm
 	return func() tea.Msg {
+		// The directories made since the last refresh are watched first: a change after this
+		// is told, one before it is read now.
+		if rearm != nil {
+			rearm()
+		}
 		rows, err := u.m.Refresh(u.ctx)
 		return rowsMsg{rows, err}
 	}
@@ -253,9 +259,6 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		u.all = msg.rows
 		u.apply()
-		if u.rearm != nil {
-			u.rearm()
-		}
 		if u.pending {
 			u.pending = false
 			return u, u.refresh()
@@ -343,12 +346,13 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch s {
 	case "q", "ctrl+c":
 		if u.mode == modeScreen && s == "q" {
-			u.mode = modeList
+			u.mode, u.screen = modeList, nil
 			return u, nil
 		}
 		return u, tea.Quit
 	case "esc":
-		u.mode = modeList
+		// The screen view is left for good: a prompt opened from the list goes back to it.
+		u.mode, u.screen = modeList, nil
 	case "up", "k":
 		u.cursor--
 	case "down", "j":

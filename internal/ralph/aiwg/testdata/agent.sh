@@ -16,6 +16,9 @@
 #   steer       rewrite its loop's completion command in state.json to "true" (a hostile agent)
 #   claim       write its loop's status in state.json as completed (a hostile agent)
 #   lift        raise its loop's max_iterations in state.json to 1000 (a hostile agent)
+#   spend       raise its loop's budget in state.json to 1000 and lower its total cost to 0
+#               (a hostile agent)
+#   chatter=S   print a line every 0.2 s for S seconds: busy, never silent
 # The words are done in order. A call past the last line repeats the last line.
 dir=${AIWG_AGENT_DIR:?}
 mkdir -p "$dir"
@@ -36,6 +39,8 @@ for word in $line; do
   say=*) echo "${word#say=}" ;;
   steer) sed -i 's/"completion_criteria": "[^"]*"/"completion_criteria": "true"/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   claim) sed -i 's/"status": "running"/"status": "completed"/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
+  spend) sed -i -e 's/"budget_usd": [0-9.]*/"budget_usd": 1000/' -e 's/"total_cost_usd": [0-9.e-]*/"total_cost_usd": 0/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
+  chatter=*) i=0; while [ $i -lt $(( ${word#chatter=} * 5 )) ]; do echo "working $i"; sleep 0.2; i=$((i + 1)); done ;;
   lift) sed -i 's/"max_iterations": [0-9]*/"max_iterations": 1000/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   cost=*) printf '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"worked","total_cost_usd":%s,"usage":{"input_tokens":100,"output_tokens":20}}\n' "${word#cost=}" ;;
   limit=*) echo "Claude AI usage limit reached|$(( $(date +%s) + ${word#limit=} ))"; code=1 ;;

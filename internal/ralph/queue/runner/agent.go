@@ -20,7 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"golang.org/x/sys/unix"
+	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // agentRun is one agent of the run: it claims task after task.
@@ -37,6 +37,14 @@ type agentRun struct {
 	// done is its state file's context (seed 004): what its last attempt did (the commits
 	// made, the files changed, a note of the outcome); empty while an attempt runs.
 	done store.AgentContext
+	// host is the slot of a remote host the agent's attempts run in (Config.Hosts), nil here.
+	host *hostSlot
+}
+
+// hostSlot is one agent's place on a remote host.
+type hostSlot struct {
+	exec *swarmrun.Remote
+	slot swarmrun.Slot
 }
 
 // claim is a task an agent holds, and the attempt that runs it (0 until launched).
@@ -59,6 +67,7 @@ const (
 	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
 	outLimited = "limited" // a usage limit: held until its reset, pending, no retry counted
 	outBlocked = "blocked" // its dependencies' branches conflict in its worktree: not run, not retried
+	outOffline = "offline" // the host stopped answering: pending, held until the attempt's deadline there
 )
 
 func (a *agentRun) work(ctx context.Context) {
@@ -79,6 +88,11 @@ func (a *agentRun) work(ctx context.Context) {
 		return
 	}
 	for ctx.Err() == nil {
+		if a.host != nil && a.host.exec.Offline() {
+			r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
+			a.end(ctx, store.AgentFailed)
+			return
+		}
 		if r.budgetReached() {
 			a.end(ctx, store.AgentBudget)
 			return
@@ -247,7 +261,8 @@ type outcome struct {
 	reason   string
 	cost     float64
 	duration float64
-	// resetAt: when the usage limit of an outLimited attempt resets.
+	// resetAt: when the usage limit of an outLimited attempt resets; until when an outOffline
+	// or outStopped task is held (its agent may still run on its host).
 	resetAt time.Time
 	// obs is a failed attempt as the no-progress breaker sees it (nil: the breaker is off).
 	obs *breaker.Observation
@@ -256,6 +271,9 @@ type outcome struct {
 // run launches the task's attempt and waits for its end.
 func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	r := a.r
+	if a.host != nil {
+		return a.runRemote(ctx, c)
+	}
 	bead := plan.Bead(r.plan, c.task.ID)
 	// Once claimed, the attempt is set up and started whatever happens to ctx (an interrupt):
 	// half a launch would be counted as a failed attempt; a whole one is waited for by the
@@ -416,7 +434,7 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 		if ctx.Err() != nil {
 			return outcome{}
 		}
-		waitExit(ctx, entry)
+		supervise.WaitExit(ctx, entry, 0)
 	}
 	r.spent(&r.timing.Wait, time.Since(start))
 	start = time.Now()
@@ -428,81 +446,47 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	r.mu.Unlock()
 	out := r.judge(ctx, bead, c.attempt, r.workdir(bead))
 	if stopped && out.status == outFailed {
-		out.status, out.reason = outStopped, "stopped: the budget was reached (--hard-budget)"
+		out.status, out.reason = outStopped, budgetStop
 	}
 	return out
-}
-
-// waitExit waits for the supervisor of entry to exit, through a pidfd (no polling), or a short
-// while when there is none (the entry is being written: pid 0).
-func waitExit(ctx context.Context, entry *supervise.Entry) {
-	if entry == nil || entry.PID <= 0 {
-		sleep(ctx, 10*time.Millisecond)
-		return
-	}
-	fd, err := unix.PidfdOpen(entry.PID, 0)
-	if err != nil {
-		sleep(ctx, 10*time.Millisecond)
-		return
-	}
-	defer unix.Close(fd)
-	// Checked once the pidfd holds the process: a pid reused meanwhile is not our supervisor.
-	if !supervise.SupervisorAlive(entry.PID, entry.Name) {
-		return
-	}
-	for ctx.Err() == nil {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 200)
-		if n > 0 || (err != nil && !errors.Is(err, syscall.EINTR)) {
-			return
-		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // judge reads the end of bead's attempt n from its records, once its supervisor is gone (one
 // lost without recording its end is closed as supervisor-lost first), and its cost from its
 // output.
 func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) outcome {
-	if _, err := attempt.ReconcileBead(ctx, r.dir, nil, bead); err != nil {
+	v, err := attempt.Judge(ctx, r.dir, bead, n)
+	if err != nil {
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
-	run, err := record.ReadRun(r.dir.Store.RunPath(bead))
-	if err != nil {
-		return outcome{status: outFailed, reason: "reading the run record: " + oneLine(err)}
-	}
-	if run.Attempt != n {
-		return outcome{status: outFailed, reason: fmt.Sprintf("the records of %s are attempt %d's, not %d's", bead, run.Attempt, n)}
-	}
-	out := outcome{status: outFailed, reason: run.Status}
-	if run.FailureReason != nil && *run.FailureReason != "" {
-		out.reason = *run.FailureReason
-	}
-	switch run.Status {
-	case record.StatusDone:
-		out.status, out.reason = outDone, ""
-	case record.StatusRunning:
-		out.reason = "still recorded running"
+	run := v.Run
+	out := outcome{status: outFailed, reason: v.Reason}
+	if v.Done {
+		out.status = outDone
 	}
 	if run.DurationSeconds != nil {
 		out.duration = float64(*run.DurationSeconds)
 	}
-	tail := logTail(r.dir.Layout.LogPath(bead))
-	if out.status == outFailed {
-		finished := time.Now()
-		if run.FinishedAt != nil {
-			if t, ok := record.ParseTime(*run.FinishedAt); ok {
-				finished = t
-			}
+	finished := time.Now()
+	if run.FinishedAt != nil {
+		if t, ok := record.ParseTime(*run.FinishedAt); ok {
+			finished = t
 		}
+	}
+	var exit *int64
+	if run.ExitCode != nil {
+		e := int64(*run.ExitCode)
+		exit = &e
+	}
+	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), exit, finished, workdir)
+	return out
+}
+
+// assess reads what an attempt's output says of its end: a failure that is a usage limit (held
+// until its reset), the no-progress breaker's observation of a failure (the working tree in
+// workdir, "" unknown), and the cost the agent reported.
+func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, tail []byte, exit *int64, finished time.Time, workdir string) {
+	if out.status == outFailed {
 		if limited, reset := r.cfg.Profile.UsageLimit(string(tail), finished); limited {
 			// Not the task's failure: it waits for the reset, its retries untouched.
 			if reset.IsZero() || reset.Before(finished) {
@@ -511,9 +495,11 @@ func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) 
 			out.status, out.reason, out.resetAt = outLimited, "usage limit", reset
 		} else if r.cfg.NoProgress > 0 {
 			o := breaker.Observation{Failed: true, Tail: string(tail[max(0, len(tail)-4096):])}
-			o.Tree, _ = r.fingerprint(ctx, workdir)
-			if run.ExitCode != nil {
-				o.Exit = *run.ExitCode
+			if workdir != "" {
+				o.Tree, _ = r.fingerprint(ctx, workdir)
+			}
+			if exit != nil {
+				o.Exit = *exit
 			}
 			out.obs = &o
 		}
@@ -527,7 +513,6 @@ func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) 
 		// would give the budget back): unknown, counted as 0.
 		r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, *u.RejectedCost)
 	}
-	return out
 }
 
 // branchOf is task id's branch when it runs in a worktree: agent/<plan>-<task>.
@@ -710,6 +695,13 @@ func (r *runner) stopAll(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	for _, bead := range beads {
+		r.mu.Lock()
+		cancel := r.stopRemote[bead]
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel() // its executor stops the agent on its host
+			continue
+		}
 		if live, entry := attempt.Alive(ctx, r.dir, r.where, bead); live {
 			attempt.Stop(ctx, nil, entry, "", syscall.SIGTERM)
 		}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
@@ -58,6 +59,22 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			case outStopped:
 				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
 				line = "stopped by the budget, pending again"
+				if out.reason != budgetStop {
+					line = out.reason + "; pending again"
+				}
+				if out.resetAt.After(time.Now()) {
+					task.HeldUntil = record.FormatTime(out.resetAt)
+				}
+			case outOffline:
+				// Not the task's failure: it runs elsewhere, once its attempt there cannot run
+				// any more (its deadline on the host has passed).
+				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
+				line = out.reason + "; pending again (no retry counted)"
+				if out.resetAt.After(time.Now()) {
+					task.HeldUntil = record.FormatTime(out.resetAt)
+					task.Error += "; held until " + task.HeldUntil + ", the attempt's deadline there"
+					line = out.reason + "; pending, held until " + task.HeldUntil + " (the attempt's deadline there; no retry counted)"
+				}
 			case outLimited:
 				until := record.FormatTime(out.resetAt)
 				task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
@@ -137,6 +154,9 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		r.stopAll(ctx)
 	}
 }
+
+// budgetStop is the reason of an attempt --hard-budget stopped.
+const budgetStop = "stopped: the budget was reached (--hard-budget)"
 
 // dropRetries clears a task's entries from the retry queue (it succeeded, or is out of
 // retries) and says whether there were any.

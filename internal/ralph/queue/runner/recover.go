@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
@@ -49,8 +50,21 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			run, err := record.ReadRun(r.dir.Store.RunPath(bead))
 			launched = err == nil && run.Attempt >= t.Attempt
 		}
+		if !launched && len(r.cfg.Hosts) > 0 && t.Attempt > 0 && t.ClaimedAt != nil {
+			// Its attempt may run on a host (its records come back only at its end): held
+			// until its deadline there has passed, as a task taken back from a host offline.
+			hold := time.Time{}
+			if at, ok := record.ParseTime(*t.ClaimedAt); ok {
+				hold = at.Add(r.cfg.Timeout + r.cfg.KillGrace + 2*time.Second)
+			}
+			if err := r.release(ctx, t, hold); err != nil {
+				return nil, err
+			}
+			r.logf("recovered: %s back to pending, held until %s (its attempt %d may still run on a host until its deadline)", t.ID, record.FormatTime(hold), t.Attempt)
+			continue
+		}
 		if !launched {
-			if err := r.release(ctx, t); err != nil {
+			if err := r.release(ctx, t, time.Time{}); err != nil {
 				return nil, err
 			}
 			r.logf("recovered: %s back to pending (its attempt never started)", t.ID)
@@ -64,8 +78,9 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 	return adopted, nil
 }
 
-// release puts a claim whose attempt never started back to pending.
-func (r *runner) release(ctx context.Context, t store.Task) error {
+// release puts a claim whose attempt never started back to pending, held until hold when it
+// is later than now.
+func (r *runner) release(ctx context.Context, t store.Task, hold time.Time) error {
 	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
@@ -76,6 +91,9 @@ func (r *runner) release(ctx context.Context, t store.Task) error {
 			return errChanged
 		}
 		cur.Status, cur.ClaimedBy, cur.ClaimedAt = store.Pending, nil, nil
+		if hold.After(time.Now()) {
+			cur.HeldUntil = record.FormatTime(hold)
+		}
 		q.Put(cur)
 		tx.ChangedQueue()
 		return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // runRecord is the run record of bead's attempt n as Launch writes it, then ended with status.
@@ -128,5 +129,48 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 		if err := store.Check(name, doc); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}
+	}
+}
+
+// TestRecoverHoldsARemoteClaim: with --hosts, a claim a dead runner left whose records never
+// came back here (its agent may still run on its host until its deadline there) goes back to
+// pending held until that deadline (claim time + timeout + kill grace + 2 s), so that no other
+// agent of it starts meanwhile; one claimed long ago is not held.
+func TestRecoverHoldsARemoteClaim(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	stateDir := filepath.Join(tmp, "state")
+	os.MkdirAll(stateDir, 0o700)
+	s := store.New(store.In(tmp), "p")
+	a1, a2 := "agent-1", "agent-2"
+	claimed := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	recent, old := record.FormatTime(claimed), record.FormatTime(claimed.Add(-2*time.Hour))
+	err := s.Create(ctx, func(tx *store.Tx) error {
+		q := store.NewQueue("p", old, nil)
+		for _, task := range []store.Task{{ID: "recent", ClaimedBy: &a1, Attempt: 1, ClaimedAt: &recent},
+			{ID: "old", ClaimedBy: &a2, Attempt: 1, ClaimedAt: &old}} {
+			task.Description, task.Status, task.Dependencies, task.CreatedAt = "d", store.Claimed, []string{}, old
+			q.Put(task)
+		}
+		tx.SetQueue(q)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir,
+		Timeout: time.Hour, KillGrace: 10 * time.Second, Hosts: []*swarmrun.Remote{{}}},
+		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess},
+		running: map[string]bool{}, hardStopped: map[string]bool{}, wake: make(chan struct{})}
+	if _, err := r.recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := s.View()
+	got, _ := q.Get("recent")
+	if want := record.FormatTime(claimed.Add(time.Hour + 12*time.Second)); got.Status != store.Pending || got.HeldUntil != want {
+		t.Errorf("recent: %s held until %q, want pending held until %s", got.Status, got.HeldUntil, want)
+	}
+	if got, _ := q.Get("old"); got.Status != store.Pending || got.HeldUntil != "" {
+		t.Errorf("old: %s held until %q, want pending, not held", got.Status, got.HeldUntil)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // Config is what a run needs.
@@ -83,6 +84,15 @@ type Config struct {
 	// Hook, when set, is told each task's transitions (start, end, limit, breaker, failure)
 	// and the run's start and end; Run closes it (waits for it) before it returns.
 	Hook *hook.Hook
+	// Hosts, when set, run the tasks on other machines over OpenSSH (ralph queue run --hosts),
+	// each attempt through swarm run's per-host executor, swarmrun.Remote: the task's branch
+	// agent/<bead>, made here from HEAD in its worktree, is pushed to the host's clone, the
+	// host's dispatch runs the agent, its records come back into StateDir and its branch into
+	// the worktree. Agent i works in the i-th of the hosts' slots (NAME-1 … NAME-max_agents,
+	// host by host): Agents is at most their number. A host that stops answering is offline:
+	// its agents end, and their tasks go back to pending, held until the attempt's deadline
+	// there (Timeout and KillGrace, as the host's dispatch was given them) has passed.
+	Hosts []*swarmrun.Remote
 }
 
 // DefaultLimitWait is how long a usage limit holds a task when its message names no reset, as
@@ -125,16 +135,19 @@ type runner struct {
 	cost      float64
 	budgetHit bool
 	// base is the branch the worktrees start from, baseSHA its commit when the run started,
-	// ident what the merge commits are prefixed with (git.Repo.Identity); gitMu makes one
-	// worktree at a time (--worktree).
+	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
 	base, baseSHA string
 	ident         []string
-	gitMu         sync.Mutex
 
 	running     map[string]bool // beads of this run at work now
 	hardStopped map[string]bool // beads stopped by --hard-budget
-	wake        chan struct{}   // closed (and replaced) whenever a task ends or the queue changes
-	timing      Timing          // under mu
+	// stopRemote stops the bead's attempt at work on a host (--hard-budget), by its context.
+	stopRemote map[string]context.CancelFunc
+	// gitMu makes the tasks' worktrees here one at a time (--worktree, Hosts): git worktree
+	// add fails on one being made at the same moment.
+	gitMu  sync.Mutex
+	wake   chan struct{} // closed (and replaced) whenever a task ends or the queue changes
+	timing Timing        // under mu
 	// calls are the start times of the attempts this run started within the last CallWindow
 	// (--max-calls-per-hour), oldest first; callsWaiting says the limit's wait was told.
 	calls        []time.Time
@@ -182,7 +195,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
-		running: map[string]bool{}, hardStopped: map[string]bool{}, wake: make(chan struct{})}
+		running: map[string]bool{}, hardStopped: map[string]bool{}, stopRemote: map[string]context.CancelFunc{}, wake: make(chan struct{})}
+	var slots []hostSlot
+	for _, h := range cfg.Hosts {
+		for _, s := range h.Slots() {
+			slots = append(slots, hostSlot{h, s})
+		}
+	}
+	if len(cfg.Hosts) > 0 && cfg.Agents > len(slots) {
+		return nil, fmt.Errorf("%d agents, but the hosts run %d at once (their max_agents)", cfg.Agents, len(slots))
+	}
 	// The agents work in the repository that holds the queue's files: the task states this
 	// run holds are checked against what another process writes there (store.Guard).
 	cfg.Store.Guard = true
@@ -206,7 +228,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
 	for i := 1; i <= cfg.Agents; i++ {
 		id := AgentID(i)
-		agents = append(agents, &agentRun{r: r, id: id, adopted: adopted[id]})
+		a := &agentRun{r: r, id: id, adopted: adopted[id]}
+		if len(slots) > 0 {
+			a.host = &slots[i-1]
+		}
+		agents = append(agents, a)
 		delete(adopted, id)
 	}
 	for id, c := range adopted {

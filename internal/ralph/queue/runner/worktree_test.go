@@ -11,17 +11,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 )
 
-// gitIn runs git in dir and returns its trimmed output.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // gitWorld is a world whose repository is a git repository on branch main with one commit.
 func gitWorld(t *testing.T, tasks ...string) *world {
 	t.Helper()

@@ -15,7 +15,12 @@
 #   commit:F    writes its task id into the file F of its working directory and commits it
 #               (exit 6 when it cannot);
 #   check:F     exits 7 unless the file F is in its working directory (after the words before).
+#   alone:F     appends "TASK start SLOT" to file F, and "TASK end SLOT CODE" when it ends;
+#               "TASK overlap" when an agent of the task on another slot is alive as it
+#               starts (pid files F.TASK.SLOT.pid); SLOT is $SWARM_AGENT_ID, a host's slot;
+#   hold:D      waits until the file D/go-HOST exists, HOST its slot's host part (h1-1: h1).
 prompt=$(cat)
+alog=
 echo "agent $RALPH_AGENT on $RALPH_TASK (attempt $DISPATCH_ATTEMPT): $prompt"
 cost=0
 code=0
@@ -61,8 +66,19 @@ for word in $prompt; do
 			git -c user.name=agent -c user.email=agent@localhost commit -q -m "$RALPH_TASK: $f"; } || code=6
 		;;
 	check:*) [ -e "${word#check:}" ] || code=7 ;;
+	alone:*)
+		alog=${word#alone:}
+		me="$alog.$RALPH_TASK.$SWARM_AGENT_ID.pid"
+		echo $$ > "$me"
+		for f in "$alog.$RALPH_TASK".*.pid; do
+			[ "$f" = "$me" ] || ! kill -0 "$(cat "$f")" 2>/dev/null || echo "$RALPH_TASK overlap" >> "$alog"
+		done
+		echo "$RALPH_TASK start $SWARM_AGENT_ID" >> "$alog"
+		;;
+	hold:*) while [ ! -e "${word#hold:}/go-${SWARM_AGENT_ID%-*}" ]; do sleep 0.05; done ;;
 	esac
 done
+[ -z "$alog" ] || echo "$RALPH_TASK end $SWARM_AGENT_ID $code" >> "$alog"
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":1,"result":"ok"}\n' "$cost"
 [ -n "$gate" ] && rm -f "$gate"
 exit $code

@@ -1,0 +1,620 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/statedir"
+)
+
+// A loop's rails, as spawn sets them (SpawnSpec.Rails, kept in state.json's "rails"):
+//
+//   - a budget: the loop ends (stopped, reason budget) once the cost its agent reported
+//     (agent.ParseUsage on each iteration's output) reaches it, checked before each iteration
+//     starts, so the budget is passed by at most the last iteration's cost; with HardBudget
+//     the running iteration is also stopped as soon as the cost it reports so far reaches it;
+//   - at most MaxCallsPerHour iteration starts in any hour (Options.CallWindow): the loop waits,
+//     it does not fail;
+//   - an --on-event hook (internal/ralph/hook, the queue's event format, kind "loop"): told of
+//     the loop's start, its end (end; failure when it failed; breaker when the no-progress
+//     breaker ended it), and each limit it waits for (limit); it is run by the monitor, bounded
+//     in time, and its failure changes nothing;
+//   - CommitEach: a git commit of the working tree after each iteration, trailers naming the
+//     loop and the iteration.
+//
+// The agent works in its directory or worktree; state.json is in the swarm directory, which
+// Spawn refuses to have inside that tree when a budget or a hook is set. The agent still knows
+// $SWARM_DIR: so the monitor takes the rails and the cost so far from the state when it starts,
+// holds them, and writes them back whenever the state says otherwise (a line in iterations.log
+// says so). A monitor started again (resume) takes them from the state as it then is.
+
+// ReasonBudget: the loop's budget was reached (stopped).
+const ReasonBudget = "budget"
+
+// Rails are a loop's budget, call limit, hook and commits.
+type Rails struct {
+	BudgetUSD       *float64 `json:"budget_usd,omitempty"`
+	HardBudget      bool     `json:"hard_budget,omitempty"`
+	MaxCallsPerHour int      `json:"max_calls_per_hour,omitempty"`
+	OnEvent         string   `json:"on_event,omitempty"`
+	CommitEach      bool     `json:"commit_each,omitempty"`
+}
+
+// Guarded says whether the rails hold something the agent must not change: a budget or a hook.
+func (r *Rails) guarded() bool { return r != nil && (r.BudgetUSD != nil || r.OnEvent != "") }
+
+func (r *Rails) equal(o *Rails) bool {
+	var a, b Rails
+	if r != nil {
+		a = *r
+	}
+	if o != nil {
+		b = *o
+	}
+	if (a.BudgetUSD == nil) != (b.BudgetUSD == nil) || a.BudgetUSD != nil && *a.BudgetUSD != *b.BudgetUSD {
+		return false
+	}
+	a.BudgetUSD, b.BudgetUSD = nil, nil
+	return a == b
+}
+
+func (r *Rails) clone() *Rails {
+	if r == nil {
+		return nil
+	}
+	x := *r
+	if r.BudgetUSD != nil {
+		v := *r.BudgetUSD
+		x.BudgetUSD = &v
+	}
+	return &x
+}
+
+// check refuses rails that are not sound: a budget that is no amount, a hook that is no command.
+func (r *Rails) check() error {
+	if r == nil {
+		return nil
+	}
+	if b := r.BudgetUSD; b != nil && (math.IsNaN(*b) || math.IsInf(*b, 0) || *b < 0) {
+		return fmt.Errorf("--budget %v: give an amount in USD, like 5 or 2.50", *b)
+	}
+	if r.HardBudget && r.BudgetUSD == nil {
+		return fmt.Errorf("--hard-budget needs --budget USD")
+	}
+	if r.MaxCallsPerHour < 0 {
+		return fmt.Errorf("--max-calls-per-hour %d: a whole number, 0 or more (0: no limit)", r.MaxCallsPerHour)
+	}
+	if _, err := hook.New(r.OnEvent); err != nil {
+		return err
+	}
+	return nil
+}
+
+// held is what a loop's monitor holds from its start: the rails and the cost so far, and its
+// hook.
+type held struct {
+	rails *Rails
+	cost  float64
+	hook  *hook.Hook
+}
+
+// budget is the held budget (nil: none).
+func (h *held) budget() *float64 {
+	if h == nil || h.rails == nil {
+		return nil
+	}
+	return h.rails.BudgetUSD
+}
+
+func (h *held) overBudget() bool {
+	b := h.budget()
+	return b != nil && h.cost >= *b
+}
+
+// seal is a loop's rails.json, beside its state: the rails as spawn set them and the cost the
+// monitor counted. The monitor takes both from here, not from state.json, which shows a copy:
+// an agent that rewrites the state (it knows $SWARM_DIR) moves neither, even before a monitor
+// holds them (the first iteration's agent starts before the monitor).
+type seal struct {
+	Loop    string  `json:"loop"`
+	Rails   *Rails  `json:"rails"`
+	CostUSD float64 `json:"cost_usd"`
+}
+
+const sealFile = "rails.json"
+
+func (l *app) sealPath() string { return filepath.Join(l.dir.RalphDir(l.st.name), sealFile) }
+
+// writeSeal keeps the rails and the cost in the loop's seal.
+func (l *app) writeSeal(r *Rails, cost float64) error {
+	if err := statedir.MkdirFor(l.sealPath()); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(seal{Loop: l.st.name, Rails: r, CostUSD: cost}, "", "  ")
+	return fsx.WriteFileAtomic(l.sealPath(), append(b, '\n'), 0o600)
+}
+
+// readSeal is the loop's seal; false without one (a loop spawned before seals were kept).
+func (l *app) readSeal() (seal, bool) {
+	var s seal
+	b, err := statedir.ReadFile(l.sealPath(), 1<<20)
+	if err != nil || json.Unmarshal(b, &s) != nil || s.Loop != l.st.name || s.Rails.check() != nil ||
+		math.IsNaN(s.CostUSD) || s.CostUSD < 0 {
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			l.warnf("the rails of loop '%s' (%s) cannot be read: taken from its state", l.st.name, l.sealPath())
+		}
+		return s, false
+	}
+	return s, true
+}
+
+// hold takes the rails and the cost for the monitor (from the seal; from st without one), and
+// starts its hook.
+func (l *app) hold(st *State) {
+	h := &held{rails: st.Rails.clone(), cost: st.CostUSD}
+	if s, ok := l.readSeal(); ok {
+		h.rails, h.cost = s.Rails.clone(), s.CostUSD
+	}
+	if h.rails != nil && h.rails.OnEvent != "" {
+		if hk, err := hook.New(h.rails.OnEvent); err == nil {
+			hk.Dir, hk.Env, hk.Timeout = st.workDir(), l.environ, l.opts.HookTimeout
+			hk.Warn = func(err error) {
+				n := 0
+				if st, err := l.st.load(); err == nil {
+					n = st.CurrentIteration
+				}
+				l.st.logEvent("WARN", "iteration %d: %s", n, oneLine(err.Error()))
+				l.warnf("%v", err)
+			}
+			h.hook = hk
+		}
+	}
+	l.held = h
+}
+
+// keepRails puts what the monitor holds back into st (under the state's lock) when st says
+// otherwise, and says so in iterations.log.
+func (l *app) keepRails(st *State) {
+	h := l.held
+	if h == nil {
+		return
+	}
+	if !st.Rails.equal(h.rails) {
+		l.st.logEvent("WARN", "iteration %d: the loop's rails in state.json were changed behind its monitor's back; its own are kept", st.CurrentIteration)
+		st.Rails = h.rails.clone()
+	}
+	if st.CostUSD != h.cost {
+		if st.CostUSD != 0 || h.cost != 0 {
+			l.st.logEvent("WARN", "iteration %d: the loop's cost in state.json was changed behind its monitor's back ($%s); its own $%s is kept",
+				st.CurrentIteration, money(st.CostUSD), money(h.cost))
+		}
+		st.CostUSD = h.cost
+	}
+}
+
+// event tells the hook of a transition of the loop (nothing without a hook).
+func (l *app) event(name string, n int, status, reason string) {
+	if l.held == nil || l.held.hook == nil {
+		return
+	}
+	cost := l.held.cost
+	l.held.hook.Send(hook.Event{Kind: "loop", Event: name, Loop: l.st.name, Iteration: n, Status: status, Reason: reason,
+		CostUSD: &cost, Log: l.home.LogPath(l.st.name)})
+}
+
+// endEvent tells the hook how the loop ended, from its state: failure, breaker (no-progress)
+// or end. A monitor that left a loop running or paused, or disconnected from its worker, tells
+// nothing.
+func (l *app) endEvent(st *State) {
+	if st.Status != StatusStopped && st.Status != StatusFailed {
+		return
+	}
+	reason := ""
+	if st.ExitReason != nil {
+		reason = *st.ExitReason
+	}
+	switch {
+	case reason == ReasonDisconnected:
+	case reason == ReasonNoProgress:
+		l.event(hook.Breaker, st.CurrentIteration, st.Status, reason)
+	case st.Status == StatusFailed:
+		l.event(hook.Failure, st.CurrentIteration, st.Status, reason)
+	default:
+		l.event(hook.End, st.CurrentIteration, st.Status, reason)
+	}
+}
+
+// money is a cost as status shows it: 2 decimals, 4 under a cent.
+func money(v float64) string {
+	if v != 0 && v < 0.01 {
+		return fmt.Sprintf("%.4f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// profile is the agent profile of the loop's worker (nil: none known).
+func (l *app) profile(st *State) *agent.Profile {
+	if st == nil || st.Worker == nil {
+		return nil
+	}
+	p, _ := l.home.Profile(st.Worker.Profile, st.Worker.Cmd)
+	return p
+}
+
+// costTail bounds what is read of an iteration's output for its cost (agent.ParseUsage reads
+// the end).
+const costTail = 256 << 10
+
+// reportedCost is the cost the agent of iteration it has reported so far, from its output log
+// past the typed prompt's echo (0: none, or not a cost).
+func (l *app) reportedCost(it *iteration, prof *agent.Profile) float64 {
+	path := l.home.LogPath(l.st.name)
+	b, err := fsx.ReadTail(path, costTail)
+	if err != nil || len(b) == 0 {
+		return 0
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if skip := it.offset - (fi.Size() - int64(len(b))); skip > 0 {
+			b = b[min(skip, int64(len(b))):]
+		}
+	}
+	u := prof.ParseUsage(b)
+	if !u.HasCost {
+		if u.RejectedCost != nil {
+			l.st.logEvent("WARN", "iteration %d: its agent reported a cost of %v, which is not a cost; counted as unknown ($0)", it.n, *u.RejectedCost)
+		}
+		return 0
+	}
+	return u.CostUSD
+}
+
+// account adds the cost iteration it's agent reported to the loop's (once per iteration's
+// agent), in the monitor's held total and in the state.
+func (l *app) account(ctx context.Context, it *iteration) {
+	if it.costed {
+		return
+	}
+	it.costed = true
+	st, err := l.st.load()
+	if err != nil {
+		return
+	}
+	c := l.reportedCost(it, l.profile(st))
+	added := false
+	l.st.update(ctx, func(st *State) error {
+		if l.held != nil {
+			l.keepRails(st)
+			if !added {
+				l.held.cost += c
+				added = true
+			}
+			st.CostUSD = l.held.cost
+		} else {
+			st.CostUSD += c
+		}
+		for len(st.IterationCosts) < it.n {
+			st.IterationCosts = append(st.IterationCosts, 0)
+		}
+		if it.n > 0 {
+			st.IterationCosts[it.n-1] += c
+		}
+		return nil
+	})
+	if l.held != nil && !added {
+		l.held.cost += c
+	}
+	if l.held != nil && c > 0 {
+		if err := l.writeSeal(l.held.rails, l.held.cost); err != nil {
+			l.st.logEvent("WARN", "iteration %d: keeping the cost in the loop's seal: %s", it.n, oneLine(err.Error()))
+		}
+	}
+	if c > 0 {
+		l.st.logEvent("COST", "iteration %d: $%s, $%s in all", it.n, money(c), money(l.totalCost(st, c)))
+	}
+}
+
+func (l *app) totalCost(st *State, c float64) float64 {
+	if l.held != nil {
+		return l.held.cost
+	}
+	return st.CostUSD + c
+}
+
+// hardBudgetHit says whether the running iteration's cost so far brings the loop to its budget
+// (with HardBudget only).
+func (l *app) hardBudgetHit(it *iteration, prof *agent.Profile) bool {
+	h := l.held
+	if h == nil || h.rails == nil || !h.rails.HardBudget || h.budget() == nil {
+		return false
+	}
+	return h.cost+l.reportedCost(it, prof) >= *h.budget()
+}
+
+// waitCalls holds the loop while MaxCallsPerHour iterations started in the last hour (the
+// window): usage_limit_until says until when, limit_reason why, and the hook is told.
+func (l *app) waitCalls(ctx context.Context, wake chan struct{}, rerun bool) error {
+	h := l.held
+	if h == nil || h.rails == nil || h.rails.MaxCallsPerHour <= 0 {
+		return nil
+	}
+	n := h.rails.MaxCallsPerHour
+	var until time.Time
+	st, err := l.st.update(ctx, func(st *State) error {
+		until = time.Time{}
+		if st.Status != StatusRunning || !rerun && st.CurrentIteration >= st.MaxIterations || h.overBudget() {
+			return fsx.ErrUnchanged // no iteration starts: nothing to wait for
+		}
+		recent := recentCalls(st.CallTimes, time.Now(), l.opts.CallWindow)
+		if len(recent) < n {
+			return fsx.ErrUnchanged
+		}
+		first, _ := parseISO(recent[len(recent)-n])
+		until = first.Add(l.opts.CallWindow)
+		st.LimitedUntil, st.LimitReason = utcISO(until), LimitCalls
+		l.st.logEvent("WARN", "iteration %d: %d calls in the last hour (--max-calls-per-hour), waiting until %s",
+			st.CurrentIteration+1, len(recent), until.Local().Format("2006-01-02T15:04:05"))
+		return nil
+	})
+	if err != nil || until.IsZero() {
+		return err
+	}
+	l.sayf("%d calls in the last hour, waiting until %s", n, until.Local().Format("15:04:05"))
+	l.event(hook.Limit, st.CurrentIteration, st.Status, LimitCalls)
+	return l.waitLimit(ctx, wake)
+}
+
+// LimitCalls is limit_reason while the loop waits for --max-calls-per-hour; LimitUsage while it
+// waits for a usage limit to reset.
+const (
+	LimitCalls = "max-calls-per-hour"
+	LimitUsage = "usage-limit"
+)
+
+// recentCalls are the start times of times (UTC ISO) within window of now, oldest first.
+func recentCalls(times []string, now time.Time, window time.Duration) []string {
+	var out []string
+	for _, s := range times {
+		if t, ok := parseISO(s); ok && now.Sub(t) < window {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// noteCall records an iteration's start for --max-calls-per-hour (the last hour's, at most the
+// limit's number).
+func (l *app) noteCall(st *State, now time.Time) {
+	h := l.held
+	if h == nil || h.rails == nil || h.rails.MaxCallsPerHour <= 0 {
+		st.CallTimes = nil
+		return
+	}
+	recent := append(recentCalls(st.CallTimes, now, l.opts.CallWindow), utcISO(now))
+	if len(recent) > h.rails.MaxCallsPerHour {
+		recent = recent[len(recent)-h.rails.MaxCallsPerHour:]
+	}
+	st.CallTimes = recent
+}
+
+// commitIteration commits the loop's working tree after iteration n (--commit-each): every
+// change (the swarm directory left out when it is inside the tree), with trailers naming the
+// loop and the iteration. No change, no commit. A commit that fails is a warning in
+// iterations.log; the loop goes on.
+func (l *app) commitIteration(ctx context.Context, n int) {
+	h := l.held
+	if h == nil || h.rails == nil || !h.rails.CommitEach {
+		return
+	}
+	st, err := l.st.load()
+	if err != nil || st.workDir() == "" {
+		return
+	}
+	dir := st.workDir()
+	if _, err := gitIn(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil {
+		l.st.logEvent("WARN", "iteration %d: --commit-each: %s is not in a git repository: no commit", n, dir)
+		return
+	}
+	head, err := checkpoint.Commit(ctx, dir, []string{l.dir.Root}, st.WorkerName, n)
+	switch {
+	case err != nil:
+		l.st.logEvent("WARN", "iteration %d: --commit-each: %s", n, oneLine(err.Error()))
+	case head == "":
+		l.st.logEvent("COMMIT", "iteration %d: no change, no commit", n)
+	default:
+		l.st.logEvent("COMMIT", "iteration %d: commit %s", n, shortHash(head))
+	}
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// inside says whether path is dir or under it, and its path relative to dir.
+func inside(dir, path string) (string, bool) {
+	rd, err1 := filepath.EvalSymlinks(dir)
+	rp, err2 := filepath.EvalSymlinks(path)
+	if err1 != nil || err2 != nil {
+		rd, rp = filepath.Clean(dir), filepath.Clean(path)
+	}
+	rel, err := filepath.Rel(rd, rp)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return rel, true
+}
+
+func gitIn(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return gitInput(ctx, dir, "", args...)
+}
+
+// gitInput runs git in dir with input on its stdin; its error holds git's words.
+func gitInput(ctx context.Context, dir, input string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stdin, cmd.Stderr = strings.NewReader(input), &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// recordStart keeps where the loop's working tree started, for abort --revert: HEAD, and a
+// snapshot of the whole tree then (its tracked and untracked files, ignored ones left out: a
+// commit whose parent is HEAD, made through an index of its own, so that nothing of the tree or
+// its index changes), kept reachable under refs/ralph/<name>/start. Nothing outside git.
+func (l *app) recordStart(ctx context.Context, st *State) {
+	dir := st.workDir()
+	if dir == "" {
+		return
+	}
+	head, err := gitIn(ctx, dir, "rev-parse", "--verify", "-q", "HEAD")
+	if err != nil {
+		return
+	}
+	st.StartCommit = strings.TrimSpace(string(head))
+	if snap, err := snapshot(ctx, dir, st.StartCommit, l.dir.Root); err == nil {
+		if _, err := gitIn(ctx, dir, "update-ref", startRef(st.WorkerName), snap); err == nil {
+			st.StartSnapshot = snap
+		}
+	}
+}
+
+// startRef keeps loop name's start snapshot from git's garbage collection.
+func startRef(name string) string { return "refs/ralph/" + name + "/start" }
+
+// snapshot commits the working tree dir as it is (tracked and untracked files, not the ignored
+// ones, nor the swarm directory when it is inside), its parent head: the tree is the
+// no-progress breaker's (breaker.Fingerprint: git add -A into a copy of the index), so HEAD,
+// the index and the files are left as they are.
+func snapshot(ctx context.Context, dir, head, swarmDir string) (string, error) {
+	fp, err := breaker.Fingerprint(ctx, dir, swarmDir)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(fp)
+	if len(f) != 2 || f[0] != head {
+		return "", fmt.Errorf("the tree of %s moved while it was read", dir)
+	}
+	out, err := gitIn(ctx, dir, "-c", "user.name=ralph", "-c", "user.email=ralph@localhost",
+		"commit-tree", f[1], "-p", head, "-m", "ralph: the working tree when the loop started")
+	return strings.TrimSpace(string(out)), err
+}
+
+// AbortResult is what Abort did.
+type AbortResult struct {
+	Stopped     bool   // the loop ran (or was paused) and is now stopped, killed
+	Reverted    bool   // its working tree is back where the loop started
+	StartCommit string // where it went back to
+	Dir         string // the working tree
+}
+
+// Abort ends the loop name for good, as Stop does (its monitor gone, then its worker), and with
+// revert resets its working tree to where the loop started: HEAD then (git reset --hard: the
+// loop's commits, --commit-each's too, are undone), the uncommitted changes then re-applied,
+// and the untracked files the loop added removed (the swarm directory, when inside, is never
+// touched). A loop that has already ended is reverted as well. A loop whose tree was not a git
+// repository with a commit when it started cannot be reverted: an error says so.
+func (ls *Loops) Abort(ctx context.Context, name string, revert bool) (AbortResult, error) {
+	var res AbortResult
+	l, st, err := ls.named(name)
+	if err != nil {
+		return res, err
+	}
+	if st.Status == StatusRunning || st.Status == StatusPaused {
+		if _, err := ls.Stop(ctx, name, StopOptions{}); err != nil {
+			return res, err
+		}
+		res.Stopped = true
+	} else if w, _ := l.home.Worker(name); w != nil && l.home.Live(ctx, w).Running {
+		// Ended, but its agent is still there (a monitor that died): it is stopped first, so
+		// that nothing changes the tree once this returns.
+		l.home.Stop(ctx, w)
+	}
+	if !revert {
+		return res, nil
+	}
+	if st, err = l.st.load(); err != nil {
+		return res, err
+	}
+	res.Dir, res.StartCommit = st.workDir(), st.StartCommit
+	if err := l.revertTree(ctx, st); err != nil {
+		return res, fmt.Errorf("loop '%s' is ended, but its changes are not reverted: %w", name, err)
+	}
+	res.Reverted = true
+	l.st.logEvent("REVERT", "iteration %d: abort --revert: working tree %s reset to %s, where the loop started", st.CurrentIteration,
+		res.Dir, shortHash(st.StartCommit))
+	return res, nil
+}
+
+// revertTree resets the loop's working tree to where it started (Abort).
+func (l *app) revertTree(ctx context.Context, st *State) error {
+	dir := st.workDir()
+	if st.StartCommit == "" || dir == "" {
+		return fmt.Errorf("its working tree was not a git repository with a commit when it started: nothing to reset to")
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("its working tree %s is gone", dir)
+	}
+	if _, err := gitIn(ctx, dir, "reset", "-q", "--hard", st.StartCommit); err != nil {
+		return err
+	}
+	if st.StartSnapshot == "" {
+		return nil // HEAD only: the loop was spawned before snapshots were kept
+	}
+	// The files as they were (the uncommitted changes, the untracked files), the index left at
+	// HEAD; then what the loop added and the start did not have goes, and what the start had
+	// deleted is deleted again. The swarm directory is never touched.
+	had := map[string]bool{}
+	out, err := gitIn(ctx, dir, "ls-tree", "-r", "-z", "--name-only", st.StartSnapshot)
+	if err != nil {
+		return err
+	}
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if len(f) > 0 {
+			had[string(f)] = true
+		}
+	}
+	if len(had) > 0 { // an empty tree has no file to check out
+		if _, err := gitIn(ctx, dir, "checkout", st.StartSnapshot, "--", "."); err != nil {
+			return err
+		}
+		if _, err := gitIn(ctx, dir, "reset", "-q"); err != nil {
+			return err
+		}
+	}
+	now, err := gitIn(ctx, dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	if err != nil {
+		return err
+	}
+	for _, f := range bytes.Split(now, []byte{0}) {
+		name := string(f)
+		if name == "" || had[name] {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if _, in := inside(l.dir.Root, path); in {
+			continue
+		}
+		os.Remove(path) // a link is removed, never followed
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The rails of issue 19 on swarm's loops, against real processes (the lab of control_test.go):
+// budget, hard budget, calls per hour, the --on-event hook, --commit-each and abort --revert.
+
+// callWindow is the "hour" of --max-calls-per-hour in these tests; hookTimeout the hook's bound.
+const (
+	callWindow  = 3 * time.Second
+	hookTimeout = 3 * time.Second
+)
+
+// spawnRails starts the loop name whose agent follows plan, with rails, in dir ("" : the
+// lab's directory), at most max iterations, the breaker off, and its monitor.
+func (l *lab) spawnRails(name, dir string, max int, rails *Rails, plan ...string) {
+	l.t.Helper()
+	l.spawnBreaker(name, dir, max, 0, rails, plan...)
+}
+
+// spawnBreaker is spawnRails with the no-progress breaker's N.
+func (l *lab) spawnBreaker(name, dir string, max, noProgress int, rails *Rails, plan ...string) {
+	l.t.Helper()
+	planFile := filepath.Join(l.root, name+".plan")
+	prompt := filepath.Join(l.root, "PROMPT.md")
+	os.WriteFile(planFile, []byte(strings.Join(plan, "\n")+"\n"), 0o644)
+	os.WriteFile(prompt, []byte("go on\n"), 0o644)
+	if dir == "" {
+		// Not the lab's directory: the swarm directory is in it.
+		dir = filepath.Join(l.root, "work")
+		os.MkdirAll(dir, 0o755)
+	}
+	if _, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: name, PromptFile: prompt, MaxIterations: max, NoProgress: &noProgress,
+		Cwd: dir, Rails: rails, Cmd: []string{"sh", l.agent, planFile, filepath.Join(l.root, name+".counter")}}); err != nil {
+		l.t.Fatalf("Spawn(%s) = %v", name, err)
+	}
+	if _, err := l.ls.StartMonitor(context.Background(), name); err != nil {
+		l.t.Fatalf("StartMonitor(%s) = %v", name, err)
+	}
+}
+
+func usd(v float64) *float64 { return &v }
+
+// TestBudget: a loop whose agent reports $0.40 an iteration, with a budget of $1, stops
+// (reason budget) after the iteration that reached it: it never spends more than the budget
+// and one iteration's cost. An agent that rewrites the budget and the cost in state.json does
+// not move them; --hard-budget stops an iteration whose cost so far reached the budget.
+func TestBudget(t *testing.T) {
+	l := newLab(t)
+	// The swarm directory inside the agent's tree: a budget there is refused, nothing started.
+	prompt := filepath.Join(l.root, "PROMPT.md")
+	os.WriteFile(prompt, []byte("go on\n"), 0o644)
+	_, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: "b0", PromptFile: prompt, MaxIterations: 2, Cwd: l.root,
+		Rails: &Rails{BudgetUSD: usd(1)}, Cmd: []string{"sh", l.agent, "/dev/null", "/dev/null"}})
+	if err == nil || !strings.Contains(err.Error(), "set SWARM_DIR to a directory outside it") {
+		t.Fatalf("Spawn with the swarm directory inside the agent's tree and a budget = %v, want it refused", err)
+	}
+	if w, _ := l.ls.Swarm().Worker("b0"); w != nil {
+		t.Fatalf("the refused spawn left a worker: %+v", w)
+	}
+	cases := []struct {
+		name  string
+		rails *Rails
+		plan  string
+		iters int
+		cost  float64
+	}{
+		{"b1", &Rails{BudgetUSD: usd(1)}, "cost 0.4", 3, 1.2},
+		{"b2", &Rails{BudgetUSD: usd(1)}, "steer 0.4 b2", 3, 1.2},
+		{"b3", &Rails{BudgetUSD: usd(0.5), HardBudget: true}, "costidle 0.6", 1, 0.6},
+	}
+	for _, c := range cases {
+		l.spawnRails(c.name, "", 10, c.rails, c.plan)
+	}
+	for _, c := range cases {
+		l.waitMonitor(c.name, false)
+		st := l.state(c.name)
+		if st.Status != StatusStopped || st.ExitReason == nil || *st.ExitReason != ReasonBudget || st.CurrentIteration != c.iters {
+			t.Errorf("%s (%s): ended %s (%v) after %d iterations; want stopped (budget) after %d:\n%s", c.name, c.plan,
+				st.Status, st.ExitReason, st.CurrentIteration, c.iters, l.log(c.name))
+			continue
+		}
+		budget, step := *c.rails.BudgetUSD, 0.6
+		if st.CostUSD < budget || st.CostUSD > budget+step || abs(st.CostUSD-c.cost) > 1e-9 {
+			t.Errorf("%s: cost $%v; want $%v: at least the budget $%v, at most one iteration more", c.name, st.CostUSD, c.cost, budget)
+		}
+		if len(st.IterationCosts) != c.iters {
+			t.Errorf("%s: iteration costs %v, want %d of them", c.name, st.IterationCosts, c.iters)
+		}
+		if st.Rails == nil || st.Rails.BudgetUSD == nil || *st.Rails.BudgetUSD != budget {
+			t.Errorf("%s: the state's budget is %+v, want $%v", c.name, st.Rails, budget)
+		}
+		s, err := l.ls.Status(context.Background(), c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		s.WriteText(&text)
+		if !strings.Contains(text.String(), "Cost: $"+money(c.cost)+" of a $"+money(budget)+" budget") {
+			t.Errorf("%s: status does not show the cost and the budget:\n%s", c.name, text.String())
+		}
+	}
+	if log := l.log("b2"); !strings.Contains(log, "changed behind its monitor's back") {
+		t.Errorf("b2: iterations.log does not say the state was steered:\n%s", log)
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// TestMaxCallsPerHour: with 2 calls an hour (the test's hour: callWindow), the third
+// iteration waits until an hour after the first began, and the loop then runs to its maximum:
+// it waits, it does not fail.
+func TestMaxCallsPerHour(t *testing.T) {
+	l := newLab(t)
+	t0 := time.Now()
+	l.spawnRails("c1", "", 3, &Rails{MaxCallsPerHour: 2}, "run 0")
+	l.waitMonitor("c1", false)
+	st := l.state("c1")
+	if st.Status != StatusStopped || st.ExitReason == nil || *st.ExitReason != ReasonMax || st.CurrentIteration != 3 {
+		t.Fatalf("ended %s (%v) after %d iterations; want stopped (max_iterations) after 3:\n%s", st.Status, st.ExitReason,
+			st.CurrentIteration, l.log("c1"))
+	}
+	if !strings.Contains(l.log("c1"), "calls in the last hour (--max-calls-per-hour), waiting until") {
+		t.Fatalf("iterations.log does not say the loop waited:\n%s", l.log("c1"))
+	}
+	third, ok := parseISO(st.CallTimes[len(st.CallTimes)-1])
+	if !ok || third.Sub(t0) < callWindow {
+		t.Fatalf("iteration 3 started %v after the spawn, want at least %v (calls %v)", third.Sub(t0), callWindow, st.CallTimes)
+	}
+}
+
+// hookScript writes a hook that appends its stdin to out.
+func (l *lab) hookScript(out string) string {
+	script := filepath.Join(l.root, "hook.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\ncat >> \"$1\"\n"), 0o755)
+	return "sh " + script + " " + out
+}
+
+// events are the JSON events a hook wrote to path, each checked to be one valid event.
+func (l *lab) events(path string) []map[string]any {
+	l.t.Helper()
+	b, _ := os.ReadFile(path)
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			l.t.Fatalf("the hook read %q: not one JSON event: %v", line, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestHookEvents: the hook reads one valid JSON event per transition of the loop: its start,
+// its end (end, failure, breaker), the limits it waits for; a hook that hangs or fails
+// changes nothing: the loop ends as it does without one, its monitor goes at once.
+func TestHookEvents(t *testing.T) {
+	l := newLab(t)
+	type ev struct{ event, status, reason string }
+	cases := []struct {
+		name       string
+		rails      Rails
+		max        int
+		noProgress int
+		plan       []string
+		want       []ev
+	}{
+		{"h1", Rails{}, 2, 0, []string{"run 0"}, []ev{{"start", "running", ""}, {"end", "stopped", "max_iterations"}}},
+		{"h2", Rails{}, 10, 0, []string{"exit 3"}, []ev{{"start", "running", ""}, {"failure", "failed", "failed"}}},
+		{"h3", Rails{BudgetUSD: usd(0.5)}, 10, 0, []string{"cost 0.3"},
+			[]ev{{"start", "running", ""}, {"end", "stopped", "budget"}}},
+		{"h4", Rails{MaxCallsPerHour: 1}, 2, 0, []string{"run 0"},
+			[]ev{{"start", "running", ""}, {"limit", "running", "max-calls-per-hour"}, {"end", "stopped", "max_iterations"}}},
+		// The same failure twice, outside git: the breaker opens before the fifth failure.
+		{"h5", Rails{}, 10, 2, []string{"exit 3"}, []ev{{"start", "running", ""}, {"breaker", "failed", "no-progress"}}},
+		// A usage limit: the same iteration again once it resets, no failure.
+		{"h6", Rails{}, 1, 0, []string{"limitexit 1", "run 0"},
+			[]ev{{"start", "running", ""}, {"limit", "running", "usage-limit"}, {"end", "stopped", "max_iterations"}}},
+	}
+	for _, c := range cases {
+		out := filepath.Join(l.root, c.name+".events")
+		r := c.rails
+		r.OnEvent = l.hookScript(out)
+		l.spawnBreaker(c.name, "", c.max, c.noProgress, &r, c.plan...)
+	}
+	for _, c := range cases {
+		l.waitMonitor(c.name, false)
+		out := filepath.Join(l.root, c.name+".events")
+		var got []map[string]any
+		l.waitFor(c.name+"'s hook to have read its events", func() bool {
+			got = l.events(out)
+			return len(got) >= len(c.want)
+		})
+		got = l.events(out)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: the hook read %d events, want %d: %v", c.name, len(got), len(c.want), got)
+			continue
+		}
+		for i, w := range c.want {
+			e := got[i]
+			reason, _ := e["reason"].(string)
+			if e["kind"] != "loop" || e["loop"] != c.name || e["event"] != w.event || e["status"] != w.status || reason != w.reason ||
+				e["log"] == nil || e["time"] == nil || e["cost_usd"] == nil || e["iteration"] == nil {
+				t.Errorf("%s: event %d is %v; want kind loop, loop %s, event %s, status %s, reason %q, with iteration, cost, log and time",
+					c.name, i+1, e, c.name, w.event, w.status, w.reason)
+			}
+		}
+	}
+
+	// A hook that hangs (killed at its bound) and one that fails: the loop ends as h1 did, and
+	// its monitor does not wait for the hook to let the loop go.
+	for _, c := range []struct{ name, cmd string }{{"hang", "sleep 1000"}, {"fail", "false"}} {
+		start := time.Now()
+		l.spawnRails(c.name, "", 2, &Rails{OnEvent: c.cmd}, "run 0")
+		l.waitMonitor(c.name, false)
+		took := time.Since(start)
+		st := l.state(c.name)
+		if st.Status != StatusStopped || st.ExitReason == nil || *st.ExitReason != ReasonMax || st.CurrentIteration != 2 {
+			t.Errorf("%s hook: the loop ended %s (%v) after %d iterations; want stopped (max_iterations) after 2:\n%s",
+				c.name, st.Status, st.ExitReason, st.CurrentIteration, l.log(c.name))
+		}
+		if c.name == "hang" && took >= 2*hookTimeout {
+			t.Errorf("hang hook: the loop took %v, the hook's two runs' bounds are %v: the loop waited for its hook", took, 2*hookTimeout)
+		}
+		l.waitLog(c.name, `WARN\] iteration \d+: the --on-event hook \(start event\)`)
+	}
+}
+
+// gitRun runs git in dir and returns its output, trimmed.
+func gitRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestCommitEach: --commit-each makes one commit per iteration that changed the tree, with
+// trailers naming the loop and the iteration; abort --revert of the loop, once it has ended,
+// takes the tree back to where it started: HEAD, the uncommitted change re-applied, the
+// untracked file that was there kept, the loop's work gone.
+func TestCommitEach(t *testing.T) {
+	l := newLab(t)
+	repo := filepath.Join(l.root, "repo")
+	gitRun(t, l.root, "init", "-q", repo)
+	os.WriteFile(filepath.Join(repo, "README"), []byte("one\n"), 0o644)
+	gitRun(t, repo, "add", "README")
+	gitRun(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start")
+	start := gitRun(t, repo, "rev-parse", "HEAD")
+	os.WriteFile(filepath.Join(repo, "README"), []byte("one\ntwo\n"), 0o644) // uncommitted
+	os.WriteFile(filepath.Join(repo, "keep.txt"), []byte("mine\n"), 0o644)   // untracked
+	// touch appends to notes.txt in the agent's directory, the repository.
+	l.spawnRails("g1", repo, 3, &Rails{CommitEach: true}, "touch notes.txt")
+	l.waitMonitor("g1", false)
+	if st := l.state("g1"); st.Status != StatusStopped || st.CurrentIteration != 3 {
+		t.Fatalf("ended %s after %d iterations; want stopped after 3:\n%s", st.Status, st.CurrentIteration, l.log("g1"))
+	}
+	loops := gitRun(t, repo, "log", "--format=%(trailers:key=Ralph-Loop,valueonly,separator=)", start+"..HEAD")
+	iters := gitRun(t, repo, "log", "--reverse", "--format=%(trailers:key=Ralph-Iteration,valueonly,separator=)", start+"..HEAD")
+	if strings.Fields(loops) == nil || strings.Join(strings.Fields(loops), " ") != "g1 g1 g1" || strings.Join(strings.Fields(iters), " ") != "1 2 3" {
+		t.Fatalf("commits since the start: loops %q, iterations %q; want g1 three times, 1 2 3:\n%s", loops, iters, l.log("g1"))
+	}
+	if s := gitRun(t, repo, "status", "--porcelain"); s != "" {
+		t.Fatalf("the tree after the loop is not clean: %s", s)
+	}
+
+	res, err := l.ls.Abort(context.Background(), "g1", true)
+	if err != nil || !res.Reverted || res.Stopped {
+		t.Fatalf("Abort(g1, revert) of the ended loop = %+v, %v; want reverted, not stopped (it had ended)", res, err)
+	}
+	if head := gitRun(t, repo, "rev-parse", "HEAD"); head != start {
+		t.Errorf("HEAD after the revert is %s, want the start %s", head, start)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "README")); string(b) != "one\ntwo\n" {
+		t.Errorf("README after the revert is %q, want the uncommitted change back", b)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "keep.txt")); err != nil {
+		t.Errorf("the untracked file that was there before the loop is gone: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "notes.txt")); err == nil {
+		t.Errorf("the loop's work (notes.txt) is still there after the revert")
+	}
+}
+
+// TestCommitEachLeavesTheSwarmDirectory: a loop whose tree holds the swarm directory commits
+// its agent's work, never the loop's own state, logs or seal.
+func TestCommitEachLeavesTheSwarmDirectory(t *testing.T) {
+	l := newLab(t)
+	gitRun(t, l.root, "init", "-q")
+	gitRun(t, l.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
+	l.spawnRails("g2", l.root, 2, &Rails{CommitEach: true}, "touch notes.txt")
+	l.waitMonitor("g2", false)
+	if got := gitRun(t, l.root, "log", "--format=%s"); got != "ralph: g2, iteration 2\nralph: g2, iteration 1\nstart" {
+		t.Fatalf("commits: %q:\n%s", got, l.log("g2"))
+	}
+	files := gitRun(t, l.root, "ls-files")
+	if !strings.Contains(files, "notes.txt") || strings.Contains(files, "sd/") {
+		t.Fatalf("the loop committed %q: want notes.txt, nothing of the swarm directory sd/", files)
+	}
+}

@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/swarmrun"
+)
+
+// runRemote runs the claim's attempt on the agent's host (Config.Hosts) through swarm run's
+// executor, and reads its outcome as judge reads a local one's.
+func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
+	r := a.r
+	bead := plan.Bead(r.plan, c.task.ID)
+	lctx := context.WithoutCancel(ctx)
+	repo := git.Repo{Dir: r.cfg.Repo}
+	branch, workdir := "agent/"+bead, repo.WorktreePath(bead)
+	start := time.Now()
+	// As a local task's: the base merged with its done dependencies' branches (r.worktree).
+	err := r.worktree(lctx, c)
+	r.spent(&r.timing.Launch, time.Since(start))
+	var conflict *git.ConflictError
+	if errors.As(err, &conflict) {
+		return outcome{status: outBlocked, reason: oneLine(err)}
+	}
+	if err != nil {
+		return outcome{status: outFailed, reason: "the task's worktree: " + oneLine(err)}
+	}
+	if r.cfg.NoProgress > 0 {
+		c.before, _ = r.fingerprint(lctx, workdir)
+	}
+	model := ""
+	if r.cfg.Model.Resolved != "" {
+		model = r.cfg.Model.Name
+	}
+	job := swarmrun.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
+		Prompt: promptOf(r.plan, &c.task), Dir: workdir, Branch: branch, Timeout: r.cfg.Timeout, MaxAttempts: r.cfg.MaxRetries,
+		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id, "RALPH_BRANCH=" + branch}}
+	slot := a.host.slot
+	job.Launched = func(n int) {
+		// The host numbers its own attempts: the claim names the one started there.
+		if n != c.attempt {
+			if err := a.setAttempt(lctx, c, n); err != nil {
+				r.logf("%s: %s: naming attempt %d in the queue: %v", a.id, c.task.ID, n, err)
+			} else {
+				c.attempt = n
+			}
+		}
+		a.state(lctx, store.AgentWorking, &c.task, n)
+		r.logf("%s: started %s (attempt %d) on %s", a.id, c.task.ID, n, slot.ID)
+		r.event(hook.Start, c.task.ID, n, store.Claimed, "", c.task.CostUSD)
+	}
+	// Each successful read of the records there is the agent's sign of life.
+	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
+	tctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	r.running[bead] = true
+	r.stopRemote[bead] = cancel
+	r.mu.Unlock()
+	start = time.Now()
+	out := a.host.exec.Run(tctx, slot, job)
+	cancel()
+	r.spent(&r.timing.Wait, time.Since(start))
+	r.mu.Lock()
+	delete(r.running, bead)
+	delete(r.stopRemote, bead)
+	stopped := r.hardStopped[bead]
+	delete(r.hardStopped, bead)
+	r.mu.Unlock()
+	if out.Attempt > 0 && out.Attempt != c.attempt && out.Offline == nil {
+		c.attempt = out.Attempt
+	}
+	switch {
+	case out.Interrupted && stopped:
+		return outcome{status: outStopped, reason: budgetStop}
+	case out.Interrupted:
+		// Its agent is being stopped there (dispatch kill): held until the host's kill grace
+		// has passed, so that no other agent of it starts meanwhile.
+		grace := a.host.exec.KillGrace
+		if grace <= 0 {
+			grace = 10 * time.Second
+		}
+		return outcome{status: outStopped, reason: fmt.Sprintf("interrupted: its agent on %s was stopped", a.host.exec.Host()),
+			resetAt: time.Now().Add(grace + 2*time.Second)}
+	case out.Offline != nil:
+		o := outcome{status: outOffline, resetAt: out.Offline.NotBefore,
+			reason: fmt.Sprintf("host %s went offline during attempt %d (%s)", out.Offline.Host, out.Attempt, out.Reason)}
+		return o
+	}
+	res := outcome{status: outFailed, reason: out.Reason}
+	if out.Status == record.StatusDone {
+		res.status, res.reason = outDone, ""
+	}
+	if !out.Started.IsZero() && out.Finished.After(out.Started) {
+		res.duration = out.Finished.Sub(out.Started).Seconds()
+	}
+	var exit *int64
+	if out.ExitCode != nil {
+		e := int64(*out.ExitCode)
+		exit = &e
+	}
+	// The output's end as the host's result record keeps it (its log stays there); the
+	// working tree here is not the agent's, so the breaker sees no tree.
+	r.assess(lctx, &res, bead, c.attempt, []byte(out.Logs), exit, out.Finished, "")
+	return res
+}

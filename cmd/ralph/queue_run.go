@@ -230,6 +230,9 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 	if err != nil {
 		return cfg, nil, err
 	}
+	if idle > 0 && hosts != nil {
+		return cfg, nil, cli.Usagef("--inactivity-timeout does not reach the hosts of --hosts yet; drop one of them")
+	}
 	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
 	if err != nil {
 		return cfg, nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +30,7 @@ const exitBudget = 3
 func queueRunCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "work through a plan's tasks with N agents at once",
-		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--hosts hosts.yaml] [--state-dir DIR]",
+		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--hosts hosts.yaml] [--state-dir DIR]",
 		Description: "Each agent claims the next task whose dependencies are done and runs it as a dispatch of bead <plan>-<task> " +
 			"(run and result records in the state directory, the agent supervised in the background), then marks it done, or " +
 			"failed: back to pending through the retry queue until --max-retries attempts, then failed, its dependents blocked. " +
@@ -40,7 +41,10 @@ func queueRunCommand() *cli.Command {
 			"ends on a usage limit (the profile's patterns) is no failure: its task waits, pending, until the reset the message " +
 			"names (30 minutes when it names none), its retries untouched. The no-progress breaker fails a task, reason " +
 			"no-progress, without its other retries once --no-progress failed attempts in a row left its working tree as it " +
-			"was or failed the same way (exit code and last lines). With --hosts the tasks run on the hosts of hosts.yaml over " +
+			"was or failed the same way (exit code and last lines). --iteration-timeout stops an attempt after D, " +
+			"--inactivity-timeout once its agent printed nothing for D: a failed attempt (status timeout), retried as any other. " +
+			"--max-calls-per-hour N starts at most N attempts in any hour of the run: an agent that would start one more waits, its task pending. " +
+			"With --hosts the tasks run on the hosts of hosts.yaml over " +
 			"OpenSSH, as swarm run --hosts runs them (docs/remote.md): --agents defaults to the hosts' max_agents, each task " +
 			"works on branch agent/<plan>-<task>, pushed to the host's clone and fetched back into its worktree here, its " +
 			"records brought back; a host that stops answering for DISPATCH_HOST_OFFLINE seconds (30) is offline, and its " +
@@ -50,11 +54,14 @@ func queueRunCommand() *cli.Command {
 			&ucli.StringFlag{Name: "agent", Value: "claude", Usage: "the agent type, with an optional model (`AGENT[:MODEL]`)"},
 			&ucli.StringFlag{Name: "budget", Usage: "stop starting agents once the plan's cost reaches `USD`"},
 			&ucli.BoolFlag{Name: "hard-budget", Usage: "once the budget is reached, also stop the agents at work"},
+			&ucli.StringFlag{Name: "iteration-timeout", Usage: "stop a task's attempt after `D` (seconds, or 90s, 30m, 1h; none: never); default DISPATCH_WATCH_TIMEOUT, 3600 s"},
+			&ucli.StringFlag{Name: "inactivity-timeout", Value: "0", Usage: "stop a task's attempt once its agent printed nothing for `D` (seconds, or 90s, 30m; 0: never)"},
+			&ucli.IntFlag{Name: "max-calls-per-hour", Usage: "start at most `N` attempts in any hour; the others wait (0: no limit)"},
 			&ucli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts a task gets, the first included (`N`)"},
 			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (split into words, no shell) on each task's start, end, usage limit, breaker and failure, and the run's start and end, one JSON event on its stdin; killed after 10 s; its failure changes nothing"},
 			&ucli.IntFlag{Name: "no-progress", Value: 3, Usage: "fail a task (no-progress, not retried) after `N` failed attempts in a row that changed nothing or failed the same way; 0: never"},
 			repoFlag(),
-			&ucli.BoolFlag{Name: "worktree", Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>)"},
+			&ucli.BoolFlag{Name: "worktree", Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>), made from the repository's branch merged with its done dependencies' branches; a conflict blocks the task"},
 			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH; implies --worktree"},
 			cli.StateDirFlag(),
 		},
@@ -118,6 +125,22 @@ func queueRunCommand() *cli.Command {
 	}
 }
 
+// flagDuration reads a timeout flag: whole seconds, or a duration of 1 s or more (90s, 30m,
+// 1h30m); 0 or none: none.
+func flagDuration(name, v string) (time.Duration, error) {
+	if v == "0" || v == "none" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && n <= math.MaxInt64/int64(time.Second) {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return 0, cli.Usagef("--%s %q: give seconds or a duration like 90s, 30m, 1h30m (0 or none: never)", name, v)
+	}
+	return d.Truncate(time.Second), nil
+}
+
 // runConfig reads run's flags and settings into the runner's Config for plan id: the agent of
 // the agents config (agent.FindConfig's order, from the current directory), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
 // DISPATCH_MIN_FREE_MB for each attempt, this program's `queue __supervise` verb.
@@ -149,6 +172,9 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 	}
 	if c.Int("max-retries") < 1 {
 		return cfg, nil, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", c.Int("max-retries"))
+	}
+	if c.Int("max-calls-per-hour") < 0 {
+		return cfg, nil, cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", c.Int("max-calls-per-hour"))
 	}
 	if c.Int("no-progress") < 0 {
 		return cfg, nil, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", c.Int("no-progress"))
@@ -194,6 +220,19 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 	if err != nil {
 		return cfg, nil, err
 	}
+	iteration := time.Duration(timeout) * time.Second
+	if c.IsSet("iteration-timeout") {
+		if iteration, err = flagDuration("iteration-timeout", c.String("iteration-timeout")); err != nil {
+			return cfg, nil, err
+		}
+	}
+	idle, err := flagDuration("inactivity-timeout", c.String("inactivity-timeout"))
+	if err != nil {
+		return cfg, nil, err
+	}
+	if idle > 0 && hosts != nil {
+		return cfg, nil, cli.Usagef("--inactivity-timeout does not reach the hosts of --hosts yet; drop one of them")
+	}
 	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
 	if err != nil {
 		return cfg, nil, err
@@ -211,7 +250,7 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 		Model: profile.Model(modelArg, os.Getenv), Budget: cfg.Budget, HardBudget: c.Bool("hard-budget"),
 		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree") || hosts != nil, StateDir: stateDir,
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Env:  os.Environ(), Timeout: time.Duration(timeout) * time.Second, KillGrace: time.Duration(grace) * time.Second,
-		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent,
+		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: time.Duration(grace) * time.Second,
+		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent, MaxCallsPerHour: c.Int("max-calls-per-hour"),
 	}, hosts, nil
 }

@@ -9,9 +9,9 @@
 // --runs and --results check a record file or a directory of them (default: the state
 // directory's runs/ and results/); --all checks both. Positional PATHs are files or directories;
 // their kind comes from a runs/ or results/ directory in the path, from where ralph keeps its
-// files (.claude/ralph/task-queue-P.json, …; ralph/NAME/state.json; ralph/loops/ID/state.json),
+// files (.claude/ralph/task-queue-P.json, …; ralph/NAME/state.json; ralph/loops/ID/state.json, …/analytics/analytics.json),
 // or from --kind: run, result,
-// swarm-state, ralph-state, loop-state, task-queue, retry-queue, progress, agent-state,
+// swarm-state, ralph-state, loop-state, loop-analytics, task-queue, retry-queue, progress, agent-state,
 // manifest (work.yaml) or execution.
 //
 // Schemas: the workspace's state/schemas/<kind>.schema.json when it exists (users' own schemas,

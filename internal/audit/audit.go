@@ -30,7 +30,7 @@ import (
 )
 
 // Kinds are the kinds of state file audit knows, in the order summaries list them.
-var Kinds = []string{"run", "result", "swarm-state", "ralph-state", "loop-state", "task-queue",
+var Kinds = []string{"run", "result", "swarm-state", "ralph-state", "loop-state", "loop-analytics", "task-queue",
 	"retry-queue", "progress", "agent-state", "manifest", "execution"}
 
 // KindLabel is how a summary line names the files of a kind ("Run records: 3 passed, 0 failed").
@@ -63,8 +63,10 @@ func KnownKind(kind string) bool {
 // KindFromPath guesses the kind of the files at path from a "runs" or "results" directory in it
 // (state/runs, state/runs/bd-1.json), else from where the toolkit's other tools keep their files:
 // the task queue's .claude/ralph/{task-queue,retry-queue,progress}-<plan>.json and
-// agent-state-<agent>.json, swarm's loops' ralph/<name>/state.json, AIWG's loops'
-// ralph/loops/<loop_id>/state.json. It returns "" when the path does not tell.
+// agent-state-<agent>.json (and a completed plan's archive/task-queue-<plan>-<time>.json),
+// swarm's loops' ralph/<name>/state.json, AIWG's loops'
+// ralph/loops/<loop_id>/state.json and analytics/analytics.json. It returns "" when the path
+// does not tell.
 func KindFromPath(path string) string {
 	clean := filepath.Clean(path)
 	dir := filepath.Dir(clean)
@@ -79,6 +81,15 @@ func KindFromPath(path string) string {
 			if strings.HasPrefix(base, kind+"-") && len(base) > len(kind)+len("-.json") {
 				return kind
 			}
+		}
+	}
+	if filepath.Base(dir) == "archive" && filepath.Base(filepath.Dir(dir)) == "ralph" &&
+		strings.HasPrefix(base, "task-queue-") && strings.HasSuffix(base, ".json") {
+		return "task-queue" // a completed plan's queue, archived by ralph queue run
+	}
+	if base == "analytics.json" && filepath.Base(dir) == "analytics" {
+		if loops := filepath.Dir(filepath.Dir(dir)); filepath.Base(loops) == "loops" && filepath.Base(filepath.Dir(loops)) == "ralph" {
+			return "loop-analytics" // an AIWG loop's loops/<loop_id>/analytics/analytics.json
 		}
 	}
 	if base == "state.json" {

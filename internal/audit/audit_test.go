@@ -22,11 +22,15 @@ func TestKindFromPath(t *testing.T) {
 		{".claude/ralph/progress-p.json", "progress"},
 		{".claude/ralph/agent-state-agent-1.json", "agent-state"},
 		{".claude/ralph/progress-.json", ""},
+		{".claude/ralph/archive/task-queue-p-20261126T041500Z.json", "task-queue"},
+		{".claude/ralph/archive/progress-p.json", ""},
 		{"notes/progress-p.json", ""},
 		{"state/runs/task-queue-p.json", "run"},
 		{"/home/u/.swarm/ralph/fix/state.json", "ralph-state"},
 		{".aiwg/ralph/loops/ralph-fix-1a2b3c4d/state.json", "loop-state"},
 		{"other/loops/x/state.json", ""},
+		{".aiwg/ralph/loops/ralph-fix-1a2b3c4d/analytics/analytics.json", "loop-analytics"},
+		{".aiwg/ralph/loops/ralph-fix-1a2b3c4d/analytics.json", ""},
 		{"state.json", ""},
 	}
 	for _, tt := range tests {

@@ -61,8 +61,11 @@ type Attempt struct {
 	// keeps plain pipes (an agent profile's "terminal": false).
 	Terminal bool `json:"terminal"`
 
-	Timeout   time.Duration `json:"timeout"`    // 0: none
-	KillGrace time.Duration `json:"kill_grace"` // between TERM and KILL
+	Timeout time.Duration `json:"timeout"` // 0: none
+	// Inactivity stops the agent (status timeout, exit 124) once it has printed nothing for
+	// that long; 0: never.
+	Inactivity time.Duration `json:"inactivity,omitempty"`
+	KillGrace  time.Duration `json:"kill_grace"` // between TERM and KILL
 	// MinFreeMB stops the agent when a file system of DiskDirs has less free space.
 	MinFreeMB int64    `json:"min_free_mb"`
 	DiskDirs  []string `json:"disk_dirs,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -169,6 +170,19 @@ func (s *Supervisor) Run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	return out
 }
 
+// activity is when the agent last printed something, for the inactivity timeout.
+type activity struct{ last atomic.Int64 }
+
+func (a *activity) touch() { a.last.Store(time.Now().UnixNano()) }
+
+func (a *activity) Write(p []byte) (int, error) {
+	a.touch()
+	return len(p), nil
+}
+
+// since is how long the agent has been quiet.
+func (a *activity) since() time.Duration { return time.Since(time.Unix(0, a.last.Load())) }
+
 func (s *Supervisor) label() string {
 	if s.Session != "" {
 		return s.Session
@@ -196,7 +210,9 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	// A dead pane (session killed) or a full disk makes writes fail; the other copies go on.
 	logw := newLogWriter(logf)
 	defer logw.Flush()
-	sink := io.MultiWriter(&bestEffort{w: s.Console}, &bestEffort{w: writerOf(logw)}, last, scr)
+	act := &activity{}
+	act.touch()
+	sink := io.MultiWriter(&bestEffort{w: s.Console}, &bestEffort{w: writerOf(logw)}, last, scr, act)
 
 	if a.Terminal {
 		a.Env = paneEnv(a.Env, s.Backend == BackendTmux)
@@ -232,6 +248,13 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		t := time.NewTimer(a.Timeout)
 		defer t.Stop()
 		timeout = t.C
+	}
+	var idle <-chan time.Time
+	var idleTimer *time.Timer
+	if a.Inactivity > 0 {
+		idleTimer = time.NewTimer(a.Inactivity)
+		defer idleTimer.Stop()
+		idle = idleTimer.C
 	}
 	disk := time.NewTicker(diskCheckEvery)
 	defer disk.Stop()
@@ -273,6 +296,17 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 			}
 			fmt.Fprintf(sink, "\r\nsupervisor: timeout after %s: stopping the agent\r\n", a.Timeout)
 			out = stopWith(StatusTimeout, fmt.Sprintf("watch-timeout-%ds", int64(a.Timeout/time.Second)))
+			if out.Status == StatusTimeout {
+				out.ExitCode = 124
+			}
+		case <-idle:
+			// The timer is set once and moved on when it fires early: no reset per write.
+			if quiet := act.since(); quiet < a.Inactivity {
+				idleTimer.Reset(a.Inactivity - quiet)
+				continue
+			}
+			fmt.Fprintf(sink, "\r\nsupervisor: no output for %s: stopping the agent\r\n", a.Inactivity)
+			out = stopWith(StatusTimeout, fmt.Sprintf("inactivity-timeout-%ds", int64(a.Inactivity/time.Second)))
 			if out.Status == StatusTimeout {
 				out.ExitCode = 124
 			}

@@ -379,6 +379,29 @@ func TestTimeoutStopsTheAgent(t *testing.T) {
 	}
 }
 
+// TestInactivityStopsAQuietAgent: an agent that prints, then nothing, is stopped once it has
+// been quiet for Inactivity, while one that keeps printing for longer than that is left to end
+// (issue 19: the queue's tasks had no idle timeout).
+func TestInactivityStopsAQuietAgent(t *testing.T) {
+	s := newSupervisor(t, "quiet", nil, nil)
+	a := shAttempt(s, 1, `echo started; sleep 30`)
+	a.Inactivity, a.KillGrace = time.Second, 200*time.Millisecond
+	start := time.Now()
+	out := s.Run(context.Background(), a, &memRecorder{})
+	if out.Status != StatusTimeout || out.ExitCode != 124 || out.Reason != "inactivity-timeout-1s" {
+		t.Errorf("outcome %s %d %s, want timeout 124 inactivity-timeout-1s", out.Status, out.ExitCode, out.Reason)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("stopped after %s, want about 1 s", d)
+	}
+	s2 := newSupervisor(t, "chatty", nil, nil)
+	a = shAttempt(s2, 1, `i=0; while [ $i -lt 25 ]; do echo $i; sleep 0.1; i=$((i + 1)); done`)
+	a.Inactivity, a.KillGrace = 1500*time.Millisecond, 200*time.Millisecond
+	if out := s2.Run(context.Background(), a, &memRecorder{}); out.Status != StatusDone || out.ExitCode != 0 {
+		t.Errorf("an agent printing every 0.1 s for 2.5 s: outcome %s %d %s, want done 0", out.Status, out.ExitCode, out.Reason)
+	}
+}
+
 func TestLongSocketPaths(t *testing.T) {
 	dir := t.TempDir()
 	for len(dir) < 200 {

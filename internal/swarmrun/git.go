@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	// Named apart: the package tests have a helper called git.
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // gitCmd runs git in dir and returns its trimmed stdout; a failure carries git's stderr.
@@ -49,9 +52,6 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "; ")
 }
 
-// identity is the committer the run's own commits use when the repository has none configured.
-var identity = []string{"-c", "user.name=swarm run", "-c", "user.email=swarm-run@localhost"}
-
 // commitArgs prefixes a commit command with the toolkit's identity unless the repository
 // has one.
 func commitArgs(ctx context.Context, dir string, args ...string) []string {
@@ -59,13 +59,10 @@ func commitArgs(ctx context.Context, dir string, args ...string) []string {
 }
 
 // identityFor is what a commit command in dir is prefixed with: nothing when the repository
-// has an identity configured, else the toolkit's. A run asks once (worktrees share the
+// has an identity configured, else swarm run's. A run asks once (worktrees share the
 // repository's config).
 func identityFor(ctx context.Context, dir string) []string {
-	if name, _ := gitCmd(ctx, dir, "config", "user.email"); name != "" {
-		return nil
-	}
-	return identity
+	return gitx.Repo{Dir: dir}.Identity(ctx, "swarm run", "swarm-run@localhost")
 }
 
 // branchExists says whether refs/heads/b exists.
@@ -75,56 +72,14 @@ func branchExists(ctx context.Context, dir, b string) bool {
 }
 
 // conflictError is a merge of dependency branches that conflicts.
-type conflictError struct {
-	branch string
-	files  []string
-}
-
-func (e *conflictError) Error() string {
-	return fmt.Sprintf("merging %s conflicts in %s", e.branch, strings.Join(e.files, ", "))
-}
+type conflictError = gitx.ConflictError
 
 // prepareWorktree makes the task's worktree at path on branch, fresh from the commit base with
 // each of deps' branches merged in (in order); ident prefixes the merge commands
-// (identityFor). A worktree or branch left by an earlier attempt of the task is replaced:
-// every attempt starts from the same commit. It returns that commit. Without dependencies it
-// is one git command (base is the commit).
+// (identityFor). It returns that commit; a conflict is a *conflictError
+// (gitx.Repo.PrepareWorktree, shared with ralph queue's worktrees).
 func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps []string, ident []string) (string, error) {
-	if exists(path) {
-		if _, err := gitCmd(ctx, repo, "worktree", "remove", "--force", path); err != nil {
-			if err := os.RemoveAll(path); err != nil {
-				return "", err
-			}
-			gitCmd(ctx, repo, "worktree", "prune")
-		}
-	}
-	add := []string{"worktree", "add", "--quiet", "-B", branch, path, base}
-	if _, err := gitCmd(ctx, repo, add...); err != nil {
-		// A worktree of the task's that a killed run left half made (registered, locked
-		// while initializing, its directory missing) is dropped, and the add tried again.
-		gitCmd(ctx, repo, "worktree", "unlock", path)
-		gitCmd(ctx, repo, "worktree", "prune")
-		if _, err := gitCmd(ctx, repo, add...); err != nil {
-			return "", err
-		}
-	}
-	if len(deps) == 0 {
-		return base, nil
-	}
-	for _, d := range deps {
-		args := append(append([]string{}, ident...), "merge", "--no-ff", "--no-edit", "-m", "swarm run: merge "+d+" into "+branch, d)
-		_, code, err := gitRun(ctx, path, args...)
-		if err == nil {
-			continue
-		}
-		files, _ := gitCmd(ctx, path, "diff", "--name-only", "--diff-filter=U")
-		gitCmd(ctx, path, "merge", "--abort")
-		if code == 1 && files != "" {
-			return "", &conflictError{branch: d, files: strings.Fields(files)}
-		}
-		return "", err
-	}
-	return gitCmd(ctx, path, "rev-parse", "HEAD")
+	return gitx.Repo{Dir: repo}.PrepareWorktree(ctx, path, branch, gitx.MergeSpec{Base: base, Deps: deps, Ident: ident, Label: "swarm run"})
 }
 
 // Trailers are the commit trailers every task's commit carries.
@@ -188,87 +143,14 @@ func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title
 	return gitCmd(ctx, wt, "rev-parse", "HEAD")
 }
 
-// mergeOrder is a topological order of the tasks in order (each after its dependencies, a
-// task's own order kept otherwise) in which every branch merges cleanly onto the base and the
-// branches before it, checked with git merge-tree --write-tree (nothing is checked out; the
-// merges are commits no ref points at). Among the ready tasks the first that merges cleanly is
-// taken; when none does, the order stops and the first ready one's conflict is named.
+// mergeOrder is a topological order of the tasks in order in which every branch merges cleanly
+// onto the base and the branches before it (gitx.Repo.MergeOrder), and the first conflict
+// that stops it.
 func mergeOrder(ctx context.Context, repo, base string, order []string, branch map[string]string, deps map[string][]string) ([]string, *MergeConflict, error) {
-	cur, err := gitCmd(ctx, repo, "rev-parse", "refs/heads/"+base)
-	if err != nil {
-		return nil, nil, err
+	mo, c, err := gitx.Repo{Dir: repo}.MergeOrder(ctx, base, order, branch, deps, identityFor(ctx, repo))
+	if c == nil {
+		return mo, nil, err
 	}
-	merged := map[string]bool{}
-	inOrder := map[string]bool{}
-	for _, id := range order {
-		inOrder[id] = true
-	}
-	out := []string{}
-	for len(out) < len(order) {
-		var first *MergeConflict
-		took := false
-		for _, id := range order {
-			if merged[id] || !depsMerged(deps[id], merged, inOrder) {
-				continue
-			}
-			tree, files, code, err := mergeTree(ctx, repo, cur, branch[id])
-			if err != nil {
-				return out, nil, err
-			}
-			if code != 0 {
-				if first == nil {
-					first = &MergeConflict{TaskID: id, Branch: branch[id], Files: files,
-						Message: fmt.Sprintf("%s conflicts with the branches merged before it in %s", branch[id], strings.Join(files, ", "))}
-				}
-				continue
-			}
-			c, err := gitCmd(ctx, repo, commitArgs(ctx, repo, "commit-tree", tree, "-p", cur, "-p", "refs/heads/"+branch[id], "-m", "swarm run: merge order check")...)
-			if err != nil {
-				return out, nil, err
-			}
-			cur = c
-			merged[id] = true
-			out = append(out, id)
-			took = true
-			break
-		}
-		if !took {
-			return out, first, nil
-		}
-	}
-	return out, nil, nil
-}
-
-// depsMerged says whether every dependency that is part of the order is merged already.
-func depsMerged(deps []string, merged, inOrder map[string]bool) bool {
-	for _, d := range deps {
-		if inOrder[d] && !merged[d] {
-			return false
-		}
-	}
-	return true
-}
-
-// mergeTree merges branch onto commit cur without a worktree: the tree, and on a conflict
-// (exit 1) the conflicting files.
-func mergeTree(ctx context.Context, repo, cur, branch string) (tree string, files []string, code int, err error) {
-	out, code, err := gitRun(ctx, repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", cur, "refs/heads/"+branch)
-	lines := strings.Split(out, "\n")
-	switch code {
-	case 0:
-		return lines[0], nil, 0, nil
-	case 1:
-		seen := map[string]bool{}
-		for _, l := range lines[1:] {
-			if l == "" {
-				break
-			}
-			if !seen[l] {
-				seen[l] = true
-				files = append(files, l)
-			}
-		}
-		return "", files, 1, nil
-	}
-	return "", nil, code, err
+	return mo, &MergeConflict{TaskID: c.ID, Branch: c.Branch, Files: c.Files,
+		Message: fmt.Sprintf("%s conflicts with the branches merged before it in %s", c.Branch, strings.Join(c.Files, ", "))}, err
 }

@@ -714,7 +714,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		var conflict *conflictError
 		switch {
 		case errors.As(err, &conflict):
-			r.end(id, slot, Blocked, &TaskError{Type: ErrConflict, Message: conflict.Error(), Files: conflict.files, Timestamp: now()})
+			r.end(id, slot, Blocked, &TaskError{Type: ErrConflict, Message: conflict.Error(), Files: conflict.Files, Timestamp: now()})
 			return
 		case err != nil && ctx.Err() != nil:
 			r.interrupted(id, slot)

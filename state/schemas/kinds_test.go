@@ -24,6 +24,7 @@ var kinds = []struct {
 	{kind: "swarm-state"},
 	{kind: "ralph-state"},
 	{kind: "loop-state"},
+	{kind: "loop-analytics"},
 	{kind: "task-queue"},
 	{kind: "retry-queue"},
 	{kind: "progress"},

@@ -2,8 +2,8 @@
 // the schemas it writes against and validate-state works in a workspace that has none of its own.
 //
 // Each schema is named <kind>.schema.json, where kind is what validate-state's --kind takes:
-// run, result, swarm-state, ralph-state, loop-state, task-queue, retry-queue, progress,
-// agent-state, manifest and execution.
+// run, result, swarm-state, ralph-state, loop-state, loop-analytics, task-queue, retry-queue,
+// progress, agent-state, manifest and execution.
 package schemas
 
 import (

@@ -14,7 +14,12 @@
 #   samefail    prints the same five error lines and exits 5;
 #   limitonce:F prints a usage-limit message naming a reset 2 s away and exits 1 when the file F
 #               is not there (then makes it), else goes on;
-#   fill        fills the disk of its directory to the last byte.
+#   fill        fills the disk of its directory to the last byte;
+#   commit:F    writes its task id into the file F of its directory and commits it (exit 6 when
+#               it cannot);
+#   check:F     exits 7 unless the file F is in its directory;
+#   quietbefore:N prints its line, then nothing, sleeping until killed, while its attempt is
+#               before N.
 # It prints what it was asked, and its pid into $QUEUE_PIDS/<bead>-<attempt> when that is set.
 prompt=$(cat)
 [ -n "$QUEUE_PIDS" ] && echo $$ > "$QUEUE_PIDS/$DISPATCH_BEAD-$DISPATCH_ATTEMPT"
@@ -45,6 +50,12 @@ for word in $prompt; do
 			exit 1
 		fi
 		;;
+	commit:*)
+		f=${word#commit:}
+		{ echo "$RALPH_TASK" > "$f" && git add -- "$f" && git commit -q -m "$RALPH_TASK: $f"; } || code=6
+		;;
+	check:*) [ -e "${word#check:}" ] || code=7 ;;
+	quietbefore:*) [ "$DISPATCH_ATTEMPT" -lt "${word#quietbefore:}" ] && sleep 3600 ;;
 	fill) dd if=/dev/zero of=fill.bin bs=64k 2>/dev/null ;;
 	resettotal) sed -i 's/"total_cost_usd": [^,]*/"total_cost_usd": 0/' ".claude/ralph/progress-$RALPH_PLAN.json" ;;
 	markdone:*) sed -i "/\"id\":\"${word#markdone:}\"/s/\"status\":\"[a-z]*\"/\"status\":\"done\"/" ".claude/ralph/task-queue-$RALPH_PLAN.json" ;;

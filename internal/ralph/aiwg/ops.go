@@ -50,9 +50,12 @@ func (w Workspace) Locked(ctx context.Context, fn func(reg *Registry) error) err
 	return w.writeRegistry(reg)
 }
 
-// save writes st and its registry entry; the caller holds the lock.
+// save writes st, its analytics and its registry entry; the caller holds the lock.
 func (w Workspace) save(reg *Registry, st *State) error {
 	if err := w.writeState(st); err != nil {
+		return err
+	}
+	if err := w.writeAnalytics(st); err != nil {
 		return err
 	}
 	reg.sync(st)

@@ -142,10 +142,46 @@ type Configuration struct {
 	ExecutionMode      string `json:"execution_mode"`
 }
 
-// Progress is seed 003's ProgressTracking.
+// Progress is seed 003's ProgressTracking. EstimatedCompletion is when a running loop will
+// have ended at the latest, at its average pace (EstimateCompletion); null when that cannot be
+// told (no iteration counted yet, or the loop is not running).
 type Progress struct {
 	CompletionChecks    []Check `json:"completion_checks"`
 	LastCompletionCheck *Check  `json:"last_completion_check"`
+	EstimatedCompletion *string `json:"estimated_completion"`
+}
+
+// EstimateCompletion is seed 003's progress.estimated_completion for st at now: a loop ends
+// when its completion command passes, which no one can predict, so this is the latest end its
+// caps allow at its pace so far: now plus the iterations left under max_iterations times the
+// average iteration's time, or the timeout's end when that comes first. Nil while the loop is
+// not running or has no counted iteration (no pace to go by).
+func EstimateCompletion(st *State, now time.Time) *string {
+	m := st.Metrics
+	if st.Status != StatusRunning || m.TotalIterations == 0 || m.AverageIterationTimeSeconds <= 0 {
+		return nil
+	}
+	left := st.Configuration.MaxIterations - m.TotalIterations
+	if left < 0 {
+		left = 0
+	}
+	end := now.Add(time.Duration(float64(left) * m.AverageIterationTimeSeconds * float64(time.Second)))
+	if st.TimeoutSeconds > 0 {
+		from := st.TimeoutFrom
+		if from == "" {
+			from = st.StartedAt
+		}
+		if t, ok := parseStamp(from); ok {
+			if deadline := t.Add(time.Duration(st.TimeoutSeconds) * time.Second); deadline.Before(end) {
+				end = deadline
+			}
+		}
+	}
+	if end.Before(now) {
+		end = now
+	}
+	s := stamp(end)
+	return &s
 }
 
 // Check is one run of the completion command. ExitCode and DurationSeconds are ours.
@@ -360,7 +396,9 @@ func Encode(st *State) ([]byte, error) {
 
 // writeState writes st (validated) atomically; the caller holds the workspace's lock.
 func (w Workspace) writeState(st *State) error {
-	st.LastUpdated = stamp(time.Now())
+	now := time.Now()
+	st.LastUpdated = stamp(now)
+	st.Progress.EstimatedCompletion = EstimateCompletion(st, now)
 	b, err := Encode(st)
 	if err != nil {
 		return err

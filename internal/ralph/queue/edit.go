@@ -19,7 +19,8 @@ type Edited struct {
 }
 
 // Retry puts task of plan id back to pending with its retries at 0 (a running runner picks it
-// up), and the tasks it blocked with it: a failed or skipped task only.
+// up), and the tasks it blocked with it: a failed or skipped task only, or one blocked by a
+// merge conflict.
 func Retry(ctx context.Context, dir store.Dir, id, task string) (*Edited, error) {
 	return edit(ctx, dir, id, task, retry)
 }
@@ -35,13 +36,16 @@ func retry(q *store.Queue, t *store.Task, _ string) (string, error) {
 	switch t.Status {
 	case store.Failed, store.Skipped:
 	case store.Blocked:
+		if t.Reason == store.ReasonConflict {
+			break // its worktree is made again from its dependencies' branches
+		}
 		return "", fmt.Errorf("task %s is blocked by a failed dependency (%s); retry that one", t.ID, failedDeps(q, t))
 	case store.Claimed:
 		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, holder(t.ClaimedBy))
 	default:
 		return "", fmt.Errorf("task %s is %s; only a failed (or skipped) task is retried", t.ID, t.Status)
 	}
-	t.Status, t.Retries, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Error = store.Pending, 0, nil, nil, nil, ""
+	t.Status, t.Retries, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Error, t.Reason = store.Pending, 0, nil, nil, nil, "", ""
 	return "pending again", nil
 }
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/screen"
 )
@@ -27,6 +29,23 @@ type Status struct {
 	Agents     []store.Agent `json:"agents"`
 	// Open lists every task not done: pending, claimed, failed, blocked, skipped.
 	Open []store.Task `json:"open"`
+	// BaseBranch is the branch the tasks' worktrees start from (ralph queue run --worktree);
+	// Branches every task's branch, by task id.
+	BaseBranch string            `json:"base_branch,omitempty"`
+	Branches   map[string]string `json:"branches,omitempty"`
+	// MergeOrder is the done tasks whose branches merge cleanly onto the base branch in that
+	// order (each after its dependencies; git merge-tree, nothing checked out); MergeConflict
+	// the first that does not, where the order stops.
+	MergeOrder    []string       `json:"merge_order,omitempty"`
+	MergeConflict *MergeConflict `json:"merge_conflict,omitempty"`
+}
+
+// MergeConflict is a done task's branch that merges onto the base and the branches before it
+// only with conflicts.
+type MergeConflict struct {
+	TaskID string   `json:"task_id"`
+	Branch string   `json:"branch"`
+	Files  []string `json:"files"`
 }
 
 // StatusOf is plan id's status in dir, read without the queue's lock: the tasks by status,
@@ -54,12 +73,53 @@ func StatusOf(ctx context.Context, dir store.Dir, id string) (*Status, error) {
 			st.Open = append(st.Open, t)
 		}
 	}
+	mergeOrder(ctx, dir, q, p, st)
 	left := st.Counts[store.Pending] + st.Counts[store.Claimed]
 	if st.RunnerActive && p.AgentsActive > 0 && p.Performance.AvgDurationSeconds > 0 {
 		eta := math.Ceil(float64(left) * p.Performance.AvgDurationSeconds / float64(p.AgentsActive))
 		st.ETASeconds = &eta
 	}
 	return st, nil
+}
+
+// mergeOrder fills st's branches and the merge order of the done tasks' branches that exist.
+// A repository git cannot read gives no order (status is about the queue; the order is help).
+func mergeOrder(ctx context.Context, dir store.Dir, q *store.Queue, p *store.Progress, st *Status) {
+	st.BaseBranch = p.BaseBranch
+	repo := git.Repo{Dir: filepath.Dir(filepath.Dir(dir.Root))}
+	var order []string
+	branch, deps := map[string]string{}, map[string][]string{}
+	var have map[string]bool // the agent/ branches, read once
+	for _, t := range q.Tasks() {
+		if t.Branch == "" {
+			continue
+		}
+		if st.Branches == nil {
+			st.Branches = map[string]string{}
+		}
+		st.Branches[t.ID] = t.Branch
+		if t.Status != store.Done {
+			continue
+		}
+		if have == nil {
+			have = repo.BranchesUnder(ctx, "agent/")
+		}
+		if have[t.Branch] {
+			order = append(order, t.ID)
+			branch[t.ID], deps[t.ID] = t.Branch, t.Dependencies
+		}
+	}
+	if len(order) == 0 || p.BaseBranch == "" {
+		return
+	}
+	mo, c, err := repo.MergeOrder(ctx, p.BaseBranch, order, branch, deps, repo.Identity(ctx, "ralph queue", "ralph-queue@localhost"))
+	if err != nil {
+		return
+	}
+	st.MergeOrder = mo
+	if c != nil {
+		st.MergeConflict = &MergeConflict{TaskID: c.ID, Branch: c.Branch, Files: c.Files}
+	}
 }
 
 // WriteStatus writes st as ralph queue status' text; every name and description from the
@@ -79,6 +139,19 @@ func WriteStatus(w io.Writer, st *Status) error {
 		fmt.Fprintf(w, "; about %s left", duration(*st.ETASeconds))
 	}
 	fmt.Fprintln(w)
+	if st.BaseBranch != "" && len(st.Branches) > 0 {
+		var order []string
+		for _, id := range st.MergeOrder {
+			order = append(order, clean(id)+" ("+clean(st.Branches[id])+")")
+		}
+		if len(order) == 0 {
+			order = []string{"none yet"}
+		}
+		fmt.Fprintf(w, "worktrees from %s; merge order: %s\n", clean(st.BaseBranch), strings.Join(order, ", "))
+		if c := st.MergeConflict; c != nil {
+			fmt.Fprintf(w, "the merge order stops before %s: %s conflicts in %s\n", clean(c.TaskID), clean(c.Branch), clean(strings.Join(c.Files, ", ")))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	if len(st.Agents) > 0 {
 		fmt.Fprintln(tw, "\nAGENT\tSTATUS\tTASK\tTASKS RUN\tCOST\tTIME")
@@ -91,7 +164,12 @@ func WriteStatus(w io.Writer, st *Status) error {
 		}
 	}
 	if len(st.Open) > 0 {
-		fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tDESCRIPTION")
+		branches := len(st.Branches) > 0
+		if branches {
+			fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tBRANCH\tDESCRIPTION")
+		} else {
+			fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tDESCRIPTION")
+		}
 		for _, t := range st.Open {
 			who := "-"
 			if t.ClaimedBy != nil {
@@ -103,6 +181,14 @@ func WriteStatus(w io.Writer, st *Status) error {
 			}
 			if len(desc) > 80 {
 				desc = desc[:77] + "..."
+			}
+			if branches {
+				b := "-"
+				if t.Branch != "" {
+					b = clean(t.Branch)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", clean(t.ID), clean(t.Status), t.Retries, who, b, desc)
+				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", clean(t.ID), clean(t.Status), t.Retries, who, desc)
 		}

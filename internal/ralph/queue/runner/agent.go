@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +32,11 @@ type agentRun struct {
 	adopted *claim
 	// extra is an agent of an earlier run beyond this run's N: it finishes its task, no more.
 	extra bool
+	// callWait is how long its last claim found the calls per hour spent, a task ready.
+	callWait time.Duration
+	// done is its state file's context (seed 004): what its last attempt did (the commits
+	// made, the files changed, a note of the outcome); empty while an attempt runs.
+	done store.AgentContext
 	// host is the slot of a remote host the agent's attempts run in (Config.Hosts), nil here.
 	host *hostSlot
 }
@@ -46,6 +53,10 @@ type claim struct {
 	attempt int
 	// before is the working tree as the attempt found it (breaker.Fingerprint; "" unknown).
 	before string
+	// deps are the branches of its done dependencies, merged into its worktree (--worktree).
+	deps []string
+	// head is the commit its working tree was at when the attempt started ("" unknown).
+	head string
 }
 
 // Outcomes of a task's attempt, as the queue sees them.
@@ -55,6 +66,7 @@ const (
 	outStopped = "stopped" // by --hard-budget: back to pending, not counted as a failure
 	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
 	outLimited = "limited" // a usage limit: held until its reset, pending, no retry counted
+	outBlocked = "blocked" // its dependencies' branches conflict in its worktree: not run, not retried
 	outOffline = "offline" // the host stopped answering: pending, held until the attempt's deadline there
 )
 
@@ -105,6 +117,12 @@ func (a *agentRun) work(ctx context.Context) {
 				a.end(ctx, store.AgentCompleted)
 				return
 			}
+			if a.callWait > 0 {
+				// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
+				r.waitCalls(a.id, time.Now().Add(a.callWait))
+				r.waitChangeFor(ctx, a.callWait)
+				continue
+			}
 			r.waitChange(ctx)
 			continue
 		}
@@ -153,14 +171,32 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 		if err != nil {
 			return err
 		}
-		if task, ok := q.Claim(a.id, t); ok {
+		a.callWait = 0
+		callAt := time.Now()
+		wait := r.takeCall(callAt)
+		if wait > 0 && q.AnyReady(callAt) {
+			// Ready work, but the calls of the window are spent: no claim; the agent waits.
+			a.callWait, left = wait, 1
+			return nil
+		}
+		var task store.Task
+		ok := false
+		if wait == 0 {
+			task, ok = q.Claim(a.id, t)
+		}
+		if ok {
 			// The attempt number it will run as goes in with the claim (attempt.Open numbers
 			// an attempt after the bead's last run record), so that a runner dying from here
 			// on is followed by one that knows which records are this claim's; run corrects it
 			// in the rare case Open numbers it otherwise.
 			task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
-			q.Put(task)
 			c = &claim{task: task, attempt: task.Attempt}
+			if r.cfg.Worktree {
+				task.Branch = branchOf(r.plan, task.ID)
+				c.task.Branch = task.Branch
+				c.deps = depBranches(q, &task)
+			}
+			q.Put(task)
 			tx.ChangedQueue()
 			// The progress file names the agent's current task (it named none, or the last).
 			p, err := tx.Progress()
@@ -181,6 +217,9 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			r.mu.Unlock()
 			claimed = true
 			return nil
+		}
+		if wait == 0 {
+			r.giveCall(callAt) // nothing claimed
 		}
 		if len(q.Reblock()) > 0 {
 			tx.ChangedQueue()
@@ -240,6 +279,19 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	// half a launch would be counted as a failed attempt; a whole one is waited for by the
 	// next run.
 	launchCtx := context.WithoutCancel(ctx)
+	if r.cfg.Worktree {
+		// Before the attempt is opened: a task its dependencies' conflict blocks never ran.
+		wstart := time.Now()
+		err := r.worktree(launchCtx, c)
+		r.spent(&r.timing.Launch, time.Since(wstart))
+		if err != nil {
+			var conflict *git.ConflictError
+			if errors.As(err, &conflict) {
+				return outcome{status: outBlocked, reason: oneLine(err)}
+			}
+			return outcome{status: outFailed, reason: "--worktree: " + oneLine(err)}
+		}
+	}
 	start := time.Now()
 	opened, err := attempt.Open(launchCtx, r.dir, bead, r.where, false)
 	r.spent(&r.timing.Launch, time.Since(start))
@@ -260,6 +312,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		c.attempt = n
 	}
 	start = time.Now()
+	a.done = store.AgentContext{}
 	a.state(launchCtx, store.AgentWorking, &c.task, n)
 	r.spent(&r.timing.Queue, time.Since(start))
 	start = time.Now()
@@ -271,6 +324,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	if r.cfg.NoProgress > 0 {
 		c.before, _ = r.fingerprint(launchCtx, spec.Attempt.Dir)
 	}
+	c.head = git.Repo{Dir: spec.Attempt.Dir}.Head(launchCtx)
 	r.mu.Lock()
 	r.running[bead] = true
 	r.mu.Unlock()
@@ -283,7 +337,11 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, n)
 		r.event(hook.Start, c.task.ID, n, store.Claimed, "", c.task.CostUSD)
 	}
-	return a.await(ctx, c)
+	out := a.await(ctx, c)
+	if out.status != "" {
+		a.checkpoint(context.WithoutCancel(ctx), c, out)
+	}
+	return out
 }
 
 var errNotMine = errors.New("the claim is no longer this agent's")
@@ -317,15 +375,10 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 // spec is the dispatch of the task's attempt n: the agent's command line from its profile,
 // the task as its prompt, the run record as dispatch writes it.
 func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string, n int) (*attempt.Spec, error) {
-	workdir := r.cfg.Repo
+	workdir := r.workdir(bead)
 	branch := ""
 	if r.cfg.Worktree {
-		repo := git.Repo{Dir: r.cfg.Repo}
-		branch = "agent/" + bead
-		workdir = repo.WorktreePath(bead)
-		if err := repo.AddWorktree(ctx, workdir, branch); err != nil {
-			return nil, fmt.Errorf("--worktree: %w", err)
-		}
+		branch = branchOf(r.plan, c.task.ID)
 	}
 	prompt := promptOf(r.plan, &c.task)
 	inv := r.cfg.Profile.Invoke(agent.Call{Model: r.cfg.Model.Resolved, Prompt: prompt,
@@ -351,7 +404,7 @@ func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string
 		Attempt: supervise.Attempt{
 			Name: bead, Number: n, Dir: workdir, Argv: r.cfg.Profile.JSONOutput(inv.Argv), Env: env,
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
-			Timeout: r.cfg.Timeout, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
+			Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
 			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),
 		},
 		Backend: supervise.BackendProcess, Run: run,
@@ -462,6 +515,53 @@ func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, t
 	}
 }
 
+// branchOf is task id's branch when it runs in a worktree: agent/<plan>-<task>.
+func branchOf(planID, id string) string { return "agent/" + plan.Bead(planID, id) }
+
+// depBranches are the branches of t's dependencies that are done and ran in a worktree, in the
+// order t names them: what its worktree merges. A skipped dependency's branch is not merged.
+func depBranches(q *store.Queue, t *store.Task) []string {
+	var out []string
+	for _, d := range t.Dependencies {
+		if dt, ok := q.Get(d); ok && dt.Status == store.Done && dt.Branch != "" {
+			out = append(out, dt.Branch)
+		}
+	}
+	return out
+}
+
+// worktree makes the claim's worktree on its branch: the run's base commit with its done
+// dependencies' branches merged in. A worktree its earlier attempt made is kept as that attempt
+// left it (a retry goes on from there). On a conflict (*git.ConflictError) the half-made
+// worktree and its branch are removed, so that a retry of the task starts afresh.
+func (r *runner) worktree(ctx context.Context, c *claim) error {
+	repo := git.Repo{Dir: r.cfg.Repo}
+	bead := plan.Bead(r.plan, c.task.ID)
+	path, branch := repo.WorktreePath(bead), branchOf(r.plan, c.task.ID)
+	if err := repo.CheckBranch(ctx, branch); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() && repo.HasBranch(ctx, branch) {
+		if head, err := (git.Repo{Dir: path}).Branch(ctx); err == nil && head == branch {
+			return nil
+		}
+	}
+	// One at a time: git worktree add reads every worktree's administrative files, and fails
+	// on one being made at the same moment.
+	r.gitMu.Lock()
+	defer r.gitMu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	_, err := repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue"})
+	var conflict *git.ConflictError
+	if errors.As(err, &conflict) {
+		repo.RemoveWorktree(ctx, path, true)
+		repo.DeleteBranch(ctx, branch)
+	}
+	return err
+}
+
 // workdir is where bead's attempts run: the repository, or the task's worktree.
 func (r *runner) workdir(bead string) string {
 	if r.cfg.Worktree {
@@ -491,7 +591,7 @@ func oneLine(err error) string { return strings.Join(strings.Fields(err.Error())
 
 // state writes the agent's state file.
 func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n int) {
-	st := &store.AgentState{AgentID: a.id, PlanID: a.r.plan, Status: status, LastCheckpoint: now()}
+	st := &store.AgentState{AgentID: a.id, PlanID: a.r.plan, Status: status, LastCheckpoint: now(), Context: a.done}
 	if t != nil {
 		id := t.ID
 		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
@@ -499,6 +599,35 @@ func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n in
 	if err := a.r.cfg.Store.WriteAgentState(ctx, st); err != nil {
 		a.r.failed("%s: writing its state: %v", a.id, err)
 	}
+}
+
+// checkpoint writes the agent's state at the end of the claim's attempt, its context filled
+// as the seed has it: the commits the attempt made on top of the commit it started from, the
+// files it changed (committed or not; the queue's files and the records left out), and a note
+// of how it ended.
+func (a *agentRun) checkpoint(ctx context.Context, c *claim, out outcome) {
+	r := a.r
+	dir := r.workdir(plan.Bead(r.plan, c.task.ID))
+	commits, files := git.Repo{Dir: dir}.Since(ctx, c.head)
+	kept := files[:0]
+	for _, f := range files {
+		abs := filepath.Join(dir, f)
+		if !within(abs, r.cfg.Store.Dir.Root) && !within(abs, r.cfg.StateDir) {
+			kept = append(kept, f)
+		}
+	}
+	note := fmt.Sprintf("%s attempt %d: %s", c.task.ID, c.attempt, out.status)
+	if out.reason != "" {
+		note += " (" + out.reason + ")"
+	}
+	a.done = store.AgentContext{FilesModified: kept, CommitsMade: commits, Notes: note}
+	a.state(ctx, store.AgentWorking, &c.task, c.attempt)
+}
+
+// within says whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // current names the task the agent is at work on in the progress file (an adopted one; a

@@ -51,6 +51,11 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 				}
 				line = "done"
 				ev = &hook.Event{Event: hook.End}
+			case outBlocked:
+				task.Status, task.ClaimedBy, task.ClaimedAt, task.CompletedAt = store.Blocked, nil, nil, &t
+				task.Reason, task.Error = store.ReasonConflict, out.reason
+				line = "blocked: " + out.reason + " (not run; 'ralph queue retry' once the branches agree)"
+				ev = &hook.Event{Event: hook.Failure, Reason: store.ReasonConflict}
 			case outStopped:
 				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
 				line = "stopped by the budget, pending again"
@@ -114,7 +119,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 				ev.Status, ev.CostUSD = task.Status, &task.CostUSD
 			}
 			q.Put(task)
-			if task.Status == store.Failed {
+			if task.Status == store.Failed || task.Status == store.Blocked {
 				q.Reblock()
 			}
 			tx.ChangedQueue()
@@ -124,7 +129,9 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		e := agentEntry(p, a.id)
 		e.CostUSD += out.cost
 		e.DurationSeconds += out.duration
-		e.Tasks++
+		if out.status != outBlocked {
+			e.Tasks++ // an attempt ran
+		}
 		e.TaskID = nil // at work on no task until its next claim
 		p.UpdatedAt = t
 		recount(p)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,10 +23,13 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	repo := git.Repo{Dir: r.cfg.Repo}
 	branch, workdir := "agent/"+bead, repo.WorktreePath(bead)
 	start := time.Now()
-	r.gitMu.Lock()
-	err := repo.AddWorktree(lctx, workdir, branch)
-	r.gitMu.Unlock()
+	// As a local task's: the base merged with its done dependencies' branches (r.worktree).
+	err := r.worktree(lctx, c)
 	r.spent(&r.timing.Launch, time.Since(start))
+	var conflict *git.ConflictError
+	if errors.As(err, &conflict) {
+		return outcome{status: outBlocked, reason: oneLine(err)}
+	}
 	if err != nil {
 		return outcome{status: outFailed, reason: "the task's worktree: " + oneLine(err)}
 	}

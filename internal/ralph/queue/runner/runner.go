@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -46,9 +47,11 @@ type Config struct {
 	// MaxRetries is how many attempts a task gets (the first included) before it is failed.
 	MaxRetries int
 	// Repo is the repository the agents work in; Worktree gives each task a git worktree of its
-	// own, on branch agent/<bead>.
-	Repo     string
-	Worktree bool
+	// own, on branch agent/<bead>, made from BaseBranch (the repository's branch when empty) with
+	// the branches of the task's done dependencies merged in.
+	Repo       string
+	Worktree   bool
+	BaseBranch string
 	// StateDir is where the run and result records go (absolute).
 	StateDir string
 	// Self is the command line of the supervisor verb (this binary's "queue __supervise
@@ -56,16 +59,25 @@ type Config struct {
 	Self []string
 	// Env is the agents' environment, to which each attempt adds its own variables.
 	Env []string
-	// Timeout, KillGrace and MinFreeMB are each attempt's (dispatch's DISPATCH_* settings).
-	Timeout   time.Duration
-	KillGrace time.Duration
-	MinFreeMB int64
+	// Timeout, KillGrace and MinFreeMB are each attempt's (dispatch's DISPATCH_* settings, or
+	// --iteration-timeout); Inactivity stops an attempt whose agent printed nothing for that
+	// long (--inactivity-timeout; 0: never). Either ends the attempt as a failure (status
+	// timeout), retried as any other.
+	Inactivity time.Duration
+	Timeout    time.Duration
+	KillGrace  time.Duration
+	MinFreeMB  int64
 	// Log receives one line per event (claims, ends, retries, the budget).
 	Log io.Writer
 	// NoProgress is the no-progress breaker's N (0: off): a task whose failed attempts left
 	// its working tree as it was, or failed the same way, N in a row, is failed (reason
 	// no-progress) without its other retries.
 	NoProgress int
+	// MaxCallsPerHour, when above 0, is how many attempts the run starts in any CallWindow
+	// (an hour when 0): an agent that would start one more waits until the oldest leaves the
+	// window (a wait, never a failure).
+	MaxCallsPerHour int
+	CallWindow      time.Duration
 	// LimitWait is how long a usage limit whose message names no reset holds its task
 	// (default DefaultLimitWait).
 	LimitWait time.Duration
@@ -99,6 +111,8 @@ type Result struct {
 	LastError string
 	// Timing is where the run's time went, summed over its tasks.
 	Timing Timing
+	// Archived is where the task queue was archived, when every task is done or skipped.
+	Archived string
 }
 
 // Timing splits the time spent on tasks: the queue's own work (claims, the agents' states,
@@ -117,18 +131,27 @@ type runner struct {
 	dir   attempt.Dir
 	where attempt.Where
 
-	mu          sync.Mutex
-	cost        float64
-	budgetHit   bool
+	mu        sync.Mutex
+	cost      float64
+	budgetHit bool
+	// base is the branch the worktrees start from, baseSHA its commit when the run started,
+	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
+	base, baseSHA string
+	ident         []string
+
 	running     map[string]bool // beads of this run at work now
 	hardStopped map[string]bool // beads stopped by --hard-budget
 	// stopRemote stops the bead's attempt at work on a host (--hard-budget), by its context.
 	stopRemote map[string]context.CancelFunc
-	// gitMu makes the tasks' worktrees here one at a time (with Hosts): git worktree add
-	// fails on one being made at the same moment.
+	// gitMu makes the tasks' worktrees here one at a time (--worktree, Hosts): git worktree
+	// add fails on one being made at the same moment.
 	gitMu  sync.Mutex
 	wake   chan struct{} // closed (and replaced) whenever a task ends or the queue changes
 	timing Timing        // under mu
+	// calls are the start times of the attempts this run started within the last CallWindow
+	// (--max-calls-per-hour), oldest first; callsWaiting says the limit's wait was told.
+	calls        []time.Time
+	callsWaiting bool
 	// inflight counts the tasks this run's agents hold (claimed or adopted, not yet recorded):
 	// while none is held, a pending task that is not ready never will be.
 	inflight  int
@@ -167,6 +190,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.LimitWait <= 0 {
 		cfg.LimitWait = DefaultLimitWait
 	}
+	if cfg.CallWindow <= 0 {
+		cfg.CallWindow = time.Hour
+	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
 		running: map[string]bool{}, hardStopped: map[string]bool{}, stopRemote: map[string]context.CancelFunc{}, wake: make(chan struct{})}
@@ -183,6 +209,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// run holds are checked against what another process writes there (store.Guard).
 	cfg.Store.Guard = true
 	cfg.Store.Warn = func(msg string) { r.logf("warning: %s", msg) }
+	if cfg.Worktree {
+		if err := r.resolveBase(ctx); err != nil {
+			return nil, err
+		}
+	}
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		return nil, err
@@ -241,10 +272,46 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		case res.Counts[store.Failed]+res.Counts[store.Blocked]+res.Counts[store.Pending]+res.Counts[store.Claimed] > 0:
 			status = "failed"
 		}
+		if status == "completed" {
+			// Every task done (or skipped): the queue is archived, as the seed's lifecycle has it.
+			if path, err := cfg.Store.ArchiveQueue(context.WithoutCancel(ctx), time.Now()); err != nil {
+				r.failed("%v", err)
+				res.Errors, res.LastError = res.Errors+1, oneLine(err)
+			} else {
+				res.Archived = path
+				r.logf("plan %s completed: its task queue is archived in %s", r.plan, path)
+			}
+		}
 		cost := res.CostUSD
 		cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})
 	}
 	return res, nil
+}
+
+// resolveBase finds the branch the worktrees start from, and its commit now: every task's
+// worktree of this run starts from that commit.
+func (r *runner) resolveBase(ctx context.Context) error {
+	repo := git.Repo{Dir: r.cfg.Repo}
+	if !repo.IsRepo(ctx) {
+		return fmt.Errorf("--worktree: %s is not a git repository; run the queue in one, or without --worktree", r.cfg.Repo)
+	}
+	r.base = r.cfg.BaseBranch
+	if r.base == "" {
+		b, err := repo.Branch(ctx)
+		if err != nil {
+			return fmt.Errorf("--worktree: %w", err)
+		}
+		if b == "HEAD" {
+			return fmt.Errorf("--worktree: %s is on no branch (a detached HEAD); check out the branch the tasks start from", r.cfg.Repo)
+		}
+		r.base = b
+	}
+	sha, err := repo.Commit(ctx, r.base)
+	if err != nil {
+		return fmt.Errorf("--worktree: the base branch %q has no commit: %w", r.base, err)
+	}
+	r.baseSHA, r.ident = sha, repo.Identity(ctx, "ralph queue", "ralph-queue@localhost")
+	return nil
 }
 
 // event tells the hook of a task's transition.
@@ -288,6 +355,75 @@ func (r *runner) waitChange(ctx context.Context) {
 	}
 }
 
+// takeCall reserves a start under --max-calls-per-hour: 0 when one is free (taken now), else
+// how long until the oldest start leaves the window.
+func (r *runner) takeCall(now time.Time) time.Duration {
+	if r.cfg.MaxCallsPerHour <= 0 {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.calls[:0]
+	for _, t := range r.calls {
+		if now.Sub(t) < r.cfg.CallWindow {
+			kept = append(kept, t)
+		}
+	}
+	r.calls = kept
+	if len(r.calls) < r.cfg.MaxCallsPerHour {
+		r.calls = append(r.calls, now)
+		r.callsWaiting = false
+		return 0
+	}
+	return r.calls[0].Add(r.cfg.CallWindow).Sub(now)
+}
+
+// giveCall gives back the start takeCall reserved at t (no task was claimed).
+func (r *runner) giveCall(t time.Time) {
+	if r.cfg.MaxCallsPerHour <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.calls) - 1; i >= 0; i-- {
+		if r.calls[i].Equal(t) {
+			r.calls = append(r.calls[:i], r.calls[i+1:]...)
+			return
+		}
+	}
+}
+
+// waitCalls tells once (the log and the hook) that the calls per hour are spent until
+// resume; a wait is not a failure.
+func (r *runner) waitCalls(agentID string, resume time.Time) {
+	r.mu.Lock()
+	told := r.callsWaiting
+	r.callsWaiting = true
+	r.mu.Unlock()
+	if told {
+		return
+	}
+	until := record.FormatTime(resume)
+	r.logf("%s: %d attempts started in the last %s (--max-calls-per-hour %d): waiting until %s", agentID,
+		r.cfg.MaxCallsPerHour, r.cfg.CallWindow, r.cfg.MaxCallsPerHour, until)
+	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Limit, Plan: r.plan, Status: "running",
+		Reason: "max-calls-per-hour, waiting until " + until})
+}
+
+// waitChangeFor waits until a task ends or the queue changes, or d.
+func (r *runner) waitChangeFor(ctx context.Context, d time.Duration) {
+	r.mu.Lock()
+	ch := r.wake
+	r.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // budgetReached says whether no agent may start a task any more.
 func (r *runner) budgetReached() bool {
 	r.mu.Lock()
@@ -316,6 +452,9 @@ func (r *runner) start(ctx context.Context) error {
 		p.PlanID, p.Phase, p.UpdatedAt = r.plan, store.PhaseImplementation, t
 		p.AgentsTotal = r.cfg.Agents
 		p.BudgetLimitUSD = r.cfg.Budget
+		if r.base != "" {
+			p.BaseBranch = r.base
+		}
 		for i := 1; i <= r.cfg.Agents; i++ {
 			a := agentEntry(p, AgentID(i))
 			a.Status, a.StartedAt, a.CompletedAt = store.AgentActive, t, nil

@@ -102,6 +102,16 @@ func (q *Queue) Claim(agent, now string) (Task, bool) {
 	return Task{}, false
 }
 
+// AnyReady says whether Claim would give a task at now, without claiming it.
+func (q *Queue) AnyReady(now time.Time) bool {
+	for i := range q.tasks {
+		if t := &q.tasks[i]; q.Ready(t) && !t.Held(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // Held is how many pending tasks a usage limit holds at now: they will be ready again.
 func (q *Queue) Held(now time.Time) int {
 	n := 0
@@ -124,8 +134,9 @@ func (q *Queue) Counts() map[string]int {
 
 // Reblock makes blocked exactly the pending tasks that cannot run because a dependency failed
 // (or is blocked itself), and pending again the blocked ones that can now (after a retry or a
-// skip). Done, failed, skipped and claimed tasks are left as they are. It returns the ids it
-// changed.
+// skip). Done, failed, skipped and claimed tasks are left as they are, and so is a task blocked
+// by a merge conflict (ReasonConflict), which blocks its dependents as a failed one does. It
+// returns the ids it changed.
 func (q *Queue) Reblock() []string {
 	// doomed: failed, or depending on a doomed task; memoised, without recursion.
 	const (
@@ -146,7 +157,7 @@ func (q *Queue) Reblock() []string {
 			t := &q.tasks[i]
 			if state[i] == unknown {
 				state[i] = visiting
-				if t.Status == Failed {
+				if t.Status == Failed || (t.Status == Blocked && t.Reason == ReasonConflict) {
 					state[i] = yes
 					stack = stack[:len(stack)-1]
 					continue
@@ -286,6 +297,10 @@ func appendTask(b []byte, t *Task) []byte {
 	if t.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = appendString(b, t.Reason)
+	}
+	if t.Branch != "" {
+		b = append(b, `,"branch":`...)
+		b = appendString(b, t.Branch)
 	}
 	if t.Breaker != nil {
 		e, _ := json.Marshal(t.Breaker) // strings and integers only

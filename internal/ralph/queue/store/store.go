@@ -32,6 +32,15 @@ func (d Dir) RetryQueue(plan string) string { return d.join("retry-queue-" + pla
 // Progress is progress-<plan>.json.
 func (d Dir) Progress(plan string) string { return d.join("progress-" + plan + ".json") }
 
+// Archive is archive/, where a plan's task queue is archived once every task is done.
+func (d Dir) Archive() string { return d.join("archive") }
+
+// Archived is the archive of plan's task queue completed at stamp (20060102T150405Z):
+// archive/task-queue-<plan>-<stamp>.json.
+func (d Dir) Archived(plan, stamp string) string {
+	return filepath.Join(d.Archive(), "task-queue-"+plan+"-"+stamp+".json")
+}
+
 // AgentState is agent-state-<agent>.json. The seed names it by agent alone, so two plans run at
 // once in one repository would share agent-1's file: RunnerLock keeps to one runner a directory.
 func (d Dir) AgentState(agent string) string { return d.join("agent-state-" + agent + ".json") }
@@ -425,6 +434,32 @@ func (s *Store) writeLazy(path string, doc []byte) error {
 	}
 	go syncDir()
 	return nil
+}
+
+// ArchiveQueue copies the plan's task queue, as it is now, into the archive (seed 004: "archived
+// after plan completion"), checked against its schema, written atomically, the archive
+// directory a real one of the user's (0700); the queue itself stays, for status and add. It
+// returns the archive's path.
+func (s *Store) ArchiveQueue(ctx context.Context, at time.Time) (string, error) {
+	path := s.Dir.Archived(s.Plan, at.UTC().Format("20060102T150405Z"))
+	err := s.Update(ctx, func(tx *Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		doc := q.Encode()
+		if err := Check(KindTaskQueue, doc); err != nil {
+			return err
+		}
+		if err := statedir.Mkdir(s.Dir.Archive()); err != nil {
+			return err
+		}
+		return fsx.WriteFileAtomic(path, doc, 0o600)
+	})
+	if err != nil {
+		return "", fmt.Errorf("archiving the task queue of %s: %w", s.Plan, err)
+	}
+	return path, nil
 }
 
 // WriteAgentState writes an agent's state file under its own lock.

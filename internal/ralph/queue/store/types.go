@@ -49,14 +49,22 @@ type Task struct {
 	Attempt      int      `json:"attempt,omitempty"`
 	Error        string   `json:"error,omitempty"`
 	CostUSD      float64  `json:"cost_usd,omitempty"`
-	// Reason is breaker.Reason ("no-progress") for a task the no-progress breaker failed.
+	// Reason is breaker.Reason ("no-progress") for a task the no-progress breaker failed, and
+	// ReasonConflict for one blocked by its dependencies' branches conflicting.
 	Reason string `json:"reason,omitempty"`
+	// Branch is the task's branch when it runs in a worktree of its own (--worktree).
+	Branch string `json:"branch,omitempty"`
 	// Breaker is the no-progress breaker's count over the task's failed attempts.
 	Breaker *breaker.State `json:"breaker,omitempty"`
 	// HeldUntil (RFC 3339, UTC): a usage limit holds the pending task until then; no agent
 	// claims it before.
 	HeldUntil string `json:"held_until,omitempty"`
 }
+
+// ReasonConflict is the reason of a task blocked because its dependencies' branches conflict
+// when merged into its worktree: it stays blocked (its dependents too) until it is retried or
+// skipped.
+const ReasonConflict = "merge-conflict"
 
 // Held says whether a usage limit holds the task at now.
 func (t *Task) Held(now time.Time) bool {
@@ -88,18 +96,20 @@ const PhaseImplementation = "implementation"
 
 // Progress is progress-<plan>.json.
 type Progress struct {
-	PlanID          string      `json:"plan_id"`
-	Phase           string      `json:"phase"`
-	AgentsTotal     int         `json:"agents_total"`
-	AgentsCompleted int         `json:"agents_completed"`
-	AgentsFailed    int         `json:"agents_failed"`
-	AgentsActive    int         `json:"agents_active"`
-	TotalCostUSD    float64     `json:"total_cost_usd"`
-	BudgetLimitUSD  *float64    `json:"budget_limit_usd"`
-	StartedAt       string      `json:"started_at"`
-	UpdatedAt       string      `json:"updated_at"`
-	Performance     Performance `json:"performance"`
-	Agents          []Agent     `json:"agents"`
+	PlanID          string   `json:"plan_id"`
+	Phase           string   `json:"phase"`
+	AgentsTotal     int      `json:"agents_total"`
+	AgentsCompleted int      `json:"agents_completed"`
+	AgentsFailed    int      `json:"agents_failed"`
+	AgentsActive    int      `json:"agents_active"`
+	TotalCostUSD    float64  `json:"total_cost_usd"`
+	BudgetLimitUSD  *float64 `json:"budget_limit_usd"`
+	// BaseBranch (ours): the branch the tasks' worktrees start from (--worktree).
+	BaseBranch  string      `json:"base_branch,omitempty"`
+	StartedAt   string      `json:"started_at"`
+	UpdatedAt   string      `json:"updated_at"`
+	Performance Performance `json:"performance"`
+	Agents      []Agent     `json:"agents"`
 }
 
 // Performance is averaged over the tasks the agents finished.

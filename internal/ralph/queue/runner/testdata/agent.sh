@@ -4,6 +4,7 @@
 #   fail        exits 3;
 #   flaky:N     fails (exit 4) until its attempt ($DISPATCH_ATTEMPT) is N;
 #   hang        sleeps until killed;
+#   hangbefore:N sleeps until killed while its attempt is before N;
 #   until:F     waits until the file F exists (at most 30 s, then exits 5);
 #   touch:F     creates the file F;
 #   count:N:D   counts itself in the directory D while it works: if more than N agents are
@@ -11,6 +12,9 @@
 #   gate:N:D    counts itself as count does, then waits until N agents have been counted at
 #               once (D.open, made by the Nth; at most 30 s, then exits 5);
 #   cost:X      reports a cost of X USD as claude -p --output-format json does;
+#   commit:F    writes its task id into the file F of its working directory and commits it
+#               (exit 6 when it cannot);
+#   check:F     exits 7 unless the file F is in its working directory (after the words before).
 #   alone:F     appends "TASK start SLOT" to file F, and "TASK end SLOT CODE" when it ends;
 #               "TASK overlap" when an agent of the task on another slot is alive as it
 #               starts (pid files F.TASK.SLOT.pid); SLOT is $SWARM_AGENT_ID, a host's slot;
@@ -26,6 +30,7 @@ for word in $prompt; do
 	fail) code=3 ;;
 	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
 	hang) sleep 3600 ;;
+	hangbefore:*) [ "$DISPATCH_ATTEMPT" -lt "${word#hangbefore:}" ] && sleep 3600 ;;
 	until:*)
 		i=0
 		while [ ! -e "${word#until:}" ]; do
@@ -55,6 +60,12 @@ for word in $prompt; do
 		fi
 		;;
 	cost:*) cost=${word#cost:} ;;
+	commit:*)
+		f=${word#commit:}
+		{ echo "$RALPH_TASK" > "$f" && git add -- "$f" &&
+			git -c user.name=agent -c user.email=agent@localhost commit -q -m "$RALPH_TASK: $f"; } || code=6
+		;;
+	check:*) [ -e "${word#check:}" ] || code=7 ;;
 	alone:*)
 		alog=${word#alone:}
 		me="$alog.$RALPH_TASK.$SWARM_AGENT_ID.pid"

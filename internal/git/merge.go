@@ -1,0 +1,263 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+)
+
+// Identity is what commit commands in the repository are prefixed with: nothing when it has a
+// user.email configured, else name and email (-c user.name=… -c user.email=…), so that a
+// tool's merge and checkpoint commits never fail on "Please tell me who you are". Worktrees
+// share the repository's config: ask once.
+func (r Repo) Identity(ctx context.Context, name, email string) []string {
+	if e, _ := r.git(ctx, "config", "user.email"); e != "" {
+		return nil
+	}
+	return []string{"-c", "user.name=" + name, "-c", "user.email=" + email}
+}
+
+// Commit is the commit rev names (a branch, a tag, a SHA).
+func (r Repo) Commit(ctx context.Context, rev string) (string, error) {
+	if rev == "" || strings.HasPrefix(rev, "-") {
+		return "", fmt.Errorf("invalid revision %q", rev)
+	}
+	return r.git(ctx, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+}
+
+// ConflictError is a merge of a dependency's branch into a worktree that stopped on conflicts.
+type ConflictError struct {
+	Branch string   // the branch being merged
+	Files  []string // the files in conflict
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("merging %s conflicts in %s", e.Branch, strings.Join(e.Files, ", "))
+}
+
+// MergeSpec is how PrepareWorktree makes a worktree: Base (a commit or branch) with each of
+// Deps' branches merged in, in order, by commits that carry Ident (Identity) and a message
+// that starts with Label.
+type MergeSpec struct {
+	Base  string
+	Deps  []string
+	Ident []string
+	Label string
+}
+
+// PrepareWorktree makes the repository's worktree at path on branch, fresh from m.Base with
+// each of m.Deps merged in (git merge --no-ff). A worktree or branch left at path by an
+// earlier attempt is replaced: every attempt starts from the same commit. It returns that
+// commit. A conflict is a *ConflictError naming the files; the merge is aborted and the
+// worktree is left at the merges before it.
+func (r Repo) PrepareWorktree(ctx context.Context, path, branch string, m MergeSpec) (string, error) {
+	if _, err := os.Lstat(path); err == nil {
+		if _, err := r.git(ctx, "worktree", "remove", "--force", path); err != nil {
+			if err := os.RemoveAll(path); err != nil {
+				return "", err
+			}
+			r.git(ctx, "worktree", "prune")
+		}
+	}
+	add := []string{"worktree", "add", "--quiet", "-B", branch, path, m.Base}
+	if _, err := r.git(ctx, add...); err != nil {
+		// A worktree that a killed run left half made (registered, locked while
+		// initializing, its directory missing) is dropped, and the add tried again.
+		r.git(ctx, "worktree", "unlock", path)
+		r.git(ctx, "worktree", "prune")
+		if _, err := r.git(ctx, add...); err != nil {
+			return "", err
+		}
+	}
+	if len(m.Deps) == 0 {
+		return m.Base, nil
+	}
+	wt := Repo{Dir: path}
+	for _, d := range m.Deps {
+		args := append(append([]string{}, m.Ident...), "merge", "--no-ff", "--no-edit", "-m", m.Label+": merge "+d+" into "+branch, d)
+		_, err := wt.git(ctx, args...)
+		if err == nil {
+			continue
+		}
+		files, _ := wt.git(ctx, "diff", "--name-only", "--diff-filter=U")
+		wt.git(ctx, "merge", "--abort")
+		if files != "" {
+			return "", &ConflictError{Branch: d, Files: strings.Fields(files)}
+		}
+		return "", err
+	}
+	return wt.git(ctx, "rev-parse", "HEAD")
+}
+
+// DeleteBranch deletes refs/heads/name, merged or not; a missing branch is no error.
+func (r Repo) DeleteBranch(ctx context.Context, name string) error {
+	if !r.hasBranch(ctx, name) {
+		return nil
+	}
+	_, err := r.git(ctx, "branch", "-D", "--", name)
+	return err
+}
+
+// BranchesUnder is the set of local branches whose names start with prefix (agent/), from one
+// git command.
+func (r Repo) BranchesUnder(ctx context.Context, prefix string) map[string]bool {
+	out, err := r.git(ctx, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/"+prefix)
+	set := map[string]bool{}
+	if err != nil {
+		return set
+	}
+	for _, b := range strings.Split(out, "\n") {
+		if b != "" {
+			set[b] = true
+		}
+	}
+	return set
+}
+
+// OrderConflict is the first branch of a merge order that merges onto those before it only with
+// conflicts: the order stops before it.
+type OrderConflict struct {
+	ID     string
+	Branch string
+	Files  []string
+}
+
+// MergeOrder is a topological order of the ids in order (each after its dependencies, the
+// given order kept otherwise) in which every id's branch merges cleanly onto the branch base
+// and the branches before it, checked with git merge-tree --write-tree (nothing is checked
+// out; the merges are commits no ref points at, made with ident). Among the ready ids the
+// first that merges cleanly is taken; when none does, the order stops and the first ready
+// one's conflict is returned.
+func (r Repo) MergeOrder(ctx context.Context, base string, order []string, branch map[string]string, deps map[string][]string, ident []string) ([]string, *OrderConflict, error) {
+	cur, err := r.git(ctx, "rev-parse", "refs/heads/"+base)
+	if err != nil {
+		return nil, nil, err
+	}
+	merged := map[string]bool{}
+	inOrder := map[string]bool{}
+	for _, id := range order {
+		inOrder[id] = true
+	}
+	out := []string{}
+	for len(out) < len(order) {
+		var first *OrderConflict
+		took := false
+		for _, id := range order {
+			if merged[id] || !depsMerged(deps[id], merged, inOrder) {
+				continue
+			}
+			tree, files, err := r.mergeTree(ctx, cur, branch[id])
+			if err != nil {
+				return out, nil, err
+			}
+			if files != nil {
+				if first == nil {
+					first = &OrderConflict{ID: id, Branch: branch[id], Files: files}
+				}
+				continue
+			}
+			c, err := r.git(ctx, append(append([]string{}, ident...), "commit-tree", tree, "-p", cur, "-p", "refs/heads/"+branch[id], "-m", "merge order check")...)
+			if err != nil {
+				return out, nil, err
+			}
+			cur = c
+			merged[id] = true
+			out = append(out, id)
+			took = true
+			break
+		}
+		if !took {
+			return out, first, nil
+		}
+	}
+	return out, nil, nil
+}
+
+// depsMerged says whether every dependency that is part of the order is merged already.
+func depsMerged(deps []string, merged, inOrder map[string]bool) bool {
+	for _, d := range deps {
+		if inOrder[d] && !merged[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeTree merges branch onto commit cur without a worktree: the tree, or on a conflict the
+// conflicting files (non-nil).
+func (r Repo) mergeTree(ctx context.Context, cur, branch string) (tree string, files []string, err error) {
+	path, err := exec.LookPath("git")
+	if err != nil {
+		return "", nil, ErrNoGit
+	}
+	// Run directly: merge-tree prints the tree and the conflicts on stdout and exits 1 on a
+	// conflict, which r.git would turn into an error without its output.
+	cmd := exec.CommandContext(ctx, path, "-C", r.Dir, "merge-tree", "--write-tree", "--name-only", "--no-messages", cur, "refs/heads/"+branch)
+	b, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return lines[0], nil, nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		files = []string{}
+		seen := map[string]bool{}
+		for _, l := range lines[1:] {
+			if l == "" {
+				break
+			}
+			if !seen[l] {
+				seen[l] = true
+				files = append(files, l)
+			}
+		}
+		return "", files, nil
+	}
+	msg := err.Error()
+	if errors.As(err, &exit) && len(exit.Stderr) > 0 {
+		msg = strings.TrimSpace(string(exit.Stderr))
+	}
+	return "", nil, fmt.Errorf("git merge-tree: %s", msg)
+}
+
+// Since is what happened in the work tree since commit from: the commits made on top of it
+// (oldest first) and the files changed since, committed or not, untracked ones included (not
+// ignored ones), sorted. Nothing when from is "" or git cannot tell.
+func (r Repo) Since(ctx context.Context, from string) (commits, files []string) {
+	commits, files = []string{}, []string{}
+	if from == "" || strings.HasPrefix(from, "-") {
+		return commits, files
+	}
+	if out, err := r.git(ctx, "rev-list", "--reverse", from+"..HEAD"); err == nil && out != "" {
+		commits = strings.Split(out, "\n")
+	}
+	seen := map[string]bool{}
+	for _, args := range [][]string{{"diff", "--name-only", "-z", from}, {"ls-files", "-z", "--others", "--exclude-standard"}} {
+		out, err := r.gitRaw(ctx, args...)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Split(out, "\x00") {
+			if f != "" && !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	sort.Strings(files)
+	return commits, files
+}
+
+// gitRaw is git's stdout as it is (not trimmed: -z output).
+func (r Repo) gitRaw(ctx context.Context, args ...string) (string, error) {
+	path, err := exec.LookPath("git")
+	if err != nil {
+		return "", ErrNoGit
+	}
+	out, err := exec.CommandContext(ctx, path, append([]string{"-C", r.Dir}, args...)...).Output()
+	return string(out), err
+}

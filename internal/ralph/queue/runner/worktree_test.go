@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+)
+
+// gitWorld is a world whose repository is a git repository on branch main with one commit.
+func gitWorld(t *testing.T, tasks ...string) *world {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	w := newWorld(t, tasks...)
+	gitIn(t, w.repo, "init", "-q", "-b", "main")
+	gitIn(t, w.repo, "config", "user.name", "test")
+	gitIn(t, w.repo, "config", "user.email", "test@localhost")
+	// The queue's files are the runner's, not the tasks' work.
+	if err := os.WriteFile(filepath.Join(w.repo, ".gitignore"), []byte(".claude/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, w.repo, "add", ".gitignore")
+	gitIn(t, w.repo, "commit", "-q", "-m", "base")
+	return w
+}
+
+// TestWorktreeHasItsDependencysCommit: with --worktree, a task's worktree starts from the base
+// branch merged with its done dependencies' branches, so the dependent task sees the commit
+// its dependency made (issue 19: each worktree came from the base branch alone).
+func TestWorktreeHasItsDependencysCommit(t *testing.T) {
+	w := gitWorld(t, "t1: make one commit:one.txt", "t2: use one check:one.txt commit:two.txt (after t1)")
+	log := newLogWatch()
+	cfg := w.config(2, 1, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 2 {
+		t.Fatalf("Run = %+v, want 2 done\n%s", res.Counts, log)
+	}
+	for _, id := range []string{"t1", "t2"} {
+		if b := w.task(id).Branch; b != "agent/p-"+id {
+			t.Errorf("task %s's branch = %q, want agent/p-%s", id, b, id)
+		}
+	}
+	t1 := gitIn(t, w.repo, "rev-parse", "agent/p-t1")
+	gitIn(t, w.repo, "merge-base", "--is-ancestor", t1, "agent/p-t2")
+	if got := gitIn(t, w.repo, "show", "agent/p-t2:one.txt"); got != "t1" {
+		t.Errorf("agent/p-t2:one.txt = %q, want t1", got)
+	}
+	p, err := w.store.ViewProgress()
+	if err != nil || p.BaseBranch != "main" {
+		t.Errorf("progress' base_branch = %q (%v), want main", p.BaseBranch, err)
+	}
+	w.valid()
+}
+
+// TestWorktreeConflictBlocks: two tasks that write the same file differently, and a third
+// after both: its worktree cannot merge their branches, so it is blocked, not run, its error
+// naming the file, and its dependent blocked with it.
+func TestWorktreeConflictBlocks(t *testing.T) {
+	w := gitWorld(t, "t1: a commit:same.txt", "t2: b commit:same.txt", "t3: both (after t1, t2)", "t4: later (after t3)")
+	log := newLogWatch()
+	cfg := w.config(2, 3, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 2 || res.Counts[store.Blocked] != 2 {
+		t.Fatalf("Run = %+v, want 2 done and 2 blocked\n%s", res.Counts, log)
+	}
+	t3 := w.task("t3")
+	if t3.Status != store.Blocked || t3.Reason != store.ReasonConflict || !strings.Contains(t3.Error, "same.txt") || t3.Retries != 0 {
+		t.Errorf("t3 = %+v, want blocked, reason %s, its error naming same.txt, no retry", t3, store.ReasonConflict)
+	}
+	if n := len(w.attempts("t3")); n != 0 {
+		t.Errorf("t3 has %d attempts, want none (it never ran)", n)
+	}
+	if w.task("t4").Status != store.Blocked {
+		t.Errorf("t4 = %+v, want blocked behind t3", w.task("t4"))
+	}
+	if out, _ := exec.Command("git", "-C", w.repo, "rev-parse", "--verify", "-q", "refs/heads/agent/p-t3").Output(); len(out) != 0 {
+		t.Errorf("t3's branch is left after its conflict: %s", out)
+	}
+	w.valid()
+}
+
+// TestAgentStateContext: the agent's state file says what its last attempt did, as seed 004
+// has it: the commits it made, the files it changed (committed or not, the queue's own files
+// left out), and a note (issue 19: the context was always empty). The budget stops the agent
+// after t1, so its state file stays.
+func TestAgentStateContext(t *testing.T) {
+	w := gitWorld(t, "t1: work commit:one.txt touch:loose.txt cost:0.10", "t2: more")
+	log := newLogWatch()
+	cfg := w.config(1, 1, log)
+	budget := 0.05
+	cfg.Budget = &budget
+	w.run(context.Background(), cfg)
+	st, err := w.store.ReadAgentState("agent-1")
+	if err != nil || st == nil {
+		t.Fatalf("agent-1's state: %v, %v\n%s", st, err, log)
+	}
+	head := gitIn(t, w.repo, "rev-parse", "HEAD")
+	ctx := st.Context
+	if len(ctx.CommitsMade) != 1 || ctx.CommitsMade[0] != head {
+		t.Errorf("commits_made = %q, want [%s]", ctx.CommitsMade, head)
+	}
+	if strings.Join(ctx.FilesModified, " ") != "loose.txt one.txt" {
+		t.Errorf("files_modified = %q, want [loose.txt one.txt]", ctx.FilesModified)
+	}
+	if ctx.Notes != "t1 attempt 1: done" {
+		t.Errorf("notes = %q, want %q", ctx.Notes, "t1 attempt 1: done")
+	}
+	w.valid()
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,11 +100,13 @@ func hang50(b *testing.B, src top.Sources) {
 	l := supervise.Layout{Dir: src.StateDir}
 	for i := range 50 {
 		bead := fmt.Sprintf("bead-%d", i)
+		// Its own process group, killed whole: the shell and its sleep.
 		c := exec.Command("sh", "-c", "sleep 3600; :", supervise.SuperviseVerb, bead)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Start(); err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		b.Cleanup(func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL); c.Wait() })
 		path := filepath.Join(sock, fmt.Sprint(i))
 		standIn(b, path)
 		if err := l.WriteEntry(&supervise.Entry{Tool: "dispatch", Name: bead, Attempt: 1, PID: c.Process.Pid,

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/top"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -82,5 +85,83 @@ func BenchmarkRefresh500(b *testing.B) {
 			b.Fatal(err)
 		}
 		count(b, rows)
+	}
+}
+
+// hang50 makes 50 of fleet500's beads live under a supervisor that never answers its control
+// socket: a process whose command line is a supervisor's (so top takes it for one) and a
+// stand-in listener that accepts and says nothing.
+func hang50(b *testing.B, src top.Sources) {
+	sock, err := os.MkdirTemp("", "tophung") // socket paths must be short
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(sock) })
+	l := supervise.Layout{Dir: src.StateDir}
+	for i := range 50 {
+		bead := fmt.Sprintf("bead-%d", i)
+		// Its own process group, killed whole: the shell and its sleep.
+		c := exec.Command("sh", "-c", "sleep 3600; :", supervise.SuperviseVerb, bead)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL); c.Wait() })
+		path := filepath.Join(sock, fmt.Sprint(i))
+		standIn(b, path)
+		if err := l.WriteEntry(&supervise.Entry{Tool: "dispatch", Name: bead, Attempt: 1, PID: c.Process.Pid,
+			Backend: supervise.BackendProcess, Control: path, StartedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func live50(b *testing.B, rows []*top.Row) {
+	count(b, rows)
+	n := 0
+	for _, r := range rows {
+		if r.Live {
+			n++
+		}
+	}
+	if n != 50 {
+		b.Fatalf("%d live rows, want 50", n)
+	}
+}
+
+// BenchmarkRefresh500Hung50 is one refresh of the UI (Snapshot) with 500 agents, 50 of them
+// under supervisors that never answer. Target: under 50 ms, as with none hung.
+func BenchmarkRefresh500Hung50(b *testing.B) {
+	src := fleet500(b)
+	hang50(b, src)
+	m, err := top.Open(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Snapshot(context.Background())
+	for b.Loop() {
+		rows, err := m.Snapshot(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		live50(b, rows)
+	}
+}
+
+// BenchmarkOnce500Hung50 is swarm top --once with 500 agents, 50 of them under supervisors that
+// never answer: it waits for their screens the model's Timeout (300 ms), once.
+func BenchmarkOnce500Hung50(b *testing.B) {
+	src := fleet500(b)
+	hang50(b, src)
+	for b.Loop() {
+		m, err := top.Open(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, err := m.Refresh(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		live50(b, rows)
 	}
 }

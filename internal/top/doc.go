@@ -30,7 +30,11 @@
 // each refresh and judges it with the generic agent profile's patterns as the swarm's Watch
 // does: waiting when a waiting pattern shows, busy when a busy pattern shows or the screen
 // changed in the last 3 s, else idle since the last change (the log's last write the first
-// time). The last line is the screen's last line with text. Cost is the agent's own report
+// time). Screens are read in the background, one read in flight per agent, each bounded by the
+// Model's Timeout: Snapshot (the UI) never waits for them and gives each live row what its
+// screen said at its last answer, Merge takes in those that answered since (Answers tells
+// when), Refresh (--once) waits for them up to the Timeout; a row whose screen has not answered
+// within the Timeout says so in ScreenError and keeps what it said last. The last line is the screen's last line with text. Cost is the agent's own report
 // (an AIWG loop's total, a queue task's, a dispatched bead's log read as its profile reads
 // usage); "-" where the agent reports none (an interactive worker).
 //

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/worker"
@@ -33,7 +34,12 @@ func (r *Row) Cells(now time.Time) []string {
 	if r.Cost != nil {
 		cost = fmt.Sprintf("$%.2f", *r.Cost)
 	}
-	return []string{string(r.Kind), name, r.Status, r.ActivityWords(now), age, iter, cost, r.ExitWords(), r.LastLine}
+	last := r.LastLine
+	if r.ScreenError != "" {
+		// What the screen said last, if anything, after why it is not fresh.
+		last = strings.TrimSpace("[screen " + r.ScreenError + "] " + last)
+	}
+	return []string{string(r.Kind), name, r.Status, r.ActivityWords(now), age, iter, cost, r.ExitWords(), last}
 }
 
 // ExitWords is the EXIT cell, as swarm ls says it: "-" while live, the exit code, with the

@@ -2,6 +2,7 @@ package top
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -58,7 +59,11 @@ type Row struct {
 	ExitCode      *int64   `json:"exit_code"`
 	Reason        string   `json:"reason,omitempty"`
 	LastLine      string   `json:"last_line,omitempty"`
-	Tags          []string `json:"tags,omitempty"`
+	// ScreenError says why the supervisor's screen did not answer ("not answering" past the
+	// model's Timeout): LastLine and an activity judged from the screen are then what it said
+	// last.
+	ScreenError string   `json:"screen_error,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
 
 	// Where it lives, for the actions: the bead of a dispatch, an AIWG loop's iteration or a
 	// task, and its state directory; the control socket of its supervisor; its tmux pane
@@ -75,6 +80,8 @@ type Row struct {
 	aiwg   bool             // an AIWG loop
 	screen []string         // the screen read at this refresh (live rows with a supervisor)
 	recAct *worker.Activity // the activity a worker's supervisor recorded
+	// staleAct: Activity was judged from a screen that did not answer its last read.
+	staleAct bool
 }
 
 // Pane is a tmux pane an agent shows in: Socket is a path (tmux -S) or, with Named, a name
@@ -100,7 +107,11 @@ func (r *Row) ActivityWords(now time.Time) string {
 	if !r.Live || r.Activity == "" {
 		return "-"
 	}
-	return worker.Activity{State: r.Activity, Since: r.ActivitySince}.Describe(now)
+	w := worker.Activity{State: r.Activity, Since: r.ActivitySince}.Describe(now)
+	if r.staleAct {
+		w += "?" // judged from a screen that has not answered since
+	}
+	return w
 }
 
 // Sources say where top looks (see the package comment); an empty directory is not looked at.
@@ -133,6 +144,9 @@ type Model struct {
 
 	mu      sync.Mutex
 	seen    map[string]*seen
+	reads   map[string]*reading // by row key
+	sem     chan struct{}       // screen reads at once
+	answers chan struct{}
 	usage   map[string]usageCache
 	Timeout time.Duration // for one control request (default 300 ms)
 }
@@ -155,7 +169,8 @@ func Open(src Sources) (*Model, error) {
 	if src.Recent <= 0 {
 		src.Recent = time.Hour
 	}
-	m := &Model{src: src, seen: map[string]*seen{}, usage: map[string]usageCache{}, Timeout: 300 * time.Millisecond,
+	m := &Model{src: src, seen: map[string]*seen{}, reads: map[string]*reading{}, sem: make(chan struct{}, 64),
+		answers: make(chan struct{}, 1), usage: map[string]usageCache{}, Timeout: 300 * time.Millisecond,
 		files: files{m: map[string]*cached{}}}
 	mt, err := agent.Generic().Screen.Compile()
 	if err != nil {
@@ -200,7 +215,17 @@ func (m *Model) Sources() Sources { return m.src }
 // whose supervisors died, as dispatch ps does; later ones only read (a bead whose supervisor
 // dies while top shows it says supervisor-lost until a dispatch verb closes its record), and
 // parse again only the records whose files changed.
-func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
+//
+// Refresh waits for the live rows' screens (each at most Timeout; swarm top --once); Snapshot
+// does not (the UI).
+func (m *Model) Refresh(ctx context.Context) ([]*Row, error) { return m.refresh(ctx, true) }
+
+// Snapshot is Refresh without waiting for a screen: the rows from the files at once, each live
+// row's screen fields (LastLine, an activity judged from the screen) from its supervisor's last
+// answer, ScreenError set where it has not answered; the reads it starts are told on Answers.
+func (m *Model) Snapshot(ctx context.Context) ([]*Row, error) { return m.refresh(ctx, false) }
+
+func (m *Model) refresh(ctx context.Context, wait bool) ([]*Row, error) {
 	now := time.Now()
 	m.registered = map[string]map[string]bool{}
 	defer m.files.sweep()
@@ -219,7 +244,7 @@ func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
 	if m.src.StateDir != "" && isDir(m.src.StateDir) {
 		rows = append(rows, m.dispatchRows(ctx, now, owned)...)
 	}
-	m.look(ctx, rows, now)
+	m.look(ctx, rows, now, wait)
 	for _, err := range errs {
 		if err != nil {
 			return rows, err
@@ -230,38 +255,109 @@ func (m *Model) Refresh(ctx context.Context) ([]*Row, error) {
 
 // Look reads again the screens of the live rows' agents (their activity and last line) and
 // nothing else: what changes between two refreshes without a state file changing. It returns
-// new rows; those given are left as they were.
+// new rows at once, with what each screen said at its last answer; the reads it starts answer
+// later (Answers tells when, Merge takes them in). Those given are left as they were.
 func (m *Model) Look(ctx context.Context, rows []*Row) []*Row {
+	out := copyRows(rows)
+	m.look(ctx, out, time.Now(), false)
+	return out
+}
+
+// Merge is rows with what the screens answered since (no read is started): new rows, those
+// given left as they were.
+func (m *Model) Merge(rows []*Row) []*Row {
+	out := copyRows(rows)
+	m.judge(out, time.Now())
+	return out
+}
+
+// Answers is told (at most one pending) when a screen read started by Look or Snapshot answers,
+// for the caller to Merge.
+func (m *Model) Answers() <-chan struct{} { return m.answers }
+
+func copyRows(rows []*Row) []*Row {
 	out := make([]*Row, len(rows))
 	for i, r := range rows {
 		c := *r
 		c.screen = nil
 		out[i] = &c
 	}
-	m.look(ctx, out, time.Now())
 	return out
 }
 
-// look reads the screens of the live rows' supervisors, several at once, and judges their
-// activity.
-func (m *Model) look(ctx context.Context, rows []*Row, now time.Time) {
+// reading is what top knows of one live row's screen: the last answer, and the read in flight
+// (at most one per agent, so a supervisor that does not answer holds one goroutine, not one per
+// refresh).
+type reading struct {
+	lines    []string  // the last answer (nil: none yet)
+	err      error     // the last read's error, nil once one answers
+	inflight bool      // a read is in flight, since started
+	started  time.Time //
+}
+
+// errNoAnswer is a screen read that did not answer within the model's Timeout.
+var errNoAnswer = errors.New("not answering")
+
+// look starts a read of each live row's screen (unless one is in flight) and fills in the
+// rows: with wait, once those reads answered or Timeout passed (swarm top --once); without, at
+// once, from the last answers (the UI: a supervisor that is slow or hung never holds the rows
+// that come from files).
+func (m *Model) look(ctx context.Context, rows []*Row, now time.Time, wait bool) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	m.mu.Lock()
 	for _, r := range rows {
 		if !r.Live {
 			continue
 		}
+		k := r.Key()
+		rd := m.reads[k]
+		if rd == nil {
+			rd = &reading{}
+			m.reads[k] = rd
+		}
+		if rd.inflight {
+			continue
+		}
+		rd.inflight, rd.started = true, now
 		wg.Add(1)
-		sem <- struct{}{}
+		rc := *r
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			lines, err := m.screenOf(ctx, r, 0)
+			defer wg.Done()
+			m.sem <- struct{}{}
+			lines, err := m.screenOf(ctx, &rc, 0)
+			<-m.sem
+			m.mu.Lock()
+			rd.inflight = false
 			if err == nil {
-				r.screen = lines
+				rd.lines, rd.err = lines, nil
+			} else {
+				rd.err = err
+			}
+			m.mu.Unlock()
+			select {
+			case m.answers <- struct{}{}:
+			default:
 			}
 		}()
 	}
-	wg.Wait()
+	m.mu.Unlock()
+	if wait {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTimer(m.Timeout + 50*time.Millisecond)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	m.judge(rows, now)
+}
+
+// judge fills in the live rows' screen fields from the last answers, and judges their
+// activity; a row whose supervisor did not answer its last read, or has not answered one for
+// longer than Timeout, keeps what it said last and says so (ScreenError).
+func (m *Model) judge(rows []*Row, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keep := map[string]bool{}
@@ -271,6 +367,19 @@ func (m *Model) look(ctx context.Context, rows []*Row, now time.Time) {
 		}
 		k := r.Key()
 		keep[k] = true
+		r.ScreenError, r.staleAct = "", false
+		if rd := m.reads[k]; rd != nil {
+			r.screen = rd.lines
+			switch {
+			case rd.inflight && time.Since(rd.started) > m.Timeout:
+				r.ScreenError = errNoAnswer.Error()
+			case rd.err != nil && !errors.Is(rd.err, errNoSupervisor):
+				r.ScreenError = rd.err.Error()
+				if errors.Is(rd.err, errNoAnswer) {
+					r.ScreenError = errNoAnswer.Error()
+				}
+			}
+		}
 		r.LastLine = lastLine(r.screen)
 		text := strings.Join(r.screen, "\n")
 		s := m.seen[k]
@@ -291,6 +400,7 @@ func (m *Model) look(ctx context.Context, rows []*Row, now time.Time) {
 		if r.screen == nil {
 			continue
 		}
+		r.staleAct = r.ScreenError != ""
 		last := tail(r.screen, 15)
 		switch {
 		case m.matcher.Waiting(last):
@@ -305,6 +415,11 @@ func (m *Model) look(ctx context.Context, rows []*Row, now time.Time) {
 	for k := range m.seen {
 		if !keep[k] {
 			delete(m.seen, k)
+		}
+	}
+	for k, rd := range m.reads {
+		if !keep[k] && !rd.inflight {
+			delete(m.reads, k)
 		}
 	}
 }

@@ -2,11 +2,13 @@ package top
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
@@ -387,6 +389,9 @@ func (m *Model) taskRows(ctx context.Context, now time.Time, owned map[string]bo
 	return rows
 }
 
+// errNoSupervisor: the row has no supervisor whose screen top can ask for.
+var errNoSupervisor = errors.New("no supervisor to ask")
+
 // screenOf reads n lines of r's screen (0: all) from its supervisor's screen model; a worker
 // the Python swarm started, from its pane.
 func (m *Model) screenOf(ctx context.Context, r *Row, n int) ([]string, error) {
@@ -398,15 +403,26 @@ func (m *Model) screenOf(ctx context.Context, r *Row, n int) ([]string, error) {
 			}
 			return strings.Split(strings.TrimRight(text, "\n"), "\n"), nil
 		}
-		return nil, fmt.Errorf("%s has no supervisor to ask", r.Name)
+		return nil, fmt.Errorf("%s: %w", r.Name, errNoSupervisor)
 	}
 	c, err := supervise.DialControl(r.Control, m.Timeout)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errNoAnswer
+		}
 		return nil, err
 	}
 	defer c.Close()
+	// The whole read within Timeout: a supervisor that accepts and says nothing is let go of
+	// (Do alone waits 10 s).
+	var late atomic.Bool
+	t := time.AfterFunc(m.Timeout, func() { late.Store(true); c.Close() })
+	defer t.Stop()
 	resp, err := c.Do(supervise.Request{Op: supervise.OpScreen, Lines: n})
 	if err != nil {
+		if late.Load() {
+			return nil, errNoAnswer
+		}
 		return nil, err
 	}
 	return resp.Screen, nil

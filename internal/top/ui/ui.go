@@ -105,6 +105,7 @@ type ui struct {
 	message             string
 	screen              []string
 	refreshing, pending bool
+	answered            bool      // a screen answered while a refresh or a look ran
 	lastFull            time.Time // the last full refresh asked for
 	st                  styles
 }
@@ -132,6 +133,7 @@ type (
 	tickMsg   struct{}
 	lookMsg   struct{ rows []*top.Row }
 	changeMsg struct{}
+	answerMsg struct{}
 	screenMsg struct {
 		key   string
 		lines []string
@@ -142,7 +144,20 @@ type (
 )
 
 func (u *ui) Init() tea.Cmd {
-	return tea.Batch(u.refresh(), u.tick(), u.listen())
+	return tea.Batch(u.refresh(), u.tick(), u.listen(), u.answers())
+}
+
+// answers waits for a screen read to answer (the model tells at most one pending).
+func (u *ui) answers() tea.Cmd {
+	ch := u.m.Answers()
+	return func() tea.Msg {
+		select {
+		case <-ch:
+			return answerMsg{}
+		case <-u.ctx.Done():
+			return nil
+		}
+	}
 }
 
 func (u *ui) tick() tea.Cmd {
@@ -176,9 +191,19 @@ func (u *ui) refresh() tea.Cmd {
 		if rearm != nil {
 			rearm()
 		}
-		rows, err := u.m.Refresh(u.ctx)
+		// The rows at once: a screen that is slow to answer is merged in when it answers.
+		rows, err := u.m.Snapshot(u.ctx)
 		return rowsMsg{rows, err}
 	}
+}
+
+// merged is rows with the screens that answered while they were read.
+func (u *ui) merged(rows []*top.Row) []*top.Row {
+	if !u.answered {
+		return rows
+	}
+	u.answered = false
+	return u.m.Merge(rows)
 }
 
 // fullEvery is how many intervals pass at most between two full refreshes.
@@ -257,7 +282,7 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			u.message = "error: " + msg.err.Error()
 		}
-		u.all = msg.rows
+		u.all = u.merged(msg.rows)
 		u.apply()
 		if u.pending {
 			u.pending = false
@@ -265,12 +290,21 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case lookMsg:
 		u.refreshing = false
-		u.all = msg.rows
+		u.all = u.merged(msg.rows)
 		u.apply()
 		if u.pending {
 			u.pending = false
 			return u, u.refresh()
 		}
+	case answerMsg:
+		// A screen answered: its row's LAST and ACTIVITY now, the other rows as they were.
+		if u.refreshing {
+			u.answered = true
+		} else {
+			u.all = u.m.Merge(u.all)
+			u.apply()
+		}
+		return u, u.answers()
 	case tickMsg:
 		return u, tea.Batch(u.tock(), u.tick())
 	case changeMsg:

@@ -52,12 +52,6 @@ func firstLines(s string, n int) string {
 // identity is the committer the run's own commits use when the repository has none configured.
 var identity = []string{"-c", "user.name=swarm run", "-c", "user.email=swarm-run@localhost"}
 
-// commitArgs prefixes a commit command with the toolkit's identity unless the repository
-// has one.
-func commitArgs(ctx context.Context, dir string, args ...string) []string {
-	return append(identityFor(ctx, dir), args...)
-}
-
 // identityFor is what a commit command in dir is prefixed with: nothing when the repository
 // has an identity configured, else the toolkit's. A run asks once (worktrees share the
 // repository's config).
@@ -132,17 +126,20 @@ func trailers(execID, taskID, agentID string) []string {
 	return []string{"Swarm-Execution-ID: " + execID, "Swarm-Task-ID: " + taskID, "Swarm-Agent: " + agentID}
 }
 
+// noMaintenance keeps git commit from starting git maintenance run --auto after each commit,
+// a process of its own per task: the repository's housekeeping is not the run's to do.
+var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
+
 // commitTask makes the task's commit in its worktree, carrying the trailers: what the agent
 // left uncommitted is committed; else the agent's last commit is given the trailers (amended,
 // its author kept) unless it has them; else (no change at all) an empty commit records that
 // the task ran. ident prefixes the commit commands (identityFor). It returns the commit's SHA.
-// An agent that changed nothing costs three git commands.
+// An agent that changed nothing costs three git processes (status, commit-tree, update-ref),
+// one that left changes four (status, add, commit, rev-parse): the trailers are written in the
+// message itself, as --trailer would add them to a one-line message, without the
+// interpret-trailers process --trailer starts.
 func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string) (string, error) {
 	tr := trailers(execID, taskID, agentID)
-	var targs []string
-	for _, t := range tr {
-		targs = append(targs, "--trailer", t)
-	}
 	// One command for both the changes and HEAD: "# branch.oid SHA", then a line per change.
 	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all")
 	if err != nil {
@@ -160,32 +157,44 @@ func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title
 	if head == "" || head == "(initial)" {
 		return "", fmt.Errorf("git status in %s names no HEAD commit", wt)
 	}
-	commit := func(args ...string) error {
-		_, err := gitCmd(ctx, wt, append(append(append([]string{}, ident...), args...), targs...)...)
-		return err
-	}
+	pre := append(append([]string{}, ident...), noMaintenance...)
+	trailerBlock := strings.Join(tr, "\n")
 	switch {
 	case changed:
 		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
 			return "", err
 		}
-		if err := commit("commit", "--quiet", "--no-verify", "-m", title); err != nil {
+		if _, err := gitCmd(ctx, wt, append(pre, "commit", "--quiet", "--no-verify", "-m", title, "-m", trailerBlock)...); err != nil {
 			return "", err
 		}
+		return gitCmd(ctx, wt, "rev-parse", "HEAD")
 	case head != baseSHA:
 		msg, _ := gitCmd(ctx, wt, "log", "-1", "--format=%B")
 		if strings.Contains(msg, "Swarm-Task-ID: "+taskID) {
 			return head, nil
 		}
-		if err := commit("commit", "--quiet", "--no-verify", "--amend", "--no-edit"); err != nil {
+		// The agent's own message: --trailer adds the trailers to its trailer block, as git
+		// formats them.
+		args := append(pre, "commit", "--quiet", "--no-verify", "--amend", "--no-edit")
+		for _, t := range tr {
+			args = append(args, "--trailer", t)
+		}
+		if _, err := gitCmd(ctx, wt, args...); err != nil {
 			return "", err
 		}
-	default:
-		if err := commit("commit", "--quiet", "--no-verify", "--allow-empty", "-m", title+" (no change)"); err != nil {
-			return "", err
-		}
+		return gitCmd(ctx, wt, "rev-parse", "HEAD")
 	}
-	return gitCmd(ctx, wt, "rev-parse", "HEAD")
+	// Nothing changed: the empty commit is made from HEAD's tree (the index and the files
+	// stay as they are) and HEAD, through the branch it names, moved onto it, if it is still
+	// where status saw it.
+	sha, err := gitCmd(ctx, wt, append(append([]string{}, ident...), "commit-tree", head+"^{tree}", "-p", head, "-m", title+" (no change)", "-m", trailerBlock)...)
+	if err != nil {
+		return "", err
+	}
+	if _, err := gitCmd(ctx, wt, "update-ref", "-m", "commit: "+title+" (no change)", "HEAD", sha, head); err != nil {
+		return "", err
+	}
+	return sha, nil
 }
 
 // mergeOrder is a topological order of the tasks in order (each after its dependencies, a
@@ -198,6 +207,7 @@ func mergeOrder(ctx context.Context, repo, base string, order []string, branch m
 	if err != nil {
 		return nil, nil, err
 	}
+	ident := identityFor(ctx, repo)
 	merged := map[string]bool{}
 	inOrder := map[string]bool{}
 	for _, id := range order {
@@ -222,7 +232,7 @@ func mergeOrder(ctx context.Context, repo, base string, order []string, branch m
 				}
 				continue
 			}
-			c, err := gitCmd(ctx, repo, commitArgs(ctx, repo, "commit-tree", tree, "-p", cur, "-p", "refs/heads/"+branch[id], "-m", "swarm run: merge order check")...)
+			c, err := gitCmd(ctx, repo, append(append([]string{}, ident...), "commit-tree", tree, "-p", cur, "-p", "refs/heads/"+branch[id], "-m", "swarm run: merge order check")...)
 			if err != nil {
 				return out, nil, err
 			}

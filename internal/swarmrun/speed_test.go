@@ -1,8 +1,11 @@
 package swarmrun
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +70,71 @@ func TestFlushGroupsConcurrentWrites(t *testing.T) {
 	for id, task := range st.Tasks {
 		if task.Status != Running {
 			t.Errorf("%s is %s on disk after its flush returned, want running", id, task.Status)
+		}
+	}
+}
+
+// gitStarts counts the git processes (children included: git commit starts interpret-trailers
+// and maintenance) that f starts, from git's own trace2 events.
+func gitStarts(t *testing.T, f func()) int {
+	t.Helper()
+	trace := filepath.Join(t.TempDir(), "trace2")
+	t.Setenv("GIT_TRACE2_EVENT", trace)
+	f()
+	t.Setenv("GIT_TRACE2_EVENT", "")
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), `"event":"start"`)
+}
+
+// TestCommitTaskGitProcesses: a task's commit costs three git processes when the agent changed
+// nothing and four when it left changes (it cost five and six: git commit's trailers and its
+// automatic maintenance are processes of their own), and the commit is the same: title,
+// trailers, parent.
+func TestCommitTaskGitProcesses(t *testing.T) {
+	w := newWorld(t)
+	base := git(t, w.repo, "rev-parse", "HEAD")
+	for _, change := range []bool{false, true} {
+		wt := filepath.Join(t.TempDir(), "wt")
+		branch := fmt.Sprintf("b-%v", change)
+		git(t, w.repo, "worktree", "add", "--quiet", "-b", branch, wt, base)
+		if change {
+			os.WriteFile(filepath.Join(wt, "new.txt"), []byte("x\n"), 0o600)
+		}
+		var sha string
+		n := gitStarts(t, func() {
+			var err error
+			sha, err = commitTask(context.Background(), wt, base, "2026-01-01-x-abcd", "t1", "local-1", "t1: do it", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		want := 3
+		if change {
+			want = 4
+		}
+		if n > want {
+			t.Errorf("change %v: %d git processes, want %d", change, n, want)
+		}
+		if got := git(t, w.repo, "rev-parse", "refs/heads/"+branch); got != sha {
+			t.Errorf("change %v: the branch is at %s, the commit is %s", change, got, sha)
+		}
+		if got := git(t, wt, "rev-parse", "HEAD^"); got != base {
+			t.Errorf("change %v: the commit's parent is %s, want the base %s", change, got, base)
+		}
+		msg := git(t, wt, "log", "-1", "--format=%B")
+		title := "t1: do it (no change)"
+		if change {
+			title = "t1: do it"
+		}
+		wantMsg := title + "\n\nSwarm-Execution-ID: 2026-01-01-x-abcd\nSwarm-Task-ID: t1\nSwarm-Agent: local-1"
+		if msg != wantMsg {
+			t.Errorf("change %v: message %q, want %q", change, msg, wantMsg)
+		}
+		if st := git(t, wt, "status", "--porcelain"); st != "" {
+			t.Errorf("change %v: the worktree is not clean after the commit: %q", change, st)
 		}
 	}
 }

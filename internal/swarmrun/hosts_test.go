@@ -192,3 +192,27 @@ func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// TestRemoteEndSeenSoon: a remote attempt's end is seen soon after it, not at the next of the
+// reads made every Every (20 s here): the reads come quickly at first, then slow down. The
+// agent works 2 s: the first read, right after the start, finds it at work.
+func TestRemoteEndSeenSoon(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 1, 1)
+	execs[0].Every, execs[0].OfflineAfter = 20*time.Second, time.Minute
+	cfg := w.config(t, "name: soon\ndefaults: {agent: fake}\ntasks:\n  - {id: a, prompt: \"sleep:2\", branch: a}\n", 0)
+	cfg.Executors = []Executor{execs[0]}
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State.Summary.Completed != 1 {
+		t.Fatalf("summary %+v\n%s", res.State.Summary, w.log.String())
+	}
+	took := time.Since(start)
+	t.Logf("the run of a 2 s agent took %s", took.Round(100*time.Millisecond))
+	if took >= 15*time.Second {
+		t.Errorf("the run of a 2 s agent took %s, want well under the 20 s between reads", took.Round(100*time.Millisecond))
+	}
+}

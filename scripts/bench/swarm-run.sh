@@ -29,4 +29,4 @@ if ! command -v parallel >/dev/null 2>&1; then
   fi
 fi
 go test -count=1 -run '^$' -bench '^(BenchmarkRunOverhead|BenchmarkRunHosts)$' -benchtime "${tasks}x" -timeout 60m ./internal/swarmrun \
-  | grep -E '^Benchmark|^ok|FAIL|sshlab|parallel'
+  | grep -E '^Benchmark|^ok|FAIL|_test\.go:|sshlab|parallel'

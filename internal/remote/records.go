@@ -92,21 +92,28 @@ func (e *OfflineError) Unwrap() error { return ErrUnreachable }
 
 // Watch says how Wait follows a bead on a host.
 type Watch struct {
-	Every        time.Duration // between reads; 0 is 1 s
+	Every        time.Duration // between reads, at most; 0 is 1 s
 	OfflineAfter time.Duration // no successful read for this long: offline; 0 is 30 s
 	// Heartbeat, if set, is told of every successful read (a swarm's last_heartbeat).
 	Heartbeat func(time.Time, *Snapshot)
 }
 
+// firstRead is the wait before Wait's second read; each wait doubles the one before, up to
+// Watch.Every: a short attempt's end is seen within a fraction of its length, a long one is
+// read every Every (a read is a process of ours started on the host).
+const firstRead = 25 * time.Millisecond
+
 // Wait reads bead's snapshot on the host until it holds the final result of attempt number,
-// and returns it. A host that does not answer for w.OfflineAfter is an *OfflineError
-// (errors.Is ErrUnreachable); each read is bounded by what is left of that time, so a host
-// cut off is reported within OfflineAfter plus one read's set-up.
+// and returns it. The reads come quickly at first, then every w.Every (firstRead). A host that
+// does not answer for w.OfflineAfter is an *OfflineError (errors.Is ErrUnreachable); each read
+// is bounded by what is left of that time, so a host cut off is reported within OfflineAfter
+// plus one read's set-up.
 func (c *Conn) Wait(ctx context.Context, bead string, number int, w Watch) (*Snapshot, error) {
 	every := orDefault(w.Every, time.Second)
 	offline := orDefault(w.OfflineAfter, 30*time.Second)
 	last := time.Now()
-	tick := time.NewTicker(every)
+	pause := min(firstRead, every)
+	tick := time.NewTimer(pause)
 	defer tick.Stop()
 	for {
 		left := offline - time.Since(last)
@@ -136,6 +143,8 @@ func (c *Conn) Wait(ctx context.Context, bead string, number int, w Watch) (*Sna
 			return nil, ctx.Err()
 		case <-tick.C:
 		}
+		pause = min(2*pause, every)
+		tick.Reset(pause)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"regexp/syntax"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -136,7 +137,8 @@ var annotations = map[string]bool{
 // path, or returns nil when any keyword anywhere in it is outside the supported set or has a
 // value the fast path does not handle.
 func compileFast(tree any) *fastNode {
-	n, ok := compileNode(tree)
+	c := &fastCompiler{root: tree, refs: map[string]*fastNode{}, busy: map[string]bool{}}
+	n, ok := c.node(tree)
 	if !ok {
 		return nil
 	}
@@ -146,9 +148,111 @@ func compileFast(tree any) *fastNode {
 	return n
 }
 
-// compileNode compiles one schema. A nil node with ok means "no constraint at all", which the
+// fastCompiler compiles one schema tree: root is the tree, for resolving $ref; refs holds the
+// definitions compiled so far, busy those being compiled (a definition that refers to itself
+// gets no fast path).
+type fastCompiler struct {
+	root any
+	refs map[string]*fastNode
+	busy map[string]bool
+}
+
+// holders are keywords that only hold subschemas for $ref to point at: gojsonschema validates
+// nothing with them, and whatever they hold is compiled when a $ref names it.
+var holders = map[string]bool{"$defs": true, "definitions": true}
+
+// only returns the one keyword of s that is neither an annotation nor a holder, "" when there
+// are none or several.
+func only(s map[string]any) string {
+	kw := ""
+	for k := range s {
+		if annotations[k] || holders[k] {
+			continue
+		}
+		if kw != "" {
+			return ""
+		}
+		kw = k
+	}
+	return kw
+}
+
+// ref compiles the schema "$ref" names. Only a definition of the same document,
+// "#/$defs/NAME" or "#/definitions/NAME" with a plain NAME (no pointer escapes), is supported:
+// a JSON pointer gojsonschema resolves to exactly that subtree.
+func (c *fastCompiler) ref(v any) (*fastNode, bool) {
+	target, ok := v.(string)
+	if !ok {
+		return nil, false
+	}
+	var holder, name string
+	for h := range holders {
+		if rest, found := strings.CutPrefix(target, "#/"+h+"/"); found {
+			holder, name = h, rest
+		}
+	}
+	if name == "" || strings.ContainsAny(name, "/~%") {
+		return nil, false
+	}
+	key := holder + "/" + name
+	if n, done := c.refs[key]; done {
+		return n, true
+	}
+	if c.busy[key] {
+		return nil, false
+	}
+	root, _ := c.root.(map[string]any)
+	defs, _ := root[holder].(map[string]any)
+	def, found := defs[name]
+	if !found {
+		return nil, false
+	}
+	c.busy[key] = true
+	n, ok := c.node(def)
+	delete(c.busy, key)
+	if ok {
+		c.refs[key] = n
+	}
+	return n, ok
+}
+
+// nullOr compiles a oneOf of two schemas, one that accepts null and nothing else ({"type":
+// "null"}) and one that rejects null by its type (a nullable object, say). Exactly one branch
+// holds for null (the first), and for anything else exactly when the second holds: the
+// second's node, with null allowed. Any other oneOf gets no fast path.
+func (c *fastCompiler) nullOr(v any) (*fastNode, bool) {
+	list, ok := v.([]any)
+	if !ok || len(list) != 2 {
+		return nil, false
+	}
+	for i := range list {
+		if !onlyNull(list[i]) {
+			continue
+		}
+		other, ok := c.node(list[1-i])
+		if !ok || other == nil || other.reject || other.types == 0 || other.types&tNull != 0 || other.hasConst || other.hasEnum {
+			return nil, false
+		}
+		n := *other
+		n.types |= tNull
+		return &n, true
+	}
+	return nil, false
+}
+
+// onlyNull says whether v is the schema {"type": "null"} (annotations aside).
+func onlyNull(v any) bool {
+	s, ok := v.(map[string]any)
+	if !ok || only(s) != "type" {
+		return false
+	}
+	t, ok := typesOf(s["type"])
+	return ok && t == tNull
+}
+
+// node compiles one schema. A nil node with ok means "no constraint at all", which the
 // parser turns into a plain syntax check.
-func compileNode(v any) (*fastNode, bool) {
+func (c *fastCompiler) node(v any) (*fastNode, bool) {
 	switch s := v.(type) {
 	case bool: // draft 6 and later: true is {}, false rejects everything
 		if s {
@@ -156,6 +260,20 @@ func compileNode(v any) (*fastNode, bool) {
 		}
 		return &fastNode{reject: true}, true
 	case map[string]any:
+		// $ref and oneOf only alone (annotations aside): draft 7 ignores the siblings of a
+		// $ref, and a oneOf beside other keywords would need both checked at once.
+		if _, has := s["$ref"]; has {
+			if only(s) != "$ref" {
+				return nil, false
+			}
+			return c.ref(s["$ref"])
+		}
+		if _, has := s["oneOf"]; has {
+			if only(s) != "oneOf" {
+				return nil, false
+			}
+			return c.nullOr(s["oneOf"])
+		}
 		n := &fastNode{}
 		constrained := false
 		// Visit keywords in a fixed order so that property indexes do not depend on map order.
@@ -167,7 +285,7 @@ func compileNode(v any) (*fastNode, bool) {
 		var required []string
 		for _, k := range kws {
 			val := s[k]
-			if annotations[k] {
+			if annotations[k] || holders[k] {
 				continue
 			}
 			constrained = true
@@ -176,7 +294,7 @@ func compileNode(v any) (*fastNode, bool) {
 			case "type":
 				n.types, ok = typesOf(val)
 			case "properties":
-				ok = n.compileProperties(val)
+				ok = n.compileProperties(c, val)
 			case "required":
 				required, ok = stringsOf(val)
 			case "additionalProperties":
@@ -185,7 +303,7 @@ func compileNode(v any) (*fastNode, bool) {
 				case bool:
 					n.addlDeny, ok = !a, true
 				case map[string]any:
-					n.addlNode, ok = compileNode(a)
+					n.addlNode, ok = c.node(a)
 				}
 			case "const":
 				n.hasConst = true
@@ -219,7 +337,7 @@ func compileNode(v any) (*fastNode, bool) {
 				// Only the single-schema form; the tuple form brings in additionalItems.
 				switch val.(type) {
 				case bool, map[string]any:
-					n.items, ok = compileNode(val)
+					n.items, ok = c.node(val)
 				}
 			case "minItems":
 				n.hasMinItems = true
@@ -243,7 +361,7 @@ func compileNode(v any) (*fastNode, bool) {
 	return nil, false
 }
 
-func (n *fastNode) compileProperties(v any) bool {
+func (n *fastNode) compileProperties(c *fastCompiler, v any) bool {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return false
@@ -255,7 +373,7 @@ func (n *fastNode) compileProperties(v any) bool {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		child, ok := compileNode(m[name])
+		child, ok := c.node(m[name])
 		if !ok {
 			return false
 		}
@@ -565,10 +683,17 @@ func (p *fastParser) number(n *fastNode) bool {
 	if n.types != 0 && n.types&tNumber == 0 && (n.types&tInteger == 0 || !integer) {
 		return false
 	}
-	if n.hasMin || n.hasMax {
-		if !integer {
+	if (n.hasMin || n.hasMax) && !integer {
+		// A fraction against an integer bound: the literal's nearest float64 keeps its order
+		// with the bound (exact in a float64), except when it rounds onto the bound, which is
+		// left to big.Rat.
+		f, err := strconv.ParseFloat(string(lit), 64)
+		if err != nil || (n.hasMin && !(f > float64(n.min))) || (n.hasMax && !(f < float64(n.max))) {
 			return false
 		}
+		return n.matchesLiterals(litInt, lit)
+	}
+	if n.hasMin || n.hasMax {
 		v, ok := smallInt(lit)
 		if !ok { // too long to be sure it fits: leave the comparison to big.Rat
 			return false

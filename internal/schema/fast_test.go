@@ -179,9 +179,16 @@ func TestCompileFastSupportedSet(t *testing.T) {
 	none := []string{
 		`{"format": "date-time"}`,
 		`{"properties": {"a": {"type": "string", "format": "email"}}}`,
-		`{"$ref": "#/definitions/a", "definitions": {"a": {}}}`,
-		`{"$defs": {"a": {}}}`,
-		`{"oneOf": [{}]}`, `{"anyOf": [{}]}`, `{"allOf": [{}]}`, `{"not": {}}`,
+		`{"$ref": "#/definitions/a", "type": "object", "definitions": {"a": {}}}`,
+		`{"$ref": "other.json#/definitions/a"}`, `{"$ref": "#/definitions/a~1b", "definitions": {"a/b": {}}}`,
+		`{"$ref": "#/$defs/missing", "$defs": {}}`,
+		`{"$ref": "#/$defs/a", "$defs": {"a": {"properties": {"b": {"$ref": "#/$defs/a"}}}}}`,
+		`{"$defs": {"a": {"format": "email"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}`,
+		`{"oneOf": [{}]}`, `{"oneOf": [{"type": "null"}, {"type": "object"}], "type": "object"}`,
+		`{"oneOf": [{"type": "null"}, {}]}`, `{"oneOf": [{"type": "null"}, {"type": ["object", "null"]}]}`,
+		`{"oneOf": [{"type": "null"}, {"type": "string", "enum": ["a"]}]}`,
+		`{"oneOf": [{"type": "string"}, {"type": "object"}]}`,
+		`{"oneOf": [{"type": "null"}, {"type": "object"}, {"type": "string"}]}`, `{"anyOf": [{}]}`, `{"allOf": [{}]}`, `{"not": {}}`,
 		`{"if": {}, "then": {}}`,
 		`{"patternProperties": {"^a": {}}}`,
 		`{"dependencies": {"a": ["b"]}}`,
@@ -204,6 +211,20 @@ func TestCompileFastSupportedSet(t *testing.T) {
 		}
 		if compileFast(tree) != nil {
 			t.Errorf("compileFast(%s) built a fast path", doc)
+		}
+	}
+	// Definitions used through a $ref, alone, and a oneOf of null and a schema that rejects
+	// null by its type, alone, have a path (the execution state's schema is made of them).
+	for _, doc := range []string{
+		`{"$ref": "#/definitions/a", "definitions": {"a": {}}}`, `{"$defs": {"a": {}}}`,
+		`{"$defs": {"a": {"type": "object"}}, "properties": {"x": {"oneOf": [{"$ref": "#/$defs/a"}, {"type": "null"}]}}}`,
+	} {
+		var tree any
+		if err := json.Unmarshal([]byte(doc), &tree); err != nil {
+			t.Fatal(err)
+		}
+		if compileFast(tree) == nil {
+			t.Errorf("compileFast(%s) built no fast path", doc)
 		}
 	}
 	// An empty schema, or one of annotations only, accepts everything but still has a path.
@@ -710,5 +731,79 @@ func BenchmarkValidateSlow(b *testing.B) {
 		if p, err := s.Validate(benchRecord); err != nil || p != nil {
 			b.Fatal(p, err)
 		}
+	}
+}
+
+// TestFastRefsNullableAndFractions covers what the execution state's schema needs of the fast
+// path: definitions through $ref, a oneOf of null and a definition, and numbers with a
+// fraction against an integer bound. Every document is also given to gojsonschema: the fast
+// path takes exactly the valid ones here except where a fraction rounds onto a bound.
+func TestFastRefsNullableAndFractions(t *testing.T) {
+	s, err := Compile("refs", "refs.schema.json", []byte(`{
+  "type": "object", "required": ["tasks"],
+  "properties": {
+    "tasks": {"type": "object", "additionalProperties": {"$ref": "#/$defs/Task"}},
+    "summary": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/Summary"}]}
+  },
+  "$defs": {
+    "Task": {"type": "object", "required": ["id"], "properties": {
+      "id": {"type": "string", "minLength": 1},
+      "trace": {"oneOf": [{"$ref": "#/$defs/Trace"}, {"type": "null"}]}}},
+    "Trace": {"type": "object", "properties": {
+      "duration": {"type": ["number", "null"], "minimum": 0},
+      "share": {"type": "number", "minimum": 0, "maximum": 1}}},
+    "Summary": {"type": "object", "required": ["total"], "properties": {"total": {"type": "integer", "minimum": 0}}}
+  }
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.fast == nil {
+		t.Fatal("no fast path")
+	}
+	cases := []struct {
+		doc       string
+		valid     bool
+		wantsFast bool // valid and decided by the fast path
+	}{
+		{`{"tasks": {}}`, true, true},
+		{`{"tasks": {"a": {"id": "a"}}, "summary": null}`, true, true},
+		{`{"tasks": {"a": {"id": "a", "trace": null}}, "summary": {"total": 1}}`, true, true},
+		{`{"tasks": {"a": {"id": "a", "trace": {"duration": 0.25, "share": 0.5}}}}`, true, true},
+		{`{"tasks": {"a": {"id": "a", "trace": {"duration": 1e-7, "share": 9.99e-1}}}}`, true, true},
+		{`{"tasks": {"a": {"id": "a", "trace": {"duration": null}}}}`, true, true},
+		{`{"tasks": {"a": {"id": "a", "trace": {"duration": 0.0}}}}`, true, false}, // onto the bound
+		{`{"tasks": {"a": {"id": "a", "trace": {"share": 1.0}}}}`, true, false},
+		{`{"tasks": {"a": {"id": "a", "trace": {"duration": -0.5}}}}`, false, false},
+		{`{"tasks": {"a": {"id": "a", "trace": {"share": 1.5}}}}`, false, false},
+		{`{"tasks": {"a": {"id": "a", "trace": {"duration": -1e-400}}}}`, false, false},
+		{`{"tasks": {"a": {"id": "a", "trace": {"duration": 1e400}}}}`, true, false},
+		{`{"tasks": {"a": {"id": "a", "trace": "x"}}}`, false, false},
+		{`{"tasks": {"a": {"id": ""}}}`, false, false},
+		{`{"tasks": {"a": {}}}`, false, false},
+		{`{"tasks": {"a": null}}`, false, false},
+		{`{"tasks": {}, "summary": {}}`, false, false},
+		{`{"tasks": {}, "summary": {"total": -1}}`, false, false},
+		{`{"tasks": {}, "summary": 3}`, false, false},
+	}
+	for _, c := range cases {
+		if got := slowValid(t, s, []byte(c.doc)); got != c.valid {
+			t.Errorf("gojsonschema says %v for %s, the case says %v", got, c.doc, c.valid)
+		}
+		took := checkSound(t, "refs", s, []byte(c.doc))
+		if took != c.wantsFast {
+			t.Errorf("fast path took %s: %v, want %v", c.doc, took, c.wantsFast)
+		}
+		for _, m := range mutations([]byte(c.doc)) {
+			checkSound(t, "refs (mutated)", s, m)
+		}
+	}
+	// The execution state's own schema gets a fast path.
+	exec, err := Load("execution", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exec.fast == nil {
+		t.Error("the execution schema has no fast path: every state write runs gojsonschema")
 	}
 }

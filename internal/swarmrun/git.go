@@ -52,12 +52,6 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "; ")
 }
 
-// commitArgs prefixes a commit command with the toolkit's identity unless the repository
-// has one.
-func commitArgs(ctx context.Context, dir string, args ...string) []string {
-	return append(identityFor(ctx, dir), args...)
-}
-
 // identityFor is what a commit command in dir is prefixed with: nothing when the repository
 // has an identity configured, else swarm run's. A run asks once (worktrees share the
 // repository's config).
@@ -87,17 +81,20 @@ func trailers(execID, taskID, agentID string) []string {
 	return []string{"Swarm-Execution-ID: " + execID, "Swarm-Task-ID: " + taskID, "Swarm-Agent: " + agentID}
 }
 
+// noMaintenance keeps git commit from starting git maintenance run --auto after each commit,
+// a process of its own per task: the repository's housekeeping is not the run's to do.
+var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
+
 // commitTask makes the task's commit in its worktree, carrying the trailers: what the agent
 // left uncommitted is committed; else the agent's last commit is given the trailers (amended,
 // its author kept) unless it has them; else (no change at all) an empty commit records that
 // the task ran. ident prefixes the commit commands (identityFor). It returns the commit's SHA.
-// An agent that changed nothing costs three git commands.
+// An agent that changed nothing costs three git processes (status, commit-tree, update-ref),
+// one that left changes four (status, add, commit, rev-parse): the trailers are written in the
+// message itself, as --trailer would add them to a one-line message, without the
+// interpret-trailers process --trailer starts.
 func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string) (string, error) {
 	tr := trailers(execID, taskID, agentID)
-	var targs []string
-	for _, t := range tr {
-		targs = append(targs, "--trailer", t)
-	}
 	// One command for both the changes and HEAD: "# branch.oid SHA", then a line per change.
 	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all")
 	if err != nil {
@@ -115,32 +112,44 @@ func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title
 	if head == "" || head == "(initial)" {
 		return "", fmt.Errorf("git status in %s names no HEAD commit", wt)
 	}
-	commit := func(args ...string) error {
-		_, err := gitCmd(ctx, wt, append(append(append([]string{}, ident...), args...), targs...)...)
-		return err
-	}
+	pre := append(append([]string{}, ident...), noMaintenance...)
+	trailerBlock := strings.Join(tr, "\n")
 	switch {
 	case changed:
 		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
 			return "", err
 		}
-		if err := commit("commit", "--quiet", "--no-verify", "-m", title); err != nil {
+		if _, err := gitCmd(ctx, wt, append(pre, "commit", "--quiet", "--no-verify", "-m", title, "-m", trailerBlock)...); err != nil {
 			return "", err
 		}
+		return gitCmd(ctx, wt, "rev-parse", "HEAD")
 	case head != baseSHA:
 		msg, _ := gitCmd(ctx, wt, "log", "-1", "--format=%B")
 		if strings.Contains(msg, "Swarm-Task-ID: "+taskID) {
 			return head, nil
 		}
-		if err := commit("commit", "--quiet", "--no-verify", "--amend", "--no-edit"); err != nil {
+		// The agent's own message: --trailer adds the trailers to its trailer block, as git
+		// formats them.
+		args := append(pre, "commit", "--quiet", "--no-verify", "--amend", "--no-edit")
+		for _, t := range tr {
+			args = append(args, "--trailer", t)
+		}
+		if _, err := gitCmd(ctx, wt, args...); err != nil {
 			return "", err
 		}
-	default:
-		if err := commit("commit", "--quiet", "--no-verify", "--allow-empty", "-m", title+" (no change)"); err != nil {
-			return "", err
-		}
+		return gitCmd(ctx, wt, "rev-parse", "HEAD")
 	}
-	return gitCmd(ctx, wt, "rev-parse", "HEAD")
+	// Nothing changed: the empty commit is made from HEAD's tree (the index and the files
+	// stay as they are) and HEAD, through the branch it names, moved onto it, if it is still
+	// where status saw it.
+	sha, err := gitCmd(ctx, wt, append(append([]string{}, ident...), "commit-tree", head+"^{tree}", "-p", head, "-m", title+" (no change)", "-m", trailerBlock)...)
+	if err != nil {
+		return "", err
+	}
+	if _, err := gitCmd(ctx, wt, "update-ref", "-m", "commit: "+title+" (no change)", "HEAD", sha, head); err != nil {
+		return "", err
+	}
+	return sha, nil
 }
 
 // mergeOrder is a topological order of the tasks in order in which every branch merges cleanly

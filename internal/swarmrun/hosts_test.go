@@ -27,7 +27,7 @@ const labVersion = "sshlab-swarmrun"
 // labExecutors makes a lab of n sshd hosts, each with a clone of w's repository, our dispatch
 // (built by the test, reached there at the same path: the hosts share the file system) and the
 // stand-in agent, and returns a Remote executor per host with max agents each.
-func labExecutors(t *testing.T, w *world, n, agents int) (*sshlab.Lab, []*Remote) {
+func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*Remote) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts sshd hosts in network namespaces")
@@ -41,7 +41,7 @@ func labExecutors(t *testing.T, w *world, n, agents int) (*sshlab.Lab, []*Remote
 	dir := t.TempDir()
 	sh, _ := filepath.Abs("testdata/agent.sh")
 	config := filepath.Join(dir, "agents.json")
-	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}}`, sh), 0o644)
+	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}, "true": {"command": "/bin/true", "terminal": false}}`, sh), 0o644)
 	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -486,5 +486,107 @@ tasks:
 	if strings.Contains(runs, "overlap") || !strings.Contains(runs, "a end h1-1 0") || task.Status != Completed ||
 		task.Trace.AgentHost == nil || *task.Trace.AgentHost != "h1" {
 		t.Fatalf("task a: %s, trace %+v; its agents:\n%s\nthe run's log:\n%s", task.Status, task.Trace, runs, w.log.String())
+	}
+}
+
+// TestRemoteEndSeenSoon: a remote attempt's end is seen soon after it, not at the next of the
+// reads made every Every (20 s here): the reads come quickly at first, then slow down. The
+// agent works 2 s: the first read, right after the start, finds it at work.
+func TestRemoteEndSeenSoon(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 1, 1)
+	execs[0].Every, execs[0].OfflineAfter = 20*time.Second, time.Minute
+	cfg := w.config(t, "name: soon\ndefaults: {agent: fake}\ntasks:\n  - {id: a, prompt: \"sleep:2\", branch: a}\n", 0)
+	cfg.Executors = []Executor{execs[0]}
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State.Summary.Completed != 1 {
+		t.Fatalf("summary %+v\n%s", res.State.Summary, w.log.String())
+	}
+	took := time.Since(start)
+	t.Logf("the run of a 2 s agent took %s", took.Round(100*time.Millisecond))
+	if took >= 15*time.Second {
+		t.Errorf("the run of a 2 s agent took %s, want well under the 20 s between reads", took.Round(100*time.Millisecond))
+	}
+}
+
+// BenchmarkRunHosts runs b.N independent tasks of an agent that does nothing (/bin/true) on
+// three sshd hosts of the lab (two agents each, as Every and OfflineAfter are by default) and
+// reports the run's time per task; then GNU parallel runs the same do-nothing command b.N times
+// in each host's clone through the same hosts (--sshlogin 2/HOST, one ssh per job as its
+// default, and again with --controlmaster, as swarm run keeps one connection per host), and
+// the ratios of swarm run's wall time to parallel's. Without parallel installed, its half is
+// skipped with one line (scripts/bench/swarm-run.sh installs it, as root with apt-get).
+func BenchmarkRunHosts(b *testing.B) {
+	w := newWorld(b)
+	lab, execs := labExecutors(b, w, 3, 2)
+	var doc strings.Builder
+	doc.WriteString("name: bench\ndefaults: {agent: true}\ntasks:\n")
+	for i := 0; i < b.N; i++ {
+		fmt.Fprintf(&doc, "  - {id: t%d, prompt: nothing, branch: b%d}\n", i, i)
+	}
+	cfg := w.config(b, doc.String(), 0)
+	cfg.Executors = nil
+	for _, e := range execs {
+		e.Every, e.OfflineAfter = 0, 0
+		cfg.Executors = append(cfg.Executors, e)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wall := time.Since(start)
+	b.StopTimer()
+	if res.State.Summary.Completed != b.N {
+		b.Fatalf("%d of %d completed\n%s", res.State.Summary.Completed, b.N, w.log.String())
+	}
+	perTask := float64(wall.Microseconds()) / 1000 / float64(b.N)
+	b.ReportMetric(perTask, "ms/task")
+	b.ReportMetric(res.State.Summary.ParallelSpeedup, "speedup")
+	if _, err := exec.LookPath("parallel"); err != nil {
+		b.Log("GNU parallel not installed: no side by side (scripts/bench/swarm-run.sh installs it as root)")
+		return
+	}
+	var logins []string
+	for _, h := range lab.Hosts {
+		logins = append(logins, "2/"+h.Dest)
+	}
+	ssh := fmt.Sprintf("ssh -i %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes", lab.Key, lab.KnownHosts)
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{{"parallel", nil}, {"parallel-M", []string{"--controlmaster"}}} {
+		args := append([]string{"--will-cite", "--sshlogin", strings.Join(logins, ","), "--ssh", ssh}, mode.flags...)
+		// The same do-nothing task in the host's clone (the clones share this file system:
+		// the first host's is as good a directory as any).
+		args = append(args, "cd "+execs[0].Conn.Host.Repo+" && /bin/true", ":::")
+		for i := 0; i < b.N; i++ {
+			args = append(args, fmt.Sprint(i))
+		}
+		// Its own process group, its output to a file: --controlmaster leaves processes
+		// behind that hold its output open (a pipe would never close); they go with the group.
+		cmd := exec.Command("parallel", args...)
+		cmd.Env = append(os.Environ(), "HOME="+b.TempDir())
+		out, err := os.Create(filepath.Join(b.TempDir(), "parallel.out"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		pstart := time.Now()
+		err = cmd.Run()
+		pwall := time.Since(pstart)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		out.Close()
+		if err != nil {
+			b.Fatalf("parallel: %v: %s", err, readFile(out.Name()))
+		}
+		b.ReportMetric(float64(pwall.Microseconds())/1000/float64(b.N), mode.name+"-ms/task")
+		b.ReportMetric(float64(wall)/float64(pwall), "ratio-to-"+mode.name)
 	}
 }

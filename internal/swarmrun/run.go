@@ -144,6 +144,13 @@ type runner struct {
 	writeMu sync.Mutex
 	dirty   bool
 	kick    chan struct{}
+	// gen counts the changes asked to be written (under mu); written is the gen of the last
+	// state written, writeErr that write's error, writes how many writes were made. A flush
+	// whose change a write that began after it has written already returns at once: changes
+	// made while a write is under way share the next one (group commit).
+	gen, written uint64
+	writeErr     error
+	writes       int
 
 	mu    sync.Mutex
 	st    *State
@@ -355,18 +362,35 @@ func (r *runner) write() error {
 	return r.flush()
 }
 
-// flush writes the state as it is now, when it changed (not under mu).
+// flush writes the state as it is now (not under mu). It returns once a write that began
+// after the call has ended: when one did while this call waited for the previous write to end,
+// its result is this call's, and nothing is written again. So the writes asked for while one
+// is under way (several attempts launched at once) are made in one.
 func (r *runner) flush() error {
+	r.mu.Lock()
+	r.gen++
+	want := r.gen
+	r.mu.Unlock()
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	r.mu.Lock()
-	b, err := json.MarshalIndent(r.st, "", "  ")
-	r.dirty = false
-	r.mu.Unlock()
-	if err != nil {
+	if r.written >= want {
+		err := r.writeErr
+		r.mu.Unlock()
 		return err
 	}
-	return writeStateBytes(r.paths.State(), append(b, '\n'))
+	b, err := json.MarshalIndent(r.st, "", "  ")
+	snap := r.gen
+	r.dirty = false
+	r.mu.Unlock()
+	if err == nil {
+		err = writeStateBytes(r.paths.State(), append(b, '\n'))
+	}
+	r.mu.Lock()
+	r.written, r.writeErr = snap, err
+	r.writes++
+	r.mu.Unlock()
+	return err
 }
 
 // writeOrLog marks the state changed (under mu): the writer writes it soon, coalescing the

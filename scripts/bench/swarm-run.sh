@@ -1,14 +1,32 @@
 #!/usr/bin/env bash
-# Times swarm run's own overhead per task (issue 18's target: under 20 ms): BENCH_TASKS
-# independent tasks of an agent that does nothing (/bin/true) on one local slot and on four, each a
-# worktree, a dispatched attempt (records, supervisor) and a commit; the time per task less
-# the agent's own (/bin/true started as often), and the parallel_speedup the run reports.
+# Times swarm run's own overhead per task (issue 18's target: under 20 ms) on BENCH_TASKS
+# independent tasks of an agent that does nothing (/bin/true), each a worktree, a dispatched
+# attempt (records, supervisor) and a commit:
+#   - on this machine, one slot (a task's latency) and four (the throughput): the time per task
+#     less the agent's own (/bin/true started as often), and the parallel_speedup the run
+#     reports (BenchmarkRunOverhead);
+#   - on three sshd hosts of the test lab (internal/testenv/sshlab, two agents each; needs root
+#     for network namespaces and sshd, which `make sshd` installs; otherwise it skips with one
+#     line), side by side with GNU parallel --sshlogin running the same do-nothing command as
+#     often on the same hosts, one ssh per job (its default) and with --controlmaster: the time
+#     per task of each and the ratio of the wall times (BenchmarkRunHosts).
+# GNU parallel is installed here when missing (as root, with apt-get).
 #
 #   scripts/bench/swarm-run.sh
 #
-# Environment: BENCH_TASKS=N tasks (default 100).
+# Environment: BENCH_TASKS=N tasks (default 200).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-tasks=${BENCH_TASKS:-100}
-go test -count=1 -run '^$' -bench '^BenchmarkRunOverhead$' -benchtime "${tasks}x" ./internal/swarmrun | grep -E '^Benchmark|^ok|FAIL'
+tasks=${BENCH_TASKS:-200}
+if ! command -v parallel >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing GNU parallel for the side by side"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends parallel >/dev/null; } \
+      || echo "could not install GNU parallel: no side by side"
+  else
+    echo "GNU parallel missing and not installable here (not root, or no apt-get): no side by side"
+  fi
+fi
+go test -count=1 -run '^$' -bench '^(BenchmarkRunOverhead|BenchmarkRunHosts)$' -benchtime "${tasks}x" -timeout 60m ./internal/swarmrun \
+  | grep -E '^Benchmark|^ok|FAIL|_test\.go:|sshlab|parallel'

@@ -12,6 +12,7 @@
 #   alone:F      appends "TASK start AGENT" to file F, and "TASK end AGENT CODE" when it ends;
 #                "TASK overlap" when an agent of the task on another slot (any host: they share
 #                the process table) is alive as it starts (pid files F.TASK.AGENT.pid);
+#   sleep:N      sleeps N seconds;
 #   hold:D       waits until the file D/go-HOST exists, HOST its agent id's host part (h1-2: h1);
 #   nothing      does nothing.
 prompt=$(cat)
@@ -46,6 +47,7 @@ for word in $prompt; do
 	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
 	touch:*) : > "${word#touch:}" ;;
 	hang) sleep 3600 ;;
+	sleep:*) sleep "${word#sleep:}" ;;
 	esac
 done
 if [ -n "$log" ]; then

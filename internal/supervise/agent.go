@@ -203,12 +203,22 @@ func (p *agentProc) stop(grace time.Duration, hangUp bool) *os.ProcessState {
 	return <-p.done
 }
 
-// drainWait is how long drain waits for the end of the output before cutting it off.
+// drainWait is how long drain waits for the end of the output, once the pane is let go,
+// before cutting it off.
 const drainWait = 5 * time.Second
 
 // drain waits for the output copy to reach the end, but not for long: a process that escaped
-// the reaping and still holds the terminal or pipe could keep it open forever.
-func (p *agentProc) drain() {
+// the reaping and still holds the terminal or pipe could keep it open forever. The copy may be
+// waiting on the pane (mirror): after paneWait, letGo releases it, and the rest of the output
+// goes to the log alone.
+func (p *agentProc) drain(letGo func()) {
+	select {
+	case <-p.copied:
+		p.out.Close()
+		return
+	case <-time.After(paneWait):
+	}
+	letGo()
 	select {
 	case <-p.copied:
 	// The stragglers are stopped by now, so the end comes at once; the wait is long only for a

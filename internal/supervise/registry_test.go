@@ -85,6 +85,13 @@ func TestWaitExit(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+		// Start returns once the exec has begun, before the kernel has set the new command
+		// line (an empty /proc/PID/cmdline for a moment): wait for it to read as a supervisor.
+		for deadline := time.Now().Add(10 * time.Second); !SupervisorAlive(cmd.Process.Pid, "w1"); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the stand-in supervisor never read as one")
+			}
+		}
 		return cmd
 	}
 	cmd := start()

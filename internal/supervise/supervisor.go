@@ -150,7 +150,7 @@ const diskCheckEvery = 2 * time.Second
 func (s *Supervisor) Run(ctx context.Context, a *Attempt, rec Recorder) Outcome {
 	if r := s.Stopping(); r != "" {
 		out := Outcome{Status: StatusFailed, Reason: r, UnknownExit: true, Started: time.Now(), Finished: time.Now()}
-		s.record(ctx, a, rec, &out)
+		s.record(ctx, a, rec, &out, &bestEffort{w: s.Console})
 		return out
 	}
 	reserve := s.Layout.ReservePath(s.Name)
@@ -165,8 +165,14 @@ func (s *Supervisor) Run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		// one's listener still there, which it would wait for and its starter would dial.
 		s.ln.Close()
 	}
-	s.record(ctx, a, rec, &out)
-	fmt.Fprintf(s.Console, "\r\n%s: %s (exit %d, %s)\r\n", s.label(), out.Status, out.ExitCode, out.Reason)
+	// The lines of the end wait for the pane a moment at most: a pane the tmux server is slow
+	// to read must not hold the records (and a loop's next iteration) back.
+	console := newMirror(s.Console)
+	letGo := time.AfterFunc(paneWait, console.letGo)
+	defer letGo.Stop()
+	s.record(ctx, a, rec, &out, console)
+	fmt.Fprintf(console, "\r\n%s: %s (exit %d, %s)\r\n", s.label(), out.Status, out.ExitCode, out.Reason)
+	console.finish(paneWait)
 	return out
 }
 
@@ -212,7 +218,11 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	defer logw.Flush()
 	act := &activity{}
 	act.touch()
-	sink := io.MultiWriter(&bestEffort{w: s.Console}, &bestEffort{w: writerOf(logw)}, last, scr, act)
+	// The log first, the pane last (mirror): what the copy read is in the log before it waits
+	// for the pane.
+	pane := newMirror(s.Console)
+	defer pane.finish(paneWait)
+	sink := io.MultiWriter(&bestEffort{w: writerOf(logw)}, last, scr, act, pane)
 
 	if a.Terminal {
 		a.Env = paneEnv(a.Env, s.Backend == BackendTmux)
@@ -363,7 +373,8 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		out.Stragglers = n
 		fmt.Fprintf(sink, "\r\nsupervisor: stopped %d process(es) the agent left behind\r\n", n)
 	}
-	ag.drain()
+	ag.drain(pane.letGo)
+	pane.finish(paneWait)
 	if err := logw.Flush(); err != nil {
 		s.warnf("the log is incomplete: %v", err)
 	}
@@ -377,12 +388,11 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 // record has rec write the outcome. Until it succeeds the outcome stays in the registry
 // entry, and the supervisor retries for a while; if it never does, the entry stays for
 // Reconcile, which hands the outcome to the recorder as Lost.
-func (s *Supervisor) record(ctx context.Context, a *Attempt, rec Recorder, out *Outcome) {
+func (s *Supervisor) record(ctx context.Context, a *Attempt, rec Recorder, out *Outcome, console io.Writer) {
 	s.mu.Lock()
 	s.entry.Attempt, s.entry.AgentPID, s.entry.AgentStart, s.entry.Outcome = a.Number, 0, 0, out
 	s.mu.Unlock()
 	s.Layout.WriteEntry(s.entry)
-	console := &bestEffort{w: s.Console}
 	delay := 250 * time.Millisecond
 	for try := 1; ; try++ {
 		err := rec.Finished(ctx, a, out, console)

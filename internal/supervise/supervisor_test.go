@@ -516,3 +516,39 @@ func TestExitBeforeTheDeadlineIsNoTimeout(t *testing.T) {
 		}
 	}
 }
+
+// slowPane is a console the tmux server does not read for a while (a loaded machine): every
+// write waits until it is released.
+type slowPane struct{ released chan struct{} }
+
+func (p *slowPane) Write(b []byte) (int, error) {
+	<-p.released
+	return len(b), nil
+}
+
+// TestSlowPaneKeepsTheLastWords: the agent's last words reach the log and the outcome's summary
+// however slow the pane is to take them. CI saw a usage-limit message missing from an AIWG
+// iteration's log (its limit then read as a plain failure) and "output summary lacks the agent's
+// words": the pane was written before the log, and drain cut the copy at its bound while the
+// copy waited for the pane.
+func TestSlowPaneKeepsTheLastWords(t *testing.T) {
+	pane := &slowPane{released: make(chan struct{})}
+	release := time.AfterFunc(8*time.Second, func() { close(pane.released) }) // past drain's bound
+	defer release.Stop()
+	s := newSupervisor(t, "slow", nil, pane)
+	rec := &memRecorder{}
+	a := shAttempt(s, 1, `echo "Claude AI usage limit reached|1764100000"; exit 1`)
+	began := time.Now()
+	out := s.Run(context.Background(), a, rec)
+	// Not a timed test: the bound is the pane's 8 s, which Run must not wait out (it did).
+	if took := time.Since(began); took >= 8*time.Second {
+		t.Errorf("Run took %s: it waited for the pane", took)
+	}
+	if out.ExitCode != 1 || !strings.Contains(out.Summary, "usage limit reached") {
+		t.Errorf("outcome = %s %d, summary %q; want exit 1 and the agent's last words", out.Status, out.ExitCode, out.Summary)
+	}
+	log, _ := os.ReadFile(a.LogPath)
+	if !strings.Contains(string(log), "usage limit reached") {
+		t.Errorf("log = %q; want the agent's last words", log)
+	}
+}

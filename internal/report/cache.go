@@ -231,8 +231,10 @@ func isReadOnly(err error) bool {
 // regular file of this user's of at most maxCacheBytes(n); fs.ErrNotExist when there is none.
 func openCache(path string, n int) (*bolt.DB, error) {
 	return bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        cacheLockWait,
-		FreelistType:   bolt.FreelistMapType,
+		Timeout:      cacheLockWait,
+		FreelistType: bolt.FreelistMapType,
+		// The scan reads every page: mapped in one go rather than a page fault each.
+		MmapFlags:      syscall.MAP_POPULATE,
 		OpenFile:       func(p string, flag int, _ os.FileMode) (*os.File, error) { return openOwn(p, flag&^os.O_CREATE, n) },
 		NoFreelistSync: false,
 	})
@@ -343,7 +345,7 @@ func (cr *cacheRun) close() {
 
 // read is Source.read through the cache: entry i's bead from its cached entry when its files
 // are as they were, else read from them, with what the cache is to keep.
-func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation) batch {
+func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte) batch {
 	var cached []byte
 	if cr.cached != nil {
 		cached = cr.cached[i]
@@ -351,7 +353,7 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation) b
 	// A bead with earlier attempts is read whole when they count: its entry holds only the
 	// current attempt, cached by a run without --attempts.
 	if cached != nil && cr.reuse && !(s.Attempts && e.hasAttempts) {
-		if b, ok := cr.fromCache(fds, e, cached); ok {
+		if b, ok := cr.fromCache(fds, e, cached, scratch); ok {
 			return batch{beads: []*Bead{b}, cache: cacheOp{kind: opKeep}}
 		}
 	}
@@ -371,8 +373,8 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation) b
 }
 
 // fromCache decodes entry e's cached value when the identities of its files are the ones it
-// holds (one fstatat each).
-func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte) (b *Bead, ok bool) {
+// holds (one fstatat each; the names are built in scratch, the job's, not allocated).
+func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte) (b *Bead, ok bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if recover() != nil {
@@ -388,16 +390,16 @@ func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte) (b *Bead, ok bool) {
 	if d.byte() != entryFlags(e) {
 		return nil, false
 	}
-	if id := d.fileID(); !d.ok || !same(fds.runs, statedir.RecordFile(e.name), id) {
+	if id := d.fileID(); !d.ok || !same(fds.runs, e.name, recordFileSuffix, id, scratch) {
 		return nil, false
 	}
 	if e.result {
-		if id := d.fileID(); !d.ok || !same(fds.results, statedir.RecordFile(e.name), id) {
+		if id := d.fileID(); !d.ok || !same(fds.results, e.name, recordFileSuffix, id, scratch) {
 			return nil, false
 		}
 	}
 	if e.verify {
-		if id := d.fileID(); !d.ok || !same(fds.results, filepath.Base(cr.src.paths().Verify(e.name)), id) {
+		if id := d.fileID(); !d.ok || !same(fds.results, e.name, verifyFileSuffix, id, scratch) {
 			return nil, false
 		}
 	}
@@ -408,8 +410,15 @@ func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte) (b *Bead, ok bool) {
 	return b, true
 }
 
-func same(dirfd int, name string, id record.FileID) bool {
-	got, ok := record.StatAt(dirfd, name)
+// The names of a bead's files in runs/ and results/ (statedir.RecordFile, statedir.Dir.Verify),
+// as suffixes of the bead: fromCache builds them in a scratch buffer (TestCacheFileSuffixes).
+const (
+	recordFileSuffix = ".json"
+	verifyFileSuffix = "-verify.json"
+)
+
+func same(dirfd int, name, suffix string, id record.FileID, scratch *[]byte) bool {
+	got, ok := record.StatNameAt(dirfd, name, suffix, scratch)
 	return ok && got == id
 }
 

@@ -648,3 +648,14 @@ func TestCacheHostile(t *testing.T) {
 	os.WriteFile(sd.Cache(), nil, 0o600)
 	check("a file as the cache directory", true)
 }
+
+// TestCacheFileSuffixes: the suffixes fromCache builds a bead's file names with are the names
+// statedir gives its run, result and verification files.
+func TestCacheFileSuffixes(t *testing.T) {
+	if got, want := "bd-1"+recordFileSuffix, statedir.RecordFile("bd-1"); got != want {
+		t.Errorf("record file %q, statedir has %q", got, want)
+	}
+	if got, want := "bd-1"+verifyFileSuffix, filepath.Base(statedir.Dir{Root: "state"}.Verify("bd-1")); got != want {
+		t.Errorf("verification file %q, statedir has %q", got, want)
+	}
+}

@@ -339,18 +339,18 @@ func union(entries []entry, names []string, set func(*entry)) []entry {
 	i, j := 0, 0
 	for i < len(entries) || j < len(names) {
 		switch {
-		case j == len(names) || (i < len(entries) && entries[i].name < names[j]):
-			out = append(out, entries[i])
-			i++
-		case i == len(entries) || names[j] < entries[i].name:
-			e := entry{name: names[j]}
-			set(&e)
-			out = append(out, e)
-			j++
-		default:
+		case i < len(entries) && j < len(names) && entries[i].name == names[j]: // the usual case first
 			set(&entries[i])
 			out = append(out, entries[i])
 			i++
+			j++
+		case j == len(names) || (i < len(entries) && entries[i].name < names[j]):
+			out = append(out, entries[i])
+			i++
+		default: // names[j] alone
+			e := entry{name: names[j]}
+			set(&e)
+			out = append(out, e)
 			j++
 		}
 	}

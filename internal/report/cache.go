@@ -53,6 +53,11 @@ type Cache struct {
 	Rebuild bool          // rebuild it from the records whatever it holds
 	Verify  bool          // read every record, report where the cache differs, and rebuild it
 	Fresh   time.Duration // see DefaultCacheFresh; NewCache sets it
+	// GCPercent, when above 0, is the garbage collector's percent (debug.SetGCPercent) while a
+	// scan takes beads from the cache as it was, put back after: such a scan holds the listing
+	// (about 80 MB for a million pairs) and makes garbage of every bead it decodes, and at the
+	// default 100 it collected twenty times, marking the listing each time (issue 22).
+	GCPercent int
 
 	// Stats says what the last Scan did with the cache.
 	Stats CacheStats
@@ -145,6 +150,7 @@ type cacheRun struct {
 	reuse   bool     // cached entries whose files did not change are taken as they are
 	before  int64    // Fresh before the scan began, in ns: files changed since are not cached
 	faulted atomic.Bool
+	gcWas   int // the GC percent to put back at the end, when GCPercent was set (else 0)
 
 	// Update in place: the changes, applied at the end in one transaction.
 	kinds        []uint8 // per entry emitted: its op's kind
@@ -212,6 +218,9 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 			c.off(err, "cannot write it")
 			return nil
 		}
+	}
+	if cr.reuse && c.GCPercent > 0 {
+		cr.gcWas = debug.SetGCPercent(c.GCPercent)
 	}
 	return cr
 }
@@ -545,6 +554,9 @@ func (cr *cacheRun) abandon() {
 // removed, to be rebuilt) or a write failed.
 func (cr *cacheRun) finish() {
 	defer cr.close()
+	if cr.gcWas != 0 {
+		defer debug.SetGCPercent(cr.gcWas)
+	}
 	if cr.faulted.Load() {
 		cr.abandon()
 		cr.close()

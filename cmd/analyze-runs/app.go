@@ -48,6 +48,11 @@ const ioProcs = 16
 // need about 190 MB.
 const memoryLimit = 256 << 20
 
+// cacheGCPercent is the garbage collector's percent while a scan takes beads from the cache,
+// unless GOGC sets one (report.Cache.GCPercent): a million pairs with 1% new, A/B alternated,
+// spent 0.3 s less user CPU at 400 than at 100, for 20 MB more RSS (the memory limit still holds).
+const cacheGCPercent = 400
+
 // cacheFresh is the cache's Fresh: the tests set it to 0, so that the records they have just
 // written are cached.
 var cacheFresh = report.DefaultCacheFresh
@@ -204,6 +209,9 @@ func analyze(o options, stdout, stderr io.Writer) error {
 	if !o.noCache && !src.Raw {
 		src.Cache = report.NewCache(statedir.Dir{Root: o.stateDir}.ReportCache(), tool+" "+cli.Version())
 		src.Cache.Rebuild, src.Cache.Verify, src.Cache.Fresh = o.rebuildCache, o.verifyCache, cacheFresh
+		if os.Getenv("GOGC") == "" {
+			src.Cache.GCPercent = cacheGCPercent
+		}
 	}
 
 	var spool *report.Spool

@@ -9,7 +9,7 @@ import (
 const radixMin = 1024
 
 // SortNames sorts names as sort.Strings does, faster for a directory's worth of names: by
-// their first eight bytes (a radix sort of 64-bit prefixes, in linear time), then names that
+// their first eight bytes after the prefix they all share (a radix sort of 64-bit prefixes, in linear time), then names that
 // share those bytes among themselves. A million bead names, listed in the file system's hash
 // order, took 0.8 s of CPU to sort by comparison (issue 22: a tenth of a report through the
 // cache), a third of that by prefix.
@@ -22,10 +22,14 @@ func SortNames(names []string) {
 		key uint64 // the first eight bytes, big-endian, zero-padded: their order is the names'
 		i   uint32 // the name's index in names
 	}
+	// The bytes every name begins with ("bd-") order nothing: the keys are the eight after them,
+	// so that names of the usual shape differ in their keys, and the sorts of names sharing a
+	// key below (a tenth of a million names' sort: "bd-00001" is ten beads) are few.
+	p := commonPrefix(names)
 	a := make([]item, len(names))
 	for i, n := range names {
 		var k uint64
-		for j := 0; j < 8; j++ {
+		for j := p; j < p+8; j++ {
 			k <<= 8
 			if j < len(n) {
 				k |= uint64(n[j])
@@ -83,4 +87,24 @@ func SortNames(names []string) {
 		}
 		i = j
 	}
+}
+
+// commonPrefix is the length of the longest prefix every name has.
+func commonPrefix(names []string) int {
+	p := len(names[0])
+	for _, n := range names[1:] {
+		if len(n) < p {
+			p = len(n)
+		}
+		for j := 0; j < p; j++ {
+			if n[j] != names[0][j] {
+				p = j
+				break
+			}
+		}
+		if p == 0 {
+			break
+		}
+	}
+	return p
 }

@@ -42,6 +42,36 @@ func TestSortNames(t *testing.T) {
 	}
 }
 
+// TestSortNamesCommonPrefix: names that all share a prefix (every bead name beginning "bd-") are
+// ordered by what follows it, the prefix itself, a NUL after it and names ten bytes past it
+// included.
+func TestSortNamesCommonPrefix(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for _, prefix := range []string{"bd-", "bead-long-prefix-of-twenty-", "x"} {
+		names := make([]string, 3*radixMin)
+		for i := range names {
+			switch rng.Intn(5) {
+			case 0:
+				names[i] = prefix
+			case 1:
+				names[i] = prefix + "\x00" + fmt.Sprint(rng.Intn(10))
+			case 2:
+				names[i] = fmt.Sprintf("%s%06d", prefix, rng.Intn(len(names)))
+			case 3:
+				names[i] = fmt.Sprintf("%s%016d-%d", prefix, rng.Intn(10), rng.Intn(100))
+			default:
+				names[i] = fmt.Sprintf("%s%d", prefix, rng.Intn(1000))
+			}
+		}
+		want := slices.Clone(names)
+		slices.Sort(want)
+		SortNames(names)
+		if !slices.Equal(names, want) {
+			t.Fatalf("SortNames of names beginning %q differs from slices.Sort", prefix)
+		}
+	}
+}
+
 func BenchmarkSortNames(b *testing.B) {
 	names := make([]string, 1000000)
 	for i := range names {

@@ -53,6 +53,11 @@ type Cache struct {
 	Rebuild bool          // rebuild it from the records whatever it holds
 	Verify  bool          // read every record, report where the cache differs, and rebuild it
 	Fresh   time.Duration // see DefaultCacheFresh; NewCache sets it
+	// GCPercent, when above 0, is the garbage collector's percent (debug.SetGCPercent) while a
+	// scan takes beads from the cache as it was, put back after: such a scan holds the listing
+	// (about 80 MB for a million pairs) and makes garbage of every bead it decodes, and at the
+	// default 100 it collected twenty times, marking the listing each time (issue 22).
+	GCPercent int
 
 	// Stats says what the last Scan did with the cache.
 	Stats CacheStats
@@ -145,6 +150,7 @@ type cacheRun struct {
 	reuse   bool     // cached entries whose files did not change are taken as they are
 	before  int64    // Fresh before the scan began, in ns: files changed since are not cached
 	faulted atomic.Bool
+	gcWas   int // the GC percent to put back at the end, when GCPercent was set (else 0)
 
 	// Update in place: the changes, applied at the end in one transaction.
 	kinds        []uint8 // per entry emitted: its op's kind
@@ -213,6 +219,9 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 			return nil
 		}
 	}
+	if cr.reuse && c.GCPercent > 0 {
+		cr.gcWas = debug.SetGCPercent(c.GCPercent)
+	}
 	return cr
 }
 
@@ -231,8 +240,10 @@ func isReadOnly(err error) bool {
 // regular file of this user's of at most maxCacheBytes(n); fs.ErrNotExist when there is none.
 func openCache(path string, n int) (*bolt.DB, error) {
 	return bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        cacheLockWait,
-		FreelistType:   bolt.FreelistMapType,
+		Timeout:      cacheLockWait,
+		FreelistType: bolt.FreelistMapType,
+		// The scan reads every page: mapped in one go rather than a page fault each.
+		MmapFlags:      syscall.MAP_POPULATE,
 		OpenFile:       func(p string, flag int, _ os.FileMode) (*os.File, error) { return openOwn(p, flag&^os.O_CREATE, n) },
 		NoFreelistSync: false,
 	})
@@ -312,13 +323,19 @@ func (cr *cacheRun) load(entries []entry) (why string) {
 	cr.cached = make([][]byte, len(entries))
 	cur := beads.Cursor()
 	k, v := cur.First()
+	// Equality is tried first: it is the usual case, and a test of equal bytes, where an
+	// ordering compares them (a million keys of a common prefix: 2% of the scan's CPU).
 	for i, e := range entries {
-		for k != nil && string(k) < e.name {
+		for k != nil {
+			if string(k) == e.name {
+				cr.cached[i] = v
+				k, v = cur.Next()
+				break
+			}
+			if string(k) > e.name {
+				break
+			}
 			cr.stale = append(cr.stale, bytes.Clone(k))
-			k, v = cur.Next()
-		}
-		if k != nil && string(k) == e.name {
-			cr.cached[i] = v
 			k, v = cur.Next()
 		}
 	}
@@ -343,7 +360,7 @@ func (cr *cacheRun) close() {
 
 // read is Source.read through the cache: entry i's bead from its cached entry when its files
 // are as they were, else read from them, with what the cache is to keep.
-func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation) batch {
+func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte) batch {
 	var cached []byte
 	if cr.cached != nil {
 		cached = cr.cached[i]
@@ -351,7 +368,7 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation) b
 	// A bead with earlier attempts is read whole when they count: its entry holds only the
 	// current attempt, cached by a run without --attempts.
 	if cached != nil && cr.reuse && !(s.Attempts && e.hasAttempts) {
-		if b, ok := cr.fromCache(fds, e, cached); ok {
+		if b, ok := cr.fromCache(fds, e, cached, scratch); ok {
 			return batch{beads: []*Bead{b}, cache: cacheOp{kind: opKeep}}
 		}
 	}
@@ -371,8 +388,8 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation) b
 }
 
 // fromCache decodes entry e's cached value when the identities of its files are the ones it
-// holds (one fstatat each).
-func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte) (b *Bead, ok bool) {
+// holds (one fstatat each; the names are built in scratch, the job's, not allocated).
+func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte) (b *Bead, ok bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if recover() != nil {
@@ -388,16 +405,16 @@ func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte) (b *Bead, ok bool) {
 	if d.byte() != entryFlags(e) {
 		return nil, false
 	}
-	if id := d.fileID(); !d.ok || !same(fds.runs, statedir.RecordFile(e.name), id) {
+	if id := d.fileID(); !d.ok || !same(fds.runs, e.name, recordFileSuffix, id, scratch) {
 		return nil, false
 	}
 	if e.result {
-		if id := d.fileID(); !d.ok || !same(fds.results, statedir.RecordFile(e.name), id) {
+		if id := d.fileID(); !d.ok || !same(fds.results, e.name, recordFileSuffix, id, scratch) {
 			return nil, false
 		}
 	}
 	if e.verify {
-		if id := d.fileID(); !d.ok || !same(fds.results, filepath.Base(cr.src.paths().Verify(e.name)), id) {
+		if id := d.fileID(); !d.ok || !same(fds.results, e.name, verifyFileSuffix, id, scratch) {
 			return nil, false
 		}
 	}
@@ -408,8 +425,15 @@ func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte) (b *Bead, ok bool) {
 	return b, true
 }
 
-func same(dirfd int, name string, id record.FileID) bool {
-	got, ok := record.StatAt(dirfd, name)
+// The names of a bead's files in runs/ and results/ (statedir.RecordFile, statedir.Dir.Verify),
+// as suffixes of the bead: fromCache builds them in a scratch buffer (TestCacheFileSuffixes).
+const (
+	recordFileSuffix = ".json"
+	verifyFileSuffix = "-verify.json"
+)
+
+func same(dirfd int, name, suffix string, id record.FileID, scratch *[]byte) bool {
+	got, ok := record.StatNameAt(dirfd, name, suffix, scratch)
 	return ok && got == id
 }
 
@@ -530,6 +554,9 @@ func (cr *cacheRun) abandon() {
 // removed, to be rebuilt) or a write failed.
 func (cr *cacheRun) finish() {
 	defer cr.close()
+	if cr.gcWas != 0 {
+		defer debug.SetGCPercent(cr.gcWas)
+	}
 	if cr.faulted.Load() {
 		cr.abandon()
 		cr.close()

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -647,4 +648,44 @@ func TestCacheHostile(t *testing.T) {
 	os.Remove(sd.Cache())
 	os.WriteFile(sd.Cache(), nil, 0o600)
 	check("a file as the cache directory", true)
+}
+
+// TestCacheFileSuffixes: the suffixes fromCache builds a bead's file names with are the names
+// statedir gives its run, result and verification files.
+func TestCacheFileSuffixes(t *testing.T) {
+	if got, want := "bd-1"+recordFileSuffix, statedir.RecordFile("bd-1"); got != want {
+		t.Errorf("record file %q, statedir has %q", got, want)
+	}
+	if got, want := "bd-1"+verifyFileSuffix, filepath.Base(statedir.Dir{Root: "state"}.Verify("bd-1")); got != want {
+		t.Errorf("verification file %q, statedir has %q", got, want)
+	}
+}
+
+// TestCacheGCPercent: a scan that takes beads from the cache runs with the cache's GCPercent,
+// and puts the one it found back at the end; a scan that rebuilds the cache keeps it.
+func TestCacheGCPercent(t *testing.T) {
+	h := newHistory(t, 7)
+	h.add(20)
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	scan := func() (during int) {
+		c := testCache(h.dir)
+		c.GCPercent = 400
+		err := Source{Dir: h.dir, Cache: c, Workers: 2}.Scan(func(*Bead) {
+			during = debug.SetGCPercent(100)
+			debug.SetGCPercent(during)
+		}, func(Skipped) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return during
+	}
+	if got := scan(); got != 100 {
+		t.Errorf("building the cache: GC percent %d during the scan, want 100", got)
+	}
+	if got := scan(); got != 400 {
+		t.Errorf("through the cache: GC percent %d during the scan, want 400", got)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after the scan: GC percent %d, want 100 put back", got)
+	}
 }

@@ -157,7 +157,7 @@ func (s Source) scan(budget *record.Budget, emit func(*Bead), skip func(Skipped)
 	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
 		res := &reservation{budget: budget, seq: i}
 		if cr != nil {
-			return cr.read(s, fds, entries[i], i, res)
+			return cr.read(s, fds, entries[i], i, res, new([]byte))
 		}
 		return s.read(fds, entries[i], res, nil)
 	}, func(i int, b batch) {
@@ -193,10 +193,11 @@ func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun,
 	ordered.Map(jobs, workers, 2*workers, func(c int) []batch {
 		lo, hi := c*scanChunk, min(len(entries), (c+1)*scanChunk)
 		out := make([]batch, hi-lo)
+		var scratch []byte
 		for i := lo; i < hi; i++ {
 			res := &reservation{budget: budget, seq: c}
 			if cr != nil {
-				out[i-lo] = cr.read(s, fds, entries[i], i, res)
+				out[i-lo] = cr.read(s, fds, entries[i], i, res, &scratch)
 			} else {
 				out[i-lo] = s.read(fds, entries[i], res, nil)
 			}
@@ -338,18 +339,18 @@ func union(entries []entry, names []string, set func(*entry)) []entry {
 	i, j := 0, 0
 	for i < len(entries) || j < len(names) {
 		switch {
-		case j == len(names) || (i < len(entries) && entries[i].name < names[j]):
-			out = append(out, entries[i])
-			i++
-		case i == len(entries) || names[j] < entries[i].name:
-			e := entry{name: names[j]}
-			set(&e)
-			out = append(out, e)
-			j++
-		default:
+		case i < len(entries) && j < len(names) && entries[i].name == names[j]: // the usual case first
 			set(&entries[i])
 			out = append(out, entries[i])
 			i++
+			j++
+		case j == len(names) || (i < len(entries) && entries[i].name < names[j]):
+			out = append(out, entries[i])
+			i++
+		default: // names[j] alone
+			e := entry{name: names[j]}
+			set(&e)
+			out = append(out, e)
 			j++
 		}
 	}

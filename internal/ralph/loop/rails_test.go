@@ -205,10 +205,14 @@ func TestHookEvents(t *testing.T) {
 		l.waitMonitor(c.name, false)
 		out := filepath.Join(l.root, c.name+".events")
 		var got []map[string]any
-		l.waitFor(c.name+"'s hook to have read its events", func() bool {
-			got = l.events(out)
-			return len(got) >= len(c.want)
-		})
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if got = l.events(out); len(got) >= len(c.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's hook read %d events in 60 s, want %d: %v\niterations.log:\n%s", c.name, len(got), len(c.want), got, l.log(c.name))
+			}
+		}
 		got = l.events(out)
 		if len(got) != len(c.want) {
 			t.Errorf("%s: the hook read %d events, want %d: %v", c.name, len(got), len(c.want), got)

@@ -1,7 +1,7 @@
 // Package jsonscan finds where the parts of a JSON document end, by its delimiters, without
 // decoding it: the shared step of the readers that keep a document's bytes (worker.Object keeps
 // a Python dict's key order; schema.Locate finds the line of a JSON pointer; schema.Measure
-// counts values before gojsonschema builds them).
+// counts values before gojsonschema builds them; report's raw records split their members).
 //
 // Every function takes the document and the index where the part begins and returns the index
 // just after it. On well-formed JSON (json.Valid) the answer is exact; on anything else it is

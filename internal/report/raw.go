@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"io"
 	"os"
 
+	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/jsonscan"
 	"github.com/agentfleet/fleet/internal/record"
 )
 
@@ -76,7 +77,7 @@ func writeIndented(w *bufio.Writer, doc []byte, prefix, indent string) error {
 	for i := 0; i < len(doc); i++ {
 		switch c := doc[i]; c {
 		case '"':
-			end := skipJSONString(doc, i)
+			end := jsonscan.String(doc, i)
 			w.Write(doc[i:end])
 			i = end - 1
 		case '{', '[':
@@ -162,58 +163,14 @@ func eachMember(doc []byte, fn func(key, raw []byte)) {
 	i := 1
 	for i < len(doc) && doc[i] != '}' {
 		start := i
-		keyEnd := skipJSONString(doc, i)
-		end := skipJSONValue(doc, keyEnd+1) // after the colon
+		keyEnd := jsonscan.String(doc, i)
+		end := jsonscan.Value(doc, keyEnd+1) // after the colon
 		fn(doc[start:keyEnd], doc[start:end])
 		i = end
 		if i < len(doc) && doc[i] == ',' {
 			i++
 		}
 	}
-}
-
-// skipJSONString returns the index just after the string that starts at doc[i].
-func skipJSONString(doc []byte, i int) int {
-	for i++; i < len(doc); i++ {
-		switch doc[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(doc) // unterminated (an escape at the very end included)
-}
-
-// skipJSONValue returns the index just after the compact JSON value that starts at doc[i].
-func skipJSONValue(doc []byte, i int) int {
-	depth := 0
-	for i < len(doc) {
-		switch doc[i] {
-		case '"':
-			i = skipJSONString(doc, i)
-			if depth == 0 {
-				return i
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-	}
-	return i
 }
 
 // hasKey reports whether doc may have one of the quoted keys: a cheap test that sends the rare

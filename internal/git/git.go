@@ -22,26 +22,37 @@ var ErrNoGit = errors.New("git is not installed (or not on PATH): install it, or
 type Repo struct{ Dir string }
 
 func (r Repo) git(ctx context.Context, args ...string) (string, error) {
+	out, err := Run(ctx, r.Dir, "", args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// Run runs git in dir (git -C dir), stdin on its input ("" : none), and returns what it printed
+// on stdout, as it printed it. Its error names the command and carries git's own words (its
+// stderr), or is ErrNoGit when git cannot be run at all.
+func Run(ctx context.Context, dir, stdin string, args ...string) ([]byte, error) {
 	path, err := exec.LookPath("git")
 	if err != nil {
-		return "", ErrNoGit
+		return nil, ErrNoGit
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, append([]string{"-C", r.Dir}, args...)...)
+	cmd := exec.CommandContext(ctx, path, append([]string{"-C", dir}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) && ctx.Err() == nil {
 			// Found on PATH but not run (removed since, not executable): as good as missing.
-			return "", fmt.Errorf("%w (%v)", ErrNoGit, err)
+			return nil, fmt.Errorf("%w (%v)", ErrNoGit, err)
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
 		}
-		return "", fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
+		return stdout.Bytes(), fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
 	}
-	return strings.TrimSpace(stdout.String()), nil
+	return stdout.Bytes(), nil
 }
 
 // IsRepo reports whether Dir is inside a git work tree. Without git it says whether a .git (a

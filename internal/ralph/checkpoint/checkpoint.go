@@ -7,10 +7,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // Commit is --commit-each's git checkpoint: every change of the working tree at dir (git add
@@ -31,35 +32,22 @@ func Commit(ctx context.Context, dir string, exclude []string, loop string, n in
 			add = append(add, ":(exclude)"+filepath.ToSlash(rel))
 		}
 	}
-	if _, err := run(ctx, dir, "", add...); err != nil {
+	if _, err := gitx.Run(ctx, dir, "", add...); err != nil {
 		return "", err
 	}
-	if _, err := run(ctx, dir, "", "diff", "--cached", "--quiet"); err == nil {
+	if _, err := gitx.Run(ctx, dir, "", "diff", "--cached", "--quiet"); err == nil {
 		return "", nil
 	}
 	msg := fmt.Sprintf("ralph: %s, iteration %d\n\nRalph-Loop: %s\nRalph-Iteration: %s\n", loop, n, loop, strconv.Itoa(n))
 	args := []string{"commit", "-q", "-F", "-"}
-	if out, _ := run(ctx, dir, "", "config", "user.email"); len(bytes.TrimSpace(out)) == 0 {
+	if out, _ := gitx.Run(ctx, dir, "", "config", "user.email"); len(bytes.TrimSpace(out)) == 0 {
 		args = append([]string{"-c", "user.name=ralph", "-c", "user.email=ralph@localhost"}, args...)
 	}
-	if _, err := run(ctx, dir, msg, args...); err != nil {
+	if _, err := gitx.Run(ctx, dir, msg, args...); err != nil {
 		return "", err
 	}
-	head, err := run(ctx, dir, "", "rev-parse", "HEAD")
+	head, err := gitx.Run(ctx, dir, "", "rev-parse", "HEAD")
 	return strings.TrimSpace(string(head)), err
-}
-
-// gitInput runs git in dir with stdin on its input; its error carries git's stderr.
-func run(ctx context.Context, dir, stdin string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
 }
 
 // under says whether path is below dir, and where relative to it, links resolved in both (a

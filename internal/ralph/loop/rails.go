@@ -9,13 +9,13 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/fsx"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
@@ -461,20 +461,9 @@ func inside(dir, path string) (string, bool) {
 	return rel, true
 }
 
+// gitIn runs git in dir (internal/git's Run, with no input).
 func gitIn(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	return gitInput(ctx, dir, "", args...)
-}
-
-// gitInput runs git in dir with input on its stdin; its error holds git's words.
-func gitInput(ctx context.Context, dir, input string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stdin, cmd.Stderr = strings.NewReader(input), &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
+	return gitx.Run(ctx, dir, "", args...)
 }
 
 // recordStart keeps where the loop's working tree started, for abort --revert: HEAD, and a

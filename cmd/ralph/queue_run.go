@@ -30,7 +30,7 @@ const exitBudget = 3
 func queueRunCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "work through a plan's tasks with N agents at once",
-		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--repo DIR] [--worktree] [--hosts hosts.yaml] [--state-dir DIR]",
+		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--commit-each] [--repo DIR] [--worktree] [--hosts hosts.yaml] [--state-dir DIR]",
 		Description: "Each agent claims the next task whose dependencies are done and runs it as a dispatch of bead <plan>-<task> " +
 			"(run and result records in the state directory, the agent supervised in the background), then marks it done, or " +
 			"failed: back to pending through the retry queue until --max-retries attempts, then failed, its dependents blocked. " +
@@ -44,6 +44,8 @@ func queueRunCommand() *cli.Command {
 			"was or failed the same way (exit code and last lines). --iteration-timeout stops an attempt after D, " +
 			"--inactivity-timeout once its agent printed nothing for D: a failed attempt (status timeout), retried as any other. " +
 			"--max-calls-per-hour N starts at most N attempts in any hour of the run: an agent that would start one more waits, its task pending. " +
+			"--commit-each commits what each attempt changed in the task's working tree, with the trailers Ralph-Loop: <plan>-<task> and " +
+			"Ralph-Iteration: <attempt> (with several agents, only with --worktree: a shared tree holds other tasks' work). " +
 			"With --hosts the tasks run on the hosts of hosts.yaml over " +
 			"OpenSSH, as swarm run --hosts runs them (docs/remote.md): --agents defaults to the hosts' max_agents, each task " +
 			"works on branch agent/<plan>-<task>, pushed to the host's clone and fetched back into its worktree here, its " +
@@ -60,6 +62,7 @@ func queueRunCommand() *cli.Command {
 			&ucli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts a task gets, the first included (`N`)"},
 			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (split into words, no shell) on each task's start, end, usage limit, breaker and failure, and the run's start and end, one JSON event on its stdin; killed after 10 s; its failure changes nothing"},
 			&ucli.IntFlag{Name: "no-progress", Value: 3, Usage: "fail a task (no-progress, not retried) after `N` failed attempts in a row that changed nothing or failed the same way; 0: never"},
+			&ucli.BoolFlag{Name: "commit-each", Usage: "commit what each attempt changed in its task's working tree, with trailers naming the task and the attempt"},
 			repoFlag(),
 			&ucli.BoolFlag{Name: "worktree", Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>), made from the repository's branch merged with its done dependencies' branches; a conflict blocks the task"},
 			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH; implies --worktree"},
@@ -233,6 +236,14 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 	if idle > 0 && hosts != nil {
 		return cfg, nil, cli.Usagef("--inactivity-timeout does not reach the hosts of --hosts yet; drop one of them")
 	}
+	if c.Bool("commit-each") {
+		switch {
+		case hosts != nil:
+			return cfg, nil, cli.Usagef("--commit-each does not reach the hosts of --hosts (each task's branch is committed there already); drop one of them")
+		case agentsN > 1 && !c.Bool("worktree"):
+			return cfg, nil, cli.Usagef("--commit-each with %d agents needs --worktree: in one shared tree a task's commit would take the other tasks' work", agentsN)
+		}
+	}
 	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
 	if err != nil {
 		return cfg, nil, err
@@ -252,5 +263,6 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: time.Duration(grace) * time.Second,
 		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent, MaxCallsPerHour: c.Int("max-calls-per-hour"),
+		CommitEach: c.Bool("commit-each"),
 	}, hosts, nil
 }

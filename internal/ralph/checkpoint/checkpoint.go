@@ -28,9 +28,16 @@ import (
 func Commit(ctx context.Context, dir string, exclude []string, loop string, n int) (string, error) {
 	add := []string{"add", "-A", "--", "."}
 	for _, p := range exclude {
-		if rel, ok := under(dir, p); ok {
-			add = append(add, ":(exclude)"+filepath.ToSlash(rel))
+		rel, ok := under(dir, p)
+		if !ok {
+			continue
 		}
+		// A path the repository ignores is left out by add already, and naming it, even to
+		// exclude it, makes add fail ("paths are ignored by one of your .gitignore files").
+		if _, err := gitx.Run(ctx, dir, "", "check-ignore", "-q", "--", filepath.ToSlash(rel)); err == nil {
+			continue
+		}
+		add = append(add, ":(exclude)"+filepath.ToSlash(rel))
 	}
 	if _, err := gitx.Run(ctx, dir, "", add...); err != nil {
 		return "", err

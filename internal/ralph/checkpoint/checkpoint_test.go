@@ -54,3 +54,36 @@ func TestCommit(t *testing.T) {
 		t.Errorf("nothing changed: Commit = %q, %v; want no commit", again, err)
 	}
 }
+
+// TestCommitLeavesAnIgnoredStateDirectory: a state directory the repository ignores is left out
+// without a word (naming it to git add, even to exclude it, failed: "paths are ignored").
+func TestCommitLeavesAnIgnoredStateDirectory(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("config", "user.name", "t")
+	git("config", "user.email", "t@localhost")
+	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".claude/\n"), 0o644)
+	git("add", ".gitignore")
+	git("commit", "-q", "-m", "base")
+	os.MkdirAll(filepath.Join(repo, ".claude", "ralph"), 0o755)
+	os.WriteFile(filepath.Join(repo, ".claude", "ralph", "q.json"), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "work.txt"), []byte("w\n"), 0o644)
+	head, err := Commit(context.Background(), repo, []string{filepath.Join(repo, ".claude", "ralph")}, "p-t1", 1)
+	if err != nil || head == "" {
+		t.Fatalf("Commit = %q, %v; want a commit of work.txt", head, err)
+	}
+	if files := git("show", "--name-only", "--format=", head); files != "work.txt" {
+		t.Errorf("committed %q, want work.txt", files)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -444,6 +445,9 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	stopped := r.hardStopped[bead]
 	delete(r.hardStopped, bead)
 	r.mu.Unlock()
+	if r.cfg.CommitEach {
+		r.commitAttempt(ctx, bead, c.attempt)
+	}
 	out := r.judge(ctx, bead, c.attempt, r.workdir(bead))
 	if stopped && out.status == outFailed {
 		out.status, out.reason = outStopped, budgetStop
@@ -568,6 +572,20 @@ func (r *runner) workdir(bead string) string {
 		return git.Repo{Dir: r.cfg.Repo}.WorktreePath(bead)
 	}
 	return r.cfg.Repo
+}
+
+// commitAttempt is --commit-each: what attempt n changed in the task's working tree,
+// committed (the queue's files and the records left out) before the breaker looks at the tree,
+// so that a commit is the progress it is, once. A failure is a warning; the run goes on.
+func (r *runner) commitAttempt(ctx context.Context, bead string, n int) {
+	dir := r.workdir(bead)
+	head, err := checkpoint.Commit(ctx, dir, []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
+	switch {
+	case err != nil:
+		r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))
+	case head != "":
+		r.logf("%s: attempt %d committed as %s", bead, n, head[:min(12, len(head))])
+	}
 }
 
 // fingerprint is the no-progress breaker's view of the working tree dir, the queue's own files

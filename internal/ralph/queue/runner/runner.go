@@ -78,6 +78,10 @@ type Config struct {
 	// window (a wait, never a failure).
 	MaxCallsPerHour int
 	CallWindow      time.Duration
+	// CommitEach commits what each attempt changed in its task's working tree (the queue's
+	// and dispatch's state left out), trailers Ralph-Loop <plan>-<task> and Ralph-Iteration
+	// <attempt> (internal/ralph/checkpoint), before the breaker looks at the tree.
+	CommitEach bool
 	// LimitWait is how long a usage limit whose message names no reset holds its task
 	// (default DefaultLimitWait).
 	LimitWait time.Duration

@@ -115,3 +115,22 @@ func TestAgentStateContext(t *testing.T) {
 	}
 	w.valid()
 }
+
+// TestCommitEach: with --commit-each, what an attempt changed in its task's tree is committed
+// with the trailers naming the task and the attempt, nothing of the queue's or the records'.
+func TestCommitEach(t *testing.T) {
+	w := gitWorld(t, "t1: touch:made.txt")
+	log := newLogWatch()
+	cfg := w.config(1, 1, log)
+	cfg.CommitEach = true
+	if res := w.run(context.Background(), cfg); res.Counts[store.Done] != 1 {
+		t.Fatalf("Run = %+v, want 1 done\n%s", res.Counts, log)
+	}
+	if files := gitIn(t, w.repo, "show", "--name-only", "--format=", "HEAD"); files != "made.txt" {
+		t.Errorf("HEAD holds %q, want made.txt alone\n%s", files, log)
+	}
+	if msg := gitIn(t, w.repo, "log", "-1", "--format=%B"); !strings.Contains(msg, "Ralph-Loop: p-t1\nRalph-Iteration: 1") {
+		t.Errorf("HEAD's message %q lacks the task's trailers", msg)
+	}
+	w.valid()
+}

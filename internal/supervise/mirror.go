@@ -78,12 +78,15 @@ func (m *mirror) Write(p []byte) (int, error) {
 func (m *mirror) letGo() { m.once.Do(func() { close(m.gone) }) }
 
 // finish ends the mirror once the output is copied: the chunk being written is given up to
-// wait to reach the pane (the lines the supervisor prints next come after it).
+// wait to reach the pane (the lines the supervisor prints next come after it). Once: a second
+// call (the deferred one of a run that finished it already) returns at once.
 func (m *mirror) finish(wait time.Duration) {
 	m.letGo()
-	m.ended.Do(func() { close(m.stop) })
-	select {
-	case <-m.idle:
-	case <-time.After(wait):
-	}
+	m.ended.Do(func() {
+		close(m.stop)
+		select {
+		case <-m.idle:
+		case <-time.After(wait):
+		}
+	})
 }

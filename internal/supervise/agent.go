@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -138,27 +139,46 @@ func writePromptFile(path, prompt string) error {
 	return err
 }
 
-// openPty opens a pseudo-terminal whose master side is non-blocking and so in Go's poller:
-// pty.Open leaves it blocking, where a read can neither time out (drain's deadline) nor be
-// interrupted by Close.
+// openPty opens a pseudo-terminal whose master side is non-blocking and so in Go's poller (a
+// blocking one can neither time out, drain's deadline, nor be interrupted by Close), and whose
+// slave side is the master's own peer, taken from the master (TIOCGPTPEER, Linux 4.13), never
+// opened by its path: where two devpts instances are stacked on /dev/pts (this project's CI
+// machine), /dev/pts/N by path named another instance's terminal N. An agent then got "open
+// /dev/pts/0: no such file or directory", or, worse, the terminal of another agent, which
+// read its words (swarm's state-corrupt: p1's banner in t1's log and pane).
 func openPty() (master, tty *os.File, err error) {
-	m, tty, err := pty.Open()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer m.Close()
-	fd, err := unix.Dup(int(m.Fd()))
-	if err != nil {
-		tty.Close()
-		return nil, nil, err
-	}
-	unix.CloseOnExec(fd)
-	if err := unix.SetNonblock(fd, true); err != nil {
+	fail := func(err error) (*os.File, *os.File, error) {
 		unix.Close(fd)
-		tty.Close()
 		return nil, nil, err
 	}
-	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty, nil
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil { // unlockpt
+		return fail(fmt.Errorf("unlocking the pseudo-terminal: %w", err))
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err != nil {
+		return fail(fmt.Errorf("naming the pseudo-terminal: %w", err))
+	}
+	name := "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
+	sfd, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	slave := int(sfd)
+	if errno != 0 {
+		if errno != unix.EINVAL && errno != unix.ENOTTY {
+			return fail(fmt.Errorf("opening the pseudo-terminal's peer: %w", errno))
+		}
+		// A kernel before 4.13: by its path, the one way there is.
+		if slave, err = unix.Open(name, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0); err != nil {
+			return fail(err)
+		}
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(slave)
+		return fail(err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), os.NewFile(uintptr(slave), name), nil
 }
 
 // pid is the agent's pid, which is also its process group and session id.

@@ -351,17 +351,12 @@ func runStatusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			st, err := swarmrun.Find(swarmrun.Paths{Root: repo}, c.Args().First())
-			if errors.Is(err, swarmrun.ErrNotFound) {
-				return &cli.ExitError{Code: 2, Err: err}
-			}
+			st, err := findExecution(swarmrun.Paths{Root: repo}, c.Args().First())
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
-				b, _ := json.MarshalIndent(st, "", "  ")
-				fmt.Fprintf(s.Out, "%s\n", b)
-				return nil
+				return printIndented(s.Out, st)
 			}
 			fmt.Fprintf(s.Out, "%s  %s  %q  started %s\n", st.ExecutionID, st.Status, st.ManifestName, st.StartedAt)
 			rows := [][]string{{"TASK", "STATUS", "AGENT", "ATTEMPT", "RETRIES", "DURATION", "COMMIT", "ERROR"}}
@@ -388,6 +383,26 @@ func runStatusCommand() *cli.Command {
 	}
 }
 
+// findExecution is the execution id names (the current one for ""), exit 2 when there is
+// none: what status and history both look up.
+func findExecution(p swarmrun.Paths, id string) (*swarmrun.State, error) {
+	st, err := swarmrun.Find(p, id)
+	if errors.Is(err, swarmrun.ErrNotFound) {
+		return nil, &cli.ExitError{Code: 2, Err: err}
+	}
+	return st, err
+}
+
+// printIndented prints v as indented JSON and a newline.
+func printIndented(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
 func runHistoryCommand() *cli.Command {
 	return &cli.Command{
 		Name: "history", Usage: "list past executions (.swarm/history), or show one", UsageText: "swarm run history [ID] [--json]",
@@ -400,17 +415,12 @@ func runHistoryCommand() *cli.Command {
 			}
 			p := swarmrun.Paths{Root: repo}
 			if id := c.Args().First(); id != "" {
-				st, err := swarmrun.Find(p, id)
-				if errors.Is(err, swarmrun.ErrNotFound) {
-					return &cli.ExitError{Code: 2, Err: err}
-				}
+				st, err := findExecution(p, id)
 				if err != nil {
 					return err
 				}
 				if c.Bool("json") {
-					b, _ := json.MarshalIndent(st, "", "  ")
-					fmt.Fprintf(s.Out, "%s\n", b)
-					return nil
+					return printIndented(s.Out, st)
 				}
 				fmt.Fprint(s.Out, swarmrun.Report(st))
 				return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/top"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -108,7 +109,7 @@ func hang50(b *testing.B, src top.Sources) {
 		}
 		b.Cleanup(func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL); c.Wait() })
 		path := filepath.Join(sock, fmt.Sprint(i))
-		standIn(b, path)
+		testenv.HungSocket(b, path)
 		if err := l.WriteEntry(&supervise.Entry{Tool: "dispatch", Name: bead, Attempt: 1, PID: c.Process.Pid,
 			Backend: supervise.BackendProcess, Control: path, StartedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
 			b.Fatal(err)

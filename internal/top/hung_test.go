@@ -2,43 +2,15 @@ package top_test
 
 import (
 	"context"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/top"
 )
-
-// standIn takes over path with a listener that accepts and says nothing (a supervisor that is
-// hung), until the test ends.
-func standIn(t testing.TB, path string) {
-	t.Helper()
-	os.Remove(path)
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				break
-			}
-			held = append(held, c)
-		}
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
-}
 
 // rowOf is the row of kind and name in rows, nil when there is none.
 func rowOf(rows []*top.Row, kind top.Kind, name string) *top.Row {
@@ -66,7 +38,7 @@ func TestHungSupervisorHoldsNoOtherRow(t *testing.T) {
 	if err != nil || e == nil || e.Control == "" {
 		t.Fatalf("hung's supervisor entry: %+v, %v", e, err)
 	}
-	standIn(t, e.Control)
+	testenv.HungSocket(t, e.Control)
 
 	const interval = time.Second
 	ctx := context.Background()

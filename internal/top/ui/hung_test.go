@@ -1,13 +1,12 @@
 package ui_test
 
 import (
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/top"
 )
 
@@ -22,27 +21,7 @@ func TestUIHungSupervisor(t *testing.T) {
 	if err != nil || e == nil || e.Control == "" {
 		t.Fatalf("hung's supervisor entry: %+v, %v", e, err)
 	}
-	os.Remove(e.Control)
-	ln, err := net.Listen("unix", e.Control)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				break
-			}
-			held = append(held, c)
-		}
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
+	testenv.HungSocket(t, e.Control)
 
 	l.tmux("new-session", "-d", "-s", "ui", "-x", "100", "-y", "24", "PS1='shell$ ' exec sh")
 	l.tmux("set", "-g", "window-size", "manual")

@@ -151,44 +151,54 @@ func fastObject(b []byte, keys map[string]int, field func(f int, s *scanner) boo
 	}
 	s := &scanner{b: b}
 	s.ws()
+	var seen uint64
+	whole := s.members(func(key []byte) bool {
+		f, known := keys[string(key)]
+		if !known {
+			return foldFree(key, keys) && s.skip(0)
+		}
+		if seen&(1<<f) != 0 || !field(f, s) {
+			return false
+		}
+		seen |= 1 << f
+		return true
+	})
+	s.ws()
+	return whole && s.i == len(s.b)
+}
+
+// members reads the object at s, calling member with each key and the scanner at its value,
+// which member reads or skips. false: malformed, or a member said so.
+func (s *scanner) members(member func(key []byte) bool) bool {
 	if !s.eat('{') {
 		return false
 	}
-	var seen uint64
 	s.ws()
-	if !s.eat('}') {
-		for {
-			s.ws()
-			key, ok := s.key()
-			if !ok {
-				return false
-			}
-			s.ws()
-			if !s.eat(':') {
-				return false
-			}
-			s.ws()
-			f, known := keys[string(key)]
-			switch {
-			case known:
-				if seen&(1<<f) != 0 || !field(f, s) {
-					return false
-				}
-				seen |= 1 << f
-			case !foldFree(key, keys) || !s.skip(0):
-				return false
-			}
-			s.ws()
-			if s.eat('}') {
-				break
-			}
-			if !s.eat(',') {
-				return false
-			}
+	if s.eat('}') {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if !s.eat(':') {
+			return false
+		}
+		s.ws()
+		if !member(key) {
+			return false
+		}
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
 		}
 	}
-	s.ws()
-	return s.i == len(s.b)
 }
 
 // foldFree says whether encoding/json, which matches keys without regard to case, would match
@@ -396,68 +406,41 @@ func (s *scanner) verification(dst **Verification) bool {
 		*dst = nil
 		return s.literal("null")
 	}
-	if !s.eat('{') {
-		return false
-	}
 	v := &Verification{}
 	var seen uint8
-	s.ws()
-	if !s.eat('}') {
-		for {
-			s.ws()
-			key, ok := s.key()
-			if !ok {
-				return false
-			}
-			s.ws()
-			if !s.eat(':') {
-				return false
-			}
-			s.ws()
-			var bit uint8
-			var dstr *string
-			switch string(key) {
-			case "lint":
-				bit, dstr = 1, &v.Lint
-			case "tests":
-				bit, dstr = 2, &v.Tests
-			case "ubs":
-				bit, dstr = 4, &v.UBS
-			case "overall":
-				bit, dstr = 8, &v.Overall
-			case "lint_details":
-				bit = 16
-			default:
-				if !foldFree(key, verificationKeys) || !s.skip(1) {
-					return false
-				}
-			}
-			if bit != 0 {
-				if seen&bit != 0 {
-					return false
-				}
-				seen |= bit
-			}
-			switch {
-			case dstr != nil:
-				if s.peek() != '"' || !s.plainString(dstr) {
-					return false
-				}
-			case bit == 16:
-				start := s.i
-				if s.peek() == 'n' || !s.skip(1) {
-					return false
-				}
-				v.LintDetails = append(json.RawMessage(nil), s.b[start:s.i]...)
-			}
-			s.ws()
-			if s.eat('}') {
-				break
-			}
-			if !s.eat(',') {
-				return false
-			}
+	whole := s.members(func(key []byte) bool {
+		var bit uint8
+		var dstr *string
+		switch string(key) {
+		case "lint":
+			bit, dstr = 1, &v.Lint
+		case "tests":
+			bit, dstr = 2, &v.Tests
+		case "ubs":
+			bit, dstr = 4, &v.UBS
+		case "overall":
+			bit, dstr = 8, &v.Overall
+		case "lint_details":
+			bit = 16
+		default:
+			return foldFree(key, verificationKeys) && s.skip(1)
 		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		if dstr != nil {
+			return s.peek() == '"' && s.plainString(dstr)
+		}
+		start := s.i // lint_details: any value but null, kept as written
+		if s.peek() == 'n' || !s.skip(1) {
+			return false
+		}
+		v.LintDetails = append(json.RawMessage(nil), s.b[start:s.i]...)
+		return true
+	})
+	if !whole {
+		return false
 	}
 	*dst = v
 	return true

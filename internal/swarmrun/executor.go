@@ -167,6 +167,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if job.Launched != nil {
 		job.Launched(n)
 	}
+	launched := time.Now()
 	_, err = opened.Launch(lctx, spec, l.Self)
 	opened.Close()
 	if err != nil {
@@ -179,7 +180,12 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if job.Checkpoint != nil {
 		job.Checkpoint("launched")
 	}
-	return l.await(ctx, job.Bead, n)
+	out := l.await(ctx, job.Bead, n)
+	// The records keep whole seconds (dispatch.sh's format): a task of 0.4 s would last 0 s
+	// and a run of such tasks report no parallel speedup. An attempt launched here is timed by
+	// this clock, from its launch to its judged end.
+	out.Started, out.Finished = launched, time.Now()
+	return out
 }
 
 // launchCut says whether attempt n of bead was registered but never handed to a supervisor:

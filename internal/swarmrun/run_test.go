@@ -226,6 +226,11 @@ func TestRunThirtyTasks(t *testing.T) {
 			continue
 		}
 		tr := task.Trace
+		// A task of a fraction of a second still took time (the records' whole seconds made
+		// most of them 0 s, and the run's speedup 0).
+		if tr.DurationSeconds == nil || *tr.DurationSeconds <= 0 {
+			t.Errorf("%s: duration %s, want > 0", id, jsonOf(tr.DurationSeconds))
+		}
 		if tr.CommitSHA == nil || git(t, w.repo, "rev-parse", "refs/heads/"+task.Branch) != *tr.CommitSHA {
 			t.Errorf("%s: commit %v is not the head of %s", id, tr.CommitSHA, task.Branch)
 			continue
@@ -457,4 +462,10 @@ func benchRun(b *testing.B, slots int) {
 	b.ReportMetric(perTask, "ms/task")
 	b.ReportMetric(perTask-agentMS/float64(slots), "overhead-ms/task")
 	b.ReportMetric(res.State.Summary.ParallelSpeedup, "speedup")
+}
+
+// jsonOf is v as JSON, for messages about optional fields.
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

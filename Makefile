@@ -72,16 +72,21 @@ release-check: have-go
 # timeouts far more than on the CPU, so they run side by side, each with several scripts at a
 # time, even on 2 cores.
 TESTFLAGS ?= -p 4 -parallel 8
+# TESTFIRST: the packages whose tests take longest (a minute or more each, measured), named
+# before ./... so that go test starts them first: started last, in alphabetical order,
+# internal/swarmrun ran alone for the suite's last two minutes.
+TESTFIRST = ./cmd/ralph ./cmd/dispatch ./cmd/swarm ./internal/swarmrun ./internal/ralph/queue/runner \
+	./cmd/validate-state ./internal/ralph/aiwg ./internal/ralph/loop
 
 ## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
 ## lines as the packages end, and a line every 30 s naming the packages still running
 test: have-go vet fmt-check tidy-check sshd test-deps
-	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) ./...
+	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) $(TESTFIRST) ./...
 
 ## test-short: a quick round: every test without the race detector and with -short, which
 ## leaves out the scripts and tests that start agents in tmux ([short] skip 'needs tmux')
 test-short: have-go
-	GO=$(GO) $(GO) run ./tools/testprogress -- -short -count=1 $(TESTFLAGS) ./...
+	GO=$(GO) $(GO) run ./tools/testprogress -- -short -count=1 $(TESTFLAGS) $(TESTFIRST) ./...
 
 ## sshd: openssh-server for the remote hosts' tests (internal/testenv/sshlab), installed only
 ## when sshd is missing, as root, where apt-get is (CI: Debian as root); anywhere else this

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,10 +92,15 @@ func lastLines(text string, n int) string {
 	return strings.Join(out, "\n")
 }
 
+// ErrNotGit is Fingerprint's error (wrapped, with the directory) outside a git working tree.
+var ErrNotGit = errors.New("not in a git repository")
+
 // Fingerprint identifies the working tree of the git repository at dir: HEAD and the tree of
 // every file not ignored (git add -A into a copy of the index, git write-tree), the paths in
 // exclude (relative to the top, as a loop's own state directory, or absolute: a directory
-// outside the tree is ignored) left out. "" and an error outside git.
+// outside the tree is ignored) left out. "" and an error outside git (errors.Is ErrNotGit).
+// The fingerprint begins with HEAD's commit and a space (HEAD "" on an unborn branch): a caller
+// that also needs HEAD takes it from there rather than asking git again.
 func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, error) {
 	git := func(env []string, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
@@ -102,19 +108,18 @@ func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, er
 		out, err := cmd.Output()
 		return strings.TrimSpace(string(out)), err
 	}
-	top, err := git(nil, "rev-parse", "--show-toplevel")
+	top, indexPath, head, err := locate(ctx, dir)
 	if err != nil {
-		return "", fmt.Errorf("%s is not in a git repository", dir)
+		return "", err
 	}
-	head, _ := git(nil, "rev-parse", "-q", "--verify", "HEAD")
 	tmp, err := os.MkdirTemp("", "ralph-breaker-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
 	index := filepath.Join(tmp, "index")
-	if real, err := git(nil, "rev-parse", "--path-format=absolute", "--git-path", "index"); err == nil {
-		if b, err := os.ReadFile(real); err == nil {
+	if indexPath != "" {
+		if b, err := os.ReadFile(indexPath); err == nil {
 			os.WriteFile(index, b, 0o600) // its stat cache spares hashing unchanged files
 		}
 	}
@@ -143,4 +148,39 @@ func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, er
 		return "", fmt.Errorf("git write-tree: %v", err)
 	}
 	return head + " " + tree, nil
+}
+
+// locate asks git, in one process, for dir's working tree top, its index's absolute path and
+// HEAD's commit ("" on an unborn branch): before, these were three git processes, and the queue
+// fingerprints the tree before every attempt (issue 16's benchmark: each git process is some
+// milliseconds of a task's launch on a loaded machine). A git that does not answer in the
+// expected shape (one older than 2.31 has no --path-format) is asked the three questions one
+// by one, as before.
+func locate(ctx context.Context, dir string) (top, index, head string, err error) {
+	git := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel", "--path-format=absolute", "--git-path", "index", "-q", "--verify", "HEAD")
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	}
+	switch {
+	case err == nil && len(lines) == 3 && filepath.IsAbs(lines[1]):
+		return lines[0], lines[1], lines[2], nil
+	case code == 1 && len(lines) == 2 && filepath.IsAbs(lines[1]):
+		return lines[0], lines[1], "", nil // HEAD names no commit yet
+	case code == 128 && len(out) == 0:
+		return "", "", "", fmt.Errorf("%s is %w", dir, ErrNotGit)
+	}
+	if top, err = git("rev-parse", "--show-toplevel"); err != nil {
+		return "", "", "", fmt.Errorf("%s is %w", dir, ErrNotGit)
+	}
+	head, _ = git("rev-parse", "-q", "--verify", "HEAD")
+	index, _ = git("rev-parse", "--path-format=absolute", "--git-path", "index")
+	return top, index, head, nil
 }

@@ -2,9 +2,11 @@ package breaker
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,12 +74,15 @@ func TestFingerprint(t *testing.T) {
 		}
 		return f
 	}
-	if _, err := Fingerprint(ctx, dir); err == nil {
-		t.Errorf("outside git: no error")
+	if _, err := Fingerprint(ctx, dir); !errors.Is(err, ErrNotGit) {
+		t.Errorf("outside git: %v, want ErrNotGit", err)
 	}
 	git("init", "-q")
 	write(".gitignore", "*.log\n")
 	a := fp()
+	if !strings.HasPrefix(a, " ") {
+		t.Errorf("on an unborn branch: %q, want HEAD \"\" and the tree", a)
+	}
 	if fp() != a {
 		t.Errorf("the same tree twice: two fingerprints")
 	}
@@ -101,6 +106,9 @@ func TestFingerprint(t *testing.T) {
 	c := fp()
 	if c == b {
 		t.Errorf("a commit did not change it")
+	}
+	if head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output(); err != nil || !strings.HasPrefix(c, strings.TrimSpace(string(head))+" ") {
+		t.Errorf("%q does not begin with HEAD %s (%v)", c, head, err)
 	}
 	write("f.txt", "2")
 	if fp() == c {

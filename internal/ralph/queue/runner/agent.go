@@ -322,10 +322,7 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 		opened.Close()
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
-	if r.cfg.NoProgress > 0 {
-		c.before, _ = r.fingerprint(launchCtx, spec.Attempt.Dir)
-	}
-	c.head = git.Repo{Dir: spec.Attempt.Dir}.Head(launchCtx)
+	c.head = r.headBefore(launchCtx, c, spec.Attempt.Dir)
 	r.mu.Lock()
 	r.running[bead] = true
 	r.mu.Unlock()
@@ -592,6 +589,27 @@ func (r *runner) commitAttempt(ctx context.Context, bead string, n int) {
 // and the records left out.
 func (r *runner) fingerprint(ctx context.Context, dir string) (string, error) {
 	return breaker.Fingerprint(ctx, dir, r.cfg.Store.Dir.Root, r.cfg.StateDir)
+}
+
+// headBefore takes, before c's attempt starts in dir, the tree the no-progress breaker compares
+// with (c.before, when the breaker is on) and returns HEAD's commit, which the attempt's
+// context is counted from ("" outside git or on an unborn branch). The fingerprint begins with
+// HEAD and tells when dir is not in git, so with the breaker on git is not asked again: before,
+// every task took a git process more for HEAD, two outside git where no answer can come
+// (issue 16: the queue's launch per task had grown 1.4x).
+func (r *runner) headBefore(ctx context.Context, c *claim, dir string) string {
+	if r.cfg.NoProgress > 0 {
+		var err error
+		c.before, err = r.fingerprint(ctx, dir)
+		if err == nil {
+			head, _, _ := strings.Cut(c.before, " ")
+			return head
+		}
+		if errors.Is(err, breaker.ErrNotGit) {
+			return ""
+		}
+	}
+	return git.Repo{Dir: dir}.Head(ctx)
 }
 
 // maxTail is how much of the end of an agent's output is read for its usage: claude's JSON

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,30 +91,36 @@ func TestWorktreeConflictBlocks(t *testing.T) {
 // TestAgentStateContext: the agent's state file says what its last attempt did, as seed 004
 // has it: the commits it made, the files it changed (committed or not, the queue's own files
 // left out), and a note (issue 19: the context was always empty). The budget stops the agent
-// after t1, so its state file stays.
+// after t1, so its state file stays. With the no-progress breaker on, the commit the context
+// counts from is the one the breaker's fingerprint read (issue 16), with it off git's HEAD.
 func TestAgentStateContext(t *testing.T) {
-	w := gitWorld(t, "t1: work commit:one.txt touch:loose.txt cost:0.10", "t2: more")
-	log := newLogWatch()
-	cfg := w.config(1, 1, log)
-	budget := 0.05
-	cfg.Budget = &budget
-	w.run(context.Background(), cfg)
-	st, err := w.store.ReadAgentState("agent-1")
-	if err != nil || st == nil {
-		t.Fatalf("agent-1's state: %v, %v\n%s", st, err, log)
+	for _, noProgress := range []int{0, 3} {
+		t.Run(fmt.Sprintf("no-progress=%d", noProgress), func(t *testing.T) {
+			w := gitWorld(t, "t1: work commit:one.txt touch:loose.txt cost:0.10", "t2: more")
+			log := newLogWatch()
+			cfg := w.config(1, 1, log)
+			cfg.NoProgress = noProgress
+			budget := 0.05
+			cfg.Budget = &budget
+			w.run(context.Background(), cfg)
+			st, err := w.store.ReadAgentState("agent-1")
+			if err != nil || st == nil {
+				t.Fatalf("agent-1's state: %v, %v\n%s", st, err, log)
+			}
+			head := gitIn(t, w.repo, "rev-parse", "HEAD")
+			ctx := st.Context
+			if len(ctx.CommitsMade) != 1 || ctx.CommitsMade[0] != head {
+				t.Errorf("commits_made = %q, want [%s]", ctx.CommitsMade, head)
+			}
+			if strings.Join(ctx.FilesModified, " ") != "loose.txt one.txt" {
+				t.Errorf("files_modified = %q, want [loose.txt one.txt]", ctx.FilesModified)
+			}
+			if ctx.Notes != "t1 attempt 1: done" {
+				t.Errorf("notes = %q, want %q", ctx.Notes, "t1 attempt 1: done")
+			}
+			w.valid()
+		})
 	}
-	head := gitIn(t, w.repo, "rev-parse", "HEAD")
-	ctx := st.Context
-	if len(ctx.CommitsMade) != 1 || ctx.CommitsMade[0] != head {
-		t.Errorf("commits_made = %q, want [%s]", ctx.CommitsMade, head)
-	}
-	if strings.Join(ctx.FilesModified, " ") != "loose.txt one.txt" {
-		t.Errorf("files_modified = %q, want [loose.txt one.txt]", ctx.FilesModified)
-	}
-	if ctx.Notes != "t1 attempt 1: done" {
-		t.Errorf("notes = %q, want %q", ctx.Notes, "t1 attempt 1: done")
-	}
-	w.valid()
 }
 
 // TestCommitEach: with --commit-each, what an attempt changed in its task's tree is committed

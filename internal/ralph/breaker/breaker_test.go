@@ -115,3 +115,36 @@ func TestFingerprint(t *testing.T) {
 		t.Errorf("an edit did not change it")
 	}
 }
+
+// TestFingerprintOlderGit: a git that refuses the one-process question (one older than 2.31
+// has no --path-format) is asked the three questions one by one, with the same fingerprint.
+func TestFingerprintOlderGit(t *testing.T) {
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "a"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("1"), 0o600)
+	ctx := context.Background()
+	want, err := Fingerprint(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	script := "#!/bin/sh\ncase \"$*\" in *--show-toplevel\\ --path-format*) echo \"error: unknown option\" >&2; exit 129 ;; esac\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if got, err := Fingerprint(ctx, dir); err != nil || got != want {
+		t.Errorf("with an older git: %q, %v; want %q", got, err, want)
+	}
+	if _, err := Fingerprint(ctx, t.TempDir()); !errors.Is(err, ErrNotGit) {
+		t.Errorf("outside git, with an older git: %v, want ErrNotGit", err)
+	}
+}

@@ -57,21 +57,23 @@ func fnv32(s string) uint32 {
 // digestLen is the length of a chunk's digest (SHA-256).
 const digestLen = sha256.Size
 
-// chunkDigest is the digest of a chunk's entries with the identities of their files.
-func chunkDigest(entries []entry, ids []fileIDs) [digestLen]byte {
+// chunkDigest is the digest of a chunk's entries with the identities of their files (ids(k),
+// the k-th entry's).
+func chunkDigest(entries []entry, ids func(k int) *fileIDs) [digestLen]byte {
 	h := sha256.New()
-	var buf []byte
+	buf := make([]byte, 0, 256)
 	for k, e := range entries {
 		buf = binary.AppendUvarint(buf[:0], uint64(len(e.name)))
 		buf = append(buf, e.name...)
 		buf = append(buf, entryFlags(e))
 		if e.run {
-			buf = appendID(buf, ids[k].run)
+			id := ids(k)
+			buf = appendID(buf, id.run)
 			if e.result {
-				buf = appendID(buf, ids[k].result)
+				buf = appendID(buf, id.result)
 			}
 			if e.verify {
-				buf = appendID(buf, ids[k].verify)
+				buf = appendID(buf, id.verify)
 			}
 		}
 		h.Write(buf)
@@ -302,7 +304,6 @@ func (cr *cacheRun) sum(fds dirs, c, lo, hi int, pre []statted, scratch *[]byte)
 	if v == nil {
 		return nil
 	}
-	ids := make([]fileIDs, hi-lo)
 	for i := lo; i < hi; i++ {
 		e := cr.entries[i]
 		if !e.run {
@@ -328,9 +329,8 @@ func (cr *cacheRun) sum(fds dirs, c, lo, hi int, pre []statted, scratch *[]byte)
 			}
 		}
 		p.ok = true
-		ids[i-lo] = p.ids
 	}
-	d := chunkDigest(cr.entries[lo:hi], ids)
+	d := chunkDigest(cr.entries[lo:hi], func(k int) *fileIDs { return &pre[k].ids })
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if recover() != nil {
@@ -352,7 +352,6 @@ func (cr *cacheRun) sum(fds dirs, c, lo, hi int, pre []statted, scratch *[]byte)
 // totals when every entry's bead is cached (or has no run), the value it has when its digest is
 // the same and the cache is reused, nothing when some entry is not cached.
 func (cr *cacheRun) chunkOp(c, lo, hi int, batches []batch) cacheOp {
-	ids := make([]fileIDs, hi-lo)
 	for k, b := range batches {
 		e := cr.entries[lo+k]
 		if (cr.src.Attempts && e.hasAttempts) || len(b.skipped) > 0 {
@@ -367,9 +366,8 @@ func (cr *cacheRun) chunkOp(c, lo, hi int, batches []batch) cacheOp {
 		if (b.cache.kind != opKeep && b.cache.kind != opPut) || len(b.beads) != 1 || !summable(b.beads[0]) {
 			return cacheOp{kind: opDrop}
 		}
-		ids[k] = b.ids
 	}
-	d := chunkDigest(cr.entries[lo:hi], ids)
+	d := chunkDigest(cr.entries[lo:hi], func(k int) *fileIDs { return &batches[k].ids })
 	key := cr.entries[lo].name
 	if cr.reuse && cr.chunkVals != nil && cr.chunkVals[c] != nil && cr.sameDigest(key, cr.chunkVals[c], d[:]) {
 		return cacheOp{kind: opKeep}

@@ -225,6 +225,10 @@ func analyze(o options, stdout, stderr io.Writer) error {
 		// Rows need no totals: they go out as the records are read.
 		rows = report.NewCSVWriter(out)
 	}
+	if src.Cache != nil && filter.All() && rows == nil {
+		// Every bead is counted and none written out: the unchanged chunks' totals will do.
+		src.Merge = agg.Merge
+	}
 	warned := 0
 	err = src.Scan(func(b *report.Bead) {
 		if !filter.Match(b) {

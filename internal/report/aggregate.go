@@ -252,11 +252,13 @@ func periodKey(period string, b *Bead) string {
 		return ""
 	}
 	if period == PeriodWeek {
-		y, w := t.ISOWeek()
-		return fmt.Sprintf("%04d-W%02d", y, w)
+		return weekKey(t.ISOWeek())
 	}
 	return t.Format(time.DateOnly)
 }
+
+// weekKey names an ISO week: 2026-W07.
+func weekKey(year, week int) string { return fmt.Sprintf("%04d-W%02d", year, week) }
 
 // Statistics returns what has been counted so far.
 func (a *Aggregator) Statistics() Statistics {

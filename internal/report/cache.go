@@ -21,7 +21,7 @@ import (
 // cacheFormat is the version of what the cache holds per record pair (encodeEntry). Bump it
 // whenever a Bead gains, loses or changes a field, or newBead derives one otherwise: a cache of
 // another format is rebuilt from the records. TestCacheFormatFollowsBead keeps it honest.
-const cacheFormat = 1
+const cacheFormat = 2
 
 // DefaultCacheFresh is Cache.Fresh unless set: a record pair whose files changed less than this
 // before the scan began is read again next time rather than cached. A file system's clock ticks
@@ -59,6 +59,10 @@ type Cache struct {
 	// default 100 it collected twenty times, marking the listing each time (issue 22).
 	GCPercent int
 
+	// chunkBits sets the chunks' size (chunkStarts); 0 means defaultChunkBits. Tests make
+	// chunks small, so that a small history has many.
+	chunkBits uint
+
 	// Stats says what the last Scan did with the cache.
 	Stats CacheStats
 }
@@ -78,6 +82,7 @@ type CacheStats struct {
 	// Rebuilt says why the cache was written anew ("" when it was updated in place).
 	Rebuilt string
 	Reused  int // record pairs taken from the cache
+	Summed  int // of those, pairs added as their chunk's totals, their entries not decoded
 	Read    int // record pairs read from their files
 	// Differences are the files, with Verify, whose beads in the cache were not what the files
 	// hold though their identities were the same (edited in place, times kept); at most
@@ -88,12 +93,14 @@ type CacheStats struct {
 
 const maxDifferences = 20
 
-// Cache layout: bucket "beads", bead name → entry (encodeEntry); bucket "meta", "stamp" → the
-// stamp (cacheStamp).
+// Cache layout: bucket "beads", bead name → entry (encodeEntry); bucket "chunks", the name of
+// a chunk's first entry → its digest and totals (chunk.go); bucket "meta", "stamp" → the stamp
+// (cacheStamp).
 var (
-	bucketBeads = []byte("beads")
-	bucketMeta  = []byte("meta")
-	keyStamp    = []byte("stamp")
+	bucketBeads  = []byte("beads")
+	bucketChunks = []byte("chunks")
+	bucketMeta   = []byte("meta")
+	keyStamp     = []byte("stamp")
 )
 
 // cacheStamp is what a cache must have been written by to be read.
@@ -152,11 +159,23 @@ type cacheRun struct {
 	faulted atomic.Bool
 	gcWas   int // the GC percent to put back at the end, when GCPercent was set (else 0)
 
+	// Chunks: the first entry of each, their values in db (nil when none), the chunk keys in db
+	// no longer a chunk's first name, and whether a chunk may be added as its totals.
+	starts      []int
+	chunkVals   [][]byte
+	staleChunks [][]byte
+	merge       bool
+
 	// Update in place: the changes, applied at the end in one transaction.
 	kinds        []uint8 // per entry emitted: its op's kind
 	pending      []pendingPut
 	pendingBytes int
 	deletes      [][]byte
+	chunkKinds   []uint8
+	chunkPending []pendingPut // i is the chunk
+	chunkDeletes [][]byte
+	noted        int // entries noted, in order
+	chunksNoted  int // chunks noted, in order
 
 	w *cacheWriter // a rebuild under way, nil while updating in place
 }
@@ -173,8 +192,14 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 		c.Stats.Off = "--json reads every record for raw_data"
 		return nil
 	}
+	bits := c.chunkBits
+	if bits == 0 {
+		bits = defaultChunkBits
+	}
 	cr := &cacheRun{c: c, src: src, entries: entries, reuse: !c.Rebuild && !c.Verify,
-		before: time.Now().Add(-c.Fresh).UnixNano(), kinds: make([]uint8, len(entries))}
+		before: time.Now().Add(-c.Fresh).UnixNano(), kinds: make([]uint8, len(entries)),
+		starts: chunkStarts(entries, bits)}
+	cr.chunkKinds = make([]uint8, len(cr.starts))
 	dir := filepath.Dir(c.Path)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		c.off(err, "cannot make "+dir)
@@ -219,6 +244,7 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 			return nil
 		}
 	}
+	cr.merge = cr.reuse && src.Merge != nil && cr.chunkVals != nil
 	if cr.reuse && c.GCPercent > 0 {
 		cr.gcWas = debug.SetGCPercent(c.GCPercent)
 	}
@@ -313,8 +339,8 @@ func (cr *cacheRun) load(entries []entry) (why string) {
 		return "it could not be read (" + err.Error() + ")"
 	}
 	cr.tx = tx
-	meta, beads := tx.Bucket(bucketMeta), tx.Bucket(bucketBeads)
-	if meta == nil || beads == nil {
+	meta, beads, chunks := tx.Bucket(bucketMeta), tx.Bucket(bucketBeads), tx.Bucket(bucketChunks)
+	if meta == nil || beads == nil || chunks == nil {
 		return "it is not analyze-runs' cache"
 	}
 	if got := meta.Get(keyStamp); string(got) != cr.c.stamp() {
@@ -342,6 +368,27 @@ func (cr *cacheRun) load(entries []entry) (why string) {
 	for ; k != nil; k, _ = cur.Next() {
 		cr.stale = append(cr.stale, bytes.Clone(k))
 	}
+	cr.chunkVals = make([][]byte, len(cr.starts))
+	cur = chunks.Cursor()
+	k, v = cur.First()
+	for c, start := range cr.starts {
+		name := entries[start].name
+		for k != nil {
+			if string(k) == name {
+				cr.chunkVals[c] = v
+				k, v = cur.Next()
+				break
+			}
+			if string(k) > name {
+				break
+			}
+			cr.staleChunks = append(cr.staleChunks, bytes.Clone(k))
+			k, v = cur.Next()
+		}
+	}
+	for ; k != nil; k, _ = cur.Next() {
+		cr.staleChunks = append(cr.staleChunks, bytes.Clone(k))
+	}
 	return ""
 }
 
@@ -355,12 +402,12 @@ func (cr *cacheRun) close() {
 		cr.db.Close()
 		cr.db = nil
 	}
-	cr.cached = nil
+	cr.cached, cr.chunkVals = nil, nil
 }
 
 // read is Source.read through the cache: entry i's bead from its cached entry when its files
 // are as they were, else read from them, with what the cache is to keep.
-func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte) batch {
+func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte, pre *statted) batch {
 	var cached []byte
 	if cr.cached != nil {
 		cached = cr.cached[i]
@@ -368,12 +415,14 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 	// A bead with earlier attempts is read whole when they count: its entry holds only the
 	// current attempt, cached by a run without --attempts.
 	if cached != nil && cr.reuse && !(s.Attempts && e.hasAttempts) {
-		if b, ok := cr.fromCache(fds, e, cached, scratch); ok {
-			return batch{beads: []*Bead{b}, cache: cacheOp{kind: opKeep}}
+		var ids fileIDs
+		if b, ok := cr.fromCache(fds, e, cached, scratch, pre, &ids); ok {
+			return batch{beads: []*Bead{b}, cache: cacheOp{kind: opKeep}, ids: ids}
 		}
 	}
 	var ids fileIDs
 	out := s.read(fds, e, res, &ids)
+	out.ids = ids
 	if cached != nil && s.Attempts && e.hasAttempts {
 		out.cache = cacheOp{kind: opLeave}
 		return out
@@ -388,8 +437,9 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 }
 
 // fromCache decodes entry e's cached value when the identities of its files are the ones it
-// holds (one fstatat each; the names are built in scratch, the job's, not allocated).
-func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte) (b *Bead, ok bool) {
+// holds, which it puts in ids: those of pre when its files were statted already, else one
+// fstatat each (the names are built in scratch, the job's, not allocated).
+func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte, pre *statted, ids *fileIDs) (b *Bead, ok bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if recover() != nil {
@@ -405,17 +455,33 @@ func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte) (b *
 	if d.byte() != entryFlags(e) {
 		return nil, false
 	}
-	if id := d.fileID(); !d.ok || !same(fds.runs, e.name, recordFileSuffix, id, scratch) {
-		return nil, false
-	}
-	if e.result {
-		if id := d.fileID(); !d.ok || !same(fds.results, e.name, recordFileSuffix, id, scratch) {
+	if pre != nil && pre.done {
+		if !pre.ok {
 			return nil, false
 		}
-	}
-	if e.verify {
-		if id := d.fileID(); !d.ok || !same(fds.results, e.name, verifyFileSuffix, id, scratch) {
+		ids.run = d.fileID()
+		if e.result {
+			ids.result = d.fileID()
+		}
+		if e.verify {
+			ids.verify = d.fileID()
+		}
+		if !d.ok || *ids != pre.ids {
 			return nil, false
+		}
+	} else {
+		if ids.run = d.fileID(); !d.ok || !same(fds.runs, e.name, recordFileSuffix, ids.run, scratch) {
+			return nil, false
+		}
+		if e.result {
+			if ids.result = d.fileID(); !d.ok || !same(fds.results, e.name, recordFileSuffix, ids.result, scratch) {
+				return nil, false
+			}
+		}
+		if e.verify {
+			if ids.verify = d.fileID(); !d.ok || !same(fds.results, e.name, verifyFileSuffix, ids.verify, scratch) {
+				return nil, false
+			}
 		}
 	}
 	b = d.bead()
@@ -490,6 +556,7 @@ func (cr *cacheRun) note(i int, e entry, b batch) {
 	if cr.failed {
 		return
 	}
+	cr.noted = i + 1
 	if cr.w != nil {
 		switch op.kind {
 		case opKeep, opLeave:
@@ -510,13 +577,44 @@ func (cr *cacheRun) note(i int, e entry, b batch) {
 		}
 	}
 	if cr.pendingBytes > maxPending {
-		cr.switchToRebuild(i)
+		cr.switchToRebuild()
+	}
+}
+
+// noteChunk takes emitted chunk c's cache op, as note an entry's.
+func (cr *cacheRun) noteChunk(c int, op cacheOp) {
+	if cr.failed {
+		return
+	}
+	cr.chunksNoted = c + 1
+	key := cr.entries[cr.starts[c]].name
+	if cr.w != nil {
+		switch op.kind {
+		case opKeep:
+			cr.w.putChunk(key, cr.chunkVals[c])
+		case opPut:
+			cr.w.putChunk(key, op.value)
+		}
+		return
+	}
+	cr.chunkKinds[c] = op.kind
+	switch op.kind {
+	case opPut:
+		cr.chunkPending = append(cr.chunkPending, pendingPut{c, op.value})
+		cr.pendingBytes += len(op.value)
+	case opDrop:
+		if cr.chunkVals != nil && cr.chunkVals[c] != nil {
+			cr.chunkDeletes = append(cr.chunkDeletes, []byte(key))
+		}
+	}
+	if cr.pendingBytes > maxPending {
+		cr.switchToRebuild()
 	}
 }
 
 // switchToRebuild turns an update in place with too many changes into a rebuild: the entries
-// emitted so far (up to i) go into the new file, the cached ones from the cache as it is.
-func (cr *cacheRun) switchToRebuild(i int) {
+// and chunks emitted so far go into the new file, the cached ones from the cache as it is.
+func (cr *cacheRun) switchToRebuild() {
 	if err := cr.startRebuild(); err != nil {
 		cr.c.Stats.Off, cr.c.Stats.Warn = "cannot write it: "+err.Error(), true
 		cr.abandon()
@@ -524,7 +622,7 @@ func (cr *cacheRun) switchToRebuild(i int) {
 	}
 	cr.c.Stats.Rebuilt = "most entries changed"
 	p := 0
-	for j := 0; j <= i; j++ {
+	for j := 0; j < cr.noted; j++ {
 		switch {
 		case cr.kinds[j] == opKeep || cr.kinds[j] == opLeave:
 			cr.w.put(cr.keyOf(j), cr.cached[j])
@@ -533,7 +631,19 @@ func (cr *cacheRun) switchToRebuild(i int) {
 			p++
 		}
 	}
+	p = 0
+	for c := 0; c < cr.chunksNoted; c++ {
+		key := cr.entries[cr.starts[c]].name
+		switch {
+		case cr.chunkKinds[c] == opKeep:
+			cr.w.putChunk(key, cr.chunkVals[c])
+		case p < len(cr.chunkPending) && cr.chunkPending[p].i == c:
+			cr.w.putChunk(key, cr.chunkPending[p].value)
+			p++
+		}
+	}
 	cr.pending, cr.deletes, cr.kinds = nil, nil, nil
+	cr.chunkPending, cr.chunkDeletes, cr.chunkKinds = nil, nil, nil
 }
 
 // keyOf is entry j's name, which the rebuild writer keeps as its key.
@@ -546,6 +656,7 @@ func (cr *cacheRun) abandon() {
 		cr.w = nil
 	}
 	cr.pending, cr.deletes, cr.kinds = nil, nil, nil
+	cr.chunkPending, cr.chunkDeletes, cr.chunkKinds = nil, nil, nil
 	cr.failed = true
 }
 
@@ -575,13 +686,14 @@ func (cr *cacheRun) finish() {
 		}
 		return
 	}
-	if len(cr.pending) == 0 && len(cr.deletes) == 0 && len(cr.stale) == 0 {
+	if len(cr.pending) == 0 && len(cr.deletes) == 0 && len(cr.stale) == 0 &&
+		len(cr.chunkPending) == 0 && len(cr.chunkDeletes) == 0 && len(cr.staleChunks) == 0 {
 		return
 	}
 	// The read transaction ends first: bbolt's writer may need to map the file anew, which
 	// waits for every reader. The pending values are the scan's own, not the map's.
 	cr.tx.Rollback()
-	cr.tx, cr.cached = nil, nil
+	cr.tx, cr.cached, cr.chunkVals = nil, nil, nil
 	err := func() (err error) {
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		defer func() {
@@ -603,6 +715,19 @@ func (cr *cacheRun) finish() {
 			}
 			for _, p := range cr.pending {
 				if err := b.Put([]byte(cr.entries[p.i].name), p.value); err != nil {
+					return err
+				}
+			}
+			cb := tx.Bucket(bucketChunks)
+			for _, ks := range [][][]byte{cr.staleChunks, cr.chunkDeletes} {
+				for _, k := range ks {
+					if err := cb.Delete(k); err != nil {
+						return err
+					}
+				}
+			}
+			for _, p := range cr.chunkPending {
+				if err := cb.Put([]byte(cr.entries[cr.starts[p.i]].name), p.value); err != nil {
 					return err
 				}
 			}
@@ -635,8 +760,9 @@ type cacheWriter struct {
 }
 
 type kv struct {
-	k string
-	v []byte // not changed until the writer is done: bbolt keeps it until its commit
+	k     string
+	v     []byte // not changed until the writer is done: bbolt keeps it until its commit
+	chunk bool   // a chunk's, not an entry's
 }
 
 func newCacheWriter(dir, stamp string) (*cacheWriter, error) {
@@ -656,7 +782,9 @@ func newCacheWriter(dir, stamp string) (*cacheWriter, error) {
 	return w, nil
 }
 
-func (w *cacheWriter) put(k string, v []byte) { w.ch <- kv{k, v} }
+func (w *cacheWriter) put(k string, v []byte) { w.ch <- kv{k, v, false} }
+
+func (w *cacheWriter) putChunk(k string, v []byte) { w.ch <- kv{k, v, true} }
 
 // write puts what comes on ch, then the stamp. After a failure it only drains ch.
 func (w *cacheWriter) write(stamp string) (err error) {
@@ -670,25 +798,30 @@ func (w *cacheWriter) write(stamp string) (err error) {
 			tx.Rollback()
 		}
 	}()
-	begin := func() (*bolt.Bucket, error) {
-		var err error
+	begin := func() (b, cb *bolt.Bucket, err error) {
 		if tx, err = w.db.Begin(true); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		b, err := tx.CreateBucketIfNotExists(bucketBeads)
-		if err != nil {
-			return nil, err
+		if b, err = tx.CreateBucketIfNotExists(bucketBeads); err != nil {
+			return nil, nil, err
 		}
-		b.FillPercent = 1
-		return b, nil
+		if cb, err = tx.CreateBucketIfNotExists(bucketChunks); err != nil {
+			return nil, nil, err
+		}
+		b.FillPercent, cb.FillPercent = 1, 1
+		return b, cb, nil
 	}
-	b, err := begin()
+	b, cb, err := begin()
 	if err != nil {
 		return err
 	}
 	n := 0
 	for e := range w.ch {
-		if err := b.Put([]byte(e.k), e.v); err != nil {
+		to := b
+		if e.chunk {
+			to = cb
+		}
+		if err := to.Put([]byte(e.k), e.v); err != nil {
 			return err
 		}
 		if n++; n%rebuildBatch == 0 {
@@ -697,7 +830,7 @@ func (w *cacheWriter) write(stamp string) (err error) {
 			if err != nil {
 				return err
 			}
-			if b, err = begin(); err != nil {
+			if b, cb, err = begin(); err != nil {
 				return err
 			}
 		}

@@ -28,7 +28,7 @@ func TestCacheFormatFollowsBead(t *testing.T) {
 		"Attempt int, RunStatus string, RunSeconds *int64, HasResult bool, Status string, FinishedAt string, " +
 		"Reason string, Verified string, Raw []uint8, Seconds int64, HasSeconds bool, Start time.Time, " +
 		"Finish time.Time, HasStart bool, HasEnd bool"
-	const wantFormat = 1
+	const wantFormat = 2 // 2: the chunks' totals (chunk.go)
 	var fields []string
 	bt := reflect.TypeOf(Bead{})
 	for i := range bt.NumField() {
@@ -266,11 +266,13 @@ func (h *history) change() string {
 	}
 }
 
-// reportCase is one way of reporting: the aggregator's period and the filter.
+// reportCase is one way of reporting: the aggregator's period and the filter; with merge, as
+// analyze-runs reports all beads in any format but CSV (Source.Merge, no rows).
 type reportCase struct {
 	period   string
 	filter   Filter
 	attempts bool
+	merge    bool
 }
 
 func reportCases(t *testing.T) []reportCase {
@@ -288,7 +290,9 @@ func reportCases(t *testing.T) []reportCase {
 		}
 		cases = append(cases, reportCase{filter: filter})
 	}
-	cases = append(cases, reportCase{period: PeriodDay}, reportCase{period: PeriodWeek, attempts: true})
+	cases = append(cases, reportCase{period: PeriodDay}, reportCase{period: PeriodWeek, attempts: true},
+		reportCase{merge: true}, reportCase{merge: true, period: PeriodDay}, reportCase{merge: true, period: PeriodWeek},
+		reportCase{merge: true, attempts: true}, reportCase{merge: true, period: PeriodWeek, attempts: true})
 	return cases
 }
 
@@ -300,10 +304,16 @@ func render(t *testing.T, dir string, cache *Cache, rc reportCase) string {
 	agg := NewAggregator(rc.period)
 	var csvOut, out bytes.Buffer
 	rows := NewCSVWriter(&csvOut)
-	err := Source{Dir: dir, Attempts: rc.attempts, Cache: cache, Workers: 3}.Scan(func(b *Bead) {
+	src := Source{Dir: dir, Attempts: rc.attempts, Cache: cache, Workers: 3}
+	if rc.merge {
+		src.Merge = agg.Merge
+	}
+	err := src.Scan(func(b *Bead) {
 		if rc.filter.Match(b) {
 			agg.Add(b)
-			rows.Write(b)
+			if !rc.merge {
+				rows.Write(b)
+			}
 		}
 	}, func(s Skipped) {
 		agg.Skip()
@@ -336,6 +346,7 @@ func render(t *testing.T, dir string, cache *Cache, rc reportCase) string {
 func testCache(dir string) *Cache {
 	c := NewCache(statedir.Dir{Root: dir}.ReportCache(), "test")
 	c.Fresh = 0
+	c.chunkBits = 2 // chunks of about four pairs: a history of a hundred has many
 	return c
 }
 
@@ -348,7 +359,7 @@ func TestCacheGivesWhatTheRecordsGive(t *testing.T) {
 		h := newHistory(t, seed)
 		h.add(120)
 		cachePath := statedir.Dir{Root: h.dir}.ReportCache()
-		reused := 0
+		reused, summed := 0, 0
 		for step := range 30 {
 			what := h.change()
 			switch h.rng.Intn(12) {
@@ -378,9 +389,16 @@ func TestCacheGivesWhatTheRecordsGive(t *testing.T) {
 			if c.Stats.Off != "" || c.Stats.Read > c.Stats.Reused {
 				t.Errorf("seed %d step %d: a run right after the cache was written: %+v, want most pairs from the cache", seed, step, c.Stats)
 			}
+			summed += c.Stats.Summed
+			if c.Stats.Summed > 0 && !rc.merge {
+				t.Errorf("seed %d step %d: %d pairs summed from their chunks for a report that is not of all beads", seed, step, c.Stats.Summed)
+			}
 		}
 		if reused == 0 {
 			t.Errorf("seed %d: nothing was ever taken from the cache", seed)
+		}
+		if summed == 0 {
+			t.Errorf("seed %d: no chunk was ever added as its totals", seed)
 		}
 	}
 }
@@ -443,7 +461,7 @@ func firstDiff(got, want string) string {
 func TestCacheConcurrentWriter(t *testing.T) {
 	h := newHistory(t, 7)
 	h.add(300)
-	render(t, h.dir, testCache(h.dir), reportCase{})
+	render(t, h.dir, testCache(h.dir), reportCase{merge: true})
 	writer := newHistory(t, 8)
 	writer.dir, writer.beads = h.dir, h.beads
 	for round := range 5 {
@@ -465,12 +483,12 @@ func TestCacheConcurrentWriter(t *testing.T) {
 				}
 			}
 		}()
-		render(t, h.dir, testCache(h.dir), reportCase{})
+		render(t, h.dir, testCache(h.dir), reportCase{merge: true})
 		close(stop)
 		<-done
-		want := render(t, h.dir, nil, reportCase{})
+		want := render(t, h.dir, nil, reportCase{merge: true})
 		c := testCache(h.dir)
-		if got := render(t, h.dir, c, reportCase{}); got != want {
+		if got := render(t, h.dir, c, reportCase{merge: true}); got != want {
 			t.Fatalf("round %d: after a concurrent writer, the cache (%+v) gives another report:\n%s", round, c.Stats, firstDiff(got, want))
 		}
 	}
@@ -536,7 +554,7 @@ func TestCacheKilled(t *testing.T) {
 	}
 	h := newHistory(t, 11)
 	h.add(3000)
-	want := render(t, h.dir, nil, reportCase{})
+	want := render(t, h.dir, nil, reportCase{merge: true})
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -548,7 +566,7 @@ func TestCacheKilled(t *testing.T) {
 			for range 20 {
 				h.change() // an update in place
 			}
-			want = render(t, h.dir, nil, reportCase{})
+			want = render(t, h.dir, nil, reportCase{merge: true})
 		}
 		cmd := exec.Command(exe, "-test.run=^TestCacheHelper$")
 		cmd.Env = append(os.Environ(), "REPORT_CACHE_HELPER="+h.dir)
@@ -561,7 +579,7 @@ func TestCacheKilled(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		c := testCache(h.dir)
-		if got := render(t, h.dir, c, reportCase{}); got != want {
+		if got := render(t, h.dir, c, reportCase{merge: true}); got != want {
 			t.Fatalf("round %d: after a run killed (it printed %q), the cache (%+v) gives another report:\n%s", round, out.String(), c.Stats, firstDiff(got, want))
 		}
 	}
@@ -576,7 +594,7 @@ func TestCacheHelper(t *testing.T) {
 	}
 	for range 3 {
 		c := testCache(dir)
-		render(t, dir, c, reportCase{})
+		render(t, dir, c, reportCase{merge: true})
 		fmt.Printf("%+v\n", c.Stats)
 	}
 }
@@ -587,12 +605,12 @@ func TestCacheHelper(t *testing.T) {
 func TestCacheHostile(t *testing.T) {
 	h := newHistory(t, 5)
 	h.add(30)
-	want := render(t, h.dir, nil, reportCase{})
+	want := render(t, h.dir, nil, reportCase{merge: true})
 	sd := statedir.Dir{Root: h.dir}
 	check := func(what string, wantOff bool) *Cache {
 		t.Helper()
 		c := testCache(h.dir)
-		if got := render(t, h.dir, c, reportCase{}); got != want {
+		if got := render(t, h.dir, c, reportCase{merge: true}); got != want {
 			t.Fatalf("%s: the report differs:\n%s", what, firstDiff(got, want))
 		}
 		if (c.Stats.Off != "") != wantOff || (wantOff && !c.Stats.Warn) {

@@ -113,4 +113,9 @@ func (f Filter) Match(b *Bead) bool {
 	return in(f.Agents, b.Agent) && in(f.Models, b.Model) && in(f.Templates, b.Template)
 }
 
+// All reports whether f keeps every bead (Match is true of any).
+func (f Filter) All() bool {
+	return !f.hasSince && !f.hasUntil && len(f.Agents) == 0 && len(f.Models) == 0 && len(f.Templates) == 0
+}
+
 func in(list []string, s string) bool { return len(list) == 0 || slices.Contains(list, s) }

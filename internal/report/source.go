@@ -39,6 +39,11 @@ type Source struct {
 	// since it was last brought up to date, and which it brings up to date (see Cache). It is
 	// not used with Raw: the raw_data elements are the records themselves.
 	Cache *Cache
+	// Merge, when not nil, says the caller counts every bead in an Aggregator, nothing else:
+	// Scan may then hand it, rather than each bead to emit, the totals the cache holds for a
+	// chunk of record pairs whose files did not change (see chunk.go). Leave it nil when beads
+	// are filtered or written out one by one.
+	Merge func(*Aggregator)
 }
 
 // paths is the layout of the state directory.
@@ -63,6 +68,7 @@ type batch struct {
 	skipped []Skipped
 	held    int64 // bytes of the budget held until the batch is emitted
 	cache   cacheOp
+	ids     fileIDs // through the cache: the identities of the files the bead is of
 }
 
 // memoryBudget bounds the bytes the readers other than the head hold at once: the records they
@@ -157,7 +163,7 @@ func (s Source) scan(budget *record.Budget, emit func(*Bead), skip func(Skipped)
 	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
 		res := &reservation{budget: budget, seq: i}
 		if cr != nil {
-			return cr.read(s, fds, entries[i], i, res, new([]byte))
+			return cr.read(s, fds, entries[i], i, res, new([]byte), nil)
 		}
 		return s.read(fds, entries[i], res, nil)
 	}, func(i int, b batch) {
@@ -179,37 +185,80 @@ func (s Source) scan(budget *record.Budget, emit func(*Bead), skip func(Skipped)
 	return nil
 }
 
-// scanChunk is how many entries one job of a scan without Raw reads, one after the other: an
-// entry taken from the cache is a fstatat or three and a decoding of a few hundred bytes, and
-// handing each to a worker and back on its own cost more than that (issue 22).
-const scanChunk = 64
+// chunkOut is what reading one chunk of entries yields: its entries' batches, or with
+// Source.Merge its totals from the cache; and what the cache is to keep of the chunk.
+type chunkOut struct {
+	batches []batch
+	totals  *Aggregator
+	op      cacheOp
+}
 
-// scanChunks is scan without Raw: the entries in jobs of scanChunk. A bead read without Raw
-// keeps nothing of its records but a few clipped strings, so each entry's reservation is given
-// back as soon as it is read rather than held until it is emitted: the budget bounds the bytes
-// being read at once, and a job's beads are a few hundred bytes each.
+// scanChunks is scan without Raw: the entries in jobs of one chunk each (chunkStarts): an entry
+// taken from the cache is a fstatat or three and a decoding of a few hundred bytes, and handing
+// each to a worker and back on its own cost more than that (issue 22); through the cache, an
+// unchanged chunk is added as its totals. A bead read without Raw keeps nothing of its records
+// but a few clipped strings, so each entry's reservation is given back as soon as it is read
+// rather than held until it is emitted: the budget bounds the bytes being read at once, and a
+// job's beads are a few hundred bytes each.
 func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun, budget *record.Budget, emit func(*Bead), skip func(Skipped)) {
-	jobs := (len(entries) + scanChunk - 1) / scanChunk
-	ordered.Map(jobs, workers, 2*workers, func(c int) []batch {
-		lo, hi := c*scanChunk, min(len(entries), (c+1)*scanChunk)
-		out := make([]batch, hi-lo)
+	var starts []int
+	if cr != nil {
+		starts = cr.starts
+	} else {
+		starts = chunkStarts(entries, defaultChunkBits)
+	}
+	bounds := func(c int) (lo, hi int) {
+		if c+1 < len(starts) {
+			return starts[c], starts[c+1]
+		}
+		return starts[c], len(entries)
+	}
+	ordered.Map(len(starts), workers, 2*workers, func(c int) chunkOut {
+		lo, hi := bounds(c)
 		var scratch []byte
+		var pre []statted
+		if cr != nil && cr.merge {
+			pre = make([]statted, hi-lo)
+			if totals := cr.sum(fds, c, lo, hi, pre, &scratch); totals != nil {
+				return chunkOut{totals: totals, op: cacheOp{kind: opKeep}}
+			}
+		}
+		out := chunkOut{batches: make([]batch, hi-lo)}
 		for i := lo; i < hi; i++ {
 			res := &reservation{budget: budget, seq: c}
 			if cr != nil {
-				out[i-lo] = cr.read(s, fds, entries[i], i, res, &scratch)
+				var p *statted
+				if pre != nil {
+					p = &pre[i-lo]
+				}
+				out.batches[i-lo] = cr.read(s, fds, entries[i], i, res, &scratch, p)
 			} else {
-				out[i-lo] = s.read(fds, entries[i], res, nil)
+				out.batches[i-lo] = s.read(fds, entries[i], res, nil)
 			}
-			budget.Release(out[i-lo].held)
-			out[i-lo].held = 0
+			budget.Release(out.batches[i-lo].held)
+			out.batches[i-lo].held = 0
+		}
+		if cr != nil {
+			out.op = cr.chunkOp(c, lo, hi, out.batches)
 		}
 		return out
-	}, func(c int, bs []batch) {
+	}, func(c int, o chunkOut) {
 		budget.SetHead(c + 1)
-		for k, b := range bs {
+		lo, hi := bounds(c)
+		if o.totals != nil {
+			s.Merge(o.totals)
+			for i := lo; i < hi; i++ {
+				op := cacheOp{kind: opDrop}
+				if entries[i].run {
+					op.kind = opKeep
+					cr.c.Stats.Summed++
+				}
+				cr.note(i, entries[i], batch{cache: op})
+			}
+		}
+		for k, b := range o.batches {
 			if cr != nil {
-				cr.note(c*scanChunk+k, entries[c*scanChunk+k], b)
+				cr.note(lo+k, entries[lo+k], b)
 			}
 			for _, sk := range b.skipped {
 				skip(sk)
@@ -217,6 +266,9 @@ func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun,
 			for _, bd := range b.beads {
 				emit(bd)
 			}
+		}
+		if cr != nil {
+			cr.noteChunk(c, o.op)
 		}
 	})
 }

@@ -3,7 +3,10 @@
 #   1. 100,000 pairs, --json: this checkout against eff6891 (the commit before the hostile-input
 #      bounds), A/B in alternation, medians; target ratio <= 1.0 (and under 2 s when quiet);
 #   2. 1,000,000 pairs with 1% new since the last run: a run through the cache against a full
-#      run (--no-cache), medians; target under 1 s with the cache;
+#      run (--no-cache), medians; target under 1 s with the cache. The new names (genrecords
+#      -start) sort after the old ones, as a counter's do: every old chunk of the cache is
+#      unchanged and added as its totals (docs/analyze-runs.md, the fourth round, has the case
+#      of new names scattered among the old);
 #   3. a cold 1,000,000-pair run (no cache yet: it is built): target under 20 s and 300 MB.
 #
 #   scripts/bench/analyze-runs-cache.sh

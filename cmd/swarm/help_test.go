@@ -30,12 +30,19 @@ func TestRalphHelpManual(t *testing.T) {
 		}
 		return out.String()
 	}
+	// The section names and phrases mtomcal/swarm's own TestRalphHelpContent looks for
+	// (scripts/pysuite.sh), beside ours: people and agents who learnt the Python tool's help
+	// find its sections under the same names.
 	texts := map[string][]string{
-		"ralph":        {"How to use it:", "Writing the prompt:", "One task per iteration", "Quick reference:", "swarm send NAME"},
-		"ralph spawn":  {"Examples:", "Usage and rate limits:", "--heartbeat 4h --heartbeat-expire 24h", "Stepping in:", "Watching:", "Safety:"},
-		"ralph init":   {"Examples:", "the command that runs its tests"},
-		"ralph run":    {"Examples:", "--no-run", "SIGTERM pauses"},
-		"ralph status": {"Examples:", "swarm status NAME", "monitor_disconnected"},
+		"ralph": {"How to use it:", "swarm send NAME",
+			"Ralph Wiggum pattern", "context windows", "Prompt Design Principles", "ONE task per iteration",
+			"Quick Reference", "swarm ralph init", "swarm send"},
+		"ralph spawn": {"Examples:", "Usage and rate limits:", "--heartbeat 4h --heartbeat-expire 24h", "Safety:",
+			"--prompt-file PROMPT.md", "--max-iterations", "Intervention:", "swarm send", "Monitoring:", "swarm attach", "swarm logs"},
+		"ralph init":   {"Examples:", "the command that runs its tests", "PROMPT.md", "customize"},
+		"ralph run":    {"Examples:", "--no-run", "SIGTERM pauses", "monitoring loop"},
+		"ralph status": {"Examples:", "swarm status NAME", "monitor_disconnected", "iteration"},
+		"ralph list":   {"--format json"},
 	}
 	for verb, wants := range texts {
 		text := help(append(strings.Fields(verb), "--help")...)

@@ -29,18 +29,18 @@ Each iteration the agent reads the prompt, takes the next open task, does it, co
 marks it done in the list. The loop ends after --max-iterations, when the done pattern shows,
 after 5 failed iterations in a row, or when you stop it.
 
-Writing the prompt:
+Prompt Design Principles (writing the prompt):
   - Keep it short (20 lines at most): every line of it is context the work cannot use.
-  - One task per iteration, so that no iteration ends with a task half done.
+  - ONE task per iteration, so that no iteration ends with a task half done.
   - Have the agent read the code as it is before changing it, never assume what is there.
   - Have it commit (and push) before the iteration ends: the next one starts from the repository.
   - Have it update the task list, so that the next iteration knows what is left.
   The file is read again at each iteration: edit it to steer a running loop.
 
-Quick reference:
+Quick Reference:
 QUICKREF
 
-Background on the pattern: https://github.com/ghuntley/how-to-ralph-wiggum
+Background on the Ralph Wiggum pattern: https://github.com/ghuntley/how-to-ralph-wiggum
 `
 
 const spawnDescription = `Starts a loop: its state, the first iteration's worker in tmux (in a git worktree
@@ -101,12 +101,12 @@ Rails:
   TOOL spawn --name dev --prompt-file PROMPT.md --commit-each -- claude --dangerously-skip-permissions
   TOOL abort dev --revert
 
-Stepping in:
+Intervention:
   swarm send dev "wrap up and commit what you have"
   swarm send dev "drop that approach; use X instead"
   Or edit the prompt file: the next iteration reads it again.
 
-Watching:
+Monitoring:
   TOOL status dev        iteration i/N, average time per iteration, time left
   TOOL logs dev          one line per iteration event (--live to keep watching)
   swarm peek dev         the agent's screen now
@@ -122,7 +122,7 @@ See also: TOOL status --help, TOOL logs --help, TOOL pause --help, TOOL run --he
 
 const initEpilog = `Writes PROMPT.md in the current directory: a short starting prompt for a loop (take the most
 important open task, check the code before assuming, test, commit, update the plan). It is
-small on purpose; make it your project's:
+small on purpose; customize it for your project:
   - the command that runs its tests,
   - the files the agent should read first,
   - how to deploy, if that is part of a task.
@@ -136,12 +136,13 @@ Examples:
 
 See also: TOOL template --help, TOOL spawn --help.`
 
-const runEpilog = `Runs the loop's monitor in this terminal until the loop ends (or it is paused or stopped):
-what 'TOOL spawn' starts in the background, or runs here with --foreground. Use it after
-'TOOL spawn --no-run'. One monitor runs per loop: a second is refused. SIGTERM pauses the
-loop (the iteration in flight finishes; 'TOOL resume NAME' goes on); Ctrl-C (SIGINT) or a
-closed terminal stops watching at once, the agent left running ('TOOL resume NAME' starts a
-monitor that takes it over). Exit status 1 when the loop ended failed.
+const runEpilog = `Runs the loop's monitor (the monitoring loop) in this terminal until the loop ends (or it
+is paused or stopped): what 'TOOL spawn' starts in the background, or runs here with
+--foreground. Use it after 'TOOL spawn --no-run'. One monitor runs per loop: a second is
+refused. SIGTERM pauses the loop (the iteration in flight finishes; 'TOOL resume NAME' goes
+on); Ctrl-C (SIGINT) or a closed terminal stops watching at once, the agent left running
+('TOOL resume NAME' starts a monitor that takes it over). Exit status 1 when the loop ended
+failed.
 
 Examples:
   TOOL spawn --name dev --prompt-file PROMPT.md --no-run -- claude --dangerously-skip-permissions

@@ -50,6 +50,15 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			run, err := record.ReadRun(r.dir.Store.RunPath(bead))
 			launched = err == nil && run.Attempt >= t.Attempt
 		}
+		if !launched && len(r.cfg.Hosts) > 0 && t.Attempt > 0 && agentID != "" && adopted[agentID] == nil {
+			// Its attempt was started on a host its agent's state names: looked for there
+			// (adopted when it runs or has ended, started there when it never arrived).
+			if on := r.hostOf(agentID, bead, t.Attempt); on != nil {
+				c.on = on
+				adopted[agentID] = c
+				continue
+			}
+		}
 		if !launched && len(r.cfg.Hosts) > 0 && t.Attempt > 0 && t.ClaimedAt != nil {
 			// Its attempt may run on a host (its records come back only at its end): held
 			// until its deadline there has passed, as a task taken back from a host offline.
@@ -76,6 +85,31 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 		a.finish(ctx, c, out)
 	}
 	return adopted, nil
+}
+
+// hostOf is the slot, on one of this run's hosts, where an earlier runner's agent started
+// bead's attempt n, as the agent's state file names it: the agent's own slot when it is on that
+// host, else the host's first. nil when the state names no host for that attempt, or a host
+// this run does not reach.
+func (r *runner) hostOf(agentID, bead string, n int) *hostSlot {
+	st, err := r.cfg.Store.ReadAgentState(agentID)
+	if err != nil || st == nil || st.Host == "" || st.Bead != bead || st.Attempt != n {
+		return nil
+	}
+	var first *hostSlot
+	for i := range r.slots {
+		hs := &r.slots[i]
+		if hs.exec.Host() != st.Host || hs.exec.Offline() {
+			continue
+		}
+		if AgentID(i+1) == agentID {
+			return hs
+		}
+		if first == nil {
+			first = hs
+		}
+	}
+	return first
 }
 
 // release puts a claim whose attempt never started back to pending, held until hold when it

@@ -243,10 +243,10 @@ func killedHostsRunnerMain(args []string) int {
 }
 
 // TestRunOnHostsRestartedAfterSIGKILL: ralph queue run --hosts is SIGKILLed while its two
-// agents work, one on each host; t1's agent ends while no runner is there, t2's still works
-// when the queue is run again. The restarted queue looks for each task's attempt on the host
-// the agent's state names: t1's end is taken from there, t2's attempt waited for; both bring
-// back their records and branch. Each agent ran exactly once, no retry counted (issue 18: the
+// agents work, one on each host; t1's agent ends while no runner is there (its records here,
+// its branch not), t2's still works when the queue is run again. The restarted queue looks for
+// each task's attempt on the host the agent's state names: t1's end is taken from there, t2's
+// attempt waited for; both bring back their records and branch. Each agent ran exactly once, no retry counted (issue 18: the
 // restarted queue held both tasks until their deadline on the hosts, then ran them again).
 func TestRunOnHostsRestartedAfterSIGKILL(t *testing.T) {
 	tmp := t.TempDir()
@@ -290,9 +290,30 @@ func TestRunOnHostsRestartedAfterSIGKILL(t *testing.T) {
 			t.Fatalf("task %s after the kill: %s, attempt %d; want claimed, attempt 1\n%s", id, task.Status, task.Attempt, first.String())
 		}
 	}
-	// t1's agent ends while no runner is there.
+	// t1's agent ends while no runner is there; its records come here, not its branch, as a
+	// runner killed between the two leaves them.
 	os.WriteFile(gate1, nil, 0o600)
 	waitUntil(t, "t1's agent ends", func() bool { return strings.Contains(readFile(alog), "t1 end ") })
+	on := execs[0].Conn.Host
+	if !strings.Contains(readFile(alog), "t1 start h1-") {
+		on = execs[1].Conn.Host
+	}
+	there, here := record.Store{Dir: on.StateDir}, record.Store{Dir: w.stateDir}
+	waitUntil(t, "t1's end in its records on its host", func() bool {
+		run, err := record.ReadRun(there.RunPath("p-t1"))
+		_, rerr := os.Stat(there.ResultPath("p-t1"))
+		return err == nil && run.Status != record.StatusRunning && rerr == nil
+	})
+	for _, path := range [][2]string{{there.RunPath("p-t1"), here.RunPath("p-t1")}, {there.ResultPath("p-t1"), here.ResultPath("p-t1")}} {
+		b, err := os.ReadFile(path[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(path[1]), 0o700)
+		if err := os.WriteFile(path[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log := newLogWatch()
 	for _, e := range execs {
 		e.Log = log

@@ -16,7 +16,9 @@ import (
 // them before any new claim: a claim whose attempt's supervisor is alive is returned, by agent,
 // to be waited for; one whose attempt ended is judged by its records, as if the runner had seen
 // it end; one whose attempt never started (no attempt number, or records of an older attempt)
-// goes back to pending, its retries unchanged.
+// goes back to pending, its retries unchanged. With hosts, a claim whose attempt was started
+// on one of them (hostOf) is returned, by agent, to be looked for there (claim.on); one whose
+// host is unknown or not reached goes back to pending, held until its deadline there.
 func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 	q, err := r.cfg.Store.View()
 	if err != nil {
@@ -39,6 +41,16 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 		}
 		bead := plan.Bead(r.plan, t.ID)
 		launched := t.Attempt > 0 && agentID != "" && adopted[agentID] == nil
+		if launched && len(r.cfg.Hosts) > 0 {
+			// Its attempt was started on a host its agent's state names: looked for there,
+			// even when its records came back here already (its branch may not have): adopted
+			// when it runs or has ended, started there when it never arrived.
+			if on := r.hostOf(agentID, bead, t.Attempt); on != nil {
+				c.on = on
+				adopted[agentID] = c
+				continue
+			}
+		}
 		if launched {
 			if live, _ := attempt.Alive(ctx, r.dir, r.where, bead); live {
 				adopted[agentID] = c
@@ -49,15 +61,6 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			}
 			run, err := record.ReadRun(r.dir.Store.RunPath(bead))
 			launched = err == nil && run.Attempt >= t.Attempt
-		}
-		if !launched && len(r.cfg.Hosts) > 0 && t.Attempt > 0 && agentID != "" && adopted[agentID] == nil {
-			// Its attempt was started on a host its agent's state names: looked for there
-			// (adopted when it runs or has ended, started there when it never arrived).
-			if on := r.hostOf(agentID, bead, t.Attempt); on != nil {
-				c.on = on
-				adopted[agentID] = c
-				continue
-			}
 		}
 		if !launched && len(r.cfg.Hosts) > 0 && t.Attempt > 0 && t.ClaimedAt != nil {
 			// Its attempt may run on a host (its records come back only at its end): held

@@ -187,6 +187,12 @@ func recordsCommand() *cli.Command {
 			attempt.ReconcileBead(ctx, d, s.tmux(), bead)
 			live, _ := attempt.Alive(ctx, d, s.where(bead), bead)
 			snap := remote.Snapshot{Bead: bead, Live: live}
+			// A dispatch opening an attempt holds the bead's lock until its records are written.
+			if unlock, err := d.Layout.Lock(ctx, bead, 20*time.Millisecond); err == nil {
+				unlock()
+			} else if errors.Is(err, fsx.ErrLocked) {
+				snap.Starting = true
+			}
 			for path, into := range map[string]*json.RawMessage{d.Store.Paths().Run(bead): &snap.Run, d.Store.Paths().Result(bead): &snap.Result} {
 				b, err := statedir.ReadFile(path, maxRecordBytes)
 				if errors.Is(err, os.ErrNotExist) {

@@ -120,7 +120,11 @@ func (c *Conn) RunAttempt(ctx context.Context, a Attempt) (*AttemptRun, error) {
 		}
 		return run, err
 	}
-	snap, err := c.Wait(ctx, bead, run.Number, a.Watch)
+	lost := time.Time{}
+	if err != nil {
+		lost = time.Now()
+	}
+	snap, err := c.wait(ctx, bead, run.Number, a.Watch, lost)
 	if err != nil {
 		return run, err
 	}

@@ -24,10 +24,22 @@ const maxSnapshot = 16 << 20
 // and result records as they are written there (the bytes, checked again when they are
 // written here).
 type Snapshot struct {
-	Bead   string          `json:"bead"`
-	Live   bool            `json:"live"`
-	Run    json.RawMessage `json:"run,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
+	Bead string `json:"bead"`
+	Live bool   `json:"live"`
+	// Starting says a dispatch held the bead's lock at the read: an attempt being opened there
+	// (its records not yet written), or its records being written.
+	Starting bool            `json:"starting,omitempty"`
+	Run      json.RawMessage `json:"run,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+}
+
+// has says whether the snapshot's run record is of attempt number or a later one.
+func (s *Snapshot) has(number int) bool {
+	if len(s.Run) == 0 {
+		return false
+	}
+	run, err := record.DecodeRun(s.Run)
+	return err != nil || run.Attempt >= number // unreadable: not known absent
 }
 
 // Final says whether the snapshot holds the final result of attempt number (0: any), and its
@@ -109,6 +121,22 @@ const firstRead = 25 * time.Millisecond
 // is bounded by what is left of that time, so a host cut off is reported within OfflineAfter
 // plus one read's set-up.
 func (c *Conn) Wait(ctx context.Context, bead string, number int, w Watch) (*Snapshot, error) {
+	return c.wait(ctx, bead, number, w, time.Time{})
+}
+
+// ErrNotStarted is an attempt whose start was lost with the connection and that the host shows
+// never began: no record of it, no supervisor, no dispatch holding the bead's lock, startSettle
+// after the start was lost (a dispatch still alive there would hold the lock by then).
+var ErrNotStarted = errors.New("the attempt's start was lost with the connection, and it never began on the host")
+
+// startSettle is how long after a lost start the host must show the attempt absent before it is
+// judged never begun.
+const startSettle = 5 * time.Second
+
+// wait is Wait; lost, when set, is when the attempt's start was lost with the connection: a
+// read startSettle later that shows it never began there ends the wait with ErrNotStarted
+// (Wait alone would read for ever: nothing of the attempt is ever final).
+func (c *Conn) wait(ctx context.Context, bead string, number int, w Watch, lost time.Time) (*Snapshot, error) {
 	every := orDefault(w.Every, time.Second)
 	offline := orDefault(w.OfflineAfter, 30*time.Second)
 	last := time.Now()
@@ -126,6 +154,9 @@ func (c *Conn) Wait(ctx context.Context, bead string, number int, w Watch) (*Sna
 			}
 			if _, ok := s.Final(number); ok {
 				return s, nil
+			}
+			if !lost.IsZero() && time.Since(lost) >= startSettle && !s.Live && !s.Starting && !s.has(number) {
+				return nil, fmt.Errorf("host %s: %s attempt %d: %w", c.Host.Name, bead, number, ErrNotStarted)
 			}
 		case ctx.Err() != nil:
 			return nil, ctx.Err()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	// Named apart: the package tests have a helper called git.
@@ -89,11 +90,15 @@ var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
 // left uncommitted is committed; else the agent's last commit is given the trailers (amended,
 // its author kept) unless it has them; else (no change at all) an empty commit records that
 // the task ran. ident prefixes the commit commands (identityFor). It returns the commit's SHA.
+// The commits are git commit's, so the repository's commit hooks run and commit.gpgSign signs
+// them; a hook that refuses the commit fails the task with its message. The empty commit is
+// the exception when full is false (commitAsks: no signing, no commit hook): it is then made
+// with commit-tree, which runs no hook and would not sign.
 // An agent that changed nothing costs three git processes (status, commit-tree, update-ref),
 // one that left changes four (status, add, commit, rev-parse): the trailers are written in the
 // message itself, as --trailer would add them to a one-line message, without the
 // interpret-trailers process --trailer starts.
-func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string) (string, error) {
+func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
 	tr := trailers(execID, taskID, agentID)
 	// One command for both the changes and HEAD: "# branch.oid SHA", then a line per change.
 	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all")
@@ -119,7 +124,7 @@ func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title
 		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
 			return "", err
 		}
-		if _, err := gitCmd(ctx, wt, append(pre, "commit", "--quiet", "--no-verify", "-m", title, "-m", trailerBlock)...); err != nil {
+		if _, err := gitCmd(ctx, wt, append(pre, "commit", "--quiet", "-m", title, "-m", trailerBlock)...); err != nil {
 			return "", err
 		}
 		return gitCmd(ctx, wt, "rev-parse", "HEAD")
@@ -130,11 +135,16 @@ func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title
 		}
 		// The agent's own message: --trailer adds the trailers to its trailer block, as git
 		// formats them.
-		args := append(pre, "commit", "--quiet", "--no-verify", "--amend", "--no-edit")
+		args := append(pre, "commit", "--quiet", "--amend", "--no-edit")
 		for _, t := range tr {
 			args = append(args, "--trailer", t)
 		}
 		if _, err := gitCmd(ctx, wt, args...); err != nil {
+			return "", err
+		}
+		return gitCmd(ctx, wt, "rev-parse", "HEAD")
+	case full:
+		if _, err := gitCmd(ctx, wt, append(pre, "commit", "--quiet", "--allow-empty", "-m", title+" (no change)", "-m", trailerBlock)...); err != nil {
 			return "", err
 		}
 		return gitCmd(ctx, wt, "rev-parse", "HEAD")
@@ -150,6 +160,35 @@ func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title
 		return "", err
 	}
 	return sha, nil
+}
+
+// commitHooks are the hooks git commit runs (githooks(5)); commit-tree runs none.
+var commitHooks = []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"}
+
+// commitAsks says whether the repository at dir asks of a commit what only git commit gives:
+// commit.gpgSign set, or one of commitHooks installed (an executable file in core.hooksPath,
+// taken from the worktree's top as git runs hooks there, or else the repository's hooks
+// directory). A run asks once; the task's worktrees share the repository's config and hooks.
+func commitAsks(ctx context.Context, dir string) bool {
+	if v, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign"); err == nil && v == "true" {
+		return true
+	}
+	// From the top, where git runs hooks, so that a relative core.hooksPath is read as git
+	// reads it.
+	top, err := gitCmd(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return false
+	}
+	hooks, err := gitCmd(ctx, top, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	if err != nil {
+		return false
+	}
+	for _, h := range commitHooks {
+		if fi, err := os.Stat(filepath.Join(hooks, h)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeOrder is a topological order of the tasks in order in which every branch merges cleanly

@@ -543,7 +543,7 @@ func BenchmarkRunHosts(b *testing.B) {
 	wall := time.Since(start)
 	b.StopTimer()
 	if res.State.Summary.Completed != b.N {
-		b.Fatalf("%d of %d completed\n%s", res.State.Summary.Completed, b.N, w.log.String())
+		b.Fatalf("%d of %d completed:%s", res.State.Summary.Completed, b.N, notCompleted(res.State, w.log.String()))
 	}
 	perTask := float64(wall.Microseconds()) / 1000 / float64(b.N)
 	b.ReportMetric(perTask, "ms/task")
@@ -588,5 +588,87 @@ func BenchmarkRunHosts(b *testing.B) {
 		}
 		b.ReportMetric(float64(pwall.Microseconds())/1000/float64(b.N), mode.name+"-ms/task")
 		b.ReportMetric(float64(wall)/float64(pwall), "ratio-to-"+mode.name)
+	}
+}
+
+// notCompleted is, for a benchmark's failure message, one line per task of st that did not
+// complete (its status, where its last attempt ran, its error) followed by the run's log lines
+// that name it, each line prefixed with "bench:" so that scripts/bench/swarm-run.sh, which
+// filters go test's output, shows them.
+func notCompleted(st *State, log string) string {
+	var b strings.Builder
+	for _, id := range st.Order {
+		t := st.Tasks[id]
+		if t.Status == Completed {
+			continue
+		}
+		where, attempt := "", 0
+		if t.Trace != nil {
+			where, attempt = t.Trace.AgentID, t.Trace.Attempt
+		}
+		msg := ""
+		if t.Error != nil {
+			msg = t.Error.Type + ": " + t.Error.Message
+		}
+		fmt.Fprintf(&b, "\nbench: task %s %s (attempt %d on %q): %s", id, t.Status, attempt, where, oneLine(errors.New(msg)))
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, id+":") || strings.Contains(line, "-"+id+":") {
+				fmt.Fprintf(&b, "\nbench:   %s", line)
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestLostStartRunsElsewhere: the start of a task's attempt is lost with the connection before
+// the host's dispatch began it (the hosts' dispatch exits 255, ssh's own failure, on the first
+// launch: as when the ssh master died during the start). The run found the attempt never
+// began there and runs the task on the other host at once; before, it read the host's records
+// for ever, waiting for an attempt that did not exist (a 200-task benchmark on hosts hung until
+// go test's timeout).
+func TestLostStartRunsElsewhere(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	bin := execs[0].Conn.Host.Bin
+	real := filepath.Join(bin, "dispatch.real")
+	if err := os.Rename(filepath.Join(bin, "dispatch"), real); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(tmp, "lost")
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case " $* " in
+*" __records "*|*" kill "*|*" version "*) exec %[1]q "$@" ;;
+esac
+if mkdir %[2]q 2>/dev/null; then
+	cat >/dev/null
+	exit 255
+fi
+exec %[1]q "$@"
+`, real, mark)
+	if err := os.WriteFile(filepath.Join(bin, "dispatch"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(tmp, "agents.log")
+	cfg := w.config(t, fmt.Sprintf("name: lost start\ndefaults: {agent: fake, retries: 0, timeout: 600}\ntasks:\n  - {id: a, prompt: \"once:%s write:a.txt\", branch: a}\n", log), 0)
+	cfg.Executors = []Executor{execs[0], execs[1]}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("no launch was lost: %v", err)
+	}
+	task := res.State.Tasks["a"]
+	if task.Status != Completed || res.State.Status != ExecCompleted {
+		t.Fatalf("task a: %s, the run %s (its context ended: %v)\n%s", task.Status, res.State.Status, ctx.Err(), w.log.String())
+	}
+	if runs := readFile(log); strings.Count(runs, "a start ") != 1 || strings.Contains(runs, "overlap") {
+		t.Errorf("task a's agent ran other than once:\n%s", runs)
+	}
+	if tr := task.Trace; len(tr.Requeued) != 1 || tr.AgentHost == nil || *tr.AgentHost == tr.Requeued[0].AgentHost {
+		t.Errorf("task a's trace %+v, want it re-queued once from the host that lost its start, completed on the other", tr)
 	}
 }

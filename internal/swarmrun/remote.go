@@ -173,6 +173,15 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if errors.As(err, &refused) {
 		return failed(n, "launch-failed", refused)
 	}
+	if errors.Is(err, remote.ErrNotStarted) {
+		// Its start was lost with the connection and it never began there: the host is
+		// offline for the run, as a connection lost before the start is, and the task runs
+		// elsewhere at once (no agent of it is at work there).
+		lastMu.Lock()
+		hb := last
+		lastMu.Unlock()
+		return r.offlineOutcome(n, hb, time.Now(), err)
+	}
 	sent := time.Time{}
 	var snap *remote.Snapshot
 	if run != nil {

@@ -137,6 +137,9 @@ type runner struct {
 	// prefixes the run's commit commands (identityFor).
 	baseSHA string
 	ident   []string
+	// fullCommit: every task's commit is git commit's, as the repository asks for a signature
+	// or has commit hooks (commitAsks).
+	fullCommit bool
 
 	// writeMu orders the state's writes: a write holds it from taking the state's bytes to
 	// the rename, so a later write never lands before an earlier one. dirty says the state
@@ -202,6 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("reading the base branch %s: %w", r.mf.BaseBranch, err)
 	}
 	r.ident = identityFor(ctx, cfg.Repo)
+	r.fullCommit = commitAsks(ctx, cfg.Repo)
 	if cfg.Joblog != "" {
 		if r.joblog, err = openJoblog(cfg.Joblog); err != nil {
 			return nil, err
@@ -793,7 +797,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	r.mu.Unlock()
 	tr := r.traceEnd(t, out)
 	if out.Status == record.StatusDone {
-		sha, err := commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident)
+		sha, err := commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 			return

@@ -451,7 +451,7 @@ func benchRun(b *testing.B, slots int) {
 	wall := time.Since(start)
 	b.StopTimer()
 	if res.State.Summary.Completed != b.N {
-		b.Fatalf("%d of %d completed", res.State.Summary.Completed, b.N)
+		b.Fatalf("%d of %d completed:%s", res.State.Summary.Completed, b.N, notCompleted(res.State, w.log.String()))
 	}
 	agentStart := time.Now()
 	for i := 0; i < b.N; i++ {

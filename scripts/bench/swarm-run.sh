@@ -28,5 +28,15 @@ if ! command -v parallel >/dev/null 2>&1; then
     echo "GNU parallel missing and not installable here (not root, or no apt-get): no side by side"
   fi
 fi
+# The whole output is kept in a file: a failure's lines are shown (the tasks that did not
+# complete, with their errors and log lines, prefixed "bench:"), and the file named.
+out=$(mktemp "${TMPDIR:-/tmp}/swarm-run-bench.XXXXXX")
+status=0
 go test -count=1 -run '^$' -bench '^(BenchmarkRunOverhead|BenchmarkRunHosts)$' -benchtime "${tasks}x" -timeout 60m ./internal/swarmrun \
-  | grep -E '^Benchmark|^ok|FAIL|_test\.go:|sshlab|parallel'
+  >"$out" 2>&1 || status=$?
+grep -E '^Benchmark|^ok|FAIL|_test\.go:|^\s*bench:|sshlab|parallel|^panic|signal|timed out' "$out" || true
+if [ "$status" -ne 0 ]; then
+  echo "swarm-run benchmark failed (exit $status); its whole output: $out"
+  exit "$status"
+fi
+rm -f "$out"

@@ -58,6 +58,9 @@ type claim struct {
 	deps []string
 	// head is the commit its working tree was at when the attempt started ("" unknown).
 	head string
+	// on is the host slot where an earlier runner started its attempt (recover), to be
+	// adopted there; nil otherwise.
+	on *hostSlot
 }
 
 // Outcomes of a task's attempt, as the queue sees them.
@@ -74,10 +77,22 @@ const (
 func (a *agentRun) work(ctx context.Context) {
 	r := a.r
 	if a.adopted != nil {
-		a.state(ctx, store.AgentWorking, &a.adopted.task, a.adopted.attempt)
-		a.current(ctx, a.adopted.task.ID)
-		r.logf("%s: still running %s (attempt %d), from the last run", a.id, a.adopted.task.ID, a.adopted.attempt)
-		out := a.await(ctx, a.adopted)
+		var out outcome
+		if on := a.adopted.on; on != nil {
+			// Its attempt was started on a host: looked for there (runRemote adopts it), on
+			// that host's slot while it lasts.
+			own := a.host
+			a.host = on
+			a.current(ctx, a.adopted.task.ID)
+			r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, a.adopted.task.ID, a.adopted.attempt, on.exec.Host())
+			out = a.runRemote(ctx, a.adopted)
+			a.host = own
+		} else {
+			a.state(ctx, store.AgentWorking, &a.adopted.task, a.adopted.attempt)
+			a.current(ctx, a.adopted.task.ID)
+			r.logf("%s: still running %s (attempt %d), from the last run", a.id, a.adopted.task.ID, a.adopted.attempt)
+			out = a.await(ctx, a.adopted)
+		}
 		if ctx.Err() != nil && out.status == "" {
 			return
 		}
@@ -631,6 +646,9 @@ func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n in
 	if t != nil {
 		id := t.ID
 		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
+		if a.host != nil {
+			st.Host = a.host.exec.Host()
+		}
 	}
 	if err := a.r.cfg.Store.WriteAgentState(ctx, st); err != nil {
 		a.r.failed("%s: writing its state: %v", a.id, err)

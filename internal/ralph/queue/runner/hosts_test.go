@@ -2,19 +2,23 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
+	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 )
@@ -169,4 +173,209 @@ func TestRunOnHostsOneCutOff(t *testing.T) {
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
+}
+
+// killedHostsRunnerVerb is a queue runner over the lab's hosts, for a test to SIGKILL:
+// "BINARY __queue_hosts_runner REPO STATE_DIR AGENT_SH HOSTS_JSON TIMEOUT", HOSTS_JSON the
+// hosts ([]remote.Host) in the order their executors are given; two agents, --worktree.
+const killedHostsRunnerVerb = "__queue_hosts_runner"
+
+func killedHostsRunnerMain(args []string) int {
+	if len(args) != 5 {
+		fmt.Fprintln(os.Stderr, "usage: __queue_hosts_runner REPO STATE_DIR AGENT_SH HOSTS_JSON TIMEOUT")
+		return 2
+	}
+	repo, stateDir, agentSh, hostsFile := args[0], args[1], args[2], args[3]
+	timeout, err := time.ParseDuration(args[4])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	agents, err := agent.Parse(fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}}`, agentSh))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	profile, err := agents.Lookup("fake")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var hosts []*remote.Host
+	b, _ := os.ReadFile(hostsFile)
+	if err := json.Unmarshal(b, &hosts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var execs []*swarmrun.Remote
+	for _, h := range hosts {
+		c, err := d.Dial(context.Background(), h)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		execs = append(execs, &swarmrun.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
+			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
+	}
+	s := store.New(store.In(repo), "p")
+	unlock, err := s.Dir.LockRunner(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer unlock()
+	cfg := Config{Store: s, Agents: 2, Profile: profile, AgentName: "fake",
+		Model: profile.Model("", func(string) string { return "" }), MaxRetries: 2,
+		Repo: repo, StateDir: stateDir, Self: []string{os.Args[0], supervise.SuperviseVerb, "--state-dir", stateDir},
+		Env: os.Environ(), Timeout: timeout, KillGrace: time.Second, MinFreeMB: 1, Log: os.Stderr,
+		Hosts: execs, Worktree: true}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "the run ended before it was killed")
+	return 3
+}
+
+// TestRunOnHostsRestartedAfterSIGKILL: ralph queue run --hosts is SIGKILLed while its two
+// agents work, one on each host; t1's agent ends while no runner is there (its records here,
+// its branch not), t2's still works when the queue is run again. The restarted queue looks for
+// each task's attempt on the host the agent's state names: t1's end is taken from there, t2's
+// attempt waited for; both bring back their records and branch. Each agent ran exactly once, no retry counted (issue 18: the
+// restarted queue held both tasks until their deadline on the hosts, then ran them again).
+func TestRunOnHostsRestartedAfterSIGKILL(t *testing.T) {
+	tmp := t.TempDir()
+	alog, gate1, gate2 := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate1"), filepath.Join(tmp, "gate2")
+	w := newWorld(t,
+		fmt.Sprintf("t1: alone:%s until:%s touch:t1.txt", alog, gate1),
+		fmt.Sprintf("t2: alone:%s until:%s touch:t2.txt", alog, gate2))
+	_, execs := labHosts(t, w, 2)
+	const timeout = 40 * time.Second
+	var hosts []*remote.Host
+	for _, e := range execs {
+		hosts = append(hosts, e.Conn.Host)
+	}
+	hj := filepath.Join(tmp, "hosts.json")
+	b, _ := json.Marshal(hosts)
+	os.WriteFile(hj, b, 0o600)
+	agentSh, _ := filepath.Abs("testdata/agent.sh")
+	self, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	killed := exec.CommandContext(ctx, self, killedHostsRunnerVerb, w.repo, w.stateDir, agentSh, hj, timeout.String())
+	first := newLogWatch()
+	killed.Stderr = first
+	if err := killed.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Both agents at work on their hosts: the runner is killed.
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(readFile(alog), " start ") < 2 {
+		if time.Now().After(deadline) {
+			killed.Process.Kill()
+			killed.Wait()
+			t.Fatalf("the agents never started:\n%s\n%s", readFile(alog), first.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	killed.Process.Signal(syscall.SIGKILL)
+	killed.Wait()
+	for _, id := range []string{"t1", "t2"} {
+		if task := w.task(id); task.Status != store.Claimed || task.Attempt != 1 {
+			t.Fatalf("task %s after the kill: %s, attempt %d; want claimed, attempt 1\n%s", id, task.Status, task.Attempt, first.String())
+		}
+	}
+	// t1's agent ends while no runner is there; its records come here, not its branch, as a
+	// runner killed between the two leaves them.
+	os.WriteFile(gate1, nil, 0o600)
+	waitUntil(t, "t1's agent ends", func() bool { return strings.Contains(readFile(alog), "t1 end ") })
+	on := execs[0].Conn.Host
+	if !strings.Contains(readFile(alog), "t1 start h1-") {
+		on = execs[1].Conn.Host
+	}
+	there, here := record.Store{Dir: on.StateDir}, record.Store{Dir: w.stateDir}
+	waitUntil(t, "t1's end in its records on its host", func() bool {
+		run, err := record.ReadRun(there.RunPath("p-t1"))
+		_, rerr := os.Stat(there.ResultPath("p-t1"))
+		return err == nil && run.Status != record.StatusRunning && rerr == nil
+	})
+	for _, path := range [][2]string{{there.RunPath("p-t1"), here.RunPath("p-t1")}, {there.ResultPath("p-t1"), here.ResultPath("p-t1")}} {
+		b, err := os.ReadFile(path[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(path[1]), 0o700)
+		if err := os.WriteFile(path[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := newLogWatch()
+	for _, e := range execs {
+		e.Log = log
+	}
+	cfg := w.config(2, 2, log)
+	cfg.Hosts, cfg.Worktree, cfg.Timeout = execs, true, timeout
+	type ran struct {
+		res *Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := w.runE(context.Background(), cfg)
+		done <- ran{res, err}
+	}()
+	// t2's attempt found at work on its host; then its agent may end. (Without the finding,
+	// the gate opens after 20 s all the same, and the counts below tell.)
+	var r ran
+	ended := false
+	for deadline := time.Now().Add(20 * time.Second); !ended && !strings.Contains(log.String(), "p-t2: attempt 1 of an earlier run still runs here") && time.Now().Before(deadline); {
+		select {
+		case r = <-done:
+			ended = true
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	os.WriteFile(gate2, nil, 0o600)
+	if !ended {
+		select {
+		case r = <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the run did not end:\n%s", log)
+		}
+	}
+	if r.err != nil {
+		t.Fatalf("Run: %v\n%s", r.err, log)
+	}
+	runs := readFile(alog)
+	if r.res.Counts[store.Done] != 2 {
+		t.Fatalf("counts %v, want 2 done\n%s\n%s", r.res.Counts, log, runs)
+	}
+	if strings.Contains(runs, "overlap") {
+		t.Errorf("a task's agent started while another of it was alive:\n%s", runs)
+	}
+	for _, id := range []string{"t1", "t2"} {
+		if n, m := strings.Count(runs, id+" start "), strings.Count(runs, id+" end "); n != 1 || m != 1 || !regexp.MustCompile(id+` end h\d-1 0`).MatchString(runs) {
+			t.Errorf("task %s's agent started %d times and ended %d times, want once, exit 0:\n%s\n%s", id, n, m, runs, log)
+		}
+		task := w.task(id)
+		if task.Status != store.Done || task.Retries != 0 || task.Attempt != 1 {
+			t.Errorf("task %s: %s, attempt %d, %d retries; want done, attempt 1, none counted", id, task.Status, task.Attempt, task.Retries)
+		}
+		bead := plan.Bead("p", id)
+		if res, err := record.ReadResult(record.Store{Dir: w.stateDir}.ResultPath(bead)); err != nil || res.Status != record.StatusDone || res.Attempt != 1 {
+			t.Errorf("task %s's result record here: %+v, %v", id, res, err)
+		}
+		if got := gitIn(t, w.repo, "ls-tree", "--name-only", "agent/"+bead); !strings.Contains(got, id+".txt") {
+			t.Errorf("branch agent/%s holds %q, want its %s.txt", bead, got, id)
+		}
+	}
+	if t.Failed() {
+		t.Logf("restarted run:\n%s\nkilled run:\n%s", log, first.String())
+	}
+	w.valid()
 }

@@ -16,7 +16,9 @@ import (
 // them before any new claim: a claim whose attempt's supervisor is alive is returned, by agent,
 // to be waited for; one whose attempt ended is judged by its records, as if the runner had seen
 // it end; one whose attempt never started (no attempt number, or records of an older attempt)
-// goes back to pending, its retries unchanged.
+// goes back to pending, its retries unchanged. With hosts, a claim whose attempt was started
+// on one of them (hostOf) is returned, by agent, to be looked for there (claim.on); one whose
+// host is unknown or not reached goes back to pending, held until its deadline there.
 func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 	q, err := r.cfg.Store.View()
 	if err != nil {
@@ -39,6 +41,16 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 		}
 		bead := plan.Bead(r.plan, t.ID)
 		launched := t.Attempt > 0 && agentID != "" && adopted[agentID] == nil
+		if launched && len(r.cfg.Hosts) > 0 {
+			// Its attempt was started on a host its agent's state names: looked for there,
+			// even when its records came back here already (its branch may not have): adopted
+			// when it runs or has ended, started there when it never arrived.
+			if on := r.hostOf(agentID, bead, t.Attempt); on != nil {
+				c.on = on
+				adopted[agentID] = c
+				continue
+			}
+		}
 		if launched {
 			if live, _ := attempt.Alive(ctx, r.dir, r.where, bead); live {
 				adopted[agentID] = c
@@ -76,6 +88,31 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 		a.finish(ctx, c, out)
 	}
 	return adopted, nil
+}
+
+// hostOf is the slot, on one of this run's hosts, where an earlier runner's agent started
+// bead's attempt n, as the agent's state file names it: the agent's own slot when it is on that
+// host, else the host's first. nil when the state names no host for that attempt, or a host
+// this run does not reach.
+func (r *runner) hostOf(agentID, bead string, n int) *hostSlot {
+	st, err := r.cfg.Store.ReadAgentState(agentID)
+	if err != nil || st == nil || st.Host == "" || st.Bead != bead || st.Attempt != n {
+		return nil
+	}
+	var first *hostSlot
+	for i := range r.slots {
+		hs := &r.slots[i]
+		if hs.exec.Host() != st.Host || hs.exec.Offline() {
+			continue
+		}
+		if AgentID(i+1) == agentID {
+			return hs
+		}
+		if first == nil {
+			first = hs
+		}
+	}
+	return first
 }
 
 // release puts a claim whose attempt never started back to pending, held until hold when it

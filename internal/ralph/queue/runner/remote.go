@@ -44,6 +44,11 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 		Prompt: promptOf(r.plan, &c.task), Dir: workdir, Branch: branch, Timeout: r.cfg.Timeout, MaxAttempts: r.cfg.MaxRetries,
 		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id, "RALPH_BRANCH=" + branch}}
 	slot := a.host.slot
+	if c.on != nil {
+		// Started by an earlier runner: its attempt is looked for on the host first, and
+		// followed there when it runs or has ended; started afresh only when it never got there.
+		job.Adopt = c.attempt
+	}
 	job.Launched = func(n int) {
 		// The host numbers its own attempts: the claim names the one started there.
 		if n != c.attempt {

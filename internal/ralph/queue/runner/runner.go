@@ -147,6 +147,8 @@ type runner struct {
 	hardStopped map[string]bool // beads stopped by --hard-budget
 	// stopRemote stops the bead's attempt at work on a host (--hard-budget), by its context.
 	stopRemote map[string]context.CancelFunc
+	// slots are the host slots of Config.Hosts in order: agent-N works in the Nth.
+	slots []hostSlot
 	// gitMu makes the tasks' worktrees here one at a time (--worktree, Hosts): git worktree
 	// add fails on one being made at the same moment.
 	gitMu  sync.Mutex
@@ -206,6 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			slots = append(slots, hostSlot{h, s})
 		}
 	}
+	r.slots = slots
 	if len(cfg.Hosts) > 0 && cfg.Agents > len(slots) {
 		return nil, fmt.Errorf("%d agents, but the hosts run %d at once (their max_agents)", cfg.Agents, len(slots))
 	}

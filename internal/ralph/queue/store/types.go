@@ -155,6 +155,9 @@ type AgentState struct {
 	Context        AgentContext `json:"context"`
 	Bead           string       `json:"bead,omitempty"`
 	Attempt        int          `json:"attempt,omitempty"`
+	// Host is the host (hosts.yaml's name) the attempt runs on, with --hosts: a runner
+	// restarted after a crash looks for the attempt there.
+	Host string `json:"host,omitempty"`
 }
 
 // AgentContext is what the agent has done so far.

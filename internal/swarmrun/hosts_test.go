@@ -374,6 +374,10 @@ func TestRemoteEndBroughtBackAfterTheConnectionClosed(t *testing.T) { bringBackA
 func bringBackAfter(t *testing.T, closeMaster bool) {
 	w := newWorld(t)
 	_, execs := labExecutors(t, w, 1, 1)
+	// The host never stops answering here: the master closed is opened again, which under
+	// the suite's load took longer than the lab's 3 s (the reconnect was killed and the host
+	// called offline), so the default bound applies.
+	execs[0].OfflineAfter = 30 * time.Second
 	tmp := t.TempDir()
 	log := filepath.Join(tmp, "agents.log")
 	cfg := w.config(t, fmt.Sprintf(`name: brought back

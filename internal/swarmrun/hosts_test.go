@@ -171,6 +171,11 @@ func TestRunOnHostsOneCutOff(t *testing.T) {
 		if err != nil || res.Status != record.StatusDone {
 			t.Errorf("task %s's result record here: %+v, %v", id, res, err)
 		}
+		// A task of a fraction of a second still took time (the host's records keep whole
+		// seconds: they made it 0 s, and the run's speedup 0).
+		if tr.DurationSeconds == nil || *tr.DurationSeconds <= 0 {
+			t.Errorf("task %s: duration %s, want > 0", id, jsonOf(tr.DurationSeconds))
+		}
 		if len(tr.Requeued) == 0 {
 			continue
 		}

@@ -187,7 +187,14 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if run != nil {
 		sent, snap = run.Sent, run.Snapshot
 	}
-	return r.settle(ctx, job, n, snap, err, sent, lease, hostWT, &last, &lastMu)
+	out := r.settle(ctx, job, n, snap, err, sent, lease, hostWT, &last, &lastMu)
+	// The host's records keep whole seconds, on the host's clock: a task of 0.4 s would last
+	// 0 s and the run report no parallel speedup. An attempt started by this run is timed
+	// here, from its start sent to its end brought back, as a local one is.
+	if !sent.IsZero() && !out.Interrupted && out.Offline == nil {
+		out.Started, out.Finished = sent, time.Now()
+	}
+	return out
 }
 
 // adopt looks on the host for attempt job.Adopt, which an earlier run started there: when the

@@ -56,8 +56,10 @@ func count(b *testing.B, rows []*top.Row) {
 
 // BenchmarkOnce500 is swarm top --once's work with 500 agents: open the sources, read every row.
 // Target: under 100 ms.
-func BenchmarkOnce500(b *testing.B) {
-	src := fleet500(b)
+func BenchmarkOnce500(b *testing.B) { benchOnce(b, fleet500(b), count) }
+
+// benchOnce times --once's work over src: open the sources, read every row, check them.
+func benchOnce(b *testing.B, src top.Sources, check func(*testing.B, []*top.Row)) {
 	for b.Loop() {
 		m, err := top.Open(src)
 		if err != nil {
@@ -67,27 +69,30 @@ func BenchmarkOnce500(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		count(b, rows)
+		check(b, rows)
+	}
+}
+
+// benchRefresh times one refresh by read (Refresh, or the UI's Snapshot) of a model kept from
+// the last, over src.
+func benchRefresh(b *testing.B, src top.Sources, read func(*top.Model, context.Context) ([]*top.Row, error), check func(*testing.B, []*top.Row)) {
+	m, err := top.Open(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	read(m, context.Background())
+	for b.Loop() {
+		rows, err := read(m, context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		check(b, rows)
 	}
 }
 
 // BenchmarkRefresh500 is one refresh of the UI with 500 agents (the model kept from the last).
 // Target: under 50 ms.
-func BenchmarkRefresh500(b *testing.B) {
-	src := fleet500(b)
-	m, err := top.Open(src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.Refresh(context.Background())
-	for b.Loop() {
-		rows, err := m.Refresh(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		count(b, rows)
-	}
-}
+func BenchmarkRefresh500(b *testing.B) { benchRefresh(b, fleet500(b), (*top.Model).Refresh, count) }
 
 // hang50 makes 50 of fleet500's beads live under a supervisor that never answers its control
 // socket: a process whose command line is a supervisor's (so top takes it for one) and a
@@ -135,18 +140,7 @@ func live50(b *testing.B, rows []*top.Row) {
 func BenchmarkRefresh500Hung50(b *testing.B) {
 	src := fleet500(b)
 	hang50(b, src)
-	m, err := top.Open(src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.Snapshot(context.Background())
-	for b.Loop() {
-		rows, err := m.Snapshot(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		live50(b, rows)
-	}
+	benchRefresh(b, src, (*top.Model).Snapshot, live50)
 }
 
 // BenchmarkOnce500Hung50 is swarm top --once with 500 agents, 50 of them under supervisors that
@@ -154,15 +148,5 @@ func BenchmarkRefresh500Hung50(b *testing.B) {
 func BenchmarkOnce500Hung50(b *testing.B) {
 	src := fleet500(b)
 	hang50(b, src)
-	for b.Loop() {
-		m, err := top.Open(src)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rows, err := m.Refresh(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		live50(b, rows)
-	}
+	benchOnce(b, src, live50)
 }

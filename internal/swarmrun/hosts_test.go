@@ -543,17 +543,7 @@ func BenchmarkRunHosts(b *testing.B) {
 		e.Every, e.OfflineAfter = 0, 0
 		cfg.Executors = append(cfg.Executors, e)
 	}
-	b.ResetTimer()
-	start := time.Now()
-	res, err := Run(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	wall := time.Since(start)
-	b.StopTimer()
-	if res.State.Summary.Completed != b.N {
-		b.Fatalf("%d of %d completed:%s", res.State.Summary.Completed, b.N, notCompleted(res.State, w.log.String()))
-	}
+	res, wall := w.timedRun(b, cfg)
 	perTask := float64(wall.Microseconds()) / 1000 / float64(b.N)
 	b.ReportMetric(perTask, "ms/task")
 	b.ReportMetric(res.State.Summary.ParallelSpeedup, "speedup")

@@ -441,7 +441,21 @@ func benchRun(b *testing.B, slots int) {
 	for i := 0; i < b.N; i++ {
 		fmt.Fprintf(&doc, "  - {id: t%d, prompt: nothing, branch: b%d}\n", i, i)
 	}
-	cfg := w.config(b, doc.String(), slots)
+	res, wall := w.timedRun(b, w.config(b, doc.String(), slots))
+	agentStart := time.Now()
+	for i := 0; i < b.N; i++ {
+		exec.Command("/bin/true").Run()
+	}
+	agentMS := float64(time.Since(agentStart).Microseconds()) / 1000 / float64(b.N)
+	perTask := float64(wall.Microseconds()) / 1000 / float64(b.N)
+	b.ReportMetric(perTask, "ms/task")
+	b.ReportMetric(perTask-agentMS/float64(slots), "overhead-ms/task")
+	b.ReportMetric(res.State.Summary.ParallelSpeedup, "speedup")
+}
+
+// timedRun runs cfg as the benchmark's timed work, which must complete b.N tasks, and
+// returns its result and wall time.
+func (w *world) timedRun(b *testing.B, cfg Config) (*Result, time.Duration) {
 	b.ResetTimer()
 	start := time.Now()
 	res, err := Run(context.Background(), cfg)
@@ -453,15 +467,7 @@ func benchRun(b *testing.B, slots int) {
 	if res.State.Summary.Completed != b.N {
 		b.Fatalf("%d of %d completed:%s", res.State.Summary.Completed, b.N, notCompleted(res.State, w.log.String()))
 	}
-	agentStart := time.Now()
-	for i := 0; i < b.N; i++ {
-		exec.Command("/bin/true").Run()
-	}
-	agentMS := float64(time.Since(agentStart).Microseconds()) / 1000 / float64(b.N)
-	perTask := float64(wall.Microseconds()) / 1000 / float64(b.N)
-	b.ReportMetric(perTask, "ms/task")
-	b.ReportMetric(perTask-agentMS/float64(slots), "overhead-ms/task")
-	b.ReportMetric(res.State.Summary.ParallelSpeedup, "speedup")
+	return res, wall
 }
 
 // jsonOf is v as JSON, for messages about optional fields.

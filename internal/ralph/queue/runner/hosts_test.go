@@ -101,15 +101,7 @@ func TestRunOnHostsOneCutOff(t *testing.T) {
 	log := newLogWatch()
 	cfg := w.config(2, 2, log)
 	cfg.Hosts, cfg.Worktree, cfg.Timeout = execs, true, 6*time.Second
-	type ran struct {
-		res *Result
-		err error
-	}
-	done := make(chan ran, 1)
-	go func() {
-		res, err := w.runE(context.Background(), cfg)
-		done <- ran{res, err}
-	}()
+	done := w.runAsync(cfg)
 	// Both agents at work, one task on each host (whichever claimed which): h1's is cut off.
 	deadline := time.Now().Add(60 * time.Second)
 	for strings.Count(readFile(alog), " start ") < 2 {
@@ -168,6 +160,22 @@ func TestRunOnHostsOneCutOff(t *testing.T) {
 		t.Errorf("%s did not end with its host:\n%s", agentH1, log)
 	}
 	w.valid()
+}
+
+// ran is the end of a run started by runAsync.
+type ran struct {
+	res *Result
+	err error
+}
+
+// runAsync starts the runner over cfg and returns where its end will be sent.
+func (w *world) runAsync(cfg Config) <-chan ran {
+	done := make(chan ran, 1)
+	go func() {
+		res, err := w.runE(context.Background(), cfg)
+		done <- ran{res, err}
+	}()
+	return done
 }
 
 func readFile(path string) string {
@@ -320,15 +328,7 @@ func TestRunOnHostsRestartedAfterSIGKILL(t *testing.T) {
 	}
 	cfg := w.config(2, 2, log)
 	cfg.Hosts, cfg.Worktree, cfg.Timeout = execs, true, timeout
-	type ran struct {
-		res *Result
-		err error
-	}
-	done := make(chan ran, 1)
-	go func() {
-		res, err := w.runE(context.Background(), cfg)
-		done <- ran{res, err}
-	}()
+	done := w.runAsync(cfg)
 	// t2's attempt found at work on its host; then its agent may end. (Without the finding,
 	// the gate opens after 20 s all the same, and the counts below tell.)
 	var r ran

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -454,8 +455,12 @@ func benchRun(b *testing.B, slots int) {
 }
 
 // timedRun runs cfg as the benchmark's timed work, which must complete b.N tasks, and
-// returns its result and wall time.
+// returns its result and wall time. It also reports the run's own CPU time per task: this
+// process's and that of the processes it started and waited for here (git, ssh clients,
+// supervisors); a host's side (its sshd, dispatch and agents) is not in it, since on real
+// hosts it runs on their processors, not the run's.
 func (w *world) timedRun(b *testing.B, cfg Config) (*Result, time.Duration) {
+	cpu0 := runCPU()
 	b.ResetTimer()
 	start := time.Now()
 	res, err := Run(context.Background(), cfg)
@@ -467,7 +472,20 @@ func (w *world) timedRun(b *testing.B, cfg Config) (*Result, time.Duration) {
 	if res.State.Summary.Completed != b.N {
 		b.Fatalf("%d of %d completed:%s", res.State.Summary.Completed, b.N, notCompleted(res.State, w.log.String()))
 	}
+	b.ReportMetric(float64((runCPU()-cpu0).Microseconds())/1000/float64(b.N), "run-cpu-ms/task")
 	return res, wall
+}
+
+// runCPU is the user and system time of this process and of its children waited for.
+func runCPU() time.Duration {
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	var d time.Duration
+	for _, tv := range []syscall.Timeval{self.Utime, self.Stime, children.Utime, children.Stime} {
+		d += time.Duration(tv.Nano())
+	}
+	return d
 }
 
 // jsonOf is v as JSON, for messages about optional fields.

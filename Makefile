@@ -76,7 +76,8 @@ TESTFLAGS ?= -p 4 -parallel 8
 # before ./... so that go test starts them first: started last, in alphabetical order,
 # internal/swarmrun ran alone for the suite's last two minutes.
 TESTFIRST = ./cmd/ralph ./cmd/dispatch ./cmd/swarm ./internal/swarmrun ./internal/ralph/queue/runner \
-	./cmd/validate-state ./internal/ralph/aiwg ./internal/ralph/loop
+	./internal/ralph/aiwg ./internal/ralph/loop ./internal/report ./internal/top/ui ./internal/top \
+	./internal/ralph/queue ./cmd/validate-state
 
 ## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
 ## lines as the packages end, and a line every 30 s naming the packages still running

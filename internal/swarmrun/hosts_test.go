@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 )
 
@@ -294,6 +295,7 @@ tasks:
 	cmd := exec.CommandContext(ctx, self, killedHostsRunVerb, w.repo, w.stateDir, cfg.ManifestPath, hj, "launched", "2")
 	var stderr syncBuf
 	cmd.Stderr = &stderr
+	cmd.Env = testenv.KilledEnv(t)
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() {
@@ -460,6 +462,7 @@ tasks:
 	cmd := exec.CommandContext(ctx, self, killedHostsRunVerb, w.repo, w.stateDir, cfg.ManifestPath, hj, "launched", "1")
 	var stderr syncBuf
 	cmd.Stderr = &stderr
+	cmd.Env = testenv.KilledEnv(t)
 	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("the run was not killed once its task was launched: %v\n%s", err, stderr.String())
 	}

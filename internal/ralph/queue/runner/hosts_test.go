@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 )
 
@@ -278,6 +279,7 @@ func TestRunOnHostsRestartedAfterSIGKILL(t *testing.T) {
 	killed := exec.CommandContext(ctx, self, killedHostsRunnerVerb, w.repo, w.stateDir, agentSh, hj, timeout.String())
 	first := newLogWatch()
 	killed.Stderr = first
+	killed.Env = testenv.KilledEnv(t)
 	if err := killed.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -82,3 +82,24 @@ func Value(doc []byte, i int) int {
 		return i
 	}
 }
+
+// AppendCompact appends doc to dst without its whitespace outside strings. On a well-formed
+// document (one a decoder has read) it is json.Compact's output, at a fraction of the cost:
+// json.Compact steps its validating state machine through every byte, which was a fifth of
+// analyze-runs --json's time. On anything else it is bounded, not checked: use json.Compact.
+func AppendCompact(dst, doc []byte) []byte {
+	start := 0
+	for i := 0; i < len(doc); {
+		switch c := doc[i]; {
+		case c == '"':
+			i = String(doc, i)
+		case IsSpace(c):
+			dst = append(dst, doc[start:i]...)
+			i = Space(doc, i)
+			start = i
+		default:
+			i++
+		}
+	}
+	return append(dst, doc[start:]...)
+}

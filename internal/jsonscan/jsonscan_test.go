@@ -60,3 +60,39 @@ func FuzzValue(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendCompactIsJSONCompact: on well-formed documents, with space around and inside
+// strings, escapes and every kind of value, AppendCompact gives json.Compact's bytes.
+func TestAppendCompactIsJSONCompact(t *testing.T) {
+	for _, v := range []string{
+		`{}`, ` { "a" : [ 1 , 2.5e3 , true , null ] , "b c" : " x\t\" \\ y " } `,
+		"{\n\t\"prompt\": \"line one\\nline two \\\" }\",\r\n  \"n\": -0.5\n}\n",
+		`[ "\u2028 </script> & <" , { } , [ ] ]`, `"  "`, `  7  `,
+	} {
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(v)); err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if got := AppendCompact([]byte("prefix:"), []byte(v)); string(got) != "prefix:"+want.String() {
+			t.Errorf("AppendCompact(%q) = %q, want %q", v, got[len("prefix:"):], want.Bytes())
+		}
+	}
+}
+
+// FuzzAppendCompact: on any valid document AppendCompact is json.Compact; on anything else it
+// stays within its bytes.
+func FuzzAppendCompact(f *testing.F) {
+	for _, s := range []string{` { "a" : [1, " ] "] } `, `"\\"`, `[`, "{\"a\":\n\"\\\"\"}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got := AppendCompact(nil, doc)
+		if len(got) > len(doc) {
+			t.Fatalf("%q: %d bytes out of %d", doc, len(got), len(doc))
+		}
+		var want bytes.Buffer
+		if json.Compact(&want, doc) == nil && json.Valid(doc) && !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("AppendCompact(%q) = %q, json.Compact %q", doc, got, want.Bytes())
+		}
+	})
+}

@@ -20,10 +20,8 @@ import (
 // result lacks them), and by verification when a verify file was merged. It is returned
 // compact; WriteJSON indents it as it writes it (writeIndented).
 func rawData(runDoc []byte, res *record.Result, verify json.RawMessage) ([]byte, error) {
-	var c bytes.Buffer
-	if err := json.Compact(&c, fsx.StripBOM(runDoc)); err != nil {
-		return nil, err
-	}
+	// DecodeRun read runDoc, so it is well-formed JSON and the quick compaction is exact.
+	doc := jsonscan.AppendCompact(make([]byte, 0, len(runDoc)), bytes.TrimSpace(fsx.StripBOM(runDoc)))
 	status, finished, reason := []byte("null"), []byte("null"), []byte("null")
 	if res != nil {
 		if res.Status != "" {
@@ -36,7 +34,6 @@ func rawData(runDoc []byte, res *record.Result, verify json.RawMessage) ([]byte,
 			reason, _ = json.Marshal(res.Reason)
 		}
 	}
-	doc := c.Bytes()
 	fields := []member{{"result_status", status}, {"result_finished_at", finished}, {"result_reason", reason}}
 	if verify != nil {
 		fields = append(fields, member{"verification", verify})

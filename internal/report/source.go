@@ -350,11 +350,12 @@ func (s Source) list() ([]entry, error) {
 	return entries, nil
 }
 
-// recordNames lists a directory's *.json files, without the extension, sorted. A missing
-// directory has none: the original read it as empty. Hidden names are skipped: they are the
-// temporary files of writes in progress; so are the <bead>.json.lock sidecars older writers left.
+// recordNames lists a directory's *.json files, without the extension, sorted (the names of
+// statedir.RecordBead, listed without a string each: fsx.SuffixNames). A missing directory has
+// none: the original read it as empty. Hidden names are skipped: they are the temporary files
+// of writes in progress; so are the <bead>.json.lock sidecars older writers left.
 func recordNames(dir string) ([]string, error) {
-	list, err := fsx.Names(dir, statedir.RecordBead)
+	list, err := fsx.SuffixNames(dir, recordFileSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

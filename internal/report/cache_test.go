@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -706,4 +708,62 @@ func TestCacheGCPercent(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("after the scan: GC percent %d, want 100 put back", got)
 	}
+}
+
+// TestCacheMapLetGo: a scan through the cache does not keep the cache's memory map resident: the
+// walk pairing its entries with the listing lets their pages go as it goes, and the scan maps in
+// again only what it reads. It was mapped whole (MAP_POPULATE), 205 MB of a cached million
+// pairs' 450 MB peak RSS (issue 22).
+func TestCacheMapLetGo(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/self/smaps")
+	}
+	h := newHistory(t, 12)
+	h.add(3000)
+	path := statedir.Dir{Root: h.dir}.ReportCache()
+	render(t, h.dir, testCache(h.dir), reportCase{})
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resident := int64(-1)
+	c := testCache(h.dir)
+	err = Source{Dir: h.dir, Cache: c, Workers: 2}.Scan(func(*Bead) {
+		if resident < 0 {
+			resident = mappedKB(t, path) << 10
+		}
+	}, func(Skipped) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stats.Reused == 0 {
+		t.Fatalf("the cache was not used: %+v", c.Stats)
+	}
+	if testing.Verbose() {
+		t.Logf("%d of %d bytes resident", resident, fi.Size())
+	}
+	if resident > fi.Size()/4 {
+		t.Errorf("at the first bead %d of the cache's %d bytes were resident in the scan's map, want a few pages", resident, fi.Size())
+	}
+}
+
+// mappedKB is the resident size of this process's maps of the file at path, in KiB.
+func mappedKB(t *testing.T, path string) int64 {
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kb int64
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":"):
+			in = fields[len(fields)-1] == path
+		case in && len(fields) == 3 && fields[0] == "Rss:":
+			n, _ := strconv.ParseInt(fields[1], 10, 64)
+			kb += n
+		}
+	}
+	return kb
 }

@@ -245,6 +245,9 @@ func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun,
 	}, func(c int, o chunkOut) {
 		budget.SetHead(c + 1)
 		lo, hi := bounds(c)
+		if cr != nil && lo/releaseEvery != hi/releaseEvery {
+			cr.release()
+		}
 		if o.totals != nil {
 			s.Merge(o.totals)
 			for i := lo; i < hi; i++ {

@@ -767,3 +767,40 @@ func mappedKB(t *testing.T, path string) int64 {
 	}
 	return kb
 }
+
+// TestCacheMemoryLimit: a scan taking beads from the cache runs under Cache.MemoryLimit plus
+// memoryPerPair a pair, never above the limit it had, which is put back after; a scan building
+// the cache keeps the limit it had.
+func TestCacheMemoryLimit(t *testing.T) {
+	h := newHistory(t, 13)
+	h.add(20)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 40))
+	scan := func() (during int64) {
+		c := testCache(h.dir)
+		c.MemoryLimit = 1 << 20
+		err := Source{Dir: h.dir, Cache: c, Workers: 2}.Scan(func(*Bead) {
+			during = debug.SetMemoryLimit(-1)
+		}, func(Skipped) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return during
+	}
+	if got := scan(); got != 1<<40 {
+		t.Errorf("building the cache: memory limit %d during the scan, want %d", got, int64(1<<40))
+	}
+	entries, err := Source{Dir: h.dir}.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scan(), int64(1<<20+memoryPerPair*len(entries)); got != want {
+		t.Errorf("through the cache: memory limit %d during the scan, want %d", got, want)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
+		t.Errorf("after the scan: memory limit %d, want %d put back", got, int64(1<<40))
+	}
+	debug.SetMemoryLimit(1 << 20)
+	if got := scan(); got != 1<<20 {
+		t.Errorf("through the cache under a lower limit: %d during the scan, want it kept (%d)", got, 1<<20)
+	}
+}

@@ -386,11 +386,30 @@ func subdirs(dir string) ([]string, error) {
 	return list, nil
 }
 
-// union merges the sorted names into the sorted entries, marking each with set.
+// union merges the sorted names into the sorted entries, marking each with set (which may be
+// called twice for one entry).
 func union(entries []entry, names []string, set func(*entry)) []entry {
 	if len(names) == 0 {
 		return entries
 	}
+	// The usual case: every name is an entry's already (each result has its run), so the
+	// entries are marked where they are, rather than copied (24 MB for a million).
+	i := 0
+	for _, n := range names {
+		for i < len(entries) && entries[i].name != n && entries[i].name < n {
+			i++
+		}
+		if i == len(entries) || entries[i].name != n {
+			return unionNew(entries, names, set)
+		}
+		set(&entries[i])
+		i++
+	}
+	return entries
+}
+
+// unionNew is union into a new slice, for names some entries do not have.
+func unionNew(entries []entry, names []string, set func(*entry)) []entry {
 	out := make([]entry, 0, max(len(entries), len(names)))
 	i, j := 0, 0
 	for i < len(entries) || j < len(names) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,6 +194,28 @@ func TestUnion(t *testing.T) {
 	want := []entry{{name: "a", run: true}, {name: "b", result: true}, {name: "c", run: true, result: true}, {name: "d", result: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("union() = %+v, want %+v", got, want)
+	}
+	// Names all among the entries (every result with its run) are marked in place.
+	entries = []entry{{name: "a", run: true}, {name: "b", run: true}, {name: "c", run: true}}
+	want = []entry{{name: "a", run: true, result: true}, {name: "b", run: true}, {name: "c", run: true, result: true}}
+	if allocs := testing.AllocsPerRun(1, func() { got = union(entries, []string{"a", "c"}, func(e *entry) { e.result = true }) }); allocs != 0 {
+		t.Errorf("union() of names all among the entries made %.0f allocations, want none", allocs)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("union() = %+v, want %+v", got, want)
+	}
+	for _, names := range [][]string{{"0"}, {"a", "bb"}, {"c", "d"}, {"a", "b", "c", "d"}} {
+		entries = []entry{{name: "a", run: true}, {name: "b", run: true}, {name: "c", run: true}}
+		want = nil
+		for _, n := range append([]string{"a", "b", "c"}, names...) {
+			if !slices.ContainsFunc(want, func(e entry) bool { return e.name == n }) {
+				want = append(want, entry{name: n, run: n == "a" || n == "b" || n == "c", result: slices.Contains(names, n)})
+			}
+		}
+		slices.SortFunc(want, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+		if got = union(entries, names, func(e *entry) { e.result = true }); !reflect.DeepEqual(got, want) {
+			t.Errorf("union(%q) = %+v, want %+v", names, got, want)
+		}
 	}
 }
 

@@ -55,6 +55,13 @@ func fnv32(s string) uint32 {
 }
 
 // digestLen is the length of a chunk's digest (SHA-256).
+//
+// The digest is what makes a chunk's totals taken without reading its pairs, so a changed chunk
+// must never have the digest of the unchanged one: a 64-bit or keyed non-cryptographic hash
+// would make that unlikely, not infeasible, and the file identities hashed are in part chosen
+// by whoever writes the records (sizes, times set by touch). SHA-256 is kept: with the SHA
+// extensions it was 1% of a cached million pairs' CPU (0.07 s of 6.8 s, pprof), the encoding of
+// the identities hashed 1.6%, against 64% for the fstatat calls (issue 22).
 const digestLen = sha256.Size
 
 // chunkDigest is the digest of a chunk's entries with the identities of their files (ids(k),

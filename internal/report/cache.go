@@ -477,7 +477,7 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 		return out
 	}
 	if cr.cacheable(s, e, out, &ids) {
-		out.cache = cacheOp{kind: opPut, value: seal(e.name, encodeEntry(nil, e, &ids, out.beads[0]))}
+		out.cache = cacheOp{kind: opPut, value: entryValue(e, &ids, out.beads[0])}
 	}
 	if cached != nil && cr.c.Verify && out.cache.kind == opPut {
 		out.cache.differs = cr.differs(e.name, cached, out.cache.value)

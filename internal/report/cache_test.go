@@ -56,6 +56,9 @@ func TestCacheEntryRoundTrip(t *testing.T) {
 			ids.verify = record.FileID{}
 		}
 		v := seal(e.name, encodeEntry(nil, e, &ids, b))
+		if len(v) > entrySize(b) {
+			t.Fatalf("entry %d is %d bytes, over entrySize's %d", i, len(v), entrySize(b))
+		}
 		got, ok := decodeForTest(e, v)
 		if !ok || !reflect.DeepEqual(got, b) {
 			t.Fatalf("entry %d: decoded %+v, %v; want %+v", i, got, ok, b)
@@ -802,5 +805,47 @@ func TestCacheMemoryLimit(t *testing.T) {
 	debug.SetMemoryLimit(1 << 20)
 	if got := scan(); got != 1<<20 {
 		t.Errorf("through the cache under a lower limit: %d during the scan, want it kept (%d)", got, 1<<20)
+	}
+}
+
+// TestCacheEntryOneAllocation: an entry is built in one allocation (it grew from nil four or
+// five times, and its key was copied for its checksum), and read back without any.
+func TestCacheEntryOneAllocation(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	b := randomBead(rng)
+	e := entry{name: "bd-1", run: true, result: true, verify: true}
+	ids := fileIDs{run: randomID(rng), result: randomID(rng), verify: randomID(rng)}
+	if allocs := testing.AllocsPerRun(10, func() { entryValue(e, &ids, b) }); allocs != 1 {
+		t.Errorf("an entry took %.0f allocations, want 1", allocs)
+	}
+	v := entryValue(e, &ids, b)
+	if allocs := testing.AllocsPerRun(10, func() { unseal(e.name, v) }); allocs != 0 {
+		t.Errorf("checking an entry's checksum took %.0f allocations, want none", allocs)
+	}
+}
+
+// TestCacheBuildCountsInWorkers: a scan that builds the cache for a report of every bead
+// (Source.Merge) counts each chunk whose totals it writes on the worker that read it, and
+// merges them: the beads of those chunks are not emitted (they were counted twice, once in the
+// chunk's totals and once by the report), and the report is the records'.
+func TestCacheBuildCountsInWorkers(t *testing.T) {
+	h := newHistory(t, 14)
+	h.add(300)
+	want := render(t, h.dir, nil, reportCase{merge: true})
+	agg := NewAggregator("")
+	emitted, beads := 0, 0
+	err := Source{Dir: h.dir, Cache: testCache(h.dir), Workers: 3, Merge: agg.Merge}.Scan(func(b *Bead) { emitted++; agg.Add(b) }, func(Skipped) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Source{Dir: h.dir}).Scan(func(*Bead) { beads++ }, func(Skipped) {}); err != nil {
+		t.Fatal(err)
+	}
+	if emitted > beads*3/4 {
+		t.Errorf("building the cache emitted %d of %d beads, want most counted in their chunks' totals", emitted, beads)
+	}
+	os.Remove(statedir.Dir{Root: h.dir}.ReportCache())
+	if got := render(t, h.dir, testCache(h.dir), reportCase{merge: true}); got != want {
+		t.Errorf("a report building the cache differs from the records':\n%s", firstDiff(got, want))
 	}
 }

@@ -456,7 +456,9 @@ func (cr *cacheRun) close() {
 
 // read is Source.read through the cache: entry i's bead from its cached entry when its files
 // are as they were, else read from them, with what the cache is to keep.
-func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte, pre *statted) batch {
+//
+// A bead decoded from the cache goes in slab's next place when slab is not nil.
+func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte, pre *statted, slab *beadSlab) batch {
 	var cached []byte
 	if cr.cached != nil {
 		cached = cr.cached[i]
@@ -465,8 +467,8 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 	// current attempt, cached by a run without --attempts.
 	if cached != nil && cr.reuse && !(s.Attempts && e.hasAttempts) {
 		var ids fileIDs
-		if b, ok := cr.fromCache(fds, e, cached, scratch, pre, &ids); ok {
-			return batch{beads: []*Bead{b}, cache: cacheOp{kind: opKeep}, ids: ids}
+		if b, ok := cr.fromCache(fds, e, cached, scratch, pre, &ids, slab.next()); ok {
+			return batch{beads: slab.one(b), cache: cacheOp{kind: opKeep}, ids: ids}
 		}
 	}
 	var ids fileIDs
@@ -488,7 +490,7 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 // fromCache decodes entry e's cached value when the identities of its files are the ones it
 // holds, which it puts in ids: those of pre when its files were statted already, else one
 // fstatat each (the names are built in scratch, the job's, not allocated).
-func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte, pre *statted, ids *fileIDs) (b *Bead, ok bool) {
+func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte, pre *statted, ids *fileIDs, into *Bead) (b *Bead, ok bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if recover() != nil {
@@ -533,11 +535,45 @@ func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte, pre 
 			}
 		}
 	}
-	b = d.bead()
+	b = d.bead(into)
 	if !d.end() {
 		return nil, false
 	}
 	return b, true
+}
+
+// beadSlab is where a job decodes the beads it takes from the cache: one allocation for its
+// beads and one for the slices that hold them, rather than two for each (the beads of a chunk
+// that changed are decoded one by one: 1% new names scattered among a million decode half of
+// them). A bead is not kept past its emission, so the slab goes with the job.
+type beadSlab struct {
+	beads []Bead
+	ptrs  []*Bead
+	n     int
+}
+
+// newBeadSlab makes a slab of n beads.
+func newBeadSlab(n int) *beadSlab {
+	return &beadSlab{beads: make([]Bead, n), ptrs: make([]*Bead, n)}
+}
+
+// next is the slab's next place, nil when it is full (or there is no slab): decoding then
+// allocates the bead.
+func (sl *beadSlab) next() *Bead {
+	if sl == nil || sl.n == len(sl.beads) {
+		return nil
+	}
+	sl.n++
+	return &sl.beads[sl.n-1]
+}
+
+// one is a slice of b alone, from the slab's when it has room.
+func (sl *beadSlab) one(b *Bead) []*Bead {
+	if sl == nil || sl.n == 0 || sl.ptrs[sl.n-1] != nil {
+		return []*Bead{b}
+	}
+	sl.ptrs[sl.n-1] = b
+	return sl.ptrs[sl.n-1 : sl.n : sl.n]
 }
 
 // The names of a bead's files in runs/ and results/ (statedir.RecordFile, statedir.Dir.Verify),

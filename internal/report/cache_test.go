@@ -98,7 +98,7 @@ func decodeForTest(e entry, v []byte) (*Bead, bool) {
 	if e.verify {
 		d.fileID()
 	}
-	b := d.bead()
+	b := d.bead(nil)
 	return b, d.end()
 }
 
@@ -520,7 +520,7 @@ func TestCacheVerify(t *testing.T) {
 		body, _ := unseal(victim, v)
 		n := identityLen(body)
 		d := decoder{b: body[n:]}
-		bead := d.bead()
+		bead := d.bead(nil)
 		bead.Status = map[string]string{"done": "failed"}[bead.Status]
 		if bead.Status == "" {
 			bead.Status = "done"
@@ -847,5 +847,41 @@ func TestCacheBuildCountsInWorkers(t *testing.T) {
 	os.Remove(statedir.Dir{Root: h.dir}.ReportCache())
 	if got := render(t, h.dir, testCache(h.dir), reportCase{merge: true}); got != want {
 		t.Errorf("a report building the cache differs from the records':\n%s", firstDiff(got, want))
+	}
+}
+
+// TestCacheBeadDecodeAllocations: a bead decoded from the cache into a place of its job's slab
+// costs one allocation (its name and times, one string), two with a run's own duration; a bead
+// with no slab one more. They were a bead, each of the three texts and the duration: five.
+func TestCacheBeadDecodeAllocations(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	var b *Bead
+	for b == nil || b.RunSeconds == nil || b.ID == "" || b.StartedAt == "" || b.FinishedAt == "" {
+		b = randomBead(rng)
+	}
+	e := entry{name: "bd-1", run: true}
+	body, ok := unseal(e.name, entryValue(e, &fileIDs{}, b))
+	if !ok {
+		t.Fatal("the entry does not unseal")
+	}
+	decode := func(into *Bead) *Bead {
+		d := decoder{b: body}
+		d.byte()
+		d.fileID()
+		got := d.bead(into)
+		if !d.end() {
+			t.Fatal("the entry does not decode")
+		}
+		return got
+	}
+	if got := decode(nil); !reflect.DeepEqual(got, b) {
+		t.Fatalf("decoded %+v, want %+v", got, b)
+	}
+	slab := newBeadSlab(100)
+	if allocs := testing.AllocsPerRun(20, func() { decode(slab.next()) }); allocs > 2 {
+		t.Errorf("a bead decoded into a slab took %.0f allocations, want 2", allocs)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { decode(nil) }); allocs > 3 {
+		t.Errorf("a bead decoded took %.0f allocations, want 3", allocs)
 	}
 }

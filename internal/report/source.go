@@ -163,7 +163,7 @@ func (s Source) scan(budget *record.Budget, emit func(*Bead), skip func(Skipped)
 	ordered.Map(len(entries), workers, 4*workers, func(i int) batch {
 		res := &reservation{budget: budget, seq: i}
 		if cr != nil {
-			return cr.read(s, fds, entries[i], i, res, new([]byte), nil)
+			return cr.read(s, fds, entries[i], i, res, new([]byte), nil, nil)
 		}
 		return s.read(fds, entries[i], res, nil)
 	}, func(i int, b batch) {
@@ -226,6 +226,16 @@ func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun,
 			}
 		}
 		out := chunkOut{batches: make([]batch, hi-lo)}
+		var slab *beadSlab
+		if cr != nil && cr.cached != nil && cr.reuse {
+			n := 0
+			for i := lo; i < hi; i++ {
+				if cr.cached[i] != nil {
+					n++
+				}
+			}
+			slab = newBeadSlab(n)
+		}
 		for i := lo; i < hi; i++ {
 			res := &reservation{budget: budget, seq: c}
 			if cr != nil {
@@ -233,7 +243,7 @@ func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun,
 				if pre != nil {
 					p = &pre[i-lo]
 				}
-				out.batches[i-lo] = cr.read(s, fds, entries[i], i, res, &scratch, p)
+				out.batches[i-lo] = cr.read(s, fds, entries[i], i, res, &scratch, p, slab)
 			} else {
 				out.batches[i-lo] = s.read(fds, entries[i], res, nil)
 			}

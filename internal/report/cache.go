@@ -56,7 +56,7 @@ type Cache struct {
 	Fresh   time.Duration // see DefaultCacheFresh; NewCache sets it
 	// GCPercent, when above 0, is the garbage collector's percent (debug.SetGCPercent) while a
 	// scan takes beads from the cache as it was, put back after: such a scan holds the listing
-	// (about 80 MB for a million pairs) and makes garbage of every bead it decodes, and at the
+	// (about 60 MB for a million pairs) and makes garbage of every bead it decodes, and at the
 	// default 100 it collected twenty times, marking the listing each time (issue 22).
 	GCPercent int
 	// MemoryLimit, when above 0, lowers the Go runtime's soft memory limit (debug.SetMemoryLimit)

@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/statedir"
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // cacheFormat is the version of what the cache holds per record pair (encodeEntry). Bump it
@@ -55,9 +56,16 @@ type Cache struct {
 	Fresh   time.Duration // see DefaultCacheFresh; NewCache sets it
 	// GCPercent, when above 0, is the garbage collector's percent (debug.SetGCPercent) while a
 	// scan takes beads from the cache as it was, put back after: such a scan holds the listing
-	// (about 80 MB for a million pairs) and makes garbage of every bead it decodes, and at the
+	// (about 60 MB for a million pairs) and makes garbage of every bead it decodes, and at the
 	// default 100 it collected twenty times, marking the listing each time (issue 22).
 	GCPercent int
+	// MemoryLimit, when above 0, lowers the Go runtime's soft memory limit (debug.SetMemoryLimit)
+	// while a scan takes beads from the cache, to MemoryLimit plus memoryPerPair bytes per record
+	// pair, never above the limit it had; put back after. Such a scan holds about 75 bytes a pair
+	// (its entry, its name, its cached value's place) and makes garbage of every bead it
+	// decodes: at the GC percent above, the heap grew to the limit whatever the scan held, and
+	// a cached million pairs with 1% new scattered peaked at 300-310 MB (issue 22).
+	MemoryLimit int64
 
 	// chunkBits sets the chunks' size (chunkStarts); 0 means defaultChunkBits. Tests make
 	// chunks small, so that a small history has many.
@@ -102,6 +110,10 @@ var (
 	bucketMeta   = []byte("meta")
 	keyStamp     = []byte("stamp")
 )
+
+// memoryPerPair is what Cache.MemoryLimit allows a scan through the cache per record pair:
+// about twice what it holds of each.
+const memoryPerPair = 160
 
 // cacheStamp is what a cache must have been written by to be read.
 func (c *Cache) stamp() string {
@@ -157,7 +169,8 @@ type cacheRun struct {
 	reuse   bool     // cached entries whose files did not change are taken as they are
 	before  int64    // Fresh before the scan began, in ns: files changed since are not cached
 	faulted atomic.Bool
-	gcWas   int // the GC percent to put back at the end, when GCPercent was set (else 0)
+	gcWas   int   // the GC percent to put back at the end, when GCPercent was set (else 0)
+	limWas  int64 // the memory limit to put back at the end, when MemoryLimit was set (else 0)
 
 	// Chunks: the first entry of each, their values in db (nil when none), the chunk keys in db
 	// no longer a chunk's first name, and whether a chunk may be added as its totals.
@@ -248,6 +261,12 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 	if cr.reuse && c.GCPercent > 0 {
 		cr.gcWas = debug.SetGCPercent(c.GCPercent)
 	}
+	if cr.reuse && c.MemoryLimit > 0 {
+		was := debug.SetMemoryLimit(-1)
+		if lim := c.MemoryLimit + memoryPerPair*int64(len(entries)); lim < was {
+			cr.limWas = debug.SetMemoryLimit(lim)
+		}
+	}
 	return cr
 }
 
@@ -264,12 +283,13 @@ func isReadOnly(err error) bool {
 
 // openCache opens the cache at path for an update, without following a link, if it is a
 // regular file of this user's of at most maxCacheBytes(n); fs.ErrNotExist when there is none.
+//
+// The map is not populated (MAP_POPULATE): its pages would all count in the RSS; a scan maps in
+// those it reads and lets them go as it goes (cacheRun.release).
 func openCache(path string, n int) (*bolt.DB, error) {
 	return bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      cacheLockWait,
-		FreelistType: bolt.FreelistMapType,
-		// The scan reads every page: mapped in one go rather than a page fault each.
-		MmapFlags:      syscall.MAP_POPULATE,
+		Timeout:        cacheLockWait,
+		FreelistType:   bolt.FreelistMapType,
 		OpenFile:       func(p string, flag int, _ os.FileMode) (*os.File, error) { return openOwn(p, flag&^os.O_CREATE, n) },
 		NoFreelistSync: false,
 	})
@@ -349,23 +369,32 @@ func (cr *cacheRun) load(entries []entry) (why string) {
 	cr.cached = make([][]byte, len(entries))
 	cur := beads.Cursor()
 	k, v := cur.First()
+	// The walk reads every page of the entries: they are let go as it goes (release), and only
+	// those of the entries read later come back.
+	walked := 0
+	next := func() ([]byte, []byte) {
+		if walked++; walked%releaseEvery == 0 {
+			cr.release()
+		}
+		return cur.Next()
+	}
 	// Equality is tried first: it is the usual case, and a test of equal bytes, where an
 	// ordering compares them (a million keys of a common prefix: 2% of the scan's CPU).
 	for i, e := range entries {
 		for k != nil {
 			if string(k) == e.name {
 				cr.cached[i] = v
-				k, v = cur.Next()
+				k, v = next()
 				break
 			}
 			if string(k) > e.name {
 				break
 			}
 			cr.stale = append(cr.stale, bytes.Clone(k))
-			k, v = cur.Next()
+			k, v = next()
 		}
 	}
-	for ; k != nil; k, _ = cur.Next() {
+	for ; k != nil; k, _ = next() {
 		cr.stale = append(cr.stale, bytes.Clone(k))
 	}
 	cr.chunkVals = make([][]byte, len(cr.starts))
@@ -389,7 +418,27 @@ func (cr *cacheRun) load(entries []entry) (why string) {
 	for ; k != nil; k, _ = cur.Next() {
 		cr.staleChunks = append(cr.staleChunks, bytes.Clone(k))
 	}
+	cr.release()
 	return ""
+}
+
+// releaseEvery is how many entries load walks, or the scan emits, between two releases of the
+// cache's memory map (cacheRun.release): a few MB of its pages.
+const releaseEvery = 16384
+
+// release lets the pages of the cache's memory map go from this process (madvise
+// MADV_DONTNEED), so that they stop counting in its RSS: the map is shared and read-only, so a
+// page read again is mapped in again from the page cache, as it was. The walk of load reads
+// every page of the entries, the scan those of the chunks that changed; with the map kept whole
+// (MAP_POPULATE, or every page read), a cached million pairs peaked at 450-520 MB, of which
+// 205 MB were the map (issue 22). The map cannot move meanwhile: bbolt maps the file anew only
+// in a write transaction, which waits for the read transaction cr.tx to end; without it there is
+// nothing to release.
+func (cr *cacheRun) release() {
+	if cr.tx == nil {
+		return
+	}
+	unix.Syscall(unix.SYS_MADVISE, cr.db.Info().Data, uintptr(cr.tx.Size()), unix.MADV_DONTNEED)
 }
 
 // close lets go of the cache as it was.
@@ -407,7 +456,9 @@ func (cr *cacheRun) close() {
 
 // read is Source.read through the cache: entry i's bead from its cached entry when its files
 // are as they were, else read from them, with what the cache is to keep.
-func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte, pre *statted) batch {
+//
+// A bead decoded from the cache goes in slab's next place when slab is not nil.
+func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, scratch *[]byte, pre *statted, slab *beadSlab) batch {
 	var cached []byte
 	if cr.cached != nil {
 		cached = cr.cached[i]
@@ -416,8 +467,8 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 	// current attempt, cached by a run without --attempts.
 	if cached != nil && cr.reuse && !(s.Attempts && e.hasAttempts) {
 		var ids fileIDs
-		if b, ok := cr.fromCache(fds, e, cached, scratch, pre, &ids); ok {
-			return batch{beads: []*Bead{b}, cache: cacheOp{kind: opKeep}, ids: ids}
+		if b, ok := cr.fromCache(fds, e, cached, scratch, pre, &ids, slab.next()); ok {
+			return batch{beads: slab.one(b), cache: cacheOp{kind: opKeep}, ids: ids}
 		}
 	}
 	var ids fileIDs
@@ -428,7 +479,7 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 		return out
 	}
 	if cr.cacheable(s, e, out, &ids) {
-		out.cache = cacheOp{kind: opPut, value: seal(e.name, encodeEntry(nil, e, &ids, out.beads[0]))}
+		out.cache = cacheOp{kind: opPut, value: entryValue(e, &ids, out.beads[0])}
 	}
 	if cached != nil && cr.c.Verify && out.cache.kind == opPut {
 		out.cache.differs = cr.differs(e.name, cached, out.cache.value)
@@ -439,7 +490,7 @@ func (cr *cacheRun) read(s Source, fds dirs, e entry, i int, res *reservation, s
 // fromCache decodes entry e's cached value when the identities of its files are the ones it
 // holds, which it puts in ids: those of pre when its files were statted already, else one
 // fstatat each (the names are built in scratch, the job's, not allocated).
-func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte, pre *statted, ids *fileIDs) (b *Bead, ok bool) {
+func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte, pre *statted, ids *fileIDs, into *Bead) (b *Bead, ok bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if recover() != nil {
@@ -484,11 +535,45 @@ func (cr *cacheRun) fromCache(fds dirs, e entry, v []byte, scratch *[]byte, pre 
 			}
 		}
 	}
-	b = d.bead()
+	b = d.bead(into)
 	if !d.end() {
 		return nil, false
 	}
 	return b, true
+}
+
+// beadSlab is where a job decodes the beads it takes from the cache: one allocation for its
+// beads and one for the slices that hold them, rather than two for each (the beads of a chunk
+// that changed are decoded one by one: 1% new names scattered among a million decode half of
+// them). A bead is not kept past its emission, so the slab goes with the job.
+type beadSlab struct {
+	beads []Bead
+	ptrs  []*Bead
+	n     int
+}
+
+// newBeadSlab makes a slab of n beads.
+func newBeadSlab(n int) *beadSlab {
+	return &beadSlab{beads: make([]Bead, n), ptrs: make([]*Bead, n)}
+}
+
+// next is the slab's next place, nil when it is full (or there is no slab): decoding then
+// allocates the bead.
+func (sl *beadSlab) next() *Bead {
+	if sl == nil || sl.n == len(sl.beads) {
+		return nil
+	}
+	sl.n++
+	return &sl.beads[sl.n-1]
+}
+
+// one is a slice of b alone, from the slab's when it has room.
+func (sl *beadSlab) one(b *Bead) []*Bead {
+	if sl == nil || sl.n == 0 || sl.ptrs[sl.n-1] != nil {
+		return []*Bead{b}
+	}
+	sl.ptrs[sl.n-1] = b
+	return sl.ptrs[sl.n-1 : sl.n : sl.n]
 }
 
 // The names of a bead's files in runs/ and results/ (statedir.RecordFile, statedir.Dir.Verify),
@@ -667,6 +752,9 @@ func (cr *cacheRun) finish() {
 	defer cr.close()
 	if cr.gcWas != 0 {
 		defer debug.SetGCPercent(cr.gcWas)
+	}
+	if cr.limWas != 0 {
+		defer debug.SetMemoryLimit(cr.limWas)
 	}
 	if cr.faulted.Load() {
 		cr.abandon()

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Identity is what commit commands in the repository are prefixed with: nothing when it has a
@@ -47,36 +49,51 @@ type MergeSpec struct {
 	Deps  []string
 	Ident []string
 	Label string
+	// Lock, when set, is held while the worktree is registered (git worktree add), and only
+	// then: concurrent adds race on the administrative files (one add reads every worktree's
+	// while another writes its own: "failed to read .git/worktrees/X/commondir"). The checkout
+	// and the merges work in the worktree alone and run outside it, so that the tasks' checkouts
+	// overlap.
+	Lock sync.Locker
+	// Hooked says the repository has a post-checkout hook (HasHook): the worktree is then made
+	// by one git worktree add under Lock, which runs the hook after its checkout as it always
+	// did. Else it is registered with --no-checkout under Lock and checked out after it as git
+	// worktree add does it (reset --hard), which runs no hook and is the same checkout.
+	Hooked bool
+	// Registered, when set, is called once the worktree is registered and before it is checked
+	// out (a test's crash point), outside Lock.
+	Registered func()
 }
 
 // PrepareWorktree makes the repository's worktree at path on branch, fresh from m.Base with
 // each of m.Deps merged in (git merge --no-ff). A worktree or branch left at path by an
 // earlier attempt is replaced: every attempt starts from the same commit. It returns that
 // commit. A conflict is a *ConflictError naming the files; the merge is aborted and the
-// worktree is left at the merges before it.
+// worktree is left at the merges before it. Only the registration holds m.Lock (see MergeSpec).
 func (r Repo) PrepareWorktree(ctx context.Context, path, branch string, m MergeSpec) (string, error) {
-	if _, err := os.Lstat(path); err == nil {
-		if _, err := r.git(ctx, "worktree", "remove", "--force", path); err != nil {
-			if err := os.RemoveAll(path); err != nil {
-				return "", err
-			}
-			r.git(ctx, "worktree", "prune")
-		}
+	if m.Lock != nil {
+		m.Lock.Lock()
 	}
-	add := []string{"worktree", "add", "--quiet", "-B", branch, path, m.Base}
-	if _, err := r.git(ctx, add...); err != nil {
-		// A worktree that a killed run left half made (registered, locked while
-		// initializing, its directory missing) is dropped, and the add tried again.
-		r.git(ctx, "worktree", "unlock", path)
-		r.git(ctx, "worktree", "prune")
-		if _, err := r.git(ctx, add...); err != nil {
+	err := r.registerWorktree(ctx, path, branch, m.Base, !m.Hooked)
+	if m.Lock != nil {
+		m.Lock.Unlock()
+	}
+	if err != nil {
+		return "", err
+	}
+	if m.Registered != nil {
+		m.Registered()
+	}
+	wt := Repo{Dir: path}
+	if !m.Hooked {
+		// The checkout git worktree add runs (builtin/worktree.c), in the worktree alone.
+		if _, err := wt.git(ctx, "reset", "--hard", "--no-recurse-submodules", "--quiet"); err != nil {
 			return "", err
 		}
 	}
 	if len(m.Deps) == 0 {
 		return m.Base, nil
 	}
-	wt := Repo{Dir: path}
 	for _, d := range m.Deps {
 		args := append(append([]string{}, m.Ident...), "merge", "--no-ff", "--no-edit", "-m", m.Label+": merge "+d+" into "+branch, d)
 		_, err := wt.git(ctx, args...)
@@ -91,6 +108,62 @@ func (r Repo) PrepareWorktree(ctx context.Context, path, branch string, m MergeS
 		return "", err
 	}
 	return wt.git(ctx, "rev-parse", "HEAD")
+}
+
+// registerWorktree is git worktree add -B branch path base, with --no-checkout when noCheckout:
+// a worktree or directory at path is removed first, and a worktree that a killed run left half
+// made (registered, locked while initializing, its directory missing) is dropped and the add
+// tried again. A worktree registered but never checked out (a run killed between the two) is
+// an existing worktree like any other: removed, and made again.
+func (r Repo) registerWorktree(ctx context.Context, path, branch, base string, noCheckout bool) error {
+	if _, err := os.Lstat(path); err == nil {
+		if _, err := r.git(ctx, "worktree", "remove", "--force", path); err != nil {
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
+			r.git(ctx, "worktree", "prune")
+		}
+	}
+	add := []string{"worktree", "add", "--quiet"}
+	if noCheckout {
+		add = append(add, "--no-checkout")
+	}
+	add = append(add, "-B", branch, path, base)
+	if _, err := r.git(ctx, add...); err != nil {
+		r.git(ctx, "worktree", "unlock", path)
+		r.git(ctx, "worktree", "prune")
+		if _, err := r.git(ctx, add...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HasHook says whether git would run the repository's hook name (post-checkout): an
+// executable regular file of that name in its hooks directory (core.hooksPath included, a
+// relative one read from the top of the work tree, as git reads it).
+func (r Repo) HasHook(ctx context.Context, name string) bool {
+	top, err := r.git(ctx, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return false
+	}
+	hooks, err := Repo{Dir: top}.git(ctx, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(hooks, name))
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// CheckedOut says whether the worktree at path was checked out: it has an index. A worktree
+// registered with --no-checkout by a run killed before its checkout has none.
+func CheckedOut(ctx context.Context, path string) bool {
+	idx, err := Repo{Dir: path}.git(ctx, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(idx)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // DeleteBranch deletes refs/heads/name, merged or not; a missing branch is no error.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
@@ -103,7 +104,8 @@ func testAgents() (*agent.Config, error) {
 }
 
 // TestResumeAfterSIGKILL kills a run (SIGKILL) at each step where a crash could lose or repeat
-// work: before any attempt started, with tasks assigned, with an attempt numbered in the state
+// work: before any attempt started, with tasks assigned, with a worktree registered but not
+// checked out, with an attempt numbered in the state
 // but its supervisor not started, with agents at work, between an attempt's end and the state
 // write, between a task's commit and the state write, and during the final writes (state,
 // history, report). Then --resume finishes the run: every task completed, its agent run exactly
@@ -117,6 +119,8 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	}{
 		{"opened", 1, false},
 		{"assigned", 1, false},
+		{"registered", 1, false},
+		{"registered", 3, false},
 		{"launching", 1, false},
 		{"launching", 3, false},
 		{"handoff", 1, false},
@@ -233,12 +237,12 @@ func TestPrepareWorktreeAfterACutAdd(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	path := Paths{Root: w.repo}.Worktree("x")
-	if _, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil); err != nil {
+	if _, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{}); err != nil {
 		t.Fatal(err)
 	}
 	git(t, w.repo, "worktree", "lock", "--reason", "initializing", path)
 	os.RemoveAll(path)
-	base, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil)
+	base, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{})
 	if err != nil || base != git(t, w.repo, "rev-parse", "main") {
 		t.Fatalf("prepareWorktree over a half-made worktree = %s, %v", base, err)
 	}

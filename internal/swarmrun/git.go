@@ -71,10 +71,13 @@ type conflictError = gitx.ConflictError
 
 // prepareWorktree makes the task's worktree at path on branch, fresh from the commit base with
 // each of deps' branches merged in (in order); ident prefixes the merge commands
-// (identityFor). It returns that commit; a conflict is a *conflictError
-// (gitx.Repo.PrepareWorktree, shared with ralph queue's worktrees).
-func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps []string, ident []string) (string, error) {
-	return gitx.Repo{Dir: repo}.PrepareWorktree(ctx, path, branch, gitx.MergeSpec{Base: base, Deps: deps, Ident: ident, Label: "swarm run"})
+// (identityFor). how gives the lock held while the worktree is registered, whether the
+// repository has a post-checkout hook, and the registration's crash point (gitx.MergeSpec).
+// It returns that commit; a conflict is a *conflictError (gitx.Repo.PrepareWorktree, shared
+// with ralph queue's worktrees).
+func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps []string, ident []string, how gitx.MergeSpec) (string, error) {
+	how.Base, how.Deps, how.Ident, how.Label = base, deps, ident, "swarm run"
+	return gitx.Repo{Dir: repo}.PrepareWorktree(ctx, path, branch, how)
 }
 
 // Trailers are the commit trailers every task's commit carries.

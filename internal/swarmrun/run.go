@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -61,7 +62,8 @@ type Config struct {
 	PID int
 	// Checkpoint, when set, is called at each named step of the run, from the goroutine taking
 	// it (several at once): "opened" (the state written, nothing started), "assigned" (tasks
-	// assigned to slots, the state written), "launching" (the state names the attempt, its
+	// assigned to slots, the state written), "registered" (a task's worktree registered, not
+	// checked out), "launching" (the state names the attempt, its
 	// supervisor not started), "launched" (the supervisor has its spec), "ended" (the attempt
 	// ended and is recorded, the state not written yet), "committed" (the task's commit made,
 	// the state not written yet), "final-state" (the final state written, not its history
@@ -131,7 +133,10 @@ type runner struct {
 	paths Paths
 	mf    *manifest.Manifest
 
-	// gitMu serializes the changes to the repository's worktrees.
+	// gitMu serializes the registrations of the tasks' worktrees (git worktree add): one add
+	// reads every worktree's administrative files, and fails on one being written at the same
+	// moment ("failed to read .git/worktrees/X/commondir"). The checkouts and the merges run
+	// outside it (gitx.MergeSpec).
 	gitMu sync.Mutex
 	// baseSHA is the base branch's commit, read once: every task starts from it. ident
 	// prefixes the run's commit commands (identityFor).
@@ -140,6 +145,9 @@ type runner struct {
 	// fullCommit: every task's commit is git commit's, as the repository asks for a signature
 	// or has commit hooks (commitAsks).
 	fullCommit bool
+	// checkoutHook: the repository has a post-checkout hook, so each worktree is made by one
+	// git worktree add under gitMu, which runs it as git always did (gitx.MergeSpec.Hooked).
+	checkoutHook bool
 
 	// writeMu orders the state's writes: a write holds it from taking the state's bytes to
 	// the rename, so a later write never lands before an earlier one. dirty says the state
@@ -206,6 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r.ident = identityFor(ctx, cfg.Repo)
 	r.fullCommit = commitAsks(ctx, cfg.Repo)
+	r.checkoutHook = gitx.Repo{Dir: cfg.Repo}.HasHook(ctx, "post-checkout")
 	if cfg.Joblog != "" {
 		if r.joblog, err = openJoblog(cfg.Joblog); err != nil {
 			return nil, err
@@ -734,11 +743,9 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	base := trace.BaseSHA
 	if adopt == 0 || base == "" {
 		var err error
-		// One at a time: git worktree add reads every worktree's administrative files, and
-		// fails on one being made at the same moment ("failed to read .git/worktrees/X/commondir").
-		r.gitMu.Lock()
-		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.baseSHA, deps, r.ident)
-		r.gitMu.Unlock()
+		// Registered one at a time (gitMu), checked out and merged at once.
+		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.baseSHA, deps, r.ident,
+			gitx.MergeSpec{Lock: &r.gitMu, Hooked: r.checkoutHook, Registered: func() { r.checkpoint("registered") }})
 		var conflict *conflictError
 		switch {
 		case errors.As(err, &conflict):

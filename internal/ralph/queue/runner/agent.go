@@ -548,8 +548,10 @@ func depBranches(q *store.Queue, t *store.Task) []string {
 
 // worktree makes the claim's worktree on its branch: the run's base commit with its done
 // dependencies' branches merged in. A worktree its earlier attempt made is kept as that attempt
-// left it (a retry goes on from there). On a conflict (*git.ConflictError) the half-made
-// worktree and its branch are removed, so that a retry of the task starts afresh.
+// left it (a retry goes on from there), unless it was never checked out (a run killed between
+// its registration and its checkout): that one is made again. On a conflict
+// (*git.ConflictError) the half-made worktree and its branch are removed, so that a retry of
+// the task starts afresh.
 func (r *runner) worktree(ctx context.Context, c *claim) error {
 	repo := git.Repo{Dir: r.cfg.Repo}
 	bead := plan.Bead(r.plan, c.task.ID)
@@ -558,21 +560,22 @@ func (r *runner) worktree(ctx context.Context, c *claim) error {
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() && repo.HasBranch(ctx, branch) {
-		if head, err := (git.Repo{Dir: path}).Branch(ctx); err == nil && head == branch {
+		if head, err := (git.Repo{Dir: path}).Branch(ctx); err == nil && head == branch && git.CheckedOut(ctx, path) {
 			return nil
 		}
 	}
-	// One at a time: git worktree add reads every worktree's administrative files, and fails
-	// on one being made at the same moment.
-	r.gitMu.Lock()
-	defer r.gitMu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	_, err := repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue"})
+	// Registered one at a time (gitMu: git worktree add reads every worktree's administrative
+	// files, and fails on one being written at the same moment), checked out and merged at once.
+	_, err := repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue",
+		Lock: &r.gitMu, Hooked: r.checkoutHook})
 	var conflict *git.ConflictError
 	if errors.As(err, &conflict) {
+		r.gitMu.Lock()
 		repo.RemoveWorktree(ctx, path, true)
+		r.gitMu.Unlock()
 		repo.DeleteBranch(ctx, branch)
 	}
 	return err

@@ -142,6 +142,9 @@ type runner struct {
 	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
 	base, baseSHA string
 	ident         []string
+	// checkoutHook: the repository has a post-checkout hook, so each worktree is made by one
+	// git worktree add under gitMu, which runs it as git always did (git.MergeSpec.Hooked).
+	checkoutHook bool
 
 	running     map[string]bool // beads of this run at work now
 	hardStopped map[string]bool // beads stopped by --hard-budget
@@ -149,8 +152,9 @@ type runner struct {
 	stopRemote map[string]context.CancelFunc
 	// slots are the host slots of Config.Hosts in order: agent-N works in the Nth.
 	slots []hostSlot
-	// gitMu makes the tasks' worktrees here one at a time (--worktree, Hosts): git worktree
-	// add fails on one being made at the same moment.
+	// gitMu registers and removes the tasks' worktrees here one at a time (--worktree, Hosts):
+	// git worktree add fails on one being made at the same moment. The checkouts and the
+	// merges run outside it (git.MergeSpec).
 	gitMu  sync.Mutex
 	wake   chan struct{} // closed (and replaced) whenever a task ends or the queue changes
 	timing Timing        // under mu
@@ -318,6 +322,7 @@ func (r *runner) resolveBase(ctx context.Context) error {
 		return fmt.Errorf("--worktree: the base branch %q has no commit: %w", r.base, err)
 	}
 	r.baseSHA, r.ident = sha, repo.Identity(ctx, "ralph queue", "ralph-queue@localhost")
+	r.checkoutHook = repo.HasHook(ctx, "post-checkout")
 	return nil
 }
 

@@ -141,3 +141,69 @@ func TestCommitEach(t *testing.T) {
 	}
 	w.valid()
 }
+
+// TestWorktreeCheckoutsOverlap: only the registration of a task's worktree is one at a time;
+// the checkouts of two tasks on two agents run at once. The repository's file has a smudge
+// filter that, inside each checkout, leaves a marker and waits (at most 20 s) for another
+// checkout's marker, then records whether it saw one: with the checkout under the lock, the
+// first waits out its bound alone and records "none".
+func TestWorktreeCheckoutsOverlap(t *testing.T) {
+	w := gitWorld(t, "t1: one check:slow.txt", "t2: two check:slow.txt")
+	markers, record := filepath.Join(w.tmp, "markers"), filepath.Join(w.tmp, "record")
+	os.Mkdir(markers, 0o700)
+	filter := filepath.Join(w.tmp, "smudge")
+	script := fmt.Sprintf(`#!/bin/sh
+d=%q
+touch "$d/$$"
+saw=none
+i=0
+while [ $i -lt 400 ]; do
+	for f in "$d"/*; do
+		[ "$f" != "$d/$$" ] && [ -e "$f" ] && saw=other
+	done
+	[ $saw = other ] && break
+	sleep 0.05
+	i=$((i+1))
+done
+echo $saw >> %q
+exec cat
+`, markers, record)
+	if err := os.WriteFile(filter, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(w.repo, ".gitattributes"), []byte("slow.txt filter=slow\n"), 0o600)
+	os.WriteFile(filepath.Join(w.repo, "slow.txt"), []byte("slow\n"), 0o600)
+	gitIn(t, w.repo, "add", ".gitattributes", "slow.txt")
+	gitIn(t, w.repo, "commit", "-q", "-m", "a file with a smudge filter")
+	gitIn(t, w.repo, "config", "filter.slow.smudge", filter)
+	log := newLogWatch()
+	cfg := w.config(2, 0, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 2 {
+		t.Fatalf("Run = %+v, want 2 done\n%s", res.Counts, log)
+	}
+	b, _ := os.ReadFile(record)
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != "other other" {
+		t.Errorf("the checkouts' smudge filters saw %q, want [other other]: a checkout ran alone", got)
+	}
+}
+
+// TestWorktreeNeverCheckedOutIsRemade: a task's worktree that a killed run registered but never
+// checked out (git worktree add --no-checkout, on the task's branch) is not kept as an earlier
+// attempt's work: it is made again, with the base's files.
+func TestWorktreeNeverCheckedOutIsRemade(t *testing.T) {
+	w := gitWorld(t, "t1: use check:.gitignore")
+	path := filepath.Join(w.tmp, "repo-worktrees", "p-t1")
+	gitIn(t, w.repo, "worktree", "add", "--quiet", "--no-checkout", "-B", "agent/p-t1", path, "main")
+	log := newLogWatch()
+	cfg := w.config(1, 0, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 1 {
+		t.Fatalf("Run = %+v, want t1 done in a checked-out worktree\n%s", res.Counts, log)
+	}
+	if st := gitIn(t, path, "status", "--porcelain"); st != "" {
+		t.Errorf("t1's worktree is not clean:\n%s", st)
+	}
+}

@@ -139,10 +139,11 @@ func (r Repo) registerWorktree(ctx context.Context, path, branch, base string, n
 	return nil
 }
 
-// HasHook says whether git would run the repository's hook name (post-checkout): an
-// executable regular file of that name in its hooks directory (core.hooksPath included, a
-// relative one read from the top of the work tree, as git reads it).
-func (r Repo) HasHook(ctx context.Context, name string) bool {
+// HasHook says whether git would run one of the repository's hooks names (post-checkout; the
+// hooks of git commit): an executable regular file of that name in its hooks directory
+// (core.hooksPath included, a relative one read from the top of the work tree, as git reads
+// it). The directory is looked up once, whatever the number of names.
+func (r Repo) HasHook(ctx context.Context, names ...string) bool {
 	top, err := r.git(ctx, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return false
@@ -151,8 +152,12 @@ func (r Repo) HasHook(ctx context.Context, name string) bool {
 	if err != nil {
 		return false
 	}
-	fi, err := os.Stat(filepath.Join(hooks, name))
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	for _, name := range names {
+		if fi, err := os.Stat(filepath.Join(hooks, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckedOut says whether the worktree at path was checked out: it has an index. A worktree

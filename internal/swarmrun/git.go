@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 
 	// Named apart: the package tests have a helper called git.
@@ -176,22 +175,7 @@ func commitAsks(ctx context.Context, dir string) bool {
 	if v, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign"); err == nil && v == "true" {
 		return true
 	}
-	// From the top, where git runs hooks, so that a relative core.hooksPath is read as git
-	// reads it.
-	top, err := gitCmd(ctx, dir, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return false
-	}
-	hooks, err := gitCmd(ctx, top, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
-	if err != nil {
-		return false
-	}
-	for _, h := range commitHooks {
-		if fi, err := os.Stat(filepath.Join(hooks, h)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return true
-		}
-	}
-	return false
+	return gitx.Repo{Dir: dir}.HasHook(ctx, commitHooks...)
 }
 
 // mergeOrder is a topological order of the tasks in order in which every branch merges cleanly

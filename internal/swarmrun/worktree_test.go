@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/agentfleet/fleet/internal/testenv"
 )
 
 // TestWorktreeCheckoutsOverlap: only the registration of a task's worktree (git worktree add
@@ -17,34 +19,7 @@ import (
 // checkout under the lock the first checkout waits out its bound alone and records "none".
 func TestWorktreeCheckoutsOverlap(t *testing.T) {
 	w := newWorld(t)
-	tmp := t.TempDir()
-	markers, record := filepath.Join(tmp, "markers"), filepath.Join(tmp, "record")
-	os.Mkdir(markers, 0o700)
-	filter := filepath.Join(tmp, "smudge")
-	script := fmt.Sprintf(`#!/bin/sh
-d=%q
-touch "$d/$$"
-saw=none
-i=0
-while [ $i -lt 400 ]; do
-	for f in "$d"/*; do
-		[ "$f" != "$d/$$" ] && [ -e "$f" ] && saw=other
-	done
-	[ $saw = other ] && break
-	sleep 0.05
-	i=$((i+1))
-done
-echo $saw >> %q
-exec cat
-`, markers, record)
-	if err := os.WriteFile(filter, []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(w.repo, ".gitattributes"), []byte("slow.txt filter=slow\n"), 0o600)
-	os.WriteFile(filepath.Join(w.repo, "slow.txt"), []byte("slow\n"), 0o600)
-	git(t, w.repo, "add", "-A")
-	git(t, w.repo, "commit", "-q", "-m", "a file with a smudge filter")
-	git(t, w.repo, "config", "filter.slow.smudge", filter)
+	record := testenv.MeetingFilter(t, w.repo)
 	doc := "name: overlap\ndefaults: {agent: true}\ntasks:\n" +
 		"  - {id: a, prompt: nothing, branch: a}\n" +
 		"  - {id: b, prompt: nothing, branch: b}\n"
@@ -55,8 +30,7 @@ exec cat
 	if res.State.Summary.Completed != 2 {
 		t.Fatalf("%d of 2 completed:%s", res.State.Summary.Completed, notCompleted(res.State, w.log.String()))
 	}
-	b, _ := os.ReadFile(record)
-	if got := strings.Fields(string(b)); strings.Join(got, " ") != "other other" {
+	if got := testenv.Met(record); strings.Join(got, " ") != "other other" {
 		t.Errorf("the checkouts' smudge filters saw %q, want [other other]: a checkout ran alone", got)
 	}
 	for _, id := range []string{"a", "b"} {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/testenv"
 )
 
 // gitWorld is a world whose repository is a git repository on branch main with one commit.
@@ -149,33 +150,7 @@ func TestCommitEach(t *testing.T) {
 // first waits out its bound alone and records "none".
 func TestWorktreeCheckoutsOverlap(t *testing.T) {
 	w := gitWorld(t, "t1: one check:slow.txt", "t2: two check:slow.txt")
-	markers, record := filepath.Join(w.tmp, "markers"), filepath.Join(w.tmp, "record")
-	os.Mkdir(markers, 0o700)
-	filter := filepath.Join(w.tmp, "smudge")
-	script := fmt.Sprintf(`#!/bin/sh
-d=%q
-touch "$d/$$"
-saw=none
-i=0
-while [ $i -lt 400 ]; do
-	for f in "$d"/*; do
-		[ "$f" != "$d/$$" ] && [ -e "$f" ] && saw=other
-	done
-	[ $saw = other ] && break
-	sleep 0.05
-	i=$((i+1))
-done
-echo $saw >> %q
-exec cat
-`, markers, record)
-	if err := os.WriteFile(filter, []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(w.repo, ".gitattributes"), []byte("slow.txt filter=slow\n"), 0o600)
-	os.WriteFile(filepath.Join(w.repo, "slow.txt"), []byte("slow\n"), 0o600)
-	gitIn(t, w.repo, "add", ".gitattributes", "slow.txt")
-	gitIn(t, w.repo, "commit", "-q", "-m", "a file with a smudge filter")
-	gitIn(t, w.repo, "config", "filter.slow.smudge", filter)
+	record := testenv.MeetingFilter(t, w.repo)
 	log := newLogWatch()
 	cfg := w.config(2, 0, log)
 	cfg.Worktree = true
@@ -183,8 +158,7 @@ exec cat
 	if res.Counts[store.Done] != 2 {
 		t.Fatalf("Run = %+v, want 2 done\n%s", res.Counts, log)
 	}
-	b, _ := os.ReadFile(record)
-	if got := strings.Fields(string(b)); strings.Join(got, " ") != "other other" {
+	if got := testenv.Met(record); strings.Join(got, " ") != "other other" {
 		t.Errorf("the checkouts' smudge filters saw %q, want [other other]: a checkout ran alone", got)
 	}
 }

@@ -573,10 +573,11 @@ func (r *runner) worktree(ctx context.Context, c *claim) error {
 		Lock: &r.gitMu, Hooked: r.checkoutHook})
 	var conflict *git.ConflictError
 	if errors.As(err, &conflict) {
+		// Under gitMu too: both read every worktree's administrative files, as an add does.
 		r.gitMu.Lock()
 		repo.RemoveWorktree(ctx, path, true)
-		r.gitMu.Unlock()
 		repo.DeleteBranch(ctx, branch)
+		r.gitMu.Unlock()
 	}
 	return err
 }

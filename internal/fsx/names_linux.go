@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,13 +27,6 @@ const direntBuf = 1 << 20
 // A missing directory is an error satisfying errors.Is(err, os.ErrNotExist).
 func SuffixNames(dir, suffix string) ([]string, error) {
 	return suffixNames(dir, suffix, direntBuf)
-}
-
-// nameRef is a name in a listing's block, with its sort key (SortNames' key).
-type nameRef struct {
-	key uint64
-	off uint32
-	n   uint32
 }
 
 func suffixNames(dir, suffix string, bufSize int) ([]string, error) {
@@ -101,29 +93,13 @@ func sortedNames(block []byte, refs []nameRef) []string {
 		return nil
 	}
 	at := func(r nameRef) []byte { return block[r.off : r.off+r.n] }
-	// The bytes every name begins with ("bd-") order nothing: the keys are the eight after them.
 	first := at(refs[0])
 	p := len(first)
 	for _, r := range refs[1:] {
-		name := at(r)
-		p = min(p, len(name))
-		for j := 0; j < p; j++ {
-			if name[j] != first[j] {
-				p = j
-				break
-			}
-		}
+		p = sharedPrefix(p, first, at(r))
 	}
 	for i := range refs {
-		name := at(refs[i])
-		var k uint64
-		for j := p; j < p+8; j++ {
-			k <<= 8
-			if j < len(name) {
-				k |= uint64(name[j])
-			}
-		}
-		refs[i].key = k
+		refs[i].key = sortKey(at(refs[i]), p)
 	}
 	radixSort(refs)
 	sorted := make([]byte, 0, len(block))
@@ -138,46 +114,6 @@ func sortedNames(block []byte, refs []nameRef) []string {
 		names[i] = whole[off : off+int(r.n)]
 		off += int(r.n)
 	}
-	// Names with the same first eight bytes are next to each other; their order is the rest's.
-	for i := 0; i < len(refs); {
-		j := i + 1
-		for j < len(refs) && refs[j].key == refs[i].key {
-			j++
-		}
-		if j-i > 1 {
-			slices.SortFunc(names[i:j], strings.Compare)
-		}
-		i = j
-	}
+	sortTies(names, refs)
 	return names
-}
-
-// radixSort sorts refs by key, stably, one byte at a time from the lowest; a byte every key has
-// the same is skipped.
-func radixSort(refs []nameRef) {
-	tmp := make([]nameRef, len(refs))
-	a := refs
-	for shift := 0; shift < 64; shift += 8 {
-		var count [256]int
-		for _, r := range a {
-			count[byte(r.key>>shift)]++
-		}
-		if count[byte(a[0].key>>shift)] == len(a) {
-			continue
-		}
-		pos := 0
-		for b, c := range count {
-			count[b] = pos
-			pos += c
-		}
-		for _, r := range a {
-			d := byte(r.key >> shift)
-			tmp[count[d]] = r
-			count[d]++
-		}
-		a, tmp = tmp, a
-	}
-	if &a[0] != &refs[0] {
-		copy(refs, a)
-	}
 }

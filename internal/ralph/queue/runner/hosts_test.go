@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/labconn"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 )
 
@@ -210,24 +211,13 @@ func killedHostsRunnerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var hosts []*remote.Host
-	b, _ := os.ReadFile(hostsFile)
-	if err := json.Unmarshal(b, &hosts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
+	conns, err := labconn.Dial(hostsFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	var execs []*swarmrun.Remote
-	for _, h := range hosts {
-		c, err := d.Dial(context.Background(), h)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
+	for _, c := range conns {
 		execs = append(execs, &swarmrun.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
 	}

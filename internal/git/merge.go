@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/agentfleet/fleet/internal/fsx"
 )
 
 // Identity is what commit commands in the repository are prefixed with: nothing when it has a
@@ -63,6 +65,15 @@ type MergeSpec struct {
 	// Registered, when set, is called once the worktree is registered and before it is checked
 	// out (a test's crash point), outside Lock.
 	Registered func()
+	// Beneath, when set, is a directory above the worktree's path (the caller's, which may be
+	// reached through a link) below which nothing is resolved through a link: every directory
+	// between it and the worktree must be a real one (a link there is refused), and whatever an
+	// earlier attempt left at the path is removed without being followed (a link there is
+	// removed as a link, never handed to git worktree remove, which would resolve it).
+	Beneath string
+	// NewBranch says the branch is not the caller's yet: it is created (git worktree add -b)
+	// and one that exists already is an error, never reset. Else it is made or reset (-B).
+	NewBranch bool
 }
 
 // PrepareWorktree makes the repository's worktree at path on branch, fresh from m.Base with
@@ -74,7 +85,7 @@ func (r Repo) PrepareWorktree(ctx context.Context, path, branch string, m MergeS
 	if m.Lock != nil {
 		m.Lock.Lock()
 	}
-	err := r.registerWorktree(ctx, path, branch, m.Base, !m.Hooked)
+	err := r.registerWorktree(ctx, path, branch, m)
 	if m.Lock != nil {
 		m.Lock.Unlock()
 	}
@@ -110,33 +121,105 @@ func (r Repo) PrepareWorktree(ctx context.Context, path, branch string, m MergeS
 	return wt.git(ctx, "rev-parse", "HEAD")
 }
 
-// registerWorktree is git worktree add -B branch path base, with --no-checkout when noCheckout:
-// a worktree or directory at path is removed first, and a worktree that a killed run left half
-// made (registered, locked while initializing, its directory missing) is dropped and the add
-// tried again. A worktree registered but never checked out (a run killed between the two) is
-// an existing worktree like any other: removed, and made again.
-func (r Repo) registerWorktree(ctx context.Context, path, branch, base string, noCheckout bool) error {
-	if _, err := os.Lstat(path); err == nil {
-		if _, err := r.git(ctx, "worktree", "remove", "--force", path); err != nil {
-			if err := os.RemoveAll(path); err != nil {
-				return err
-			}
-			r.git(ctx, "worktree", "prune")
-		}
+// registerWorktree is git worktree add -B branch path m.Base (-b with m.NewBranch), with
+// --no-checkout unless m.Hooked: a worktree or directory at path is removed first, and a
+// worktree that a killed run left half made (registered, locked while initializing, its
+// directory missing) is dropped and the add tried again. A worktree registered but never
+// checked out (a run killed between the two) is an existing worktree like any other: removed,
+// and made again. With m.Beneath, nothing below it is resolved through a link (MergeSpec).
+func (r Repo) registerWorktree(ctx context.Context, path, branch string, m MergeSpec) error {
+	if err := r.clearWorktreePath(ctx, path, m.Beneath); err != nil {
+		return err
 	}
 	add := []string{"worktree", "add", "--quiet"}
-	if noCheckout {
+	if !m.Hooked {
 		add = append(add, "--no-checkout")
 	}
-	add = append(add, "-B", branch, path, base)
-	if _, err := r.git(ctx, add...); err != nil {
+	create := "-B"
+	if m.NewBranch {
+		if r.hasBranch(ctx, branch) {
+			return fmt.Errorf("%w: %s", ErrBranchExists, branch)
+		}
+		create = "-b"
+	}
+	if _, err := r.git(ctx, append(add, create, branch, path, m.Base)...); err != nil {
 		r.git(ctx, "worktree", "unlock", path)
 		r.git(ctx, "worktree", "prune")
-		if _, err := r.git(ctx, add...); err != nil {
+		// Tried again with -B: a failed add -b may have made the branch (git makes it before
+		// the worktree), and that branch, at m.Base, is this add's own; one elsewhere is not.
+		if m.NewBranch && !r.branchAt(ctx, branch, m.Base) {
+			return fmt.Errorf("%w: %s", ErrBranchExists, branch)
+		}
+		if _, err := r.git(ctx, append(add, "-B", branch, path, m.Base)...); err != nil {
 			return err
 		}
 	}
+	if m.Beneath != "" {
+		// A link planted while git made the worktree is found before anything works in it.
+		d, err := openBeneath(path, m.Beneath)
+		if err != nil {
+			return err
+		}
+		d.Close()
+	}
 	return nil
+}
+
+// branchAt says whether refs/heads/branch is missing or at the commit rev names.
+func (r Repo) branchAt(ctx context.Context, branch, rev string) bool {
+	at, err := r.Commit(ctx, "refs/heads/"+branch)
+	if err != nil {
+		return true
+	}
+	want, err := r.Commit(ctx, rev)
+	return err == nil && at == want
+}
+
+// ErrBranchExists is a branch PrepareWorktree was to create (MergeSpec.NewBranch) that exists.
+var ErrBranchExists = errors.New("the branch exists already")
+
+// clearWorktreePath removes what is at path, a worktree of an earlier attempt or anything else.
+// Without beneath it asks git first (git worktree remove --force), then removes the directory.
+// With beneath, the directories down to path's are opened one by one, never through a link
+// (fsx.OpenDirBeneath), and what is at path is removed from its parent's descriptor: a link is
+// removed as a link, a directory without following any link in it. git is then told to forget
+// the worktrees whose directory is gone (git worktree prune): no path is given to git, which
+// would resolve it.
+func (r Repo) clearWorktreePath(ctx context.Context, path, beneath string) error {
+	if beneath == "" {
+		if _, err := os.Lstat(path); err == nil {
+			if _, err := r.git(ctx, "worktree", "remove", "--force", path); err != nil {
+				if err := os.RemoveAll(path); err != nil {
+					return err
+				}
+				r.git(ctx, "worktree", "prune")
+			}
+		}
+		return nil
+	}
+	parent, err := openBeneath(filepath.Dir(path), beneath)
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	existed, err := fsx.RemoveAt(parent, filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	if existed {
+		r.git(ctx, "worktree", "prune")
+	}
+	return nil
+}
+
+// openBeneath opens the directory dir, below beneath, making what is missing, never through a
+// link (fsx.OpenDirBeneath).
+func openBeneath(dir, beneath string) (*os.File, error) {
+	rel, err := filepath.Rel(beneath, dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil, fmt.Errorf("%s is not below %s", dir, beneath)
+	}
+	return fsx.OpenDirBeneath(beneath, rel, true)
 }
 
 // HasHook says whether git would run one of the repository's hooks names (post-checkout; the

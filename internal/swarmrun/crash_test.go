@@ -237,12 +237,12 @@ func TestPrepareWorktreeAfterACutAdd(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	path := Paths{Root: w.repo}.Worktree("x")
-	if _, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{}); err != nil {
+	if _, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{Beneath: w.repo}); err != nil {
 		t.Fatal(err)
 	}
 	git(t, w.repo, "worktree", "lock", "--reason", "initializing", path)
 	os.RemoveAll(path)
-	base, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{})
+	base, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{Beneath: w.repo})
 	if err != nil || base != git(t, w.repo, "rev-parse", "main") {
 		t.Fatalf("prepareWorktree over a half-made worktree = %s, %v", base, err)
 	}

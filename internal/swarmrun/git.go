@@ -189,3 +189,62 @@ func mergeOrder(ctx context.Context, repo, base string, order []string, branch m
 	return mo, &MergeConflict{TaskID: c.ID, Branch: c.Branch, Files: c.Files,
 		Message: fmt.Sprintf("%s conflicts with the branches merged before it in %s", c.Branch, strings.Join(c.Files, ", "))}, err
 }
+
+// claimBranch decides how task t's branch is made: reset (git worktree add -B) when this
+// execution made it already (branches_made), else created (-b, newBranch true). Before a
+// branch is created it is written to branches_made and the state flushed, so that a run killed
+// meanwhile leaves no branch of its own that a resume would take for the user's; a branch that
+// exists and the execution did not make is the user's, and is an error, never reset.
+func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err error) {
+	r.mu.Lock()
+	made := r.st.madeBranch(t.Branch)
+	execID := r.st.ExecutionID
+	r.mu.Unlock()
+	if made {
+		return false, nil
+	}
+	if branchExists(ctx, r.cfg.Repo, t.Branch) {
+		return false, userBranchError(t, execID)
+	}
+	r.mu.Lock()
+	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+	r.mu.Unlock()
+	if err := r.flush(); err != nil {
+		return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
+	}
+	return true, nil
+}
+
+// unclaimBranch takes t's branch out of branches_made again: git found it made by someone
+// else meanwhile (gitx.ErrBranchExists). It returns the error the task fails with.
+func (r *runner) unclaimBranch(t *Task, cause error) error {
+	r.mu.Lock()
+	kept := r.st.BranchesMade[:0]
+	for _, b := range r.st.BranchesMade {
+		if b != t.Branch {
+			kept = append(kept, b)
+		}
+	}
+	r.st.BranchesMade = kept
+	execID := r.st.ExecutionID
+	r.mu.Unlock()
+	if err := r.flush(); err != nil {
+		return fmt.Errorf("%v; writing the state: %w", cause, err)
+	}
+	return userBranchError(t, execID)
+}
+
+// userBranchError is a task's branch that exists and that the execution did not make.
+func userBranchError(t *Task, execID string) error {
+	return fmt.Errorf("branch %q of task %q exists, and execution %s did not make it: it is left as it is; delete it (git branch -D %s) or give the task another branch, then 'swarm run --retry %s'", t.Branch, t.ID, execID, t.Branch, t.ID)
+}
+
+// madeBranch says whether the execution made branch b (under mu).
+func (s *State) madeBranch(b string) bool {
+	for _, m := range s.BranchesMade {
+		if m == b {
+			return true
+		}
+	}
+	return false
+}

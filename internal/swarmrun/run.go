@@ -205,9 +205,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer unlock()
+	if err := checkWorktreesDir(r.paths); err != nil {
+		return nil, err
+	}
 	if err := r.open(ctx); err != nil {
 		return nil, err
 	}
+	r.excludeSwarmDir(ctx)
 	r.checkpoint("opened")
 	if r.baseSHA, err = gitCmd(ctx, cfg.Repo, "rev-parse", "--verify", "refs/heads/"+r.mf.BaseBranch+"^{commit}"); err != nil {
 		return nil, fmt.Errorf("reading the base branch %s: %w", r.mf.BaseBranch, err)
@@ -246,7 +250,7 @@ func (r *runner) open(ctx context.Context) error {
 			return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.mf.Name)
 		}
 		r.st = cur
-		if err := r.reconcileManifest(); err != nil {
+		if err := r.reconcileManifest(ctx); err != nil {
 			return err
 		}
 	case cur != nil && (cur.Status == ExecRunning || cur.Status == ExecPaused):
@@ -328,7 +332,8 @@ func (r *runner) fresh(ctx context.Context) error {
 	}
 	t := time.Now()
 	r.st = &State{ExecutionID: newID(r.mf, t), ManifestName: r.mf.Name, ManifestPath: r.cfg.ManifestPath, Repo: r.cfg.RepoName,
-		BaseBranch: r.mf.BaseBranch, StartedAt: record.FormatTime(t), Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{}}
+		BaseBranch: r.mf.BaseBranch, StartedAt: record.FormatTime(t), Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{},
+		BranchesMade: []string{}}
 	for _, mt := range r.mf.Tasks {
 		r.st.Tasks[mt.ID] = newTask(mt)
 		r.st.Order = append(r.st.Order, mt.ID)
@@ -342,13 +347,28 @@ func newTask(mt manifest.Task) *Task {
 }
 
 // reconcileManifest brings a resumed execution's tasks in line with the manifest: new tasks are
-// added; one the manifest no longer has is refused.
-func (r *runner) reconcileManifest() error {
+// added, each given the start's check (its branch must not exist yet); a task the manifest no
+// longer has, a task whose branch changed and a changed base branch are refused (the
+// execution's branches and commits are those it started with).
+func (r *runner) reconcileManifest(ctx context.Context) error {
+	if r.st.BaseBranch != r.mf.BaseBranch {
+		return usagef("%s: base_branch is %q, but execution %s started from %q; put it back, or start afresh", r.mf.Path, r.mf.BaseBranch, r.st.ExecutionID, r.st.BaseBranch)
+	}
 	for _, id := range r.st.Order {
 		if r.mf.Task(id) == nil {
 			return usagef("task %q of execution %s is no longer in %s; put it back, or start afresh", id, r.st.ExecutionID, r.mf.Path)
 		}
 	}
+	for _, mt := range r.mf.Tasks {
+		t := r.st.Tasks[mt.ID]
+		switch {
+		case t != nil && t.Branch != mt.Branch:
+			return usagef("%s:%d: task %q has the branch %q in execution %s, not %q; put it back, or start afresh", r.mf.Path, mt.Line, mt.ID, t.Branch, r.st.ExecutionID, mt.Branch)
+		case t == nil && branchExists(ctx, r.cfg.Repo, mt.Branch):
+			return usagef("%s:%d: branch %q of task %q (new to execution %s) exists already; delete it (git branch -D %s) or give the task another branch", r.mf.Path, mt.Line, mt.Branch, mt.ID, r.st.ExecutionID, mt.Branch)
+		}
+	}
+	r.adoptOldBranches()
 	for _, mt := range r.mf.Tasks {
 		if t := r.st.Tasks[mt.ID]; t != nil {
 			t.Prompt, t.Priority, t.DependsOn = mt.Prompt, mt.Priority, append([]string{}, mt.DependsOn...)
@@ -358,6 +378,20 @@ func (r *runner) reconcileManifest() error {
 		r.st.Order = append(r.st.Order, mt.ID)
 	}
 	return nil
+}
+
+// adoptOldBranches fills branches_made for a state an older version wrote, which had none: the
+// branches of the tasks that were ever assigned are the execution's (it made them with -B then).
+func (r *runner) adoptOldBranches() {
+	if r.st.BranchesMade != nil {
+		return
+	}
+	r.st.BranchesMade = []string{}
+	for _, id := range r.st.Order {
+		if t := r.st.Tasks[id]; t.Trace != nil {
+			r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+		}
+	}
 }
 
 // checkpoint calls cfg.Checkpoint.
@@ -742,10 +776,19 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 
 	base := trace.BaseSHA
 	if adopt == 0 || base == "" {
-		var err error
-		// Registered one at a time (gitMu), checked out and merged at once.
+		newBranch, err := r.claimBranch(ctx, t)
+		if err != nil {
+			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: oneLine(err), Timestamp: now()})
+			return
+		}
+		// Registered one at a time (gitMu), checked out and merged at once; nothing below the
+		// repository's top is resolved through a link.
 		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.baseSHA, deps, r.ident,
-			gitx.MergeSpec{Lock: &r.gitMu, Hooked: r.checkoutHook, Registered: func() { r.checkpoint("registered") }})
+			gitx.MergeSpec{Lock: &r.gitMu, Hooked: r.checkoutHook, Registered: func() { r.checkpoint("registered") },
+				Beneath: r.cfg.Repo, NewBranch: newBranch})
+		if errors.Is(err, gitx.ErrBranchExists) {
+			err = r.unclaimBranch(t, err)
+		}
 		var conflict *conflictError
 		switch {
 		case errors.As(err, &conflict):

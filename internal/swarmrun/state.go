@@ -77,6 +77,10 @@ type State struct {
 	Order []string `json:"task_order,omitempty"`
 	// RunnerPID is the process running the execution while it runs (--abort stops it).
 	RunnerPID int `json:"runner_pid,omitempty"`
+	// BranchesMade are the tasks' branches this execution made (each written here before git
+	// makes it): only these are ever reset (git worktree add -B); a task's branch that exists
+	// and is not among them is the user's. Null in a state of an older version, which had none.
+	BranchesMade []string `json:"branches_made"`
 }
 
 // Task is one task of the execution.
@@ -203,8 +207,11 @@ func (p Paths) History(id string) string { return filepath.Join(p.Dir(), "histor
 // Report is .swarm/history/<id>.md, the markdown report.
 func (p Paths) Report(id string) string { return filepath.Join(p.Dir(), "history", id+".md") }
 
+// Worktrees is .swarm/worktrees, where the tasks' worktrees are.
+func (p Paths) Worktrees() string { return filepath.Join(p.Dir(), "worktrees") }
+
 // Worktree is the worktree of a task.
-func (p Paths) Worktree(task string) string { return filepath.Join(p.Dir(), "worktrees", task) }
+func (p Paths) Worktree(task string) string { return filepath.Join(p.Worktrees(), task) }
 
 // now is the time as the state writes it.
 func now() string { return record.FormatTime(time.Now()) }
@@ -229,6 +236,9 @@ func ReadState(path string) (*State, error) {
 	}
 	if s.Agents == nil {
 		s.Agents = map[string]*Agent{}
+	}
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v; it is not acted on: move it aside to start afresh", path, err)
 	}
 	return &s, nil
 }

@@ -1,0 +1,111 @@
+package swarmrun
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+
+	"github.com/agentfleet/fleet/internal/manifest"
+	"github.com/agentfleet/fleet/internal/statedir"
+)
+
+// ExecutionIDPattern is what an execution id is: the day, the manifest's slug (runs of
+// lower-case letters and digits joined by single dashes, as manifest.Slug makes it) and four hex
+// digits. The execution schema's execution_id has this pattern (TestExecutionIDPatternIsTheSchemas).
+const ExecutionIDPattern = `^[0-9]{4}-[0-9]{2}-[0-9]{2}-[a-z0-9]+(-[a-z0-9]+)*-[0-9a-f]{4}$`
+
+var executionIDRE = regexp.MustCompile(ExecutionIDPattern)
+
+// maxExecutionID bounds an execution id: the day (10), a slug of at most 41 and the hex (5),
+// with room to spare; the bead <execution>-<task> is a file name.
+const maxExecutionID = 64
+
+// taskKind is how CheckName names a task id (the manifest's rule: no dots).
+const taskKind = statedir.Kind("task id")
+
+var shaRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// CheckExecutionID returns an error unless id is an execution id (ExecutionIDPattern).
+func CheckExecutionID(id string) error {
+	if len(id) > maxExecutionID || !executionIDRE.MatchString(id) {
+		return fmt.Errorf("execution id %q is not YYYY-MM-DD-<slug>-<4 hex>", id)
+	}
+	return nil
+}
+
+// validate checks what a state read back from a file will be used for before any of it is:
+// the execution id (it names the history file), every task id (beads, worktree paths) and
+// branch (git arguments), the dependencies and the order naming tasks that exist, the commits
+// given to git. A state that fails is not acted on: an agent or a planted file could have
+// written it.
+func (s *State) validate() error {
+	if err := CheckExecutionID(s.ExecutionID); err != nil {
+		return err
+	}
+	if err := manifest.CheckBranch(s.BaseBranch); err != nil || s.BaseBranch == "" {
+		return fmt.Errorf("base_branch %q is not a branch name", s.BaseBranch)
+	}
+	for id, t := range s.Tasks {
+		if err := s.validateTask(id, t); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range s.Order {
+		if s.Tasks[id] == nil || seen[id] {
+			return fmt.Errorf("task_order names %q, which is no task or is named twice", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != len(s.Tasks) {
+		return fmt.Errorf("task_order names %d of the %d tasks", len(seen), len(s.Tasks))
+	}
+	for _, b := range s.BranchesMade {
+		if err := manifest.CheckBranch(b); err != nil || b == "" {
+			return fmt.Errorf("branches_made holds %q, which is not a branch name", b)
+		}
+	}
+	for id, a := range s.Agents {
+		if a == nil {
+			return fmt.Errorf("agent %q is null", id)
+		}
+	}
+	return nil
+}
+
+// validateTask checks one task of the state, keyed id.
+func (s *State) validateTask(id string, t *Task) error {
+	if t == nil {
+		return fmt.Errorf("task %q is null", id)
+	}
+	if err := statedir.CheckName(taskKind, id); err != nil {
+		return err
+	}
+	if t.ID != id {
+		return fmt.Errorf("task %q has the id %q", id, t.ID)
+	}
+	if err := manifest.CheckBranch(t.Branch); err != nil || t.Branch == "" {
+		return fmt.Errorf("task %q: branch %q is not a branch name", id, t.Branch)
+	}
+	for _, d := range t.DependsOn {
+		if s.Tasks[d] == nil {
+			return fmt.Errorf("task %q depends on %q, which is no task", id, d)
+		}
+	}
+	tr := t.Trace
+	if tr == nil {
+		return nil
+	}
+	for _, sha := range []*string{&tr.BaseSHA, tr.CommitSHA} {
+		if sha != nil && *sha != "" && !shaRE.MatchString(*sha) {
+			return fmt.Errorf("task %q: %q is not a commit id", id, *sha)
+		}
+	}
+	if tr.Bead != "" && tr.Bead != s.ExecutionID+"-"+id {
+		return fmt.Errorf("task %q: bead %q is not %s-%s", id, tr.Bead, s.ExecutionID, id)
+	}
+	if tr.Worktree != "" && (!filepath.IsAbs(tr.Worktree) || filepath.Base(tr.Worktree) != id || filepath.Base(filepath.Dir(tr.Worktree)) != "worktrees") {
+		return fmt.Errorf("task %q: worktree %q is not .swarm/worktrees/%s", id, tr.Worktree, id)
+	}
+	return nil
+}

@@ -68,15 +68,21 @@ func openDir(dirfd int, name string, nofollow bool) (int, error) {
 
 // beneathError says what was found at path in place of a real directory.
 func beneathError(path string, err error) error {
-	switch {
-	case errors.Is(err, unix.ELOOP):
-		target, _ := os.Readlink(path)
-		return fmt.Errorf("%s is a symbolic link (to %s), which is not followed: %w", path, target, ErrLinkBeneath)
-	case errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("%s is not a directory: %w", path, ErrLinkBeneath)
+	if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) {
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return &os.PathError{Op: "open", Path: path, Err: err}
+	// Linux says ENOTDIR of a link opened with O_NOFOLLOW|O_DIRECTORY, as of a file: look.
+	if target, lerr := os.Readlink(path); lerr == nil {
+		return &notRealDir{fmt.Sprintf("%s is a symbolic link (to %s), which is not followed", path, target)}
+	}
+	return &notRealDir{fmt.Sprintf("%s is not a directory", path)}
 }
+
+// notRealDir is ErrLinkBeneath with what was found, in its own words.
+type notRealDir struct{ msg string }
+
+func (e *notRealDir) Error() string        { return e.msg }
+func (e *notRealDir) Is(target error) bool { return target == ErrLinkBeneath }
 
 // RemoveAt removes name from the open directory dir, never through a link: a link (or any
 // other file) is unlinked itself, its target untouched; a directory is emptied depth first,

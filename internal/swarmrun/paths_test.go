@@ -3,6 +3,7 @@ package swarmrun
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,5 +206,37 @@ func TestSwarmDirExcluded(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(w.repo, ".git", "info", "exclude"))
 	if n := strings.Count(string(b), "\n/.swarm/\n"); n != 1 {
 		t.Errorf("info/exclude names /.swarm/ %d times:\n%s", n, b)
+	}
+}
+
+// TestAgentCannotRedirectASiblingsWorktree: an agent moves another task's worktree aside and
+// puts a link in its place, aimed at another repository of the user's, while that task's agent
+// works. The other task's commit is refused (its worktree is no real directory), and the
+// user's repository keeps its commit. Before, the run committed through the link: git commit
+// --amend rewrote the user's last commit with the task's trailers.
+func TestAgentCannotRedirectASiblingsWorktree(t *testing.T) {
+	w := newWorld(t)
+	tmp := t.TempDir()
+	users := filepath.Join(tmp, "users-repo")
+	os.MkdirAll(users, 0o700)
+	git(t, users, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(users, "mine.txt"), []byte("mine\n"), 0o600)
+	git(t, users, "add", "-A")
+	git(t, users, "-c", "user.name=u", "-c", "user.email=u@e", "commit", "-q", "-m", "the user's commit")
+	head := git(t, users, "rev-parse", "HEAD")
+	gateA, gateB := filepath.Join(tmp, "a-done"), filepath.Join(tmp, "b-started")
+	doc := fmt.Sprintf("name: hostile\ndefaults: {agent: fake}\ntasks:\n"+
+		"  - {id: a, prompt: \"waitfor:%s relink:../b=%s touch:%s\", branch: a}\n"+
+		"  - {id: b, prompt: \"touch:%s waitfor:%s\", branch: b}\n", gateB, users, gateA, gateB, gateA)
+	res, err := Run(context.Background(), w.config(t, doc, 2))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	b := res.State.Tasks["b"]
+	if b.Status != Failed || b.Error == nil || !strings.Contains(b.Error.Message, "is a symbolic link") {
+		t.Errorf("b = %s, error %+v; want failed, its worktree a link", b.Status, b.Error)
+	}
+	if got := git(t, users, "rev-parse", "HEAD"); got != head {
+		t.Errorf("the user's repository moved from %s to %s: %s", head, got, git(t, users, "log", "-1", "--format=%B"))
 	}
 }

@@ -830,6 +830,12 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.mu.Unlock()
 		r.logf("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
 	}
+	if adopt == 0 {
+		if err := r.checkWorktree(trace.Worktree); err != nil {
+			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "starting the agent: " + oneLine(err), Timestamp: now()})
+			return
+		}
+	}
 	out := exec.Run(ctx, slot, job)
 	r.checkpoint("ended")
 	r.jobline(exec.Host(), id, out)
@@ -847,7 +853,12 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	r.mu.Unlock()
 	tr := r.traceEnd(t, out)
 	if out.Status == record.StatusDone {
-		sha, err := commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
+		// The agent (or another task's) may have put a link in place of the worktree: git -C
+		// would commit wherever it points.
+		sha, err := "", r.checkWorktree(trace.Worktree)
+		if err == nil {
+			sha, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
+		}
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 			return

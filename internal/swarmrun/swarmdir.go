@@ -29,6 +29,22 @@ func checkWorktreesDir(p Paths) error {
 	return d.Close()
 }
 
+// checkWorktree returns an error unless the task's worktree at path is a real directory below
+// the repository's top, no link on the way (fsx.OpenDirBeneath): an agent can put a link in
+// place of its worktree, another task's or .swarm/worktrees between two steps of the run, and
+// the agent's start, its commit and its pull request would then work wherever it points.
+func (r *runner) checkWorktree(path string) error {
+	rel, err := filepath.Rel(r.cfg.Repo, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("the task's worktree %s is not below %s", path, r.cfg.Repo)
+	}
+	d, err := fsx.OpenDirBeneath(r.cfg.Repo, rel, false)
+	if err != nil {
+		return fmt.Errorf("the task's worktree: %w", err)
+	}
+	return d.Close()
+}
+
 // excludeSwarmDir adds /.swarm/ to the repository's info/exclude (in the common git directory,
 // so that every worktree of the repository has it), unless a line there names it already: the
 // prompts' and tasks' worktrees under .swarm are never committed by a git add -A in the main

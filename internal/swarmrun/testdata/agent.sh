@@ -14,6 +14,8 @@
 #                the process table) is alive as it starts (pid files F.TASK.AGENT.pid);
 #   sleep:N      sleeps N seconds;
 #   hold:D       waits until the file D/go-HOST exists, HOST its agent id's host part (h1-2: h1);
+#   relink:P=T   moves the directory P aside (P.moved) and puts a link to T in its place, as a
+#                hostile agent would (P relative to its worktree: ../b is another task's);
 #   nothing      does nothing.
 prompt=$(cat)
 echo "agent $SWARM_AGENT_ID on $SWARM_TASK_ID (attempt $DISPATCH_ATTEMPT)"
@@ -46,6 +48,10 @@ for word in $prompt; do
 	fail) code=3 ;;
 	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
 	touch:*) : > "${word#touch:}" ;;
+	relink:*)
+		p=${word#relink:}
+		mv "${p%%=*}" "${p%%=*}.moved" && ln -s "${p#*=}" "${p%%=*}"
+		;;
 	hang) sleep 3600 ;;
 	sleep:*) sleep "${word#sleep:}" ;;
 	esac

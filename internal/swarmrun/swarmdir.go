@@ -19,10 +19,23 @@ import (
 // worktree is two directories below): through it the tasks' worktrees would be made, and an
 // earlier attempt's removed, wherever it points. Refused, with what to do.
 func checkWorktreesDir(p Paths) error {
-	d, err := fsx.OpenDirBeneath(p.Root, filepath.Join(".swarm", "worktrees"), true)
+	err := p.makeDir(p.Worktrees())
 	if errors.Is(err, fsx.ErrLinkBeneath) {
 		return usagef("%v; swarm run never works through a link under .swarm: remove it (rm %s) and run again", err, p.Worktrees())
 	}
+	return err
+}
+
+// makeDir makes the directory dir below the repository's top (.swarm/history,
+// .swarm/worktrees), or checks it: every directory from the top down a real one, never a link
+// (fsx.OpenDirBeneath), so that the run's files are not written, nor its worktrees made,
+// through a link an agent or the repository put under .swarm.
+func (p Paths) makeDir(dir string) error {
+	rel, err := filepath.Rel(p.Root, dir)
+	if err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("%s is not below %s", dir, p.Root)
+	}
+	d, err := fsx.OpenDirBeneath(p.Root, rel, true)
 	if err != nil {
 		return err
 	}

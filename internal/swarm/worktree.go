@@ -86,10 +86,17 @@ func (p *worktreePlan) worktree() *worker.Worktree {
 }
 
 // undo removes what create made: the worktree (whatever it holds: nothing ran in it yet) and
-// the branch if spawn created it and nothing moved it since.
+// the branch if spawn created it and nothing moved it since. The worktree is removed even when
+// locked, with -f twice: an add killed before its end leaves its worktree locked
+// "initializing", which one -f does not remove and prune keeps (and its branch, checked out
+// there, could then not be deleted). Only this spawn's worktree is at the path: the spawn was
+// refused if anything was there before it.
 func (p *worktreePlan) undo(ctx context.Context) {
 	if _, err := os.Lstat(p.path); err == nil {
-		gitIn(ctx, p.root, "worktree", "remove", "--force", p.path)
+		gitIn(ctx, p.root, "worktree", "remove", "--force", "--force", p.path)
+		// Killed before git named it in its files (gitdir), git cannot find the worktree; its
+		// directory is then still empty.
+		os.Remove(p.path)
 	}
 	p.dropHalfAdded(ctx)
 	gitIn(ctx, p.root, "worktree", "prune")

@@ -137,16 +137,14 @@ func (r Repo) registerWorktree(ctx context.Context, path, branch string, m Merge
 	}
 	create := "-B"
 	if m.NewBranch {
-		if r.hasBranch(ctx, branch) {
-			return fmt.Errorf("%w: %s", ErrBranchExists, branch)
-		}
-		create = "-b"
+		create = "-b" // which git refuses for a branch that exists
 	}
 	if _, err := r.git(ctx, append(add, create, branch, path, m.Base)...); err != nil {
 		r.git(ctx, "worktree", "unlock", path)
 		r.git(ctx, "worktree", "prune")
 		// Tried again with -B: a failed add -b may have made the branch (git makes it before
-		// the worktree), and that branch, at m.Base, is this add's own; one elsewhere is not.
+		// the worktree), and that branch, at m.Base, is this add's own; one elsewhere is not
+		// (one at m.Base that is not loses nothing when reset there).
 		if m.NewBranch && !r.branchAt(ctx, branch, m.Base) {
 			return fmt.Errorf("%w: %s", ErrBranchExists, branch)
 		}

@@ -240,3 +240,27 @@ func TestAgentCannotRedirectASiblingsWorktree(t *testing.T) {
 		t.Errorf("the user's repository moved from %s to %s: %s", head, got, git(t, users, "log", "-1", "--format=%B"))
 	}
 }
+
+// TestReadStateOfTheSchemasFixtures: every valid execution state of the schema's fixtures (the
+// seed's, without task_order or base_branch) is read, its tasks in order; the one whose
+// execution id breaks the pattern is not.
+func TestReadStateOfTheSchemasFixtures(t *testing.T) {
+	dir := filepath.Join("..", "..", "state", "schemas", "testdata", "execution")
+	valid, _ := filepath.Glob(filepath.Join(dir, "valid", "*.json"))
+	if len(valid) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, f := range valid {
+		st, err := ReadState(f)
+		if err != nil {
+			t.Errorf("ReadState(%s) = %v", f, err)
+			continue
+		}
+		if len(st.Order) != len(st.Tasks) {
+			t.Errorf("%s: task order %v for %d tasks", f, st.Order, len(st.Tasks))
+		}
+	}
+	if _, err := ReadState(filepath.Join(dir, "invalid", "execution-id-format.json")); err == nil {
+		t.Error("ReadState of execution-id-format.json = nil error")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sort"
 
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -23,7 +24,8 @@ const maxExecutionID = 64
 // taskKind is how CheckName names a task id (the manifest's rule: no dots).
 const taskKind = statedir.Kind("task id")
 
-var shaRE = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+// shaRE is a commit id, full or abbreviated (the seed's example has 12 digits).
+var shaRE = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
 // CheckExecutionID returns an error unless id is an execution id (ExecutionIDPattern).
 func CheckExecutionID(id string) error {
@@ -37,18 +39,24 @@ func CheckExecutionID(id string) error {
 // the execution id (it names the history file), every task id (beads, worktree paths) and
 // branch (git arguments), the dependencies and the order naming tasks that exist, the commits
 // given to git. A state that fails is not acted on: an agent or a planted file could have
-// written it.
+// written it. A state without task_order (the seed's tool wrote none) gets its task ids, sorted.
 func (s *State) validate() error {
 	if err := CheckExecutionID(s.ExecutionID); err != nil {
 		return err
 	}
-	if err := manifest.CheckBranch(s.BaseBranch); err != nil || s.BaseBranch == "" {
-		return fmt.Errorf("base_branch %q is not a branch name", s.BaseBranch)
+	if err := checkBranch(s.BaseBranch); err != nil {
+		return fmt.Errorf("base_branch %q %v", s.BaseBranch, err)
 	}
 	for id, t := range s.Tasks {
 		if err := s.validateTask(id, t); err != nil {
 			return err
 		}
+	}
+	if len(s.Order) == 0 {
+		for id := range s.Tasks {
+			s.Order = append(s.Order, id)
+		}
+		sort.Strings(s.Order)
 	}
 	seen := map[string]bool{}
 	for _, id := range s.Order {
@@ -73,6 +81,15 @@ func (s *State) validate() error {
 	return nil
 }
 
+// checkBranch is manifest.CheckBranch, allowing none: the schema does not require one (the seed's
+// minimal state has none), and an execution resumed without one is refused as changed.
+func checkBranch(b string) error {
+	if b == "" {
+		return nil
+	}
+	return manifest.CheckBranch(b)
+}
+
 // validateTask checks one task of the state, keyed id.
 func (s *State) validateTask(id string, t *Task) error {
 	if t == nil {
@@ -84,8 +101,8 @@ func (s *State) validateTask(id string, t *Task) error {
 	if t.ID != id {
 		return fmt.Errorf("task %q has the id %q", id, t.ID)
 	}
-	if err := manifest.CheckBranch(t.Branch); err != nil || t.Branch == "" {
-		return fmt.Errorf("task %q: branch %q is not a branch name", id, t.Branch)
+	if err := checkBranch(t.Branch); err != nil {
+		return fmt.Errorf("task %q: branch %q %v", id, t.Branch, err)
 	}
 	for _, d := range t.DependsOn {
 		if s.Tasks[d] == nil {

@@ -207,10 +207,21 @@ func (c *Conn) connect(ctx context.Context) error {
 	}
 	pid, err := c.checkPID(ctx)
 	if err != nil {
+		// ssh -f returned, and the master does not answer: whatever it is, it goes now,
+		// not at the end of the run.
+		killNaming(c.controlArg()...)
+		os.Remove(c.control)
 		return c.unreachable(err)
 	}
 	c.pid = pid
 	return nil
+}
+
+// controlArg is how the command line of each ssh process of this connection names its
+// socket, whole (c1 is not c10's prefix): /proc's cmdline separates the words with NULs, and
+// a master that titles itself says "ssh: SOCKET [mux]".
+func (c *Conn) controlArg() []string {
+	return []string{"ControlPath=" + c.control + "\x00", "ssh: " + c.control + " [mux]"}
 }
 
 // Reconnect opens the host's master again once it has closed (a command's ErrNoMaster: its
@@ -260,7 +271,7 @@ func (c *Conn) stopMaster() {
 		cancel()
 	}
 	if c.pid != 0 {
-		killIfNaming(c.pid, c.control)
+		killIfNaming(c.pid, c.controlArg()...)
 		c.pid = 0
 	}
 	// Our own directory's entry (0700): removing it follows no link.

@@ -207,7 +207,7 @@ func TestDeadMasterReplaced(t *testing.T) {
 		t.Fatalf("Dial: %v", err)
 	}
 	first := c.pid
-	if first == 0 || !namesIn(first, c.control) {
+	if first == 0 || !namesIn(first, c.controlArg()...) {
 		t.Fatalf("the master's pid %d is not known", first)
 	}
 	syscall.Kill(first, syscall.SIGKILL)
@@ -228,7 +228,7 @@ func TestDeadMasterReplaced(t *testing.T) {
 		t.Fatalf("Run after Reconnect = %+v, %v", res, err)
 	}
 	second := c.pid
-	if second == first || !namesIn(second, c.control) {
+	if second == first || !namesIn(second, c.controlArg()...) {
 		t.Fatalf("the new master's pid is %d (the old one's %d)", second, first)
 	}
 	// A master that hangs answers neither -O check nor -O exit: Close kills it.

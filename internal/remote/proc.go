@@ -13,22 +13,31 @@ import (
 // our child: /proc is how it is found again. Where there is no /proc (not Linux), a master is
 // still asked to exit (ssh -O exit), and the kills are skipped.
 
-// namesIn says whether process pid's command line holds s. False when the process is gone.
-func namesIn(pid int, s string) bool {
+// namesIn says whether process pid's command line holds one of names. False when the process
+// is gone.
+func namesIn(pid int, names ...string) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return err == nil && bytes.Contains(b, []byte(s))
+	if err != nil {
+		return false
+	}
+	for _, s := range names {
+		if bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
-// killIfNaming kills pid if its command line names s: a pid recorded earlier may be another
-// process's by now.
-func killIfNaming(pid int, s string) {
-	if pid > 0 && namesIn(pid, s) {
+// killIfNaming kills pid if its command line holds one of names: a pid recorded earlier may
+// be another process's by now.
+func killIfNaming(pid int, names ...string) {
+	if pid > 0 && namesIn(pid, names...) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
-// killNaming kills every process of ours whose command line names s.
-func killNaming(s string) {
+// killNaming kills every process of ours whose command line holds one of names.
+func killNaming(names ...string) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return
@@ -39,6 +48,6 @@ func killNaming(s string) {
 		if err != nil || pid == self {
 			continue
 		}
-		killIfNaming(pid, s)
+		killIfNaming(pid, names...)
 	}
 }

@@ -445,11 +445,12 @@ func (c *Conn) where() string {
 	return "a directory on " + c.Host.Name + "'s PATH"
 }
 
-// lastLine is the last non-empty line of ssh's or a command's output, for one-line errors.
+// lastLine is the last non-empty line of ssh's or a command's output, for one-line errors,
+// made Printable: it is the host's text.
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
+		if l := Printable(lines[i]); l != "" {
 			return l
 		}
 	}

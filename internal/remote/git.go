@@ -56,7 +56,7 @@ func (c *Conn) git(ctx context.Context, repo string, args ...string) error {
 // exists."), else the last line.
 func gitReason(out []byte) string {
 	for _, l := range strings.Split(string(out), "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") || strings.HasPrefix(l, "! [") {
+		if l = Printable(l); strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") || strings.HasPrefix(l, "! [") {
 			return l
 		}
 	}

@@ -664,3 +664,65 @@ exec %[1]q "$@"
 		t.Errorf("task a's trace %+v, want it re-queued once from the host that lost its start, completed on the other", tr)
 	}
 }
+
+// TestHostTextPrintable: a host's text reaches neither the terminal nor the report raw. The
+// host's dispatch refuses the first launch with an escape sequence on its stderr (a host error
+// line), and the attempt that runs writes a result whose reason holds escape sequences (as the
+// host's records say it); swarm run's log, its state and its markdown report (which swarm run
+// history prints) hold the text without the sequences.
+func TestHostTextPrintable(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 1, 1)
+	tmp := t.TempDir()
+	bin := execs[0].Conn.Host.Bin
+	real := filepath.Join(bin, "dispatch.real")
+	if err := os.Rename(filepath.Join(bin, "dispatch"), real); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(tmp, "refused")
+	// The records verb's output has its reason's escapes as JSON's \u001b, which are ESC once
+	// decoded: what a hostile host's records say.
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case " $* " in
+*" __records "*) %[1]q "$@" | sed 's/"reason":"/"reason":"\\u001b]0;retitled\\u0007\\u001b[2Jcleared /'; exit 0 ;;
+*" kill "*|*" version "*) exec %[1]q "$@" ;;
+esac
+if mkdir %[2]q 2>/dev/null; then
+	cat >/dev/null
+	printf 'refused \033]0;retitled\007\033[2Jby the host\n' >&2
+	exit 1
+fi
+printf 'launching \033]52;c;Y2xpcA==\007now\n' >&2
+exec %[1]q "$@"
+`, real, mark)
+	if err := os.WriteFile(filepath.Join(bin, "dispatch"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := w.config(t, "name: hostile host\ndefaults: {agent: fake, retries: 1, timeout: 600}\ntasks:\n  - {id: a, prompt: \"fail\", branch: a}\n", 0)
+	cfg.Executors = []Executor{execs[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	task := res.State.Tasks["a"]
+	if task.Status != Failed || task.Error == nil || !strings.Contains(task.Error.Message, "cleared") {
+		t.Fatalf("task a: %s, %+v; want failed with the host's reason\n%s", task.Status, task.Error, w.log.String())
+	}
+	p := Paths{Root: w.repo}
+	report := readFile(p.Report(res.State.ExecutionID))
+	for name, text := range map[string]string{"the run's log": w.log.String(), "the report": report, "the error": task.Error.Message, "the state": readFile(p.State())} {
+		if strings.ContainsAny(text, "\x1b\x07") || strings.Contains(text, `\u001b`) || strings.Contains(text, `\u0007`) {
+			t.Errorf("%s holds the host's control sequences:\n%q", name, text)
+		}
+	}
+	for _, want := range []string{"refused by the host", "launching now"} {
+		if !strings.Contains(w.log.String(), want) {
+			t.Errorf("the run's log lacks the host's line %q (made printable):\n%s", want, w.log.String())
+		}
+	}
+	if !strings.Contains(report, "cleared") {
+		t.Errorf("the report lacks the host's reason:\n%s", report)
+	}
+}

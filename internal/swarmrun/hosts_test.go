@@ -726,3 +726,63 @@ exec %[1]q "$@"
 		t.Errorf("the report lacks the host's reason:\n%s", report)
 	}
 }
+
+// TestHostLostDuringPushRunsElsewhere: the host is cut off while the task's branch is pushed to
+// it (its clone's pre-receive hook holds the push). The host is offline and the task runs on
+// the other host, as docs/remote.md says, rather than failing (remote-failed).
+func TestHostLostDuringPushRunsElsewhere(t *testing.T) {
+	w := newWorld(t)
+	lab, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	pushing := filepath.Join(tmp, "pushing")
+	// The first push to reach a host is held there for ever, and says which clone it reached.
+	hook := fmt.Sprintf("#!/bin/sh\nif mkdir %[1]q 2>/dev/null; then pwd > %[1]q/where; while :; do sleep 1; done; fi\n", pushing)
+	for _, e := range execs {
+		if err := os.WriteFile(filepath.Join(e.Conn.Host.Repo, ".git", "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := filepath.Join(tmp, "agents.log")
+	cfg := w.config(t, fmt.Sprintf("name: lost push\ndefaults: {agent: fake, retries: 0, timeout: 600}\ntasks:\n  - {id: a, prompt: \"once:%s write:a.txt\", branch: a}\n", log), 0)
+	cfg.Executors = []Executor{execs[0], execs[1]}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type ran struct {
+		res *Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := Run(ctx, cfg)
+		done <- ran{res, err}
+	}()
+	cut := ""
+	for cut == "" {
+		where, _ := os.ReadFile(filepath.Join(pushing, "where"))
+		for i, e := range execs {
+			if strings.HasPrefix(string(where), e.Conn.Host.Repo) {
+				lab.Cut(t, i)
+				cut = e.Host()
+			}
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the run ended before a push was held: %v\n%s", r.err, w.log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Run: %v\n%s", r.err, w.log.String())
+	}
+	task := r.res.State.Tasks["a"]
+	if task.Status != Completed {
+		t.Fatalf("task a: %s, %+v; want completed on the other host\n%s", task.Status, task.Error, w.log.String())
+	}
+	if tr := task.Trace; len(tr.Requeued) != 1 || tr.Requeued[0].AgentHost != cut || tr.AgentHost == nil || *tr.AgentHost == cut {
+		t.Errorf("task a's trace %+v, want it re-queued once from %s and completed on the other host", tr, cut)
+	}
+	if runs := readFile(log); strings.Count(runs, "a start ") != 1 {
+		t.Errorf("task a's agent ran other than once:\n%s", runs)
+	}
+}

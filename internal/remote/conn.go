@@ -334,6 +334,25 @@ type Result struct {
 // its own.
 var ErrNoMaster = errors.New("the host's ssh connection is closed")
 
+// watchScript runs a command on the host ("$@") and ends it (SIGTERM) when its connection
+// does: when this side stops waiting for it (a timeout, the run's end) and kills its ssh.
+// Without a terminal, sshd signals nothing to a session's processes when its channel closes,
+// and a read that hung there would run on for ever; it closes the session's stdin, though.
+// The command's stdin is /dev/null; the script's own is a pipe this side holds open until the
+// command has ended (Run), read by a subshell of the script (a builtin read, no process
+// more), which kills the command at its end of file. A command given a stdin (the prompt of a
+// launch) is run as it is: its stdin is the prompt's.
+const watchScript = `exec 3<&0 </dev/null
+"$@" 3<&- &
+c=$!
+{ while read -r _; do :; done; kill -TERM "$c" 2>/dev/null; } <&3 3<&- &
+w=$!
+exec 3<&-
+wait "$c"
+s=$?
+kill "$w" 2>/dev/null
+exit "$s"`
+
 // Run runs c on the host through the master. A non-zero exit of the command is in Result.Code
 // with a nil error; an error means ssh could not run it (ssh's 255, a timeout, no master:
 // ErrNoMaster) or the command printed more than the bound on what is read of it
@@ -351,13 +370,26 @@ func (c *Conn) Run(ctx context.Context, rc Cmd) (*Result, error) {
 	// then writes into a closed channel, and dies of it.
 	runCtx, kill := context.WithCancel(ctx)
 	defer kill()
-	line := Quote(rc.Argv...)
+	argv := rc.Argv
 	if len(rc.Env) > 0 {
-		line = Quote(append([]string{"env"}, rc.Env...)...) + " " + line
+		argv = append(append([]string{"env"}, rc.Env...), argv...)
 	}
-	args := append(c.ClientOptions(), "-T", "--", c.Host.SSH, line)
+	stdin := rc.Stdin
+	if stdin == nil {
+		// Ended on the host with the connection (watchScript): its stdin is a pipe held
+		// open until the command has ended here.
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("host %s: %w", c.Host.Name, err)
+		}
+		defer w.Close()
+		defer r.Close()
+		stdin = r
+		argv = append([]string{"sh", "-c", watchScript, "sh"}, argv...)
+	}
+	args := append(c.ClientOptions(), "-T", "--", c.Host.SSH, Quote(argv...))
 	cmd := exec.CommandContext(runCtx, c.opts.ssh(), args...)
-	cmd.Stdin = rc.Stdin
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	var out, errOut io.Writer = &stdout, &stderr
 	if rc.Stdout != nil {

@@ -251,3 +251,45 @@ func waitPidGone(t *testing.T, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestHungCommandEndedOnHost: a host's command that outlives its Run's timeout (a read that
+// hangs there) is ended on the host too, not only its ssh here; and a command run this way
+// still gets its exit status and output.
+func TestHungCommandEndedOnHost(t *testing.T) {
+	_, hs := labHosts(t, 1)
+	ctx := context.Background()
+	d := newDialer(t, Options{})
+	c, err := d.Dial(ctx, hs[0])
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	res, err := c.Run(ctx, Cmd{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+	if err != nil || res.Code != 3 || string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	marker := "fleet-hung-" + strconv.Itoa(os.Getpid())
+	started := filepath.Join(t.TempDir(), "started")
+	// The read is given up (as a Run's timeout does) once it has started there.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() {
+		_, err := c.Run(rctx, Cmd{Argv: []string{"sh", "-c", `: > "$1"; while :; do sleep 1; done`, marker, started}})
+		ran <- err
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never started on the host")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run of a hung command given up = %v, want context.Canceled", err)
+	}
+	waitGone(t, marker)
+}

@@ -300,6 +300,13 @@ func (c *Conn) userArgs() []string {
 	return append(a, c.Host.SSH, "true")
 }
 
+// MasterPID is the master's process id as ssh -O check gave it at the last connect (0: none).
+func (c *Conn) MasterPID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
+
 // Close stops the master: ssh -O exit, then its process killed if it is still there.
 func (c *Conn) Close() error {
 	c.mu.Lock()

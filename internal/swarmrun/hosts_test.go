@@ -361,14 +361,35 @@ tasks:
 // fetched at once (its ref here locked, as by another git at work in the repository) is
 // brought back on a later try, not judged failed and run again (issue 18: a task done on a host
 // ran a second time there).
-func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) { bringBackAfter(t, false) }
+func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) { bringBackAfter(t, nil) }
 
 // TestRemoteEndBroughtBackAfterTheConnectionClosed: the same, the host's ssh master closing
 // meanwhile (as its ServerAlive checks give up under load): the host is connected to again,
 // not taken for offline, and the finished attempt is brought back, not run elsewhere.
-func TestRemoteEndBroughtBackAfterTheConnectionClosed(t *testing.T) { bringBackAfter(t, true) }
+func TestRemoteEndBroughtBackAfterTheConnectionClosed(t *testing.T) {
+	bringBackAfter(t, func(c *remote.Conn) { c.Close() })
+}
 
-func bringBackAfter(t *testing.T, closeMaster bool) {
+// TestRemoteEndBroughtBackAfterTheMasterKilled: the same, the host's ssh master killed
+// meanwhile (SIGKILL: its socket is left behind). It is found dead, its socket removed and a new
+// master started (issue 27: the new one failed, "already exists, disabling multiplexing", the
+// host was judged offline and its finished work not brought back).
+func TestRemoteEndBroughtBackAfterTheMasterKilled(t *testing.T) {
+	bringBackAfter(t, func(c *remote.Conn) {
+		pid := c.MasterPID()
+		if pid == 0 {
+			t.Fatal("the master's pid is not known")
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		for syscall.Kill(pid, 0) == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// bringBackAfter runs a task whose end cannot be brought back at first; meanwhile, when set,
+// meanwhile is done to the host's connection.
+func bringBackAfter(t *testing.T, meanwhile func(*remote.Conn)) {
 	w := newWorld(t)
 	_, execs := labExecutors(t, w, 1, 1)
 	// The host never stops answering here: the master closed is opened again, which under
@@ -405,9 +426,9 @@ tasks:
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if closeMaster {
+	if meanwhile != nil {
 		// Before the lock goes: no try can succeed before the master is closed.
-		execs[0].Conn.Close()
+		meanwhile(execs[0].Conn)
 	}
 	os.Remove(lock)
 	if !ended {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
 )
 
 // ErrUnreachable is the error of a host that could not be connected to (or stopped answering).
@@ -34,6 +36,21 @@ type Options struct {
 	// Persist is how long a master outlives its last client (ControlPersist), so that one
 	// left by a killed process goes away by itself; 0 is 60 s.
 	Persist time.Duration
+	// MaxOutput bounds what is read of each output stream of one command run on a host (its
+	// stdout, its stderr): past it the command is killed and its Run fails with
+	// ErrOutputTooLarge; 0 is DefaultMaxOutput.
+	MaxOutput int64
+}
+
+// DefaultMaxOutput is the bound on what is read of one stream of a host's command: a
+// snapshot's two records are at most a few MB.
+const DefaultMaxOutput = 16 << 20
+
+func (o Options) maxOutput() int64 {
+	if o.MaxOutput <= 0 {
+		return DefaultMaxOutput
+	}
+	return o.MaxOutput
 }
 
 func (o Options) ssh() string {
@@ -74,15 +91,25 @@ func NewDialer(o Options) (*Dialer, error) {
 	return &Dialer{opts: o, dir: dir}, nil
 }
 
-// Close closes every master this Dialer opened and removes its directory.
+// Close stops every master this Dialer opened (ssh -O exit, then its process killed: a master
+// that hangs does not answer -O exit), ends every ssh process still running with one of its
+// control sockets on its command line (a client, git's ssh, a master that could not open its
+// socket), and removes its directory. No ssh process of the Dialer's outlives it.
 func (d *Dialer) Close() error {
 	d.mu.Lock()
 	conns := d.conns
 	d.conns = nil
 	d.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, c := range conns {
-		c.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Close()
+		}()
 	}
+	wg.Wait()
+	killNaming(d.dir + "/")
 	return os.RemoveAll(d.dir)
 }
 
@@ -94,6 +121,11 @@ type Conn struct {
 	control string // the master's control socket
 	log     string // the master's stderr (ssh -E), where its reason to fail is
 	index   int
+
+	// mu serializes connect and Close: the attempts on a host find its master gone together,
+	// and one of them replaces it.
+	mu  sync.Mutex
+	pid int // the master's process (ssh -O check's), 0 when none is known
 }
 
 // Dial opens the master connection to h and waits until it answers. An error wraps
@@ -112,7 +144,7 @@ func (d *Dialer) Dial(ctx context.Context, h *Host) (*Conn, error) {
 }
 
 // Options is ssh's command line for this host without the destination and the command: what
-// every ssh of ours (and git's, through GIT_SSH_COMMAND) says.
+// every ssh of ours says.
 func (c *Conn) Options() []string {
 	h := c.Host
 	args := []string{
@@ -136,9 +168,32 @@ func (c *Conn) Options() []string {
 	return args
 }
 
+// ClientOptions are Options for a command through the master (ours, and git's through
+// GIT_SSH_COMMAND). ControlMaster=no: a client only, never a second master. A client whose
+// master is gone does not stop there: OpenSSH quietly connects on its own, without the
+// master's timeouts, a connection per command. ProxyCommand=false makes that connection fail
+// at once (ssh's 255), and never reach the host: a command goes through the master or not at
+// all. (The options of the command line come before the user's config, so a ProxyJump there
+// does not undo it; the master, which connects, does not have it.)
+func (c *Conn) ClientOptions() []string {
+	return append(c.Options(), "-o", "ControlMaster=no", "-o", "ProxyCommand=false")
+}
+
 // connect starts the master in the background (-f: ssh returns once it is authenticated,
-// and its exit status says whether it was) and checks that it answers.
+// and its exit status says whether it was) and checks that it answers. A master already
+// answering (another attempt on the host replaced it first) is kept; one that does not is
+// stopped first, its process ended and its socket removed: a socket left behind makes the new
+// master's bind fail ("already exists, disabling multiplexing"), and that master runs as a
+// plain connection no command can use.
 func (c *Conn) connect(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pid != 0 {
+		if pid, err := c.checkPID(ctx); err == nil && pid == c.pid {
+			return nil
+		}
+	}
+	c.stopMaster()
 	os.Remove(c.log)
 	persist := int(orDefault(c.opts.Persist, 60*time.Second).Seconds() + 0.5)
 	args := append(c.Options(), "-o", "ControlMaster=yes", "-o", fmt.Sprintf("ControlPersist=%d", persist),
@@ -150,30 +205,83 @@ func (c *Conn) connect(ctx context.Context) error {
 	if err := cmd.Run(); err != nil {
 		return c.unreachable(err)
 	}
-	if err := c.check(ctx); err != nil {
+	pid, err := c.checkPID(ctx)
+	if err != nil {
+		// ssh -f returned, and the master does not answer: whatever it is, it goes now,
+		// not at the end of the run.
+		killNaming(c.controlArg()...)
+		os.Remove(c.control)
 		return c.unreachable(err)
 	}
+	c.pid = pid
 	return nil
 }
 
+// controlArg is how the command line of each ssh process of this connection names its
+// socket, whole (c1 is not c10's prefix): /proc's cmdline separates the words with NULs, and
+// a master that titles itself says "ssh: SOCKET [mux]".
+func (c *Conn) controlArg() []string {
+	return []string{"ControlPath=" + c.control + "\x00", "ssh: " + c.control + " [mux]"}
+}
+
 // Reconnect opens the host's master again once it has closed (a command's ErrNoMaster: its
-// ServerAlive checks gave up under load, or it was closed), within ctx. Its error wraps
-// ErrUnreachable.
+// ServerAlive checks gave up under load, or it was closed or killed), within ctx. Its error
+// wraps ErrUnreachable.
 func (c *Conn) Reconnect(ctx context.Context) error { return c.connect(ctx) }
 
+// checkTimeout bounds ssh -O check and -O exit: a master that is stopped or hung accepts the
+// connection to its socket and never answers.
+const checkTimeout = 5 * time.Second
+
+// check says whether the master answers ssh -O check.
 func (c *Conn) check(ctx context.Context) error {
+	_, err := c.checkPID(ctx)
+	return err
+}
+
+// checkPID asks the master whether it runs (ssh -O check), and returns its process id, which
+// it prints as "Master running (pid=N)".
+func (c *Conn) checkPID(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, c.opts.ssh(), append(c.Options(), "-O", "check", "--", c.Host.SSH)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, lastLine(out))
+	cmd.WaitDelay = time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, lastLine(out.Bytes()))
 	}
-	return nil
+	_, rest, _ := strings.Cut(out.String(), "(pid=")
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), ")")))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("ssh -O check printed no pid: %s", lastLine(out.Bytes()))
+	}
+	return pid, nil
+}
+
+// stopMaster ends the master, if any: asked with ssh -O exit (which closes its sessions on the
+// host), its process killed when it did not go, its socket removed. Under mu.
+func (c *Conn) stopMaster() {
+	if _, err := os.Lstat(c.control); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		cmd := exec.CommandContext(ctx, c.opts.ssh(), append(c.Options(), "-O", "exit", "--", c.Host.SSH)...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+		cmd.WaitDelay = time.Second
+		cmd.Run()
+		cancel()
+	}
+	if c.pid != 0 {
+		killIfNaming(c.pid, c.controlArg()...)
+		c.pid = 0
+	}
+	// Our own directory's entry (0700): removing it follows no link.
+	os.Remove(c.control)
 }
 
 // unreachable is the one-line error of a failed connection: ssh's own last words from its log.
 func (c *Conn) unreachable(err error) error {
 	msg := err.Error()
-	if b, rerr := os.ReadFile(c.log); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
+	if b, rerr := fsx.ReadTail(c.log, 4096); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
 		msg = lastLine(b)
 	}
 	return fmt.Errorf("%w: host %s (%s): %s; check that 'ssh %s' works without a prompt", ErrUnreachable,
@@ -192,11 +300,19 @@ func (c *Conn) userArgs() []string {
 	return append(a, c.Host.SSH, "true")
 }
 
-// Close stops the master.
+// MasterPID is the master's process id as ssh -O check gave it at the last connect (0: none).
+func (c *Conn) MasterPID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
+
+// Close stops the master: ssh -O exit, then its process killed if it is still there.
 func (c *Conn) Close() error {
-	cmd := exec.Command(c.opts.ssh(), append(c.Options(), "-O", "exit", "--", c.Host.SSH)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
-	return cmd.Run()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopMaster()
+	return nil
 }
 
 // Cmd is one command run on the host.
@@ -225,10 +341,31 @@ type Result struct {
 // its own.
 var ErrNoMaster = errors.New("the host's ssh connection is closed")
 
+// watchScript runs a command on the host ("$@") and ends it (SIGTERM) when its connection
+// does: when this side stops waiting for it (a timeout, the run's end) and kills its ssh.
+// Without a terminal, sshd signals nothing to a session's processes when its channel closes,
+// and a read that hung there would run on for ever; it closes the session's stdin, though.
+// The command's stdin is /dev/null; the script's own is a pipe this side holds open until the
+// command has ended (Run), read by a subshell of the script (a builtin read, no process
+// more), which kills the command at its end of file. A command given a stdin (the prompt of a
+// launch) is run as it is: its stdin is the prompt's.
+const watchScript = `exec 3<&0 </dev/null
+"$@" 3<&- &
+c=$!
+{ while read -r _; do :; done; kill -TERM "$c" 2>/dev/null; } <&3 3<&- &
+w=$!
+exec 3<&-
+wait "$c"
+s=$?
+kill "$w" 2>/dev/null
+exit "$s"`
+
 // Run runs c on the host through the master. A non-zero exit of the command is in Result.Code
-// with a nil error; an error means ssh could not run it (ssh's 255, a timeout, no master).
+// with a nil error; an error means ssh could not run it (ssh's 255, a timeout, no master:
+// ErrNoMaster) or the command printed more than the bound on what is read of it
+// (ErrOutputTooLarge: it was killed, and Result holds what came up to the bound).
 func (c *Conn) Run(ctx context.Context, rc Cmd) (*Result, error) {
-	if _, err := os.Stat(c.control); err != nil {
+	if _, err := os.Lstat(c.control); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNoMaster, c.Host.Name)
 	}
 	if rc.Timeout > 0 {
@@ -236,32 +373,56 @@ func (c *Conn) Run(ctx context.Context, rc Cmd) (*Result, error) {
 		ctx, cancel = context.WithTimeout(ctx, rc.Timeout)
 		defer cancel()
 	}
-	line := Quote(rc.Argv...)
+	// kill ends the ssh client when an output stream passes the bound; the host's command
+	// then writes into a closed channel, and dies of it.
+	runCtx, kill := context.WithCancel(ctx)
+	defer kill()
+	argv := rc.Argv
 	if len(rc.Env) > 0 {
-		line = Quote(append([]string{"env"}, rc.Env...)...) + " " + line
+		argv = append(append([]string{"env"}, rc.Env...), argv...)
 	}
-	// ControlMaster=no: a client only, never a second master.
-	args := append(c.Options(), "-o", "ControlMaster=no", "-T", "--", c.Host.SSH, line)
-	cmd := exec.CommandContext(ctx, c.opts.ssh(), args...)
-	cmd.Stdin = rc.Stdin
+	stdin := rc.Stdin
+	if stdin == nil {
+		// Ended on the host with the connection (watchScript): its stdin is a pipe held
+		// open until the command has ended here.
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("host %s: %w", c.Host.Name, err)
+		}
+		defer w.Close()
+		defer r.Close()
+		stdin = r
+		argv = append([]string{"sh", "-c", watchScript, "sh"}, argv...)
+	}
+	args := append(c.ClientOptions(), "-T", "--", c.Host.SSH, Quote(argv...))
+	cmd := exec.CommandContext(runCtx, c.opts.ssh(), args...)
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
+	var out, errOut io.Writer = &stdout, &stderr
 	if rc.Stdout != nil {
-		cmd.Stdout = rc.Stdout
-	} else {
-		cmd.Stdout = &stdout
+		out = rc.Stdout
 	}
-	cmd.Stderr = &stderr
 	if rc.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(&stderr, rc.Stderr)
+		errOut = io.MultiWriter(&stderr, rc.Stderr)
 	}
+	bound := c.opts.maxOutput()
+	boundedOut, boundedErr := newBoundedWriter(out, bound, kill), newBoundedWriter(errOut, bound, kill)
+	cmd.Stdout, cmd.Stderr = boundedOut, boundedErr
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	res := &Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ee *exec.ExitError
 	switch {
+	case boundedOut.passedBound() || boundedErr.passedBound():
+		return res, fmt.Errorf("host %s: %s: %w (%s), and was stopped", c.Host.Name, Quote(rc.Argv...), ErrOutputTooLarge, fsx.HumanBytes(bound))
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("host %s: %s: %w", c.Host.Name, Quote(rc.Argv...), ctx.Err())
 	case errors.As(err, &ee) && ee.ExitCode() == 255:
+		if cerr := c.check(ctx); cerr != nil {
+			// The master is gone (it closed, or was killed and left its socket): the
+			// client could not fall back to a connection of its own (ClientOptions).
+			return res, fmt.Errorf("%w: %s", ErrNoMaster, c.Host.Name)
+		}
 		return res, fmt.Errorf("%w: host %s: %s", ErrUnreachable, c.Host.Name, lastLine(stderr.Bytes()))
 	case errors.As(err, &ee):
 		res.Code = ee.ExitCode()
@@ -323,11 +484,12 @@ func (c *Conn) where() string {
 	return "a directory on " + c.Host.Name + "'s PATH"
 }
 
-// lastLine is the last non-empty line of ssh's or a command's output, for one-line errors.
+// lastLine is the last non-empty line of ssh's or a command's output, for one-line errors,
+// made Printable: it is the host's text.
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
+		if l := Printable(lines[i]); l != "" {
 			return l
 		}
 	}

@@ -1,11 +1,14 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/fsx"
 )
 
 // gitTimeout bounds one push or fetch.
@@ -16,19 +19,34 @@ const gitTimeout = 5 * time.Minute
 func (c *Conn) remoteURL() string { return c.Host.SSH + ":" + c.Host.Repo }
 
 // git runs git in the local repository with GIT_SSH_COMMAND set to our ssh through the master.
+// Its output (the host's "remote:" lines among it) is read with the bound of a command's. A
+// git that failed with the master gone (the host lost during a push or fetch: the master's
+// ServerAlive checks gave up, and its clients with it) is ErrNoMaster, for the caller to judge
+// the host, not the task.
 func (c *Conn) git(ctx context.Context, repo string, args ...string) error {
 	if err := c.master(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+	runCtx, kill := context.WithCancel(ctx)
+	defer kill()
+	cmd := exec.CommandContext(runCtx, "git", append([]string{"-C", repo}, args...)...)
 	// GIT_SSH_COMMAND is read by a shell (git runs it with sh -c): each word quoted.
-	sshCmd := Quote(append([]string{c.opts.ssh()}, append(c.Options(), "-o", "ControlMaster=no")...)...)
+	sshCmd := Quote(append([]string{c.opts.ssh()}, c.ClientOptions()...)...)
 	cmd.Env = append(cmd.Environ(), "GIT_SSH_COMMAND="+sshCmd, "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("host %s: git %s: %v: %s", c.Host.Name, strings.Join(args, " "), err, gitReason(out))
+	var out bytes.Buffer
+	bounded := newBoundedWriter(&out, c.opts.maxOutput(), kill)
+	cmd.Stdout, cmd.Stderr = bounded, bounded
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	switch {
+	case bounded.passedBound():
+		return fmt.Errorf("host %s: git %s: %w (%s), and was stopped", c.Host.Name, strings.Join(args, " "), ErrOutputTooLarge, fsx.HumanBytes(c.opts.maxOutput()))
+	case err != nil && ctx.Err() == nil && c.master() != nil:
+		return fmt.Errorf("%w: %s: git %s: %s", ErrNoMaster, c.Host.Name, strings.Join(args, " "), gitReason(out.Bytes()))
+	case err != nil:
+		return fmt.Errorf("host %s: git %s: %v: %s", c.Host.Name, strings.Join(args, " "), err, gitReason(out.Bytes()))
 	}
 	return nil
 }
@@ -38,7 +56,7 @@ func (c *Conn) git(ctx context.Context, repo string, args ...string) error {
 // exists."), else the last line.
 func gitReason(out []byte) string {
 	for _, l := range strings.Split(string(out), "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") || strings.HasPrefix(l, "! [") {
+		if l = Printable(l); strings.HasPrefix(l, "fatal:") || strings.HasPrefix(l, "error:") || strings.HasPrefix(l, "! [") {
 			return l
 		}
 	}

@@ -17,9 +17,6 @@ import (
 // own binary reads them there (regular files, bounded, never through a link), not a shell.
 const RecordsVerb = "__records"
 
-// maxSnapshot bounds what is read back of one snapshot (two records of at most a few MB).
-const maxSnapshot = 16 << 20
-
 // Snapshot is what a host says of one bead: whether a supervisor runs it there, and its run
 // and result records as they are written there (the bytes, checked again when they are
 // written here).
@@ -65,7 +62,8 @@ func (s *Snapshot) Final(number int) (*record.Result, bool) {
 }
 
 // Snapshot reads bead's snapshot on the host (its dispatch's RecordsVerb, which also closes
-// the records of a supervisor that died there, as dispatch wait does).
+// the records of a supervisor that died there, as dispatch wait does). What is read is bounded
+// while it is read (Options.MaxOutput, 16 MiB: two records of at most a few MB).
 func (c *Conn) Snapshot(ctx context.Context, bead string, timeout time.Duration) (*Snapshot, error) {
 	res, err := c.Run(ctx, Cmd{Argv: []string{c.Program("dispatch"), RecordsVerb, "--state-dir", c.Host.StateDir, bead},
 		Env: c.Env(), Timeout: timeout})
@@ -74,9 +72,6 @@ func (c *Conn) Snapshot(ctx context.Context, bead string, timeout time.Duration)
 	}
 	if res.Code != 0 {
 		return nil, fmt.Errorf("host %s: dispatch %s exited %d: %s", c.Host.Name, RecordsVerb, res.Code, lastLine(res.Stderr))
-	}
-	if len(res.Stdout) > maxSnapshot {
-		return nil, fmt.Errorf("host %s: the records of %s are over %d MB", c.Host.Name, bead, maxSnapshot>>20)
 	}
 	var s Snapshot
 	if err := json.Unmarshal(res.Stdout, &s); err != nil {

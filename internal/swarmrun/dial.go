@@ -76,15 +76,16 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 	return execs, func() { d.Close() }, nil
 }
 
-// hostLog writes a host's dispatch's lines, each non-empty one prefixed.
+// hostLog writes a host's dispatch's lines, each non-empty one prefixed and made printable
+// (remote.Printable: a host's text reaches the terminal without its control sequences).
 type hostLog struct {
 	w      io.Writer
 	prefix string
 }
 
 func (h hostLog) Write(b []byte) (int, error) {
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if strings.TrimSpace(l) != "" {
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = remote.Printable(l); l != "" {
 			fmt.Fprintf(h.w, "%s%s\n", h.prefix, l)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/remote"
 )
 
 // joblogHeader is GNU parallel's --joblog header (parallel 20221122).
@@ -160,7 +161,9 @@ func Report(st *State) string {
 		}
 		msg := ""
 		if t.Error != nil {
-			msg = strings.ReplaceAll(t.Error.Message, "|", "\\|")
+			// A task's error may hold a host's text or an agent's: it is made printable
+			// before the markdown (which swarm run history prints on a terminal).
+			msg = strings.ReplaceAll(remote.Printable(t.Error.Message), "|", "\\|")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", id, t.Status, agentID, attempt, retries, dur, sha, pr, msg)
 	}
@@ -170,7 +173,7 @@ func Report(st *State) string {
 			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, st.Tasks[id].Branch, id)
 		}
 		if c := s.MergeConflict; c != nil {
-			fmt.Fprintf(&b, "\nThen `%s` (%s) does not merge cleanly: %s.\n", c.Branch, c.TaskID, c.Message)
+			fmt.Fprintf(&b, "\nThen `%s` (%s) does not merge cleanly: %s.\n", c.Branch, c.TaskID, remote.Printable(c.Message))
 		}
 	}
 	return b.String()

@@ -361,14 +361,35 @@ tasks:
 // fetched at once (its ref here locked, as by another git at work in the repository) is
 // brought back on a later try, not judged failed and run again (issue 18: a task done on a host
 // ran a second time there).
-func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) { bringBackAfter(t, false) }
+func TestRemoteEndBroughtBackAfterAFailure(t *testing.T) { bringBackAfter(t, nil) }
 
 // TestRemoteEndBroughtBackAfterTheConnectionClosed: the same, the host's ssh master closing
 // meanwhile (as its ServerAlive checks give up under load): the host is connected to again,
 // not taken for offline, and the finished attempt is brought back, not run elsewhere.
-func TestRemoteEndBroughtBackAfterTheConnectionClosed(t *testing.T) { bringBackAfter(t, true) }
+func TestRemoteEndBroughtBackAfterTheConnectionClosed(t *testing.T) {
+	bringBackAfter(t, func(c *remote.Conn) { c.Close() })
+}
 
-func bringBackAfter(t *testing.T, closeMaster bool) {
+// TestRemoteEndBroughtBackAfterTheMasterKilled: the same, the host's ssh master killed
+// meanwhile (SIGKILL: its socket is left behind). It is found dead, its socket removed and a new
+// master started (issue 27: the new one failed, "already exists, disabling multiplexing", the
+// host was judged offline and its finished work not brought back).
+func TestRemoteEndBroughtBackAfterTheMasterKilled(t *testing.T) {
+	bringBackAfter(t, func(c *remote.Conn) {
+		pid := c.MasterPID()
+		if pid == 0 {
+			t.Fatal("the master's pid is not known")
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		for syscall.Kill(pid, 0) == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// bringBackAfter runs a task whose end cannot be brought back at first; meanwhile, when set,
+// meanwhile is done to the host's connection.
+func bringBackAfter(t *testing.T, meanwhile func(*remote.Conn)) {
 	w := newWorld(t)
 	_, execs := labExecutors(t, w, 1, 1)
 	// The host never stops answering here: the master closed is opened again, which under
@@ -405,9 +426,9 @@ tasks:
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if closeMaster {
+	if meanwhile != nil {
 		// Before the lock goes: no try can succeed before the master is closed.
-		execs[0].Conn.Close()
+		meanwhile(execs[0].Conn)
 	}
 	os.Remove(lock)
 	if !ended {
@@ -662,5 +683,127 @@ exec %[1]q "$@"
 	}
 	if tr := task.Trace; len(tr.Requeued) != 1 || tr.AgentHost == nil || *tr.AgentHost == tr.Requeued[0].AgentHost {
 		t.Errorf("task a's trace %+v, want it re-queued once from the host that lost its start, completed on the other", tr)
+	}
+}
+
+// TestHostTextPrintable: a host's text reaches neither the terminal nor the report raw. The
+// host's dispatch refuses the first launch with an escape sequence on its stderr (a host error
+// line), and the attempt that runs writes a result whose reason holds escape sequences (as the
+// host's records say it); swarm run's log, its state and its markdown report (which swarm run
+// history prints) hold the text without the sequences.
+func TestHostTextPrintable(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 1, 1)
+	tmp := t.TempDir()
+	bin := execs[0].Conn.Host.Bin
+	real := filepath.Join(bin, "dispatch.real")
+	if err := os.Rename(filepath.Join(bin, "dispatch"), real); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(tmp, "refused")
+	// The records verb's output has its reason's escapes as JSON's \u001b, which are ESC once
+	// decoded: what a hostile host's records say.
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case " $* " in
+*" __records "*) %[1]q "$@" | sed 's/"reason":"/"reason":"\\u001b]0;retitled\\u0007\\u001b[2Jcleared /'; exit 0 ;;
+*" kill "*|*" version "*) exec %[1]q "$@" ;;
+esac
+if mkdir %[2]q 2>/dev/null; then
+	cat >/dev/null
+	printf 'refused \033]0;retitled\007\033[2Jby the host\n' >&2
+	exit 1
+fi
+printf 'launching \033]52;c;Y2xpcA==\007now\n' >&2
+exec %[1]q "$@"
+`, real, mark)
+	if err := os.WriteFile(filepath.Join(bin, "dispatch"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := w.config(t, "name: hostile host\ndefaults: {agent: fake, retries: 1, timeout: 600}\ntasks:\n  - {id: a, prompt: \"fail\", branch: a}\n", 0)
+	cfg.Executors = []Executor{execs[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	task := res.State.Tasks["a"]
+	if task.Status != Failed || task.Error == nil || !strings.Contains(task.Error.Message, "cleared") {
+		t.Fatalf("task a: %s, %+v; want failed with the host's reason\n%s", task.Status, task.Error, w.log.String())
+	}
+	p := Paths{Root: w.repo}
+	report := readFile(p.Report(res.State.ExecutionID))
+	for name, text := range map[string]string{"the run's log": w.log.String(), "the report": report, "the error": task.Error.Message, "the state": readFile(p.State())} {
+		if strings.ContainsAny(text, "\x1b\x07") || strings.Contains(text, `\u001b`) || strings.Contains(text, `\u0007`) {
+			t.Errorf("%s holds the host's control sequences:\n%q", name, text)
+		}
+	}
+	for _, want := range []string{"refused by the host", "launching now"} {
+		if !strings.Contains(w.log.String(), want) {
+			t.Errorf("the run's log lacks the host's line %q (made printable):\n%s", want, w.log.String())
+		}
+	}
+	if !strings.Contains(report, "cleared") {
+		t.Errorf("the report lacks the host's reason:\n%s", report)
+	}
+}
+
+// TestHostLostDuringPushRunsElsewhere: the host is cut off while the task's branch is pushed to
+// it (its clone's pre-receive hook holds the push). The host is offline and the task runs on
+// the other host, as docs/remote.md says, rather than failing (remote-failed).
+func TestHostLostDuringPushRunsElsewhere(t *testing.T) {
+	w := newWorld(t)
+	lab, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	pushing := filepath.Join(tmp, "pushing")
+	// The first push to reach a host is held there for ever, and says which clone it reached.
+	hook := fmt.Sprintf("#!/bin/sh\nif mkdir %[1]q 2>/dev/null; then pwd > %[1]q/where; while :; do sleep 1; done; fi\n", pushing)
+	for _, e := range execs {
+		if err := os.WriteFile(filepath.Join(e.Conn.Host.Repo, ".git", "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := filepath.Join(tmp, "agents.log")
+	cfg := w.config(t, fmt.Sprintf("name: lost push\ndefaults: {agent: fake, retries: 0, timeout: 600}\ntasks:\n  - {id: a, prompt: \"once:%s write:a.txt\", branch: a}\n", log), 0)
+	cfg.Executors = []Executor{execs[0], execs[1]}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type ran struct {
+		res *Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := Run(ctx, cfg)
+		done <- ran{res, err}
+	}()
+	cut := ""
+	for cut == "" {
+		where, _ := os.ReadFile(filepath.Join(pushing, "where"))
+		for i, e := range execs {
+			if strings.HasPrefix(string(where), e.Conn.Host.Repo) {
+				lab.Cut(t, i)
+				cut = e.Host()
+			}
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the run ended before a push was held: %v\n%s", r.err, w.log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Run: %v\n%s", r.err, w.log.String())
+	}
+	task := r.res.State.Tasks["a"]
+	if task.Status != Completed {
+		t.Fatalf("task a: %s, %+v; want completed on the other host\n%s", task.Status, task.Error, w.log.String())
+	}
+	if tr := task.Trace; len(tr.Requeued) != 1 || tr.Requeued[0].AgentHost != cut || tr.AgentHost == nil || *tr.AgentHost == cut {
+		t.Errorf("task a's trace %+v, want it re-queued once from %s and completed on the other host", tr, cut)
+	}
+	if runs := readFile(log); strings.Count(runs, "a start ") != 1 {
+		t.Errorf("task a's agent ran other than once:\n%s", runs)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	fgit "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
+	"github.com/agentfleet/fleet/internal/screen"
 )
 
 // Remote is a host of hosts.yaml as an executor: its slots are the host's max_agents, and each
@@ -94,7 +95,17 @@ func orDur(d, def time.Duration) time.Duration {
 // Run runs one attempt of job on the host. An attempt to adopt (job.Adopt, after --resume)
 // is looked for there first: one the host's records name is followed to its end (or judged
 // by it) instead of another being started; one that never reached the host is started.
+// The Outcome's reason and logs, which hold the host's text (a reason from its records, a
+// line of its output in an error), are made printable: swarm run prints them and keeps
+// them in its report.
 func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
+	out := r.run(ctx, slot, job)
+	out.Reason = remote.Printable(out.Reason)
+	out.Logs = strings.TrimSpace(screen.Strip(out.Logs))
+	return out
+}
+
+func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 	h := r.Conn.Host
 	if r.offline.Load() {
 		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
@@ -113,7 +124,9 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		Bead: job.Bead, Repo: h.Repo, Agent: agentArg}
 	var last time.Time
 	var lastMu sync.Mutex
-	a := remote.Attempt{Args: args, Prompt: job.Prompt, Out: log, ErrOut: log,
+	// The host's dispatch's lines are the host's text: stripped of their control sequences
+	// as they stream, as an agent's output is (swarm logs), before they reach a terminal.
+	a := remote.Attempt{Args: args, Prompt: job.Prompt, Out: screen.NewStripWriter(log), ErrOut: screen.NewStripWriter(log),
 		Env: append(append([]string{}, job.Env...), "SWARM_AGENT_ID="+slot.ID),
 		Watch: remote.Watch{Every: r.Every, OfflineAfter: r.OfflineAfter, Heartbeat: func(t time.Time, _ *remote.Snapshot) {
 			lastMu.Lock()
@@ -304,7 +317,7 @@ func (r *Remote) bringBranch(ctx context.Context, job Job, hostWT string) error 
 		return err
 	}
 	if res.Code != 0 {
-		return fmt.Errorf("host %s: committing the agent's work in %s: exit %d: %s", r.Conn.Host.Name, hostWT, res.Code, strings.TrimSpace(string(res.Stderr)))
+		return fmt.Errorf("host %s: committing the agent's work in %s: exit %d: %s", r.Conn.Host.Name, hostWT, res.Code, remote.Printable(string(res.Stderr)))
 	}
 	ref, err := r.Conn.Fetch(ctx, r.Repo, job.Branch)
 	if err != nil {

@@ -17,7 +17,7 @@ mkdir -p "$dir"
 # \ as its own, and a ' ended the quoted string, so a BINDIR '$(…)' ran a command at every call.
 squote="'\\''"
 quoted="'${bindir//\'/$squote}'"
-INSTALLED_BIN="$quoted" awk '/^installed_bin=/ { print "installed_bin=" ENVIRON["INSTALLED_BIN"] " # written by make install (scripts/install-shims.sh)"; next } { print }' \
+INSTALLED_BIN="$quoted" awk '/^installed_bin=/ { print "installed_bin=" ENVIRON["INSTALLED_BIN"] " # BINDIR, written by scripts/install-shims.sh"; next } { print }' \
   "$here/shim.sh" >"$dir/shim.sh.tmp"
 chmod 0755 "$dir/shim.sh.tmp"
 bash -n "$dir/shim.sh.tmp"

@@ -42,14 +42,21 @@ docs: build
 ## install: the binaries into $(BINDIR) (default: $(go env GOPATH)/bin); the man pages and
 ## completions under $(SHAREDIR); the drop-in shims in $(SHAREDIR)/fleet/scripts, which find
 ## the binaries in $(BINDIR) (a workspace links its scripts to them: docs/cron.md)
+# The directories reach the recipe's shell in its environment, never in its command lines: a
+# path with a quote, a backslash or a $ (make's $$) was read by the shell there ("$(touch x)"
+# in PREFIX ran at install time), and written into the shims as read.
+install: export INSTALL_DESTBIN = $(DESTDIR)$(BINDIR)
+install: export INSTALL_DESTSHARE = $(DESTDIR)$(SHAREDIR)
+install: export INSTALL_BINDIR = $(BINDIR)
+install: export INSTALL_SHAREDIR = $(SHAREDIR)
 install: docs
-	mkdir -p "$(DESTDIR)$(BINDIR)"
-	install -m 0755 bin/* "$(DESTDIR)$(BINDIR)/"
+	mkdir -p "$$INSTALL_DESTBIN"
+	install -m 0755 bin/* "$$INSTALL_DESTBIN/"
 	for d in man/man1 bash-completion/completions zsh/site-functions fish/vendor_completions.d; do \
-		mkdir -p "$(DESTDIR)$(SHAREDIR)/$$d" && install -m 0644 share/$$d/* "$(DESTDIR)$(SHAREDIR)/$$d/" || exit 1; \
+		mkdir -p "$$INSTALL_DESTSHARE/$$d" && install -m 0644 share/$$d/* "$$INSTALL_DESTSHARE/$$d/" || exit 1; \
 	done
-	./scripts/install-shims.sh "$(DESTDIR)$(SHAREDIR)/fleet/scripts" "$(BINDIR)"
-	@echo "installed: $(BINDIR)/{dispatch,validate-state,analyze-runs,swarm,ralph}, man pages and completions in $(SHAREDIR), shims in $(SHAREDIR)/fleet/scripts"
+	./scripts/install-shims.sh "$$INSTALL_DESTSHARE/fleet/scripts" "$$INSTALL_BINDIR"
+	@printf 'installed: %s/{dispatch,validate-state,analyze-runs,swarm,ralph}, man pages and completions in %s, shims in %s/fleet/scripts\n' "$$INSTALL_BINDIR" "$$INSTALL_SHAREDIR" "$$INSTALL_SHAREDIR"
 
 ## release: static linux/amd64 and linux/arm64 archives of the tagged commit, with SHA256SUMS,
 ## in dist/VERSION (HEAD must carry a semantic version tag: git tag -a v0.1.0 -m v0.1.0)

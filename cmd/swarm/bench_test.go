@@ -116,3 +116,19 @@ func BenchmarkSend(b *testing.B) {
 		s.run("send", "cat", "hello from the bench")
 	}
 }
+
+// BenchmarkLsLost500 lists 500 supervised workers whose supervisors are gone (a reboot's
+// leftovers), which ls closes as lost: one write of state.json for all of them (issue 27: one
+// each took 38 to 52 s for 501).
+func BenchmarkLsLost500(b *testing.B) {
+	s := newBenchSwarm(b)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		os.RemoveAll(s.dir)
+		writeLostWorkers(b, s.dir, 500)
+		b.StartTimer()
+		if out := s.run("ls"); strings.Count(out, "\n") != 501 {
+			b.Fatalf("ls printed %d lines", strings.Count(out, "\n"))
+		}
+	}
+}

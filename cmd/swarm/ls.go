@@ -35,8 +35,9 @@ func lsCommand() *cli.Command {
 				return err
 			}
 			var shown []*worker.Worker
-			for _, w := range st.Workers {
-				live := sw.Live(ctx, w)
+			lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
+			for i, w := range st.Workers {
+				live := lives[i]
 				x := *w
 				x.Status = statusWord(live.Running)
 				x.Metadata = withLiveActivity(w, live.Running)
@@ -223,8 +224,9 @@ func peekCommand() *cli.Command {
 			}
 			n := c.Int("lines")
 			if c.Bool("all") {
-				for _, w := range st.Workers {
-					if !sw.Live(ctx, w).Running {
+				lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
+				for i, w := range st.Workers {
+					if !lives[i].Running {
 						continue
 					}
 					if text, err := sw.Screen(ctx, w, n); err == nil {

@@ -35,8 +35,9 @@ func waitCommand() *cli.Command {
 			}
 			var ws []*worker.Worker
 			if c.Bool("all") {
-				for _, w := range st.Workers {
-					if sw.Live(ctx, w).Running {
+				lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
+				for i, w := range st.Workers {
+					if lives[i].Running {
 						ws = append(ws, w)
 					}
 				}

@@ -46,6 +46,35 @@ func (l Layout) Reconcile(ctx context.Context, sessions *tmux.Client, name, sess
 // is cleared away first, and name is then judged as one with no entry; a hand-over file too
 // young to be an orphan leaves name alone for now.
 func (l Layout) ReconcileLocked(ctx context.Context, sessions *tmux.Client, name, session string, rec Recorder) (*Lost, error) {
+	o, err := l.FindOrphan(ctx, sessions, name, session)
+	if o == nil || err != nil {
+		return nil, err
+	}
+	closed, err := rec.Lost(ctx, o.Entry, o.Outcome)
+	if err != nil {
+		return nil, err
+	}
+	l.RemoveEntry(name)
+	if !closed {
+		return nil, nil
+	}
+	return &Lost{Name: name, Reason: o.Outcome.Reason}, nil
+}
+
+// Orphan is an attempt whose supervisor is gone, as FindOrphan judged it: its entry (a bare
+// one, of its name alone, when it had none) and the outcome to record.
+type Orphan struct {
+	Entry   *Entry
+	Outcome *Outcome
+}
+
+// FindOrphan is the judging half of ReconcileLocked, for a caller that holds name's lock and
+// records the end itself (swarm closes all its lost workers in one write of its state): when
+// name's supervisor is gone it kills what is left of the agent and its session, and returns
+// the attempt with the outcome to record, the entry's or "supervisor-lost". nil when there is
+// nothing to close. The caller records the outcome, then removes the entry (RemoveEntry), in
+// that order, so that a crash in between leaves the entry for the next look.
+func (l Layout) FindOrphan(ctx context.Context, sessions *tmux.Client, name, session string) (*Orphan, error) {
 	entry, err := l.ReadEntry(name)
 	if errors.Is(err, ErrNotEntry) {
 		if !l.ClearNotEntry(name) {
@@ -92,15 +121,7 @@ func (l Layout) ReconcileLocked(ctx context.Context, sessions *tmux.Client, name
 		out = &Outcome{Status: StatusFailed, Reason: ReasonLost, UnknownExit: true, Finished: l.lastSign(name, entry),
 			Summary: summarize(lastBytes(l.LogPath(name), 64<<10))}
 	}
-	closed, err := rec.Lost(ctx, entry, out)
-	if err != nil {
-		return nil, err
-	}
-	l.RemoveEntry(name)
-	if !closed {
-		return nil, nil
-	}
-	return &Lost{Name: name, Reason: out.Reason}, nil
+	return &Orphan{Entry: entry, Outcome: out}, nil
 }
 
 // lastSign is the last time an attempt was known alive: its log's last write, else its start.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // SpawnEnvironment is the environment a program started on the server by a new-session from a
@@ -16,7 +18,8 @@ import (
 // spawn sets them. With no server running, it is client itself: the server a new-session starts
 // takes the client's environment as its global one. running says whether a server answered.
 // A server that exits between the three questions (its last session ended) is no server
-// either: the new-session after it starts a new one.
+// either: the new-session after it starts a new one. Every value is the server's byte for byte,
+// whatever the caller's locale (rawOutput).
 //
 // This is what an agent started inside the server (dispatch.sh's tmux new-session) had: under
 // cron, the login shell's environment the server was started with, not cron's.
@@ -24,7 +27,7 @@ func (c *Client) SpawnEnvironment(ctx context.Context, client []string) (env []s
 	// -s prints each variable as a shell assignment, quoted, so that a value with a newline
 	// (an exported bash function) is read whole; the plain form is one line per variable.
 	noServer := func() ([]string, bool, error) { return append([]string(nil), client...), false, nil }
-	out, err := c.query(ctx, "show-environment", "-g", "-s")
+	out, err := c.query(ctx, rawOutput, "show-environment", "-g", "-s")
 	if errors.Is(err, ErrGone) {
 		return noServer()
 	}
@@ -36,7 +39,7 @@ func (c *Client) SpawnEnvironment(ctx context.Context, client []string) (env []s
 		return nil, true, fmt.Errorf("reading the tmux server's environment: %w", err)
 	}
 	// An empty option prints nothing: no variable is updated.
-	opt, err := c.run(ctx, "show-options", "-gv", "update-environment")
+	opt, err := c.run(ctx, rawOutput, "show-options", "-gv", "update-environment")
 	if errors.Is(err, ErrGone) {
 		return noServer()
 	}
@@ -46,7 +49,7 @@ func (c *Client) SpawnEnvironment(ctx context.Context, client []string) (env []s
 	env = updateEnvironment(global, client, strings.Fields(string(opt)))
 	// Then what tmux's spawn sets itself: PATH from a client that is not attached to a session
 	// (one running new-session, as dispatch.sh's was), SHELL as default-shell, TERM_PROGRAM.
-	info, err := c.query(ctx, "display-message", "-p", "#{version}\t#{default-shell}")
+	info, err := c.query(ctx, rawOutput, "display-message", "-p", "#{version}\t#{default-shell}")
 	if errors.Is(err, ErrGone) {
 		return noServer()
 	}
@@ -60,11 +63,19 @@ func (c *Client) SpawnEnvironment(ctx context.Context, client []string) (env []s
 			own = append(own, kv)
 		}
 	}
-	if shell != "" {
-		own = append(own, "SHELL="+shell)
-	}
+	own = append(own, "SHELL="+spawnShell(shell))
 	own = append(own, "TERM_PROGRAM=tmux", "TERM_PROGRAM_VERSION="+version)
 	return updateEnvironment(env, own, []string{"PATH", "SHELL", "TERM_PROGRAM", "TERM_PROGRAM_VERSION"}), true, nil
+}
+
+// spawnShell is the SHELL tmux 3.3a's spawn gives a new pane for the default-shell option: the
+// option when it names an executable by its absolute path that is not tmux itself, else
+// /bin/sh (spawn.c, checkshell).
+func spawnShell(shell string) string {
+	if !strings.HasPrefix(shell, "/") || path.Base(shell) == "tmux" || unix.Access(shell, unix.X_OK) != nil {
+		return "/bin/sh"
+	}
+	return shell
 }
 
 // updateEnvironment is tmux's environ_update for a new session: for each pattern (fnmatch) of

@@ -15,11 +15,16 @@ import (
 // TestSpawnEnvironment (issue 17): what SpawnEnvironment says a new session's program gets is
 // what tmux really gives it, for a client with another environment than the server's (cron's,
 // against a server started from a login shell): the server's variables, values with quotes and
-// newlines included, update-environment's taken from the client or removed.
+// newlines included, update-environment's taken from the client or removed. Issue 27: byte for
+// byte (an ö, a tab) and with SHELL as tmux sets it, asked in the C locale, as cron asks.
 func TestSpawnEnvironment(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
+	// The locale of the tmux clients SpawnEnvironment runs (this process's), not client's.
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_CTYPE", "")
+	t.Setenv("LANG", "C")
 	sockDir, err := os.MkdirTemp("", "tmx")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +40,8 @@ func TestSpawnEnvironment(t *testing.T) {
 	}
 
 	login := []string{"PATH=/usr/bin:/bin:/login", "HOME=" + sockDir, "LANG=fi_FI.UTF-8", "ANTHROPIC_API_KEY=sk-login",
-		"ODD=a \"quoted\" $dollar `tick` back\\slash\nsecond=line", "DISPLAY=:0"}
+		"ODD=a \"quoted\" $dollar `tick` back\\slash\nsecond=line", "DISPLAY=:0",
+		"GIT_AUTHOR_NAME=J\u00f6rg\tM\u00fcller", "LATIN1=J\xf6rg\x01\x1b[m", "SHELL=/bin/bash"}
 	start := exec.Command("tmux", "-S", c.Socket, "new-session", "-d", "-s", "login", "sleep", "600")
 	start.Env = login
 	if out, err := start.CombinedOutput(); err != nil {
@@ -81,7 +87,8 @@ func TestSpawnEnvironment(t *testing.T) {
 	if !reflect.DeepEqual(got, real) {
 		t.Errorf("SpawnEnvironment =\n%q\ntmux gave\n%q", got, real)
 	}
-	for _, want := range []string{"ANTHROPIC_API_KEY=sk-login", "LANG=fi_FI.UTF-8", login[4], "SSH_AUTH_SOCK=/tmp/cron-agent"} {
+	for _, want := range []string{"ANTHROPIC_API_KEY=sk-login", "LANG=fi_FI.UTF-8", login[4], "SSH_AUTH_SOCK=/tmp/cron-agent",
+		login[6], login[7], "SHELL=/bin/bash"} {
 		if !contains(got, want) {
 			t.Errorf("SpawnEnvironment lacks %q", want)
 		}
@@ -125,7 +132,7 @@ func TestSpawnEnvironmentServerGoneBetweenQuestions(t *testing.T) {
 	for _, gone := range []string{"show-options", "display-message"} {
 		t.Run(gone, func(t *testing.T) {
 			c := &Client{Socket: "/nonexistent/s", Run: func(ctx context.Context, args ...string) ([]byte, error) {
-				switch verb := args[2]; {
+				switch verb := args[3]; { // -S socket -u verb
 				case verb == gone:
 					return nil, &Error{Args: args, Msg: "no server running on /nonexistent/s"}
 				case verb == "show-environment":
@@ -142,5 +149,30 @@ func TestSpawnEnvironmentServerGoneBetweenQuestions(t *testing.T) {
 				t.Fatalf("SpawnEnvironment = %q, %v, %v; want the client's own, no server, no error", env, running, err)
 			}
 		})
+	}
+}
+
+// TestSpawnShell: a default-shell tmux would not run gives the pane /bin/sh, as tmux's spawn does.
+func TestSpawnShell(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Join(dir, "tmux")
+	if err := os.WriteFile(self, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ option, want string }{
+		{"/bin/bash", "/bin/bash"},
+		{"bash", "/bin/sh"},
+		{"", "/bin/sh"},
+		{plain, "/bin/sh"},
+		{self, "/bin/sh"},
+		{filepath.Join(dir, "missing"), "/bin/sh"},
+	} {
+		if got := spawnShell(tt.option); got != tt.want {
+			t.Errorf("spawnShell(%q) = %q, want %q", tt.option, got, tt.want)
+		}
 	}
 }

@@ -73,6 +73,14 @@ func (v verdict) String() string {
 	return "failed"
 }
 
+// rawOutput (tmux -u) makes tmux print what a command answers byte for byte. tmux 3.3a prints
+// every byte outside 0x20-0x7e of a detached client's answer as "_" (cmdq_print,
+// utf8_sanitize) unless the client is marked UTF-8, which it is only when LC_ALL, LC_CTYPE or
+// LANG says UTF-8: under cron (no locale, or LANG=C) a GIT_AUTHOR_NAME "Jörg" read with
+// show-environment came back "J_rg", and a tab in a format as "_". -u marks the client UTF-8
+// whatever the caller's locale, and changes nothing else for a client that never attaches.
+const rawOutput = "-u"
+
 // escapeArg protects one command-line argument from tmux's own parsing of its argument vector:
 // tmux (3.0 to at least 3.5, cmd_parse_from_arguments) reads an argument that ends in ';' as the
 // end of a command, drops the ';' and runs what follows as another tmux command, so argv

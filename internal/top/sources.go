@@ -31,8 +31,9 @@ func (m *Model) swarmRows(ctx context.Context, now time.Time) ([]*Row, error) {
 	layout := supervise.Layout{Dir: m.sw.Dir().Supervise()}
 	byName := map[string]*Row{}
 	var rows []*Row
-	for _, w := range st.Workers {
-		live := m.sw.Live(ctx, w)
+	lives := m.sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
+	for i, w := range st.Workers {
+		live := lives[i]
 		r := &Row{Kind: KindWorker, Name: w.Name, Status: worker.StatusStopped, Live: live.Running,
 			Tags: w.Tags, worker: w}
 		if live.Running {

@@ -135,14 +135,14 @@ func randomBead(rng *rand.Rand) *Bead {
 
 // history is a state directory the tests change as dispatch and people do.
 type history struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	rng   *rand.Rand
 	next  int
 	beads []string
 }
 
-func newHistory(t *testing.T, seed int64) *history {
+func newHistory(t testing.TB, seed int64) *history {
 	h := &history{t: t, dir: t.TempDir(), rng: rand.New(rand.NewSource(seed))}
 	for _, d := range []string{"runs", "results"} {
 		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
@@ -307,7 +307,7 @@ func reportCases(t *testing.T) []reportCase {
 
 // render is every format's output of a scan of dir through cache (nil: none), with the skipped
 // files' warnings.
-func render(t *testing.T, dir string, cache *Cache, rc reportCase) string {
+func render(t testing.TB, dir string, cache *Cache, rc reportCase) string {
 	t.Helper()
 	at := time.Date(2026, 2, 16, 12, 0, 0, 0, time.UTC)
 	agg := NewAggregator(rc.period)
@@ -694,7 +694,7 @@ func TestCacheHostile(t *testing.T) {
 
 // cacheExtent is the page size of the bbolt file at path and the bytes it must hold (its
 // high-water mark in pages, times the page size), as bbolt itself reads them.
-func cacheExtent(t *testing.T, path string) (pageSize, size int) {
+func cacheExtent(t testing.TB, path string) (pageSize, size int) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
@@ -806,6 +806,39 @@ func TestCacheCutUnderTheScan(t *testing.T) {
 			t.Fatalf("verify %v: the run after: %+v, want the cache rebuilt quietly:\n%s", verify, c.Stats, firstDiff(got, want))
 		}
 	}
+}
+
+// FuzzCacheFile: whatever bytes the cache file holds (seeded with a real cache, cut short and
+// whole), a scan through it gives the records' report, and writes a cache the next scan reads.
+// A cut cache crashed the process (issue 27, bug 4).
+func FuzzCacheFile(f *testing.F) {
+	h := newHistory(f, 30)
+	h.add(40)
+	rc := reportCase{merge: true}
+	want := render(f, h.dir, nil, rc)
+	path := statedir.Dir{Root: h.dir}.ReportCache()
+	render(f, h.dir, testCache(h.dir), rc)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pageSize, need := cacheExtent(f, path)
+	for _, at := range []int{len(whole), need, need - 1, 2 * pageSize, pageSize + 100, 100, 0} {
+		f.Add(whole[:at])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := testCache(h.dir)
+		if got := render(t, h.dir, c, rc); got != want {
+			t.Fatalf("through a cache of %d bytes (%+v): the report differs:\n%s", len(data), c.Stats, firstDiff(got, want))
+		}
+		c = testCache(h.dir)
+		if got := render(t, h.dir, c, rc); got != want || c.Stats.Rebuilt != "" {
+			t.Fatalf("the run after (%+v): want the cache written whole:\n%s", c.Stats, firstDiff(got, want))
+		}
+	})
 }
 
 // TestCheckMetas: the meta pages of a cache bbolt wrote check out however it was written;

@@ -94,7 +94,8 @@ type CacheStats struct {
 	Rebuilt string
 	// Unreadable says why the cache as it was could not be read ("" when it could, there was
 	// none or it was not opened): damaged, cut short, not analyze-runs' cache, a link or
-	// another's file where it goes. It is then written anew, and this deserves a warning.
+	// another's file where it goes, a page that faulted under the scan. It is then written
+	// anew (else Off says why not), and this deserves a warning.
 	Unreadable string
 	Reused     int // record pairs taken from the cache
 	Summed     int // of those, pairs added as their chunk's totals, their entries not decoded
@@ -822,9 +823,7 @@ func (cr *cacheRun) finish() {
 	}
 	if cr.faulted.Load() {
 		cr.abandon()
-		cr.close()
-		os.Remove(cr.c.Path)
-		cr.c.Stats.Off, cr.c.Stats.Warn = "it is damaged; it is removed, to be rebuilt next time", true
+		cr.removeFaulted()
 		return
 	}
 	if cr.failed {
@@ -833,7 +832,10 @@ func (cr *cacheRun) finish() {
 	if cr.w != nil {
 		err := cr.w.commit(cr.c.Path)
 		cr.w = nil
-		if err != nil {
+		switch {
+		case errors.Is(err, errFaulted):
+			cr.removeFaulted()
+		case err != nil:
 			cr.c.Stats.Off, cr.c.Stats.Warn = "cannot write it: "+err.Error(), true
 		}
 		return
@@ -891,6 +893,16 @@ func (cr *cacheRun) finish() {
 	}
 }
 
+// removeFaulted removes the cache, a page of which faulted or did not decode as it was read:
+// what the scan took from it was read again from the files, but it cannot be written anew from
+// it, so it is rebuilt next run.
+func (cr *cacheRun) removeFaulted() {
+	cr.close()
+	os.Remove(cr.c.Path)
+	cr.c.Stats.Unreadable = "a page of it faulted or did not decode as the scan read it"
+	cr.c.Stats.Off, cr.c.Stats.Warn = "it is removed, to be rebuilt next run", true
+}
+
 // startRebuild begins writing the cache anew, beside it.
 func (cr *cacheRun) startRebuild() error {
 	w, err := newCacheWriter(filepath.Dir(cr.c.Path), cr.c.stamp())
@@ -939,8 +951,12 @@ func (w *cacheWriter) put(k string, v []byte) { w.ch <- kv{k, v, false} }
 
 func (w *cacheWriter) putChunk(k string, v []byte) { w.ch <- kv{k, v, true} }
 
-// errAborted is what a writer aborted returns.
-var errAborted = errors.New("aborted")
+// errAborted is what a writer aborted returns; errFaulted, one that failed on a value it was
+// given from the cache as it was.
+var (
+	errAborted = errors.New("aborted")
+	errFaulted = errors.New("the cache as it was is damaged")
+)
 
 // write puts what comes on ch, then the stamp. After a failure it only drains ch.
 //
@@ -956,7 +972,7 @@ func (w *cacheWriter) write(stamp string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("the cache as it was is damaged (%v)", r)
+			err = fmt.Errorf("%w (%v)", errFaulted, r)
 		}
 	}()
 	var tx *bolt.Tx

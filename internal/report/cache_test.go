@@ -774,14 +774,28 @@ func TestCacheTruncated(t *testing.T) {
 }
 
 // TestCacheCutUnderTheScan: a cache cut short after it was opened, under the scan's map (so the
-// scan's reads of it fault), gives the records' report and is removed, to be rebuilt; with
-// --verify-cache and --attempts, where the rebuild is given entries of the old map as they are,
-// too. The rebuild's writer read them unguarded, and faulted.
+// scan's reads of it fault), gives the records' report and is removed, to be rebuilt, with a
+// warning; with --verify-cache and --attempts too, where the rebuild is given entries of the
+// old map as they are (a bead with attempts), which its writer read unguarded, and faulted.
+// With every bead's entry given so, only the writer reads the old map.
 func TestCacheCutUnderTheScan(t *testing.T) {
-	h := newHistory(t, 28)
-	h.add(300)
-	path := statedir.Dir{Root: h.dir}.ReportCache()
-	for _, verify := range []bool{false, true} {
+	mixed := newHistory(t, 28)
+	mixed.add(300)
+	attempts := newHistory(t, 31)
+	attempts.add(60)
+	for _, bead := range attempts.beads {
+		run, res := attempts.records(bead)
+		os.MkdirAll(filepath.Join(attempts.dir, "attempts", bead), 0o755)
+		attempts.write("attempts/"+bead+"/run-1.json", run)
+		attempts.write("attempts/"+bead+"/result-1.json", res)
+	}
+	for _, tc := range []struct {
+		name   string
+		h      *history
+		verify bool
+	}{{"through", mixed, false}, {"--verify-cache", mixed, true}, {"--verify-cache, every bead with attempts", attempts, true}} {
+		h := tc.h
+		path := statedir.Dir{Root: h.dir}.ReportCache()
 		rc := reportCase{merge: true, attempts: true}
 		want := render(t, h.dir, nil, rc)
 		// Written without --attempts, so that beads with attempts are cached: with it, their
@@ -789,21 +803,24 @@ func TestCacheCutUnderTheScan(t *testing.T) {
 		render(t, h.dir, testCache(h.dir), reportCase{merge: true})
 		pageSize, _ := cacheExtent(t, path)
 		c := testCache(h.dir)
-		c.Verify = verify
+		c.Verify = tc.verify
 		c.opened = func() {
 			if err := os.Truncate(path, int64(2*pageSize)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if got := render(t, h.dir, c, rc); got != want {
-			t.Fatalf("verify %v: the cache cut under the scan (%+v): the report differs:\n%s", verify, c.Stats, firstDiff(got, want))
+			t.Fatalf("%s: the cache cut under the scan (%+v): the report differs:\n%s", tc.name, c.Stats, firstDiff(got, want))
 		}
-		if !c.Stats.Warn || !strings.Contains(c.Stats.Off, "damaged") {
-			t.Errorf("verify %v: the cache cut under the scan: %+v, want it found damaged, with a warning", verify, c.Stats)
+		if c.Stats.Unreadable == "" || !strings.Contains(c.Stats.Off, "removed") {
+			t.Errorf("%s: the cache cut under the scan: %+v, want it found unreadable and removed", tc.name, c.Stats)
+		}
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("%s: the cache cut under the scan is still there", tc.name)
 		}
 		c = testCache(h.dir)
 		if got := render(t, h.dir, c, rc); got != want || c.Stats.Unreadable != "" || c.Stats.Off != "" {
-			t.Fatalf("verify %v: the run after: %+v, want the cache rebuilt quietly:\n%s", verify, c.Stats, firstDiff(got, want))
+			t.Fatalf("%s: the run after: %+v, want the cache rebuilt quietly:\n%s", tc.name, c.Stats, firstDiff(got, want))
 		}
 	}
 }

@@ -409,9 +409,9 @@ func removeStaleTemps(dir string) {
 
 // load checks the cache's stamp and pairs its entries with the listing's; it returns why the
 // cache cannot be used, "" when it can, and whether that is because it cannot be read (rather
-// than that it is of another version). bbolt panics on a page it cannot make sense of, and a file cut short
-// under its memory map faults (made a panic by SetPanicOnFault, on this goroutine, which reads
-// the map): either is a cache to rebuild.
+// than that it is of another version). bbolt panics on a page it cannot make sense of, and a
+// file cut short under its memory map faults (made a panic by SetPanicOnFault, on this
+// goroutine, which reads the map): either is a cache that cannot be read.
 func (cr *cacheRun) load(entries []entry) (why string, damaged bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {

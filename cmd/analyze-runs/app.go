@@ -266,7 +266,12 @@ func analyze(o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	if c := src.Cache; c != nil {
-		if c.Stats.Warn {
+		switch {
+		case c.Stats.Unreadable != "" && c.Stats.Off == "":
+			fmt.Fprintf(stderr, "%s: warning: the cache cannot be read (%s): it is written anew from the records\n", tool, record.Printable(c.Stats.Unreadable))
+		case c.Stats.Unreadable != "":
+			fmt.Fprintf(stderr, "%s: warning: the cache cannot be read (%s): %s\n", tool, record.Printable(c.Stats.Unreadable), record.Printable(c.Stats.Off))
+		case c.Stats.Warn:
 			fmt.Fprintf(stderr, "%s: warning: the cache is not used: %s\n", tool, record.Printable(c.Stats.Off))
 		}
 		for _, path := range c.Stats.Differences {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,10 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/compattest"
 	"github.com/agentfleet/fleet/internal/record/hostile"
 	"github.com/rogpeppe/go-internal/testscript"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestMain(m *testing.M) {
@@ -51,6 +54,15 @@ func TestScripts(t *testing.T) {
 				content, err := strconv.Unquote(`"` + args[1] + `"`)
 				ts.Check(err)
 				ts.Check(os.WriteFile(ts.MkAbs(name), []byte(content), 0o600))
+			},
+			// truncate FILE SIZE cuts FILE to SIZE bytes, as a full disk or a copy cut short.
+			"truncate": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: truncate FILE SIZE")
+				}
+				size, err := strconv.ParseInt(args[1], 10, 64)
+				ts.Check(err)
+				ts.Check(os.Truncate(ts.MkAbs(args[0]), size))
 			},
 		}),
 	})
@@ -272,4 +284,128 @@ func TestCompatCache(t *testing.T) {
 	if ran == 0 {
 		t.Fatal("no set in the corpus")
 	}
+}
+
+// fixtureHistory writes n record pairs of every outcome the report counts (agents, models,
+// templates, statuses, a run without a result) to a new state directory, which it returns.
+func fixtureHistory(t *testing.T, n int) string {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state")
+	for _, d := range []string{"runs", "results"} {
+		if err := os.MkdirAll(filepath.Join(state, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewSource(27))
+	for i := range n {
+		bead := fmt.Sprintf("bd-%04d", i)
+		start := time.Date(2026, 2, 1+rng.Intn(14), rng.Intn(24), rng.Intn(60), 0, 0, time.UTC)
+		run := fmt.Sprintf(`{"bead":%q,"agent":%q,"model":%q,"started_at":%q,"attempt":%d,"prompt":%q,"template_name":%q}`,
+			bead, []string{"claude", "codex"}[rng.Intn(2)], []string{"opus", "sonnet", "gpt"}[rng.Intn(3)],
+			start.Format(time.RFC3339), 1+rng.Intn(3), []string{"Fix it", "Build it", "Review it"}[rng.Intn(3)],
+			[]string{"feature", "bug-fix", ""}[rng.Intn(3)])
+		res := fmt.Sprintf(`{"bead":%q,"status":%q,"finished_at":%q,"reason":%q}`,
+			bead, []string{"done", "done", "failed", "timeout"}[rng.Intn(4)],
+			start.Add(time.Duration(rng.Intn(3600))*time.Second).Format(time.RFC3339), []string{"status-file", "tests-failed"}[rng.Intn(2)])
+		if err := os.WriteFile(filepath.Join(state, "runs", bead+".json"), []byte(run), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if rng.Intn(8) == 0 {
+			continue // still running
+		}
+		if err := os.WriteFile(filepath.Join(state, "results", bead+".json"), []byte(res), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return state
+}
+
+// cacheWarning is the one line a run that finds the cache unreadable writes on stderr.
+var cacheWarning = regexp.MustCompile(`^analyze-runs: warning: the cache cannot be read \([^\n]+\): it is written anew from the records\n$`)
+
+// TestTruncatedCache: a cache cut short at every page boundary, a byte short of its pages and
+// at random lengths prints, in text and JSON, through the cache and with --rebuild-cache and
+// --verify-cache, what a run without the cache prints, exit 0, with one warning when it was
+// read and found cut short. It crashed every run, --rebuild-cache and --verify-cache included
+// (issue 27, bug 4: a bbolt panic or a SIGBUS on its map).
+func TestTruncatedCache(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1771243200") // the report's time: the same in every run
+	state := fixtureHistory(t, 300)
+	path := filepath.Join(state, "cache", "analyze-runs.db")
+	analyzeRuns := func(args ...string) (stdout, stderr string) {
+		t.Helper()
+		var out, errs bytes.Buffer
+		args = append([]string{tool, "--state-dir", state}, args...)
+		if code := run(args, &out, &errs); code != 0 {
+			t.Fatalf("%s: exit %d, stderr %s", strings.Join(args, " "), code, errs.String())
+		}
+		return out.String(), errs.String()
+	}
+	analyzeRuns()
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize, need := boltExtent(t, path)
+	offsets := []int{1, need - 1}
+	for at := 0; at < len(whole); at += pageSize {
+		offsets = append(offsets, at)
+	}
+	rng := rand.New(rand.NewSource(4))
+	for range 8 {
+		offsets = append(offsets, rng.Intn(len(whole)))
+	}
+	variants := [][]string{nil, {"--json"}, {"--templates", "--json"}, {"--format", "csv"}, {"--rebuild-cache"}, {"--verify-cache"}}
+	want := map[string]string{}
+	for _, v := range variants {
+		key := strings.Join(v, " ")
+		if !slices.Contains(v, "--rebuild-cache") && !slices.Contains(v, "--verify-cache") {
+			want[key], _ = analyzeRuns(append(v, "--no-cache")...)
+		}
+	}
+	want["--rebuild-cache"], want["--verify-cache"] = want[""], want[""]
+	for _, at := range offsets {
+		for _, v := range variants {
+			key := strings.Join(v, " ")
+			if err := os.WriteFile(path, whole[:at], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr := analyzeRuns(v...)
+			if stdout != want[key] {
+				t.Errorf("cut to %d bytes, %q: the report differs from the records':\n%s\nwant:\n%s", at, key, stdout, want[key])
+			}
+			// --json reads every record, not the cache; --rebuild-cache does not open it.
+			read := key != "--json" && key != "--rebuild-cache"
+			switch {
+			case read && at < need:
+				if !cacheWarning.MatchString(stderr) {
+					t.Errorf("cut to %d bytes of %d, %q: stderr %q, want one warning that the cache cannot be read", at, need, key, stderr)
+				}
+			case stderr != "":
+				t.Errorf("cut to %d bytes of %d, %q: stderr %q, want none", at, need, key, stderr)
+			}
+			if got, _ := os.ReadFile(path); key == "--json" && !bytes.Equal(got, whole[:at]) {
+				t.Errorf("cut to %d bytes, --json: the cache was changed", at)
+			}
+		}
+	}
+}
+
+// boltExtent is the page size of the bbolt file at path and the bytes its pages in use take,
+// as bbolt reads them.
+func boltExtent(t *testing.T, path string) (pageSize, size int) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		size = int(tx.Size())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db.Info().PageSize, size
 }

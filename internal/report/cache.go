@@ -70,6 +70,9 @@ type Cache struct {
 	// chunkBits sets the chunks' size (chunkStarts); 0 means defaultChunkBits. Tests make
 	// chunks small, so that a small history has many.
 	chunkBits uint
+	// opened, when set, is called once the cache as it was is open and read: a test cuts the
+	// file short there, under the scan's map.
+	opened func()
 
 	// Stats says what the last Scan did with the cache.
 	Stats CacheStats
@@ -89,9 +92,14 @@ type CacheStats struct {
 	Warn bool
 	// Rebuilt says why the cache was written anew ("" when it was updated in place).
 	Rebuilt string
-	Reused  int // record pairs taken from the cache
-	Summed  int // of those, pairs added as their chunk's totals, their entries not decoded
-	Read    int // record pairs read from their files
+	// Unreadable says why the cache as it was could not be read ("" when it could, there was
+	// none or it was not opened): damaged, cut short, not analyze-runs' cache, a link or
+	// another's file where it goes, a page that faulted under the scan. It is then written
+	// anew (else Off says why not), and this deserves a warning.
+	Unreadable string
+	Reused     int // record pairs taken from the cache
+	Summed     int // of those, pairs added as their chunk's totals, their entries not decoded
+	Read       int // record pairs read from their files
 	// Differences are the files, with Verify, whose beads in the cache were not what the files
 	// hold though their identities were the same (edited in place, times kept); at most
 	// maxDifferences named, Differ counts them all.
@@ -223,24 +231,8 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 		return nil
 	}
 	removeStaleTemps(dir)
-	db, err := openCache(c.Path, len(entries))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		c.Stats.Rebuilt = "there was none"
-	case errors.Is(err, bolt.ErrTimeout):
-		c.Stats.Off = "another analyze-runs is using it"
+	if !cr.openOld() {
 		return nil
-	case isReadOnly(err):
-		c.off(err, "cannot write it")
-		return nil
-	case err != nil:
-		c.Stats.Rebuilt = "it could not be read (" + err.Error() + ")"
-	default:
-		cr.db = db
-		if why := cr.load(entries); why != "" {
-			cr.close()
-			c.Stats.Rebuilt = why
-		}
 	}
 	switch {
 	case c.Stats.Rebuilt != "":
@@ -270,6 +262,48 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 	return cr
 }
 
+// openOld opens the cache as it was and pairs its entries with the scan's, unless it is rebuilt
+// whatever it holds: it says whether the scan goes on with the cache (else Stats.Off says why).
+//
+// --rebuild-cache never opens the old file: it is what a user runs on a cache that crashed or
+// misled a run, so nothing of it is read, whatever it is; the new file is renamed over it.
+func (cr *cacheRun) openOld() bool {
+	c := cr.c
+	if c.Rebuild && !c.Verify {
+		return true
+	}
+	db, err := openCache(c.Path, len(cr.entries))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Stats.Rebuilt = "there was none"
+	case errors.Is(err, bolt.ErrTimeout):
+		c.Stats.Off = "another analyze-runs is using it"
+		return false
+	case isReadOnly(err):
+		c.off(err, "cannot write it")
+		return false
+	case err != nil:
+		c.unreadable(err.Error())
+	default:
+		cr.db = db
+		if why, damaged := cr.load(cr.entries); damaged {
+			cr.close()
+			c.unreadable(why)
+		} else if why != "" {
+			cr.close()
+			c.Stats.Rebuilt = why
+		} else if c.opened != nil {
+			c.opened()
+		}
+	}
+	return true
+}
+
+// unreadable says the cache as it was could not be read, and why: it is rebuilt.
+func (c *Cache) unreadable(why string) {
+	c.Stats.Rebuilt, c.Stats.Unreadable = "it could not be read ("+why+")", why
+}
+
 // off says the cache is not used because of err: quietly when the state directory is only
 // not writable by this user, with a warning otherwise.
 func (c *Cache) off(err error, what string) {
@@ -282,15 +316,44 @@ func isReadOnly(err error) bool {
 }
 
 // openCache opens the cache at path for an update, without following a link, if it is a
-// regular file of this user's of at most maxCacheBytes(n); fs.ErrNotExist when there is none.
+// regular file of this user's of at most maxCacheBytes(n) whose meta pages describe it whole
+// (checkMetas); fs.ErrNotExist when there is none. bbolt's panics are its errors.
 //
 // The map is not populated (MAP_POPULATE): its pages would all count in the RSS; a scan maps in
 // those it reads and lets them go as it goes (cacheRun.release).
-func openCache(path string, n int) (*bolt.DB, error) {
+func openCache(path string, n int) (db *bolt.DB, err error) {
+	var file *os.File
+	// bbolt reads pages through its map as it opens the file (the freelist): a page cut off
+	// since checkMetas looked is a fault, which SetPanicOnFault makes a panic rather than the
+	// end of the process, and bbolt panics on a page it cannot make sense of. Either is a cache
+	// that cannot be read. The file is closed, so that its lock goes; bbolt's map of it is left
+	// (address space, not memory) until the process ends.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if file != nil {
+				file.Close()
+			}
+			db, err = nil, fmt.Errorf("bbolt failed opening it: %v", r)
+		}
+	}()
 	return bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        cacheLockWait,
-		FreelistType:   bolt.FreelistMapType,
-		OpenFile:       func(p string, flag int, _ os.FileMode) (*os.File, error) { return openOwn(p, flag&^os.O_CREATE, n) },
+		Timeout:      cacheLockWait,
+		FreelistType: bolt.FreelistMapType,
+		OpenFile: func(p string, flag int, _ os.FileMode) (*os.File, error) {
+			f, err := openOwn(p, flag&^os.O_CREATE, n)
+			if err != nil {
+				return nil, err
+			}
+			// Without O_CREATE an empty file is still one bbolt would make a new database
+			// of, quietly: one cut to nothing is as damaged as one cut anywhere else.
+			if err := checkOpenCache(f); err != nil {
+				f.Close()
+				return nil, err
+			}
+			file = f
+			return f, nil
+		},
 		NoFreelistSync: false,
 	})
 }
@@ -345,26 +408,28 @@ func removeStaleTemps(dir string) {
 }
 
 // load checks the cache's stamp and pairs its entries with the listing's; it returns why the
-// cache cannot be used, "" when it can. bbolt panics on a page it cannot make sense of, and a
-// file cut short under its memory map faults: either is a cache to rebuild.
-func (cr *cacheRun) load(entries []entry) (why string) {
+// cache cannot be used, "" when it can, and whether that is because it cannot be read (rather
+// than that it is of another version). bbolt panics on a page it cannot make sense of, and a
+// file cut short under its memory map faults (made a panic by SetPanicOnFault, on this
+// goroutine, which reads the map): either is a cache that cannot be read.
+func (cr *cacheRun) load(entries []entry) (why string, damaged bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			why = fmt.Sprintf("it is damaged (%v)", r)
+			why, damaged = fmt.Sprintf("bbolt failed reading it: %v", r), true
 		}
 	}()
 	tx, err := cr.db.Begin(false)
 	if err != nil {
-		return "it could not be read (" + err.Error() + ")"
+		return err.Error(), true
 	}
 	cr.tx = tx
 	meta, beads, chunks := tx.Bucket(bucketMeta), tx.Bucket(bucketBeads), tx.Bucket(bucketChunks)
 	if meta == nil || beads == nil || chunks == nil {
-		return "it is not analyze-runs' cache"
+		return "it is not analyze-runs' cache", true // a bbolt file of another program's
 	}
 	if got := meta.Get(keyStamp); string(got) != cr.c.stamp() {
-		return "it was written by another version"
+		return "it was written by another version", false
 	}
 	cr.cached = make([][]byte, len(entries))
 	cur := beads.Cursor()
@@ -419,7 +484,7 @@ func (cr *cacheRun) load(entries []entry) (why string) {
 		cr.staleChunks = append(cr.staleChunks, bytes.Clone(k))
 	}
 	cr.release()
-	return ""
+	return "", false
 }
 
 // releaseEvery is how many entries load walks, or the scan emits, between two releases of the
@@ -758,9 +823,7 @@ func (cr *cacheRun) finish() {
 	}
 	if cr.faulted.Load() {
 		cr.abandon()
-		cr.close()
-		os.Remove(cr.c.Path)
-		cr.c.Stats.Off, cr.c.Stats.Warn = "it is damaged; it is removed, to be rebuilt next time", true
+		cr.removeFaulted()
 		return
 	}
 	if cr.failed {
@@ -769,7 +832,10 @@ func (cr *cacheRun) finish() {
 	if cr.w != nil {
 		err := cr.w.commit(cr.c.Path)
 		cr.w = nil
-		if err != nil {
+		switch {
+		case errors.Is(err, errFaulted):
+			cr.removeFaulted()
+		case err != nil:
 			cr.c.Stats.Off, cr.c.Stats.Warn = "cannot write it: "+err.Error(), true
 		}
 		return
@@ -827,6 +893,16 @@ func (cr *cacheRun) finish() {
 	}
 }
 
+// removeFaulted removes the cache, a page of which faulted or did not decode as it was read:
+// what the scan took from it was read again from the files, but it cannot be written anew from
+// it, so it is rebuilt next run.
+func (cr *cacheRun) removeFaulted() {
+	cr.close()
+	os.Remove(cr.c.Path)
+	cr.c.Stats.Unreadable = "a page of it faulted or did not decode as the scan read it"
+	cr.c.Stats.Off, cr.c.Stats.Warn = "it is removed, to be rebuilt next run", true
+}
+
 // startRebuild begins writing the cache anew, beside it.
 func (cr *cacheRun) startRebuild() error {
 	w, err := newCacheWriter(filepath.Dir(cr.c.Path), cr.c.stamp())
@@ -841,10 +917,11 @@ func (cr *cacheRun) startRebuild() error {
 // does not wait on bbolt, in transactions of rebuildBatch entries (keys in order, so each is an
 // append); commit renames it into place once it is whole and on disk.
 type cacheWriter struct {
-	db   *bolt.DB
-	tmp  string
-	ch   chan kv
-	done chan error
+	db      *bolt.DB
+	tmp     string
+	ch      chan kv
+	done    chan error
+	aborted atomic.Bool // write rolls back rather than commits what it was given
 }
 
 type kv struct {
@@ -874,10 +951,28 @@ func (w *cacheWriter) put(k string, v []byte) { w.ch <- kv{k, v, false} }
 
 func (w *cacheWriter) putChunk(k string, v []byte) { w.ch <- kv{k, v, true} }
 
+// errAborted is what a writer aborted returns; errFaulted, one that failed on a value it was
+// given from the cache as it was.
+var (
+	errAborted = errors.New("aborted")
+	errFaulted = errors.New("the cache as it was is damaged")
+)
+
 // write puts what comes on ch, then the stamp. After a failure it only drains ch.
+//
+// What it is given may be the old cache's bytes, in its map (an entry kept as it was), which
+// bbolt reads when it copies them into the new file's pages: on a file cut short under the map
+// that read faults, on this goroutine. SetPanicOnFault makes the fault a panic, recovered here
+// as a failed write (the new file is dropped), rather than the end of the process.
 func (w *cacheWriter) write(stamp string) (err error) {
 	defer func() {
 		for range w.ch {
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w (%v)", errFaulted, r)
 		}
 	}()
 	var tx *bolt.Tx
@@ -923,6 +1018,11 @@ func (w *cacheWriter) write(stamp string) (err error) {
 			}
 		}
 	}
+	if w.aborted.Load() {
+		// Nothing of it is kept: committing would only read (and on a damaged old cache,
+		// fault on) the values given.
+		return errAborted
+	}
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {
 		return err
@@ -959,6 +1059,7 @@ func (w *cacheWriter) commit(path string) error {
 
 // abort drops the new cache.
 func (w *cacheWriter) abort() {
+	w.aborted.Store(true)
 	close(w.ch)
 	<-w.done
 	w.db.Close()

@@ -2,8 +2,11 @@ package report
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -11,6 +14,7 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,14 +135,14 @@ func randomBead(rng *rand.Rand) *Bead {
 
 // history is a state directory the tests change as dispatch and people do.
 type history struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	rng   *rand.Rand
 	next  int
 	beads []string
 }
 
-func newHistory(t *testing.T, seed int64) *history {
+func newHistory(t testing.TB, seed int64) *history {
 	h := &history{t: t, dir: t.TempDir(), rng: rand.New(rand.NewSource(seed))}
 	for _, d := range []string{"runs", "results"} {
 		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
@@ -303,7 +307,7 @@ func reportCases(t *testing.T) []reportCase {
 
 // render is every format's output of a scan of dir through cache (nil: none), with the skipped
 // files' warnings.
-func render(t *testing.T, dir string, cache *Cache, rc reportCase) string {
+func render(t testing.TB, dir string, cache *Cache, rc reportCase) string {
 	t.Helper()
 	at := time.Date(2026, 2, 16, 12, 0, 0, 0, time.UTC)
 	agg := NewAggregator(rc.period)
@@ -637,6 +641,21 @@ func TestCacheHostile(t *testing.T) {
 		t.Errorf("the cache is %v, %v; want a regular file, 0600", fi.Mode(), err)
 	}
 
+	// The same with --rebuild-cache, which does not open what is there: replaced all the same.
+	os.Remove(sd.ReportCache())
+	os.Symlink(target, sd.ReportCache())
+	c := testCache(h.dir)
+	c.Rebuild = true
+	if got := render(t, h.dir, c, reportCase{merge: true}); got != want {
+		t.Fatalf("--rebuild-cache over a link: the report differs:\n%s", firstDiff(got, want))
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Errorf("--rebuild-cache over a link: its target was written: %q", b)
+	}
+	if fi, err := os.Lstat(sd.ReportCache()); err != nil || !fi.Mode().IsRegular() || c.Stats.Off != "" {
+		t.Errorf("--rebuild-cache over a link: the cache is %v, %v (%+v); want a regular file", fi.Mode(), err, c.Stats)
+	}
+
 	// Made readable by others: back to 0600.
 	os.Chmod(sd.ReportCache(), 0o644)
 	check("a cache readable by others", false)
@@ -671,6 +690,225 @@ func TestCacheHostile(t *testing.T) {
 	os.Remove(sd.Cache())
 	os.WriteFile(sd.Cache(), nil, 0o600)
 	check("a file as the cache directory", true)
+}
+
+// cacheExtent is the page size of the bbolt file at path and the bytes it must hold (its
+// high-water mark in pages, times the page size), as bbolt itself reads them.
+func cacheExtent(t testing.TB, path string) (pageSize, size int) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		size = int(tx.Size())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db.Info().PageSize, size
+}
+
+// truncations are the lengths to cut a file of n bytes to, of which need are its pages: every
+// page boundary, a byte short of the pages, and random ones.
+func truncations(rng *rand.Rand, n, need, pageSize int) []int {
+	offs := []int{1, need - 1}
+	for at := 0; at <= n; at += pageSize {
+		offs = append(offs, at)
+	}
+	for range 12 {
+		offs = append(offs, rng.Intn(n))
+	}
+	var in []int
+	for _, at := range offs {
+		if at >= 0 && at < n && !slices.Contains(in, at) {
+			in = append(in, at)
+		}
+	}
+	return in
+}
+
+// TestCacheTruncated: a cache cut short at any length (every page boundary, a byte either side,
+// random ones) gives the records' report, through the cache, with --rebuild-cache and with
+// --verify-cache, and is written anew: said unreadable when its meta pages describe more than
+// is left, except with --rebuild-cache, which never opens it. It crashed every run: a bbolt
+// panic or a fault on its map (issue 27, bug 4).
+func TestCacheTruncated(t *testing.T) {
+	h := newHistory(t, 27)
+	h.add(300)
+	rc := reportCase{merge: true, attempts: true}
+	want := render(t, h.dir, nil, rc)
+	path := statedir.Dir{Root: h.dir}.ReportCache()
+	render(t, h.dir, testCache(h.dir), rc)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize, need := cacheExtent(t, path)
+	if need/pageSize < 8 {
+		t.Fatalf("the cache has %d pages: too few to cut it in many places", need/pageSize)
+	}
+	t.Logf("%d bytes, %d pages of %d in use", len(whole), need/pageSize, pageSize)
+	for _, at := range truncations(h.rng, len(whole), need, pageSize) {
+		for _, mode := range []string{"through", "--rebuild-cache", "--verify-cache"} {
+			if err := os.WriteFile(path, whole[:at], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := testCache(h.dir)
+			c.Rebuild, c.Verify = mode == "--rebuild-cache", mode == "--verify-cache"
+			if got := render(t, h.dir, c, rc); got != want {
+				t.Fatalf("cut to %d bytes, %s: the report differs (%+v):\n%s", at, mode, c.Stats, firstDiff(got, want))
+			}
+			wantUnreadable := at < need && mode != "--rebuild-cache"
+			if (c.Stats.Unreadable != "") != wantUnreadable || c.Stats.Off != "" || c.Stats.Rebuilt == "" && at < need {
+				t.Errorf("cut to %d bytes of %d needed, %s: %+v; want it unreadable: %v, and rebuilt", at, need, mode, c.Stats, wantUnreadable)
+			}
+			c = testCache(h.dir)
+			if got := render(t, h.dir, c, rc); got != want || c.Stats.Rebuilt != "" || c.Stats.Reused == 0 {
+				t.Fatalf("cut to %d bytes, %s, then a run: %+v, want the cache whole again:\n%s", at, mode, c.Stats, firstDiff(got, want))
+			}
+		}
+	}
+}
+
+// TestCacheCutUnderTheScan: a cache cut short after it was opened, under the scan's map (so the
+// scan's reads of it fault), gives the records' report and is removed, to be rebuilt, with a
+// warning; with --verify-cache and --attempts too, where the rebuild is given entries of the
+// old map as they are (a bead with attempts), which its writer read unguarded, and faulted.
+// With every bead's entry given so, only the writer reads the old map.
+func TestCacheCutUnderTheScan(t *testing.T) {
+	mixed := newHistory(t, 28)
+	mixed.add(300)
+	attempts := newHistory(t, 31)
+	attempts.add(60)
+	for _, bead := range attempts.beads {
+		run, res := attempts.records(bead)
+		os.MkdirAll(filepath.Join(attempts.dir, "attempts", bead), 0o755)
+		attempts.write("attempts/"+bead+"/run-1.json", run)
+		attempts.write("attempts/"+bead+"/result-1.json", res)
+	}
+	for _, tc := range []struct {
+		name   string
+		h      *history
+		verify bool
+	}{{"through", mixed, false}, {"--verify-cache", mixed, true}, {"--verify-cache, every bead with attempts", attempts, true}} {
+		h := tc.h
+		path := statedir.Dir{Root: h.dir}.ReportCache()
+		rc := reportCase{merge: true, attempts: true}
+		want := render(t, h.dir, nil, rc)
+		// Written without --attempts, so that beads with attempts are cached: with it, their
+		// entries are kept as they are (opLeave).
+		render(t, h.dir, testCache(h.dir), reportCase{merge: true})
+		pageSize, _ := cacheExtent(t, path)
+		c := testCache(h.dir)
+		c.Verify = tc.verify
+		c.opened = func() {
+			if err := os.Truncate(path, int64(2*pageSize)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := render(t, h.dir, c, rc); got != want {
+			t.Fatalf("%s: the cache cut under the scan (%+v): the report differs:\n%s", tc.name, c.Stats, firstDiff(got, want))
+		}
+		if c.Stats.Unreadable == "" || !strings.Contains(c.Stats.Off, "removed") {
+			t.Errorf("%s: the cache cut under the scan: %+v, want it found unreadable and removed", tc.name, c.Stats)
+		}
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("%s: the cache cut under the scan is still there", tc.name)
+		}
+		c = testCache(h.dir)
+		if got := render(t, h.dir, c, rc); got != want || c.Stats.Unreadable != "" || c.Stats.Off != "" {
+			t.Fatalf("%s: the run after: %+v, want the cache rebuilt quietly:\n%s", tc.name, c.Stats, firstDiff(got, want))
+		}
+	}
+}
+
+// FuzzCacheFile: whatever bytes the cache file holds (seeded with a real cache, cut short and
+// whole), a scan through it gives the records' report, and writes a cache the next scan reads.
+// A cut cache crashed the process (issue 27, bug 4).
+func FuzzCacheFile(f *testing.F) {
+	h := newHistory(f, 30)
+	h.add(40)
+	rc := reportCase{merge: true}
+	want := render(f, h.dir, nil, rc)
+	path := statedir.Dir{Root: h.dir}.ReportCache()
+	render(f, h.dir, testCache(h.dir), rc)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pageSize, need := cacheExtent(f, path)
+	for _, at := range []int{len(whole), need, need - 1, 2 * pageSize, pageSize + 100, 100, 0} {
+		f.Add(whole[:at])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := testCache(h.dir)
+		if got := render(t, h.dir, c, rc); got != want {
+			t.Fatalf("through a cache of %d bytes (%+v): the report differs:\n%s", len(data), c.Stats, firstDiff(got, want))
+		}
+		c = testCache(h.dir)
+		if got := render(t, h.dir, c, rc); got != want || c.Stats.Rebuilt != "" {
+			t.Fatalf("the run after (%+v): want the cache written whole:\n%s", c.Stats, firstDiff(got, want))
+		}
+	})
+}
+
+// TestCheckMetas: the meta pages of a cache bbolt wrote check out however it was written;
+// cut a byte short of its last page, garbled in either meta page's checksummed bytes, or in both
+// pages' headers, they do not. One meta page damaged is a write bbolt was killed in: the other
+// is read.
+func TestCheckMetas(t *testing.T) {
+	h := newHistory(t, 29)
+	h.add(100)
+	render(t, h.dir, testCache(h.dir), reportCase{})
+	path := statedir.Dir{Root: h.dir}.ReportCache()
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize, need := cacheExtent(t, path)
+	check := func(data []byte) error { return checkMetas(bytes.NewReader(data), int64(len(data))) }
+	garble := func(at ...int) []byte {
+		b := bytes.Clone(whole)
+		for _, i := range at {
+			b[i] ^= 0x40
+		}
+		return b
+	}
+	for _, c := range []struct {
+		what string
+		data []byte
+		ok   bool
+	}{
+		{"whole", whole, true},
+		{"its pages only", whole[:need], true},
+		{"a byte short", whole[:need-1], false},
+		{"empty", nil, false},
+		{"the first meta's pgid garbled", garble(16 + 40), true},
+		{"the second meta's page size garbled", garble(pageSize + 16 + 8), true},
+		{"both metas' magic garbled", garble(16, pageSize+16), false},
+		{"both metas' page ids garbled", garble(0, pageSize), false},
+		{"both metas' checksums garbled", garble(16+56, pageSize+16+56), false},
+	} {
+		if err := check(c.data); (err == nil) != c.ok {
+			t.Errorf("%s: checkMetas = %v, want ok: %v", c.what, err, c.ok)
+		}
+	}
+	// A meta page of a high-water mark past the end, its checksum right: cut short.
+	b := bytes.Clone(whole)
+	meta := b[boltPageHeader : boltPageHeader+boltMetaLen]
+	binary.NativeEndian.PutUint64(meta[40:], uint64(len(whole)/pageSize+1))
+	sum := fnv.New64a()
+	sum.Write(meta[:boltChecksumAt])
+	binary.NativeEndian.PutUint64(meta[boltChecksumAt:], sum.Sum64())
+	if err := check(b); !errors.Is(err, errCutShort) {
+		t.Errorf("a meta page past the end: checkMetas = %v, want %v", err, errCutShort)
+	}
 }
 
 // TestCacheFileSuffixes: the suffixes fromCache builds a bead's file names with are the names

@@ -91,3 +91,43 @@ func TestCommitAsks(t *testing.T) {
 		t.Error("commit.gpgSign was not seen")
 	}
 }
+
+// TestAgentOnItsOwnBranch: an agent that switches to a branch of its own (git switch -c other)
+// and commits there completes with its commit on the task's branch, which its dependent
+// merges; one that switches to a branch with no history fails, the reason naming both
+// branches, and records no commit (issue 27, 7).
+func TestAgentOnItsOwnBranch(t *testing.T) {
+	w := newWorld(t)
+	doc := `name: switching agents
+defaults: {agent: fake}
+tasks:
+  - {id: a, prompt: "switch:other commit:a.txt", branch: task-a}
+  - {id: b, prompt: "write:b.txt", branch: task-b, depends_on: [a]}
+  - {id: c, prompt: "orphan:stray commit:c.txt", branch: task-c}
+`
+	res, err := Run(context.Background(), w.config(t, doc, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.State
+	a := st.Tasks["a"]
+	if a.Status != Completed || a.Trace.CommitSHA == nil {
+		t.Fatalf("a = %s, error %+v", a.Status, a.Error)
+	}
+	if _, err := gitCmd(context.Background(), w.repo, "merge-base", "--is-ancestor", *a.Trace.CommitSHA, "refs/heads/task-a"); err != nil {
+		t.Errorf("a's commit_sha %s is not on its branch task-a: %v", *a.Trace.CommitSHA, err)
+	}
+	if out := git(t, w.repo, "show", "refs/heads/task-a:a.txt"); out != "a" {
+		t.Errorf("task-a's a.txt = %q", out)
+	}
+	if out := git(t, w.repo, "show", "refs/heads/task-b:a.txt"); out != "a" {
+		t.Errorf("b's branch lacks a's work: a.txt = %q", out)
+	}
+	c := st.Tasks["c"]
+	if c.Status != Failed || c.Error == nil || !strings.Contains(c.Error.Message, "branch stray") || !strings.Contains(c.Error.Message, "task-c") {
+		t.Errorf("c = %s, error %+v; want failed naming stray and task-c", c.Status, c.Error)
+	}
+	if c.Trace != nil && c.Trace.CommitSHA != nil {
+		t.Errorf("c records commit %s", *c.Trace.CommitSHA)
+	}
+}

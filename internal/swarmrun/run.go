@@ -804,6 +804,9 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	r.mu.Unlock()
 	tr := r.traceEnd(t, out)
 	if out.Status == record.StatusDone {
+		out = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
+	}
+	if out.Status == record.StatusDone {
 		sha, err := commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
@@ -853,6 +856,22 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	}
 	r.logf("%s: %s: failed: %s", slot.ID, id, msg)
 	r.end(id, slot, Failed, te)
+}
+
+// onTaskBranch brings the commits of an agent that switched to a branch of its own back onto
+// the task's branch before the task's commit is made (gitx.Repo.ReturnToBranch), so that the
+// commit recorded, the merge order and the pull request are the task's branch's. When they
+// cannot be brought back by a fast-forward, the attempt that ended well is failed, the reason
+// naming both branches.
+func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, branch string, out Outcome) Outcome {
+	from, err := gitx.Repo{Dir: wt}.ReturnToBranch(context.WithoutCancel(ctx), branch)
+	switch {
+	case err != nil:
+		out.Status, out.Reason = record.StatusFailed, oneLine(err)
+	case from != "":
+		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", slot.ID, id, from, branch)
+	}
+	return out
 }
 
 // executorOf is the executor a slot belongs to.

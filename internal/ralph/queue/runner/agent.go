@@ -457,10 +457,17 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	stopped := r.hardStopped[bead]
 	delete(r.hardStopped, bead)
 	r.mu.Unlock()
+	var stray error
+	if r.cfg.Worktree {
+		stray = r.returnToBranch(ctx, bead, c)
+	}
 	if r.cfg.CommitEach {
 		r.commitAttempt(ctx, bead, c.attempt)
 	}
 	out := r.judge(ctx, bead, c.attempt, r.workdir(bead))
+	if stray != nil && out.status == outDone {
+		out.status, out.reason = outFailed, oneLine(stray)
+	}
 	if stopped && out.status == outFailed {
 		out.status, out.reason = outStopped, budgetStop
 	}
@@ -580,6 +587,27 @@ func (r *runner) worktree(ctx context.Context, c *claim) error {
 		r.gitMu.Unlock()
 	}
 	return err
+}
+
+// returnToBranch brings the commits of an agent that switched to a branch of its own in the
+// claim's worktree back onto the task's branch, the worktree back on it
+// (git.Repo.ReturnToBranch): its dependents merge the task's branch, and a retry goes on from
+// the worktree only while it is on that branch. The error is why it could not (a branch that
+// does not descend from the task's, *git.StrayError): an attempt that ended well fails with
+// it. Any other trouble (a worktree gone) is logged, and left to the merges that follow.
+func (r *runner) returnToBranch(ctx context.Context, bead string, c *claim) error {
+	branch := branchOf(r.plan, c.task.ID)
+	from, err := git.Repo{Dir: r.workdir(bead)}.ReturnToBranch(context.WithoutCancel(ctx), branch)
+	var stray *git.StrayError
+	switch {
+	case errors.As(err, &stray):
+		return err
+	case err != nil:
+		r.logf("warning: %s: attempt %d: %s", bead, c.attempt, oneLine(err))
+	case from != "":
+		r.logf("%s: attempt %d: the agent worked on %s; its commits are brought onto %s", bead, c.attempt, from, branch)
+	}
+	return nil
 }
 
 // workdir is where bead's attempts run: the repository, or the task's worktree.

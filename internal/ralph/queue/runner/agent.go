@@ -210,7 +210,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			if r.cfg.Worktree {
 				task.Branch = branchOf(r.plan, task.ID)
 				c.task.Branch = task.Branch
-				c.deps = depBranches(q, &task)
+				c.deps = depBranches(r.plan, q, &task)
 			}
 			q.Put(task)
 			tx.ChangedQueue()
@@ -543,11 +543,14 @@ func branchOf(planID, id string) string { return "agent/" + plan.Bead(planID, id
 
 // depBranches are the branches of t's dependencies that are done and ran in a worktree, in the
 // order t names them: what its worktree merges. A skipped dependency's branch is not merged.
-func depBranches(q *store.Queue, t *store.Task) []string {
+// The branch is the one the dependency's id makes (branchOf), not the name the queue file
+// holds: that file is read back from a directory the agents can write in, and a name there
+// would reach git.
+func depBranches(planID string, q *store.Queue, t *store.Task) []string {
 	var out []string
 	for _, d := range t.Dependencies {
 		if dt, ok := q.Get(d); ok && dt.Status == store.Done && dt.Branch != "" {
-			out = append(out, dt.Branch)
+			out = append(out, branchOf(planID, d))
 		}
 	}
 	return out

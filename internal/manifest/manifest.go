@@ -194,6 +194,7 @@ func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
 	}
 	m := &Manifest{Path: file, BaseBranch: "main", Defaults: Defaults{Agent: "claude"}}
 	top := doc.Content[0]
+	p.uniqueKeys(top)
 	defaultPriority := Medium
 	var tasks *yaml.Node
 	seenName := false
@@ -254,6 +255,20 @@ func sortErrors(es Errors) {
 		for j := i; j > 0 && es[j].Line < es[j-1].Line; j-- {
 			es[j], es[j-1] = es[j-1], es[j]
 		}
+	}
+}
+
+// uniqueKeys refuses a key given twice in the mapping m: decoded into a Node, yaml.v3 keeps
+// both, and the loops over a mapping would take the last ({id: a, id: b} ran b).
+func (p *parser) uniqueKeys(m *yaml.Node) {
+	first := make(map[string]int, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if line, ok := first[k.Value]; ok {
+			p.errorf(k.Line, "key %q is given twice in this mapping (first at line %d); keep one", k.Value, line)
+			continue
+		}
+		first[k.Value] = k.Line
 	}
 }
 
@@ -327,6 +342,7 @@ func (p *parser) defaults(v *yaml.Node, d *Defaults) {
 		p.errorf(v.Line, "defaults must be a mapping {%s}", strings.Join(defaultKeys, ", "))
 		return
 	}
+	p.uniqueKeys(v)
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
 		switch k.Value {
@@ -355,6 +371,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 	}
 	t := Task{Line: item.Line, Priority: priority, Agent: d.Agent, Model: d.Model, Timeout: d.Timeout, Retries: d.Retries}
 	var prompt, promptFile *yaml.Node
+	p.uniqueKeys(item)
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(item.Content); i += 2 {
 		k, v := item.Content[i], item.Content[i+1]
@@ -445,7 +462,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
-// branch checks a branch name by git check-ref-format's rules (git 2.39), without git.
+// branch checks a branch name by CheckBranch, without git.
 func (p *parser) branch(v *yaml.Node, b, what string) {
 	if b == "" {
 		return
@@ -455,19 +472,42 @@ func (p *parser) branch(v *yaml.Node, b, what string) {
 	}
 }
 
-// CheckBranch returns an error unless b is a branch name git accepts (check-ref-format
-// --branch) that needs no quoting: no space, control character or any of ~^:?*[\, no "..",
-// "@{", "//", no leading '-' or '/', no final '/', '.' or ".lock", no component starting with '.'.
+// CheckBranch returns an error unless b is a branch name the manifest takes. The rule, one for
+// the base branch and the tasks' branches (docs/swarm-run.md):
+//   - ASCII letters, digits, '.', '_', '-' and '/' only: no space, control character,
+//     bidirectional override or look-alike letter that would print as another name;
+//   - what git check-ref-format --branch refuses of these (git 2.39): no "..", "//", no leading
+//     '-' or '/', no final '/', '.' or ".lock", no component starting with '.' or ending in
+//     ".lock";
+//   - no name git reads as something else before it reads it as a branch: one that starts
+//     with refs/ (a full ref name: refs/heads/main is the branch main), heads/, tags/ or
+//     remotes/ (git looks refs/<name> up first: tags/v1 is the tag v1), or one of capital
+//     letters and '_' alone (HEAD, FETCH_HEAD, ORIG_HEAD: files of the repository's own, read
+//     first).
+//
+// Every git command of the toolkit names a task's branch in full (refs/heads/<name>), so a tag
+// or another ref of the same name cannot stand in for it there; the rule keeps the names
+// unambiguous for the people (and the forge) who use them after.
 func CheckBranch(b string) error {
 	for _, r := range b {
-		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
-			return fmt.Errorf("has a character git does not allow in a branch name (%q)", r)
+		if !safeBranchRune(r) {
+			return fmt.Errorf("has the character %q; a branch name here is ASCII letters, digits, '.', '_', '-' and '/'", r)
 		}
+	}
+	if first, _, found := strings.Cut(b, "/"); found {
+		switch first {
+		case "refs":
+			return errors.New("starts with refs/: git reads it as a full ref name (refs/heads/x is the branch x); give the branch's name alone")
+		case "heads", "tags", "remotes":
+			return fmt.Errorf("starts with %s/: git reads it as refs/%s before the branch refs/heads/%s; give the branch another name", first, b, b)
+		}
+	}
+	if strings.Trim(b, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+		return errors.New("is capital letters and '_' alone: git reads such a name as a file of the repository's own (HEAD, FETCH_HEAD, ORIG_HEAD) before a branch; add a lower-case letter, a digit or a '-'")
 	}
 	switch {
 	case strings.HasPrefix(b, "-"), strings.HasPrefix(b, "/"), strings.HasSuffix(b, "/"), strings.HasSuffix(b, "."),
-		strings.HasSuffix(b, ".lock"), strings.Contains(b, ".."), strings.Contains(b, "@{"), strings.Contains(b, "//"),
-		b == "@", b == "HEAD":
+		strings.HasSuffix(b, ".lock"), strings.Contains(b, ".."), strings.Contains(b, "//"):
 		return errors.New("is not a valid git branch name")
 	}
 	for _, c := range strings.Split(b, "/") {
@@ -476,6 +516,11 @@ func CheckBranch(b string) error {
 		}
 	}
 	return nil
+}
+
+// safeBranchRune says whether r may be part of a branch name (CheckBranch).
+func safeBranchRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-' || r == '/'
 }
 
 // graph checks what needs every task: unique ids and branches, dependencies that exist, and no

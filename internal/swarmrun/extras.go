@@ -71,7 +71,9 @@ type Forge struct {
 
 // GitHub is the forge of gh: the branch pushed to origin, then gh pr create.
 func GitHub(gh string, env []string) *Forge {
-	return &Forge{Push: []string{"git", "push", "--quiet", "--set-upstream", "origin", "{branch}"},
+	// The branch in full on both sides: git push origin v1 refuses a branch that a tag v1
+	// shares ("matches more than one"), or pushes the tag.
+	return &Forge{Push: []string{"git", "push", "--quiet", "--set-upstream", "origin", "refs/heads/{branch}:refs/heads/{branch}"},
 		Argv: []string{gh, "pr", "create", "--head", "{branch}", "--base", "{base}", "--title", "{title}", "--body", "{body}"}, Env: env}
 }
 

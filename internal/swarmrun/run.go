@@ -321,9 +321,20 @@ func (r *runner) fresh(ctx context.Context) error {
 	if !branchExists(ctx, r.cfg.Repo, r.mf.BaseBranch) {
 		return usagef("base branch %q does not exist in %s", r.mf.BaseBranch, r.cfg.Repo)
 	}
+	refs, err := refNames(ctx, r.cfg.Repo)
+	if err != nil {
+		return err
+	}
 	for _, t := range r.mf.Tasks {
-		if branchExists(ctx, r.cfg.Repo, t.Branch) {
+		if refs["refs/heads/"+t.Branch] {
 			return usagef("%s:%d: branch %q of task %q exists already; delete it (git branch -D %s) or give the task another branch", r.mf.Path, t.Line, t.Branch, t.ID, t.Branch)
+		}
+		// The run names the branch in full; a person or a forge that types the name gets
+		// what git reads first: refs/<name>, then the tag, then the branch.
+		for _, other := range []string{"refs/" + t.Branch, "refs/tags/" + t.Branch} {
+			if refs[other] {
+				return usagef("%s:%d: branch %q of task %q is also the name of %s, which git reads first; give the task another branch", r.mf.Path, t.Line, t.Branch, t.ID, other)
+			}
 		}
 	}
 	t := time.Now()
@@ -342,7 +353,7 @@ func newTask(mt manifest.Task) *Task {
 }
 
 // reconcileManifest brings a resumed execution's tasks in line with the manifest: new tasks are
-// added; one the manifest no longer has is refused.
+// added; one the manifest no longer has, or whose branch is not the manifest's, is refused.
 func (r *runner) reconcileManifest() error {
 	for _, id := range r.st.Order {
 		if r.mf.Task(id) == nil {
@@ -351,6 +362,13 @@ func (r *runner) reconcileManifest() error {
 	}
 	for _, mt := range r.mf.Tasks {
 		if t := r.st.Tasks[mt.ID]; t != nil {
+			// The state is read back from the repository, where the agents write: its branch
+			// must be the one the manifest names (and checked), or git worktree add -B would
+			// reset whatever branch it names.
+			if t.Branch != mt.Branch {
+				return usagef("%s:%d: task %q's branch is %q here but %q in execution %s; put the manifest's back, or start afresh",
+					r.mf.Path, mt.Line, mt.ID, mt.Branch, t.Branch, r.st.ExecutionID)
+			}
 			t.Prompt, t.Priority, t.DependsOn = mt.Prompt, mt.Priority, append([]string{}, mt.DependsOn...)
 			continue
 		}

@@ -19,10 +19,13 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -132,22 +135,135 @@ func (es Errors) Is(target error) bool { return target == ErrInvalid }
 // MaxSize is the largest manifest (and prompt file) read.
 const MaxSize = 4 << 20
 
-// Load reads and checks the manifest at path. Prompt files are read relative to its directory.
-func Load(path string) (*Manifest, error) {
+// Options are how Load reads a manifest's prompt files.
+type Options struct {
+	// Root is the directory every prompt_file must be inside: the repository the manifest is
+	// in. "" is the manifest's own directory.
+	Root string
+	// AnyPromptFile lets a prompt_file name any file the user can read, anywhere (swarm run
+	// --allow-outside-prompts). Without it a manifest (one from a pull request, in CI) cannot
+	// send /etc/shadow or ~/.ssh/id_ed25519 to the agent, the hosts and the state file.
+	AnyPromptFile bool
+}
+
+// Load reads and checks the manifest at path, its prompt files inside its own directory
+// (LoadWith).
+func Load(path string) (*Manifest, error) { return LoadWith(path, Options{}) }
+
+// LoadWith reads and checks the manifest at path. Prompt files are read relative to its
+// directory, and must be inside o.Root (unless o.AnyPromptFile): no absolute path, "..", or
+// symbolic link that leads out of it.
+func LoadWith(path string, o Options) (*Manifest, error) {
 	data, err := readRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the manifest: %w", err)
 	}
-	return Parse(path, data, func(name string) ([]byte, error) {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(filepath.Dir(path), name)
-		}
-		return readRegular(name)
-	})
+	dir := filepath.Dir(path)
+	if o.AnyPromptFile {
+		return Parse(path, data, func(name string) ([]byte, error) {
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(dir, name)
+			}
+			return readRegular(name)
+		})
+	}
+	root := o.Root
+	if root == "" {
+		root = dir
+	}
+	return Parse(path, data, func(name string) ([]byte, error) { return readInside(root, dir, name) })
 }
 
 // readRegular reads a regular file, never through a final link, at most MaxSize bytes.
 func readRegular(path string) ([]byte, error) { return statedir.ReadFile(path, MaxSize) }
+
+// readInside reads the prompt file name (relative to the manifest's directory dir) as
+// readRegular does, if it is inside root: the path is taken apart from root's real path, and
+// opened through an os.Root, which follows no link out of it.
+func readInside(root, dir, name string) ([]byte, error) {
+	realRoot, err := realPath(root)
+	if err != nil {
+		return nil, err
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		// The manifest's own directory is the user's word, links and all.
+		realDir, err := realPath(dir)
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(realDir, path)
+	}
+	rel, err := filepath.Rel(realRoot, filepath.Clean(path))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return nil, fmt.Errorf("is outside %s; keep prompt files in the repository, or pass --allow-outside-prompts", root)
+	}
+	r, err := os.OpenRoot(realRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if fi, err := r.Lstat(rel); err != nil {
+		return nil, outsideOr(err, root)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, kindOf(fi.Mode()))
+	}
+	// Non-blocking: a FIFO put there between the look and the open is not waited on.
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, outsideOr(err, root)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, kindOf(fi.Mode()))
+	case fi.Size() > MaxSize:
+		return nil, fmt.Errorf("is %d bytes, over the %d-byte limit of a prompt file", fi.Size(), MaxSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err == nil && len(b) > MaxSize {
+		err = fmt.Errorf("grew over the %d-byte limit of a prompt file", MaxSize)
+	}
+	return b, err
+}
+
+// realPath is dir's absolute path, without links.
+func realPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// outsideOr says that a path an os.Root refused leads out of root (through a link), or is
+// err.
+func outsideOr(err error, root string) error {
+	if strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("leads out of %s through a symbolic link (or one to an absolute path); keep prompt files in the repository, or pass --allow-outside-prompts", root)
+	}
+	return err
+}
+
+// kindOf names a file mode that is not a regular file's.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
 
 // ReadFunc reads a prompt file named in the manifest.
 type ReadFunc func(name string) ([]byte, error)

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -190,4 +191,54 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("multi-line error %q", err)
 		}
 	})
+}
+
+// TestLoadPromptFileStaysInside: a prompt_file must be inside the repository (Options.Root;
+// the manifest's directory by default): "..", an absolute path, or a link that leads out of it
+// is refused at its line; a link inside it is followed; Options.AnyPromptFile reads anything
+// (issue 27: a manifest from a pull request could send /etc/shadow to the agent).
+func TestLoadPromptFileStaysInside(t *testing.T) {
+	top := t.TempDir()
+	repo := filepath.Join(top, "repo")
+	os.MkdirAll(filepath.Join(repo, "sub", "tasks"), 0o700)
+	os.WriteFile(filepath.Join(top, "secret.md"), []byte("the secret"), 0o600)
+	os.WriteFile(filepath.Join(repo, "sub", "tasks", "in.md"), []byte("inside"), 0o600)
+	os.Symlink("sub/tasks", filepath.Join(repo, "linked"))
+	os.Symlink(top, filepath.Join(repo, "out"))
+	path := filepath.Join(repo, "sub", "work.yaml")
+	load := func(promptFile string, o Options) (*Manifest, error) {
+		doc := fmt.Sprintf("name: x\ntasks:\n  - id: a\n    branch: b\n    prompt_file: %q\n", promptFile)
+		os.WriteFile(path, []byte(doc), 0o600)
+		return LoadWith(path, o)
+	}
+	inRepo := Options{Root: repo}
+	for _, tt := range []struct {
+		file string
+		o    Options
+		want string // the prompt, or the error's start
+	}{
+		{"tasks/in.md", inRepo, "inside"},
+		{"../linked/in.md", inRepo, "inside"},
+		{filepath.Join(repo, "sub", "tasks", "in.md"), inRepo, "inside"},
+		{"../../secret.md", inRepo, "work.yaml:5: prompt_file \"../../secret.md\": is outside"},
+		{filepath.Join(top, "secret.md"), inRepo, "work.yaml:5: prompt_file " + fmt.Sprintf("%q", filepath.Join(top, "secret.md")) + ": is outside"},
+		{"../out/secret.md", inRepo, "work.yaml:5: prompt_file \"../out/secret.md\": leads out"},
+		{"../linked/in.md", Options{}, "work.yaml:5: prompt_file \"../linked/in.md\": is outside"},
+		{"../../secret.md", Options{Root: repo, AnyPromptFile: true}, "the secret"},
+	} {
+		m, err := load(tt.file, tt.o)
+		got := ""
+		if err != nil {
+			got = strings.TrimPrefix(err.Error(), filepath.Dir(path)+"/")
+		} else {
+			got = m.Tasks[0].Prompt
+		}
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("LoadWith(prompt_file %s, %+v) = %q, want %q", tt.file, tt.o, got, tt.want)
+		}
+	}
+	// Load is LoadWith the manifest's own directory as the root.
+	if _, err := load("../../secret.md", Options{}); err == nil {
+		t.Errorf("Load read a prompt file outside the manifest's directory")
+	}
 }

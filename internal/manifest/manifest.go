@@ -17,6 +17,7 @@
 package manifest
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -86,10 +87,17 @@ type Manifest struct {
 	Tasks       []Task
 	// Path is the manifest file's path, as given to Load.
 	Path string
+	// index is where each task id is in Tasks (Task), made by Parse.
+	index map[string]int
 }
 
-// Task returns the task id, or nil.
+// Task returns the task id, or nil. A manifest Parse made looks it up in its index (a scan
+// per look-up made a run's thousands of look-ups quadratic); one made otherwise, or whose
+// Tasks were changed since, is scanned.
 func (m *Manifest) Task(id string) *Task {
+	if i, ok := m.index[id]; ok && i < len(m.Tasks) && m.Tasks[i].ID == id {
+		return &m.Tasks[i]
+	}
 	for i := range m.Tasks {
 		if m.Tasks[i].ID == id {
 			return &m.Tasks[i]
@@ -360,6 +368,10 @@ func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
 	if len(p.errs) > 0 {
 		sortErrors(p.errs)
 		return nil, p.errs
+	}
+	m.index = make(map[string]int, len(m.Tasks))
+	for i, t := range m.Tasks {
+		m.index[t.ID] = i
 	}
 	return m, nil
 }
@@ -758,32 +770,59 @@ func slug(name string) string {
 }
 
 // Order returns the task ids in a topological order: each after its dependencies, ties broken
-// by priority, then manifest order. The manifest must be checked (no cycle).
+// by priority, then manifest order. The manifest must be checked (no cycle): a task on a cycle,
+// or after one, is left out. Kahn's algorithm over a heap of the ready tasks, O(n log n + e):
+// picking the best ready task by scanning every task made 20,000 tasks take 20 s.
 func (m *Manifest) Order() []string {
-	done := map[string]bool{}
-	var out []string
-	for len(out) < len(m.Tasks) {
-		best := -1
-		for i, t := range m.Tasks {
-			if done[t.ID] {
-				continue
-			}
-			ready := true
-			for _, d := range t.DependsOn {
-				if !done[d] {
-					ready = false
-					break
-				}
-			}
-			if ready && (best < 0 || Rank(t.Priority) < Rank(m.Tasks[best].Priority)) {
-				best = i
+	index := make(map[string]int, len(m.Tasks))
+	for i, t := range m.Tasks {
+		index[t.ID] = i
+	}
+	waiting := make([]int, len(m.Tasks))      // dependencies not yet ordered
+	dependents := make([][]int, len(m.Tasks)) // who waits on each task
+	for i, t := range m.Tasks {
+		for _, d := range t.DependsOn {
+			waiting[i]++
+			if j, ok := index[d]; ok {
+				dependents[j] = append(dependents[j], i)
 			}
 		}
-		if best < 0 {
-			break // a cycle: Parse refuses these
+	}
+	ready := &readyHeap{tasks: m.Tasks}
+	for i := range m.Tasks {
+		if waiting[i] == 0 {
+			heap.Push(ready, i)
 		}
-		done[m.Tasks[best].ID] = true
-		out = append(out, m.Tasks[best].ID)
+	}
+	out := make([]string, 0, len(m.Tasks))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		out = append(out, m.Tasks[i].ID)
+		for _, j := range dependents[i] {
+			if waiting[j]--; waiting[j] == 0 {
+				heap.Push(ready, j)
+			}
+		}
 	}
 	return out
+}
+
+// readyHeap is the tasks ready to be ordered (indexes into tasks), the highest priority first,
+// then the first in the manifest.
+type readyHeap struct {
+	tasks []Task
+	idx   []int
+}
+
+func (h *readyHeap) Len() int { return len(h.idx) }
+func (h *readyHeap) Less(a, b int) bool {
+	ra, rb := Rank(h.tasks[h.idx[a]].Priority), Rank(h.tasks[h.idx[b]].Priority)
+	return ra < rb || ra == rb && h.idx[a] < h.idx[b]
+}
+func (h *readyHeap) Swap(a, b int) { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
+func (h *readyHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
+func (h *readyHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
@@ -307,9 +308,12 @@ func forgeOf(ctx context.Context, v, repo string) (*swarmrun.Forge, error) {
 }
 
 // dryRun prints the plan: the tasks in the order they would start with one slot, their
-// branch, dependencies, agent, timeout and attempts.
+// branch, dependencies, agent, timeout and attempts. The manifest refuses control characters
+// and bidirectional controls in what is printed here; they are escaped all the same
+// (record.Printable), as the repository's path is.
 func dryRun(w io.Writer, m *manifest.Manifest, repo string, n int) error {
-	fmt.Fprintf(w, "manifest %q: %d tasks on %s (base %s), at most %d at once\n", m.Name, len(m.Tasks), repo, m.BaseBranch, n)
+	p := record.Printable
+	fmt.Fprintf(w, "manifest %q: %d tasks on %s (base %s), at most %d at once\n", m.Name, len(m.Tasks), p(repo), p(m.BaseBranch), n)
 	rows := [][]string{{"#", "TASK", "PRIORITY", "BRANCH", "DEPENDS ON", "AGENT", "TIMEOUT", "ATTEMPTS"}}
 	for i, id := range m.Order() {
 		t := m.Task(id)
@@ -325,7 +329,7 @@ func dryRun(w io.Writer, m *manifest.Manifest, repo string, n int) error {
 		if deps == "" {
 			deps = "-"
 		}
-		rows = append(rows, []string{strconv.Itoa(i + 1), id, t.Priority, t.Branch, deps, ag, to, strconv.Itoa(t.Retries + 1)})
+		rows = append(rows, []string{strconv.Itoa(i + 1), p(id), p(t.Priority), p(t.Branch), p(deps), p(ag), to, strconv.Itoa(t.Retries + 1)})
 	}
 	cli.Table(w, rows)
 	return nil

@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"gopkg.in/yaml.v3"
@@ -326,15 +328,15 @@ func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
 		k, v := top.Content[i], top.Content[i+1]
 		switch k.Value {
 		case "name":
-			m.Name = p.str(v, "name")
+			m.Name = p.line(v, "name")
 			seenName = true
 			if m.Name != "" && slug(m.Name) == "" {
 				p.errorf(v.Line, "name %q has no letter or digit; the execution id is made from it", m.Name)
 			}
 		case "repo":
-			m.Repo = p.str(v, "repo")
+			m.Repo = p.line(v, "repo")
 		case "base_branch":
-			m.BaseBranch = p.str(v, "base_branch")
+			m.BaseBranch = p.line(v, "base_branch")
 			p.branch(v, m.BaseBranch, "base_branch")
 		case "default_priority":
 			defaultPriority = p.priority(v)
@@ -409,6 +411,26 @@ func (p *parser) str(v *yaml.Node, what string) string {
 	return v.Value
 }
 
+// line is v as a non-empty string of one line that prints as it reads: no control character
+// (a newline, an escape a terminal obeys) and no bidirectional control (U+202E would make
+// "fix/\u202egnp.exe" print as "fix/exe.png"). These values are printed (--dry-run, the
+// report, the logs) and become names; a prompt alone may hold anything.
+func (p *parser) line(v *yaml.Node, what string) string {
+	s := p.str(v, what)
+	if i := strings.IndexFunc(s, hiddenRune); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		p.errorf(v.Line, "%s %q has the character %q, a control character or a bidirectional control; remove it", what, s, r)
+		return ""
+	}
+	return s
+}
+
+// hiddenRune says whether r is a control character or a bidirectional control (U+202A-E,
+// U+2066-9, U+200E-F, U+061C), or a line or paragraph separator.
+func hiddenRune(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
+}
+
 func (p *parser) positive(v *yaml.Node, what string) int {
 	n, err := strconv.Atoi(v.Value)
 	if v.Kind != yaml.ScalarNode || err != nil || n < 1 {
@@ -475,9 +497,9 @@ func (p *parser) defaults(v *yaml.Node, d *Defaults) {
 		k, val := v.Content[i], v.Content[i+1]
 		switch k.Value {
 		case "agent":
-			d.Agent = p.str(val, "defaults.agent")
+			d.Agent = p.line(val, "defaults.agent")
 		case "model":
-			d.Model = p.str(val, "defaults.model")
+			d.Model = p.line(val, "defaults.model")
 		case "timeout":
 			d.Timeout = p.timeout(val)
 		case "retries":
@@ -506,7 +528,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 		seen[k.Value] = true
 		switch k.Value {
 		case "id":
-			t.ID = p.str(v, "id")
+			t.ID = p.line(v, "id")
 			if t.ID != "" {
 				if err := statedir.CheckName(taskKind, t.ID); err != nil {
 					p.errorf(v.Line, "%v", err)
@@ -517,7 +539,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 		case "prompt_file":
 			promptFile = v
 		case "branch":
-			t.Branch = p.str(v, "branch")
+			t.Branch = p.line(v, "branch")
 			p.branch(v, t.Branch, "branch")
 		case "priority":
 			t.Priority = p.priority(v)
@@ -530,20 +552,20 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 				continue
 			}
 			for _, dep := range v.Content {
-				if s := p.str(dep, "a dependency"); s != "" {
+				if s := p.line(dep, "a dependency"); s != "" {
 					t.DependsOn = append(t.DependsOn, s)
 				}
 			}
 		case "agent":
-			t.Agent = p.str(v, "agent")
+			t.Agent = p.line(v, "agent")
 		case "model":
-			t.Model = p.str(v, "model")
+			t.Model = p.line(v, "model")
 		case "timeout":
 			t.Timeout = p.timeout(v)
 		case "retries":
 			t.Retries = p.retries(v)
 		case "agent_hint":
-			t.AgentHint = p.str(v, "agent_hint")
+			t.AgentHint = p.line(v, "agent_hint")
 		case "description":
 		default:
 			p.errorf(k.Line, "unknown key %q in a task; a task has %s", k.Value, strings.Join(taskKeys, ", "))
@@ -565,7 +587,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 	case prompt != nil:
 		t.Prompt = p.str(prompt, "prompt")
 	case promptFile != nil:
-		file := p.str(promptFile, "prompt_file")
+		file := p.line(promptFile, "prompt_file")
 		if file == "" {
 			break
 		}

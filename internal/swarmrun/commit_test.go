@@ -201,3 +201,20 @@ func TestResumeKeepsTheManifestsBranch(t *testing.T) {
 		t.Errorf("the branch keep moved to %s", got)
 	}
 }
+
+// TestReportEscapesHiddenCharacters: the report of a state whose names hold a bidirectional
+// override or a terminal escape (the state is read back from the repository) prints them
+// escaped, and a merge order naming a task the state lacks is no panic (issue 27).
+func TestReportEscapesHiddenCharacters(t *testing.T) {
+	sum := &Summary{SuggestedMergeOrder: []string{"a", "gone"}}
+	st := &State{ExecutionID: "x", ManifestName: "n\x1b]0;pwned\a", BaseBranch: "ma\u202ein", Status: ExecCompleted, Order: []string{"a"},
+		Tasks:   map[string]*Task{"a": {ID: "a", Branch: "fix/\u202egnp.exe", Status: Failed, Error: &TaskError{Message: "bad\x1b[2J"}}},
+		Summary: sum}
+	rep := Report(st)
+	if strings.ContainsAny(rep, "\u202e\x1b\a") {
+		t.Errorf("Report prints a hidden character raw:\n%q", rep)
+	}
+	if !strings.Contains(rep, `fix/\u202egnp.exe`) || !strings.Contains(rep, `n\x1b]0;pwned\a`) {
+		t.Errorf("Report does not show the names escaped:\n%s", rep)
+	}
+}

@@ -57,6 +57,14 @@ func (r Repo) ReturnToBranch(ctx context.Context, branch string) (from string, e
 	return from, nil
 }
 
+// OnBranch says whether the worktree r has branch checked out: its HEAD is refs/heads/<branch>,
+// compared in full. (Branch's git symbolic-ref --short says heads/<branch> when a tag shares
+// the name.)
+func (r Repo) OnBranch(ctx context.Context, branch string) bool {
+	ref, err := r.git(ctx, "symbolic-ref", "-q", "HEAD")
+	return err == nil && ref == "refs/heads/"+branch
+}
+
 // orDetached names where HEAD is from symbolic-ref's answer: "branch X", or a detached HEAD.
 func orDetached(ref, sha string) string {
 	if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {

@@ -570,7 +570,7 @@ func (r *runner) worktree(ctx context.Context, c *claim) error {
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() && repo.HasBranch(ctx, branch) {
-		if head, err := (git.Repo{Dir: path}).Branch(ctx); err == nil && head == branch && git.CheckedOut(ctx, path) {
+		if (git.Repo{Dir: path}).OnBranch(ctx, branch) && git.CheckedOut(ctx, path) {
 			return nil
 		}
 	}

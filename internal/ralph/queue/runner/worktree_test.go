@@ -245,3 +245,19 @@ func TestWorktreeBaseNamedLikeATag(t *testing.T) {
 		t.Errorf("t1's branch started from the tag main, not the branch: it has %s", files)
 	}
 }
+
+// TestWorktreeKeptBesideATagOfItsName: a retry goes on in the worktree its failed attempt left
+// even when a tag is named like the task's branch: the worktree's HEAD is compared in full
+// (refs/heads/agent/p-t1), where git symbolic-ref --short says heads/agent/p-t1 beside the tag
+// and the worktree was made again, its work gone (issue 27, 6).
+func TestWorktreeKeptBesideATagOfItsName(t *testing.T) {
+	w := gitWorld(t, "t1: check:left.txt touch:left.txt")
+	gitIn(t, w.repo, "tag", "agent/p-t1")
+	log := newLogWatch()
+	cfg := w.config(1, 2, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 1 {
+		t.Fatalf("Run = %+v, want t1 done on its retry, in the worktree its first attempt left\n%s", res.Counts, log)
+	}
+}

@@ -2,7 +2,9 @@
 // branch, a priority and the tasks it depends on, which `swarm run` executes. Load checks the
 // whole manifest before anything starts: required fields, unique task ids and branches,
 // dependencies that exist, no cycles (named by their path, "a -> b -> a"), priorities, prompt
-// files, durations. Every problem is an *Error naming the file and line it is on.
+// files (inside the repository, LoadWith), durations, branch names git reads as nothing but a
+// branch (CheckBranch), no key given twice, no control character in a name. Every problem is an
+// *Error naming the file and line it is on.
 //
 //	name: Sprint 47
 //	repo: .                      # a path (relative to the manifest) or a git URL
@@ -10,7 +12,7 @@
 //	defaults: {agent: claude, model: sonnet, timeout: 30m, retries: 1}
 //	tasks:
 //	  - id: feature-a
-//	    prompt: "Implement ..."  # or prompt_file: tasks/a.md (relative to the manifest)
+//	    prompt: "Implement ..."  # or prompt_file: tasks/a.md (relative to the manifest, inside its repository)
 //	    branch: feature/a
 //	    priority: high           # high, medium (the default), low
 //	    depends_on: []

@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
@@ -61,12 +62,13 @@ func runMainCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel",
 		UsageText: "swarm run work.yaml [--max-parallel N] [--hosts hosts.yaml] [--dry-run] [--resume] [--retry ID]... [--skip ID]...\n" +
-			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--state-dir DIR]\n" +
+			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--allow-outside-prompts] [--state-dir DIR]\n" +
 			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]",
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Usage: "run at most `N` tasks at once (default: the manifest's max_parallel, else 4)"},
 			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan and write nothing"},
+			&ucli.BoolFlag{Name: "allow-outside-prompts", Usage: "let a prompt_file name a file outside the repository the manifest is in (by default one that leads out of it, by .., an absolute path or a link, is refused)"},
 			&ucli.BoolFlag{Name: "resume", Usage: "continue the current execution: what did not complete runs (again)"},
 			&ucli.StringSliceFlag{Name: "retry", Usage: "run task `ID` again (with its blocked dependents); implies --resume"},
 			&ucli.StringSliceFlag{Name: "skip", Usage: "skip task `ID` (its dependents run without it); implies --resume"},
@@ -94,9 +96,9 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		return cli.Usagef("%v", err)
 	}
 	path := c.Args().First()
-	m, err := manifest.Load(path)
+	m, err := loadManifest(ctx, c, path)
 	if err != nil {
-		return cli.Usagef("%v", err)
+		return err
 	}
 	repo, err := repoOf(ctx, m, path)
 	if err != nil {
@@ -247,6 +249,22 @@ func (p prefixed) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// loadManifest reads the manifest at path, its prompt files inside the repository it is in
+// (its directory when it is in none), or anywhere with --allow-outside-prompts. A bad
+// manifest is a usage error (exit 2).
+func loadManifest(ctx context.Context, c *ucli.Context, path string) (*manifest.Manifest, error) {
+	o := manifest.Options{AnyPromptFile: c.Bool("allow-outside-prompts")}
+	dir := filepath.Dir(path)
+	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel").Output(); err == nil {
+		o.Root = strings.TrimSpace(string(out))
+	}
+	m, err := manifest.LoadWith(path, o)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	return m, nil
+}
+
 // repoOf is the repository's top directory: the manifest's repo (a path relative to the
 // manifest), else the current directory's.
 func repoOf(ctx context.Context, m *manifest.Manifest, path string) (string, error) {
@@ -290,9 +308,12 @@ func forgeOf(ctx context.Context, v, repo string) (*swarmrun.Forge, error) {
 }
 
 // dryRun prints the plan: the tasks in the order they would start with one slot, their
-// branch, dependencies, agent, timeout and attempts.
+// branch, dependencies, agent, timeout and attempts. The manifest refuses control characters
+// and bidirectional controls in what is printed here; they are escaped all the same
+// (record.Printable), as the repository's path is.
 func dryRun(w io.Writer, m *manifest.Manifest, repo string, n int) error {
-	fmt.Fprintf(w, "manifest %q: %d tasks on %s (base %s), at most %d at once\n", m.Name, len(m.Tasks), repo, m.BaseBranch, n)
+	p := record.Printable
+	fmt.Fprintf(w, "manifest %q: %d tasks on %s (base %s), at most %d at once\n", m.Name, len(m.Tasks), p(repo), p(m.BaseBranch), n)
 	rows := [][]string{{"#", "TASK", "PRIORITY", "BRANCH", "DEPENDS ON", "AGENT", "TIMEOUT", "ATTEMPTS"}}
 	for i, id := range m.Order() {
 		t := m.Task(id)
@@ -308,7 +329,7 @@ func dryRun(w io.Writer, m *manifest.Manifest, repo string, n int) error {
 		if deps == "" {
 			deps = "-"
 		}
-		rows = append(rows, []string{strconv.Itoa(i + 1), id, t.Priority, t.Branch, deps, ag, to, strconv.Itoa(t.Retries + 1)})
+		rows = append(rows, []string{strconv.Itoa(i + 1), p(id), p(t.Priority), p(t.Branch), p(deps), p(ag), to, strconv.Itoa(t.Retries + 1)})
 	}
 	cli.Table(w, rows)
 	return nil
@@ -321,8 +342,8 @@ func runAbort(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if c.NArg() == 1 {
 		path = c.Args().First()
 		var err error
-		if m, err = manifest.Load(path); err != nil {
-			return cli.Usagef("%v", err)
+		if m, err = loadManifest(ctx, c, path); err != nil {
+			return err
 		}
 	}
 	repo, err := repoOf(ctx, m, path)

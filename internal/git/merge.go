@@ -77,7 +77,8 @@ type MergeSpec struct {
 }
 
 // PrepareWorktree makes the repository's worktree at path on branch, fresh from m.Base with
-// each of m.Deps merged in (git merge --no-ff). A worktree or branch left at path by an
+// each of m.Deps merged in (git merge --no-ff refs/heads/<dep>: a branch, whatever else is
+// named like it). A worktree or branch left at path by an
 // earlier attempt is replaced: every attempt starts from the same commit. It returns that
 // commit. A conflict is a *ConflictError naming the files; the merge is aborted and the
 // worktree is left at the merges before it. Only the registration holds m.Lock (see MergeSpec).
@@ -106,7 +107,9 @@ func (r Repo) PrepareWorktree(ctx context.Context, path, branch string, m MergeS
 		return m.Base, nil
 	}
 	for _, d := range m.Deps {
-		args := append(append([]string{}, m.Ident...), "merge", "--no-ff", "--no-edit", "-m", m.Label+": merge "+d+" into "+branch, d)
+		// The branch in full: git reads a bare name as a tag (or refs/<name>, or a file in the
+		// repository's directory) before it reads it as a branch.
+		args := append(append([]string{}, m.Ident...), "merge", "--no-ff", "--no-edit", "-m", m.Label+": merge "+d+" into "+branch, "refs/heads/"+d)
 		_, err := wt.git(ctx, args...)
 		if err == nil {
 			continue

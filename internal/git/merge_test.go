@@ -150,3 +150,23 @@ func TestPrepareWorktreeNewBranch(t *testing.T) {
 		t.Errorf("PrepareWorktree(NewBranch) of a new branch = %s, %v", got, err)
 	}
 }
+
+// TestPrepareWorktreeMergesTheBranchNotATag: a dependency's branch named like a tag (v1), the
+// tag at the base, is merged as the branch (refs/heads/v1): git merge v1 takes the tag, which
+// git reads first, and merges nothing (issue 27, 6).
+func TestPrepareWorktreeMergesTheBranchNotATag(t *testing.T) {
+	r := newRepo(t)
+	ctx := context.Background()
+	base := run(t, r.Dir, "rev-parse", "HEAD")
+	run(t, r.Dir, "tag", "v1")
+	run(t, r.Dir, "switch", "-q", "-c", "v1")
+	commitFile(t, r.Dir, "dep.txt", "the dependency's work\n", "dep")
+	run(t, r.Dir, "switch", "-q", "main")
+	path := filepath.Join(t.TempDir(), "wt")
+	if _, err := r.PrepareWorktree(ctx, path, "task", MergeSpec{Base: base, Deps: []string{"v1"}, Label: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(path, "dep.txt")); err != nil || string(b) != "the dependency's work\n" {
+		t.Errorf("dep.txt in the dependent's worktree = %q, %v; want the branch v1's work, not the tag's", b, err)
+	}
+}

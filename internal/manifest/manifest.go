@@ -2,7 +2,9 @@
 // branch, a priority and the tasks it depends on, which `swarm run` executes. Load checks the
 // whole manifest before anything starts: required fields, unique task ids and branches,
 // dependencies that exist, no cycles (named by their path, "a -> b -> a"), priorities, prompt
-// files, durations. Every problem is an *Error naming the file and line it is on.
+// files (inside the repository, LoadWith), durations, branch names git reads as nothing but a
+// branch (CheckBranch), no key given twice, no control character in a name. Every problem is an
+// *Error naming the file and line it is on.
 //
 //	name: Sprint 47
 //	repo: .                      # a path (relative to the manifest) or a git URL
@@ -10,20 +12,26 @@
 //	defaults: {agent: claude, model: sonnet, timeout: 30m, retries: 1}
 //	tasks:
 //	  - id: feature-a
-//	    prompt: "Implement ..."  # or prompt_file: tasks/a.md (relative to the manifest)
+//	    prompt: "Implement ..."  # or prompt_file: tasks/a.md (relative to the manifest, inside its repository)
 //	    branch: feature/a
 //	    priority: high           # high, medium (the default), low
 //	    depends_on: []
 package manifest
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"gopkg.in/yaml.v3"
@@ -83,10 +91,17 @@ type Manifest struct {
 	Tasks       []Task
 	// Path is the manifest file's path, as given to Load.
 	Path string
+	// index is where each task id is in Tasks (Task), made by Parse.
+	index map[string]int
 }
 
-// Task returns the task id, or nil.
+// Task returns the task id, or nil. A manifest Parse made looks it up in its index (a scan
+// per look-up made a run's thousands of look-ups quadratic); one made otherwise, or whose
+// Tasks were changed since, is scanned.
 func (m *Manifest) Task(id string) *Task {
+	if i, ok := m.index[id]; ok && i < len(m.Tasks) && m.Tasks[i].ID == id {
+		return &m.Tasks[i]
+	}
 	for i := range m.Tasks {
 		if m.Tasks[i].ID == id {
 			return &m.Tasks[i]
@@ -132,22 +147,135 @@ func (es Errors) Is(target error) bool { return target == ErrInvalid }
 // MaxSize is the largest manifest (and prompt file) read.
 const MaxSize = 4 << 20
 
-// Load reads and checks the manifest at path. Prompt files are read relative to its directory.
-func Load(path string) (*Manifest, error) {
+// Options are how Load reads a manifest's prompt files.
+type Options struct {
+	// Root is the directory every prompt_file must be inside: the repository the manifest is
+	// in. "" is the manifest's own directory.
+	Root string
+	// AnyPromptFile lets a prompt_file name any file the user can read, anywhere (swarm run
+	// --allow-outside-prompts). Without it a manifest (one from a pull request, in CI) cannot
+	// send /etc/shadow or ~/.ssh/id_ed25519 to the agent, the hosts and the state file.
+	AnyPromptFile bool
+}
+
+// Load reads and checks the manifest at path, its prompt files inside its own directory
+// (LoadWith).
+func Load(path string) (*Manifest, error) { return LoadWith(path, Options{}) }
+
+// LoadWith reads and checks the manifest at path. Prompt files are read relative to its
+// directory, and must be inside o.Root (unless o.AnyPromptFile): no absolute path, "..", or
+// symbolic link that leads out of it.
+func LoadWith(path string, o Options) (*Manifest, error) {
 	data, err := readRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the manifest: %w", err)
 	}
-	return Parse(path, data, func(name string) ([]byte, error) {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(filepath.Dir(path), name)
-		}
-		return readRegular(name)
-	})
+	dir := filepath.Dir(path)
+	if o.AnyPromptFile {
+		return Parse(path, data, func(name string) ([]byte, error) {
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(dir, name)
+			}
+			return readRegular(name)
+		})
+	}
+	root := o.Root
+	if root == "" {
+		root = dir
+	}
+	return Parse(path, data, func(name string) ([]byte, error) { return readInside(root, dir, name) })
 }
 
 // readRegular reads a regular file, never through a final link, at most MaxSize bytes.
 func readRegular(path string) ([]byte, error) { return statedir.ReadFile(path, MaxSize) }
+
+// readInside reads the prompt file name (relative to the manifest's directory dir) as
+// readRegular does, if it is inside root: the path is taken apart from root's real path, and
+// opened through an os.Root, which follows no link out of it.
+func readInside(root, dir, name string) ([]byte, error) {
+	realRoot, err := realPath(root)
+	if err != nil {
+		return nil, err
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		// The manifest's own directory is the user's word, links and all.
+		realDir, err := realPath(dir)
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(realDir, path)
+	}
+	rel, err := filepath.Rel(realRoot, filepath.Clean(path))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return nil, fmt.Errorf("is outside %s; keep prompt files in the repository, or pass --allow-outside-prompts", root)
+	}
+	r, err := os.OpenRoot(realRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if fi, err := r.Lstat(rel); err != nil {
+		return nil, outsideOr(err, root)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, kindOf(fi.Mode()))
+	}
+	// Non-blocking: a FIFO put there between the look and the open is not waited on.
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, outsideOr(err, root)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, kindOf(fi.Mode()))
+	case fi.Size() > MaxSize:
+		return nil, fmt.Errorf("is %d bytes, over the %d-byte limit of a prompt file", fi.Size(), MaxSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err == nil && len(b) > MaxSize {
+		err = fmt.Errorf("grew over the %d-byte limit of a prompt file", MaxSize)
+	}
+	return b, err
+}
+
+// realPath is dir's absolute path, without links.
+func realPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// outsideOr says that a path an os.Root refused leads out of root (through a link), or is
+// err.
+func outsideOr(err error, root string) error {
+	if strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("leads out of %s through a symbolic link (or one to an absolute path); keep prompt files in the repository, or pass --allow-outside-prompts", root)
+	}
+	return err
+}
+
+// kindOf names a file mode that is not a regular file's.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
 
 // ReadFunc reads a prompt file named in the manifest.
 type ReadFunc func(name string) ([]byte, error)
@@ -194,6 +322,7 @@ func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
 	}
 	m := &Manifest{Path: file, BaseBranch: "main", Defaults: Defaults{Agent: "claude"}}
 	top := doc.Content[0]
+	p.uniqueKeys(top)
 	defaultPriority := Medium
 	var tasks *yaml.Node
 	seenName := false
@@ -201,15 +330,15 @@ func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
 		k, v := top.Content[i], top.Content[i+1]
 		switch k.Value {
 		case "name":
-			m.Name = p.str(v, "name")
+			m.Name = p.line(v, "name")
 			seenName = true
 			if m.Name != "" && slug(m.Name) == "" {
 				p.errorf(v.Line, "name %q has no letter or digit; the execution id is made from it", m.Name)
 			}
 		case "repo":
-			m.Repo = p.str(v, "repo")
+			m.Repo = p.line(v, "repo")
 		case "base_branch":
-			m.BaseBranch = p.str(v, "base_branch")
+			m.BaseBranch = p.line(v, "base_branch")
 			p.branch(v, m.BaseBranch, "base_branch")
 		case "default_priority":
 			defaultPriority = p.priority(v)
@@ -244,6 +373,10 @@ func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
 		sortErrors(p.errs)
 		return nil, p.errs
 	}
+	m.index = make(map[string]int, len(m.Tasks))
+	for i, t := range m.Tasks {
+		m.index[t.ID] = i
+	}
 	return m, nil
 }
 
@@ -257,6 +390,20 @@ func sortErrors(es Errors) {
 	}
 }
 
+// uniqueKeys refuses a key given twice in the mapping m: decoded into a Node, yaml.v3 keeps
+// both, and the loops over a mapping would take the last ({id: a, id: b} ran b).
+func (p *parser) uniqueKeys(m *yaml.Node) {
+	first := make(map[string]int, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if line, ok := first[k.Value]; ok {
+			p.errorf(k.Line, "key %q is given twice in this mapping (first at line %d); keep one", k.Value, line)
+			continue
+		}
+		first[k.Value] = k.Line
+	}
+}
+
 // str is v as a non-empty string.
 func (p *parser) str(v *yaml.Node, what string) string {
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || v.Value == "" {
@@ -264,6 +411,26 @@ func (p *parser) str(v *yaml.Node, what string) string {
 		return ""
 	}
 	return v.Value
+}
+
+// line is v as a non-empty string of one line that prints as it reads: no control character
+// (a newline, an escape a terminal obeys) and no bidirectional control (U+202E would make
+// "fix/\u202egnp.exe" print as "fix/exe.png"). These values are printed (--dry-run, the
+// report, the logs) and become names; a prompt alone may hold anything.
+func (p *parser) line(v *yaml.Node, what string) string {
+	s := p.str(v, what)
+	if i := strings.IndexFunc(s, hiddenRune); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		p.errorf(v.Line, "%s %q has the character %q, a control character or a bidirectional control; remove it", what, s, r)
+		return ""
+	}
+	return s
+}
+
+// hiddenRune says whether r is a control character or a bidirectional control (U+202A-E,
+// U+2066-9, U+200E-F, U+061C), or a line or paragraph separator.
+func hiddenRune(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
 }
 
 func (p *parser) positive(v *yaml.Node, what string) int {
@@ -327,13 +494,14 @@ func (p *parser) defaults(v *yaml.Node, d *Defaults) {
 		p.errorf(v.Line, "defaults must be a mapping {%s}", strings.Join(defaultKeys, ", "))
 		return
 	}
+	p.uniqueKeys(v)
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
 		switch k.Value {
 		case "agent":
-			d.Agent = p.str(val, "defaults.agent")
+			d.Agent = p.line(val, "defaults.agent")
 		case "model":
-			d.Model = p.str(val, "defaults.model")
+			d.Model = p.line(val, "defaults.model")
 		case "timeout":
 			d.Timeout = p.timeout(val)
 		case "retries":
@@ -355,13 +523,14 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 	}
 	t := Task{Line: item.Line, Priority: priority, Agent: d.Agent, Model: d.Model, Timeout: d.Timeout, Retries: d.Retries}
 	var prompt, promptFile *yaml.Node
+	p.uniqueKeys(item)
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(item.Content); i += 2 {
 		k, v := item.Content[i], item.Content[i+1]
 		seen[k.Value] = true
 		switch k.Value {
 		case "id":
-			t.ID = p.str(v, "id")
+			t.ID = p.line(v, "id")
 			if t.ID != "" {
 				if err := statedir.CheckName(taskKind, t.ID); err != nil {
 					p.errorf(v.Line, "%v", err)
@@ -372,7 +541,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 		case "prompt_file":
 			promptFile = v
 		case "branch":
-			t.Branch = p.str(v, "branch")
+			t.Branch = p.line(v, "branch")
 			p.branch(v, t.Branch, "branch")
 		case "priority":
 			t.Priority = p.priority(v)
@@ -385,20 +554,20 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 				continue
 			}
 			for _, dep := range v.Content {
-				if s := p.str(dep, "a dependency"); s != "" {
+				if s := p.line(dep, "a dependency"); s != "" {
 					t.DependsOn = append(t.DependsOn, s)
 				}
 			}
 		case "agent":
-			t.Agent = p.str(v, "agent")
+			t.Agent = p.line(v, "agent")
 		case "model":
-			t.Model = p.str(v, "model")
+			t.Model = p.line(v, "model")
 		case "timeout":
 			t.Timeout = p.timeout(v)
 		case "retries":
 			t.Retries = p.retries(v)
 		case "agent_hint":
-			t.AgentHint = p.str(v, "agent_hint")
+			t.AgentHint = p.line(v, "agent_hint")
 		case "description":
 		default:
 			p.errorf(k.Line, "unknown key %q in a task; a task has %s", k.Value, strings.Join(taskKeys, ", "))
@@ -420,7 +589,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 	case prompt != nil:
 		t.Prompt = p.str(prompt, "prompt")
 	case promptFile != nil:
-		file := p.str(promptFile, "prompt_file")
+		file := p.line(promptFile, "prompt_file")
 		if file == "" {
 			break
 		}
@@ -445,7 +614,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
-// branch checks a branch name by git check-ref-format's rules (git 2.39), without git.
+// branch checks a branch name by CheckBranch, without git.
 func (p *parser) branch(v *yaml.Node, b, what string) {
 	if b == "" {
 		return
@@ -455,19 +624,42 @@ func (p *parser) branch(v *yaml.Node, b, what string) {
 	}
 }
 
-// CheckBranch returns an error unless b is a branch name git accepts (check-ref-format
-// --branch) that needs no quoting: no space, control character or any of ~^:?*[\, no "..",
-// "@{", "//", no leading '-' or '/', no final '/', '.' or ".lock", no component starting with '.'.
+// CheckBranch returns an error unless b is a branch name the manifest takes. The rule, one for
+// the base branch and the tasks' branches (docs/swarm-run.md):
+//   - ASCII letters, digits, '.', '_', '-' and '/' only: no space, control character,
+//     bidirectional override or look-alike letter that would print as another name;
+//   - what git check-ref-format --branch refuses of these (git 2.39): no "..", "//", no leading
+//     '-' or '/', no final '/', '.' or ".lock", no component starting with '.' or ending in
+//     ".lock";
+//   - no name git reads as something else before it reads it as a branch: one that starts
+//     with refs/ (a full ref name: refs/heads/main is the branch main), heads/, tags/ or
+//     remotes/ (git looks refs/<name> up first: tags/v1 is the tag v1), or one of capital
+//     letters and '_' alone (HEAD, FETCH_HEAD, ORIG_HEAD: files of the repository's own, read
+//     first).
+//
+// Every git command of the toolkit names a task's branch in full (refs/heads/<name>), so a tag
+// or another ref of the same name cannot stand in for it there; the rule keeps the names
+// unambiguous for the people (and the forge) who use them after.
 func CheckBranch(b string) error {
 	for _, r := range b {
-		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
-			return fmt.Errorf("has a character git does not allow in a branch name (%q)", r)
+		if !safeBranchRune(r) {
+			return fmt.Errorf("has the character %q; a branch name here is ASCII letters, digits, '.', '_', '-' and '/'", r)
 		}
+	}
+	if first, _, found := strings.Cut(b, "/"); found {
+		switch first {
+		case "refs":
+			return errors.New("starts with refs/: git reads it as a full ref name (refs/heads/x is the branch x); give the branch's name alone")
+		case "heads", "tags", "remotes":
+			return fmt.Errorf("starts with %s/: git reads it as refs/%s before the branch refs/heads/%s; give the branch another name", first, b, b)
+		}
+	}
+	if strings.Trim(b, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+		return errors.New("is capital letters and '_' alone: git reads such a name as a file of the repository's own (HEAD, FETCH_HEAD, ORIG_HEAD) before a branch; add a lower-case letter, a digit or a '-'")
 	}
 	switch {
 	case strings.HasPrefix(b, "-"), strings.HasPrefix(b, "/"), strings.HasSuffix(b, "/"), strings.HasSuffix(b, "."),
-		strings.HasSuffix(b, ".lock"), strings.Contains(b, ".."), strings.Contains(b, "@{"), strings.Contains(b, "//"),
-		b == "@", b == "HEAD":
+		strings.HasSuffix(b, ".lock"), strings.Contains(b, ".."), strings.Contains(b, "//"):
 		return errors.New("is not a valid git branch name")
 	}
 	for _, c := range strings.Split(b, "/") {
@@ -476,6 +668,11 @@ func CheckBranch(b string) error {
 		}
 	}
 	return nil
+}
+
+// safeBranchRune says whether r may be part of a branch name (CheckBranch).
+func safeBranchRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-' || r == '/'
 }
 
 // graph checks what needs every task: unique ids and branches, dependencies that exist, and no
@@ -597,32 +794,59 @@ func slug(name string) string {
 }
 
 // Order returns the task ids in a topological order: each after its dependencies, ties broken
-// by priority, then manifest order. The manifest must be checked (no cycle).
+// by priority, then manifest order. The manifest must be checked (no cycle): a task on a cycle,
+// or after one, is left out. Kahn's algorithm over a heap of the ready tasks, O(n log n + e):
+// picking the best ready task by scanning every task made 20,000 tasks take 20 s.
 func (m *Manifest) Order() []string {
-	done := map[string]bool{}
-	var out []string
-	for len(out) < len(m.Tasks) {
-		best := -1
-		for i, t := range m.Tasks {
-			if done[t.ID] {
-				continue
-			}
-			ready := true
-			for _, d := range t.DependsOn {
-				if !done[d] {
-					ready = false
-					break
-				}
-			}
-			if ready && (best < 0 || Rank(t.Priority) < Rank(m.Tasks[best].Priority)) {
-				best = i
+	index := make(map[string]int, len(m.Tasks))
+	for i, t := range m.Tasks {
+		index[t.ID] = i
+	}
+	waiting := make([]int, len(m.Tasks))      // dependencies not yet ordered
+	dependents := make([][]int, len(m.Tasks)) // who waits on each task
+	for i, t := range m.Tasks {
+		for _, d := range t.DependsOn {
+			waiting[i]++
+			if j, ok := index[d]; ok {
+				dependents[j] = append(dependents[j], i)
 			}
 		}
-		if best < 0 {
-			break // a cycle: Parse refuses these
+	}
+	ready := &readyHeap{tasks: m.Tasks}
+	for i := range m.Tasks {
+		if waiting[i] == 0 {
+			heap.Push(ready, i)
 		}
-		done[m.Tasks[best].ID] = true
-		out = append(out, m.Tasks[best].ID)
+	}
+	out := make([]string, 0, len(m.Tasks))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		out = append(out, m.Tasks[i].ID)
+		for _, j := range dependents[i] {
+			if waiting[j]--; waiting[j] == 0 {
+				heap.Push(ready, j)
+			}
+		}
 	}
 	return out
+}
+
+// readyHeap is the tasks ready to be ordered (indexes into tasks), the highest priority first,
+// then the first in the manifest.
+type readyHeap struct {
+	tasks []Task
+	idx   []int
+}
+
+func (h *readyHeap) Len() int { return len(h.idx) }
+func (h *readyHeap) Less(a, b int) bool {
+	ra, rb := Rank(h.tasks[h.idx[a]].Priority), Rank(h.tasks[h.idx[b]].Priority)
+	return ra < rb || ra == rb && h.idx[a] < h.idx[b]
+}
+func (h *readyHeap) Swap(a, b int) { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
+func (h *readyHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
+func (h *readyHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -78,6 +79,20 @@ func TestParseErrors(t *testing.T) {
 		{"bad priority", "name: x\ntasks:\n  - id: a\n    branch: b\n    prompt: p\n    priority: urgent\n", `work.yaml:6: priority "urgent" is not one of high, medium, low`},
 		{"bad id", "name: x\ntasks:\n  - id: a/b\n    branch: b\n    prompt: p\n", `work.yaml:3: task id "a/b" has characters`},
 		{"bad branch", "name: x\ntasks:\n  - id: a\n    branch: a..b\n    prompt: p\n", `work.yaml:4: branch "a..b": is not a valid git branch name`},
+		{"branch in full", "name: x\ntasks:\n  - id: a\n    branch: refs/heads/main\n    prompt: p\n", `work.yaml:4: branch "refs/heads/main": starts with refs/`},
+		{"branch like a tag", "name: x\ntasks:\n  - id: a\n    branch: tags/v1\n    prompt: p\n", `work.yaml:4: branch "tags/v1": starts with tags/`},
+		{"branch like a remote", "name: x\ntasks:\n  - id: a\n    branch: remotes/origin/main\n    prompt: p\n", `work.yaml:4: branch "remotes/origin/main": starts with remotes/`},
+		{"branch a pseudo-ref", "name: x\ntasks:\n  - id: a\n    branch: FETCH_HEAD\n    prompt: p\n", `work.yaml:4: branch "FETCH_HEAD": is capital letters and '_' alone`},
+		{"branch HEAD", "name: x\ntasks:\n  - id: a\n    branch: HEAD\n    prompt: p\n", `work.yaml:4: branch "HEAD": is capital letters and '_' alone`},
+		{"branch bidi", "name: x\ntasks:\n  - id: a\n    branch: \"fix/\u202egnp.exe\"\n    prompt: p\n", `work.yaml:4: branch "fix/\u202egnp.exe" has the character '\u202e'`},
+		{"branch non-ASCII", "name: x\ntasks:\n  - id: a\n    branch: café\n    prompt: p\n", `work.yaml:4: branch "café": has the character 'é'`},
+		{"base branch bidi", "name: x\nbase_branch: \"ma\u202ein\"\ntasks:\n  - {id: a, prompt: p, branch: b}\n", `work.yaml:2: base_branch "ma\u202ein" has the character '\u202e'`},
+		{"name bidi", "name: \"x\u202ey\"\ntasks:\n  - {id: a, prompt: p, branch: b}\n", `work.yaml:1: name "x\u202ey" has the character '\u202e'`},
+		{"agent escape", "name: x\ntasks:\n  - {id: a, prompt: p, branch: b, agent: \"cl\\e]0;x\\aaude\"}\n", `work.yaml:3: agent "cl\x1b]0;x\aaude" has the character '\x1b'`},
+		{"dependency newline", "name: x\ntasks:\n  - {id: a, prompt: p, branch: b}\n  - {id: c, prompt: p, branch: d, depends_on: [\"a\\n\"]}\n", `work.yaml:4: a dependency "a\n" has the character '\n'`},
+		{"dup key in a task", "name: x\ntasks:\n  - {id: a, prompt: p, branch: b, id: c}\n", `work.yaml:3: key "id" is given twice in this mapping`},
+		{"dup key at the top", "name: x\nbase_branch: main\nname: y\ntasks:\n  - {id: a, prompt: p, branch: b}\n", `work.yaml:3: key "name" is given twice in this mapping (first at line 1)`},
+		{"dup key in defaults", "name: x\ndefaults:\n  agent: a\n  agent: b\ntasks:\n  - {id: a, prompt: p, branch: b}\n", `work.yaml:4: key "agent" is given twice in this mapping (first at line 3)`},
 		{"dup id", "name: x\ntasks:\n  - {id: a, prompt: p, branch: b1}\n  - {id: a, prompt: p, branch: b2}\n", `work.yaml:4: task id "a" is used twice (first at line 3)`},
 		{"dup branch", "name: x\ntasks:\n  - {id: a, prompt: p, branch: b}\n  - {id: c, prompt: p, branch: b}\n", `work.yaml:4: branch "b" of task "c" is task "a"'s too (line 3)`},
 		{"base branch", "name: x\ntasks:\n  - {id: a, prompt: p, branch: main}\n", `work.yaml:3: branch "main" of task "a" is the base branch`},
@@ -179,4 +194,54 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("multi-line error %q", err)
 		}
 	})
+}
+
+// TestLoadPromptFileStaysInside: a prompt_file must be inside the repository (Options.Root;
+// the manifest's directory by default): "..", an absolute path, or a link that leads out of it
+// is refused at its line; a link inside it is followed; Options.AnyPromptFile reads anything
+// (issue 27: a manifest from a pull request could send /etc/shadow to the agent).
+func TestLoadPromptFileStaysInside(t *testing.T) {
+	top := t.TempDir()
+	repo := filepath.Join(top, "repo")
+	os.MkdirAll(filepath.Join(repo, "sub", "tasks"), 0o700)
+	os.WriteFile(filepath.Join(top, "secret.md"), []byte("the secret"), 0o600)
+	os.WriteFile(filepath.Join(repo, "sub", "tasks", "in.md"), []byte("inside"), 0o600)
+	os.Symlink("sub/tasks", filepath.Join(repo, "linked"))
+	os.Symlink(top, filepath.Join(repo, "out"))
+	path := filepath.Join(repo, "sub", "work.yaml")
+	load := func(promptFile string, o Options) (*Manifest, error) {
+		doc := fmt.Sprintf("name: x\ntasks:\n  - id: a\n    branch: b\n    prompt_file: %q\n", promptFile)
+		os.WriteFile(path, []byte(doc), 0o600)
+		return LoadWith(path, o)
+	}
+	inRepo := Options{Root: repo}
+	for _, tt := range []struct {
+		file string
+		o    Options
+		want string // the prompt, or the error's start
+	}{
+		{"tasks/in.md", inRepo, "inside"},
+		{"../linked/in.md", inRepo, "inside"},
+		{filepath.Join(repo, "sub", "tasks", "in.md"), inRepo, "inside"},
+		{"../../secret.md", inRepo, "work.yaml:5: prompt_file \"../../secret.md\": is outside"},
+		{filepath.Join(top, "secret.md"), inRepo, "work.yaml:5: prompt_file " + fmt.Sprintf("%q", filepath.Join(top, "secret.md")) + ": is outside"},
+		{"../out/secret.md", inRepo, "work.yaml:5: prompt_file \"../out/secret.md\": leads out"},
+		{"../linked/in.md", Options{}, "work.yaml:5: prompt_file \"../linked/in.md\": is outside"},
+		{"../../secret.md", Options{Root: repo, AnyPromptFile: true}, "the secret"},
+	} {
+		m, err := load(tt.file, tt.o)
+		got := ""
+		if err != nil {
+			got = strings.TrimPrefix(err.Error(), filepath.Dir(path)+"/")
+		} else {
+			got = m.Tasks[0].Prompt
+		}
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("LoadWith(prompt_file %s, %+v) = %q, want %q", tt.file, tt.o, got, tt.want)
+		}
+	}
+	// Load is LoadWith the manifest's own directory as the root.
+	if _, err := load("../../secret.md", Options{}); err == nil {
+		t.Errorf("Load read a prompt file outside the manifest's directory")
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 )
 
@@ -72,7 +73,9 @@ type Forge struct {
 
 // GitHub is the forge of gh: the branch pushed to origin, then gh pr create.
 func GitHub(gh string, env []string) *Forge {
-	return &Forge{Push: []string{"git", "push", "--quiet", "--set-upstream", "origin", "{branch}"},
+	// The branch in full on both sides: git push origin v1 refuses a branch that a tag v1
+	// shares ("matches more than one"), or pushes the tag.
+	return &Forge{Push: []string{"git", "push", "--quiet", "--set-upstream", "origin", "refs/heads/{branch}:refs/heads/{branch}"},
 		Argv: []string{gh, "pr", "create", "--head", "{branch}", "--base", "{base}", "--title", "{title}", "--body", "{body}"}, Env: env}
 }
 
@@ -134,11 +137,15 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 	return nil, url, nil
 }
 
-// Report is the execution as a markdown report.
+// Report is the execution as a markdown report. Every text taken from the state (which is read
+// back from the repository, where the agents write) is printed with its control characters
+// and bidirectional controls escaped (record.Printable): the report is printed on a terminal
+// by swarm run history, and a branch "fix/\u202egnp.exe" must not read as "fix/exe.png".
 func Report(st *State) string {
+	p := record.Printable
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Execution %s\n\n", st.ExecutionID)
-	fmt.Fprintf(&b, "Manifest **%s** (`%s`), base branch `%s`, status **%s**.\n\n", st.ManifestName, st.ManifestPath, st.BaseBranch, st.Status)
+	fmt.Fprintf(&b, "# Execution %s\n\n", p(st.ExecutionID))
+	fmt.Fprintf(&b, "Manifest **%s** (`%s`), base branch `%s`, status **%s**.\n\n", p(st.ManifestName), p(st.ManifestPath), p(st.BaseBranch), p(st.Status))
 	if s := st.Summary; s != nil {
 		fmt.Fprintf(&b, "| tasks | completed | failed | blocked | skipped | pending | wall time | parallel speedup |\n|---|---|---|---|---|---|---|---|\n")
 		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %.0f s | %.2f |\n\n", s.TotalTasks, s.Completed, s.Failed, s.Blocked, s.Skipped, s.Pending, s.TotalDurationSeconds, s.ParallelSpeedup)
@@ -165,15 +172,19 @@ func Report(st *State) string {
 			// before the markdown (which swarm run history prints on a terminal).
 			msg = strings.ReplaceAll(remote.Printable(t.Error.Message), "|", "\\|")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", id, t.Status, agentID, attempt, retries, dur, sha, pr, msg)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p(id), p(t.Status), p(agentID), attempt, retries, dur, p(sha), p(pr), p(msg))
 	}
 	if s := st.Summary; s != nil {
 		b.WriteString("\n## Suggested merge order\n\n")
 		for i, id := range s.SuggestedMergeOrder {
-			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, st.Tasks[id].Branch, id)
+			branch := ""
+			if t := st.Tasks[id]; t != nil {
+				branch = t.Branch
+			}
+			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, p(branch), p(id))
 		}
 		if c := s.MergeConflict; c != nil {
-			fmt.Fprintf(&b, "\nThen `%s` (%s) does not merge cleanly: %s.\n", c.Branch, c.TaskID, remote.Printable(c.Message))
+			fmt.Fprintf(&b, "\nThen `%s` (%s) does not merge cleanly: %s.\n", p(c.Branch), p(c.TaskID), p(remote.Printable(c.Message)))
 		}
 	}
 	return b.String()

@@ -65,6 +65,23 @@ func branchExists(ctx context.Context, dir, b string) bool {
 	return err == nil
 }
 
+// refNames is the set of the repository's refs, full names (refs/heads/main, refs/tags/v1),
+// from one git command: a run of thousands of tasks checks their branches against it, where a
+// rev-parse per branch took a process each.
+func refNames(ctx context.Context, dir string) (map[string]bool, error) {
+	out, err := gitCmd(ctx, dir, "for-each-ref", "--format=%(refname)")
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, ref := range strings.Split(out, "\n") {
+		if ref != "" {
+			set[ref] = true
+		}
+	}
+	return set, nil
+}
+
 // conflictError is a merge of dependency branches that conflicts.
 type conflictError = gitx.ConflictError
 

@@ -325,9 +325,20 @@ func (r *runner) fresh(ctx context.Context) error {
 	if !branchExists(ctx, r.cfg.Repo, r.mf.BaseBranch) {
 		return usagef("base branch %q does not exist in %s", r.mf.BaseBranch, r.cfg.Repo)
 	}
+	refs, err := refNames(ctx, r.cfg.Repo)
+	if err != nil {
+		return err
+	}
 	for _, t := range r.mf.Tasks {
-		if branchExists(ctx, r.cfg.Repo, t.Branch) {
+		if refs["refs/heads/"+t.Branch] {
 			return usagef("%s:%d: branch %q of task %q exists already; delete it (git branch -D %s) or give the task another branch", r.mf.Path, t.Line, t.Branch, t.ID, t.Branch)
+		}
+		// The run names the branch in full; a person or a forge that types the name gets
+		// what git reads first: refs/<name>, then the tag, then the branch.
+		for _, other := range []string{"refs/" + t.Branch, "refs/tags/" + t.Branch} {
+			if refs[other] {
+				return usagef("%s:%d: branch %q of task %q is also the name of %s, which git reads first; give the task another branch", r.mf.Path, t.Line, t.Branch, t.ID, other)
+			}
 		}
 	}
 	t := time.Now()
@@ -852,10 +863,14 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	tries := r.tries[id]
 	r.mu.Unlock()
 	tr := r.traceEnd(t, out)
+	// The agent (or another task's) may have put a link in place of the worktree: git -C would
+	// bring branches and commit wherever it points.
+	worktreeErr := r.checkWorktree(trace.Worktree)
+	if out.Status == record.StatusDone && worktreeErr == nil {
+		out = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
+	}
 	if out.Status == record.StatusDone {
-		// The agent (or another task's) may have put a link in place of the worktree: git -C
-		// would commit wherever it points.
-		sha, err := "", r.checkWorktree(trace.Worktree)
+		sha, err := "", worktreeErr
 		if err == nil {
 			sha, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
 		}
@@ -907,6 +922,22 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	}
 	r.logf("%s: %s: failed: %s", slot.ID, id, msg)
 	r.end(id, slot, Failed, te)
+}
+
+// onTaskBranch brings the commits of an agent that switched to a branch of its own back onto
+// the task's branch before the task's commit is made (gitx.Repo.ReturnToBranch), so that the
+// commit recorded, the merge order and the pull request are the task's branch's. When they
+// cannot be brought back by a fast-forward, the attempt that ended well is failed, the reason
+// naming both branches.
+func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, branch string, out Outcome) Outcome {
+	from, err := gitx.Repo{Dir: wt}.ReturnToBranch(context.WithoutCancel(ctx), branch)
+	switch {
+	case err != nil:
+		out.Status, out.Reason = record.StatusFailed, oneLine(err)
+	case from != "":
+		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", slot.ID, id, from, branch)
+	}
+	return out
 }
 
 // executorOf is the executor a slot belongs to.

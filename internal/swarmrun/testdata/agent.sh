@@ -2,6 +2,8 @@
 # The stand-in agent of swarm run's tests. It reads its prompt on stdin and acts on its words:
 #   write:F      writes a line naming the task into file F of its worktree (a change to commit);
 #   commit:F     does the same and commits it itself;
+#   switch:B     switches to a new branch B of its own (git switch -c B), as coding agents do;
+#   orphan:B     switches to a new branch B with no history (git switch --orphan B);
 #   fail         exits 3;
 #   flaky:N      fails (exit 4) until its attempt ($DISPATCH_ATTEMPT) is N;
 #   hang         sleeps until killed;
@@ -45,6 +47,8 @@ for word in $prompt; do
 		echo "$SWARM_TASK_ID" >> "${word#commit:}"
 		git add -A && git -c user.name=agent -c user.email=agent@example.com commit -q -m "agent: $SWARM_TASK_ID"
 		;;
+	switch:*) git switch -q -c "${word#switch:}" ;;
+	orphan:*) git switch -q --orphan "${word#orphan:}" ;;
 	fail) code=3 ;;
 	flaky:*) [ "$DISPATCH_ATTEMPT" -lt "${word#flaky:}" ] && code=4 ;;
 	touch:*) : > "${word#touch:}" ;;

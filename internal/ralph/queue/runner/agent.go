@@ -210,7 +210,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			if r.cfg.Worktree {
 				task.Branch = branchOf(r.plan, task.ID)
 				c.task.Branch = task.Branch
-				c.deps = depBranches(q, &task)
+				c.deps = depBranches(r.plan, q, &task)
 			}
 			q.Put(task)
 			tx.ChangedQueue()
@@ -457,10 +457,17 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	stopped := r.hardStopped[bead]
 	delete(r.hardStopped, bead)
 	r.mu.Unlock()
+	var stray error
+	if r.cfg.Worktree {
+		stray = r.returnToBranch(ctx, bead, c)
+	}
 	if r.cfg.CommitEach {
 		r.commitAttempt(ctx, bead, c.attempt)
 	}
 	out := r.judge(ctx, bead, c.attempt, r.workdir(bead))
+	if stray != nil && out.status == outDone {
+		out.status, out.reason = outFailed, oneLine(stray)
+	}
 	if stopped && out.status == outFailed {
 		out.status, out.reason = outStopped, budgetStop
 	}
@@ -536,11 +543,14 @@ func branchOf(planID, id string) string { return "agent/" + plan.Bead(planID, id
 
 // depBranches are the branches of t's dependencies that are done and ran in a worktree, in the
 // order t names them: what its worktree merges. A skipped dependency's branch is not merged.
-func depBranches(q *store.Queue, t *store.Task) []string {
+// The branch is the one the dependency's id makes (branchOf), not the name the queue file
+// holds: that file is read back from a directory the agents can write in, and a name there
+// would reach git.
+func depBranches(planID string, q *store.Queue, t *store.Task) []string {
 	var out []string
 	for _, d := range t.Dependencies {
 		if dt, ok := q.Get(d); ok && dt.Status == store.Done && dt.Branch != "" {
-			out = append(out, dt.Branch)
+			out = append(out, branchOf(planID, d))
 		}
 	}
 	return out
@@ -560,7 +570,7 @@ func (r *runner) worktree(ctx context.Context, c *claim) error {
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() && repo.HasBranch(ctx, branch) {
-		if head, err := (git.Repo{Dir: path}).Branch(ctx); err == nil && head == branch && git.CheckedOut(ctx, path) {
+		if (git.Repo{Dir: path}).OnBranch(ctx, branch) && git.CheckedOut(ctx, path) {
 			return nil
 		}
 	}
@@ -580,6 +590,27 @@ func (r *runner) worktree(ctx context.Context, c *claim) error {
 		r.gitMu.Unlock()
 	}
 	return err
+}
+
+// returnToBranch brings the commits of an agent that switched to a branch of its own in the
+// claim's worktree back onto the task's branch, the worktree back on it
+// (git.Repo.ReturnToBranch): its dependents merge the task's branch, and a retry goes on from
+// the worktree only while it is on that branch. The error is why it could not (a branch that
+// does not descend from the task's, *git.StrayError): an attempt that ended well fails with
+// it. Any other trouble (a worktree gone) is logged, and left to the merges that follow.
+func (r *runner) returnToBranch(ctx context.Context, bead string, c *claim) error {
+	branch := branchOf(r.plan, c.task.ID)
+	from, err := git.Repo{Dir: r.workdir(bead)}.ReturnToBranch(context.WithoutCancel(ctx), branch)
+	var stray *git.StrayError
+	switch {
+	case errors.As(err, &stray):
+		return err
+	case err != nil:
+		r.logf("warning: %s: attempt %d: %s", bead, c.attempt, oneLine(err))
+	case from != "":
+		r.logf("%s: attempt %d: the agent worked on %s; its commits are brought onto %s", bead, c.attempt, from, branch)
+	}
+	return nil
 }
 
 // workdir is where bead's attempts run: the repository, or the task's worktree.

@@ -317,9 +317,10 @@ func (r *runner) resolveBase(ctx context.Context) error {
 		}
 		r.base = b
 	}
-	sha, err := repo.Commit(ctx, r.base)
+	// The branch in full: git reads a bare name as a tag of that name first.
+	sha, err := repo.Commit(ctx, "refs/heads/"+r.base)
 	if err != nil {
-		return fmt.Errorf("--worktree: the base branch %q has no commit: %w", r.base, err)
+		return fmt.Errorf("--worktree: the base branch %q is no branch with a commit (give a local branch's name): %w", r.base, err)
 	}
 	r.baseSHA, r.ident = sha, repo.Identity(ctx, "ralph queue", "ralph-queue@localhost")
 	r.checkoutHook = repo.HasHook(ctx, "post-checkout")

@@ -181,3 +181,83 @@ func TestWorktreeNeverCheckedOutIsRemade(t *testing.T) {
 		t.Errorf("t1's worktree is not clean:\n%s", st)
 	}
 }
+
+// TestWorktreeDependencyNamedLikeATag: a tag named like a done dependency's branch (a tag
+// agent/p-t1 at the base) does not stand in for the branch: the dependent's worktree merges
+// refs/heads/agent/p-t1 and sees its commit (issue 27, 6: git merge took the tag).
+func TestWorktreeDependencyNamedLikeATag(t *testing.T) {
+	w := gitWorld(t, "t1: make one commit:one.txt", "t2: use one check:one.txt commit:two.txt (after t1)")
+	gitIn(t, w.repo, "tag", "agent/p-t1")
+	log := newLogWatch()
+	cfg := w.config(1, 1, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 2 {
+		t.Fatalf("Run = %+v, want 2 done (t2 saw t1's commit)\n%s", res.Counts, log)
+	}
+	if got := gitIn(t, w.repo, "show", "refs/heads/agent/p-t2:one.txt"); got != "t1" {
+		t.Errorf("agent/p-t2:one.txt = %q, want t1", got)
+	}
+}
+
+// TestWorktreeAgentOnItsOwnBranch: an agent that switches to a branch of its own and commits
+// there has its commits brought onto the task's branch, which its dependent merges; one that
+// switches to a branch with no history fails, naming both branches (issue 27, 7).
+func TestWorktreeAgentOnItsOwnBranch(t *testing.T) {
+	w := gitWorld(t, "t1: switch:other commit:one.txt", "t2: use one check:one.txt commit:two.txt (after t1)",
+		"t3: orphan:stray commit:three.txt")
+	log := newLogWatch()
+	cfg := w.config(2, 1, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 2 || res.Counts[store.Failed] != 1 {
+		t.Fatalf("Run = %+v, want 2 done, 1 failed\n%s", res.Counts, log)
+	}
+	if got := gitIn(t, w.repo, "show", "refs/heads/agent/p-t1:one.txt"); got != "t1" {
+		t.Errorf("agent/p-t1:one.txt = %q, want t1", got)
+	}
+	if t3 := w.task("t3"); !strings.Contains(t3.Error, "branch stray") || !strings.Contains(t3.Error, "agent/p-t3") {
+		t.Errorf("t3's error = %q, want it to name stray and agent/p-t3", t3.Error)
+	}
+}
+
+// TestWorktreeBaseNamedLikeATag: the base branch is read as refs/heads/main even when a tag
+// main names another commit (git rev-parse main reads the tag first): the tasks start from
+// the branch (issue 27, 6).
+func TestWorktreeBaseNamedLikeATag(t *testing.T) {
+	w := gitWorld(t, "t1: make one commit:one.txt")
+	gitIn(t, w.repo, "switch", "-q", "-c", "side")
+	if err := os.WriteFile(filepath.Join(w.repo, "tagged.txt"), []byte("not the base\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, w.repo, "add", "tagged.txt")
+	gitIn(t, w.repo, "commit", "-q", "-m", "tagged")
+	gitIn(t, w.repo, "tag", "main")
+	gitIn(t, w.repo, "switch", "-q", "main")
+	log := newLogWatch()
+	cfg := w.config(1, 1, log)
+	cfg.Worktree, cfg.BaseBranch = true, "main"
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 1 {
+		t.Fatalf("Run = %+v, want 1 done\n%s", res.Counts, log)
+	}
+	if files := gitIn(t, w.repo, "ls-tree", "--name-only", "refs/heads/agent/p-t1"); strings.Contains(files, "tagged.txt") {
+		t.Errorf("t1's branch started from the tag main, not the branch: it has %s", files)
+	}
+}
+
+// TestWorktreeKeptBesideATagOfItsName: a retry goes on in the worktree its failed attempt left
+// even when a tag is named like the task's branch: the worktree's HEAD is compared in full
+// (refs/heads/agent/p-t1), where git symbolic-ref --short says heads/agent/p-t1 beside the tag
+// and the worktree was made again, its work gone (issue 27, 6).
+func TestWorktreeKeptBesideATagOfItsName(t *testing.T) {
+	w := gitWorld(t, "t1: check:left.txt touch:left.txt")
+	gitIn(t, w.repo, "tag", "agent/p-t1")
+	log := newLogWatch()
+	cfg := w.config(1, 2, log)
+	cfg.Worktree = true
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 1 {
+		t.Fatalf("Run = %+v, want t1 done on its retry, in the worktree its first attempt left\n%s", res.Counts, log)
+	}
+}

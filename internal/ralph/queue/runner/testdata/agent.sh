@@ -14,6 +14,8 @@
 #   cost:X      reports a cost of X USD as claude -p --output-format json does;
 #   commit:F    writes its task id into the file F of its working directory and commits it
 #               (exit 6 when it cannot);
+#   switch:B    switches to a new branch B of its own (git switch -c B), as coding agents do;
+#   orphan:B    switches to a new branch B with no history (git switch --orphan B);
 #   check:F     exits 7 unless the file F is in its working directory (after the words before).
 #   alone:F     appends "TASK start SLOT" to file F, and "TASK end SLOT CODE" when it ends;
 #               "TASK overlap" when an agent of the task on another slot is alive as it
@@ -65,6 +67,8 @@ for word in $prompt; do
 		{ echo "$RALPH_TASK" > "$f" && git add -- "$f" &&
 			git -c user.name=agent -c user.email=agent@localhost commit -q -m "$RALPH_TASK: $f"; } || code=6
 		;;
+	switch:*) git switch -q -c "${word#switch:}" || code=8 ;;
+	orphan:*) git switch -q --orphan "${word#orphan:}" || code=8 ;;
 	check:*) [ -e "${word#check:}" ] || code=7 ;;
 	alone:*)
 		alog=${word#alone:}

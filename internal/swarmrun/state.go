@@ -77,6 +77,10 @@ type State struct {
 	Order []string `json:"task_order,omitempty"`
 	// RunnerPID is the process running the execution while it runs (--abort stops it).
 	RunnerPID int `json:"runner_pid,omitempty"`
+	// ActiveSeconds is how long the execution's runs were at work, summed over its runs (as
+	// of each one's last write of the state): the wall time of its parallel speedup, which
+	// leaves out the time between a run and a later --resume or --retry.
+	ActiveSeconds float64 `json:"active_seconds,omitempty"`
 }
 
 // Task is one task of the execution.

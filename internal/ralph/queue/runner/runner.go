@@ -461,12 +461,17 @@ func (r *runner) start(ctx context.Context) error {
 		if p.StartedAt == "" {
 			p.StartedAt = t
 		}
-		p.PlanID, p.Phase, p.UpdatedAt = r.plan, store.PhaseImplementation, t
+		p.PlanID, p.UpdatedAt = r.plan, t
 		p.AgentsTotal = r.cfg.Agents
 		p.BudgetLimitUSD = r.cfg.Budget
 		if r.base != "" {
 			p.BaseBranch = r.base
 		}
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		p.Phase = q.Phase()
 		for i := 1; i <= r.cfg.Agents; i++ {
 			a := agentEntry(p, AgentID(i))
 			a.Status, a.StartedAt, a.CompletedAt = store.AgentActive, t, nil
@@ -523,6 +528,9 @@ func recount(p *store.Progress) {
 		case store.AgentFailed:
 			p.AgentsFailed++
 		}
+		// Seed 004's agent is one agent run at a task: one that failed for good is a failed
+		// agent, though the queue's agent goes on to its next task.
+		p.AgentsFailed += a.TasksFailed
 		tasks += a.Tasks
 		cost += a.CostUSD
 		secs += a.DurationSeconds

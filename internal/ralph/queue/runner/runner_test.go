@@ -344,7 +344,7 @@ func TestRunRetries(t *testing.T) {
 		attempts map[int]string
 	}{
 		{"flaky", store.Done, 1, map[int]string{1: record.StatusFailed, 2: record.StatusDone}},
-		{"doomed", store.Failed, 2, map[int]string{1: record.StatusFailed, 2: record.StatusFailed}},
+		{"doomed", store.Failed, 1, map[int]string{1: record.StatusFailed, 2: record.StatusFailed}},
 		{"child", store.Blocked, 0, map[int]string{}},
 		{"grandchild", store.Blocked, 0, map[int]string{}},
 		{"free", store.Done, 0, map[int]string{1: record.StatusDone}},

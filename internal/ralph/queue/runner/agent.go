@@ -421,9 +421,18 @@ func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string
 	if branch != "" {
 		env = append(env, "RALPH_BRANCH="+branch)
 	}
+	argv := r.cfg.Profile.JSONOutput(inv.Argv)
+	if r.cfg.Profile.Name == "claude" {
+		// Its tool uses stamp the agent's state file (seed 004's pre/post tool use checkpoints).
+		settings, err := r.hookSettings(agentID, c.task.ID, bead, n)
+		if err != nil {
+			return nil, fmt.Errorf("writing the attempt's hook settings: %w", err)
+		}
+		argv = withSettings(argv, settings)
+	}
 	return &attempt.Spec{
 		Attempt: supervise.Attempt{
-			Name: bead, Number: n, Dir: workdir, Argv: r.cfg.Profile.JSONOutput(inv.Argv), Env: env,
+			Name: bead, Number: n, Dir: workdir, Argv: argv, Env: env,
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
 			Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
 			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),

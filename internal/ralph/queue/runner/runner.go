@@ -57,6 +57,11 @@ type Config struct {
 	// Self is the command line of the supervisor verb (this binary's "queue __supervise
 	// --state-dir DIR"); attempt.Launch adds the handoff and the bead.
 	Self []string
+	// Checkpoint, when set, is the command line of the checkpoint verb (this binary's "queue
+	// __checkpoint", CheckpointVerb): each attempt of a claude agent here gets a settings file
+	// whose PreToolUse and PostToolUse hooks run it, stamping the agent's state file at each
+	// tool use (not on hosts, whose dispatch runs the agent).
+	Checkpoint []string
 	// Env is the agents' environment, to which each attempt adds its own variables.
 	Env []string
 	// Timeout, KillGrace and MinFreeMB are each attempt's (dispatch's DISPATCH_* settings, or

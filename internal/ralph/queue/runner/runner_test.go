@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {
 		os.Exit(superviseMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == CheckpointVerb {
+		os.Exit(checkpointMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == killedHostsRunnerVerb {
 		os.Exit(killedHostsRunnerMain(os.Args[2:]))
 	}

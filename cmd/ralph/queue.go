@@ -20,7 +20,7 @@ func queueCommand() *cli.Command {
 	return &cli.Command{
 		Name: "queue",
 		Commands: []*cli.Command{queueInitCommand(), queueRunCommand(), queueStatusCommand(), queueRetryCommand(),
-			queueSkipCommand(), queueAddCommand(), queueSuperviseCommand()},
+			queueSkipCommand(), queueAddCommand(), queueSuperviseCommand(), queueCheckpointCommand()},
 		CommandsUsage: func(w io.Writer) { fmt.Fprint(w, queueUsage) },
 		UnknownVerb: func(word string, _ []string) error {
 			if word == "" {

@@ -263,6 +263,6 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: time.Duration(grace) * time.Second,
 		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent, MaxCallsPerHour: c.Int("max-calls-per-hour"),
-		CommitEach: c.Bool("commit-each"),
+		CommitEach: c.Bool("commit-each"), Checkpoint: []string{exe, "queue", runner.CheckpointVerb},
 	}, hosts, nil
 }

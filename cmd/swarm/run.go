@@ -180,10 +180,9 @@ func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Ma
 		return err
 	}
 	absManifest, _ := filepath.Abs(path)
-	repoName := m.Repo
-	if repoName == "" {
-		repoName = repo
-	}
+	// The state records the repository's origin URL (else its absolute path), as seed 001's
+	// "Git repository URL"; the manifest's repo is a path relative to the manifest.
+	repoName := swarmrun.RepoURL(ctx, repo)
 	cfg := swarmrun.Config{Manifest: m, ManifestPath: absManifest, Repo: repo, RepoName: repoName, Executors: executors,
 		MaxParallel: n, Resume: c.Bool("resume"), Retry: c.StringSlice("retry"), Skip: c.StringSlice("skip"), Halt: halt,
 		Joblog: c.String("joblog"), Forge: forge, Log: prefixed{w: s.Err}, PID: os.Getpid()}

@@ -22,6 +22,8 @@ type Usage struct {
 	RejectedCost *float64
 	// InputTokens and OutputTokens as the agent reported them (0: not reported).
 	InputTokens, OutputTokens int64
+	// NumTurns is the turns claude reported in its result (num_turns; 0: not reported).
+	NumTurns int
 }
 
 // usageTail bounds what ParseUsage and UsageLimit read: the agent prints its result and its
@@ -53,6 +55,9 @@ type agentResult struct {
 		InputTokens  int64 `json:"input_tokens"`
 		OutputTokens int64 `json:"output_tokens"`
 	} `json:"usage"`
+	// NumTurns is kept raw: a figure of another type or size must not cost the object its
+	// cost (turns reads it).
+	NumTurns json.RawMessage `json:"num_turns"`
 }
 
 // jsonObjects returns the JSON objects of output: the whole of it when it is one (claude's
@@ -97,6 +102,7 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 			continue
 		}
 		u.takeCost(cost)
+		u.NumTurns = turns(o.NumTurns)
 		if o.Usage != nil {
 			u.InputTokens, u.OutputTokens = o.Usage.InputTokens, o.Usage.OutputTokens
 		}
@@ -124,6 +130,18 @@ func (p *Profile) ParseUsage(output []byte) Usage {
 		}
 	}
 	return u
+}
+
+// maxTurns bounds the turns taken from an agent's output: a larger figure is not believed.
+const maxTurns = 1 << 20
+
+// turns reads a result's num_turns: a whole number from 0 to maxTurns, else 0 (not reported).
+func turns(raw json.RawMessage) int {
+	n, err := strconv.Atoi(string(bytes.TrimSpace(raw)))
+	if err != nil || n < 0 || n > maxTurns {
+		return 0
+	}
+	return n
 }
 
 // validCost says whether an agent's reported cost can be taken: a finite figure, not below

@@ -20,7 +20,12 @@ func TestParseUsage(t *testing.T) {
 	}{
 		{"claude json", claude,
 			`{"type":"result","subtype":"success","is_error":false,"duration_ms":2300,"num_turns":3,"result":"done","session_id":"x","total_cost_usd":0.0425,"usage":{"input_tokens":12,"cache_read_input_tokens":9000,"output_tokens":345}}`,
-			Usage{CostUSD: 0.0425, HasCost: true, InputTokens: 12, OutputTokens: 345}},
+			Usage{CostUSD: 0.0425, HasCost: true, InputTokens: 12, OutputTokens: 345, NumTurns: 3}},
+		// A num_turns that is no whole number is not taken, and costs the result nothing else.
+		{"claude json, turns not a number", claude, `{"type":"result","total_cost_usd":0.5,"num_turns":"many"}`,
+			Usage{CostUSD: 0.5, HasCost: true}},
+		{"claude json, turns out of bounds", claude, `{"type":"result","total_cost_usd":0.5,"num_turns":1e30}`,
+			Usage{CostUSD: 0.5, HasCost: true}},
 		{"claude json pretty", claude, "{\n  \"type\": \"result\",\n  \"total_cost_usd\": 1.5,\n  \"usage\": {\"input_tokens\": 100, \"output_tokens\": 7}\n}\n",
 			Usage{CostUSD: 1.5, HasCost: true, InputTokens: 100, OutputTokens: 7}},
 		{"claude stream-json: the result line, not the turns", claude,

@@ -180,6 +180,9 @@ type runner struct {
 	joblog  *os.File
 	seq     int
 	started time.Time
+	// activeBefore is how long the execution's earlier runs were at work (State.ActiveSeconds
+	// when this run began): this run's time is added to it at each write.
+	activeBefore float64
 }
 
 // Run runs (or resumes) the execution of cfg.Manifest until every task has ended, the halt
@@ -250,6 +253,7 @@ func (r *runner) open(ctx context.Context) error {
 			return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.mf.Name)
 		}
 		r.st = cur
+		r.activeBefore = activeSoFar(cur)
 		if err := r.reconcileManifest(ctx); err != nil {
 			return err
 		}
@@ -275,12 +279,14 @@ func (r *runner) open(ctx context.Context) error {
 		if t == nil {
 			return usagef("--retry %s: no such task in execution %s", id, r.st.ExecutionID)
 		}
+		countRetry(t)
 		t.Status, t.Error = Pending, nil
 	}
 	// What did not complete runs again; an attempt an earlier run left at work is adopted.
 	for _, t := range r.st.Tasks {
 		switch t.Status {
 		case Failed, Blocked:
+			countRetry(t)
 			t.Status, t.Error = Pending, nil
 		case Queued, Assigned, Running:
 			if t.Trace != nil && t.Trace.Attempt > 0 {
@@ -306,6 +312,48 @@ func (r *runner) open(ctx context.Context) error {
 		}
 	}
 	return r.flush()
+}
+
+// stampActive records in the state how long the execution's runs have been at work, this one
+// until now (under mu). Each write stamps it, so a run killed outright has its time counted up
+// to its last write.
+func (r *runner) stampActive() {
+	r.st.ActiveSeconds = r.activeBefore + time.Since(r.started).Seconds()
+}
+
+// activeSoFar is how long the runs of a state written earlier were at work: its ActiveSeconds,
+// or for a state written before it was kept, the time from its start to the last end it
+// records.
+func activeSoFar(st *State) float64 {
+	if st.ActiveSeconds > 0 {
+		return st.ActiveSeconds
+	}
+	start, ok := record.ParseTime(st.StartedAt)
+	if !ok {
+		return 0
+	}
+	var last time.Time
+	for _, t := range st.Tasks {
+		if t.Trace == nil || t.Trace.CompletedAt == nil {
+			continue
+		}
+		if end, ok := record.ParseTime(*t.Trace.CompletedAt); ok && end.After(last) {
+			last = end
+		}
+	}
+	if last.Before(start) {
+		return 0
+	}
+	return last.Sub(start).Seconds()
+}
+
+// countRetry counts a retry of task t, about to run again by --retry or a resume, when an
+// attempt of it ran (a task blocked before it ever ran is not retried: it runs for the first
+// time). Seed 001's retry_count is how many times the task was retried, by hand or not.
+func countRetry(t *Task) {
+	if t.Status != Pending && t.Trace != nil && t.Trace.Attempt > 0 {
+		t.Trace.RetryCount++
+	}
 }
 
 // keepAgents keeps the agents of an earlier run (their completed tasks), offline until this
@@ -437,6 +485,7 @@ func (r *runner) flush() error {
 		r.mu.Unlock()
 		return err
 	}
+	r.stampActive()
 	b, err := json.MarshalIndent(r.st, "", "  ")
 	snap := r.gen
 	r.dirty = false
@@ -539,7 +588,9 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 					base = t.Trace.BaseSHA
 				}
 			}
-			t.Status = Assigned
+			// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is
+			// not the task's any more: seed 001's error is null unless the task failed.
+			t.Status, t.Error = Assigned, nil
 			t.Trace = &Trace{AgentID: slots[i].ID, AgentHost: strp(slots[i].Host), AgentPort: slots[i].Port, AssignedAt: strp(ts),
 				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base,
 				Requeued: requeued}
@@ -913,7 +964,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		tr.RetryCount++
 		r.running--
 		a := r.st.Agents[slot.ID]
-		a.Status, a.CurrentTask = AgentIdle, nil
+		a.Status, a.CurrentTask = AgentFailed, nil
 		r.release(slot)
 		r.writeOrLog()
 		r.mu.Unlock()
@@ -995,6 +1046,9 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	r.running--
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask, a.LastHeartbeat = AgentIdle, nil, strp(now())
+	if status == Failed {
+		a.Status = AgentFailed // until it takes its next task
+	}
 	r.release(slot)
 	if t.Trace != nil && t.Trace.DurationSeconds != nil {
 		a.TotalExecutionTime += *t.Trace.DurationSeconds
@@ -1054,12 +1108,13 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	defer r.mu.Unlock()
 	res := &Result{State: r.st, Halted: r.halted}
 	for _, a := range r.st.Agents {
-		if a.Status != AgentOffline {
-			a.Status = AgentIdle
+		if a.Status == AgentBusy {
+			a.Status = AgentIdle // offline and failed agents stay so
 		}
 		a.CurrentTask = nil
 	}
 	r.st.RunnerPID = 0
+	r.stampActive()
 	if ctx.Err() != nil {
 		res.Interrupted = true
 		r.st.Status = ExecPaused
@@ -1107,8 +1162,15 @@ func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint f
 		sum.AgentsUsed = append(sum.AgentsUsed, id)
 	}
 	sort.Strings(sum.AgentsUsed)
-	if sum.TotalDurationSeconds > 0 {
-		sum.ParallelSpeedup = float64(int(busy/sum.TotalDurationSeconds*100+0.5)) / 100
+	// The wall time is the time the runs were at work: an execution continued later (--resume,
+	// --retry) did not work while no run was there. A state of before ActiveSeconds has only
+	// its duration.
+	wall := st.ActiveSeconds
+	if wall <= 0 {
+		wall = sum.TotalDurationSeconds
+	}
+	if wall > 0 {
+		sum.ParallelSpeedup = float64(int(busy/wall*100+0.5)) / 100
 	}
 	var order []string
 	branch, deps := map[string]string{}, map[string][]string{}

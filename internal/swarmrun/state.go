@@ -81,6 +81,10 @@ type State struct {
 	// makes it): only these are ever reset (git worktree add -B); a task's branch that exists
 	// and is not among them is the user's. Null in a state of an older version, which had none.
 	BranchesMade []string `json:"branches_made"`
+	// ActiveSeconds is how long the execution's runs were at work, summed over its runs (as
+	// of each one's last write of the state): the wall time of its parallel speedup, which
+	// leaves out the time between a run and a later --resume or --retry.
+	ActiveSeconds float64 `json:"active_seconds,omitempty"`
 }
 
 // Task is one task of the execution.

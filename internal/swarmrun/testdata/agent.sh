@@ -11,6 +11,8 @@
 #   once:F       appends "TASK start ATTEMPT" to file F, and "TASK end ATTEMPT CODE" when it
 #                ends; "TASK overlap" when another run of the task's agent is at work meanwhile;
 #   waitfor:F    waits until the file F exists;
+#   mark:F       creates the file F.ATTEMPT ($DISPATCH_ATTEMPT: a signal of that attempt's start);
+#   gate:F       waits until the file F.ATTEMPT exists;
 #   alone:F      appends "TASK start AGENT" to file F, and "TASK end AGENT CODE" when it ends;
 #                "TASK overlap" when an agent of the task on another slot (any host: they share
 #                the process table) is alive as it starts (pid files F.TASK.AGENT.pid);
@@ -42,6 +44,8 @@ for word in $prompt; do
 		;;
 	hold:*) while [ ! -e "${word#hold:}/go-${SWARM_AGENT_ID%-*}" ]; do sleep 0.05; done ;;
 	waitfor:*) while [ ! -e "${word#waitfor:}" ]; do sleep 0.05; done ;;
+	mark:*) : > "${word#mark:}.$DISPATCH_ATTEMPT" ;;
+	gate:*) while [ ! -e "${word#gate:}.$DISPATCH_ATTEMPT" ]; do sleep 0.05; done ;;
 	write:*) echo "$SWARM_TASK_ID" >> "${word#write:}" ;;
 	commit:*)
 		echo "$SWARM_TASK_ID" >> "${word#commit:}"

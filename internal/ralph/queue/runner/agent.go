@@ -76,6 +76,12 @@ const (
 
 func (a *agentRun) work(ctx context.Context) {
 	r := a.r
+	if a.adopted == nil {
+		// Seed 004: the agent's state file is created when the agent starts, initializing
+		// until its first attempt works. An adopted claim's file is left as the last run
+		// wrote it: it names the attempt (and its host) to recover.
+		a.state(ctx, store.AgentInitializing, nil, 0)
+	}
 	if a.adopted != nil {
 		var out outcome
 		if on := a.adopted.on; on != nil {
@@ -223,6 +229,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			id := task.ID
 			agentEntry(p, a.id).TaskID = &id
 			p.UpdatedAt = t
+			p.Phase = q.Phase()
 			tx.ChangedProgress()
 			tx.Lazy()
 			// Held from the claim on, in the same transaction: another agent that looks
@@ -276,6 +283,7 @@ type outcome struct {
 	status   string // outDone, outFailed, outStopped, outGone, outLimited; "" when not known (interrupted)
 	reason   string
 	cost     float64
+	turns    int // the turns the agent reported (claude's num_turns), 0 when none
 	duration float64
 	// resetAt: when the usage limit of an outLimited attempt resets; until when an outOffline
 	// or outStopped task is held (its agent may still run on its host).
@@ -413,9 +421,18 @@ func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string
 	if branch != "" {
 		env = append(env, "RALPH_BRANCH="+branch)
 	}
+	argv := r.cfg.Profile.JSONOutput(inv.Argv)
+	if r.cfg.Profile.Name == "claude" {
+		// Its tool uses stamp the agent's state file (seed 004's pre/post tool use checkpoints).
+		settings, err := r.hookSettings(agentID, c.task.ID, bead, n)
+		if err != nil {
+			return nil, fmt.Errorf("writing the attempt's hook settings: %w", err)
+		}
+		argv = withSettings(argv, settings)
+	}
 	return &attempt.Spec{
 		Attempt: supervise.Attempt{
-			Name: bead, Number: n, Dir: workdir, Argv: r.cfg.Profile.JSONOutput(inv.Argv), Env: env,
+			Name: bead, Number: n, Dir: workdir, Argv: argv, Env: env,
 			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
 			Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
 			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),
@@ -528,6 +545,7 @@ func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, t
 		}
 	}
 	u := r.cfg.Profile.ParseUsage(tail)
+	out.turns = u.NumTurns
 	switch {
 	case u.HasCost && store.Cost(u.CostUSD):
 		out.cost = u.CostUSD

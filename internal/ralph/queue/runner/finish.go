@@ -24,6 +24,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	max := r.cfg.MaxRetries
 	var line string
 	var ev *hook.Event // the task's transition, told the hook once recorded
+	failedForGood := false
 	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
@@ -82,7 +83,9 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 				line = "usage limit, held until " + until + " (no retry counted)"
 				ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
 			default:
-				task.Retries++
+				// Seed 004's retries counts the retry attempts (0 on the first try): a
+				// failure that is retried adds one; the last failure adds none.
+				attempts := task.Retries + 1
 				task.Error = out.reason
 				open, why := false, ""
 				if out.obs != nil && r.cfg.NoProgress > 0 {
@@ -93,20 +96,23 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 					open, why = b.Observe(*out.obs, r.cfg.NoProgress)
 					task.Breaker = &b
 				}
-				if open && task.Retries < max {
+				if open && attempts < max {
 					task.Status, task.CompletedAt, task.Reason = store.Failed, &t, breaker.Reason
 					task.Error = "no progress: " + why + "; last: " + out.reason
+					failedForGood = true
 					dropRetries(rq, task.ID)
 					tx.ChangedRetry()
 					line = "failed (" + out.reason + "), no progress: " + why + "; not retried"
 					ev = &hook.Event{Event: hook.Breaker, Reason: breaker.Reason}
-				} else if task.Retries >= max {
+				} else if attempts >= max {
 					task.Status, task.CompletedAt = store.Failed, &t
+					failedForGood = true
 					dropRetries(rq, task.ID)
 					tx.ChangedRetry()
 					line = "failed (" + out.reason + "), out of retries"
 					ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
 				} else {
+					task.Retries++
 					task.Status, task.ClaimedBy, task.ClaimedAt = store.Pending, nil, nil
 					rq.Retries = append(rq.Retries, store.Retry{TaskID: task.ID, AgentID: a.id, Attempt: task.Retries,
 						Error: out.reason, QueuedAt: t, MaxRetries: max})
@@ -128,12 +134,17 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		p.TotalCostUSD += out.cost
 		e := agentEntry(p, a.id)
 		e.CostUSD += out.cost
+		e.NumTurns += out.turns
 		e.DurationSeconds += out.duration
+		if failedForGood {
+			e.TasksFailed++ // an agent run of the seed's, failed after its retries
+		}
 		if out.status != outBlocked {
 			e.Tasks++ // an attempt ran
 		}
 		e.TaskID = nil // at work on no task until its next claim
 		p.UpdatedAt = t
+		p.Phase = q.Phase()
 		recount(p)
 		tx.ChangedProgress()
 		r.mu.Lock()

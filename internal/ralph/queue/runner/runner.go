@@ -57,6 +57,11 @@ type Config struct {
 	// Self is the command line of the supervisor verb (this binary's "queue __supervise
 	// --state-dir DIR"); attempt.Launch adds the handoff and the bead.
 	Self []string
+	// Checkpoint, when set, is the command line of the checkpoint verb (this binary's "queue
+	// __checkpoint", CheckpointVerb): each attempt of a claude agent here gets a settings file
+	// whose PreToolUse and PostToolUse hooks run it, stamping the agent's state file at each
+	// tool use (not on hosts, whose dispatch runs the agent).
+	Checkpoint []string
 	// Env is the agents' environment, to which each attempt adds its own variables.
 	Env []string
 	// Timeout, KillGrace and MinFreeMB are each attempt's (dispatch's DISPATCH_* settings, or
@@ -462,12 +467,17 @@ func (r *runner) start(ctx context.Context) error {
 		if p.StartedAt == "" {
 			p.StartedAt = t
 		}
-		p.PlanID, p.Phase, p.UpdatedAt = r.plan, store.PhaseImplementation, t
+		p.PlanID, p.UpdatedAt = r.plan, t
 		p.AgentsTotal = r.cfg.Agents
 		p.BudgetLimitUSD = r.cfg.Budget
 		if r.base != "" {
 			p.BaseBranch = r.base
 		}
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		p.Phase = q.Phase()
 		for i := 1; i <= r.cfg.Agents; i++ {
 			a := agentEntry(p, AgentID(i))
 			a.Status, a.StartedAt, a.CompletedAt = store.AgentActive, t, nil
@@ -524,6 +534,9 @@ func recount(p *store.Progress) {
 		case store.AgentFailed:
 			p.AgentsFailed++
 		}
+		// Seed 004's agent is one agent run at a task: one that failed for good is a failed
+		// agent, though the queue's agent goes on to its next task.
+		p.AgentsFailed += a.TasksFailed
 		tasks += a.Tasks
 		cost += a.CostUSD
 		secs += a.DurationSeconds

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {
 		os.Exit(superviseMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == CheckpointVerb {
+		os.Exit(checkpointMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == killedHostsRunnerVerb {
 		os.Exit(killedHostsRunnerMain(os.Args[2:]))
 	}
@@ -344,7 +347,7 @@ func TestRunRetries(t *testing.T) {
 		attempts map[int]string
 	}{
 		{"flaky", store.Done, 1, map[int]string{1: record.StatusFailed, 2: record.StatusDone}},
-		{"doomed", store.Failed, 2, map[int]string{1: record.StatusFailed, 2: record.StatusFailed}},
+		{"doomed", store.Failed, 1, map[int]string{1: record.StatusFailed, 2: record.StatusFailed}},
 		{"child", store.Blocked, 0, map[int]string{}},
 		{"grandchild", store.Blocked, 0, map[int]string{}},
 		{"free", store.Done, 0, map[int]string{1: record.StatusDone}},

@@ -41,7 +41,8 @@ func TestHungAgentStopped(t *testing.T) {
 				t.Errorf("the run took %s: the hung agents were not stopped in time", d)
 			}
 			t1 := w.task("t1")
-			if t1.Status != store.Failed || t1.Retries != 2 || t1.Error != c.reason {
+			// Two attempts: one retry (seed 004's retries, 0 on the first try).
+			if t1.Status != store.Failed || t1.Retries != 1 || t1.Attempt != 2 || t1.Error != c.reason {
 				t.Errorf("t1 = %+v, want failed after 2 attempts, error %s", t1, c.reason)
 			}
 			if got := w.attempts("t2"); got[1] != record.StatusTimeout || got[2] != record.StatusDone {

@@ -123,6 +123,25 @@ func (q *Queue) Held(now time.Time) int {
 	return n
 }
 
+// Phase is the plan's phase (seed 004's progress.phase) as its tasks tell it: review once no
+// task is pending or claimed (what is left is to review the results), verify_fix while every
+// task pending or claimed is a retry of a failed one (fixing what failed), else
+// implementation. It reads the tasks in place: a claim of a 10,000-task queue asks it.
+func (q *Queue) Phase() string {
+	phase := PhaseReview
+	for i := range q.tasks {
+		t := &q.tasks[i]
+		if t.Status != Pending && t.Status != Claimed {
+			continue
+		}
+		if t.Retries == 0 {
+			return PhaseImplementation
+		}
+		phase = PhaseVerifyFix
+	}
+	return phase
+}
+
 // Counts is how many tasks are in each status.
 func (q *Queue) Counts() map[string]int {
 	c := map[string]int{Pending: 0, Claimed: 0, Done: 0, Failed: 0, Blocked: 0, Skipped: 0}

@@ -91,8 +91,14 @@ type Retry struct {
 	MaxRetries int    `json:"max_retries"`
 }
 
-// Phases of a plan's execution (the seed's; the queue runs the implementation phase).
-const PhaseImplementation = "implementation"
+// Phases of a plan's execution (seed 004's progress.phase), as the queue reads them from its
+// tasks (Queue.Phase): implementation while a task has yet to be tried, verify_fix while
+// every task left is a retry of a failed one, review once no task is left to run.
+const (
+	PhaseImplementation = "implementation"
+	PhaseVerifyFix      = "verify_fix"
+	PhaseReview         = "review"
+)
 
 // Progress is progress-<plan>.json.
 type Progress struct {
@@ -142,6 +148,9 @@ type Agent struct {
 	StartedAt       string  `json:"started_at"`
 	CompletedAt     *string `json:"completed_at"`
 	Tasks           int     `json:"tasks,omitempty"`
+	// TasksFailed (ours) counts the tasks the agent failed for good (out of retries, or
+	// failed by the no-progress breaker): each is a failed agent of the seed's agents_failed.
+	TasksFailed int `json:"tasks_failed,omitempty"`
 }
 
 // AgentState is agent-state-<agent>.json, kept for crash recovery. Bead and Attempt (ours) name

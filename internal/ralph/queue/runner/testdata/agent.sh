@@ -12,6 +12,9 @@
 #   gate:N:D    counts itself as count does, then waits until N agents have been counted at
 #               once (D.open, made by the Nth; at most 30 s, then exits 5);
 #   cost:X      reports a cost of X USD as claude -p --output-format json does;
+#   turns:N     reports N turns (num_turns) in that result (1 by default);
+#   mark:F      creates the file F.ATTEMPT ($DISPATCH_ATTEMPT: a sign of that attempt's start);
+#   await:F     waits until the file F.ATTEMPT exists (at most 30 s, then exits 5);
 #   commit:F    writes its task id into the file F of its working directory and commits it
 #               (exit 6 when it cannot);
 #   switch:B    switches to a new branch B of its own (git switch -c B), as coding agents do;
@@ -25,6 +28,7 @@ prompt=$(cat)
 alog=
 echo "agent $RALPH_AGENT on $RALPH_TASK (attempt $DISPATCH_ATTEMPT): $prompt"
 cost=0
+turns=1
 code=0
 gate=
 for word in $prompt; do
@@ -62,6 +66,16 @@ for word in $prompt; do
 		fi
 		;;
 	cost:*) cost=${word#cost:} ;;
+	turns:*) turns=${word#turns:} ;;
+	mark:*) : > "${word#mark:}.$DISPATCH_ATTEMPT" ;;
+	await:*)
+		i=0
+		while [ ! -e "${word#await:}.$DISPATCH_ATTEMPT" ]; do
+			i=$((i + 1))
+			[ $i -gt 600 ] && exit 5
+			sleep 0.05
+		done
+		;;
 	commit:*)
 		f=${word#commit:}
 		{ echo "$RALPH_TASK" > "$f" && git add -- "$f" &&
@@ -83,6 +97,6 @@ for word in $prompt; do
 	esac
 done
 [ -z "$alog" ] || echo "$RALPH_TASK end $SWARM_AGENT_ID $code" >> "$alog"
-printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":1,"result":"ok"}\n' "$cost"
+printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":%s,"num_turns":%s,"result":"ok"}\n' "$cost" "$turns"
 [ -n "$gate" ] && rm -f "$gate"
 exit $code

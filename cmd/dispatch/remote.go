@@ -16,6 +16,7 @@ import (
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
+	"github.com/agentfleet/fleet/internal/screen"
 	"github.com/agentfleet/fleet/internal/statedir"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -122,7 +123,9 @@ func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *set
 
 	da := remote.DispatchArgs{Branch: branch, Force: o.force, NoContext: o.noContext, Worktree: o.worktree, NoTmux: o.noTmux,
 		Verify: o.verify, Timeout: o.timeout, Bead: o.bead, Repo: host.Repo, Agent: o.agentArg, Template: o.template}
-	run, err := conn.RunAttempt(ctx, remote.Attempt{Args: da, Prompt: prompt, Out: stdout, ErrOut: stderr,
+	// The host's dispatch's lines are the host's text: stripped of their control sequences as
+	// they stream, as swarm run strips them, before they reach the terminal.
+	run, err := conn.RunAttempt(ctx, remote.Attempt{Args: da, Prompt: prompt, Out: screen.NewStripWriter(stdout), ErrOut: screen.NewStripWriter(stderr),
 		Watch: remote.Watch{Every: time.Second, OfflineAfter: h.offlineAfter}})
 	var offline *remote.OfflineError
 	var refused *remote.StartError
@@ -146,7 +149,10 @@ func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *set
 		fmt.Fprintf(stdout, "Branch: %s's %s fetched as %s\n", host.Name, branch, ref)
 	}
 	res, _ := final.Final(number)
-	fmt.Fprintln(stdout, outcomeLine(res))
+	// Its reason is the host's text too.
+	shown := *res
+	shown.Reason = remote.Printable(shown.Reason)
+	fmt.Fprintln(stdout, outcomeLine(&shown))
 	return exitFor(res)
 }
 

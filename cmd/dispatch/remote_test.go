@@ -251,3 +251,49 @@ func TestDispatchHostBadInput(t *testing.T) {
 		t.Errorf("a refused dispatch --host left records")
 	}
 }
+
+// TestDispatchHostTextPrintable: a hostile host's dispatch prints terminal control sequences on
+// its stdout and stderr (retitle the terminal, clear it, write the clipboard) and its records'
+// reason holds them; dispatch --host prints its lines and the outcome line without any of
+// them, the text kept.
+func TestDispatchHostTextPrintable(t *testing.T) {
+	w := newRemoteWorld(t, 1)
+	// The host runs a wrapper of its own binary (hosts.yaml's bin); here the test's runs.
+	hostBin := t.TempDir()
+	real := filepath.Join(w.bin, "dispatch")
+	wrapper := fmt.Sprintf(`#!/bin/sh
+case " $* " in
+*" __records "*) %[1]q "$@" | sed 's/"reason":"/"reason":"\\u001b]0;retitled\\u0007\\u001b[2Jcleared /'; exit 0 ;;
+*" version "*) exec %[1]q "$@" ;;
+esac
+printf 'hello \033]0;retitled\007\033[2Jfrom the host\n'
+printf 'launching \033]52;c;Y2xpcA==\007now\n' >&2
+exec %[1]q "$@"
+`, real)
+	if err := os.WriteFile(filepath.Join(hostBin, "dispatch"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hosts, _ := os.ReadFile(w.hostsFile)
+	hostile := filepath.Join(w.dir, "hostile.yaml")
+	os.WriteFile(hostile, bytes.ReplaceAll(hosts, []byte("bin: "+w.bin), []byte("bin: "+hostBin)), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, stdout, stderr := w.dispatch(ctx, nil, "--host", "h1", "--hosts", hostile, "--state-dir", w.state,
+		"--branch", "feature/x", "bd-esc", w.repo, "fake", "SAY=far")
+	if code != 0 {
+		t.Fatalf("dispatch --host: exit %d\nstdout:\n%q\nstderr:\n%q", code, stdout, stderr)
+	}
+	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+		if strings.ContainsAny(text, "\x1b\x07") {
+			t.Errorf("dispatch --host's %s holds the host's control sequences:\n%q", name, text)
+		}
+	}
+	for _, want := range []string{"hello from the host", "bd-esc: done (exit 0, reason cleared agent-exit-0"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q (made printable):\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "launching now") {
+		t.Errorf("stderr lacks the host's line %q (made printable):\n%s", "launching now", stderr)
+	}
+}

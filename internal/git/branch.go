@@ -19,6 +19,13 @@ func (e *StrayError) Error() string {
 		e.Head, e.Branch, e.Branch, e.Branch)
 }
 
+// NewStrayError is the StrayError of a worktree whose HEAD is headRef (what git symbolic-ref -q
+// HEAD says: refs/heads/<name>, or "" when detached) at headSHA, off the task's branch: for a
+// worktree read elsewhere (a host's), by the same rule as ReturnToBranch.
+func NewStrayError(branch, headRef, headSHA string) *StrayError {
+	return &StrayError{Branch: branch, Head: orDetached(headRef, headSHA)}
+}
+
 // ReturnToBranch makes sure that the worktree r, where an agent worked on branch, is on branch
 // again, with the agent's commits on it. Coding agents often switch to a branch of their own
 // (git switch -c …): their commits are then on that branch, and branch stays where it was.

@@ -807,3 +807,53 @@ func TestHostLostDuringPushRunsElsewhere(t *testing.T) {
 		t.Errorf("task a's agent ran other than once:\n%s", runs)
 	}
 }
+
+// TestHostAgentOnItsOwnBranch: an agent on a host that switches to a branch of its own and
+// commits there (as coding agents do) has its work on the task's branch here, as it would
+// locally (TestAgentOnItsOwnBranch): the host's task branch is moved to the agent's commit
+// before it is fetched, and commit_sha is on it. An agent whose branch does not descend from
+// the task's (an orphan) fails its task with a reason naming both branches, and nothing is
+// brought back from its worktree.
+func TestHostAgentOnItsOwnBranch(t *testing.T) {
+	w := newWorld(t)
+	_, execs := labExecutors(t, w, 1, 2)
+	doc := `name: switching agents on a host
+defaults: {agent: fake, timeout: 600, retries: 0}
+tasks:
+  - {id: a, prompt: "switch:other commit:a.txt write:left.txt", branch: task-a}
+  - {id: c, prompt: "orphan:stray commit:c.txt", branch: task-c}
+`
+	cfg := w.config(t, doc, 0)
+	cfg.Executors = []Executor{execs[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	a := res.State.Tasks["a"]
+	if a.Status != Completed || a.Trace == nil || a.Trace.CommitSHA == nil {
+		t.Fatalf("a = %s, error %+v\n%s", a.Status, a.Error, w.log.String())
+	}
+	if _, err := gitCmd(ctx, w.repo, "merge-base", "--is-ancestor", *a.Trace.CommitSHA, "refs/heads/task-a"); err != nil {
+		t.Errorf("a's commit_sha %s is not on its branch task-a: %v", *a.Trace.CommitSHA, err)
+	}
+	for file, want := range map[string]string{"a.txt": "a", "left.txt": "a"} {
+		if out, err := gitCmd(ctx, w.repo, "show", "refs/heads/task-a:"+file); err != nil || strings.TrimSpace(out) != want {
+			t.Errorf("task-a's %s = %q, %v; want the agent's work %q", file, out, err, want)
+		}
+	}
+	if want := "a: the agent worked on branch other on h1; its commits are brought onto task-a"; !strings.Contains(w.log.String(), want) {
+		t.Errorf("the run's log lacks %q:\n%s", want, w.log.String())
+	}
+	c := res.State.Tasks["c"]
+	if c.Status != Failed || c.Error == nil || !strings.Contains(c.Error.Message, "branch stray") || !strings.Contains(c.Error.Message, "task-c") {
+		t.Errorf("c = %s, error %+v; want failed naming stray and task-c\n%s", c.Status, c.Error, w.log.String())
+	}
+	if c.Trace != nil && c.Trace.CommitSHA != nil {
+		t.Errorf("c records commit %s", *c.Trace.CommitSHA)
+	}
+	if out, err := gitCmd(ctx, w.repo, "show", "refs/heads/task-c:c.txt"); err == nil {
+		t.Errorf("task-c holds the orphan's c.txt (%q): it was brought back", out)
+	}
+}

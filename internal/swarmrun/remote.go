@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,9 @@ import (
 // runs the agent in a worktree of its own there (--worktree --no-tmux) with a deadline
 // (--timeout: the task's timeout, else Lease), the bead is followed there until its result is
 // final, the records are brought back into StateDir, and the branch (what the agent left
-// uncommitted committed there first) comes back with git fetch and becomes the task's branch
-// here, in its worktree, where the scheduler commits it with the trailers.
+// uncommitted committed there first, and the agent's commits on a branch of its own brought
+// onto it) comes back with git fetch and becomes the task's branch here, in its worktree,
+// where the scheduler commits it with the trailers.
 //
 // A host that stops answering is offline for the rest of the run: the attempt's Outcome says
 // so with the time before which the task must not run elsewhere (the deadline its supervisor
@@ -279,8 +281,15 @@ func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapsh
 			kind = "branch-not-brought-back"
 			err = r.bringBranch(bctx, job, hostWT)
 		}
+		var stray *fgit.StrayError
 		switch {
 		case err == nil:
+			return out
+		case errors.As(err, &stray):
+			// The agent's work is on a branch of its own there that the task's cannot take
+			// by a fast-forward: no try changes that. It stays there, as a local one stays
+			// in its worktree, and the attempt fails as a local one does.
+			out.Status, out.Reason = record.StatusFailed, oneLine(err)
 			return out
 		case errors.Is(err, remote.ErrNoMaster) && try < bringTries:
 			// The master closed (its ServerAlive checks gave up): a host that answers again
@@ -308,16 +317,23 @@ func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapsh
 // judged failed (over about 3 s).
 const bringTries = 4
 
-// bringBranch commits what the agent left uncommitted in the host's worktree, fetches the
-// branch and makes it the task's branch here, in its worktree.
+// bringBranch commits what the agent left uncommitted in the host's worktree, brings the
+// agent's commits onto the task's branch there when it worked on a branch of its own
+// (returnScript), fetches the branch and makes it the task's branch here, in its worktree.
+// An agent whose commits cannot be brought onto the task's branch is a *fgit.StrayError, and
+// nothing is fetched.
 func (r *Remote) bringBranch(ctx context.Context, job Job, hostWT string) error {
-	script := `cd "$1" && git add -A && { git diff --cached --quiet || git -c user.name="swarm run" -c user.email=swarm-run@localhost commit --quiet --no-verify -m "$2"; }`
-	res, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", hostWT, job.Task + ": the agent's uncommitted work"}, Timeout: time.Minute})
+	// The task's name and branch reach the host's shell as arguments ("$2", "$3"), never in
+	// its script.
+	res, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", returnScript, "sh", hostWT, job.Task + ": the agent's uncommitted work", job.Branch}, Timeout: time.Minute})
 	if err != nil {
 		return err
 	}
 	if res.Code != 0 {
 		return fmt.Errorf("host %s: committing the agent's work in %s: exit %d: %s", r.Conn.Host.Name, hostWT, res.Code, remote.Printable(string(res.Stderr)))
+	}
+	if err := r.returned(job, res.Stdout); err != nil {
+		return err
 	}
 	ref, err := r.Conn.Fetch(ctx, r.Repo, job.Branch)
 	if err != nil {
@@ -325,6 +341,56 @@ func (r *Remote) bringBranch(ctx context.Context, job Job, hostWT string) error 
 	}
 	_, err = gitCmd(ctx, job.Dir, "reset", "--hard", "--quiet", ref)
 	return err
+}
+
+// returnScript runs in the host's worktree ("$1") after the agent ended: it commits what the
+// agent left uncommitted (message "$2") on the worktree's HEAD, then gives the task's branch
+// ("$3") the rule git.Repo.ReturnToBranch gives it here. Coding agents often switch to a
+// branch of their own (git switch -c …) and commit there, so the task's branch stays at the
+// base: when HEAD is elsewhere and its commit descends from the branch's tip, the branch is
+// moved to it (from that tip only: update-ref with the old value) and HEAD is put back on it.
+// It says on its output what it found: "on-branch"; or "moved" or "stray" (HEAD does not
+// descend from the tip; nothing moved), each followed by HEAD's commit and HEAD's ref (empty
+// when detached) on lines of their own.
+const returnScript = `cd "$1" || exit
+git add -A && { git diff --cached --quiet || git -c user.name="swarm run" -c user.email=swarm-run@localhost commit --quiet --no-verify -m "$2"; } || exit
+full="refs/heads/$3"
+ref=$(git symbolic-ref -q HEAD)
+if [ "$ref" = "$full" ]; then echo on-branch; exit 0; fi
+head=$(git rev-parse --verify --quiet 'HEAD^{commit}') || { echo "the worktree's HEAD ($ref) names no commit" >&2; exit 1; }
+tip=$(git rev-parse --verify --quiet "$full^{commit}") || { echo "the task's branch $3 is gone (the worktree is on $ref)" >&2; exit 1; }
+verdict=stray
+if [ "$(git merge-base "$tip" "$head")" = "$tip" ]; then
+	git update-ref -m "brought back from $ref" "$full" "$head" "$tip" && git symbolic-ref -m "back to $3" HEAD "$full" || exit
+	verdict=moved
+fi
+printf '%s\n%s\n%s\n' "$verdict" "$head" "$ref"`
+
+// commitID is a commit's full name as git prints it (SHA-1 or SHA-256).
+var commitID = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// returned reads returnScript's answer: nil when the task's branch has the agent's commits
+// (logging where they were when it worked on a branch of its own), a *fgit.StrayError when
+// they could not be brought onto it. The answer is the host's text: its commit must be one,
+// and its ref is printed only made printable.
+func (r *Remote) returned(job Job, out []byte) error {
+	lines := strings.SplitN(strings.TrimSpace(string(out)), "\n", 3)
+	if len(lines) == 1 && lines[0] == "on-branch" {
+		return nil
+	}
+	if len(lines) < 2 || (lines[0] != "moved" && lines[0] != "stray") || !commitID.MatchString(lines[1]) {
+		return fmt.Errorf("host %s: bringing the agent's work onto %s in %s: unexpected answer %q", r.Conn.Host.Name, job.Branch, job.Dir, remote.Printable(string(out)))
+	}
+	ref := ""
+	if len(lines) == 3 {
+		ref = remote.Printable(lines[2])
+	}
+	stray := fgit.NewStrayError(job.Branch, ref, lines[1])
+	if lines[0] == "stray" {
+		return stray
+	}
+	fmt.Fprintf(orDiscard(r.Log), "%s: the agent worked on %s on %s; its commits are brought onto %s\n", job.Task, stray.Head, r.Host(), job.Branch)
+	return nil
 }
 
 // lost is an attempt cut short by the connection before or while it was started: the host is

@@ -396,7 +396,7 @@ func TestAbort(t *testing.T) {
 				t.Errorf("Abort returned %d iterations, want 0", st.Metrics.TotalIterations)
 			}
 			if revert {
-				if err := l.ws.Revert(ctx, st); err != nil {
+				if err := l.ws.Revert(ctx, st, l.rt); err != nil {
 					t.Fatalf("Revert: %v", err)
 				}
 				if st.StartCommit != head {
@@ -575,4 +575,62 @@ func deadProcess(t *testing.T) int {
 		t.Skip("the pid was taken again at once")
 	}
 	return cmd.Process.Pid
+}
+
+// TestRevertTrustsOnlyTheSeal (issue 27): the agent of a loop started after a commit of the
+// user's points state.json's start_commit at the commit before it and empties
+// untracked-at-start; abort --revert is refused and touches nothing: HEAD, the user's commit,
+// the untracked file of the start and the agent's work are as they were. A branch moved off
+// the start (HEAD no longer descends from it) is refused too.
+func TestRevertTrustsOnlyTheSeal(t *testing.T) {
+	l := newLab(t, "write=tracked.txt rewind touch=OUT/m1 sleep=60")
+	os.WriteFile(filepath.Join(l.ws.Root, "mine.txt"), []byte("the user's\n"), 0o644)
+	l.git("add", "mine.txt")
+	l.git("commit", "-q", "-m", "the user's own commit, before the loop")
+	start := strings.TrimSpace(l.git("rev-parse", "HEAD"))
+	os.WriteFile(filepath.Join(l.ws.Root, "untracked-before.txt"), []byte("was there\n"), 0o644)
+	id := l.start("Rewound", "false")
+	l.waitFile(l.marker("m1"))
+	ctx := context.Background()
+	st, err := l.ws.Abort(ctx, id)
+	if err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	if st.StartCommit == start {
+		t.Fatalf("the agent did not rewrite start_commit (%s)", st.StartCommit)
+	}
+	intact := func(what string) {
+		t.Helper()
+		if head := strings.TrimSpace(l.git("rev-parse", "HEAD")); head != start {
+			t.Errorf("%s: HEAD is %s, want %s as it was", what, head, start)
+		}
+		for _, f := range []string{"mine.txt", "untracked-before.txt"} {
+			if _, err := os.Stat(filepath.Join(l.ws.Root, f)); err != nil {
+				t.Errorf("%s: %s is gone: %v", what, f, err)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(l.ws.Root, "tracked.txt")); string(b) == "as committed\n" {
+			t.Errorf("%s: the agent's change of tracked.txt was reverted", what)
+		}
+	}
+	l.refused(l.ws.Revert(ctx, st, l.rt), `nothing is reverted: state.json's start .* changed behind ralph's back`)
+	intact("start_commit rewritten")
+
+	// state.json put right again, the list of untracked files still emptied.
+	path := filepath.Join(l.ws.LoopDir(id), "state.json")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte(st.StartCommit), []byte(start), 1), 0o600)
+	st = l.state(id)
+	l.refused(l.ws.Revert(ctx, st, l.rt), `nothing is reverted: untracked-at-start is not the list .* sealed`)
+	intact("untracked-at-start emptied")
+
+	// The branch moved off the start: a commit on the one before it.
+	os.WriteFile(filepath.Join(l.ws.LoopDir(id), untrackedFile), []byte("untracked-before.txt\x00"), 0o600)
+	l.git("reset", "-q", "--soft", "HEAD~1")
+	l.git("commit", "-q", "-m", "elsewhere")
+	moved := strings.TrimSpace(l.git("rev-parse", "HEAD"))
+	l.refused(l.ws.Revert(ctx, st, l.rt), `nothing is reverted: HEAD of .* does not descend from the loop's start`)
+	if head := strings.TrimSpace(l.git("rev-parse", "HEAD")); head != moved {
+		t.Errorf("the refused revert moved HEAD to %s", head)
+	}
 }

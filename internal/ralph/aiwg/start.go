@@ -137,8 +137,7 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 		if err := os.Mkdir(w.LoopDir(st.LoopID), 0o700); err != nil {
 			return err
 		}
-		recordStart(ctx, w, st)
-		if err := w.writeSeal(rt, st); err != nil {
+		if err := w.writeSeal(rt, st, recordStart(ctx, w, st)); err != nil {
 			os.RemoveAll(w.LoopDir(st.LoopID))
 			return err
 		}

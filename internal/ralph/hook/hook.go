@@ -8,8 +8,9 @@
 // discarded; its failure is reported to the caller as a warning and never changes the outcome
 // of the work. Nothing it starts outlives it: what it left behind when it ends, in its group
 // or not (a child that called setsid, a daemon that forked twice), is found by a mark in its
-// environment and killed (leftBehind). Events are run one after another, in order, on a goroutine of their own, so a
-// slow hook does not hold the work up; Close waits for those queued (each bounded).
+// environment and killed (reap.go). Events are run one after another, in order, on a
+// goroutine of their own, so a slow hook does not hold the work up; Close waits for those
+// queued (each bounded).
 package hook
 
 import (
@@ -204,6 +205,7 @@ func (h *Hook) Run(ctx context.Context, e Event) error {
 	// Stdout and stderr nil: the null device, not a pipe that a child left behind would hold.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A child may hold the stdin pipe: Wait gives up on it a moment after the kill.
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
 	if cmd.Process != nil {

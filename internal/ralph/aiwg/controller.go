@@ -436,9 +436,10 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			counted = true
 			m := &st.Metrics
 			m.TotalIterations++
-			if res.it.Outcome == OutcomeDone {
+			if res.madeProgress() {
 				m.SuccessfulIterations++
-			} else {
+			}
+			if res.it.Outcome != OutcomeDone {
 				m.FailedIterations++
 				ev = &hookEvent{hook.Failure, res.it.Reason}
 			}

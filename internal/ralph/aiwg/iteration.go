@@ -36,6 +36,17 @@ type iterResult struct {
 	log string
 }
 
+// madeProgress says whether the iteration ended done having changed the working tree (a
+// commit, or a file not ignored): seed 003's successful_iterations, "iterations that made
+// progress", counts these. Outside git nothing tells a change: an iteration that ended done
+// counts.
+func (r iterResult) madeProgress() bool {
+	if r.it.Outcome != OutcomeDone {
+		return false
+	}
+	return r.before == "" || r.after == "" || r.before != r.after
+}
+
 // Bead is iteration i's bead: its run and result records are state/runs/<loop_id>-<i>.json.
 func Bead(id string, i int) string { return id + "-" + strconv.Itoa(i) }
 

@@ -3,6 +3,7 @@ package aiwg
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,9 +84,10 @@ func testRuntime(log io.Writer) Runtime {
 		Supervisor: func(dir string) []string {
 			return []string{os.Args[0], "start", supervise.SuperviseVerb, "--state-dir", dir}
 		},
-		Env:     os.Environ(),
-		Log:     log,
-		SealDir: os.Getenv("AIWG_TEST_SEALS"),
+		Env:       os.Environ(),
+		Log:       log,
+		SealDir:   os.Getenv("AIWG_TEST_SEALS"),
+		Heartbeat: 200 * time.Millisecond,
 	}
 }
 
@@ -633,4 +635,42 @@ func TestRevertTrustsOnlyTheSeal(t *testing.T) {
 	if head := strings.TrimSpace(l.git("rev-parse", "HEAD")); head != moved {
 		t.Errorf("the refused revert moved HEAD to %s", head)
 	}
+}
+
+// TestRegistryHeartbeat: a loop's registry entry has a heartbeat, last_active (seed 003's
+// update_registry_heartbeat; the registry had none, issue 27): the time of its last state
+// update, and while an iteration runs, its controller's beat.
+func TestRegistryHeartbeat(t *testing.T) {
+	l := newLab(t, "await=OUT/go")
+	id := l.start("Beating", "false")
+	lastActive := func() string {
+		b, _ := os.ReadFile(filepath.Join(l.ws.Dir(), "registry.json"))
+		var reg struct {
+			ActiveLoops []map[string]any `json:"active_loops"`
+		}
+		json.Unmarshal(b, &reg)
+		for _, e := range reg.ActiveLoops {
+			if e["loop_id"] == id {
+				s, _ := e["last_active"].(string)
+				return s
+			}
+		}
+		return ""
+	}
+	first := lastActive()
+	if _, ok := parseStamp(first); !ok {
+		t.Fatalf("the registry entry of a started loop has last_active %q, want a time", first)
+	}
+	// The agent waits for the test: no state update meanwhile, only the controller's beat.
+	l.waitFile(filepath.Join(l.agentDir, "prompt-1.txt"))
+	updated := l.state(id).LastUpdated
+	l.waitUntil("last_active to move on past last_updated while the iteration runs", func() bool {
+		t1, _ := parseStamp(updated)
+		t2, ok := parseStamp(lastActive())
+		return ok && t2.After(t1)
+	})
+	if now := l.state(id).LastUpdated; now != updated {
+		t.Errorf("the state was updated (%s, then %s) while the agent waited: the beat is not told apart", updated, now)
+	}
+	os.WriteFile(l.marker("go"), nil, 0o644)
 }

@@ -674,3 +674,43 @@ func TestRegistryHeartbeat(t *testing.T) {
 	}
 	os.WriteFile(l.marker("go"), nil, 0o644)
 }
+
+// TestLegacyCurrentLoop: AIWG's single-loop current-loop.json (seed 003's backward
+// compatibility; not read before, issue 27) is taken in once: its running loop is registered
+// paused under an id made from its task, its fields converted, the legacy file kept; resume
+// runs it here to its end. A second look takes nothing in again.
+func TestLegacyCurrentLoop(t *testing.T) {
+	l := newLab(t, "touch=done.txt")
+	os.MkdirAll(l.ws.Dir(), 0o700)
+	legacy := filepath.Join(l.ws.Dir(), LegacyFile)
+	os.WriteFile(legacy, []byte(`{"loopId": "loop-1738530000000", "active": true, "task": "Fix the build",
+  "completion": "test -f done.txt", "maxIterations": 10, "timeoutMinutes": 60, "timeoutMs": 3600000,
+  "startTime": "2026-02-02T21:00:00.000Z", "startTimeMs": 1738530000000, "currentIteration": 2,
+  "autoCommit": true, "branch": null, "completed": false, "status": "running", "iterations": [], "lastResult": null, "learnings": []}`), 0o600)
+	ctx := context.Background()
+	id, err := l.ws.MigrateLegacy(ctx, l.rt, "fake")
+	if err != nil || !strings.HasPrefix(id, "ralph-fix-the-build-") || !IsLoopID(id) {
+		t.Fatalf("MigrateLegacy = %q, %v; want a loop id ralph-fix-the-build-…", id, err)
+	}
+	st := l.state(id)
+	if st.Status != StatusPaused || st.PauseReason != PauseMigrated || st.Task != "Fix the build" ||
+		st.CompletionCriteria != "test -f done.txt" || st.Configuration.MaxIterations != 10 || st.TimeoutSeconds != 3600 ||
+		st.StartedAt != "2026-02-02T21:00:00Z" || st.Iteration != 2 {
+		t.Errorf("the migrated state: %+v", st)
+	}
+	if reg := l.registry(); len(reg.ActiveLoops) != 1 || reg.ActiveLoops[0].LoopID != id {
+		t.Errorf("registry: %+v, want the migrated loop active", reg.ActiveLoops)
+	}
+	if again, err := l.ws.MigrateLegacy(ctx, l.rt, "fake"); err != nil || again != id || len(l.ws.Loops()) != 1 {
+		t.Errorf("a second MigrateLegacy = %q, %v, %d loops; want %q, nothing more", again, err, len(l.ws.Loops()), id)
+	}
+	if _, err := os.Stat(legacy); err != nil {
+		t.Errorf("the legacy file is gone: %v", err)
+	}
+	if _, err := l.ws.Resume(ctx, id, ResumeSpec{}, l.rt); err != nil {
+		t.Fatalf("Resume of the migrated loop: %v", err)
+	}
+	if end := l.waitStatus(id, StatusCompleted); end.Metrics.TotalIterations != 3 {
+		t.Errorf("the migrated loop completed after %d iterations in all, want 3 (2 of AIWG's, 1 here)", end.Metrics.TotalIterations)
+	}
+}

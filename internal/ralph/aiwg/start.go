@@ -50,6 +50,14 @@ type StartSpec struct {
 // every run of other characters one '-', trimmed, at most 30 characters ("loop" when nothing
 // is left).
 func NewID(task string) string {
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	return "ralph-" + slug(task) + "-" + hex.EncodeToString(rnd[:])
+}
+
+// slug is a loop id's middle: task lower-cased, every run of other characters one '-',
+// trimmed, at most 30 characters ("loop" when nothing is left).
+func slug(task string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(task) {
@@ -64,16 +72,14 @@ func NewID(task string) string {
 			break
 		}
 	}
-	slug := strings.Trim(b.String(), "-")
-	if len(slug) > 30 {
-		slug = strings.Trim(slug[:30], "-")
+	s := strings.Trim(b.String(), "-")
+	if len(s) > 30 {
+		s = strings.Trim(s[:30], "-")
 	}
-	if slug == "" {
-		slug = "loop"
+	if s == "" {
+		s = "loop"
 	}
-	var rnd [4]byte
-	rand.Read(rnd[:])
-	return "ralph-" + slug + "-" + hex.EncodeToString(rnd[:])
+	return s
 }
 
 // Start records a new loop (running) and starts its controller, or, with Foreground, makes

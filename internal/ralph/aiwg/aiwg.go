@@ -58,6 +58,10 @@ type Runtime struct {
 	// where Start keeps each loop's completion command (seal.go): the agent works in the
 	// workspace, where state.json is, and must not choose the command that judges it.
 	SealDir string
+	// Ask, when set, asks the person at the controller's terminal a yes-or-no question: an
+	// --interactive loop asks it before each iteration after the first (askToGoOn). Only a
+	// foreground controller has one.
+	Ask func(question string) bool
 	// Heartbeat is how often a controller whose iteration runs says it is alive in the
 	// registry (its entry's last_active); 0: DefaultHeartbeat.
 	Heartbeat time.Duration

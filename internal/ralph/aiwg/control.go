@@ -187,6 +187,9 @@ func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Ru
 		default:
 			return fmt.Errorf("loop %s is %s: %s → %s is %w (%s)", id, cur.Status, cur.Status, StatusRunning, ErrTransition, allowed(cur.Status))
 		}
+		if st.Configuration.Interactive && !spec.Foreground {
+			return fmt.Errorf("loop %s is interactive: it asks before each iteration on a terminal; resume it with --foreground", id)
+		}
 		if spec.MaxIterations > 0 {
 			st.Configuration.MaxIterations = spec.MaxIterations
 		}

@@ -199,7 +199,7 @@ func TestAgentCannotEndOrExtendItsLoop(t *testing.T) {
 		t.Errorf("the final checkpoint: %v; want the loop failed, max-iterations", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(l.ws.LoopDir(st.LoopID), "controller.log"))
-	for _, want := range []string{"says completed behind the controller's back", "iteration cap or timeout was changed behind the controller's back"} {
+	for _, want := range []string{"says completed behind the controller's back", "iteration cap, timeout or configuration was changed behind the controller's back"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("controller.log does not say %q:\n%s", want, b)
 		}

@@ -166,6 +166,12 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 [ "$2" = hang ] && sleep 1000
 exit 0
 `), 0o644)
+	// A process of the caller's, not the hook's, is left alone.
+	bystander := exec.Command("sleep", "1000")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
 	for _, how := range []string{"ends", "hang"} {
 		pidFile := filepath.Join(dir, how+".pid")
 		h, err := New("sh " + script + " " + pidFile + " " + how)
@@ -195,5 +201,8 @@ exit 0
 		if !gone() {
 			t.Errorf("%s: the hook's setsid child %d outlived the hook", how, pid)
 		}
+	}
+	if st, ok := proc.ReadStat(bystander.Process.Pid); !ok || st.State == 'Z' {
+		t.Errorf("a process that was not the hook's was killed too")
 	}
 }

@@ -17,7 +17,7 @@ import (
 // that forked twice and left the group) is not in the group any more, and once its parent is
 // gone it is the child of PID 1: no kill of the group and no walk of the parent links finds it.
 // What every such process keeps is its environment, inherited through fork, setsid and exec. So
-// each run of a hook has a mark of its own in its environment (RALPH_HOOK_RUN=<random>), and
+// each run of a hook has a mark of its own in its environment (RALPH_HOOK_RUN_<random>=1), and
 // when the hook ends every process of ours whose environment holds it is killed, again until
 // none is left. This needs no privilege (a subreaper would need a helper process of our own
 // binary in every program and test that runs a hook; a PID namespace or a cgroup, privileges
@@ -25,31 +25,27 @@ import (
 // (env -i, sudo) or is started by another service (systemd-run, at): the hook's author chose
 // that.
 
-// markVar is the environment variable that marks a hook's run.
-const markVar = "RALPH_HOOK_RUN"
+// markVar begins the environment variable that marks a hook's run: RALPH_HOOK_RUN_<random>=1.
+// The random part is in the name, so that a hook run by a process another hook started (a
+// ralph loop a hook launched) adds its own mark beside the one it inherited, and each sweep
+// finds its own.
+const markVar = "RALPH_HOOK_RUN_"
 
 // newMark is a run's mark: 128 random bits, so no other process holds it by chance.
 func newMark() string {
 	var b [16]byte
 	rand.Read(b[:])
-	return markVar + "=" + hex.EncodeToString(b[:])
+	return markVar + hex.EncodeToString(b[:]) + "=1"
 }
 
 // markedEnv is env (nil: this process's) with the mark first, where a bounded read of a
-// process's environment finds it (a shell that execs a program passes its variables in its own
-// order, so leftBehind reads more than the first entry all the same). A mark env already holds,
-// from a hook that ran the caller, is replaced.
+// process's environment finds it soonest (a shell that execs a program passes its variables in
+// its own order, so leftBehind reads more than the first entry all the same).
 func markedEnv(env []string, mark string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
-	out := []string{mark}
-	for _, kv := range env {
-		if len(kv) <= len(markVar) || kv[:len(markVar)+1] != markVar+"=" {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return append([]string{mark}, env...)
 }
 
 // maxEnviron bounds the read of a process's environment.

@@ -469,7 +469,7 @@ func (w Workspace) sealedStart(ctx context.Context, st *State, rt Runtime) (*sta
 		if st.StartCommit == "" {
 			return nil, fmt.Errorf("%s was not a git repository with a commit when the loop started: nothing to reset to", w.Root)
 		}
-		return nil, fmt.Errorf("the loop's start is not sealed outside the workspace (a loop started before ralph sealed it, or without $SWARM_DIR's seal): reset the tree by hand")
+		return nil, fmt.Errorf("the loop's start is not sealed in %s (a loop started before ralph sealed starts, or under another $SWARM_DIR): reset the tree by hand", rt.sealPath(st.LoopID))
 	}
 	sp := s.Start
 	if sp.Commit != st.StartCommit || sp.Stash != st.StartStash {

@@ -469,7 +469,11 @@ func (w Workspace) sealedStart(ctx context.Context, st *State, rt Runtime) (*sta
 		if st.StartCommit == "" {
 			return nil, fmt.Errorf("%s was not a git repository with a commit when the loop started: nothing to reset to", w.Root)
 		}
-		return nil, fmt.Errorf("the loop's start is not sealed in %s (a loop started before ralph sealed starts, or under another $SWARM_DIR): reset the tree by hand", rt.sealPath(st.LoopID))
+		where := rt.sealPath(st.LoopID)
+		if where == "" {
+			where = "$SWARM_DIR/aiwg ($SWARM_DIR cannot be told)"
+		}
+		return nil, fmt.Errorf("the loop's start is not sealed in %s (a loop started before ralph sealed starts, or under another $SWARM_DIR): reset the tree by hand", where)
 	}
 	sp := s.Start
 	if sp.Commit != st.StartCommit || sp.Stash != st.StartStash {

@@ -587,8 +587,8 @@ func (c *controller) askToGoOn(ctx context.Context, i int, res iterResult) (bool
 		return true, nil
 	}
 	st, err := c.ws.ReadState(c.id)
-	if err != nil || st.Status != StatusRunning || !c.mine(st) {
-		return true, nil // the next look decides
+	if err != nil || st.Status != StatusRunning || !c.mine(st) || st.NextIteration() > c.limits.maxIterations {
+		return true, nil // the next look decides (it ends a loop at its cap)
 	}
 	if c.rt.Ask(fmt.Sprintf("iteration %d: %s, the completion command did not pass; run iteration %d? [Y/n] ", i, res.it.Outcome, st.NextIteration())) {
 		return true, nil

@@ -359,7 +359,7 @@ func TestRevertTrustsOnlyTheSeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := l.state("g3").StartSnapshot
-	empty := gitRun(t, repo, "commit-tree", "-p", start, "-m", "forged", gitRun(t, repo, "hash-object", "-t", "tree", "/dev/null"))
+	empty := gitRun(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", "-p", start, "-m", "forged", gitRun(t, repo, "hash-object", "-t", "tree", "/dev/null"))
 	forge := func(field, from, to string) func() {
 		return func() {
 			b := bytes.Replace(honest, []byte(`"`+field+`": "`+from+`"`), []byte(`"`+field+`": "`+to+`"`), 1)

@@ -101,6 +101,11 @@ type lab struct {
 	rt       Runtime
 	agentDir string
 	out      string // markers, outside the repository
+	// controllers are the background controllers the lab started, as their states named them
+	// at the start: one that has written its last state may still be at work (its registry
+	// entry, its log) when a test ends, and must be gone before the test's directory is
+	// removed.
+	controllers []State
 }
 
 func newLab(t *testing.T, plan ...string) *lab {
@@ -166,6 +171,7 @@ func (l *lab) start(task, completion string) string {
 	if st.PID == nil || *st.PID == os.Getpid() {
 		l.t.Fatalf("Start: controller %v, want a background one", st.PID)
 	}
+	l.controllers = append(l.controllers, *st)
 	return st.LoopID
 }
 
@@ -263,9 +269,24 @@ func (l *lab) settled(id, status string, oldPID int, oldStart uint64) {
 
 // killAll kills what a failed test left running: controllers and supervisors.
 func (l *lab) killAll() {
+	controllers := l.controllers
 	for _, id := range l.ws.Loops() {
-		if st, err := l.ws.ReadState(id); err == nil && controllerAlive(st) {
-			syscall.Kill(*st.PID, syscall.SIGKILL)
+		if st, err := l.ws.ReadState(id); err == nil {
+			controllers = append(controllers, *st)
+		}
+	}
+	for i := range controllers {
+		if controllerAlive(&controllers[i]) {
+			syscall.Kill(*controllers[i].PID, syscall.SIGKILL)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		alive := false
+		for i := range controllers {
+			alive = alive || controllerAlive(&controllers[i])
+		}
+		if !alive {
+			break
 		}
 	}
 	layout := supervise.Layout{Dir: l.ws.DefaultStateDir()}

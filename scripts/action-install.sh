@@ -164,6 +164,11 @@ install_validate_state() {
   fi
   download "$v" "$arch" || rc=$?
   if [ "$rc" -eq 2 ]; then
+    # The source here is VERSION's: it is no stand-in for another release.
+    if [ "$v" != "$(FLEET_VERSION='' release_version)" ]; then
+      say "no release $v for linux/$arch, and the action's source is $(FLEET_VERSION='' release_version), not $v: use the action of that tag (agentfleet/fleet@$v) or no version input"
+      exit 1
+    fi
     say "no release $v for linux/$arch: building from source"
     build_from_source
     return

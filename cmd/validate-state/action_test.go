@@ -212,12 +212,17 @@ func TestActionInstall(t *testing.T) {
 		t.Errorf("a changed cache: stderr %q does not say so", r.err)
 	}
 
-	// No release of that version (404): built from this checkout with the go on PATH.
-	noRelease := append(env, "FLEET_VERSION=v0.0.9")
+	// No release (404, here an empty directory): built from this checkout with the go on PATH.
+	noRelease := append(env, "FLEET_CACHE_DIR="+t.TempDir(), "FLEET_RELEASE_URL="+srv.URL+"/nothing")
 	r = runInstall(t, "install", noRelease...)
 	installed("no release", r, "source")
-	if !strings.Contains(r.err, "no release v0.0.9 for linux/"+arch+": building from source") {
+	if !strings.Contains(r.err, "no release "+version+" for linux/"+arch+": building from source") {
 		t.Errorf("no release: stderr %q does not say so", r.err)
+	}
+	// ... but not for another version than this source's: that would be a lie.
+	r = runInstall(t, "install", append(noRelease, "FLEET_VERSION=v0.0.9")...)
+	if !r.failed || !strings.Contains(r.err, "the action's source is "+version+", not v0.0.9") || r.outputs != "" {
+		t.Errorf("no release of another version: %+v, want a refusal", r)
 	}
 	// ... and no go on PATH: the step asks for one (the Action then runs setup-go).
 	if _, err := exec.LookPath("/usr/bin/go"); err != nil {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +81,78 @@ func TestSARIFSchema(t *testing.T) {
 		if args[0] != "--all" && !bytes.Contains(out, []byte(`"uri": "file:///`)) {
 			t.Errorf("validate-state %v: no file: URI in\n%s", args, out)
 		}
+		for _, w := range sarifValidatorWarnings(t, out) {
+			t.Errorf("validate-state %v: the SARIF validator would warn: %s", args, w)
+		}
 	}
+}
+
+// TestSARIFToolVersion checks the driver's version for SARIF2005 (it starts with an integer)
+// for the versions a build can have: a release's tag, a pseudo-version, none.
+func TestSARIFToolVersion(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"v1.2.3", "1.2.3"},
+		{"v0.0.0-20261207142512-eaf8ce8a1b2c+dirty", "0.0.0-20261207142512-eaf8ce8a1b2c+dirty"},
+		{"1.2.3", "1.2.3"},
+		{"devel", "0.0.0-devel"},
+		{"", "0.0.0-devel"},
+	} {
+		if got := sarifToolVersion(tc.in); got != tc.want {
+			t.Errorf("sarifToolVersion(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// sarifValidatorWarnings are the warnings Microsoft's SARIF validator (sarif-sdk's `Sarif.Multitool
+// validate`, its default rules) gives on a log such as ours, checked the way its rules check
+// them: the multitool needs .NET, which the test machines do not have.
+func sarifValidatorWarnings(t *testing.T, doc []byte) []string {
+	t.Helper()
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Name           string `json:"name"`
+					Version        string `json:"version"`
+					InformationURI string `json:"informationUri"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				Locations []struct {
+					PhysicalLocation *struct {
+						Region *struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(doc, &log); err != nil {
+		t.Fatalf("the SARIF log is not JSON: %v", err)
+	}
+	var warnings []string
+	for i, run := range log.Runs {
+		d := run.Tool.Driver
+		// SARIF2005 ProvideToolProperties: an informationUri, and a version that starts with
+		// an integer (its pattern ^\d+), so that versions compare.
+		if u, err := url.Parse(d.InformationURI); err != nil || !u.IsAbs() {
+			warnings = append(warnings, fmt.Sprintf("SARIF2005 runs[%d]: the tool %q provides no absolute informationUri (%q)", i, d.Name, d.InformationURI))
+		}
+		if !regexp.MustCompile(`^\d+`).MatchString(d.Version) {
+			warnings = append(warnings, fmt.Sprintf("SARIF2005 runs[%d]: the tool's version %q does not start with an integer", i, d.Version))
+		}
+		// SARIF2017 ProvideRequiredRegionProperties: every physical location has a region
+		// with a startLine (code-scanning views place a result by it).
+		for j, res := range run.Results {
+			for k, loc := range res.Locations {
+				if pl := loc.PhysicalLocation; pl != nil && (pl.Region == nil || pl.Region.StartLine < 1) {
+					warnings = append(warnings, fmt.Sprintf("SARIF2017 runs[%d].results[%d].locations[%d]: no region with a startLine", i, j, k))
+				}
+			}
+		}
+	}
+	return warnings
 }
 
 // TestJUnitConsumer has a JUnit consumer read --format junit: junitparser (Debian's

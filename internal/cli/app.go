@@ -144,7 +144,7 @@ func Run(ctx context.Context, app *ucli.App, args []string) error {
 func StateDirFlag() *ucli.StringFlag {
 	return &ucli.StringFlag{
 		Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"},
-		Usage: "the state directory (`DIR`)",
+		Usage: "use `DIR` as the state directory", // urfave/cli shows DIR after the flag too: once here
 		Action: func(_ *ucli.Context, dir string) error {
 			if dir != "" {
 				return nil

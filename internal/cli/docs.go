@@ -147,6 +147,7 @@ func (t *Tool) docs() docs {
 		}
 	}
 	d.verbs = verbsDocs(t.Name, "", t.Commands)
+	d.synopsis = slices.Clone(t.Manual.Synopsis)
 	for _, v := range d.verbs {
 		d.synopsis = append(d.synopsis, v.synopsis...)
 	}
@@ -270,8 +271,9 @@ func manDescription(b *strings.Builder, d docs) {
 
 func manOptions(b *strings.Builder, d docs) {
 	b.WriteString(".SH OPTIONS\n")
-	if len(d.verbs) > 0 {
-		b.WriteString("Before the verb:\n")
+	b.WriteString(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nprint the help and exit (after a verb: the verb's)\n")
+	if len(d.verbs) > 0 && len(d.flags) > 1 {
+		b.WriteString(".PP\nThe tool's own flags, which may also stand before a verb:\n")
 	}
 	manFlags(b, d.flags)
 	var verb func(v *verbDocs)
@@ -304,6 +306,9 @@ func manOptions(b *strings.Builder, d docs) {
 // and its environment variable.
 func manFlags(b *strings.Builder, flags []ucli.Flag) {
 	for _, f := range flags {
+		if f == ucli.HelpFlag {
+			continue // said once, at the top of OPTIONS
+		}
 		df, _ := f.(ucli.DocGenerationFlag)
 		usage := ""
 		if df != nil {

@@ -21,6 +21,8 @@ type EnumFlag struct {
 	// ("argument --format: invalid choice: 'x' (choose from 'a', 'b')"), Plain as the shell
 	// originals' tools do ("unknown --format "x"; use one of a, b").
 	Dialect Dialect
+	// Invalid, when set, words the error for a wrong value instead (a drop-in's own words).
+	Invalid func(value string) error
 }
 
 // RunAction checks the value against Choices, then runs the flag's own Action, if any.
@@ -35,6 +37,9 @@ func (f *EnumFlag) RunAction(c *ucli.Context) error {
 func (f *EnumFlag) Check(value string) error {
 	if value == f.Value || slices.Contains(f.Choices, value) {
 		return nil
+	}
+	if f.Invalid != nil {
+		return f.Invalid(value)
 	}
 	if f.Dialect == Labelled {
 		return Usagef("argument --%s: invalid choice: '%s' (choose from '%s')", f.Name, value, strings.Join(f.Choices, "', '"))

@@ -8,6 +8,9 @@ type Manual struct {
 	// Description is the page's DESCRIPTION, paragraphs separated by a blank line; the
 	// tool's one-line usage comes first either way.
 	Description string
+	// Synopsis are forms of a tool's command line that are no verb's (dispatch's BEAD form),
+	// before the verbs' in the SYNOPSIS.
+	Synopsis []string
 	// ExitStatus are the codes and what they mean, verbs' own ones included ("status: the
 	// worker is stopped"); none: the command's ExitCodes (Spec), else 0 ok, 1 failure, 2 usage
 	// error.

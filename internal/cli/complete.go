@@ -115,7 +115,7 @@ func writeBash(w io.Writer, d docs) error {
 	fmt.Fprintf(&b, "# bash completion for %s, generated from its command line by '%s %s bash'.\n", d.name, d.name, CompletionWord)
 	writeNodeData(&b, fn, d)
 	fmt.Fprintf(&b, `%[1]s() {
-  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} path= next w i operands=0
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} verbpath= next w i operands=0
   local fleet_words fleet_valued fleet_kind fleet_values
   %[1]s_node ''
   # The verb path: each word that names a verb below the path so far; a flag's value is
@@ -124,10 +124,10 @@ func writeBash(w io.Writer, d docs) error {
     w=${COMP_WORDS[i]}
     case " $fleet_valued " in *" $w "*) ((i++)); continue ;; esac
     case $w in -*) continue ;; esac
-    next=${path:+$path }$w
-    if %[1]s_node "$next"; then path=$next operands=0; else ((operands++)); fi
+    next=${verbpath:+$verbpath }$w
+    if %[1]s_node "$next"; then verbpath=$next operands=0; else ((operands++)); fi
   done
-  if [[ $cur != -* ]] && %[1]s_values "$path $prev"; then
+  if [[ $cur != -* ]] && %[1]s_values "$verbpath $prev"; then
     COMPREPLY=($(compgen -W "$fleet_values" -- "$cur"))
     return
   fi
@@ -150,19 +150,20 @@ func writeZsh(w io.Writer, d docs) error {
 	fn := "_" + strings.ReplaceAll(d.name, "-", "_")
 	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s, generated from its command line by '%s %s zsh'.\n", d.name, d.name, d.name, CompletionWord)
 	writeNodeData(&b, fnName(d.name), d)
-	// zsh's completion variables: words (1-based, the command first) and CURRENT.
+	// zsh's completion variables: words (1-based, the command first) and CURRENT. The verb
+	// path is not called "path": zsh ties that array to PATH.
 	fmt.Fprintf(&b, `%[1]s() {
-  local cur=${words[CURRENT]} prev=${words[CURRENT-1]} path= next w i operands=0
+  local cur=${words[CURRENT]} prev=${words[CURRENT-1]} verbpath= next w i operands=0
   local fleet_words fleet_valued fleet_kind fleet_values
   %[2]s_node ''
   for ((i = 2; i < CURRENT; i++)); do
     w=${words[i]}
     if [[ " $fleet_valued " == *" $w "* ]]; then ((i++)); continue; fi
     [[ $w == -* ]] && continue
-    next=${path:+$path }$w
-    if %[2]s_node "$next"; then path=$next operands=0; else ((operands++)); fi
+    next=${verbpath:+$verbpath }$w
+    if %[2]s_node "$next"; then verbpath=$next operands=0; else ((operands++)); fi
   done
-  if [[ $cur != -* ]] && %[2]s_values "$path $prev"; then
+  if [[ $cur != -* ]] && %[2]s_values "$verbpath $prev"; then
     compadd -- ${=fleet_values}
     return
   fi
@@ -192,7 +193,8 @@ func writeFish(w io.Writer, d docs) error {
 	// fish has no dynamic scope: the data functions set globals named after the tool.
 	fmt.Fprintf(&b, "function %s_node\n    switch $argv[1]\n", fn)
 	for _, n := range d.nodes() {
-		fmt.Fprintf(&b, "        case %s\n            set -g %s_words %s\n            set -g %s_valued %s\n            set -g %s_kind %s\n",
+		// fish's set leaves $status as it was: the case says its own.
+		fmt.Fprintf(&b, "        case %s\n            set -g %s_words %s\n            set -g %s_valued %s\n            set -g %s_kind %s\n            return 0\n",
 			fishQuote(n.path), fn, fishWords(n.words), fn, fishWords(n.valued), fn, fishQuote(n.operand))
 	}
 	b.WriteString("        case '*'\n            return 1\n    end\nend\n")
@@ -207,7 +209,7 @@ func writeFish(w io.Writer, d docs) error {
     set -l tokens (commandline -opc)
     set -l cur (commandline -ct)
     set -l prev $tokens[-1]
-    set -l path ''
+    set -l verbpath ''
     set -l operands 0
     set -l skip 0
     %[1]s_node ''
@@ -222,28 +224,28 @@ func writeFish(w io.Writer, d docs) error {
         end
         string match -q -- '-*' $w; and continue
         set -l next $w
-        test -n "$path"; and set next "$path $w"
+        test -n "$verbpath"; and set next "$verbpath $w"
         if %[1]s_node $next
-            set path $next
+            set verbpath $next
             set operands 0
         else
             set operands (math $operands + 1)
         end
     end
-    if not string match -q -- '-*' $cur; and %[1]s_values "$path $prev"
+    if not string match -q -- '-*' "$cur"; and %[1]s_values "$verbpath $prev"
         return
     end
     if contains -- $prev $%[1]s_valued
-        __fish_complete_path $cur
+        __fish_complete_path "$cur"
         return
     end
-    if not string match -q -- '-*' $cur; and test -n "$%[1]s_kind"; and test $operands = 0
+    if not string match -q -- '-*' "$cur"; and test -n "$%[1]s_kind"; and test $operands = 0
         command %[2]s %[3]s $%[1]s_kind 2>/dev/null
         return
     end
     printf '%%s\n' $%[1]s_words
-    if not string match -q -- '-*' $cur; and test -z "$%[1]s_kind"
-        __fish_complete_path $cur
+    if not string match -q -- '-*' "$cur"; and test -z "$%[1]s_kind"
+        __fish_complete_path "$cur"
     end
 end
 complete -c %[2]s -f -a '(%[1]s)'

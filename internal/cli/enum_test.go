@@ -16,7 +16,7 @@ func TestEnumFlag(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, value, want string // want: the error, "" none
-		flag                     *EnumFlag
+		flag              *EnumFlag
 	}{
 		{"a choice", "json", "", format(Plain)},
 		{"plain", "yaml", `unknown --format "yaml"; use one of text, json`, format(Plain)},

@@ -122,11 +122,17 @@ func writeBash(w io.Writer, d docs) error {
   # skipped, any other word is an operand.
   for ((i = 1; i < COMP_CWORD; i++)); do
     w=${COMP_WORDS[i]}
-    case " $fleet_valued " in *" $w "*) ((i++)); continue ;; esac
+    case " $fleet_valued " in *" $w "*) [[ ${COMP_WORDS[i+1]} == = ]] && ((i++)); ((i++)); continue ;; esac
     case $w in -*) continue ;; esac
     next=${verbpath:+$verbpath }$w
     if %[1]s_node "$next"; then verbpath=$next operands=0; else ((operands++)); fi
   done
+  # "--format=" is three words to bash (COMP_WORDBREAKS holds '='): the flag, '=', the value.
+  if [[ $cur == = ]]; then
+    cur= prev=${COMP_WORDS[COMP_CWORD-1]}
+  elif [[ $prev == = ]]; then
+    prev=${COMP_WORDS[COMP_CWORD-2]}
+  fi
   if [[ $cur != -* ]] && %[1]s_values "$verbpath $prev"; then
     COMPREPLY=($(compgen -W "$fleet_values" -- "$cur"))
     return

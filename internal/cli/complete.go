@@ -76,6 +76,11 @@ func keys(m map[string][]string) []string {
 	return out
 }
 
+// zshFunction is the name of a tool's zsh completion function, and of the file it is
+// installed as (scripts/gendocs.sh): _fleet_TOOL, with '-' as '_', a name no function of zsh's
+// own completion system has.
+func zshFunction(tool string) string { return fnName(tool) }
+
 // fnName is a tool's name as a shell function's: "validate-state" → "_fleet_validate_state".
 func fnName(name string) string { return "_fleet_" + strings.ReplaceAll(name, "-", "_") }
 
@@ -153,7 +158,9 @@ complete -o default -F %[1]s %[2]s
 
 func writeZsh(w io.Writer, d docs) error {
 	var b strings.Builder
-	fn := "_" + strings.ReplaceAll(d.name, "-", "_")
+	// Not "_dispatch": that is compsys's own dispatcher, which a file of that name in fpath
+	// replaced, and every completion of the shell with it (zshFunction).
+	fn := zshFunction(d.name)
 	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s, generated from its command line by '%s %s zsh'.\n", d.name, d.name, d.name, CompletionWord)
 	writeNodeData(&b, fnName(d.name), d)
 	// zsh's completion variables: words (1-based, the command first) and CURRENT. The verb

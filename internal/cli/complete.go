@@ -29,12 +29,15 @@ type node struct {
 	valued  []string            // its flags that take a value, as typed
 	choices map[string][]string // a flag (as typed) with fixed values: the values
 	operand string              // the kind of name its first operand is; "" none (files)
+	usages  map[string]string   // a verb among words: its line of help (fish shows it)
 }
 
 func newNode(path string, flags []ucli.Flag, verbs []*verbDocs, operand string) node {
-	n := node{path: path, choices: map[string][]string{}, operand: operand}
+	n := node{path: path, choices: map[string][]string{}, operand: operand, usages: map[string]string{}}
 	for _, v := range verbs {
-		n.words = append(n.words, v.path[strings.LastIndexByte(v.path, ' ')+1:])
+		word := v.path[strings.LastIndexByte(v.path, ' ')+1:]
+		n.words = append(n.words, word)
+		n.usages[word] = v.usage
 	}
 	for _, f := range flags {
 		names := typed(f)
@@ -208,7 +211,7 @@ func writeFish(w io.Writer, d docs) error {
 	for _, n := range d.nodes() {
 		// fish's set leaves $status as it was: the case says its own.
 		fmt.Fprintf(&b, "        case %s\n            set -g %s_words %s\n            set -g %s_valued %s\n            set -g %s_kind %s\n            return 0\n",
-			fishQuote(n.path), fn, fishWords(n.words), fn, fishWords(n.valued), fn, fishQuote(n.operand))
+			fishQuote(n.path), fn, fishWords(n.described()), fn, fishWords(n.valued), fn, fishQuote(n.operand))
 	}
 	b.WriteString("        case '*'\n            return 1\n    end\nend\n")
 	fmt.Fprintf(&b, "function %s_values\n    switch $argv[1]\n", fn)
@@ -265,6 +268,19 @@ complete -c %[2]s -f -a '(%[1]s)'
 `, fn, d.name, CompleteWord)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// described are the node's words, each verb's with its line of help after a tab: fish shows
+// a candidate's description so.
+func (n node) described() []string {
+	out := make([]string, len(n.words))
+	for i, w := range n.words {
+		out[i] = w
+		if u := n.usages[w]; u != "" {
+			out[i] = w + "\t" + strings.Join(strings.Fields(u), " ")
+		}
+	}
+	return out
 }
 
 // fishWords quotes each word for fish.

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		UsageText: "analyze-runs [--json | --format FORMAT] [--since DATE] [--until DATE] [filters] [options]\n" +
 			"analyze-runs --templates [--json] [--write-scores] [filters]",
 		Description: "Reads <state-dir>/runs and <state-dir>/results, merged by bead.",
+		Manual:      &manual,
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "report written"},
 			{Code: cli.ExitFailure, Meaning: "missing state directory or write failure"},
@@ -96,13 +96,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Flags: []ucli.Flag{
 			cli.StateDirFlag(),
 			&ucli.BoolFlag{Name: "json", Usage: "print the JSON document (same as --format json)"},
-			&ucli.StringFlag{Name: "format", Usage: "text, json, markdown, csv, html or prometheus (default text)"},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Usage: "text, json, markdown, csv, html or prometheus (default text)"}, Choices: formats},
 			&ucli.StringFlag{Name: "since", Usage: "count runs started, or finished, on or after `DATE` (YYYY-MM-DD or RFC 3339; a year, a month, YYYYMMDD or \"YYYY-MM-DD HH:MM\": from its start)"},
 			&ucli.StringFlag{Name: "until", Usage: "count runs started before the end of `DATE` (a day, a month: all of it; a time: up to it)"},
 			&ucli.StringSliceFlag{Name: "agent", Usage: "count only runs of agent `NAME` (repeat or comma-separate for several)"},
 			&ucli.StringSliceFlag{Name: "model", Usage: "count only runs of model `NAME`"},
 			&ucli.StringSliceFlag{Name: "template", Usage: "count only runs of template `NAME` (\"custom\": runs naming none)"},
-			&ucli.StringFlag{Name: "by", Usage: "group runs over time by `PERIOD`: day or week"},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "by", Usage: "group runs over time by `PERIOD`: day or week"},
+				Choices: []string{report.PeriodDay, report.PeriodWeek},
+				Invalid: func(v string) error { return cli.Usagef("unknown --by %q; use day or week", v) }},
 			&ucli.BoolFlag{Name: "detailed", Usage: "text: add the duration percentiles (p50, p90, max)"},
 			&ucli.BoolFlag{Name: "attempts", Usage: "also count the earlier attempts in <state-dir>/attempts/<bead>/"},
 			&ucli.BoolFlag{Name: "templates", Usage: "print the template scores (score-templates.sh) instead"},
@@ -147,9 +149,6 @@ func (o *options) resolve(asJSON bool, failUnder string) error {
 	case o.format == "":
 		o.format = "text"
 	}
-	if !slices.Contains(formats, o.format) {
-		return cli.Usagef("unknown --format %q; use one of %s", o.format, strings.Join(formats, ", "))
-	}
 	if o.scores && o.format != "text" && o.format != "json" {
 		return cli.Usagef("--templates prints text or json, not %s", o.format)
 	}
@@ -158,9 +157,6 @@ func (o *options) resolve(asJSON bool, failUnder string) error {
 	}
 	if (o.rebuildCache || o.verifyCache) && o.format == "json" && !o.scores {
 		return cli.Usagef("--json reads every record and does not use the cache; give --rebuild-cache or --verify-cache without it")
-	}
-	if o.by != "" && o.by != report.PeriodDay && o.by != report.PeriodWeek {
-		return cli.Usagef("unknown --by %q; use day or week", o.by)
 	}
 	if failUnder != "" {
 		v, ok := percentage(failUnder)

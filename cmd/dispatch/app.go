@@ -60,7 +60,7 @@ func verbCommand(c *cli.Command) *cli.Command {
 func newTool(stdin io.Reader) *cli.Tool {
 	form := func(s cli.Streams) *ucli.App { return dispatchApp(stdin, s.Out, s.Err) }
 	return &cli.Tool{
-		Name: tool, Dialect: cli.Plain,
+		Name: tool, Dialect: cli.Plain, Manual: manual,
 		Commands: commands(),
 		Flags:    allFlags(form(cli.Streams{Out: io.Discard, Err: io.Discard})),
 		Usage: func(w io.Writer) {
@@ -208,6 +208,9 @@ func formArgs(args []string, flags []ucli.Flag) (formed, warnings []string) {
 // isFlagWord says whether a looks like a flag; "-" alone is a word (standard input).
 func isFlagWord(a string) bool { return len(a) > 1 && a[0] == '-' }
 
+// formUsage is the dispatch form's synopsis.
+const formUsage = "dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [flags]"
+
 // exitStatus are the dispatch form's exit codes.
 var exitStatus = []cli.ExitCode{
 	{Code: cli.ExitOK, Meaning: "dispatched (with --wait: done)"},
@@ -233,7 +236,7 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		&ucli.StringFlag{Name: "hosts", Usage: "with --host: the hosts file (`FILE`, default DISPATCH_HOSTS, else hosts.yaml)"},
 		&ucli.BoolFlag{Name: "dry-run", Usage: "print the exact argv, the environment's keys and the files the attempt would use; start and write nothing"},
 	}
-	usageText := "dispatch BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] [flags]"
+	usageText := formUsage
 	verbList := "PROMPT is the fourth word that is not a flag, whatever it looks like (\"- a list\",\n" +
 		"\"--fix it\"), as dispatch.sh took it; after it, every word that is not one of the flags\n" +
 		"below names the template (the last one counts).\n\n" +

@@ -58,7 +58,7 @@ func TestCronAndSystemd(t *testing.T) {
 		t.Fatalf("make install: %v\n%s", err, out)
 	}
 	for _, f := range []string{"bin/dispatch", "share/man/man1/dispatch.1", "share/bash-completion/completions/dispatch",
-		"share/zsh/site-functions/_dispatch", "share/fish/vendor_completions.d/dispatch.fish", "share/fleet/scripts/dispatch.sh"} {
+		"share/zsh/site-functions/_fleet_dispatch", "share/fish/vendor_completions.d/dispatch.fish", "share/fleet/scripts/dispatch.sh"} {
 		if _, err := os.Stat(filepath.Join(prefix, f)); err != nil {
 			t.Errorf("make install did not install %s: %v", f, err)
 		}

@@ -12,7 +12,7 @@ import (
 // stopped, no other started until resume), swarm's loops' for a name.
 func pauseCommand() *cli.Command {
 	return routedCommand(&cli.Command{
-		Name: "pause", OwnSignals: true,
+		Name: "pause", Operand: "loops", OwnSignals: true,
 		Help:  "ralph pause LOOP_ID - stop the iteration in flight; no other starts until ralph resume\n",
 		Flags: []ucli.Flag{loopIDFlag()},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {

@@ -12,8 +12,9 @@ import (
 func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name: "report", OwnSignals: true,
-		Help:  "ralph report [LOOP_ID] [--format text|markdown|json] - a loop's iterations, time, cost and checks\n",
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "format"}, loopIDFlag(), &ucli.BoolFlag{Name: "json"}},
+		Help: "ralph report [LOOP_ID] [--format text|markdown|json] - a loop's iterations, time, cost and checks\n",
+		Flags: []ucli.Flag{&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format"}, Choices: []string{"text", "markdown", "json"},
+			Invalid: func(v string) error { return cli.Usagef("--format %q: use text, markdown or json", v) }}, loopIDFlag(), &ucli.BoolFlag{Name: "json"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			format := c.String("format")
 			switch {
@@ -21,8 +22,6 @@ func reportCommand() *cli.Command {
 				format = "json"
 			case format == "":
 				format = "text"
-			case format != "text" && format != "markdown" && format != "json":
-				return cli.Usagef("--format %q: use text, markdown or json", format)
 			}
 			ws, id, err := namedLoop(ctx, c)
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 // crashed one restored from its last checkpoint), swarm's loops' for a name.
 func resumeCommand() *cli.Command {
 	return routedCommand(&cli.Command{
-		Name: "resume", OwnSignals: true,
+		Name: "resume", Operand: "loops", OwnSignals: true,
 		Help: `ralph resume LOOP_ID [--max-iterations N] [--timeout DUR] [--budget USD] [--force] [--foreground]
    continue a paused loop, or a crashed one from its last checkpoint (--budget: its new
    budget; a loop paused at its budget needs one above what it spent)

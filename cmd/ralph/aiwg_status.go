@@ -16,7 +16,7 @@ import (
 // for a name.
 func statusCommand() *cli.Command {
 	return routedCommand(&cli.Command{
-		Name: "status", OwnSignals: true,
+		Name: "status", Operand: "loops", OwnSignals: true,
 		Help:  "ralph status LOOP_ID [--json] - an AIWG loop's state (--json: its state.json)\n",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json"}, loopIDFlag()},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {

@@ -32,7 +32,8 @@ func listCommand() *cli.Command {
 			"ralph list --format table|json|names [--status all|running|paused|stopped|failed]\n" +
 			"    - swarm's loops alone, as 'swarm ralph list' prints them\n",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json"},
-			&ucli.StringFlag{Name: "format", Value: "table"}, &ucli.StringFlag{Name: "status", Value: "all"}},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Value: "table"}, Choices: ralphloop.ListFormats, Dialect: cli.Labelled},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "status", Value: "all"}, Choices: ralphloop.ListStatuses, Dialect: cli.Labelled}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() > 0 {
 				return cli.Usagef("ralph list takes no operand")

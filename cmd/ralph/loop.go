@@ -80,7 +80,7 @@ func abortRouted() *cli.Command {
 			loopVerb = c
 		}
 	}
-	return &cli.Command{Name: "abort", OwnSignals: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
+	return &cli.Command{Name: "abort", Operand: "loops", OwnSignals: true, Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 		path := tool + " abort"
 		if !toSwarmLoop(args) {
 			return cli.Run(ctx, aiwgVerb.App(path, s), append([]string{path}, args...))

@@ -27,6 +27,9 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/ralphloop"
 	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 const tool = "ralph"
@@ -46,7 +49,7 @@ func run(args []string) int {
 func newTool() *cli.Tool {
 	lc := loopConfig()
 	return &cli.Tool{
-		Name: tool, Dialect: cli.Labelled, Usage: usage,
+		Name: tool, Dialect: cli.Labelled, Usage: usage, Manual: manual, Names: names,
 		Commands: []*cli.Command{
 			ralphloop.SpawnCommand(lc), ralphloop.RunCommand(lc),
 			statusCommand(), pauseCommand(), resumeCommand(),
@@ -56,6 +59,29 @@ func newTool() *cli.Tool {
 			swarmhost.SuperviseCommand("run a loop worker's supervisor (started by the loop)"),
 		},
 	}
+}
+
+// names are what `ralph __complete KIND` lists for the completions, read and never changed:
+// swarm's loops ($SWARM_DIR/ralph/) and the plans queued in the current directory's
+// .claude/ralph/ (queue's --repo default).
+var names = map[string]func() ([]string, error){
+	"loops": func() ([]string, error) {
+		d, err := statedir.SwarmFromEnv(os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		return d.LoopNames()
+	},
+	"plans": func() ([]string, error) {
+		ids, err := store.In(".").Plans()
+		var valid []string
+		for _, id := range ids {
+			if plan.CheckID(id) == nil {
+				valid = append(valid, id)
+			}
+		}
+		return valid, err
+	},
 }
 
 func usage(w io.Writer) {

@@ -14,7 +14,7 @@ import (
 // queueAddCommand is `ralph queue add PLAN TASK_ID DESCRIPTION...` or `... PLAN --from FILE`.
 func queueAddCommand() *cli.Command {
 	return &cli.Command{
-		Name: "add", Usage: "add tasks to a plan's queue",
+		Name: "add", Operand: "plans", Usage: "add tasks to a plan's queue",
 		UsageText: "ralph queue add PLAN TASK_ID DESCRIPTION... [--after IDS] [--repo DIR]\nralph queue add PLAN --from FILE [--repo DIR]",
 		Description: "Adds one task (its dependencies as --after t1,t2), or the tasks of a plan file (--from, in any plan format), " +
 			"checked as init checks a plan, against the tasks already queued. A running 'ralph queue run' picks them up.",

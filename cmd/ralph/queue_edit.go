@@ -14,7 +14,7 @@ import (
 // queueRetryCommand is `ralph queue retry PLAN TASK`: a failed task pending again.
 func queueRetryCommand() *cli.Command {
 	return &cli.Command{
-		Name: "retry", Usage: "try a failed task again",
+		Name: "retry", Operand: "plans", Usage: "try a failed task again",
 		UsageText:   "ralph queue retry PLAN TASK [--repo DIR]",
 		Description: "Puts a failed task back to pending with its retries at 0 (a running 'ralph queue run' picks it up); the tasks it blocked are pending again.",
 		Flags:       []ucli.Flag{repoFlag()},
@@ -27,7 +27,7 @@ func queueRetryCommand() *cli.Command {
 // queueSkipCommand is `ralph queue skip PLAN TASK`: a task left out.
 func queueSkipCommand() *cli.Command {
 	return &cli.Command{
-		Name: "skip", Usage: "leave a task out",
+		Name: "skip", Operand: "plans", Usage: "leave a task out",
 		UsageText:   "ralph queue skip PLAN TASK [--repo DIR]",
 		Description: "Marks a pending, blocked or failed task skipped: it will not run, and counts as done for the tasks that depend on it.",
 		Flags:       []ucli.Flag{repoFlag()},

@@ -29,7 +29,7 @@ const exitBudget = 3
 // queueRunCommand is `ralph queue run PLAN --agents N`: the plan's tasks worked through.
 func queueRunCommand() *cli.Command {
 	return &cli.Command{
-		Name: "run", Usage: "work through a plan's tasks with N agents at once",
+		Name: "run", Operand: "plans", Usage: "work through a plan's tasks with N agents at once",
 		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--commit-each] [--repo DIR] [--worktree] [--hosts hosts.yaml] [--state-dir DIR]",
 		Description: "Each agent claims the next task whose dependencies are done and runs it as a dispatch of bead <plan>-<task> " +
 			"(run and result records in the state directory, the agent supervised in the background), then marks it done, or " +

@@ -11,7 +11,7 @@ import (
 // queueStatusCommand is `ralph queue status PLAN`: the plan's tasks, agents, cost and ETA.
 func queueStatusCommand() *cli.Command {
 	return &cli.Command{
-		Name: "status", Usage: "show a plan's tasks, agents, cost and ETA",
+		Name: "status", Operand: "plans", Usage: "show a plan's tasks, agents, cost and ETA",
 		UsageText: "ralph queue status PLAN [--json] [--repo DIR]",
 		Description: "Counts the tasks by state, lists the agents of the last run with their cost, the plan's cost against its budget, " +
 			"an estimate of the time left while a runner is at work, and every task that is not done.",

@@ -16,7 +16,7 @@ import (
 
 func attachCommand() *cli.Command {
 	return &cli.Command{
-		Name: "attach", Usage: "attach to a worker's tmux window", UsageText: "swarm attach NAME",
+		Name: "attach", Operand: "workers", Usage: "attach to a worker's tmux window", UsageText: "swarm attach NAME",
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "detached (the status is tmux attach's)"},
 			{Code: 1, Meaning: "not found, not a tmux worker, its window gone, or no terminal"}, {Code: 2, Meaning: "usage error"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {

@@ -79,7 +79,7 @@ func hbSwarm(c *ucli.Context, s cli.Streams) (string, *swarm.Swarm, error) {
 
 func heartbeatStartCommand() *cli.Command {
 	return &cli.Command{
-		Name: "start", Usage: "start a heartbeat for a worker",
+		Name: "start", Operand: "workers", Usage: "start a heartbeat for a worker",
 		UsageText: "swarm heartbeat start WORKER --interval DUR [--expire DUR] [--message M] [--force]",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "interval", Required: true, Usage: "time between beats (`DUR`: 4h, 30m, 90s, 1h30m, bare seconds)"},
@@ -139,7 +139,7 @@ func heartbeatStartCommand() *cli.Command {
 
 func heartbeatStopCommand() *cli.Command {
 	return &cli.Command{
-		Name: "stop", Usage: "stop a worker's heartbeat (the file is kept)", UsageText: "swarm heartbeat stop WORKER",
+		Name: "stop", Operand: "workers", Usage: "stop a worker's heartbeat (the file is kept)", UsageText: "swarm heartbeat stop WORKER",
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			name, sw, err := hbSwarm(c, s)
 			if err != nil {
@@ -171,12 +171,9 @@ func heartbeatStopCommand() *cli.Command {
 func heartbeatListCommand() *cli.Command {
 	return &cli.Command{
 		Name: "list", Aliases: []string{"ls"}, Usage: "list heartbeats", UsageText: "swarm heartbeat list|ls [--format table|json]",
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "format", Value: "table", Usage: "table or json"}},
+		Flags: []ucli.Flag{choiceFlag(ucli.StringFlag{Name: "format", Value: "table", Usage: "table or json"}, "table", "json")},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			format := c.String("format")
-			if err := choice("format", format, "table", "json"); err != nil {
-				return err
-			}
 			if c.NArg() > 0 {
 				return cli.Usagef("unrecognized arguments: %s", strings.Join(c.Args().Slice(), " "))
 			}
@@ -215,13 +212,10 @@ func heartbeatListCommand() *cli.Command {
 
 func heartbeatStatusCommand() *cli.Command {
 	return &cli.Command{
-		Name: "status", Usage: "show a worker's heartbeat", UsageText: "swarm heartbeat status WORKER [--format text|json]",
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}},
+		Name: "status", Operand: "workers", Usage: "show a worker's heartbeat", UsageText: "swarm heartbeat status WORKER [--format text|json]",
+		Flags: []ucli.Flag{choiceFlag(ucli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}, "text", "json")},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			format := c.String("format")
-			if err := choice("format", format, "text", "json"); err != nil {
-				return err
-			}
 			name, sw, err := hbSwarm(c, s)
 			if err != nil {
 				return err
@@ -262,7 +256,7 @@ func heartbeatStatusCommand() *cli.Command {
 
 func heartbeatPauseCommand() *cli.Command {
 	return &cli.Command{
-		Name: "pause", Usage: "pause a heartbeat", UsageText: "swarm heartbeat pause WORKER",
+		Name: "pause", Operand: "workers", Usage: "pause a heartbeat", UsageText: "swarm heartbeat pause WORKER",
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			return heartbeatFlip(ctx, c, s, worker.HeartbeatActive, worker.HeartbeatPaused, "active", "paused")
 		},
@@ -271,7 +265,7 @@ func heartbeatPauseCommand() *cli.Command {
 
 func heartbeatResumeCommand() *cli.Command {
 	return &cli.Command{
-		Name: "resume", Usage: "resume a paused heartbeat", UsageText: "swarm heartbeat resume WORKER",
+		Name: "resume", Operand: "workers", Usage: "resume a paused heartbeat", UsageText: "swarm heartbeat resume WORKER",
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			return heartbeatFlip(ctx, c, s, worker.HeartbeatPaused, worker.HeartbeatActive, "paused", "resumed")
 		},

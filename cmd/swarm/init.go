@@ -58,15 +58,13 @@ func initCommand() *cli.Command {
 		UsageText: "swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force] [--with-sandbox]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written, write nothing"},
-			&ucli.StringFlag{Name: "file", Usage: "the file (`F`: AGENTS.md or CLAUDE.md); default AGENTS.md if it exists, else CLAUDE.md if it exists, else a new AGENTS.md"},
+			choiceFlag(ucli.StringFlag{Name: "file", Usage: "the file (`F`: AGENTS.md or CLAUDE.md); default AGENTS.md if it exists, else CLAUDE.md if it exists, else a new AGENTS.md"},
+				"AGENTS.md", "CLAUDE.md"),
 			&ucli.BoolFlag{Name: "force", Usage: "replace the swarm section when there is one"},
 			&ucli.BoolFlag{Name: "with-sandbox", Usage: "also write, where absent, the files of Docker-sandboxed workers: " +
 				"sandbox.sh, Dockerfile.sandbox, setup-sandbox-network.sh, teardown-sandbox-network.sh, ORCHESTRATOR.md, PROMPT.md"},
 		},
 		Action: func(_ context.Context, c *ucli.Context, s cli.Streams) error {
-			if f := c.String("file"); f != "" && f != "AGENTS.md" && f != "CLAUDE.md" {
-				return choice("file", f, "AGENTS.md", "CLAUDE.md")
-			}
 			if err := runInit(s.Out, c.String("file"), c.Bool("dry-run"), c.Bool("force")); err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 
 func killCommand() *cli.Command {
 	return &cli.Command{
-		Name: "kill", Usage: "stop workers (they stay listed, stopped)", UsageText: "swarm kill [NAME] [--rm-worktree] [--force-dirty] [--all]",
+		Name: "kill", Operand: "workers", Usage: "stop workers (they stay listed, stopped)", UsageText: "swarm kill [NAME] [--rm-worktree] [--force-dirty] [--all]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "rm-worktree", Usage: "remove the worker's worktree (not when it has changes)"},
 			&ucli.BoolFlag{Name: "force-dirty", Usage: "remove it even with changes"},
@@ -76,7 +76,7 @@ func killCommand() *cli.Command {
 
 func cleanCommand() *cli.Command {
 	return &cli.Command{
-		Name: "clean", Usage: "remove stopped workers", UsageText: "swarm clean [NAME] [--no-rm-worktree] [--force-dirty] [--all]",
+		Name: "clean", Operand: "workers", Usage: "remove stopped workers", UsageText: "swarm clean [NAME] [--no-rm-worktree] [--force-dirty] [--all]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "rm-worktree", Value: true, Usage: "remove the worktree (the default)", DisableDefaultText: true},
 			&ucli.BoolFlag{Name: "no-rm-worktree", Usage: "keep the worktree"},

@@ -20,7 +20,7 @@ import (
 
 func logsCommand() *cli.Command {
 	return &cli.Command{
-		Name: "logs", Usage: "a worker's output", UsageText: "swarm logs NAME [--history] [--lines N] [--follow]",
+		Name: "logs", Operand: "workers", Usage: "a worker's output", UsageText: "swarm logs NAME [--history] [--lines N] [--follow]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "history", Usage: "tmux: the pane's history too (--lines of it), not only the screen"},
 			&ucli.IntFlag{Name: "lines", Value: 1000, Usage: "tmux with --history: lines of history (`N`); " +

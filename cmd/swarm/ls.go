@@ -19,17 +19,11 @@ func lsCommand() *cli.Command {
 	return &cli.Command{
 		Name: "ls", Usage: "list workers", UsageText: "swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json (full workers) or names (one a line)"},
-			&ucli.StringFlag{Name: "status", Value: "all", Usage: "running, stopped or all"},
+			choiceFlag(ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json (full workers) or names (one a line)"}, "table", "json", "names"),
+			choiceFlag(ucli.StringFlag{Name: "status", Value: "all", Usage: "running, stopped or all"}, "running", "stopped", "all"),
 			&ucli.StringFlag{Name: "tag", Usage: "only workers with this tag (`T`)"},
 		},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			if err := choice("format", c.String("format"), "table", "json", "names"); err != nil {
-				return err
-			}
-			if err := choice("status", c.String("status"), "running", "stopped", "all"); err != nil {
-				return err
-			}
 			sw, st, err := load(ctx, s)
 			if err != nil {
 				return err
@@ -171,7 +165,7 @@ func exitCell(w *worker.Worker) string {
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name: "status", Usage: "a worker's status", UsageText: "swarm status NAME",
+		Name: "status", Usage: "a worker's status", Operand: "workers", UsageText: "swarm status NAME",
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "running"}, {Code: 1, Meaning: "stopped (or failure)"},
 			{Code: 2, Meaning: "not found (or usage error)"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
@@ -211,7 +205,7 @@ func statusCommand() *cli.Command {
 
 func peekCommand() *cli.Command {
 	return &cli.Command{
-		Name: "peek", Usage: "show a worker's screen", UsageText: "swarm peek [NAME] [-n N] [--all]",
+		Name: "peek", Operand: "workers", Usage: "show a worker's screen", UsageText: "swarm peek [NAME] [-n N] [--all]",
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 30, Usage: "lines to show (`N`)"},
 			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},

@@ -203,6 +203,9 @@ func TestScripts(t *testing.T) {
 		Setup: testEnv,
 		Cmds:  scriptCmds,
 		Condition: func(cond string) (bool, error) {
+			if handled, ok, err := testenv.Needs(cond); handled {
+				return ok, err // [needs:man]: fails under CI=true when missing
+			}
 			switch cond {
 			case "python":
 				return testenv.PythonSwarm(t.TempDir()) != "", nil

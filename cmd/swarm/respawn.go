@@ -12,7 +12,7 @@ import (
 
 func respawnCommand() *cli.Command {
 	return &cli.Command{
-		Name: "respawn", Usage: "restart a worker with its saved command", UsageText: "swarm respawn NAME [--clean-first [--force-dirty]]",
+		Name: "respawn", Operand: "workers", Usage: "restart a worker with its saved command", UsageText: "swarm respawn NAME [--clean-first [--force-dirty]]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "clean-first", Usage: "remove the worker's worktree and make it again from its branch (not when it has changes)"},
 			&ucli.BoolFlag{Name: "force-dirty", Usage: "with --clean-first: remove it even with changes"},

@@ -15,7 +15,7 @@ import (
 
 func sendCommand() *cli.Command {
 	return &cli.Command{
-		Name: "send", Usage: "type text into a worker", UsageText: "swarm send [NAME] TEXT [--no-enter] [--all] [--raw]",
+		Name: "send", Operand: "workers", Usage: "type text into a worker", UsageText: "swarm send [NAME] TEXT [--no-enter] [--all] [--raw]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "no-enter", Usage: "do not press Enter after the text"},
 			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
@@ -80,7 +80,7 @@ func targets(ctx context.Context, c *ucli.Context, sw *swarm.Swarm, st *worker.S
 
 func interruptCommand() *cli.Command {
 	return &cli.Command{
-		Name: "interrupt", Usage: "press Ctrl-C in a worker", UsageText: "swarm interrupt [NAME] [--all]",
+		Name: "interrupt", Operand: "workers", Usage: "press Ctrl-C in a worker", UsageText: "swarm interrupt [NAME] [--all]",
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "all", Usage: "every running worker"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			sw, st, err := load(ctx, s)
@@ -102,7 +102,7 @@ func interruptCommand() *cli.Command {
 
 func eofCommand() *cli.Command {
 	return &cli.Command{
-		Name: "eof", Usage: "press Ctrl-D in a worker", UsageText: "swarm eof NAME",
+		Name: "eof", Operand: "workers", Usage: "press Ctrl-D in a worker", UsageText: "swarm eof NAME",
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() != 1 {
 				return cli.Usagef("the following arguments are required: name")

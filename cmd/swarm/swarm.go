@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	ucli "github.com/urfave/cli/v2"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
 	"github.com/agentfleet/fleet/internal/cli"
@@ -24,7 +24,26 @@ func newTool() *cli.Tool {
 		eofCommand(), killCommand(), waitCommand(), logsCommand(), cleanCommand(), respawnCommand(), attachCommand(),
 		initCommand(), heartbeatCommand(), runCommand(), ralphCommand(), topCommand(), swarmhost.SuperviseCommand("run a worker's supervisor (started by swarm spawn)")}
 	return &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Commands: commands,
-		Usage: func(w io.Writer) { usage(w, commands) }}
+		Usage: func(w io.Writer) { usage(w, commands) }, Manual: manual, Names: names}
+}
+
+// names are what `swarm __complete KIND` lists for the completions: the workers of
+// state.json and the loops of ralph/ (`swarm ralph stop <TAB>`), read and never changed.
+var names = map[string]func() ([]string, error){
+	"workers": func() ([]string, error) {
+		d, err := statedir.SwarmFromEnv(os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		return worker.Names(d)
+	},
+	"loops": func() ([]string, error) {
+		d, err := statedir.SwarmFromEnv(os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		return d.LoopNames()
+	},
 }
 
 func usage(w io.Writer, commands []*cli.Command) {
@@ -91,14 +110,10 @@ func one(st *worker.State, name string, code int) (*worker.Worker, error) {
 	return nil, &cli.ExitError{Code: code, Err: errNotFound{name}}
 }
 
-// choice checks a flag's value against argparse's choices.
-func choice(name string, value string, choices ...string) error {
-	for _, c := range choices {
-		if value == c {
-			return nil
-		}
-	}
-	return cli.Usagef("argument --%s: invalid choice: '%s' (choose from '%s')", name, value, strings.Join(choices, "', '"))
+// choiceFlag is a flag with argparse's choices: a wrong value is refused in argparse's words,
+// and the completions offer the choices.
+func choiceFlag(f ucli.StringFlag, choices ...string) *cli.EnumFlag {
+	return &cli.EnumFlag{StringFlag: f, Choices: choices, Dialect: cli.Labelled}
 }
 
 // warnf says a warning as the Python swarm did: "swarm: warning: ..." (on every line).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
@@ -28,22 +27,16 @@ func topCommand() *cli.Command {
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "once", Usage: "print the rows once and exit (no terminal UI)"},
 			&ucli.BoolFlag{Name: "json", Usage: "with --once: the rows as a JSON array"},
-			&ucli.StringFlag{Name: "kind", Usage: "only this kind (`K`): dispatch, worker, loop, task"},
+			choiceFlag(ucli.StringFlag{Name: "kind", Usage: "only this kind (`K`): dispatch, worker, loop, task"}, topKinds()...),
 			&ucli.StringFlag{Name: "status", Usage: "only this status (`S`: running, stopped, done, failed, paused, ...; live, ended)"},
 			&ucli.StringFlag{Name: "tag", Usage: "only agents with this tag (`T`)"},
-			&ucli.StringFlag{Name: "sort", Value: "kind", Usage: "order (`KEY`): kind, name, status, age, activity, cost"},
+			choiceFlag(ucli.StringFlag{Name: "sort", Value: "kind", Usage: "order (`KEY`): kind, name, status, age, activity, cost"}, top.SortKeys...),
 			cli.StateDirFlag(),
 			&ucli.StringFlag{Name: "workspace", Usage: "where AIWG loops and queue tasks are looked for (`DIR`; default: the git top of the current directory)"},
 			&ucli.DurationFlag{Name: "recent", Value: time.Hour, Usage: "how long an ended agent stays listed (`DUR`)"},
 			&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often the UI reads the live agents' screens (`DUR`; every row is read again when a state file changes, and every 10 intervals)"},
 		},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			if k := c.String("kind"); k != "" && !slices.Contains(top.Kinds, top.Kind(k)) {
-				return cli.Usagef("argument --kind: invalid choice: '%s' (choose from 'dispatch', 'worker', 'loop', 'task')", k)
-			}
-			if err := choice("sort", c.String("sort"), top.SortKeys...); err != nil {
-				return err
-			}
 			if c.NArg() > 1 {
 				return cli.Usagef("at most one TEXT to look for")
 			}
@@ -117,4 +110,13 @@ func topSources(c *ucli.Context, s cli.Streams) (top.Sources, error) {
 		src.Loops.Monitor = []string{exe, "ralph", "run"}
 	}
 	return src, nil
+}
+
+// topKinds are top's kinds, as --kind takes them.
+func topKinds() []string {
+	var out []string
+	for _, k := range top.Kinds {
+		out = append(out, string(k))
+	}
+	return out
 }

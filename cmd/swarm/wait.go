@@ -14,7 +14,7 @@ import (
 
 func waitCommand() *cli.Command {
 	return &cli.Command{
-		Name: "wait", Usage: "wait for workers to exit", UsageText: "swarm wait [NAME] [--timeout S] [--all]",
+		Name: "wait", Operand: "workers", Usage: "wait for workers to exit", UsageText: "swarm wait [NAME] [--timeout S] [--all]",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "timeout", Usage: "give up after `S` seconds (or a duration: 90s, 30m, 1h30m); 0: never"},
 			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},

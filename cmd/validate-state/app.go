@@ -24,6 +24,9 @@ const tool = "validate-state"
 // budget bounds (audit.MemoryBudget and one file's check), rather than twice that.
 const memoryLimit = 192 << 20
 
+// formats are --format's values.
+var formats = []string{"text", "json", "github", "junit", "sarif"}
+
 // options are validate-state's flags, resolved.
 type options struct {
 	runs, results       bool
@@ -41,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Usage:       "check state files against their JSON Schemas",
 		UsageText:   "validate-state --runs [PATH] | --results [PATH] | --all [--fix [--dry-run]] [options]\nvalidate-state [--kind KIND] [options] PATH...",
 		Description: "Kinds: " + strings.Join(audit.Kinds, ", ") + ".",
+		Manual:      &manual,
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "every file is valid"},
 			{Code: cli.ExitFailure, Meaning: "a file is invalid or unreadable"},
@@ -54,9 +58,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&ucli.BoolFlag{Name: "all", Usage: "check both runs/ and results/ of the state directory"},
 			&ucli.BoolFlag{Name: "fix", Usage: "migrate legacy run and result records to full schema-v1 records (writes <file>.bak first)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "with --fix: print the changes, write nothing"},
-			&ucli.StringFlag{Name: "kind", Usage: "the kind of the files given as PATH (`KIND`)"},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "kind", Usage: "the kind of the files given as PATH (`KIND`)"}, Choices: audit.Kinds},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (same as --format json)"},
-			&ucli.StringFlag{Name: "format", Value: "text", Usage: "text, json, github (workflow annotations), junit (JUnit XML) or sarif (SARIF 2.1.0)"},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Value: "text", Usage: "text, json, github (workflow annotations), junit (JUnit XML) or sarif (SARIF 2.1.0)"},
+				Choices: formats},
 			&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; the exit status tells"},
 			cli.StateDirFlag(),
 			&ucli.StringFlag{Name: "schema-dir", Usage: "take <kind>.schema.json files from `DIR` (default: the state directory's schemas/, else built in)"},
@@ -111,9 +116,6 @@ func optionalValues(args []string) []string {
 // targets resolves the flags and paths into what to check.
 func targets(o options) ([]audit.Target, error) {
 	var ts []audit.Target
-	if o.kind != "" && !audit.KnownKind(o.kind) {
-		return nil, cli.Usagef("unknown --kind %q; use one of %s", o.kind, strings.Join(audit.Kinds, ", "))
-	}
 	add := func(enabled bool, paths []string, kind, dir string) {
 		if !enabled {
 			return
@@ -160,11 +162,6 @@ func schemaDir(o options) (string, error) {
 }
 
 func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
-	switch o.format {
-	case "text", "json", "github", "junit", "sarif":
-	default:
-		return cli.Usagef("unknown --format %q; use text, json, github, junit or sarif", o.format)
-	}
 	if o.dryRun && !o.fix {
 		return cli.Usagef("--dry-run only goes with --fix")
 	}

@@ -75,6 +75,9 @@ type Spec struct {
 	// HideVersion drops --version, for verbs: the tool itself answers it.
 	HideVersion bool
 	Action      ucli.ActionFunc
+	// Manual is what the tool's man page says beyond its command line (docs.go); its
+	// ExitStatus defaults to ExitCodes. Only a tool's own Spec has one, not a verb's.
+	Manual *Manual
 }
 
 // defaultExitCodes are those of a command that has no codes of its own.
@@ -107,6 +110,13 @@ func NewApp(s Spec, stdout, stderr io.Writer) *ucli.App {
 	if len(codes) == 0 {
 		codes = defaultExitCodes
 	}
+	var manual Manual
+	if s.Manual != nil {
+		manual = *s.Manual
+	}
+	if len(manual.ExitStatus) == 0 {
+		manual.ExitStatus = codes
+	}
 	return &ucli.App{
 		Name: s.Name, Usage: s.Usage, UsageText: s.UsageText, Description: s.Description,
 		Flags: s.Flags, Action: s.Action,
@@ -114,7 +124,7 @@ func NewApp(s Spec, stdout, stderr io.Writer) *ucli.App {
 		Version: Version(), HideVersion: s.HideVersion,
 		HideHelpCommand:       true,
 		CustomAppHelpTemplate: helpTemplate,
-		Metadata:              map[string]any{"exitStatus": ExitStatus(codes...), "epilog": s.Epilog},
+		Metadata:              map[string]any{"exitStatus": ExitStatus(codes...), "epilog": s.Epilog, "manual": manual},
 		OnUsageError:          func(_ *ucli.Context, err error, _ bool) error { return Usagef("%v", err) },
 	}
 }

@@ -47,6 +47,12 @@ type Tool struct {
 	// UnknownVerb says what is wrong with a word that is no verb; nil is argparse's
 	// "invalid choice: 'x' (choose from 'a', 'b')", which the Python swarm printed.
 	UnknownVerb func(word string, verbs []string) error
+	// Manual is what the man page says beyond the command line (docs.go).
+	Manual Manual
+	// Names list the names of each kind that exist now ("workers", "loops"), for the
+	// completions: `tool __complete KIND` prints them, one a line (complete.go). A Command's
+	// Operand names the kind its first operand is.
+	Names map[string]func() ([]string, error)
 }
 
 // A Command is one verb of a Tool.
@@ -76,6 +82,9 @@ type Command struct {
 	// flag of the verb's, everything is the command (SplitCommand), which Action finds in
 	// c.Args(), its flags and all.
 	Remainder bool
+	// Operand is the kind of name the verb's first operand is, one of the Tool's Names
+	// ("workers"): the completions offer the names that exist.
+	Operand string
 
 	// Exactly one of Action, Raw and Commands says what the verb does.
 
@@ -123,6 +132,9 @@ const (
 func (t *Tool) Main(args []string, s Streams) int {
 	if handled, err := docsRequest(t.docs, args[1:], s.Out); handled { // docs.go
 		return t.Exit("", err, s.Err)
+	}
+	if len(args) > 1 && args[1] == CompleteWord { // complete.go
+		return t.Exit("", completeRequest(t.Names, args[1:], s.Out), s.Err)
 	}
 	return t.Exit("", t.Run(context.Background(), s, args[1:]), s.Err)
 }

@@ -2,6 +2,8 @@ package statedir
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 )
 
@@ -128,4 +130,28 @@ func (s Swarm) Check() error {
 		return err
 	}
 	return Dir{Root: s.Supervise()}.Check()
+}
+
+// LoopNames are the ralph loops that have a directory under ralph/, for the shell completions
+// (`ralph __complete loops`): real directories only (a link is not followed, and ralph/ itself
+// must be a real directory of the user's, as Check has it), with names CheckName accepts, in
+// the directory's order. No ralph/ is no loops.
+func (s Swarm) LoopNames() ([]string, error) {
+	if err := CheckDir(s.Ralph()); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(s.Ralph())
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		// DirEntry's type is the link's own, never its target's.
+		if e.Type().IsDir() && CheckName(KindLoop, e.Name()) == nil {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }

@@ -136,3 +136,22 @@ func ExitCode(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
 }
+
+// Needs answers the scripts' condition "needs:PROGRAM", for a package's Condition (handled is
+// false for any other condition): true when PROGRAM is on PATH. When it is not, false, so that
+// "[!needs:man] skip '...'" skips the rest in one line; but under CI=true an error, which fails
+// the script, since CI installs them (scripts/test-deps.sh) and a skip there would hide a check
+// that never ran.
+func Needs(cond string) (handled, ok bool, err error) {
+	program, found := strings.CutPrefix(cond, "needs:")
+	if !found {
+		return false, false, nil
+	}
+	if _, err := exec.LookPath(program); err == nil {
+		return true, true, nil
+	}
+	if os.Getenv("CI") == "true" {
+		return true, false, fmt.Errorf("%s is not installed (scripts/test-deps.sh installs it); CI must run this check", program)
+	}
+	return true, false, nil
+}

@@ -13,7 +13,7 @@ import (
 // CleanCommand is `clean [NAME] [--all]`: loops' state goes, not their workers.
 func CleanCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "clean", Usage: "remove loops' state (not their workers)", UsageText: c.usageText("TOOL clean [NAME] [--all]"),
+		Name: "clean", Operand: "loops", Usage: "remove loops' state (not their workers)", UsageText: c.usageText("TOOL clean [NAME] [--all]"),
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "all", Usage: "every loop"}},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			var names []string

@@ -15,7 +15,7 @@ import (
 // first (monitor_disconnected).
 func StatusCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "status", Usage: "a loop's progress", UsageText: c.usageText("TOOL status NAME [--json]"),
+		Name: "status", Operand: "loops", Usage: "a loop's progress", UsageText: c.usageText("TOOL status NAME [--json]"),
 		Epilog: c.usageText(statusEpilog),
 		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "the loop's state and its worker's status as JSON"}},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
@@ -40,7 +40,7 @@ func StatusCommand(c Config) *cli.Command {
 // PauseCommand is `pause NAME`: the loop pauses after its current iteration.
 func PauseCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "pause", Usage: "pause a loop after its current iteration", UsageText: c.usageText("TOOL pause NAME"),
+		Name: "pause", Operand: "loops", Usage: "pause a loop after its current iteration", UsageText: c.usageText("TOOL pause NAME"),
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			name, err := one(uc)
 			if err != nil {
@@ -64,7 +64,7 @@ func PauseCommand(c Config) *cli.Command {
 // monitor started when none runs.
 func ResumeCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "resume", Usage: "resume a paused loop (and restart a monitor that died)", UsageText: c.usageText("TOOL resume NAME"),
+		Name: "resume", Operand: "loops", Usage: "resume a paused loop (and restart a monitor that died)", UsageText: c.usageText("TOOL resume NAME"),
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			name, err := one(uc)
 			if err != nil {
@@ -88,7 +88,7 @@ func ResumeCommand(c Config) *cli.Command {
 // monitor is waited for, its worker stopped.
 func StopCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "stop", Usage: "stop a loop and its worker (swarm kill)", UsageText: c.usageText("TOOL stop NAME [--rm-worktree [--force-dirty]]"),
+		Name: "stop", Operand: "loops", Usage: "stop a loop and its worker (swarm kill)", UsageText: c.usageText("TOOL stop NAME [--rm-worktree [--force-dirty]]"),
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "rm-worktree", Usage: "also remove the worktree (not when it holds work) and the loop's state"},
 			&ucli.BoolFlag{Name: "force-dirty", Usage: "remove the worktree even with changes"},
@@ -117,7 +117,7 @@ func StopCommand(c Config) *cli.Command {
 // already ended.
 func AbortCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "abort", Usage: "end a loop for good (--revert: its working tree back to where it started)",
+		Name: "abort", Operand: "loops", Usage: "end a loop for good (--revert: its working tree back to where it started)",
 		UsageText: c.usageText("TOOL abort NAME [--revert]"),
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "revert", Usage: "reset the working tree to where the loop started (its commits undone, the changes and untracked files it found there kept), also once it has ended"},

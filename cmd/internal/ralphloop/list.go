@@ -3,7 +3,6 @@ package ralphloop
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/loop"
@@ -17,8 +16,8 @@ func ListCommand(c Config) *cli.Command {
 		Name: "list", Aliases: []string{"ls"}, Usage: "list loops (also: ls)",
 		UsageText: c.usageText("TOOL list [--format table|json|names] [--status all|running|paused|stopped|failed] [--json]"),
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json or names"},
-			&ucli.StringFlag{Name: "status", Value: "all", Usage: "all, running, paused, stopped or failed"},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json or names"}, Choices: ListFormats, Dialect: cli.Labelled},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "status", Value: "all", Usage: "all, running, paused, stopped or failed"}, Choices: ListStatuses, Dialect: cli.Labelled},
 			&ucli.BoolFlag{Name: "json", Usage: "the same as --format json"},
 		},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
@@ -26,13 +25,7 @@ func ListCommand(c Config) *cli.Command {
 			if uc.Bool("json") {
 				format = "json"
 			}
-			if err := choice("format", format, "table", "json", "names"); err != nil {
-				return err
-			}
 			status := uc.String("status")
-			if err := choice("status", status, "all", "running", "paused", "stopped", "failed"); err != nil {
-				return err
-			}
 			loops, err := ls.Loops(ctx)
 			if err != nil {
 				return err
@@ -68,12 +61,8 @@ func ListCommand(c Config) *cli.Command {
 	}
 }
 
-// choice checks a flag's value against argparse's choices.
-func choice(name, value string, choices ...string) error {
-	for _, c := range choices {
-		if value == c {
-			return nil
-		}
-	}
-	return cli.Usagef("argument --%s: invalid choice: '%s' (choose from '%s')", name, value, strings.Join(choices, "', '"))
-}
+// ListFormats and ListStatuses are list's --format and --status values, as argparse had them.
+var (
+	ListFormats  = []string{"table", "json", "names"}
+	ListStatuses = []string{"all", "running", "paused", "stopped", "failed"}
+)

@@ -11,7 +11,7 @@ import (
 // LogsCommand is `logs NAME [--live] [--lines N]`: the loop's iterations.log.
 func LogsCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "logs", Usage: "a loop's iteration log", UsageText: c.usageText("TOOL logs NAME [--live] [--lines N]"),
+		Name: "logs", Operand: "loops", Usage: "a loop's iteration log", UsageText: c.usageText("TOOL logs NAME [--live] [--lines N]"),
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "live", Usage: "keep printing new lines (Ctrl-C ends)"},
 			&ucli.IntFlag{Name: "lines", Value: -1, Usage: "only the last `N` lines"},

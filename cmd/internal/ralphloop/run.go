@@ -13,7 +13,7 @@ import (
 // the background this way). It catches SIGINT, SIGTERM and SIGHUP itself.
 func RunCommand(c Config) *cli.Command {
 	return &cli.Command{
-		Name: "run", Usage: "run a loop's monitor here (spawn starts one in the background)", UsageText: c.usageText("TOOL run NAME"),
+		Name: "run", Operand: "loops", Usage: "run a loop's monitor here (spawn starts one in the background)", UsageText: c.usageText("TOOL run NAME"),
 		Epilog:     c.usageText(runEpilog),
 		OwnSignals: true,
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {

@@ -153,13 +153,31 @@ func newLab(t *testing.T) *lab {
 	return l
 }
 
+// commandBound is how long one command of the test (swarm, ralph, tmux) may run: one that
+// hangs is killed and named, well before the package's timeout, which would end the test with
+// no cleanup and no word of what it waited for.
+const commandBound = 2 * bound
+
+// output runs the command name in the workspace, for at most commandBound, and returns its
+// output; a command that did not end in time is an error that says so.
+func (l *lab) output(name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandBound)
+	defer cancel()
+	c := exec.CommandContext(ctx, name, args...)
+	c.Env, c.Dir = l.env, l.ws
+	c.WaitDelay = 5 * time.Second // a child left holding the output (a daemon) does not hold us
+	out, err := c.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("did not end within %v (killed): %w", commandBound, err)
+	}
+	return out, err
+}
+
 // run runs one of the binaries in the workspace and returns its output; it fails the test on
 // an error.
 func (l *lab) run(tool string, args ...string) string {
 	l.t.Helper()
-	c := exec.Command(filepath.Join(binDir, tool), args...)
-	c.Env, c.Dir = l.env, l.ws
-	out, err := c.CombinedOutput()
+	out, err := l.output(filepath.Join(binDir, tool), args...)
 	if err != nil {
 		l.t.Fatalf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
 	}
@@ -167,9 +185,7 @@ func (l *lab) run(tool string, args ...string) string {
 }
 
 func (l *lab) swarm(args ...string) string {
-	c := exec.Command(filepath.Join(binDir, "swarm"), args...)
-	c.Env, c.Dir = l.env, l.ws
-	out, err := c.CombinedOutput()
+	out, err := l.output(filepath.Join(binDir, "swarm"), args...)
 	if err != nil && args[0] != "kill" {
 		l.t.Fatalf("swarm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -178,9 +194,7 @@ func (l *lab) swarm(args ...string) string {
 
 // tmux runs a command on the UI's tmux server.
 func (l *lab) tmux(args ...string) string {
-	c := exec.Command("tmux", append([]string{"-S", l.sock}, args...)...)
-	c.Env, c.Dir = l.env, l.ws
-	out, err := c.CombinedOutput()
+	out, err := l.output("tmux", append([]string{"-S", l.sock}, args...)...)
 	if err != nil && args[0] != "kill-server" {
 		l.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -16,13 +16,15 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(sweep.Guard(m), map[string]func(){
 		tool: func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
@@ -38,6 +40,7 @@ func testEnv() func(env *testscript.Env) error {
 			return err
 		}
 		socket := filepath.Join(sockDir, "s")
+		testenv.Mark(env)
 		env.Defer(func() {
 			(&tmux.Client{Socket: socket}).KillServer(context.Background())
 			os.RemoveAll(sockDir)

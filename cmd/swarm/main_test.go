@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -22,7 +23,7 @@ import (
 const tool = "swarm"
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(sweep.Guard(m), map[string]func(){
 		tool: func() { os.Exit(newTool().Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
 	})
 }

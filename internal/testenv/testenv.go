@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -50,6 +51,7 @@ func NewSwarm(env *testscript.Env, prefix string) (*Swarm, error) {
 	env.Setenv("TMUX", "")
 	env.Setenv("SWARM_DIR", s.Dir)
 	env.Setenv("HOME", env.WorkDir)
+	Mark(env)
 	return s, nil
 }
 
@@ -81,6 +83,15 @@ func (s *Swarm) PostMortem() {
 	socks, _ := filepath.Glob(filepath.Join(s.SockDir, "tmux-*", "*"))
 	postmortem.OnFailure(s.t, s.work, socks...)
 	s.t = nil // once
+}
+
+// Mark puts the test binary's mark (sweep.Var) into a script's environment, which testscript
+// makes anew: what the script starts (tmux servers, supervisors, agents) is then swept with
+// the rest when the binary ends or times out (sweep.Guard), whatever the script's cleanup did.
+func Mark(env *testscript.Env) {
+	if mark := os.Getenv(sweep.Var); mark != "" {
+		env.Setenv(sweep.Var, mark)
+	}
 }
 
 // GitRepo makes a git repository at dir: branch main, one empty commit, an author of its own.

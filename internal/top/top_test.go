@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/top"
 )
 
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 			}
 			swarmBin = filepath.Join(dir, "swarm")
 		}
-		return m.Run()
+		return sweep.Guard(m).Run()
 	}()
 	os.Exit(code)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/top"
 )
 
@@ -50,7 +51,7 @@ func TestMain(m *testing.M) {
 				binDir = dir
 			}
 		}
-		return m.Run()
+		return sweep.Guard(m).Run()
 	}()
 	os.Exit(code)
 }

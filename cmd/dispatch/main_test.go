@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/tmux"
@@ -41,6 +42,7 @@ func testEnv() func(env *testscript.Env) error {
 		}
 		socket := filepath.Join(sockDir, "s")
 		testenv.Mark(env)
+		need.Setup(env)
 		env.Defer(func() {
 			(&tmux.Client{Socket: socket}).KillServer(context.Background())
 			os.RemoveAll(sockDir)
@@ -100,6 +102,7 @@ func gitRepo(dir string) error {
 
 // scriptCmds are the test-only commands of the dispatch scripts.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"need": need.Cmd,
 	// hidetmux: PATH becomes a directory holding dispatch, git and sh, but no tmux.
 	"hidetmux": func(ts *testscript.TestScript, neg bool, args []string) {
 		dir := ts.MkAbs("no-tmux-bin")

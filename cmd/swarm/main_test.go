@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -52,6 +53,7 @@ func testEnv(env *testscript.Env) error {
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"need": need.Cmd,
 	// waitscreen NAME REGEXP [SECONDS]: wait until the worker's screen (as peek shows it) matches.
 	"waitscreen": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/compattest"
 	"github.com/agentfleet/fleet/internal/record/hostile"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -32,6 +33,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
+			need.Setup(env)
 			env.Setenv("REPO", repo)
 			env.Setenv("COMPAT", compat)
 			return nil
@@ -49,6 +51,7 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: hostile.WithScriptCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"need": need.Cmd,
 			// readonly DIR: no file can be created in DIR any more (chmod, and for root, whom
 			// modes do not hold back, the immutable attribute). Guard with [readonlydirs].
 			// writable DIR undoes it.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/tmux"
@@ -52,6 +53,7 @@ func NewSwarm(env *testscript.Env, prefix string) (*Swarm, error) {
 	env.Setenv("SWARM_DIR", s.Dir)
 	env.Setenv("HOME", env.WorkDir)
 	Mark(env)
+	need.Setup(env)
 	return s, nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -263,16 +264,28 @@ func chatter(s string) bool {
 	return false
 }
 
-// skipReason is why a test skipped: the last line it printed before "--- SKIP", trimmed.
+// skipReason is why a test skipped: the last line a t.Skip (or t.Log) wrote, "file.go:N: why",
+// testscript's log of the script left out (a script's skip comes before it); else the last
+// line it printed before "--- SKIP"; trimmed.
 func skipReason(output []string) string {
+	last := ""
 	for i := len(output) - 1; i >= 0; i-- {
 		s := strings.TrimSpace(output[i])
-		if s != "" && !strings.HasPrefix(s, "--- SKIP") {
+		if last == "" && s != "" && !strings.HasPrefix(s, "--- SKIP") {
+			last = s
+		}
+		if goLogLine.MatchString(s) && !strings.HasPrefix(s, "testscript.go:") {
 			return s
 		}
 	}
-	return "(no reason given)"
+	if last == "" {
+		return "(no reason given)"
+	}
+	return last
 }
+
+// goLogLine is the start of a line a test logged: its file and line.
+var goLogLine = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.go:[0-9]+: `)
 
 // packageEnded prints the package's own output: its ok line; when it failed, the output of its
 // tests that never ended (a timeout's panic and the goroutines' stacks go to the test that ran

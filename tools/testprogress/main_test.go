@@ -196,6 +196,10 @@ func TestSummaryListsSkipsAndSumsUp(t *testing.T) {
 		`{"Action":"skip","Package":"p/a","Test":"TestS/one"}`,
 		`{"Action":"output","Package":"p/a","Test":"TestS/two","Output":"    > [!exec:fish] skip 'needs fish'\n"}`,
 		`{"Action":"skip","Package":"p/a","Test":"TestS/two"}`,
+		`{"Action":"output","Package":"p/a","Test":"TestS/three","Output":"    need.go:71: zsh is not installed: its completion is not loaded\n"}`,
+		`{"Action":"output","Package":"p/a","Test":"TestS/three","Output":"    testscript.go:609: WORK=$WORK\n"}`,
+		`{"Action":"output","Package":"p/a","Test":"TestS/three","Output":"        > need zsh 'its completion is not loaded'\n"}`,
+		`{"Action":"skip","Package":"p/a","Test":"TestS/three"}`,
 		`{"Action":"pass","Package":"p/a","Test":"TestS"}`,
 		`{"Action":"output","Package":"p/a","Output":"sweep: killed 1 processes the tests left running: [7 tmux]\n"}`,
 		`{"Action":"output","Package":"p/a","Output":"ok  \tp/a\t0.010s\n"}`,
@@ -205,11 +209,12 @@ func TestSummaryListsSkipsAndSumsUp(t *testing.T) {
 	}
 	r.summary(true)
 	got := stdout.String()
-	want := "sweep: killed 1 processes the tests left running: [7 tmux]\nok  \tp/a\t0.010s\n\nskipped (3):\n" +
+	want := "sweep: killed 1 processes the tests left running: [7 tmux]\nok  \tp/a\t0.010s\n\nskipped (4):\n" +
 		"    a: a_test.go:4: zsh not found: the completions are not loaded (scripts/test-deps.sh installs it) (TestZsh)\n" +
 		"    a: (no reason given) (TestS/one)\n" +
 		"    a: > [!exec:fish] skip 'needs fish' (TestS/two)\n" +
-		"\ntests: 1 packages, 4 tests, 3 skipped, in 0s: all passed\n"
+		"    a: need.go:71: zsh is not installed: its completion is not loaded (TestS/three)\n" +
+		"\ntests: 1 packages, 5 tests, 4 skipped, in 0s: all passed\n"
 	if got != want {
 		t.Errorf("the output:\n%s\nwant:\n%s", got, want)
 	}
@@ -225,9 +230,9 @@ func TestRunKillsWhatTheTestsLeftRunning(t *testing.T) {
 [ "$1" = list ] && { echo p; exit 0; }
 setsid sh -c 'echo $$ > ` + pidFile + `; exec sleep 1000' </dev/null >/dev/null 2>&1 &
 while [ ! -s ` + pidFile + ` ]; do sleep 0.01; done
-echo '{"Action":"start","Package":"p/a"}'
-echo '{"Action":"output","Package":"p/a","Output":"FAIL\tp/a\t0.1s\n"}'
-echo '{"Action":"fail","Package":"p/a"}'
+printf '%s\n' '{"Action":"start","Package":"p/a"}'
+printf '%s\n' '{"Action":"output","Package":"p/a","Output":"FAIL\tp/a\t0.1s\n"}'
+printf '%s\n' '{"Action":"fail","Package":"p/a"}'
 exit 1
 `
 	if err := os.WriteFile(fakeGo, []byte(script), 0o700); err != nil {
@@ -245,7 +250,7 @@ exit 1
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	want := fmt.Sprintf("testprogress: killed 1 processes the tests left running:\n    %d sleep 1000\n", pid)
-	if got := stdout.String(); !strings.HasSuffix(got, want) || !strings.Contains(got, "FAILED 1: a\n") {
+	if got := stdout.String(); !strings.HasSuffix(got, want) || !strings.Contains(got, "FAIL\tp/a\t0.1s\n") || !strings.Contains(got, "FAILED 1: a\n") {
 		t.Errorf("the output:\n%s\nwant it to end with a/FAILED and:\n%s", got, want)
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/testenv/need"
 )
 
 // Lab is a test's hosts and the keys that reach them.
@@ -57,13 +59,13 @@ func New(t testing.TB, n int) *Lab {
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
-			t.Skip("sshlab: sshd not installed (openssh-server: make sshd, or apt-get install openssh-server)")
+			need.Missing(t, "sshlab: sshd not installed (openssh-server: make sshd, or apt-get install openssh-server)")
 		}
 		sshd = "/usr/sbin/sshd"
 	}
 	for _, tool := range []string{"ip", "ssh", "ssh-keygen"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("sshlab: %s not installed", tool)
+			need.Missing(t, "sshlab: "+tool+" not installed (make sshd, or apt-get install openssh-server iproute2)")
 		}
 	}
 	sweep()

@@ -57,23 +57,28 @@ const environBound = 1 << 20
 // Kill SIGKILLs every process of this user, but this one, whose environment holds Var=mark or
 // a mark below it, and returns them. A process is held by a pidfd while its environment is
 // read and it is signalled, so a pid reused meanwhile is never signalled. It sweeps until a
-// pass finds none (a process forked during a pass is found by the next), at most 5 passes.
+// pass finds none (a process forked during a pass is found by the next), at most 5 passes; a
+// process killed is not looked at again (it may take a moment to end).
 func Kill(mark string) []Proc {
 	if mark == "" {
 		return nil
 	}
 	var killed []Proc
+	done := map[int]bool{}
 	for pass := 0; pass < 5; pass++ {
-		found := killPass(mark)
+		found := killPass(mark, done)
 		if len(found) == 0 {
 			break
+		}
+		for _, p := range found {
+			done[p.PID] = true
 		}
 		killed = append(killed, found...)
 	}
 	return killed
 }
 
-func killPass(mark string) []Proc {
+func killPass(mark string, done map[int]bool) []Proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -81,7 +86,7 @@ func killPass(mark string) []Proc {
 	var killed []Proc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 1 || pid == os.Getpid() {
+		if err != nil || pid <= 1 || pid == os.Getpid() || done[pid] {
 			continue
 		}
 		if p, ok := killIfMarked(pid, mark); ok {

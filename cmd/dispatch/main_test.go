@@ -44,7 +44,7 @@ func testEnv() func(env *testscript.Env) error {
 		testenv.Mark(env)
 		need.Setup(env)
 		env.Defer(func() {
-			(&tmux.Client{Socket: socket}).KillServer(context.Background())
+			testenv.KillServer(socket)
 			os.RemoveAll(sockDir)
 		})
 		// A failed script shows its agents' logs, supervisors and panes before they go.

@@ -70,9 +70,17 @@ func (s *Swarm) Stop() {
 	}
 	socks, _ := filepath.Glob(filepath.Join(s.SockDir, "tmux-*", "*"))
 	for _, sock := range socks {
-		(&tmux.Client{Socket: sock}).KillServer(context.Background())
+		KillServer(sock)
 	}
 	os.RemoveAll(s.SockDir)
+}
+
+// KillServer kills the tmux server at sock, waiting CommandBound at most: a server that does
+// not answer (stopped, or hung) must not hold the test's end.
+func KillServer(sock string) {
+	ctx, cancel := context.WithTimeout(context.Background(), CommandBound)
+	defer cancel()
+	(&tmux.Client{Socket: sock}).KillServer(ctx)
 }
 
 // PostMortem shows, when the script failed, its post-mortem (postmortem.OnFailure): the logs

@@ -147,31 +147,20 @@ func newLab(t *testing.T) *lab {
 		}
 		socks, _ := filepath.Glob(filepath.Join(tmuxDir, "tmux-*", "*"))
 		for _, s := range append(socks, filepath.Join(tmuxDir, "d")) {
-			exec.Command("tmux", "-S", s, "kill-server").Run()
+			l.output("tmux", "-S", s, "kill-server")
 		}
 		os.RemoveAll(tmuxDir)
 	})
 	return l
 }
 
-// commandBound is how long one command of the test (swarm, ralph, tmux) may run: one that
-// hangs is killed and named, well before the package's timeout, which would end the test with
-// no cleanup and no word of what it waited for.
-const commandBound = 2 * bound
-
-// output runs the command name in the workspace, for at most commandBound, and returns its
-// output; a command that did not end in time is an error that says so.
+// output runs the command name in the workspace and returns its output: for at most
+// testenv.CommandBound, so that one that hangs is named, well before the package's timeout
+// (which ends the test with no cleanup and no word of what it waited for).
 func (l *lab) output(name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), commandBound)
-	defer cancel()
-	c := exec.CommandContext(ctx, name, args...)
+	c := exec.Command(name, args...)
 	c.Env, c.Dir = l.env, l.ws
-	c.WaitDelay = 5 * time.Second // a child left holding the output (a daemon) does not hold us
-	out, err := c.CombinedOutput()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("did not end within %v (killed): %w", commandBound, err)
-	}
-	return out, err
+	return testenv.CombinedOutput(c, testenv.CommandBound)
 }
 
 // run runs one of the binaries in the workspace and returns its output; it fails the test on

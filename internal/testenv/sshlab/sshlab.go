@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/testenv/need"
+	procsweep "github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
 // Lab is a test's hosts and the keys that reach them.
@@ -77,7 +78,9 @@ func New(t testing.TB, n int) *Lab {
 	exec.Command("ip", "netns", "del", probe).Run()
 
 	l := &Lab{Dir: t.TempDir(), User: "root"}
-	t.Cleanup(l.close)
+	// go test's timeout runs no cleanup: the watchdog of procsweep.Guard closes the lab then.
+	forget := procsweep.AtTimeout(l.close)
+	t.Cleanup(func() { forget(); l.close() })
 	l.Key = filepath.Join(l.Dir, "id_ed25519")
 	keygen(t, l.Key, "fleet-test-user")
 	pub, err := os.ReadFile(l.Key + ".pub")

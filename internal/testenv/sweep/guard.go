@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -63,11 +64,59 @@ func testTimeout() time.Duration {
 	return d
 }
 
+// atTimeout are the cleanups the watchdog runs before it kills the marked processes: for what
+// a mark does not reach (AtTimeout).
+var atTimeout struct {
+	sync.Mutex
+	next int
+	fs   map[int]func()
+}
+
+// AtTimeout has the watchdog run f if the tests time out, for what the environment's mark
+// does not reach: sshlab's hosts run their sessions in an environment of sshd's making, in
+// network namespaces that outlive the test. The returned func forgets f (the test's own
+// cleanup ran).
+func AtTimeout(f func()) (forget func()) {
+	atTimeout.Lock()
+	defer atTimeout.Unlock()
+	if atTimeout.fs == nil {
+		atTimeout.fs = map[int]func(){}
+	}
+	id := atTimeout.next
+	atTimeout.next++
+	atTimeout.fs[id] = f
+	return func() {
+		atTimeout.Lock()
+		defer atTimeout.Unlock()
+		delete(atTimeout.fs, id)
+	}
+}
+
+// runAtTimeout runs the cleanups AtTimeout registered, each for 20 s at most (one that hangs
+// must not hold the rest, nor the sweep).
+func runAtTimeout() {
+	atTimeout.Lock()
+	fs := make([]func(), 0, len(atTimeout.fs))
+	for _, f := range atTimeout.fs {
+		fs = append(fs, f)
+	}
+	atTimeout.Unlock()
+	for _, f := range fs {
+		done := make(chan struct{})
+		go func() { defer close(done); f() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+		}
+	}
+}
+
 // timedOut is the watchdog: the stacks, the sweep, the end. Its first line starts as go test's
 // own ("panic: test timed out"), which tools/testprogress looks for.
 func timedOut(w io.Writer, timeout time.Duration, mark string) {
 	fmt.Fprintf(w, "panic: test timed out: still running %v before go test's -timeout %v; the goroutines:\n\n%s\n",
 		margin(timeout), timeout, stacks())
+	runAtTimeout()
 	killed := Kill(mark)
 	fmt.Fprintf(w, "sweep: killed %d processes the tests started: %s\n", len(killed), names(killed))
 	os.Exit(2)

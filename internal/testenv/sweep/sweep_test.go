@@ -92,6 +92,8 @@ func TestHangingTest(t *testing.T) {
 	}
 	os.WriteFile(pidFile, []byte(strconv.Itoa(c.Process.Pid)), 0o600)
 	t.Cleanup(func() { t.Log("a cleanup that the timeout skips") })
+	AtTimeout(func() { os.WriteFile(pidFile+".at-timeout", nil, 0o600) })
+	AtTimeout(func() { select {} })() // forgotten: not run
 	select {} // what a read with no deadline does
 }
 
@@ -125,6 +127,9 @@ func TestWatchdog(t *testing.T) {
 	pid, _ := strconv.Atoi(string(b))
 	if err != nil || pid <= 0 {
 		t.Fatalf("the hanging test's process: %q, %v", b, err)
+	}
+	if _, err := os.Stat(pidFile + ".at-timeout"); err != nil {
+		t.Errorf("the cleanup registered with AtTimeout did not run: %v", err)
 	}
 	if !gone(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)

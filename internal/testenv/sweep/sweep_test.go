@@ -31,11 +31,13 @@ func detached(t *testing.T, mark string) int {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); line != "up\n" {
+	line, err := bufio.NewReader(out).ReadString('\n') // before Wait, which closes the pipe
+	waited := make(chan struct{})
+	go func() { c.Wait(); close(waited) }() // reaped once killed: gone, not a zombie
+	t.Cleanup(func() { c.Process.Kill(); <-waited })
+	if line != "up\n" {
 		t.Fatalf("the shell's first line: %q, %v", line, err)
 	}
-	go c.Wait() // reaped once killed, so that it is gone, not a zombie
 	return c.Process.Pid
 }
 

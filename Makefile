@@ -15,11 +15,13 @@ GO      ?= go
 PREFIX  ?= $(shell $(GO) env GOPATH)
 BINDIR  ?= $(PREFIX)/bin
 SHAREDIR ?= $(PREFIX)/share
-# VERSION is what --version prints: git's name for the checkout from its version tags (v0.1.0,
-# v0.1.0-3-gabc1234 three commits later, else the commit; -dirty with local changes); a tag that
-# is not a version (nightly) is not taken. Without git, the binaries fall back to the module's
-# build info. A release (make release) is built from its semantic version tag only.
-VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null)
+# VERSION is what --version prints when git knows it: git's name for the checkout from its
+# version tags (v0.1.0, v0.1.0-3-gabc1234 three commits later; -dirty with local changes); a tag
+# that is not a version (nightly) is not taken. Before the first tag, or without git (a source
+# archive), nothing is stamped and the binaries say the VERSION file's version (v0.1.0), with
+# the commit that go build records when there is one (v0.1.0+abcdef123456). A release (make
+# release) is built from its semantic version tag only, which must be VERSION's.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/agentfleet/fleet/internal/cli.version=$(VERSION))
 
 .PHONY: all have-go build docs install release release-check test test-short test-deps sshd vet fmt-check tidy-check bench demo fuzz clean
@@ -59,7 +61,8 @@ install: docs
 	@printf 'installed: %s/{dispatch,validate-state,analyze-runs,swarm,ralph}, man pages and completions in %s, shims in %s/fleet/scripts\n' "$$INSTALL_BINDIR" "$$INSTALL_SHAREDIR" "$$INSTALL_SHAREDIR"
 
 ## release: static linux/amd64 and linux/arm64 archives of the tagged commit, with SHA256SUMS,
-## in dist/VERSION (HEAD must carry a semantic version tag: git tag -a v0.1.0 -m v0.1.0)
+## in dist/VERSION (HEAD must carry the semantic version tag of the VERSION file: for 0.1.0,
+## git tag -a v0.1.0 -m v0.1.0)
 release: have-go
 	GO=$(GO) ./scripts/release.sh
 

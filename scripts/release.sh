@@ -4,8 +4,9 @@
 #
 #   scripts/release.sh [OUTDIR]     (default dist/VERSION)
 #
-# VERSION is the semantic version tag at HEAD (vMAJOR.MINOR.PATCH[-PRERELEASE]); without one,
-# and with local changes, it refuses. VERSION=... in the environment names another version
+# VERSION is the semantic version tag at HEAD (vMAJOR.MINOR.PATCH[-PRERELEASE]), which must be
+# the VERSION file's (v0.1.0 for 0.1.0: what a build without git says it is); without one, with
+# another, and with local changes, it refuses. VERSION=... in the environment names another version
 # (make release-check's, never a published one). What makes the archives reproducible:
 # CGO_ENABLED=0, -trimpath, -buildvcs=false (the version comes from -ldflags, not from the
 # checkout's state), SOURCE_DATE_EPOCH from the commit for every file's mtime, entries sorted
@@ -16,8 +17,13 @@ GO="${GO:-go}"
 
 semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$'
 if [ -z "${VERSION:-}" ]; then
+  file="v$(head -c 100 VERSION 2>/dev/null | tr -d '[:space:]')"
   if ! VERSION="$(git describe --tags --exact-match --match 'v[0-9]*' HEAD 2>/dev/null)"; then
-    echo "release: HEAD ($(git describe --tags --always --dirty 2>/dev/null || echo 'no git')) has no version tag; tag it first: git tag -a v0.1.0 -m v0.1.0" >&2
+    echo "release: HEAD ($(git describe --tags --always --dirty 2>/dev/null || echo 'no git')) has no version tag; tag it first: git tag -a $file -m $file" >&2
+    exit 1
+  fi
+  if [ "$VERSION" != "$file" ]; then
+    echo "release: the tag $VERSION is not the VERSION file's $file; a release's binaries say what VERSION says: change VERSION in a commit and tag that commit" >&2
     exit 1
   fi
   if [ -n "$(git status --porcelain --untracked-files=no)" ]; then

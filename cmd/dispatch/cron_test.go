@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/tmux"
@@ -94,9 +96,10 @@ func TestCronAndSystemd(t *testing.T) {
 		return []string{"PATH=" + path, "HOME=" + home, "LOGNAME=root", "SHELL=/bin/sh",
 			"DISPATCH_TMUX_SOCKET=" + socket, "DISPATCH_MIN_FREE_MB=1"}
 	}
-	runJob := func(what, command, path string) {
+	runJob := func(what, command, path string, extra ...string) {
 		t.Helper()
-		cmd := exec.Command("env", append(append([]string{"-i"}, jobEnv(path)...), "/bin/sh", "-c", command)...)
+		env := append(jobEnv(path), extra...)
+		cmd := exec.Command("env", append(append([]string{"-i"}, env...), "/bin/sh", "-c", command)...)
 		cmd.Dir = "/"
 		if out, err := cmd.CombinedOutput(); err != nil {
 			log, _ := os.ReadFile(filepath.Join(ws, "state", "cron.log"))
@@ -109,6 +112,21 @@ func TestCronAndSystemd(t *testing.T) {
 	if len(blocks) != 1 {
 		t.Fatalf("docs/cron.md has %d crontab blocks, want 1", len(blocks))
 	}
+	// The nightly line runs on three nights in a row: a bead's attempts are capped (2), so a
+	// line that dispatched the same bead every night was refused on the third. The nights are
+	// told by a "date" ahead of cron's PATH that answers for the night's date (the clock is
+	// the one thing a test cannot wait for); "date -d yesterday" is left to the real one.
+	realDate, err := exec.LookPath("date")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := filepath.Join(home, "clock")
+	os.MkdirAll(clock, 0o755)
+	clockScript := "#!/bin/sh\nexec " + realDate + " -d \"$NIGHT\" \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(clock, "date"), []byte(clockScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nights := []string{"2001-01-01", "2001-01-02", "2001-01-03"}
 	var dispatched bool
 	for _, line := range strings.Split(blocks[0], "\n") {
 		f := strings.Fields(line)
@@ -122,16 +140,24 @@ func TestCronAndSystemd(t *testing.T) {
 			command = command[strings.IndexAny(command, " \t"):]
 		}
 		command = strings.ReplaceAll(strings.TrimSpace(command), `\%`, "%")
-		runJob("crontab line", command, cronPath)
-		dispatched = dispatched || strings.Contains(command, "nightly-deps")
+		if !strings.Contains(command, "nightly-deps") {
+			runJob("crontab line", command, cronPath)
+			continue
+		}
+		dispatched = true
+		for i, night := range nights {
+			runJob(fmt.Sprintf("crontab's nightly line, night %d (%s)", i+1, night), command, clock+":"+cronPath, "NIGHT="+night)
+		}
 	}
 	if !dispatched {
 		t.Fatal("docs/cron.md's crontab dispatches no nightly-deps")
 	}
-	res, err := record.ReadResult(filepath.Join(ws, "state", "results", "nightly-deps.json"))
-	if err != nil || res.Status != record.StatusDone {
-		log, _ := os.ReadFile(filepath.Join(ws, "state", "cron.log"))
-		t.Fatalf("after the crontab's dispatch: result %+v, %v\ncron.log:\n%s", res, err, log)
+	for _, night := range nights {
+		res, err := record.ReadResult(filepath.Join(ws, "state", "results", "nightly-deps-"+night+".json"))
+		if err != nil || res.Status != record.StatusDone {
+			log, _ := os.ReadFile(filepath.Join(ws, "state", "cron.log"))
+			t.Fatalf("after the crontab's dispatch of %s: result %+v, %v\ncron.log:\n%s", night, res, err, log)
+		}
 	}
 	if report, err := os.ReadFile(filepath.Join(ws, "state", "report.md")); err != nil || len(report) == 0 {
 		t.Errorf("the crontab's report: %q, %v", report, err)
@@ -155,7 +181,7 @@ func TestCronAndSystemd(t *testing.T) {
 		if name == "fleet-nightly.service" {
 			for _, l := range strings.Split(body, "\n") {
 				if v, ok := strings.CutPrefix(l, "ExecStart="); ok {
-					nightly = v
+					nightly = strings.ReplaceAll(v, "%%", "%") // the one specifier left
 				}
 			}
 		}
@@ -163,9 +189,15 @@ func TestCronAndSystemd(t *testing.T) {
 	if nightly == "" {
 		t.Fatal("docs/cron.md has no fleet-nightly.service with an ExecStart")
 	}
-	// The next night's bead: the first one is done, and a third attempt would be refused.
-	runJob("fleet-nightly.service", strings.ReplaceAll(nightly, "nightly-deps", "nightly-deps-2"), "/usr/local/bin:/usr/bin:/bin")
-	if res, err := record.ReadResult(filepath.Join(ws, "state", "results", "nightly-deps-2.json")); err != nil || res.Status != record.StatusDone {
+	// Today's bead, as the service names it: a night after the crontab's three.
+	// (The day is read before and after: a run across midnight names either.)
+	before := time.Now().Format(time.DateOnly)
+	runJob("fleet-nightly.service", nightly, "/usr/local/bin:/usr/bin:/bin")
+	res, err := record.ReadResult(filepath.Join(ws, "state", "results", "nightly-deps-"+before+".json"))
+	if after := time.Now().Format(time.DateOnly); err != nil && after != before {
+		res, err = record.ReadResult(filepath.Join(ws, "state", "results", "nightly-deps-"+after+".json"))
+	}
+	if err != nil || res.Status != record.StatusDone {
 		t.Errorf("after the service's dispatch: result %+v, %v", res, err)
 	}
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {

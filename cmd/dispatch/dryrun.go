@@ -49,7 +49,7 @@ func printPlan(ctx context.Context, s *settings, p planned, w io.Writer) error {
 	if number > s.maxRetries {
 		fmt.Fprintf(w, "(it would be refused: attempt %d is over DISPATCH_MAX_RETRIES=%d)\n", number, s.maxRetries)
 	}
-	fmt.Fprintf(w, "agent: %s | model: %s (passed as %s)\n", p.profile.Name, orNone(p.model.Name), orNone(p.model.Resolved))
+	fmt.Fprintf(w, "agent: %s | model: %s (%s)\n", p.profile.Name, orNone(p.model.Name), modelPassing(p.profile, p.model))
 	command, _ := findCommand(p.profile.Command, p.workdir, pathsOf(env, s.getenv("PATH"))...)
 	fmt.Fprintf(w, "command: %s\n", command)
 	fmt.Fprintf(w, "argv (%d, each Go-quoted):\n", len(inv.Argv))
@@ -104,6 +104,19 @@ func printPlan(ctx context.Context, s *settings, p planned, w io.Writer) error {
 		fmt.Fprintln(w, "tmux: none (a detached process)")
 	}
 	return nil
+}
+
+// modelPassing says how the model reaches the agent: by its flag, or not at all and why (the
+// model is recorded all the same, as dispatch.sh recorded it).
+func modelPassing(profile *agent.Profile, m agent.Model) string {
+	switch {
+	case profile.PassesModel(m.Resolved):
+		return "passed as " + profile.ModelFlag + " " + m.Resolved
+	case m.Resolved == "":
+		return "not passed: no model named, and the agents config gives " + profile.Name + " no default_model"
+	default:
+		return "not passed: the agents config gives " + profile.Name + " no model_flag"
+	}
 }
 
 // planBranch is the branch the attempt would be on, found without changing anything.

@@ -10,8 +10,10 @@ import (
 )
 
 // TestVersionFromGit: the version make's builds stamp (what --version prints) and the one
-// make release takes, in a scratch repository with the Makefile and release script: a commit
-// with no tag, a tag that is not a version, a semantic version tag, local changes (issue 20).
+// make release takes, in a scratch repository with the Makefile, the release script and a
+// VERSION file (0.1.0): a commit with no tag (nothing stamped: the binaries say VERSION's), a
+// tag that is not a version, a version tag that is not VERSION's, VERSION's tag, local changes
+// (issues 20 and 29).
 func TestVersionFromGit(t *testing.T) {
 	for _, bin := range []string{"make", "git"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -38,17 +40,31 @@ func TestVersionFromGit(t *testing.T) {
 			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(dir, "VERSION"), []byte("0.1.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stamp := regexp.MustCompile(`internal/cli\.version=(\S+?)'`)
+	// version is what make build stamps, "" for nothing.
 	version := func() string {
 		t.Helper()
 		cmd := exec.Command("make", "--no-print-directory", "-n", "build", "GO=go")
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
-		m := stamp.FindSubmatch(out)
-		if err != nil || m == nil {
+		if err != nil || !strings.Contains(string(out), "go build") {
 			t.Fatalf("make -n build: %v\n%s", err, out)
 		}
-		return string(m[1])
+		if m := stamp.FindSubmatch(out); m != nil {
+			return string(m[1])
+		}
+		return ""
+	}
+	describe := func() string {
+		t.Helper()
+		out, err := exec.Command("git", "-C", dir, "describe", "--always", "--dirty").Output()
+		if err != nil {
+			t.Fatalf("git describe: %v", err)
+		}
+		return strings.TrimSpace(string(out))
 	}
 	release := func() string {
 		t.Helper()
@@ -65,20 +81,26 @@ func TestVersionFromGit(t *testing.T) {
 	git("add", ".")
 	git("commit", "-q", "-m", "first")
 
-	if v := version(); !regexp.MustCompile(`^[0-9a-f]{7,}$`).MatchString(v) {
-		t.Errorf("untagged: the build's version = %q, want the commit", v)
+	if v := version(); v != "" {
+		t.Errorf("untagged: the build stamps %q, want nothing (the binaries say VERSION's, with the commit)", v)
 	}
-	want := "release: HEAD (" + version() + ") has no version tag; tag it first: git tag -a v0.1.0 -m v0.1.0\n"
+	want := "release: HEAD (" + describe() + ") has no version tag; tag it first: git tag -a v0.1.0 -m v0.1.0\n"
 	if out := release(); out != want {
 		t.Errorf("untagged: make release says %q, want %q", out, want)
 	}
 	git("tag", "nightly") // not a version: neither the builds nor a release take it
-	if v := version(); v == "nightly" || strings.HasPrefix(v, "nightly") {
-		t.Errorf("tagged nightly: the build's version = %q, want the commit", v)
+	if v := version(); v != "" {
+		t.Errorf("tagged nightly: the build stamps %q, want nothing", v)
 	}
 	if out := release(); !strings.Contains(out, "has no version tag") {
 		t.Errorf("tagged nightly: make release says %q, want the refusal", out)
 	}
+	git("tag", "-a", "v0.2.0", "-m", "v0.2.0") // a version, not VERSION's: binaries would say v0.1.0
+	want = "release: the tag v0.2.0 is not the VERSION file's v0.1.0; a release's binaries say what VERSION says: change VERSION in a commit and tag that commit\n"
+	if out := release(); out != want {
+		t.Errorf("tagged v0.2.0, VERSION 0.1.0: make release says %q, want %q", out, want)
+	}
+	git("tag", "-d", "v0.2.0")
 	git("tag", "-a", "v0.1.0", "-m", "v0.1.0")
 	if v := version(); v != "v0.1.0" {
 		t.Errorf("tagged v0.1.0: the build's version = %q, want v0.1.0", v)

@@ -35,13 +35,40 @@ const (
 	supervisorVerb = supervise.SuperviseVerb
 )
 
-// workspace is the workspace of the current directory (aiwg.FindWorkspace).
+// workspace is the workspace of the current directory (aiwg.FindWorkspace), AIWG's legacy
+// current-loop.json taken in first (aiwg.Workspace.MigrateLegacy: once, a Lstat when there is
+// none), so every verb sees that loop as any other. A legacy file that cannot be taken in is
+// an error that says so.
 func workspace() (aiwg.Workspace, error) {
+	ws, err := workspaceHere()
+	if err != nil {
+		return ws, err
+	}
+	_, err = ws.MigrateLegacy(context.Background(), aiwg.Runtime{SealDir: sealDir()}, defaultAgent)
+	return ws, err
+}
+
+// workspaceHere is the workspace of the current directory, as it is.
+func workspaceHere() (aiwg.Workspace, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return aiwg.Workspace{}, err
 	}
 	return aiwg.FindWorkspace(wd), nil
+}
+
+// sealDir is where the loops' seals are kept, outside every workspace: $SWARM_DIR/aiwg, made
+// absolute ("" when $SWARM_DIR cannot be told).
+func sealDir() string {
+	sw, err := statedir.SwarmFromEnv(os.LookupEnv)
+	if err != nil {
+		return ""
+	}
+	root, err := filepath.Abs(sw.Root)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(root, "aiwg")
 }
 
 // loopIDFlag is --loop-id, AIWG's spelling of a control verb's operand.

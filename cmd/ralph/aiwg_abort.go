@@ -43,7 +43,11 @@ func abortCommand() *cli.Command {
 			if !revert {
 				return nil
 			}
-			if err := ws.Revert(ctx, st); err != nil {
+			rt, err := runtime(ws, s.Err, s.Err)
+			if err != nil {
+				return err
+			}
+			if err := ws.Revert(ctx, st, rt); err != nil {
 				return err
 			}
 			fmt.Fprintf(s.Out, "Working tree reset to %s, where the loop started\n", aiwg.Short(st.StartCommit))

@@ -18,7 +18,7 @@ func runController(ctx context.Context, s cli.Streams, args []string) error {
 	if len(args) != 1 || !aiwg.IsLoopID(args[0]) {
 		return cli.Usagef("ralph start %s is started by ralph start, not by hand", controllerVerb)
 	}
-	ws, err := workspace()
+	ws, err := workspaceHere()
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,9 @@ func resumeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if spec.Foreground {
+				rt.Ask = askOn(s)
+			}
 			res, err := ws.Resume(ctx, id, spec, rt)
 			if err != nil {
 				return err

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +54,12 @@ Options:
                               stdin; killed after 10 s; its failure changes nothing
    --commit-each              commit the working tree after each iteration (trailers
                               Ralph-Loop and Ralph-Iteration; no change, no commit)
+   --interactive              ask on this terminal before each iteration after the first
+                              whether to run it (no: the loop pauses); needs --foreground
+   --auto-test                run the completion command after every iteration (the default)
+   --no-auto-test             run it only after an iteration whose agent exited 0
+   --execution-mode MODE      strict, seeded, logged or default: recorded in the loop's
+                              configuration (default)
    --agent AGENT[:MODEL]      an agent of the agents config (CONFIG_FILE) (claude)
    --force                    start even with 4 loops active in the workspace
    --foreground               run here until the loop ends; exit 0 only for completed
@@ -66,6 +74,10 @@ $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 			&ucli.StringFlag{Name: "checkpoint-interval"},
 			&ucli.StringFlag{Name: "no-progress"},
 			&ucli.StringFlag{Name: "agent", Value: defaultAgent},
+			&ucli.BoolFlag{Name: "interactive"},
+			&ucli.BoolFlag{Name: "auto-test"},
+			&ucli.BoolFlag{Name: "no-auto-test"},
+			&ucli.StringFlag{Name: "execution-mode", Value: "default"},
 			&ucli.BoolFlag{Name: "force"},
 			&ucli.BoolFlag{Name: "foreground"},
 		}, railsFlags()...),
@@ -125,6 +137,17 @@ func startSpec(c *ucli.Context) (aiwg.StartSpec, error) {
 	if spec.Agent == "" {
 		spec.Agent = defaultAgent
 	}
+	if spec.Interactive = c.Bool("interactive"); spec.Interactive && !spec.Foreground {
+		return spec, cli.Usagef("--interactive asks before each iteration on this terminal: give --foreground too")
+	}
+	if c.Bool("auto-test") && c.Bool("no-auto-test") {
+		return spec, cli.Usagef("--auto-test and --no-auto-test exclude each other: give one")
+	}
+	spec.NoAutoTest = c.Bool("no-auto-test")
+	spec.ExecutionMode = c.String("execution-mode")
+	if !slices.Contains(aiwg.ExecutionModes, spec.ExecutionMode) {
+		return spec, cli.Usagef("--execution-mode %q: one of %s", spec.ExecutionMode, strings.Join(aiwg.ExecutionModes, ", "))
+	}
 	if spec.Rails, err = railsOf(c); err != nil {
 		return spec, err
 	}
@@ -142,6 +165,9 @@ func runStart(ctx context.Context, spec aiwg.StartSpec, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
+	if spec.Foreground {
+		rt.Ask = askOn(s)
+	}
 	st, err := ws.Start(ctx, spec, rt)
 	if err != nil {
 		return err
@@ -154,4 +180,21 @@ func runStart(ctx context.Context, spec aiwg.StartSpec, s cli.Streams) error {
 	fmt.Fprintf(s.Out, "  PID: %d\n", *st.PID)
 	fmt.Fprintf(s.Out, "  Loop ID: %s\n", st.LoopID)
 	return nil
+}
+
+// askOn is a foreground controller's Runtime.Ask: the question on stderr, the answer a line on
+// stdin; an empty answer (Enter) is yes, n or no is no. The end of the input is no: no one is
+// there to answer.
+func askOn(s cli.Streams) func(string) bool {
+	in := bufio.NewReader(s.In)
+	return func(question string) bool {
+		fmt.Fprint(s.Err, question)
+		line, err := in.ReadString('\n')
+		answer := strings.ToLower(strings.TrimSpace(line))
+		if err != nil && answer == "" {
+			fmt.Fprintln(s.Err)
+			return false
+		}
+		return answer != "n" && answer != "no"
+	}
 }

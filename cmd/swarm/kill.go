@@ -78,7 +78,7 @@ func cleanCommand() *cli.Command {
 	return &cli.Command{
 		Name: "clean", Usage: "remove stopped workers", UsageText: "swarm clean [NAME] [--no-rm-worktree] [--force-dirty] [--all]",
 		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "rm-worktree", Value: true, Usage: "remove the worktree (the default)"},
+			&ucli.BoolFlag{Name: "rm-worktree", Value: true, Usage: "remove the worktree (the default)", DisableDefaultText: true},
 			&ucli.BoolFlag{Name: "no-rm-worktree", Usage: "keep the worktree"},
 			&ucli.BoolFlag{Name: "force-dirty", Usage: "remove worktrees even with changes"},
 			&ucli.BoolFlag{Name: "all", Usage: "every stopped worker"},

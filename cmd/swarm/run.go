@@ -65,7 +65,7 @@ func runMainCommand() *cli.Command {
 			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--allow-outside-prompts] [--state-dir DIR]\n" +
 			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]",
 		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Usage: "run at most `N` tasks at once (default: the manifest's max_parallel, else 4)"},
+			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Usage: "run at most `N` tasks at once", DefaultText: "the manifest's max_parallel, else 4"},
 			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan and write nothing"},
 			&ucli.BoolFlag{Name: "allow-outside-prompts", Usage: "let a prompt_file name a file outside the repository the manifest is in (by default one that leads out of it, by .., an absolute path or a link, is refused)"},

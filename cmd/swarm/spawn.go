@@ -22,7 +22,7 @@ func spawnCommand() *cli.Command {
 			"            [--tag T]... [--env K=V]... [--cwd P] -- CMD...",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "name", Usage: "the worker's name (`N`): its tmux window, worktree directory and default branch"},
-			&ucli.BoolFlag{Name: "tmux", Usage: "run in a tmux window (default: a background process)"},
+			&ucli.BoolFlag{Name: "tmux", Usage: "run in a tmux window (default: a background process)", DisableDefaultText: true},
 			&ucli.StringFlag{Name: "session", Usage: "tmux session (`S`); default swarm-<hash of $SWARM_DIR>"},
 			&ucli.StringFlag{Name: "tmux-socket", Usage: "tmux socket name (`K`, tmux -L); default tmux's default server"},
 			&ucli.BoolFlag{Name: "worktree", Usage: "run in a new git worktree <repo>-worktrees/<name> of the current repository"},

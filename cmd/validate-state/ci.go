@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/agentfleet/fleet/internal/audit"
 	"github.com/agentfleet/fleet/internal/cli"
@@ -164,9 +166,10 @@ func sarif(w io.Writer, files []ciFile) error {
 		ShortDescription message `json:"shortDescription"`
 	}
 	type driver struct {
-		Name    string `json:"name"`
-		Version string `json:"version,omitempty"`
-		Rules   []rule `json:"rules"`
+		Name           string `json:"name"`
+		Version        string `json:"version"`
+		InformationURI string `json:"informationUri"`
+		Rules          []rule `json:"rules"`
 	}
 	type run struct {
 		Tool struct {
@@ -181,7 +184,7 @@ func sarif(w io.Writer, files []ciFile) error {
 		Runs    []run  `json:"runs"`
 	}
 	var r run
-	r.Tool.Driver = driver{Name: tool, Version: cli.Version(), Rules: []rule{
+	r.Tool.Driver = driver{Name: tool, Version: sarifToolVersion(cli.Version()), InformationURI: sarifInformationURI, Rules: []rule{
 		{ID: schemaRule, Name: "SchemaViolation", ShortDescription: message{"A state file does not follow its JSON Schema."}},
 		{ID: unreadableRule, Name: "UnreadableFile", ShortDescription: message{"A state file cannot be read or is not well-formed JSON (or YAML)."}},
 	}}
@@ -191,6 +194,10 @@ func sarif(w io.Writer, files []ciFile) error {
 		for _, fd := range f.findings {
 			var loc location
 			loc.PhysicalLocation.ArtifactLocation.URI = fileURI(f.path)
+			// A finding about the whole file (unreadable, not JSON, the count of problems not
+			// listed) is placed on its first line: code-scanning views place a result by its
+			// region's startLine and show none without it (the SARIF validator's SARIF2017).
+			loc.PhysicalLocation.Region = &region{StartLine: 1}
 			if fd.line > 0 {
 				loc.PhysicalLocation.Region = &region{StartLine: fd.line, StartColumn: fd.col}
 			}
@@ -204,6 +211,20 @@ func sarif(w io.Writer, files []ciFile) error {
 	enc.SetEscapeHTML(false) // a file name's & or < is the file's name, not markup
 	enc.SetIndent("", "  ")
 	return enc.Encode(log{Schema: sarifSchema, Version: sarifVersion, Runs: []run{r}})
+}
+
+// sarifInformationURI is where a code-scanning view's reader learns about the tool: its manual.
+const sarifInformationURI = "https://github.com/agentfleet/fleet/blob/main/docs/validate-state.md"
+
+// sarifToolVersion is the toolkit's version as SARIF consumers compare it: starting with an
+// integer (the SARIF validator's SARIF2005), so v1.2.3 is 1.2.3, and a build of no release
+// ("devel") is 0.0.0-devel, before every release as Go's own pseudo-versions are.
+func sarifToolVersion(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if v != "" && v[0] >= '0' && v[0] <= '9' {
+		return v
+	}
+	return "0.0.0-" + cmp.Or(v, "devel")
 }
 
 // fileURI is a path as a SARIF artifact URI: a relative reference for a relative path (read

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +82,78 @@ func TestSARIFSchema(t *testing.T) {
 		if args[0] != "--all" && !bytes.Contains(out, []byte(`"uri": "file:///`)) {
 			t.Errorf("validate-state %v: no file: URI in\n%s", args, out)
 		}
+		for _, w := range sarifValidatorWarnings(t, out) {
+			t.Errorf("validate-state %v: the SARIF validator would warn: %s", args, w)
+		}
 	}
+}
+
+// TestSARIFToolVersion checks the driver's version for SARIF2005 (it starts with an integer)
+// for the versions a build can have: a release's tag, a pseudo-version, none.
+func TestSARIFToolVersion(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"v1.2.3", "1.2.3"},
+		{"v0.0.0-20261207142512-eaf8ce8a1b2c+dirty", "0.0.0-20261207142512-eaf8ce8a1b2c+dirty"},
+		{"1.2.3", "1.2.3"},
+		{"devel", "0.0.0-devel"},
+		{"", "0.0.0-devel"},
+	} {
+		if got := sarifToolVersion(tc.in); got != tc.want {
+			t.Errorf("sarifToolVersion(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// sarifValidatorWarnings are the warnings Microsoft's SARIF validator (sarif-sdk's `Sarif.Multitool
+// validate`, its default rules) gives on a log such as ours, checked the way its rules check
+// them: the multitool needs .NET, which the test machines do not have.
+func sarifValidatorWarnings(t *testing.T, doc []byte) []string {
+	t.Helper()
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Name           string `json:"name"`
+					Version        string `json:"version"`
+					InformationURI string `json:"informationUri"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				Locations []struct {
+					PhysicalLocation *struct {
+						Region *struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(doc, &log); err != nil {
+		t.Fatalf("the SARIF log is not JSON: %v", err)
+	}
+	var warnings []string
+	for i, run := range log.Runs {
+		d := run.Tool.Driver
+		// SARIF2005 ProvideToolProperties: an informationUri, and a version that starts with
+		// an integer (its pattern ^\d+), so that versions compare.
+		if u, err := url.Parse(d.InformationURI); err != nil || !u.IsAbs() {
+			warnings = append(warnings, fmt.Sprintf("SARIF2005 runs[%d]: the tool %q provides no absolute informationUri (%q)", i, d.Name, d.InformationURI))
+		}
+		if !regexp.MustCompile(`^\d+`).MatchString(d.Version) {
+			warnings = append(warnings, fmt.Sprintf("SARIF2005 runs[%d]: the tool's version %q does not start with an integer", i, d.Version))
+		}
+		// SARIF2017 ProvideRequiredRegionProperties: every physical location has a region
+		// with a startLine (code-scanning views place a result by it).
+		for j, res := range run.Results {
+			for k, loc := range res.Locations {
+				if pl := loc.PhysicalLocation; pl != nil && (pl.Region == nil || pl.Region.StartLine < 1) {
+					warnings = append(warnings, fmt.Sprintf("SARIF2017 runs[%d].results[%d].locations[%d]: no region with a startLine", i, j, k))
+				}
+			}
+		}
+	}
+	return warnings
 }
 
 // TestJUnitConsumer has a JUnit consumer read --format junit: junitparser (Debian's
@@ -145,7 +219,9 @@ func docBlock(t *testing.T, doc, marker string) string {
 }
 
 // TestActionLint runs actionlint on docs/ci.md's workflow, with the action it uses read from
-// this repository's action.yml (the workflow's "agentfleet/fleet@TAG" made "./").
+// this repository's action.yml (the workflow's "agentfleet/fleet@TAG" made "./"), and on the
+// action's own steps: actionlint reads an action.yml's inputs but not its steps, so they are
+// linted as the job of a reusable workflow whose inputs are the action's (actionSteps).
 func TestActionLint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: actionlint is not built")
@@ -163,7 +239,9 @@ func TestActionLint(t *testing.T) {
 	install := exec.Command(goBin, "install", "github.com/rhysd/actionlint/cmd/actionlint@"+actionlintVersion)
 	install.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=-mod=mod")
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Skipf("actionlint %s cannot be built here (%v): action.yml is not linted\n%s", actionlintVersion, err, out)
+		// One line: go's last, which says why (no network, no proxy, no such version).
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.Skipf("actionlint %s cannot be built here (%v: %s): action.yml is not linted", actionlintVersion, err, lines[len(lines)-1])
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
@@ -175,19 +253,53 @@ func TestActionLint(t *testing.T) {
 	}
 	local := regexp.MustCompile(`agentfleet/fleet@v[0-9.]+`).ReplaceAllString(workflow, "./")
 	for name, content := range map[string]string{
-		"action.yml":                  string(action),
-		".github/workflows/state.yml": local,
+		"action.yml":                   string(action),
+		".github/workflows/state.yml":  local,
+		".github/workflows/action.yml": actionSteps(t, action),
 	} {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lint := exec.Command(filepath.Join(bin, "actionlint"), "-color=false", ".github/workflows/state.yml")
+	lint := exec.Command(filepath.Join(bin, "actionlint"), "-color=false", ".github/workflows/state.yml", ".github/workflows/action.yml")
 	lint.Dir = dir
 	if out, err := lint.CombinedOutput(); err != nil {
-		t.Errorf("actionlint: %v\n%s\nworkflow:\n%s", err, out, local)
+		t.Errorf("actionlint: %v\n%s\nworkflow:\n%s\naction's steps:\n%s", err, out, local, actionSteps(t, action))
 	}
+}
+
+// actionSteps makes a composite action's steps a workflow that actionlint checks: a reusable
+// workflow (workflow_call) with the action's inputs as string inputs, so that inputs.* are
+// known, and one job of the action's steps, whose expressions (steps.*, runner.*,
+// github.action_path) mean there what they mean in the action.
+func actionSteps(t *testing.T, action []byte) string {
+	t.Helper()
+	var meta struct {
+		Inputs map[string]struct {
+			Default string `yaml:"default"`
+		} `yaml:"inputs"`
+		Runs struct {
+			Using string `yaml:"using"`
+			Steps []any  `yaml:"steps"`
+		} `yaml:"runs"`
+	}
+	if err := yaml.Unmarshal(action, &meta); err != nil || meta.Runs.Using != "composite" || len(meta.Runs.Steps) == 0 {
+		t.Fatalf("action.yml is not a composite action with steps (%v)", err)
+	}
+	inputs := map[string]any{}
+	for name, in := range meta.Inputs {
+		inputs[name] = map[string]any{"type": "string", "required": false, "default": in.Default}
+	}
+	workflow := map[string]any{
+		"on":   map[string]any{"workflow_call": map[string]any{"inputs": inputs}},
+		"jobs": map[string]any{"action": map[string]any{"runs-on": "ubuntu-latest", "steps": meta.Runs.Steps}},
+	}
+	out, err := yaml.Marshal(workflow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // TestGitLabExample checks that docs/ci.md's GitLab job is YAML of the shape GitLab reads: a

@@ -381,6 +381,12 @@ type Call struct {
 	Dir string
 }
 
+// PassesModel says whether the agent's command line names the resolved model: only with a
+// model flag in its config, and a model named (else the agent runs with its own default).
+func (p *Profile) PassesModel(resolved string) bool {
+	return p.ModelFlag != "" && resolved != ""
+}
+
 // Invoke builds the invocation of c. It looks at the file system twice, as dispatch.sh did:
 // for a .git in c.Dir, and for the MCP config file, passed only when it exists.
 func (p *Profile) Invoke(c Call) Invocation {
@@ -388,7 +394,7 @@ func (p *Profile) Invoke(c Call) Invocation {
 	if p.Subcommand != "" {
 		argv = append(argv, p.Subcommand)
 	}
-	if p.ModelFlag != "" && c.Model != "" {
+	if p.PassesModel(c.Model) {
 		// codex takes "-m <model>" right after its subcommand, as dispatch.sh wrote it.
 		if p.Subcommand != "" {
 			argv = append(argv, p.ModelFlag, c.Model)

@@ -4,26 +4,61 @@ import (
 	"context"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
+
+	fleet "github.com/agentfleet/fleet"
 )
 
-// version is the toolkit's version, set by the Makefile's build:
+// version is the toolkit's version as make's builds stamp it from git (v0.1.0,
+// v0.1.0-3-gabc1234) and make release from the tag:
 // -ldflags "-X github.com/agentfleet/fleet/internal/cli.version=v1.2.3".
 var version string
 
-// Version is the version --version prints: the one the build set, else the module's version
-// from the build info (go build stamps it from git), else "devel".
+// Version is the version --version prints (versionOf).
 func Version() string {
-	if version != "" {
-		return version
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(version, bi, fleet.Version())
+}
+
+// pseudoVersion is the end of the version go build stamps on a commit that no tag names
+// (v0.1.1-0.20261207142513-abcdef123456): not a release, whatever its numbers say.
+var pseudoVersion = regexp.MustCompile(`[0-9]{14}-[0-9a-f]{12}$`)
+
+// versionOf chooses, in order: the version the build stamped (make); the module's version
+// when it is a release's (go install ...@v0.1.0); else the VERSION file's (file), with the
+// commit and ".dirty" when go build stamped them from a checkout (v0.1.0+abcdef123456.dirty),
+// alone when there is no git (a source archive).
+func versionOf(stamped string, bi *debug.BuildInfo, file string) string {
+	if stamped != "" {
+		return stamped
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if bi == nil {
+		return file
 	}
-	return "devel"
+	if v := bi.Main.Version; v != "" && v != "(devel)" && !strings.Contains(v, "+") && !pseudoVersion.MatchString(v) {
+		return v
+	}
+	var revision, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if revision == "" {
+		return file
+	}
+	v := file + "+" + revision[:min(12, len(revision))]
+	if modified == "true" {
+		v += ".dirty"
+	}
+	return v
 }
 
 // Spec is what one command is made of: a tool, or one verb of a tool with verbs (dispatch).
@@ -109,7 +144,7 @@ func Run(ctx context.Context, app *ucli.App, args []string) error {
 func StateDirFlag() *ucli.StringFlag {
 	return &ucli.StringFlag{
 		Name: "state-dir", Value: "state", EnvVars: []string{"STATE_DIR"},
-		Usage: "the state directory (`DIR`)",
+		Usage: "use `DIR` as the state directory", // urfave/cli shows DIR after the flag too: once here
 		Action: func(_ *ucli.Context, dir string) error {
 			if dir != "" {
 				return nil

@@ -218,7 +218,7 @@ func readInside(root, dir, name string) ([]byte, error) {
 	if fi, err := r.Lstat(rel); err != nil {
 		return nil, outsideOr(err, root)
 	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, kindOf(fi.Mode()))
+		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, statedir.KindOf(fi.Mode()))
 	}
 	// Non-blocking: a FIFO put there between the look and the open is not waited on.
 	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -231,7 +231,7 @@ func readInside(root, dir, name string) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, kindOf(fi.Mode()))
+		return nil, fmt.Errorf("%w (%s, which is not read)", statedir.ErrNotRegular, statedir.KindOf(fi.Mode()))
 	case fi.Size() > MaxSize:
 		return nil, fmt.Errorf("is %d bytes, over the %d-byte limit of a prompt file", fi.Size(), MaxSize)
 	}
@@ -258,23 +258,6 @@ func outsideOr(err error, root string) error {
 		return fmt.Errorf("leads out of %s through a symbolic link (or one to an absolute path); keep prompt files in the repository, or pass --allow-outside-prompts", root)
 	}
 	return err
-}
-
-// kindOf names a file mode that is not a regular file's.
-func kindOf(m os.FileMode) string {
-	switch {
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
 }
 
 // ReadFunc reads a prompt file named in the manifest.

@@ -79,7 +79,7 @@ func checkInfo(dir string, fi fs.FileInfo, real bool) error {
 		return fmt.Errorf("state directory %s is a symbolic link (to %s): nothing is written through links in a state directory; make it a real directory", dir, target)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("state directory %s is not a directory (%s); move it away", dir, kindOf(fi.Mode()))
+		return fmt.Errorf("state directory %s is not a directory (%s); move it away", dir, KindOf(fi.Mode()))
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if uid := os.Geteuid(); ok && int(st.Uid) != uid {
@@ -107,7 +107,7 @@ func Open(path string) (*os.File, error) {
 	case syscall.ENXIO: // a socket, which cannot be opened
 		kind := "a socket"
 		if fi, err := os.Lstat(path); err == nil {
-			kind = kindOf(fi.Mode())
+			kind = KindOf(fi.Mode())
 		}
 		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind)
 	}
@@ -121,7 +121,7 @@ func Open(path string) (*os.File, error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		syscall.Close(fd)
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kindOf(modeType(st.Mode)))
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, KindOf(modeType(st.Mode)))
 	}
 	// A regular file never blocks: reads through os.File need no non-blocking mode, and without
 	// it the runtime does not try to register the file with its poller.
@@ -179,7 +179,9 @@ func modeType(m uint32) fs.FileMode {
 	return fs.ModeIrregular
 }
 
-func kindOf(m fs.FileMode) string {
+// KindOf names what a file mode is, for an error that says why a path was refused ("a
+// symbolic link", "a named pipe", ...).
+func KindOf(m fs.FileMode) string {
 	switch {
 	case m.IsRegular():
 		return "a file"

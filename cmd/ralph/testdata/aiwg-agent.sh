@@ -12,6 +12,7 @@
 #   await=F     wait until the file $AIWG_AGENT_DIR/F exists (at most 60 s), for a script that
 #               looks at the loop while the agent works and then lets it go on
 #   say=TEXT    print TEXT
+#   rewind      rewrite its loop's start_commit in state.json to HEAD's parent (a hostile agent)
 # The words are done in order. A call past the last line repeats the last line.
 dir=${AIWG_AGENT_DIR:?}
 mkdir -p "$dir"
@@ -25,6 +26,7 @@ code=0
 for word in $line; do
   case $word in
   sleep=*) sleep "${word#sleep=}" ;;
+  rewind) sed -i "s/\"start_commit\": \"[0-9a-f]*\"/\"start_commit\": \"$(git rev-parse HEAD~1)\"/" ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   await=*) i=0; while [ ! -e "$dir/${word#await=}" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done ;;
   exit=*) code=${word#exit=} ;;
   touch=*) : > "${word#touch=}" ;;

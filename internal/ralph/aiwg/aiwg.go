@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
 )
@@ -57,6 +58,24 @@ type Runtime struct {
 	// where Start keeps each loop's completion command (seal.go): the agent works in the
 	// workspace, where state.json is, and must not choose the command that judges it.
 	SealDir string
+	// Ask, when set, asks the person at the controller's terminal a yes-or-no question: an
+	// --interactive loop asks it before each iteration after the first (askToGoOn). Only a
+	// foreground controller has one.
+	Ask func(question string) bool
+	// Heartbeat is how often a controller whose iteration runs says it is alive in the
+	// registry (its entry's last_active); 0: DefaultHeartbeat.
+	Heartbeat time.Duration
+}
+
+// DefaultHeartbeat is how often a controller beats while its iteration runs.
+const DefaultHeartbeat = 30 * time.Second
+
+// heartbeat is rt.Heartbeat, DefaultHeartbeat when unset.
+func (rt *Runtime) heartbeat() time.Duration {
+	if rt.Heartbeat > 0 {
+		return rt.Heartbeat
+	}
+	return DefaultHeartbeat
 }
 
 // agent is rt.Agent(spec), an error when there is no resolver.

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -260,5 +262,33 @@ func BenchmarkStatus(b *testing.B) {
 	}
 	if !strings.Contains(out.String(), "running") {
 		b.Fatalf("status = %s, want running", out.String())
+	}
+}
+
+// TestLegacyEnds: an ended loop of current-loop.json keeps its end when it is taken in,
+// written valid and not registered; a status that is no word reads failed.
+func TestLegacyEnds(t *testing.T) {
+	for _, c := range []struct{ legacy, status, reason string }{
+		{"success", StatusCompleted, StatusCompleted},
+		{"aborted", StatusAborted, StatusAborted},
+		{"max_iterations", StatusFailed, "max-iterations"},
+		{"timeout", StatusFailed, "timeout"},
+		{"../../etc", StatusFailed, StatusFailed},
+	} {
+		ws := Workspace{Root: t.TempDir()}
+		os.MkdirAll(ws.Dir(), 0o700)
+		os.WriteFile(filepath.Join(ws.Dir(), LegacyFile), fmt.Appendf(nil, `{"loopId": "x", "active": false, "task": "Old task",
+		  "completion": "true", "maxIterations": 5, "currentIteration": 5, "status": %q}`, c.legacy), 0o600)
+		id, err := ws.MigrateLegacy(context.Background(), Runtime{}, "claude")
+		if err != nil {
+			t.Fatalf("%s: MigrateLegacy: %v", c.legacy, err)
+		}
+		st, err := ws.ReadState(id)
+		if err != nil || st.Status != c.status || st.ExitReason != c.reason || st.CompletedAt == nil {
+			t.Errorf("%s: taken in as %+v, %v; want %s (%s)", c.legacy, st, err, c.status, c.reason)
+		}
+		if reg, err := ws.readRegistry(); err != nil || len(reg.ActiveLoops) != 0 {
+			t.Errorf("%s: registry %+v, %v; want no active loop", c.legacy, reg, err)
+		}
 	}
 }

@@ -199,7 +199,7 @@ func TestAgentCannotEndOrExtendItsLoop(t *testing.T) {
 		t.Errorf("the final checkpoint: %v; want the loop failed, max-iterations", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(l.ws.LoopDir(st.LoopID), "controller.log"))
-	for _, want := range []string{"says completed behind the controller's back", "iteration cap or timeout was changed behind the controller's back"} {
+	for _, want := range []string{"says completed behind the controller's back", "iteration cap, timeout or configuration was changed behind the controller's back"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("controller.log does not say %q:\n%s", want, b)
 		}
@@ -209,6 +209,9 @@ func TestAgentCannotEndOrExtendItsLoop(t *testing.T) {
 // TestNoProgress: the no-progress breaker ends a loop whose agent fails the same way every
 // time, or changes nothing, after N iterations (3 by default; it ran all 50 before, issue 19);
 // one whose agent changes a file every time runs on; 0 turns the breaker off.
+// successful_iterations counts the iterations that made progress (seed 003): the loop the
+// breaker ended for changing nothing has none, though each of its agents exited 0 (it showed 3
+// before, issue 27).
 func TestNoProgress(t *testing.T) {
 	zero := 0
 	for name, c := range map[string]struct {
@@ -216,11 +219,12 @@ func TestNoProgress(t *testing.T) {
 		n          *int
 		status     string
 		iterations int
+		successful int
 	}{
-		"same failure":    {"exit=1", nil, StatusFailed, 3},
-		"nothing changes": {"say=thinking", nil, StatusFailed, 3},
-		"a file changes":  {"write=notes.txt", nil, StatusFailed, 6},
-		"off":             {"exit=1", &zero, StatusFailed, 6},
+		"same failure":    {"exit=1", nil, StatusFailed, 3, 0},
+		"nothing changes": {"say=thinking", nil, StatusFailed, 3, 0},
+		"a file changes":  {"write=notes.txt", nil, StatusFailed, 6, 6},
+		"off":             {"exit=1", &zero, StatusFailed, 6, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := newLab(t, c.plan)
@@ -236,6 +240,9 @@ func TestNoProgress(t *testing.T) {
 			}
 			if end.ExitReason != want || end.Metrics.TotalIterations != c.iterations {
 				t.Errorf("ended %s (%s) after %d iterations; want %s after %d", end.Status, end.ExitReason, end.Metrics.TotalIterations, want, c.iterations)
+			}
+			if end.Metrics.SuccessfulIterations != c.successful {
+				t.Errorf("successful_iterations %d, want %d (the iterations that made progress)", end.Metrics.SuccessfulIterations, c.successful)
 			}
 			var out bytes.Buffer
 			WriteStatus(&out, end, time.Now())

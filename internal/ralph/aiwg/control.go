@@ -3,6 +3,8 @@ package aiwg
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
 	gitx "github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -183,6 +186,9 @@ func (w Workspace) Resume(ctx context.Context, id string, spec ResumeSpec, rt Ru
 			return fmt.Errorf("loop %s is %s (controller pid %d): nothing to resume", id, cur.Status, pid)
 		default:
 			return fmt.Errorf("loop %s is %s: %s → %s is %w (%s)", id, cur.Status, cur.Status, StatusRunning, ErrTransition, allowed(cur.Status))
+		}
+		if st.Configuration.Interactive && !spec.Foreground {
+			return fmt.Errorf("loop %s is interactive: it asks before each iteration on a terminal; resume it with --foreground", id)
 		}
 		if spec.MaxIterations > 0 {
 			st.Configuration.MaxIterations = spec.MaxIterations
@@ -376,9 +382,16 @@ func (w Workspace) Abort(ctx context.Context, id string) (*State, error) {
 
 // Revert resets the working tree of an ended loop st to where it started: HEAD then (git
 // reset --hard), the uncommitted changes then re-applied, and the untracked files the loop
-// added removed (.aiwg, where the loops live, is never touched).
-func (w Workspace) Revert(ctx context.Context, st *State) error {
-	if err := revertTree(ctx, w, st); err != nil {
+// added removed (.aiwg, where the loops live, is never touched). Where it started is the
+// loop's seal's (rt.SealDir), outside the workspace: state.json and untracked-at-start are in
+// the workspace, where the agent can write them, so they must agree with the seal, and HEAD
+// must descend from the start, or nothing is touched (sealedStart).
+func (w Workspace) Revert(ctx context.Context, st *State, rt Runtime) error {
+	start, err := w.sealedStart(ctx, st, rt)
+	if err != nil {
+		return fmt.Errorf("loop %s is aborted, but nothing is reverted: %w", st.LoopID, err)
+	}
+	if err := revertTree(ctx, w, st.LoopID, start); err != nil {
 		return fmt.Errorf("loop %s is aborted, but its changes are not reverted: %w", st.LoopID, err)
 	}
 	return nil
@@ -419,35 +432,97 @@ const untrackedFile = "untracked-at-start"
 const maxUntracked = 4 << 20
 
 // recordStart keeps what --revert restores: the uncommitted changes (git stash create, which
-// changes nothing) and the untracked files, in the loop's directory.
-func recordStart(ctx context.Context, ws Workspace, st *State) {
+// changes nothing) and the untracked files, in the loop's directory. It returns them for the
+// loop's seal (nil outside git).
+func recordStart(ctx context.Context, ws Workspace, st *State) *startPoint {
 	if st.StartCommit == "" {
-		return
+		return nil
 	}
+	start := &startPoint{Commit: st.StartCommit}
 	if out, err := git(ctx, ws.Root, "stash", "create"); err == nil {
 		st.StartStash = strings.TrimSpace(string(out))
+		start.Stash = st.StartStash
 	}
 	if out, err := git(ctx, ws.Root, "ls-files", "--others", "--exclude-standard", "-z"); err == nil && len(out) < maxUntracked {
-		fsx.WriteFileAtomic(filepath.Join(ws.LoopDir(st.LoopID), untrackedFile), out, 0o600)
+		if fsx.WriteFileAtomic(filepath.Join(ws.LoopDir(st.LoopID), untrackedFile), out, 0o600) == nil {
+			start.UntrackedSHA256 = sha256Hex(out)
+		}
 	}
+	return start
 }
 
-// revertTree resets the working tree to where the loop started: HEAD then (git reset --hard),
-// the uncommitted changes then re-applied, and the untracked files the loop added removed
-// (.aiwg, where the loops live, is never touched).
-func revertTree(ctx context.Context, ws Workspace, st *State) error {
-	if st.StartCommit == "" {
-		return fmt.Errorf("%s was not a git repository with a commit when the loop started: nothing to reset to", ws.Root)
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// sealedStart is where loop st started, from its seal, once checked: state.json's start_commit
+// and start_stash must be the seal's, untracked-at-start must be the list the seal has the
+// digest of, the stash must be of the start, and HEAD must descend from the start. A loop
+// without a sealed start (no SealDir, or started before starts were sealed) is not reverted.
+func (w Workspace) sealedStart(ctx context.Context, st *State, rt Runtime) (*startPoint, error) {
+	s, ok, err := w.readSeal(rt, st.LoopID)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := git(ctx, ws.Root, "reset", "-q", "--hard", st.StartCommit); err != nil {
-		return err
+	if !ok || s.Start == nil {
+		if st.StartCommit == "" {
+			return nil, fmt.Errorf("%s was not a git repository with a commit when the loop started: nothing to reset to", w.Root)
+		}
+		where := rt.sealPath(st.LoopID)
+		if where == "" {
+			where = "$SWARM_DIR/aiwg ($SWARM_DIR cannot be told)"
+		}
+		return nil, fmt.Errorf("the loop's start is not sealed in %s (a loop started before ralph sealed starts, or under another $SWARM_DIR): reset the tree by hand", where)
 	}
-	before := map[string]bool{}
-	b, err := statedir.ReadFile(filepath.Join(ws.LoopDir(st.LoopID), untrackedFile), maxUntracked)
-	if err == nil {
+	sp := s.Start
+	if sp.Commit != st.StartCommit || sp.Stash != st.StartStash {
+		return nil, fmt.Errorf("state.json's start (start_commit %q, start_stash %q) is not the one sealed when the loop started (%s, %s): it was changed behind ralph's back",
+			Short(st.StartCommit), Short(st.StartStash), Short(sp.Commit), Short(sp.Stash))
+	}
+	if err := checkpoint.CheckStart(ctx, w.Root, sp.Commit); err != nil {
+		return nil, err
+	}
+	if sp.Stash != "" {
+		if !checkpoint.ObjectName(sp.Stash) {
+			return nil, fmt.Errorf("the sealed stash %q is not a commit's full name", sp.Stash)
+		}
+		parent, _ := git(ctx, w.Root, "rev-parse", "--verify", "-q", sp.Stash+"^1")
+		if strings.TrimSpace(string(parent)) != sp.Commit {
+			return nil, fmt.Errorf("the stash %s of the start is not of its commit %s", Short(sp.Stash), Short(sp.Commit))
+		}
+	}
+	if sp.UntrackedSHA256 != "" {
+		b, err := statedir.ReadFile(filepath.Join(w.LoopDir(st.LoopID), untrackedFile), maxUntracked)
+		if err != nil || sha256Hex(b) != sp.UntrackedSHA256 {
+			return nil, fmt.Errorf("%s is not the list of untracked files sealed when the loop started: it was changed behind ralph's back", untrackedFile)
+		}
+	}
+	return sp, nil
+}
+
+// revertTree resets the working tree to where loop id started (sp, checked): HEAD then (git
+// reset --hard), the uncommitted changes then re-applied, and the untracked files the loop
+// added removed (.aiwg, where the loops live, is never touched; with no list of the start's,
+// none is removed).
+func revertTree(ctx context.Context, ws Workspace, id string, sp *startPoint) error {
+	// The list is read before anything changes (it is in .aiwg, which a reset leaves alone, but
+	// checked against the seal just now).
+	var before map[string]bool
+	if sp.UntrackedSHA256 != "" {
+		b, err := statedir.ReadFile(filepath.Join(ws.LoopDir(id), untrackedFile), maxUntracked)
+		if err != nil || sha256Hex(b) != sp.UntrackedSHA256 {
+			return fmt.Errorf("%s changed while the revert read it", untrackedFile)
+		}
+		before = map[string]bool{}
 		for _, f := range bytes.Split(b, []byte{0}) {
 			before[string(f)] = true
 		}
+	}
+	if _, err := git(ctx, ws.Root, "reset", "-q", "--hard", sp.Commit); err != nil {
+		return err
+	}
+	if before != nil {
 		out, err := git(ctx, ws.Root, "ls-files", "--others", "--exclude-standard", "-z")
 		if err != nil {
 			return err
@@ -460,9 +535,9 @@ func revertTree(ctx context.Context, ws Workspace, st *State) error {
 			os.Remove(filepath.Join(ws.Root, name)) // a link is removed, never followed
 		}
 	}
-	if st.StartStash != "" {
-		if _, err := git(ctx, ws.Root, "stash", "apply", "-q", st.StartStash); err != nil {
-			return fmt.Errorf("re-applying the uncommitted changes of the start (%s): %w", Short(st.StartStash), err)
+	if sp.Stash != "" {
+		if _, err := git(ctx, ws.Root, "stash", "apply", "-q", sp.Stash); err != nil {
+			return fmt.Errorf("re-applying the uncommitted changes of the start (%s): %w", Short(sp.Stash), err)
 		}
 	}
 	return nil

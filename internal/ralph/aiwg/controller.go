@@ -56,16 +56,20 @@ type controller struct {
 	started bool
 }
 
-// loopLimits are what ends a loop that never passes its check.
+// loopLimits are what ends a loop that never passes its check, and how it runs: whether it
+// asks a person before each iteration (interactive) and runs its check after a failed one
+// (autoTest).
 type loopLimits struct {
 	maxIterations          int
 	timeoutSeconds         int64
 	timeoutFrom, startedAt string
 	noProgress             int
+	interactive, autoTest  bool
 }
 
 func limitsOf(st *State) loopLimits {
-	return loopLimits{st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt, st.NoProgressN()}
+	return loopLimits{st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt, st.NoProgressN(),
+		st.Configuration.Interactive, st.Configuration.AutoTest}
 }
 
 // holdLimits puts the controller's limits back into st when st says others, with a line in the
@@ -77,9 +81,10 @@ func (c *controller) holdLimits(st *State) bool {
 	if limitsOf(st) == c.limits {
 		return false
 	}
-	fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's iteration cap or timeout was changed behind the controller's back; the loop's own are kept\n", c.id)
+	fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's iteration cap, timeout or configuration was changed behind the controller's back; the loop's own are kept\n", c.id)
 	st.Configuration.MaxIterations, st.TimeoutSeconds, st.TimeoutFrom, st.StartedAt =
 		c.limits.maxIterations, c.limits.timeoutSeconds, c.limits.timeoutFrom, c.limits.startedAt
+	st.Configuration.Interactive, st.Configuration.AutoTest = c.limits.interactive, c.limits.autoTest
 	if st.NoProgressN() != c.limits.noProgress {
 		n := c.limits.noProgress
 		st.NoProgress = &n
@@ -178,6 +183,12 @@ func (w Workspace) RunLoop(ctx context.Context, id string, rt Runtime) (string, 
 			err := fmt.Errorf("iteration %d: the agent could not be started: %s", i, res.it.Reason)
 			c.giveUp(err)
 			return "", err
+		}
+		if goOn, err := c.askToGoOn(ctx, i, res); err != nil || !goOn {
+			if err != nil {
+				c.giveUp(err)
+			}
+			return StatusPaused, err
 		}
 	}
 }
@@ -436,9 +447,10 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			counted = true
 			m := &st.Metrics
 			m.TotalIterations++
-			if res.it.Outcome == OutcomeDone {
+			if res.madeProgress() {
 				m.SuccessfulIterations++
-			} else {
+			}
+			if res.it.Outcome != OutcomeDone {
 				m.FailedIterations++
 				ev = &hookEvent{hook.Failure, res.it.Reason}
 			}
@@ -465,15 +477,23 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 	}
 	fmt.Fprintf(c.log, "%s iteration %d: %s (exit %s, %.1f s, cost %s)\n", stamp(time.Now()), i, res.it.Outcome,
 		exitOf(res.it.ExitCode), res.it.DurationSeconds, cost(res.it.CostUSD))
-	check := runCheck(ctx, cur, i, c.rt.Env, func() bool {
-		st, err := c.ws.ReadState(c.id)
-		return c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st)))
-	})
-	verdict := "failed"
-	if check.Passed {
-		verdict = "passed"
+	// --no-auto-test: the tests run only after an iteration whose agent ended done, not after
+	// one that failed (it cannot have finished the task).
+	checked := c.limits.autoTest || res.it.Outcome == OutcomeDone
+	var check Check
+	if checked {
+		check = runCheck(ctx, cur, i, c.rt.Env, func() bool {
+			st, err := c.ws.ReadState(c.id)
+			return c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st)))
+		})
+		verdict := "failed"
+		if check.Passed {
+			verdict = "passed"
+		}
+		fmt.Fprintf(c.log, "%s iteration %d: the completion command %s (exit %d)\n", stamp(time.Now()), i, verdict, check.ExitCode)
+	} else {
+		fmt.Fprintf(c.log, "%s iteration %d: the completion command is not run after a failed iteration (--no-auto-test)\n", stamp(time.Now()), i)
 	}
-	fmt.Fprintf(c.log, "%s iteration %d: the completion command %s (exit %d)\n", stamp(time.Now()), i, verdict, check.ExitCode)
 	var passed bool
 	err = c.ws.Locked(ctx, func(reg *Registry) error {
 		st, err := c.ws.ReadState(c.id)
@@ -486,13 +506,15 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		c.holdCriteria(st)
 		// The last check's output is kept whole (maxCheckOutput) for the next prompt; older
 		// ones shrink to their end, so a long loop's state stays small to read.
-		if n := len(st.Progress.CompletionChecks); n > 0 {
+		if n := len(st.Progress.CompletionChecks); n > 0 && checked {
 			prev := &st.Progress.CompletionChecks[n-1]
 			prev.Output = tailString(prev.Output, maxOldCheckOutput)
 		}
-		st.Progress.CompletionChecks = append(st.Progress.CompletionChecks, check)
-		last := check
-		st.Progress.LastCompletionCheck = &last
+		if checked {
+			st.Progress.CompletionChecks = append(st.Progress.CompletionChecks, check)
+			last := check
+			st.Progress.LastCompletionCheck = &last
+		}
 		if check.Passed && st.Status == StatusRunning {
 			passed = true
 			if err := st.Transition(StatusCompleting); err != nil {
@@ -553,4 +575,37 @@ func addCost(m *Metrics, it Iteration) {
 	if it.CostUSD != nil {
 		m.TotalCostUSD += *it.CostUSD
 	}
+}
+
+// askToGoOn asks the person at the loop's terminal, for an --interactive loop whose controller
+// has one (Runtime.Ask: ralph start or resume --foreground), whether the next iteration runs
+// once iteration i has ended with the loop still running. An answer of no pauses the loop
+// (pause_reason user: ralph resume goes on) and reports false. Without a terminal, or for a
+// loop that ended, nothing is asked.
+func (c *controller) askToGoOn(ctx context.Context, i int, res iterResult) (bool, error) {
+	if !c.limits.interactive || c.rt.Ask == nil {
+		return true, nil
+	}
+	st, err := c.ws.ReadState(c.id)
+	if err != nil || st.Status != StatusRunning || !c.mine(st) || st.NextIteration() > c.limits.maxIterations {
+		return true, nil // the next look decides (it ends a loop at its cap)
+	}
+	if c.rt.Ask(fmt.Sprintf("iteration %d: %s, the completion command did not pass; run iteration %d? [Y/n] ", i, res.it.Outcome, st.NextIteration())) {
+		return true, nil
+	}
+	paused := false
+	err = c.ws.Locked(ctx, func(reg *Registry) error {
+		st, err := c.ws.ReadState(c.id)
+		if err != nil || st.Status != StatusRunning || !c.mine(st) {
+			return err
+		}
+		if err := st.Transition(StatusPaused); err != nil {
+			return err
+		}
+		st.PauseReason, st.PID, st.PIDStart = PauseUser, nil, 0
+		paused = true
+		fmt.Fprintf(c.log, "%s loop %s: paused at the terminal after iteration %d\n", stamp(time.Now()), c.id, i)
+		return c.ws.save(reg, st)
+	})
+	return !paused, err
 }

@@ -36,6 +36,31 @@ type iterResult struct {
 	log string
 }
 
+// beat is the controller's heartbeat while an iteration runs: its loop's registry entry's
+// last_active set to now (a state update sets it too). A beat that cannot be written is
+// skipped: the next one will do.
+func (c *controller) beat(ctx context.Context, now time.Time) {
+	c.ws.Locked(ctx, func(reg *Registry) error {
+		for i := range reg.ActiveLoops {
+			if reg.ActiveLoops[i].LoopID == c.id {
+				reg.ActiveLoops[i].LastActive = stamp(now)
+			}
+		}
+		return nil
+	})
+}
+
+// madeProgress says whether the iteration ended done having changed the working tree (a
+// commit, or a file not ignored): seed 003's successful_iterations, "iterations that made
+// progress", counts these. Outside git nothing tells a change: an iteration that ended done
+// counts.
+func (r iterResult) madeProgress() bool {
+	if r.it.Outcome != OutcomeDone {
+		return false
+	}
+	return r.before == "" || r.after == "" || r.before != r.after
+}
+
 // Bead is iteration i's bead: its run and result records are state/runs/<loop_id>-<i>.json.
 func Bead(id string, i int) string { return id + "-" + strconv.Itoa(i) }
 
@@ -200,10 +225,15 @@ func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Wher
 	logPath := d.Layout.LogPath(bead)
 	size, changed := int64(-1), time.Now()
 	var costRead time.Time
+	beat := time.Now()
 	for {
 		live, entry := attempt.Alive(ctx, d, where, bead)
 		if !live {
 			return stopped
+		}
+		if now := time.Now(); now.Sub(beat) >= c.rt.heartbeat() {
+			beat = now
+			c.beat(ctx, now)
 		}
 		if stopped == stopNone {
 			now := time.Now()

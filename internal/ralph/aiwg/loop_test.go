@@ -3,6 +3,7 @@ package aiwg
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,9 +85,10 @@ func testRuntime(log io.Writer) Runtime {
 		Supervisor: func(dir string) []string {
 			return []string{os.Args[0], "start", supervise.SuperviseVerb, "--state-dir", dir}
 		},
-		Env:     os.Environ(),
-		Log:     log,
-		SealDir: os.Getenv("AIWG_TEST_SEALS"),
+		Env:       os.Environ(),
+		Log:       log,
+		SealDir:   os.Getenv("AIWG_TEST_SEALS"),
+		Heartbeat: 200 * time.Millisecond,
 	}
 }
 
@@ -100,6 +102,11 @@ type lab struct {
 	rt       Runtime
 	agentDir string
 	out      string // markers, outside the repository
+	// controllers are the background controllers the lab started, as their states named them
+	// at the start: one that has written its last state may still be at work (its registry
+	// entry, its log) when a test ends, and must be gone before the test's directory is
+	// removed.
+	controllers []State
 }
 
 func newLab(t *testing.T, plan ...string) *lab {
@@ -165,6 +172,7 @@ func (l *lab) start(task, completion string) string {
 	if st.PID == nil || *st.PID == os.Getpid() {
 		l.t.Fatalf("Start: controller %v, want a background one", st.PID)
 	}
+	l.controllers = append(l.controllers, *st)
 	return st.LoopID
 }
 
@@ -262,9 +270,24 @@ func (l *lab) settled(id, status string, oldPID int, oldStart uint64) {
 
 // killAll kills what a failed test left running: controllers and supervisors.
 func (l *lab) killAll() {
+	controllers := l.controllers
 	for _, id := range l.ws.Loops() {
-		if st, err := l.ws.ReadState(id); err == nil && controllerAlive(st) {
-			syscall.Kill(*st.PID, syscall.SIGKILL)
+		if st, err := l.ws.ReadState(id); err == nil {
+			controllers = append(controllers, *st)
+		}
+	}
+	for i := range controllers {
+		if controllerAlive(&controllers[i]) {
+			syscall.Kill(*controllers[i].PID, syscall.SIGKILL)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		alive := false
+		for i := range controllers {
+			alive = alive || controllerAlive(&controllers[i])
+		}
+		if !alive {
+			break
 		}
 	}
 	layout := supervise.Layout{Dir: l.ws.DefaultStateDir()}
@@ -397,7 +420,7 @@ func TestAbort(t *testing.T) {
 				t.Errorf("Abort returned %d iterations, want 0", st.Metrics.TotalIterations)
 			}
 			if revert {
-				if err := l.ws.Revert(ctx, st); err != nil {
+				if err := l.ws.Revert(ctx, st, l.rt); err != nil {
 					t.Fatalf("Revert: %v", err)
 				}
 				if st.StartCommit != head {
@@ -576,4 +599,140 @@ func deadProcess(t *testing.T) int {
 		t.Skip("the pid was taken again at once")
 	}
 	return cmd.Process.Pid
+}
+
+// TestRevertTrustsOnlyTheSeal (issue 27): the agent of a loop started after a commit of the
+// user's points state.json's start_commit at the commit before it and empties
+// untracked-at-start; abort --revert is refused and touches nothing: HEAD, the user's commit,
+// the untracked file of the start and the agent's work are as they were. A branch moved off
+// the start (HEAD no longer descends from it) is refused too.
+func TestRevertTrustsOnlyTheSeal(t *testing.T) {
+	l := newLab(t, "write=tracked.txt rewind touch=OUT/m1 sleep=60")
+	os.WriteFile(filepath.Join(l.ws.Root, "mine.txt"), []byte("the user's\n"), 0o644)
+	l.git("add", "mine.txt")
+	l.git("commit", "-q", "-m", "the user's own commit, before the loop")
+	start := strings.TrimSpace(l.git("rev-parse", "HEAD"))
+	os.WriteFile(filepath.Join(l.ws.Root, "untracked-before.txt"), []byte("was there\n"), 0o644)
+	id := l.start("Rewound", "false")
+	l.waitFile(l.marker("m1"))
+	ctx := context.Background()
+	st, err := l.ws.Abort(ctx, id)
+	if err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	if st.StartCommit == start {
+		t.Fatalf("the agent did not rewrite start_commit (%s)", st.StartCommit)
+	}
+	intact := func(what string) {
+		t.Helper()
+		if head := strings.TrimSpace(l.git("rev-parse", "HEAD")); head != start {
+			t.Errorf("%s: HEAD is %s, want %s as it was", what, head, start)
+		}
+		for _, f := range []string{"mine.txt", "untracked-before.txt"} {
+			if _, err := os.Stat(filepath.Join(l.ws.Root, f)); err != nil {
+				t.Errorf("%s: %s is gone: %v", what, f, err)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(l.ws.Root, "tracked.txt")); string(b) == "as committed\n" {
+			t.Errorf("%s: the agent's change of tracked.txt was reverted", what)
+		}
+	}
+	l.refused(l.ws.Revert(ctx, st, l.rt), `nothing is reverted: state.json's start .* changed behind ralph's back`)
+	intact("start_commit rewritten")
+
+	// state.json put right again, the list of untracked files still emptied.
+	path := filepath.Join(l.ws.LoopDir(id), "state.json")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte(st.StartCommit), []byte(start), 1), 0o600)
+	st = l.state(id)
+	l.refused(l.ws.Revert(ctx, st, l.rt), `nothing is reverted: untracked-at-start is not the list .* sealed`)
+	intact("untracked-at-start emptied")
+
+	// The branch moved off the start: a commit on the one before it.
+	os.WriteFile(filepath.Join(l.ws.LoopDir(id), untrackedFile), []byte("untracked-before.txt\x00"), 0o600)
+	l.git("reset", "-q", "--soft", "HEAD~1")
+	l.git("commit", "-q", "-m", "elsewhere")
+	moved := strings.TrimSpace(l.git("rev-parse", "HEAD"))
+	l.refused(l.ws.Revert(ctx, st, l.rt), `nothing is reverted: HEAD of .* does not descend from the loop's start`)
+	if head := strings.TrimSpace(l.git("rev-parse", "HEAD")); head != moved {
+		t.Errorf("the refused revert moved HEAD to %s", head)
+	}
+}
+
+// TestRegistryHeartbeat: a loop's registry entry has a heartbeat, last_active (seed 003's
+// update_registry_heartbeat; the registry had none, issue 27): the time of its last state
+// update, and while an iteration runs, its controller's beat.
+func TestRegistryHeartbeat(t *testing.T) {
+	l := newLab(t, "await=OUT/go")
+	id := l.start("Beating", "false")
+	lastActive := func() string {
+		b, _ := os.ReadFile(filepath.Join(l.ws.Dir(), "registry.json"))
+		var reg struct {
+			ActiveLoops []map[string]any `json:"active_loops"`
+		}
+		json.Unmarshal(b, &reg)
+		for _, e := range reg.ActiveLoops {
+			if e["loop_id"] == id {
+				s, _ := e["last_active"].(string)
+				return s
+			}
+		}
+		return ""
+	}
+	first := lastActive()
+	if _, ok := parseStamp(first); !ok {
+		t.Fatalf("the registry entry of a started loop has last_active %q, want a time", first)
+	}
+	// The agent waits for the test: no state update meanwhile, only the controller's beat.
+	l.waitFile(filepath.Join(l.agentDir, "prompt-1.txt"))
+	updated := l.state(id).LastUpdated
+	l.waitUntil("last_active to move on past last_updated while the iteration runs", func() bool {
+		t1, _ := parseStamp(updated)
+		t2, ok := parseStamp(lastActive())
+		return ok && t2.After(t1)
+	})
+	if now := l.state(id).LastUpdated; now != updated {
+		t.Errorf("the state was updated (%s, then %s) while the agent waited: the beat is not told apart", updated, now)
+	}
+	os.WriteFile(l.marker("go"), nil, 0o644)
+}
+
+// TestLegacyCurrentLoop: AIWG's single-loop current-loop.json (seed 003's backward
+// compatibility; not read before, issue 27) is taken in once: its running loop is registered
+// paused under an id made from its task, its fields converted, the legacy file kept; resume
+// runs it here to its end. A second look takes nothing in again.
+func TestLegacyCurrentLoop(t *testing.T) {
+	l := newLab(t, "touch=done.txt")
+	os.MkdirAll(l.ws.Dir(), 0o700)
+	legacy := filepath.Join(l.ws.Dir(), LegacyFile)
+	os.WriteFile(legacy, []byte(`{"loopId": "loop-1738530000000", "active": true, "task": "Fix the build",
+  "completion": "test -f done.txt", "maxIterations": 10, "timeoutMinutes": 60, "timeoutMs": 3600000,
+  "startTime": "2026-02-02T21:00:00.000Z", "startTimeMs": 1738530000000, "currentIteration": 2,
+  "autoCommit": true, "branch": null, "completed": false, "status": "running", "iterations": [], "lastResult": null, "learnings": []}`), 0o600)
+	ctx := context.Background()
+	id, err := l.ws.MigrateLegacy(ctx, l.rt, "fake")
+	if err != nil || !strings.HasPrefix(id, "ralph-fix-the-build-") || !IsLoopID(id) {
+		t.Fatalf("MigrateLegacy = %q, %v; want a loop id ralph-fix-the-build-…", id, err)
+	}
+	st := l.state(id)
+	if st.Status != StatusPaused || st.PauseReason != PauseMigrated || st.Task != "Fix the build" ||
+		st.CompletionCriteria != "test -f done.txt" || st.Configuration.MaxIterations != 10 || st.TimeoutSeconds != 3600 ||
+		st.StartedAt != "2026-02-02T21:00:00Z" || st.Iteration != 2 {
+		t.Errorf("the migrated state: %+v", st)
+	}
+	if reg := l.registry(); len(reg.ActiveLoops) != 1 || reg.ActiveLoops[0].LoopID != id {
+		t.Errorf("registry: %+v, want the migrated loop active", reg.ActiveLoops)
+	}
+	if again, err := l.ws.MigrateLegacy(ctx, l.rt, "fake"); err != nil || again != id || len(l.ws.Loops()) != 1 {
+		t.Errorf("a second MigrateLegacy = %q, %v, %d loops; want %q, nothing more", again, err, len(l.ws.Loops()), id)
+	}
+	if _, err := os.Stat(legacy); err != nil {
+		t.Errorf("the legacy file is gone: %v", err)
+	}
+	if _, err := l.ws.Resume(ctx, id, ResumeSpec{}, l.rt); err != nil {
+		t.Fatalf("Resume of the migrated loop: %v", err)
+	}
+	if end := l.waitStatus(id, StatusCompleted); end.Metrics.TotalIterations != 3 {
+		t.Errorf("the migrated loop completed after %d iterations in all, want 3 (2 of AIWG's, 1 here)", end.Metrics.TotalIterations)
+	}
 }

@@ -57,7 +57,7 @@ func WriteStatus(w io.Writer, st *State, now time.Time) {
 		line("Timeout", "%s", dl.UTC().Format(time.RFC3339))
 	}
 	if st.Metrics.TotalIterations > 0 {
-		line("Iterations", "%d (%d ok, %d failed), %.1f s on average", st.Metrics.TotalIterations,
+		line("Iterations", "%d (%d made progress, %d failed), %.1f s on average", st.Metrics.TotalIterations,
 			st.Metrics.SuccessfulIterations, st.Metrics.FailedIterations, st.Metrics.AverageIterationTimeSeconds)
 	}
 	line("Cost", "$%.4f, %d tokens", st.Metrics.TotalCostUSD, st.Metrics.TotalTokens)
@@ -226,7 +226,7 @@ func (r *Report) Text(w io.Writer) {
 	fmt.Fprintf(w, "Loop %s: %s\n", r.LoopID, status)
 	fmt.Fprintf(w, "Task: %s\nCompletion: %s\n", Clean(OneLine(r.Task, 200)), Clean(r.Completion))
 	m := r.Metrics
-	fmt.Fprintf(w, "Iterations: %d (%d ok, %d failed, %d run again), %d s in all, %.1f s on average\n",
+	fmt.Fprintf(w, "Iterations: %d (%d made progress, %d failed, %d run again), %d s in all, %.1f s on average\n",
 		m.TotalIterations, m.SuccessfulIterations, m.FailedIterations, r.Redone, m.TotalDurationSeconds, m.AverageIterationTimeSeconds)
 	fmt.Fprintf(w, "Cost: $%.4f, %d tokens\n\n", m.TotalCostUSD, m.TotalTokens)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -258,7 +258,7 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "- **Status:** %s\n", status)
 	m := r.Metrics
-	fmt.Fprintf(w, "- **Iterations:** %d (%d ok, %d failed, %d run again)\n", m.TotalIterations, m.SuccessfulIterations, m.FailedIterations, r.Redone)
+	fmt.Fprintf(w, "- **Iterations:** %d (%d made progress, %d failed, %d run again)\n", m.TotalIterations, m.SuccessfulIterations, m.FailedIterations, r.Redone)
 	fmt.Fprintf(w, "- **Time:** %d s, %.1f s per iteration\n", m.TotalDurationSeconds, m.AverageIterationTimeSeconds)
 	fmt.Fprintf(w, "- **Cost:** $%.4f, %d tokens\n\n", m.TotalCostUSD, m.TotalTokens)
 	fmt.Fprintln(w, "## Iterations\n\n| # | Outcome | Exit | Seconds | Cost | Tokens | Check |\n|---|---|---|---|---|---|---|")

@@ -33,6 +33,19 @@ type seal struct {
 	// Calls are when the agent was started within the last hour (RFC 3339), for
 	// --max-calls-per-hour.
 	Calls []string `json:"calls,omitempty"`
+	// Start is where the workspace's tree started, which abort --revert trusts alone (nil:
+	// outside git, or a loop sealed before starts were).
+	Start *startPoint `json:"start,omitempty"`
+}
+
+// startPoint is where a loop's workspace started, as Start recorded it: HEAD (Commit), the
+// uncommitted changes (Stash, git stash create's commit, "" for none), and the list of the
+// untracked files then (untracked-at-start in the loop's directory, inside the workspace) by
+// its SHA-256, "" when no list was kept (then --revert removes no untracked file).
+type startPoint struct {
+	Commit          string `json:"commit"`
+	Stash           string `json:"stash,omitempty"`
+	UntrackedSHA256 string `json:"untracked_sha256,omitempty"`
 }
 
 // sealPath is loop id's seal, "" without a SealDir.
@@ -43,8 +56,9 @@ func (rt *Runtime) sealPath(id string) string {
 	return filepath.Join(rt.SealDir, id+".json")
 }
 
-// writeSeal keeps st's completion command in its seal (nothing without a SealDir).
-func (w Workspace) writeSeal(rt Runtime, st *State) error {
+// writeSeal keeps st's completion command, rails and start in its seal (nothing without a
+// SealDir).
+func (w Workspace) writeSeal(rt Runtime, st *State, start *startPoint) error {
 	path := rt.sealPath(st.LoopID)
 	if path == "" {
 		return nil
@@ -52,7 +66,7 @@ func (w Workspace) writeSeal(rt Runtime, st *State) error {
 	if err := statedir.Mkdir(rt.SealDir); err != nil {
 		return fmt.Errorf("keeping the loop's completion command outside the workspace: %w", err)
 	}
-	s := seal{LoopID: st.LoopID, Workspace: w.Root, CompletionCriteria: st.CompletionCriteria}
+	s := seal{LoopID: st.LoopID, Workspace: w.Root, CompletionCriteria: st.CompletionCriteria, Start: start}
 	if st.Rails != nil {
 		s.Rails = *st.Rails
 	}

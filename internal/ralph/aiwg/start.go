@@ -44,12 +44,30 @@ type StartSpec struct {
 	// Rails are the loop's timeouts per iteration and for inactivity, budget, calls per hour
 	// and hook (rails.go).
 	Rails Rails
+	// Interactive (seed 003's configuration.interactive) asks a person before each iteration
+	// after the first (Runtime.Ask); it needs Foreground. NoAutoTest (auto_test false) runs
+	// the completion command only after an iteration whose agent ended done. ExecutionMode is
+	// seed 003's execution_mode, recorded ("" : default).
+	Interactive   bool
+	NoAutoTest    bool
+	ExecutionMode string
 }
+
+// ExecutionModes are seed 003's execution_mode values.
+var ExecutionModes = []string{"strict", "seeded", "logged", "default"}
 
 // NewID makes a loop id as AIWG did: ralph-<slug>-<8 hex>, the slug the task lower-cased with
 // every run of other characters one '-', trimmed, at most 30 characters ("loop" when nothing
 // is left).
 func NewID(task string) string {
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	return "ralph-" + slug(task) + "-" + hex.EncodeToString(rnd[:])
+}
+
+// slug is a loop id's middle: task lower-cased, every run of other characters one '-',
+// trimmed, at most 30 characters ("loop" when nothing is left).
+func slug(task string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(task) {
@@ -64,16 +82,14 @@ func NewID(task string) string {
 			break
 		}
 	}
-	slug := strings.Trim(b.String(), "-")
-	if len(slug) > 30 {
-		slug = strings.Trim(slug[:30], "-")
+	s := strings.Trim(b.String(), "-")
+	if len(s) > 30 {
+		s = strings.Trim(s[:30], "-")
 	}
-	if slug == "" {
-		slug = "loop"
+	if s == "" {
+		s = "loop"
 	}
-	var rnd [4]byte
-	rand.Read(rnd[:])
-	return "ralph-" + slug + "-" + hex.EncodeToString(rnd[:])
+	return s
 }
 
 // Start records a new loop (running) and starts its controller, or, with Foreground, makes
@@ -81,6 +97,16 @@ func NewID(task string) string {
 // the registration are one step under the workspace's lock: of eight starts at once, exactly
 // MaxConcurrent succeed. It returns the loop's state as recorded.
 func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*State, error) {
+	mode := spec.ExecutionMode
+	if mode == "" {
+		mode = "default"
+	}
+	if !slices.Contains(ExecutionModes, mode) {
+		return nil, fmt.Errorf("execution mode %q: one of %s", mode, strings.Join(ExecutionModes, ", "))
+	}
+	if spec.Interactive && !spec.Foreground {
+		return nil, errors.New("an interactive loop asks before each iteration on this terminal: run it with --foreground")
+	}
 	profile, _, err := rt.agent(spec.Agent)
 	if err != nil {
 		return nil, err
@@ -105,10 +131,11 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 	now := time.Now()
 	st := &State{Version: "2.0.0", LoopID: NewID(spec.Task), Status: StatusRunning, Task: spec.Task,
 		CompletionCriteria: spec.Completion, StartedAt: stamp(now), Owner: owner(), WorkingDirectory: w.Root,
-		Configuration: Configuration{MaxIterations: spec.MaxIterations, AutoTest: true, CheckpointInterval: spec.CheckpointInterval, ExecutionMode: "default"},
-		NoProgress:    spec.NoProgress,
-		Rails:         railsPtr(spec.Rails),
-		Progress:      Progress{CompletionChecks: []Check{}}, Agent: spec.Agent, StateDir: stateDir,
+		Configuration: Configuration{MaxIterations: spec.MaxIterations, Interactive: spec.Interactive, AutoTest: !spec.NoAutoTest,
+			CheckpointInterval: spec.CheckpointInterval, ExecutionMode: mode},
+		NoProgress: spec.NoProgress,
+		Rails:      railsPtr(spec.Rails),
+		Progress:   Progress{CompletionChecks: []Check{}}, Agent: spec.Agent, StateDir: stateDir,
 		StartCommit: headCommit(ctx, w.Root), Iterations: []Iteration{}}
 	st.setTimeout(spec.Timeout)
 
@@ -137,8 +164,7 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 		if err := os.Mkdir(w.LoopDir(st.LoopID), 0o700); err != nil {
 			return err
 		}
-		recordStart(ctx, w, st)
-		if err := w.writeSeal(rt, st); err != nil {
+		if err := w.writeSeal(rt, st, recordStart(ctx, w, st)); err != nil {
 			os.RemoveAll(w.LoopDir(st.LoopID))
 			return err
 		}

@@ -313,6 +313,10 @@ type RegistryEntry struct {
 	CompletionCriteria string   `json:"completion_criteria"`
 	Priority           string   `json:"priority"`
 	Tags               []string `json:"tags"`
+	// LastActive is ours: the loop's heartbeat (seed 003's update_registry_heartbeat), the
+	// time of its last state update, and while an iteration runs its controller's beat
+	// (Runtime.Heartbeat), so a loop whose controller is stuck or gone shows its age here.
+	LastActive string `json:"last_active,omitempty"`
 }
 
 // MaxConcurrent is AIWG's limit of active loops per workspace (REF-088).
@@ -442,7 +446,7 @@ func (w Workspace) writeRegistry(reg *Registry) error {
 func entryOf(st *State) RegistryEntry {
 	return RegistryEntry{LoopID: st.LoopID, TaskSummary: OneLine(st.Task, 80), Status: st.Status, StartedAt: st.StartedAt,
 		Owner: st.Owner, PID: st.PID, Iteration: st.Iteration, MaxIterations: st.Configuration.MaxIterations,
-		CompletionCriteria: st.CompletionCriteria, Priority: "medium", Tags: []string{}}
+		CompletionCriteria: st.CompletionCriteria, Priority: "medium", Tags: []string{}, LastActive: st.LastUpdated}
 }
 
 // syncRegistry brings st's registry entry up to date: added or changed while it is active,

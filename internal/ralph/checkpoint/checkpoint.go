@@ -71,3 +71,36 @@ func under(dir, path string) (string, bool) {
 	}
 	return rel, true
 }
+
+// ObjectName reports whether s is a full git object name (40 hex digits, or 64 in a SHA-256
+// repository): a start read back from a file becomes a git argument only when it is one, so that
+// it can be neither an option nor a name git would resolve (a branch, HEAD~3).
+func ObjectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckStart refuses a revert to start in the working tree at dir unless start is a full
+// object name of a commit that HEAD descends from: `abort --revert` resets the branch to it,
+// and a start the loop's commits do not descend from would take the branch somewhere else
+// (past commits of the user's, onto another line of history).
+func CheckStart(ctx context.Context, dir, start string) error {
+	if !ObjectName(start) {
+		return fmt.Errorf("the loop's start %q is not a commit's full name", start)
+	}
+	if _, err := gitx.Run(ctx, dir, "", "cat-file", "-e", start+"^{commit}"); err != nil {
+		return fmt.Errorf("the loop's start %s is not a commit of %s", start, dir)
+	}
+	_, err := gitx.Run(ctx, dir, "", "merge-base", "--is-ancestor", start, "HEAD")
+	if err != nil {
+		return fmt.Errorf("HEAD of %s does not descend from the loop's start %s (the branch was moved off it)", dir, start)
+	}
+	return nil
+}

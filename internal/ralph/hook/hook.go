@@ -6,8 +6,11 @@
 // and run without a shell; a user who needs one says so (`sh -c 'curl … | …'`). Each run has
 // its own process group, killed whole at the bound (Timeout, 10 s by default), its output
 // discarded; its failure is reported to the caller as a warning and never changes the outcome
-// of the work. Events are run one after another, in order, on a goroutine of their own, so a
-// slow hook does not hold the work up; Close waits for those queued (each bounded).
+// of the work. Nothing it starts outlives it: what it left behind when it ends, in its group
+// or not (a child that called setsid, a daemon that forked twice), is found by a mark in its
+// environment and killed (reap.go). Events are run one after another, in order, on a
+// goroutine of their own, so a slow hook does not hold the work up; Close waits for those
+// queued (each bounded).
 package hook
 
 import (
@@ -16,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -195,17 +197,20 @@ func (h *Hook) Run(ctx context.Context, e Event) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	mark := newMark()
 	cmd := exec.CommandContext(ctx, h.Argv[0], h.Argv[1:]...)
-	cmd.Dir, cmd.Env = h.Dir, h.Env
+	cmd.Dir = h.Dir
+	cmd.Env = markedEnv(h.Env, mark)
 	cmd.Stdin = bytes.NewReader(append(b, '\n'))
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	// Stdout and stderr nil: the null device, not a pipe that a child left behind would hold.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// Its children may hold the output pipes: Wait gives up on them a moment after the kill.
+	// A child may hold the stdin pipe: Wait gives up on it a moment after the kill.
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left behind in its group
+		killLeftBehind(mark)                            // and outside it
 	}
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:

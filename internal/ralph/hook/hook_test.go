@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/proc"
 )
 
 func TestSplit(t *testing.T) {
@@ -143,4 +148,61 @@ func TestSendNeverBlocks(t *testing.T) {
 	}
 	mu.Unlock()
 	h.Close() // every queued run ended, none left behind
+}
+
+// TestNothingOutlivesTheHook (issue 27): a hook's child that leaves the hook's process group
+// and session (setsid) is killed all the same once the hook ends, whether the hook ended by
+// itself or was killed at its bound.
+func TestNothingOutlivesTheHook(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not installed")
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "hook.sh")
+	// The escaped child writes its own pid ($$, kept by exec) once it runs in its new session;
+	// the hook waits for that, then ends (or hangs past its bound).
+	os.WriteFile(script, []byte(`setsid sh -c 'echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' sh "$1" &
+while [ ! -s "$1" ]; do sleep 0.01; done
+[ "$2" = hang ] && sleep 1000
+exit 0
+`), 0o644)
+	// A process of the caller's, not the hook's, is left alone.
+	bystander := exec.Command("sleep", "1000")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+	for _, how := range []string{"ends", "hang"} {
+		pidFile := filepath.Join(dir, how+".pid")
+		h, err := New("sh " + script + " " + pidFile + " " + how)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Timeout = 3 * time.Second
+		err = h.Run(context.Background(), Event{Kind: "loop", Event: End})
+		if (err != nil) != (how == "hang") {
+			t.Errorf("%s: Run = %v", how, err)
+		}
+		b, _ := os.ReadFile(pidFile)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if perr != nil {
+			t.Fatalf("%s: the hook's child wrote no pid: %q", how, b)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		// The kill is sent before Run returns; the child is gone (or a zombie) when next
+		// scheduled, so the check waits a little for that, never for the kill itself.
+		gone := func() bool {
+			st, ok := proc.ReadStat(pid)
+			return !ok || st.State == 'Z'
+		}
+		for deadline := time.Now().Add(10 * time.Second); !gone() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !gone() {
+			t.Errorf("%s: the hook's setsid child %d outlived the hook", how, pid)
+		}
+	}
+	if st, ok := proc.ReadStat(bystander.Process.Pid); !ok || st.State == 'Z' {
+		t.Errorf("a process that was not the hook's was killed too")
+	}
 }

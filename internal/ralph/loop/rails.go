@@ -111,6 +111,7 @@ type held struct {
 	rails *Rails
 	cost  float64
 	hook  *hook.Hook
+	start *startPoint // written back with the rest whenever the seal is
 }
 
 // budget is the held budget (nil: none).
@@ -126,26 +127,37 @@ func (h *held) overBudget() bool {
 	return b != nil && h.cost >= *b
 }
 
-// seal is a loop's rails.json, beside its state: the rails as spawn set them and the cost the
-// monitor counted. The monitor takes both from here, not from state.json, which shows a copy:
-// an agent that rewrites the state (it knows $SWARM_DIR) moves neither, even before a monitor
-// holds them (the first iteration's agent starts before the monitor).
+// seal is a loop's rails.json, beside its state: the rails as spawn set them, the cost the
+// monitor counted, and where the loop's tree started. The monitor takes the rails and the cost
+// from here, not from state.json, which shows a copy: an agent that rewrites the state (it
+// knows $SWARM_DIR) moves neither, even before a monitor holds them (the first iteration's
+// agent starts before the monitor). abort --revert takes the start from here alone.
 type seal struct {
-	Loop    string  `json:"loop"`
-	Rails   *Rails  `json:"rails"`
-	CostUSD float64 `json:"cost_usd"`
+	Loop    string      `json:"loop"`
+	Rails   *Rails      `json:"rails"`
+	CostUSD float64     `json:"cost_usd"`
+	Start   *startPoint `json:"start,omitempty"`
+}
+
+// startPoint is where a loop's working tree started, sealed at the spawn: the tree (Dir),
+// HEAD then (Commit) and the snapshot of every file then (Snapshot, "" when none could be
+// made), as state.json's start_commit and start_snapshot show them.
+type startPoint struct {
+	Dir      string `json:"dir"`
+	Commit   string `json:"commit"`
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 const sealFile = "rails.json"
 
 func (l *app) sealPath() string { return filepath.Join(l.dir.RalphDir(l.st.name), sealFile) }
 
-// writeSeal keeps the rails and the cost in the loop's seal.
-func (l *app) writeSeal(r *Rails, cost float64) error {
+// writeSeal keeps the rails, the cost and the start in the loop's seal.
+func (l *app) writeSeal(r *Rails, cost float64, start *startPoint) error {
 	if err := statedir.MkdirFor(l.sealPath()); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(seal{Loop: l.st.name, Rails: r, CostUSD: cost}, "", "  ")
+	b, _ := json.MarshalIndent(seal{Loop: l.st.name, Rails: r, CostUSD: cost, Start: start}, "", "  ")
 	return fsx.WriteFileAtomic(l.sealPath(), append(b, '\n'), 0o600)
 }
 
@@ -168,7 +180,7 @@ func (l *app) readSeal() (seal, bool) {
 func (l *app) hold(st *State) {
 	h := &held{rails: st.Rails.clone(), cost: st.CostUSD}
 	if s, ok := l.readSeal(); ok {
-		h.rails, h.cost = s.Rails.clone(), s.CostUSD
+		h.rails, h.cost, h.start = s.Rails.clone(), s.CostUSD, s.Start
 	}
 	if h.rails != nil && h.rails.OnEvent != "" {
 		if hk, err := hook.New(h.rails.OnEvent); err == nil {
@@ -319,7 +331,7 @@ func (l *app) account(ctx context.Context, it *iteration) {
 		l.held.cost += c
 	}
 	if l.held != nil && c > 0 {
-		if err := l.writeSeal(l.held.rails, l.held.cost); err != nil {
+		if err := l.writeSeal(l.held.rails, l.held.cost, l.held.start); err != nil {
 			l.st.logEvent("WARN", "iteration %d: keeping the cost in the loop's seal: %s", it.n, oneLine(err.Error()))
 		}
 	}
@@ -469,15 +481,16 @@ func gitIn(ctx context.Context, dir string, args ...string) ([]byte, error) {
 // recordStart keeps where the loop's working tree started, for abort --revert: HEAD, and a
 // snapshot of the whole tree then (its tracked and untracked files, ignored ones left out: a
 // commit whose parent is HEAD, made through an index of its own, so that nothing of the tree or
-// its index changes), kept reachable under refs/ralph/<name>/start. Nothing outside git.
-func (l *app) recordStart(ctx context.Context, st *State) {
+// its index changes), kept reachable under refs/ralph/<name>/start. It returns the start for the
+// loop's seal, which abort --revert trusts (st shows a copy the agent can write); nil outside git.
+func (l *app) recordStart(ctx context.Context, st *State) *startPoint {
 	dir := st.workDir()
 	if dir == "" {
-		return
+		return nil
 	}
 	head, err := gitIn(ctx, dir, "rev-parse", "--verify", "-q", "HEAD")
 	if err != nil {
-		return
+		return nil
 	}
 	st.StartCommit = strings.TrimSpace(string(head))
 	if snap, err := snapshot(ctx, dir, st.StartCommit, l.dir.Root); err == nil {
@@ -485,6 +498,7 @@ func (l *app) recordStart(ctx context.Context, st *State) {
 			st.StartSnapshot = snap
 		}
 	}
+	return &startPoint{Dir: dir, Commit: st.StartCommit, Snapshot: st.StartSnapshot}
 }
 
 // startRef keeps loop name's start snapshot from git's garbage collection.
@@ -544,36 +558,80 @@ func (ls *Loops) Abort(ctx context.Context, name string, revert bool) (AbortResu
 	if st, err = l.st.load(); err != nil {
 		return res, err
 	}
-	res.Dir, res.StartCommit = st.workDir(), st.StartCommit
-	if err := l.revertTree(ctx, st); err != nil {
+	start, err := l.sealedStart(ctx, st)
+	if err != nil {
+		return res, fmt.Errorf("loop '%s' is ended, but nothing is reverted: %w", name, err)
+	}
+	res.Dir, res.StartCommit = start.Dir, start.Commit
+	if err := l.revertTree(ctx, start); err != nil {
 		return res, fmt.Errorf("loop '%s' is ended, but its changes are not reverted: %w", name, err)
 	}
 	res.Reverted = true
 	l.st.logEvent("REVERT", "iteration %d: abort --revert: working tree %s reset to %s, where the loop started", st.CurrentIteration,
-		res.Dir, shortHash(st.StartCommit))
+		res.Dir, shortHash(start.Commit))
 	return res, nil
 }
 
-// revertTree resets the loop's working tree to where it started (Abort).
-func (l *app) revertTree(ctx context.Context, st *State) error {
-	dir := st.workDir()
-	if st.StartCommit == "" || dir == "" {
-		return fmt.Errorf("its working tree was not a git repository with a commit when it started: nothing to reset to")
+// sealedStart is where the loop's tree started, as its seal keeps it, once it is checked: the
+// agent can write state.json (it knows $SWARM_DIR) and the repository (refs/ralph/NAME/start),
+// so a revert believes neither. The state's start_commit, start_snapshot and tree, and the
+// snapshot's ref, must be the seal's (else they were rewritten behind ralph's back), the
+// snapshot's parent the start, and HEAD must descend from the start. Any doubt refuses the
+// revert before anything is touched.
+func (l *app) sealedStart(ctx context.Context, st *State) (*startPoint, error) {
+	s, ok := l.readSeal()
+	if !ok || s.Start == nil {
+		if st.StartCommit == "" {
+			return nil, fmt.Errorf("its working tree was not a git repository with a commit when it started: nothing to reset to")
+		}
+		return nil, fmt.Errorf("its start is not sealed in %s (a loop spawned before ralph sealed it, or the seal was removed): reset its tree by hand", l.sealPath())
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("its working tree %s is gone", dir)
+	sp := s.Start
+	if sp.Commit != st.StartCommit || sp.Snapshot != st.StartSnapshot || sp.Dir != st.workDir() {
+		return nil, fmt.Errorf("state.json's start (start_commit %q, start_snapshot %q, tree %q) is not the one sealed at the spawn (%s, %s, %s): it was changed behind ralph's back",
+			shortHash(st.StartCommit), shortHash(st.StartSnapshot), st.workDir(), shortHash(sp.Commit), shortHash(sp.Snapshot), sp.Dir)
 	}
-	if _, err := gitIn(ctx, dir, "reset", "-q", "--hard", st.StartCommit); err != nil {
+	if !filepath.IsAbs(sp.Dir) {
+		return nil, fmt.Errorf("the sealed tree %q is not an absolute path", sp.Dir)
+	}
+	if fi, err := os.Stat(sp.Dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("its working tree %s is gone", sp.Dir)
+	}
+	if err := checkpoint.CheckStart(ctx, sp.Dir, sp.Commit); err != nil {
+		return nil, err
+	}
+	if sp.Snapshot == "" {
+		return sp, nil
+	}
+	if !checkpoint.ObjectName(sp.Snapshot) {
+		return nil, fmt.Errorf("the sealed snapshot %q is not a commit's full name", sp.Snapshot)
+	}
+	ref, _ := gitIn(ctx, sp.Dir, "rev-parse", "--verify", "-q", startRef(st.WorkerName))
+	if strings.TrimSpace(string(ref)) != sp.Snapshot {
+		return nil, fmt.Errorf("%s is not the snapshot sealed at the spawn (%s): it was moved or removed", startRef(st.WorkerName), shortHash(sp.Snapshot))
+	}
+	parent, _ := gitIn(ctx, sp.Dir, "rev-parse", "--verify", "-q", sp.Snapshot+"^1")
+	if strings.TrimSpace(string(parent)) != sp.Commit {
+		return nil, fmt.Errorf("the snapshot %s is not of the start %s", shortHash(sp.Snapshot), shortHash(sp.Commit))
+	}
+	return sp, nil
+}
+
+// revertTree resets the loop's working tree to its sealed start sp (Abort, once sealedStart
+// has checked it).
+func (l *app) revertTree(ctx context.Context, sp *startPoint) error {
+	dir := sp.Dir
+	if _, err := gitIn(ctx, dir, "reset", "-q", "--hard", sp.Commit); err != nil {
 		return err
 	}
-	if st.StartSnapshot == "" {
+	if sp.Snapshot == "" {
 		return nil // HEAD only: the loop was spawned before snapshots were kept
 	}
 	// The files as they were (the uncommitted changes, the untracked files), the index left at
 	// HEAD; then what the loop added and the start did not have goes, and what the start had
 	// deleted is deleted again. The swarm directory is never touched.
 	had := map[string]bool{}
-	out, err := gitIn(ctx, dir, "ls-tree", "-r", "-z", "--name-only", st.StartSnapshot)
+	out, err := gitIn(ctx, dir, "ls-tree", "-r", "-z", "--name-only", sp.Snapshot)
 	if err != nil {
 		return err
 	}
@@ -583,7 +641,7 @@ func (l *app) revertTree(ctx context.Context, st *State) error {
 		}
 	}
 	if len(had) > 0 { // an empty tree has no file to check out
-		if _, err := gitIn(ctx, dir, "checkout", st.StartSnapshot, "--", "."); err != nil {
+		if _, err := gitIn(ctx, dir, "checkout", sp.Snapshot, "--", "."); err != nil {
 			return err
 		}
 		if _, err := gitIn(ctx, dir, "reset", "-q"); err != nil {

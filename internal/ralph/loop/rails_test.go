@@ -327,6 +327,95 @@ func TestCommitEach(t *testing.T) {
 	}
 }
 
+// TestRevertTrustsOnlyTheSeal (issue 27): abort --revert resets the tree to the start sealed
+// at the spawn, never to one read back from state.json or the repository, which the agent can
+// write. The user committed mine.txt before the loop and keeps an untracked keep.txt; an agent
+// that points start_commit at the commit before the user's, start_snapshot at an empty tree
+// (its ref moved along), or moves the branch off the start, gets the revert refused: the
+// branch, the user's commit and the untracked file are as they were. The honest state then
+// reverts.
+func TestRevertTrustsOnlyTheSeal(t *testing.T) {
+	l := newLab(t)
+	repo := filepath.Join(l.root, "repo")
+	gitRun(t, l.root, "init", "-q", repo)
+	commit := func(msg string) string {
+		gitRun(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", msg)
+		return gitRun(t, repo, "rev-parse", "HEAD")
+	}
+	old := commit("old")
+	os.WriteFile(filepath.Join(repo, "mine.txt"), []byte("the user's\n"), 0o644)
+	gitRun(t, repo, "add", "mine.txt")
+	start := commit("the user's own commit, before the loop")
+	os.WriteFile(filepath.Join(repo, "keep.txt"), []byte("mine\n"), 0o644) // untracked
+	l.spawnRails("g3", repo, 2, &Rails{CommitEach: true}, "touch notes.txt")
+	l.waitMonitor("g3", false)
+	end := gitRun(t, repo, "rev-parse", "HEAD")
+	if end == start {
+		t.Fatalf("the loop committed nothing:\n%s", l.log("g3"))
+	}
+	statePath := l.dir.RalphState("g3")
+	honest, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := l.state("g3").StartSnapshot
+	empty := gitRun(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", "-p", start, "-m", "forged", gitRun(t, repo, "hash-object", "-t", "tree", "/dev/null"))
+	forge := func(field, from, to string) func() {
+		return func() {
+			b := bytes.Replace(honest, []byte(`"`+field+`": "`+from+`"`), []byte(`"`+field+`": "`+to+`"`), 1)
+			if bytes.Equal(b, honest) {
+				t.Fatalf("%s %s is not in the state:\n%s", field, from, honest)
+			}
+			os.WriteFile(statePath, b, 0o600)
+		}
+	}
+	cases := []struct {
+		name  string
+		agent func()
+		want  string
+	}{
+		{"start_commit before the user's commit", forge("start_commit", start, old), "changed behind ralph's back"},
+		{"start_snapshot of an empty tree", func() {
+			forge("start_snapshot", snap, empty)()
+			gitRun(t, repo, "update-ref", "refs/ralph/g3/start", empty)
+		}, "changed behind ralph's back"},
+		{"the snapshot's ref moved", func() { gitRun(t, repo, "update-ref", "refs/ralph/g3/start", empty) }, "refs/ralph/g3/start is not the snapshot"},
+		{"the branch moved off the start", func() { gitRun(t, repo, "reset", "-q", "--soft", old); commit("elsewhere") }, "does not descend from the loop's start"},
+	}
+	for _, c := range cases {
+		c.agent()
+		head := gitRun(t, repo, "rev-parse", "HEAD")
+		res, err := l.ls.Abort(context.Background(), "g3", true)
+		if err == nil || res.Reverted || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Abort(g3, revert) = %+v, %v; want it refused (%q)", c.name, res, err, c.want)
+		}
+		if now := gitRun(t, repo, "rev-parse", "HEAD"); now != head {
+			t.Errorf("%s: the refused revert moved HEAD from %s to %s", c.name, head, now)
+		}
+		for _, f := range []string{"mine.txt", "keep.txt", "notes.txt"} {
+			if _, err := os.Stat(filepath.Join(repo, f)); err != nil {
+				t.Errorf("%s: the refused revert removed %s: %v", c.name, f, err)
+			}
+		}
+		// Undo the agent's doing for the next case.
+		os.WriteFile(statePath, honest, 0o600)
+		gitRun(t, repo, "update-ref", "refs/ralph/g3/start", snap)
+		gitRun(t, repo, "reset", "-q", "--soft", end)
+	}
+	if res, err := l.ls.Abort(context.Background(), "g3", true); err != nil || !res.Reverted {
+		t.Fatalf("Abort(g3, revert) of the honest state = %+v, %v; want reverted", res, err)
+	}
+	if head := gitRun(t, repo, "rev-parse", "HEAD"); head != start {
+		t.Errorf("HEAD after the revert is %s, want the start %s (the user's commit kept)", head, start)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "keep.txt")); err != nil {
+		t.Errorf("the untracked file of the start is gone after the revert: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "notes.txt")); err == nil {
+		t.Errorf("the loop's work (notes.txt) is still there after the revert")
+	}
+}
+
 // TestCommitEachLeavesTheSwarmDirectory: a loop whose tree holds the swarm directory commits
 // its agent's work, never the loop's own state, logs or seal.
 func TestCommitEachLeavesTheSwarmDirectory(t *testing.T) {

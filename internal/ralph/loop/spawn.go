@@ -201,7 +201,7 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 		}
 	}
 	// The rails are sealed before the agent starts (rails.go).
-	if err := l.writeSeal(sp.Rails, 0); err != nil {
+	if err := l.writeSeal(sp.Rails, 0, nil); err != nil {
 		return nil, fmt.Errorf("keeping the loop's rails: %v", err)
 	}
 	started := time.Now()
@@ -236,7 +236,14 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 		st.CallTimes = []string{utcISO(started)} // the first iteration is the first call
 	}
 	if err := statedir.MkdirFor(l.dir.RalphStateLock(name)); err == nil {
-		l.recordStart(ctx, st)
+		if start := l.recordStart(ctx, st); start != nil {
+			// The start is sealed before the prompt is typed: abort --revert trusts only this.
+			if err := l.writeSeal(sp.Rails, 0, start); err != nil {
+				l.home.Stop(ctx, w)
+				l.home.Remove(ctx, w)
+				return nil, fmt.Errorf("keeping the loop's start: %v", err)
+			}
+		}
 	}
 	if st.NoProgressN() > 0 {
 		// The tree the first iteration starts from: its agent waits for the prompt, not typed yet.

@@ -19,6 +19,9 @@
 #   spend       raise its loop's budget in state.json to 1000 and lower its total cost to 0
 #               (a hostile agent)
 #   chatter=S   print a line every 0.2 s for S seconds: busy, never silent
+#   rewind      rewrite its loop's start_commit in state.json to HEAD's parent, and empty its
+#               untracked-at-start (a hostile agent: a revert to that would drop the commit
+#               before the loop and every untracked file)
 # The words are done in order. A call past the last line repeats the last line.
 dir=${AIWG_AGENT_DIR:?}
 mkdir -p "$dir"
@@ -41,6 +44,9 @@ for word in $line; do
   claim) sed -i 's/"status": "running"/"status": "completed"/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   spend) sed -i -e 's/"budget_usd": [0-9.]*/"budget_usd": 1000/' -e 's/"total_cost_usd": [0-9.e-]*/"total_cost_usd": 0/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   chatter=*) i=0; while [ $i -lt $(( ${word#chatter=} * 5 )) ]; do echo "working $i"; sleep 0.2; i=$((i + 1)); done ;;
+  rewind)
+    sed -i "s/\"start_commit\": \"[0-9a-f]*\"/\"start_commit\": \"$(git rev-parse HEAD~1)\"/" ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json"
+    : > ".aiwg/ralph/loops/$RALPH_LOOP_ID/untracked-at-start" ;;
   lift) sed -i 's/"max_iterations": [0-9]*/"max_iterations": 1000/' ".aiwg/ralph/loops/$RALPH_LOOP_ID/state.json" ;;
   cost=*) printf '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"worked","total_cost_usd":%s,"usage":{"input_tokens":100,"output_tokens":20}}\n' "${word#cost=}" ;;
   limit=*) echo "Claude AI usage limit reached|$(( $(date +%s) + ${word#limit=} ))"; code=1 ;;

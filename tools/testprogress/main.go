@@ -265,8 +265,8 @@ func chatter(s string) bool {
 }
 
 // skipReason is why a test skipped: the last line a t.Skip (or t.Log) wrote, "file.go:N: why",
-// testscript's log of the script left out (a script's skip comes before it); else the last
-// line it printed before "--- SKIP"; trimmed.
+// without its file and line, testscript's log of the script left out (a script's skip comes
+// before it); else the last line it printed before "--- SKIP"; trimmed.
 func skipReason(output []string) string {
 	last := ""
 	for i := len(output) - 1; i >= 0; i-- {
@@ -274,8 +274,8 @@ func skipReason(output []string) string {
 		if last == "" && s != "" && !strings.HasPrefix(s, "--- SKIP") {
 			last = s
 		}
-		if goLogLine.MatchString(s) && !strings.HasPrefix(s, "testscript.go:") {
-			return s
+		if loc := goLogLine.FindString(s); loc != "" && !strings.HasPrefix(s, "testscript.go:") {
+			return strings.TrimPrefix(s, loc)
 		}
 	}
 	if last == "" {

@@ -210,10 +210,10 @@ func TestSummaryListsSkipsAndSumsUp(t *testing.T) {
 	r.summary(true)
 	got := stdout.String()
 	want := "sweep: killed 1 processes the tests left running: [7 tmux]\nok  \tp/a\t0.010s\n\nskipped (4):\n" +
-		"    a: a_test.go:4: zsh not found: the completions are not loaded (scripts/test-deps.sh installs it) (TestZsh)\n" +
+		"    a: zsh not found: the completions are not loaded (scripts/test-deps.sh installs it) (TestZsh)\n" +
 		"    a: (no reason given) (TestS/one)\n" +
 		"    a: > [!exec:fish] skip 'needs fish' (TestS/two)\n" +
-		"    a: need.go:71: zsh is not installed: its completion is not loaded (TestS/three)\n" +
+		"    a: zsh is not installed: its completion is not loaded (TestS/three)\n" +
 		"\ntests: 1 packages, 5 tests, 4 skipped, in 0s: all passed\n"
 	if got != want {
 		t.Errorf("the output:\n%s\nwant:\n%s", got, want)

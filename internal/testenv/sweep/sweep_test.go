@@ -96,7 +96,7 @@ func TestHangingTest(t *testing.T) {
 	t.Cleanup(func() { t.Log("a cleanup that the timeout skips") })
 	AtTimeout(func() { os.WriteFile(pidFile+".at-timeout", nil, 0o600) })
 	AtTimeout(func() { select {} })() // forgotten: not run
-	select {} // what a read with no deadline does
+	select {}                         // what a read with no deadline does
 }
 
 // A test that hangs is ended before go test's -timeout by the binary's watchdog, which prints

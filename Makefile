@@ -90,7 +90,8 @@ TESTFIRST = ./cmd/ralph ./cmd/dispatch ./cmd/swarm ./internal/swarmrun ./interna
 	./internal/ralph/queue ./cmd/validate-state
 
 ## test: vet, formatting, a tidy go.mod, and every test with the race detector; go test's
-## lines as the packages end, and a line every 30 s naming the packages still running
+## lines as the packages end, a line every 30 s naming the packages still running; at the end
+## the tests that skipped and why, and one line: packages, tests, time, the failures by name
 test: have-go vet fmt-check tidy-check sshd test-deps
 	GO=$(GO) $(GO) run ./tools/testprogress -- -race -count=1 $(TESTFLAGS) $(TESTFIRST) ./...
 
@@ -99,19 +100,15 @@ test: have-go vet fmt-check tidy-check sshd test-deps
 test-short: have-go
 	GO=$(GO) $(GO) run ./tools/testprogress -- -short -count=1 $(TESTFLAGS) $(TESTFIRST) ./...
 
-## sshd: openssh-server for the remote hosts' tests (internal/testenv/sshlab), installed only
-## when sshd is missing, as root, where apt-get is (CI: Debian as root); anywhere else this
-## says so and those tests skip with one line
+## sshd: openssh-server and iproute2 for the remote hosts' tests (internal/testenv/sshlab), when
+## missing, as root where apt-get is (CI: Debian as root); anywhere else this says so and those
+## tests skip with one line (fail under CI=true)
 sshd:
-	@if command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing openssh-server for the remote hosts' tests"; \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; } \
-			|| echo "could not install openssh-server: the remote hosts' tests skip"; \
-	else echo "sshd missing and not installable here (not root, or no apt-get): the remote hosts' tests skip"; fi
+	@./scripts/test-deps.sh sshd
 
-## test-deps: the consumers some tests hand output to (pre-commit, a JUnit reader, man), from
-## Debian's packages when missing and run as root; otherwise those tests skip, saying why
+## test-deps: the consumers some tests hand output to (pre-commit, a JUnit reader, man, zsh, fish),
+## from Debian's packages when missing and run as root; otherwise those tests skip, saying why in
+## one line, or fail under CI=true (README: What make test installs)
 test-deps:
 	@./scripts/test-deps.sh
 

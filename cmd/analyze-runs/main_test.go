@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/agentfleet/fleet/internal/testenv"
 	"math"
 	"math/rand"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/compattest"
 	"github.com/agentfleet/fleet/internal/record/hostile"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/rogpeppe/go-internal/testscript"
 	bolt "go.etcd.io/bbolt"
 )
@@ -36,20 +36,19 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
+			need.Setup(env)
 			env.Setenv("REPO", repo)
 			env.Setenv("SOURCE_DATE_EPOCH", "1771243200") // 2026-02-16 12:00:00 UTC
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
-			if handled, ok, err := testenv.Needs(cond); handled {
-				return ok, err // [needs:man]: fails under CI=true when missing
-			}
 			if cond == "race" {
 				return raceEnabled, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: hostile.WithScriptCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"need": need.Cmd,
 			// mkfile NAME CONTENT writes CONTENT to the file NAME, both read as the inside of a
 			// Go string literal, so that a name can hold a newline or an escape ('a\nb', '\x1b').
 			"mkfile": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/agentfleet/fleet/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +16,16 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(sweep.Guard(m), map[string]func(){
 		tool: func() { os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
@@ -39,8 +41,10 @@ func testEnv() func(env *testscript.Env) error {
 			return err
 		}
 		socket := filepath.Join(sockDir, "s")
+		testenv.Mark(env)
+		need.Setup(env)
 		env.Defer(func() {
-			(&tmux.Client{Socket: socket}).KillServer(context.Background())
+			testenv.KillServer(socket)
 			os.RemoveAll(sockDir)
 		})
 		// A failed script shows its agents' logs, supervisors and panes before they go.
@@ -98,6 +102,7 @@ func gitRepo(dir string) error {
 
 // scriptCmds are the test-only commands of the dispatch scripts.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"need": need.Cmd,
 	// hidetmux: PATH becomes a directory holding dispatch, git and sh, but no tmux.
 	"hidetmux": func(ts *testscript.TestScript, neg bool, args []string) {
 		dir := ts.MkAbs("no-tmux-bin")
@@ -220,9 +225,6 @@ func TestScripts(t *testing.T) {
 		Setup: testEnv(),
 		Cmds:  scriptCmds,
 		Condition: func(cond string) (bool, error) {
-			if handled, ok, err := testenv.Needs(cond); handled {
-				return ok, err // [needs:man]: fails under CI=true when missing
-			}
 			if cond == "compat" {
 				return errCompat == nil, nil
 			}

@@ -39,6 +39,7 @@ func TestAIWG(t *testing.T) {
 }
 
 func aiwgSetup(env *testscript.Env) error {
+	testenv.Mark(env)
 	agentPath, _ := filepath.Abs("testdata/aiwg-agent.sh")
 	config := filepath.Join(env.WorkDir, "agents.json")
 	cfg := fmt.Sprintf(`{"claude": {"command": %q, "flags": ["-p"], "model_flag": "--model", "default_model": "opus", "terminal": false},

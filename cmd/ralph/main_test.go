@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"testing"
 
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -17,7 +18,7 @@ import (
 // cmd/swarm itself, built once for the run and put on PATH ahead of the test binary's
 // commands, so that what the scripts run is what ships.
 func TestMain(m *testing.M) {
-	testscript.Main(withSwarm{m}, map[string]func(){
+	testscript.Main(sweep.Guard(withSwarm{m}), map[string]func(){
 		"ralph": func() { os.Exit(run(os.Args)) },
 	})
 }

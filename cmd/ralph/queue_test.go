@@ -49,6 +49,7 @@ func TestQueueScripts(t *testing.T) {
 // queue file is checked against its schema before each write, always: a write it refuses fails
 // the script.) Any supervisor still registered at the end is killed.
 func queueEnv(env *testscript.Env) error {
+	testenv.Mark(env)
 	agent, err := filepath.Abs("testdata/queue-agent.sh")
 	if err != nil {
 		return err

@@ -15,6 +15,8 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/need"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -22,7 +24,7 @@ import (
 const tool = "swarm"
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(sweep.Guard(m), map[string]func(){
 		tool: func() { os.Exit(newTool().Main(os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
 	})
 }
@@ -51,6 +53,7 @@ func testEnv(env *testscript.Env) error {
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"need": need.Cmd,
 	// waitscreen NAME REGEXP [SECONDS]: wait until the worker's screen (as peek shows it) matches.
 	"waitscreen": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
@@ -203,9 +206,6 @@ func TestScripts(t *testing.T) {
 		Setup: testEnv,
 		Cmds:  scriptCmds,
 		Condition: func(cond string) (bool, error) {
-			if handled, ok, err := testenv.Needs(cond); handled {
-				return ok, err // [needs:man]: fails under CI=true when missing
-			}
 			switch cond {
 			case "python":
 				return testenv.PythonSwarm(t.TempDir()) != "", nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/agentfleet/fleet/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/compattest"
 	"github.com/agentfleet/fleet/internal/record/hostile"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -33,14 +33,12 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
+			need.Setup(env)
 			env.Setenv("REPO", repo)
 			env.Setenv("COMPAT", compat)
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
-			if handled, ok, err := testenv.Needs(cond); handled {
-				return ok, err // [needs:man]: fails under CI=true when missing
-			}
 			if cond == "compat" {
 				return errCompat == nil, nil
 			}
@@ -53,6 +51,7 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: hostile.WithScriptCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"need": need.Cmd,
 			// readonly DIR: no file can be created in DIR any more (chmod, and for root, whom
 			// modes do not hold back, the immutable attribute). Guard with [readonlydirs].
 			// writable DIR undoes it.

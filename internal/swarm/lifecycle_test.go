@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/worker"
 	"golang.org/x/term"
 )
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {
 		os.Exit(superviseMain(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(sweep.Guard(m).Run())
 }
 
 // superviseMain is the hidden verb as cmd/swarm's runs it: --swarm-dir DIR --handoff PATH NAME.

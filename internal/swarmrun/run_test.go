@@ -20,6 +20,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
 // TestMain makes the test binary the attempts' supervisor too: Local starts it as
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == killedHostsRunVerb {
 		os.Exit(killedHostsRunMain(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(sweep.Guard(m).Run())
 }
 
 func superviseMain(args []string) int {

@@ -17,7 +17,9 @@ import (
 
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -50,6 +52,8 @@ func NewSwarm(env *testscript.Env, prefix string) (*Swarm, error) {
 	env.Setenv("TMUX", "")
 	env.Setenv("SWARM_DIR", s.Dir)
 	env.Setenv("HOME", env.WorkDir)
+	Mark(env)
+	need.Setup(env)
 	return s, nil
 }
 
@@ -66,9 +70,17 @@ func (s *Swarm) Stop() {
 	}
 	socks, _ := filepath.Glob(filepath.Join(s.SockDir, "tmux-*", "*"))
 	for _, sock := range socks {
-		(&tmux.Client{Socket: sock}).KillServer(context.Background())
+		KillServer(sock)
 	}
 	os.RemoveAll(s.SockDir)
+}
+
+// KillServer kills the tmux server at sock, waiting CommandBound at most: a server that does
+// not answer (stopped, or hung) must not hold the test's end.
+func KillServer(sock string) {
+	ctx, cancel := context.WithTimeout(context.Background(), CommandBound)
+	defer cancel()
+	(&tmux.Client{Socket: sock}).KillServer(ctx)
 }
 
 // PostMortem shows, when the script failed, its post-mortem (postmortem.OnFailure): the logs
@@ -81,6 +93,15 @@ func (s *Swarm) PostMortem() {
 	socks, _ := filepath.Glob(filepath.Join(s.SockDir, "tmux-*", "*"))
 	postmortem.OnFailure(s.t, s.work, socks...)
 	s.t = nil // once
+}
+
+// Mark puts the test binary's mark (sweep.Var) into a script's environment, which testscript
+// makes anew: what the script starts (tmux servers, supervisors, agents) is then swept with
+// the rest when the binary ends or times out (sweep.Guard), whatever the script's cleanup did.
+func Mark(env *testscript.Env) {
+	if mark := os.Getenv(sweep.Var); mark != "" {
+		env.Setenv(sweep.Var, mark)
+	}
 }
 
 // GitRepo makes a git repository at dir: branch main, one empty commit, an author of its own.
@@ -135,23 +156,4 @@ func ExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
-}
-
-// Needs answers the scripts' condition "needs:PROGRAM", for a package's Condition (handled is
-// false for any other condition): true when PROGRAM is on PATH. When it is not, false, so that
-// "[!needs:man] skip '...'" skips the rest in one line; but under CI=true an error, which fails
-// the script, since CI installs them (scripts/test-deps.sh) and a skip there would hide a check
-// that never ran.
-func Needs(cond string) (handled, ok bool, err error) {
-	program, found := strings.CutPrefix(cond, "needs:")
-	if !found {
-		return false, false, nil
-	}
-	if _, err := exec.LookPath(program); err == nil {
-		return true, true, nil
-	}
-	if os.Getenv("CI") == "true" {
-		return true, false, fmt.Errorf("%s is not installed (scripts/test-deps.sh installs it); CI must run this check", program)
-	}
-	return true, false, nil
 }

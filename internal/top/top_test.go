@@ -15,6 +15,8 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/top"
 )
 
@@ -39,7 +41,7 @@ func TestMain(m *testing.M) {
 			}
 			swarmBin = filepath.Join(dir, "swarm")
 		}
-		return m.Run()
+		return sweep.Guard(m).Run()
 	}()
 	os.Exit(code)
 }
@@ -64,7 +66,7 @@ func newLab(t *testing.T) *lab {
 	l.env = append(os.Environ(), "SWARM_DIR="+l.swarmDir, "TMUX_TMPDIR="+tmuxDir, "STATE_DIR="+filepath.Join(l.ws, "state"))
 	t.Cleanup(func() {
 		l.swarm("kill", "--all")
-		exec.Command("tmux", "-S", filepath.Join(tmuxDir, "tmux-"+fmt.Sprint(os.Getuid()), "top"), "kill-server").Run()
+		testenv.CombinedOutput(exec.Command("tmux", "-S", filepath.Join(tmuxDir, "tmux-"+fmt.Sprint(os.Getuid()), "top"), "kill-server"), testenv.CommandBound)
 	})
 	return l
 }
@@ -72,7 +74,7 @@ func newLab(t *testing.T) *lab {
 func (l *lab) swarm(args ...string) string {
 	c := exec.Command(swarmBin, args...)
 	c.Env, c.Dir = l.env, l.ws
-	out, err := c.CombinedOutput()
+	out, err := testenv.CombinedOutput(c, testenv.CommandBound)
 	if err != nil && args[0] != "kill" {
 		l.t.Fatalf("swarm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
 // TestMain makes the test binary a loop's background controller and an iteration's supervisor
@@ -61,7 +62,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(sweep.Guard(m).Run())
 }
 
 // testRuntime is the Runtime cmd/ralph gives a loop, with the test binary as the program and

@@ -21,6 +21,7 @@ import (
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"golang.org/x/term"
 )
 
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == monitorVerb {
 		os.Exit(monitorMain(os.Args[2]))
 	}
-	os.Exit(m.Run())
+	os.Exit(sweep.Guard(m).Run())
 }
 
 // superviseMain is the hidden verb as cmd/swarm's runs it: --swarm-dir DIR --handoff PATH NAME.

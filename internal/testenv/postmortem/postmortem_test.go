@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
 // TestMain makes the test binary a stand-in supervisor when POSTMORTEM_SUPERVISOR is set: a
@@ -19,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.WriteFile(ready, []byte("running\n"), 0o644)
 		waitForever()
 	}
-	os.Exit(m.Run())
+	os.Exit(sweep.Guard(m).Run())
 }
 
 func waitForever() { time.Sleep(time.Hour) }

@@ -24,6 +24,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/testenv/need"
+	procsweep "github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
 // Lab is a test's hosts and the keys that reach them.
@@ -57,13 +60,13 @@ func New(t testing.TB, n int) *Lab {
 	sshd, err := exec.LookPath("sshd")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
-			t.Skip("sshlab: sshd not installed (openssh-server: make sshd, or apt-get install openssh-server)")
+			need.Missing(t, "sshlab: sshd not installed (openssh-server: make sshd, or apt-get install openssh-server)")
 		}
 		sshd = "/usr/sbin/sshd"
 	}
 	for _, tool := range []string{"ip", "ssh", "ssh-keygen"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("sshlab: %s not installed", tool)
+			need.Missing(t, "sshlab: "+tool+" not installed (make sshd, or apt-get install openssh-server iproute2)")
 		}
 	}
 	sweep()
@@ -75,7 +78,9 @@ func New(t testing.TB, n int) *Lab {
 	exec.Command("ip", "netns", "del", probe).Run()
 
 	l := &Lab{Dir: t.TempDir(), User: "root"}
-	t.Cleanup(l.close)
+	// go test's timeout runs no cleanup: the watchdog of procsweep.Guard closes the lab then.
+	forget := procsweep.AtTimeout(l.close)
+	t.Cleanup(func() { forget(); l.close() })
 	l.Key = filepath.Join(l.Dir, "id_ed25519")
 	keygen(t, l.Key, "fleet-test-user")
 	pub, err := os.ReadFile(l.Key + ".pub")

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -33,36 +35,26 @@ const within = time.Second
 
 // ctl is a tmux control-mode client on the UI's server.
 type ctl struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	mu  sync.Mutex
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	pipe *os.File // its stdout, read with a deadline
+	out  *bufio.Reader
+	mu   sync.Mutex
+
+	answerBound time.Duration // how long an answer may take
 }
+
+// answerBound is how long the UI's control client may take to answer one command. Under load a
+// tmux server has answered late, or not at all: read with no deadline, that was the package's
+// 10-minute timeout, with no cleanup and no word of what the test waited for.
+const answerBound = bound
 
 func (l *lab) control() *ctl {
 	l.t.Helper()
 	c := exec.Command("tmux", "-S", l.sock, "-C", "attach", "-t", "ui")
 	c.Env, c.Dir = l.env, l.ws
-	in, err := c.StdinPipe()
+	k, err := startCtl(l.t, c, answerBound)
 	if err != nil {
-		l.t.Fatal(err)
-	}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		l.t.Fatal(err)
-	}
-	k := &ctl{cmd: c, in: in, out: bufio.NewReader(out)}
-	l.t.Cleanup(func() {
-		in.Close()
-		c.Process.Kill()
-		c.Wait()
-	})
-	// The first answer is the attach's: a command sent before it is run by a client with no
-	// session yet ("no current client").
-	if _, err := k.block(); err != nil {
 		l.t.Fatal(err)
 	}
 	// No %output notifications (the pane's bytes): only the answers to our commands.
@@ -72,14 +64,53 @@ func (l *lab) control() *ctl {
 	return k
 }
 
-// block reads the next answer (between %begin and %end or %error), leaving out notifications.
-func (k *ctl) block() (string, error) {
+// startCtl starts the control client c, ended with the test, and reads the attach's answer:
+// a command sent before it is run by a client with no session yet ("no current client").
+func startCtl(t testing.TB, c *exec.Cmd, answerBound time.Duration) (*ctl, error) {
+	in, err := c.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c.WaitDelay = 5 * time.Second // the cleanup's Wait, should the client leave a child behind
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		in.Close()
+		c.Process.Kill()
+		c.Wait()
+	})
+	// StdoutPipe's reader is an *os.File of a pipe the runtime polls: it takes a deadline.
+	pipe, ok := out.(*os.File)
+	if !ok {
+		return nil, fmt.Errorf("tmux control client: its stdout is a %T, not a pipe that takes a deadline", out)
+	}
+	k := &ctl{cmd: c, in: in, pipe: pipe, out: bufio.NewReader(pipe), answerBound: answerBound}
+	if _, err := k.block("attach"); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// block reads the next answer (between %begin and %end or %error), the one to the command cmd,
+// leaving out notifications; it gives up k.answerBound after it began, saying what it waited for.
+func (k *ctl) block(cmd string) (string, error) {
+	if err := k.pipe.SetReadDeadline(time.Now().Add(k.answerBound)); err != nil {
+		return "", fmt.Errorf("tmux control client: %w", err)
+	}
 	var b strings.Builder
 	in := false
 	for {
 		line, err := k.out.ReadString('\n')
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return "", fmt.Errorf("tmux control client: no answer to %q within %v (read so far: %q)", cmd, k.answerBound, b.String()+line)
+		}
 		if err != nil {
-			return "", fmt.Errorf("tmux control client: %w", err)
+			return "", fmt.Errorf("tmux control client, waiting for the answer to %q: %w", cmd, err)
 		}
 		switch {
 		case !in && strings.HasPrefix(line, "%begin "):
@@ -101,9 +132,9 @@ func (k *ctl) do(cmd string) (string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, err := fmt.Fprintln(k.in, cmd); err != nil {
-		return "", err
+		return "", fmt.Errorf("tmux control client, sending %q: %w", cmd, err)
 	}
-	return k.block()
+	return k.block(cmd)
 }
 
 // change is a change the test watches for on disk: found returns whether it has happened, and
@@ -214,7 +245,7 @@ func (l *lab) shownIn(what string, within time.Duration, c *change, ok func(scre
 		start := time.Now()
 		s, err := l.ctl.do("capture-pane -p -t ui")
 		if err != nil {
-			l.t.Fatal(err)
+			l.t.Fatalf("%s: reading the pane: %v", what, err)
 		}
 		last = s
 		if ok(s) {
@@ -238,4 +269,25 @@ func (l *lab) shownIn(what string, within time.Duration, c *change, ok func(scre
 	}
 	l.t.Fatalf("%s: not on the screen within %v; the pane:\n%s", what, bound, last)
 	return 0
+}
+
+// A control client that never answers fails the test within its bound, naming the command it
+// waited for: it was read with no deadline, and TestUIHungSupervisor hung until the package's
+// 10-minute timeout, killed with no cleanup and no word of what it waited for.
+func TestControlClientThatNeverAnswers(t *testing.T) {
+	// A stand-in client: it reads the commands and says nothing.
+	silent := exec.Command("sh", "-c", "while read -r line; do :; done")
+	ended := make(chan error, 1)
+	go func() {
+		_, err := startCtl(t, silent, 200*time.Millisecond)
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), `no answer to "attach" within 200ms`) {
+			t.Errorf("startCtl over a client that never answers = %v, want it to name the attach it waited for", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("startCtl over a client that never answers: no error 20 s after a bound of 200 ms")
+	}
 }

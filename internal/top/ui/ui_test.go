@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/top"
 )
 
@@ -50,7 +51,7 @@ func TestMain(m *testing.M) {
 				binDir = dir
 			}
 		}
-		return m.Run()
+		return sweep.Guard(m).Run()
 	}()
 	os.Exit(code)
 }
@@ -146,20 +147,27 @@ func newLab(t *testing.T) *lab {
 		}
 		socks, _ := filepath.Glob(filepath.Join(tmuxDir, "tmux-*", "*"))
 		for _, s := range append(socks, filepath.Join(tmuxDir, "d")) {
-			exec.Command("tmux", "-S", s, "kill-server").Run()
+			l.output("tmux", "-S", s, "kill-server")
 		}
 		os.RemoveAll(tmuxDir)
 	})
 	return l
 }
 
+// output runs the command name in the workspace and returns its output: for at most
+// testenv.CommandBound, so that one that hangs is named, well before the package's timeout
+// (which ends the test with no cleanup and no word of what it waited for).
+func (l *lab) output(name string, args ...string) ([]byte, error) {
+	c := exec.Command(name, args...)
+	c.Env, c.Dir = l.env, l.ws
+	return testenv.CombinedOutput(c, testenv.CommandBound)
+}
+
 // run runs one of the binaries in the workspace and returns its output; it fails the test on
 // an error.
 func (l *lab) run(tool string, args ...string) string {
 	l.t.Helper()
-	c := exec.Command(filepath.Join(binDir, tool), args...)
-	c.Env, c.Dir = l.env, l.ws
-	out, err := c.CombinedOutput()
+	out, err := l.output(filepath.Join(binDir, tool), args...)
 	if err != nil {
 		l.t.Fatalf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
 	}
@@ -167,9 +175,7 @@ func (l *lab) run(tool string, args ...string) string {
 }
 
 func (l *lab) swarm(args ...string) string {
-	c := exec.Command(filepath.Join(binDir, "swarm"), args...)
-	c.Env, c.Dir = l.env, l.ws
-	out, err := c.CombinedOutput()
+	out, err := l.output(filepath.Join(binDir, "swarm"), args...)
 	if err != nil && args[0] != "kill" {
 		l.t.Fatalf("swarm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -178,9 +184,7 @@ func (l *lab) swarm(args ...string) string {
 
 // tmux runs a command on the UI's tmux server.
 func (l *lab) tmux(args ...string) string {
-	c := exec.Command("tmux", append([]string{"-S", l.sock}, args...)...)
-	c.Env, c.Dir = l.env, l.ws
-	out, err := c.CombinedOutput()
+	out, err := l.output("tmux", append([]string{"-S", l.sock}, args...)...)
 	if err != nil && args[0] != "kill-server" {
 		l.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
 // TestMain makes the test binary the tasks' supervisor too: the runner starts it as
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == killedHostsRunnerVerb {
 		os.Exit(killedHostsRunnerMain(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(sweep.Guard(m).Run())
 }
 
 // superviseMain runs one attempt's supervisor (attempt.Supervise) on its command line.

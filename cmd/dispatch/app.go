@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/cli"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -21,7 +22,8 @@ const tool = "dispatch"
 // values it parsed in them.
 func commands() []*cli.Command {
 	return []*cli.Command{psCommand(), waitCommand(), killCommand(), reconcileCommand(), attachCommand(),
-		doctorCommand(), superviseCommand(), recordsCommand(), helpCommand(), versionCommand()}
+		doctorCommand(), supervisorverb.Command(supervisorverb.Attempt, "run one attempt's supervisor (started by dispatch)",
+			"%s is started by dispatch, not by hand"), recordsCommand(), helpCommand(), versionCommand()}
 }
 
 // find returns dispatch's verb called name, or nil.

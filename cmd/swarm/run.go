@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/agent"
-	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
@@ -25,7 +25,6 @@ import (
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 // ExitInterrupted is swarm run's status when a signal paused the execution (as a shell
@@ -41,7 +40,8 @@ func runCommand() *cli.Command {
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
 			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
-				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runSuperviseCommand()},
+				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), supervisorverb.Command(supervisorverb.Attempt,
+					"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")},
 				Usage: func(w io.Writer) {
 					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
 				},
@@ -468,25 +468,6 @@ func runHistoryCommand() *cli.Command {
 			}
 			cli.Table(s.Out, rows)
 			return nil
-		},
-	}
-}
-
-// runSuperviseCommand is the hidden verb that runs one task attempt's supervisor, started by
-// swarm run as a detached process.
-func runSuperviseCommand() *cli.Command {
-	return &cli.Command{
-		Name: supervise.SuperviseVerb, Usage: "run one task attempt's supervisor (started by swarm run)", Hidden: true, OwnSignals: true,
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "handoff", Usage: "the starter's handoff socket (`PATH`)"}, cli.StateDirFlag()},
-		Action: func(ctx context.Context, c *ucli.Context, _ cli.Streams) error {
-			if c.NArg() != 1 || c.String("handoff") == "" {
-				return cli.Usagef("%s is started by swarm run, not by hand", supervise.SuperviseVerb)
-			}
-			var input *os.File
-			if term.IsTerminal(int(os.Stdin.Fd())) {
-				input = os.Stdin
-			}
-			return attempt.Supervise(ctx, c.String("state-dir"), c.String("handoff"), c.Args().First(), os.Stdout, input)
 		},
 	}
 }

@@ -289,7 +289,7 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 				if o.dryRun {
 					return cli.Usagef("--dry-run cannot be used with --host (the host's dispatch decides the argv there)")
 				}
-				h, err := hostSettings(c)
+				h, err := hostSettings(c, s.env)
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/cli"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -21,7 +22,8 @@ const tool = "dispatch"
 // values it parsed in them.
 func commands() []*cli.Command {
 	return []*cli.Command{psCommand(), waitCommand(), killCommand(), reconcileCommand(), attachCommand(),
-		doctorCommand(), superviseCommand(), recordsCommand(), helpCommand(), versionCommand()}
+		doctorCommand(), supervisorverb.Command(supervisorverb.Attempt, "run one attempt's supervisor (started by dispatch)",
+			"%s is started by dispatch, not by hand"), recordsCommand(), helpCommand(), versionCommand()}
 }
 
 // find returns dispatch's verb called name, or nil.
@@ -290,7 +292,7 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 				if o.dryRun {
 					return cli.Usagef("--dry-run cannot be used with --host (the host's dispatch decides the argv there)")
 				}
-				h, err := hostSettings(c)
+				h, err := hostSettings(c, s.env)
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
@@ -41,6 +42,8 @@ type settings struct {
 	effort      string
 	getenv      func(string) string
 	environment []string
+	// env is the DISPATCH_* settings, read once; the host settings take theirs from it.
+	env dispatchenv.Settings
 }
 
 const defaultSocket = "/tmp/openclaw-coding-agents.sock"
@@ -51,40 +54,36 @@ const defaultSocket = "/tmp/openclaw-coding-agents.sock"
 const workspaceEnv = agent.WorkspaceEnv
 
 func loadSettings(stateDir string) (*settings, error) {
-	s := &settings{getenv: os.Getenv, environment: os.Environ()}
+	s := &settings{getenv: os.Getenv, environment: os.Environ(), env: dispatchenv.Read(os.Getenv)}
 	var err error
-	if s.maxRetries, err = cli.PositiveEnv("DISPATCH_MAX_RETRIES", 2); err != nil {
+	if s.maxRetries, err = s.env.MaxRetries.Int(); err != nil {
 		return nil, err
 	}
-	if _, err = cli.PositiveEnv("DISPATCH_WATCH_INTERVAL", 20); err != nil {
+	if _, err = s.env.WatchInterval.Int(); err != nil {
 		return nil, err
 	}
-	timeout, err := cli.PositiveEnv("DISPATCH_WATCH_TIMEOUT", 3600)
-	if err != nil {
+	if s.timeout, err = s.env.WatchTimeout.Seconds(); err != nil {
 		return nil, err
 	}
-	s.timeout = time.Duration(timeout) * time.Second
-	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
-	if err != nil {
+	if s.killGrace, err = s.env.KillGrace.Seconds(); err != nil {
 		return nil, err
 	}
-	s.killGrace = time.Duration(grace) * time.Second
-	free, err := cli.PositiveEnv("DISPATCH_MIN_FREE_MB", 100)
+	free, err := s.env.MinFreeMB.Int()
 	if err != nil {
 		return nil, err
 	}
 	s.minFreeMB = int64(free)
-	s.socket = os.Getenv("DISPATCH_TMUX_SOCKET")
+	s.socket = s.env.TmuxSocket
 	if s.socket == "" {
 		s.socket = defaultSocket
 	}
-	switch strings.ToLower(os.Getenv("DISPATCH_FORCE")) {
+	switch strings.ToLower(s.env.Force) {
 	case "", "0", "false", "no":
 	default:
 		s.force = true
 	}
 	s.backend = supervise.BackendTmux
-	switch b := os.Getenv("DISPATCH_BACKEND"); b {
+	switch b := s.env.Backend; b {
 	case "", supervise.BackendTmux:
 	case supervise.BackendProcess:
 		s.backend = b
@@ -98,20 +97,20 @@ func loadSettings(stateDir string) (*settings, error) {
 		}
 		return nil, err
 	}
-	switch v := os.Getenv("DISPATCH_USE_RELAY"); v {
+	switch v := s.env.UseRelay; v {
 	case "", "true":
 		s.relay, s.relayAsked = true, v == "true"
 	case "false":
 	default:
 		return nil, cli.Usagef("DISPATCH_USE_RELAY=%q: use true or false", v)
 	}
-	s.relayBin = os.Getenv("DISPATCH_RELAY_BIN")
+	s.relayBin = s.env.RelayBin
 	if home, err := os.UserHomeDir(); s.relayBin == "" && err == nil && filepath.IsAbs(home) {
 		// Without HOME (cron's env -i, a service) there is no default: dispatch.sh's
 		// $HOME/go/bin/relay became the relative /go/bin/relay, or go/bin/relay here.
 		s.relayBin = filepath.Join(home, "go", "bin", "relay")
 	}
-	s.effort = os.Getenv("DISPATCH_CODEX_REASONING_EFFORT")
+	s.effort = s.env.CodexEffort
 	if s.stateDir, err = filepath.Abs(stateDir); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -157,21 +158,18 @@ func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *set
 }
 
 // hostSettings reads --host, --hosts (else DISPATCH_HOSTS, else hosts.yaml) and
-// DISPATCH_HOST_OFFLINE (seconds, default 30).
-func hostSettings(c *ucli.Context) (hostOptions, error) {
+// DISPATCH_HOST_OFFLINE (seconds, default 30) from env.
+func hostSettings(c *ucli.Context, env dispatchenv.Settings) (hostOptions, error) {
 	h := hostOptions{host: c.String("host"), hostsFile: c.String("hosts")}
 	if h.hostsFile == "" {
-		h.hostsFile = os.Getenv("DISPATCH_HOSTS")
+		h.hostsFile = env.Hosts
 	}
 	if h.hostsFile == "" {
 		h.hostsFile = defaultHostsFile
 	}
-	n, err := cli.PositiveEnv("DISPATCH_HOST_OFFLINE", 30)
-	if err != nil {
-		return h, err
-	}
-	h.offlineAfter = time.Duration(n) * time.Second
-	return h, nil
+	var err error
+	h.offlineAfter, err = env.HostOffline.Seconds()
+	return h, err
 }
 
 // maxRecordBytes bounds a record __records reads (a run record holds the prompt).

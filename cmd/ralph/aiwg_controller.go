@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
-	ucli "github.com/urfave/cli/v2"
 )
 
 // runController is `ralph start __run LOOP_ID`: a loop's background controller, started by
@@ -33,18 +31,8 @@ func runController(ctx context.Context, s cli.Streams, args []string) error {
 	return err
 }
 
-// startSuperviseCommand is `ralph start __supervise --state-dir DIR --handoff H BEAD`: an
+// startSupervisor is `ralph start __supervise --state-dir DIR --handoff H BEAD`: an
 // iteration's supervisor, started detached by the loop's controller (attempt.Launch), which
 // hands it its spec.
-func startSuperviseCommand() *cli.Command {
-	return &cli.Command{
-		Name: supervisorVerb, Hidden: true, OwnSignals: true,
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "state-dir"}, &ucli.StringFlag{Name: "handoff"}},
-		Action: func(ctx context.Context, c *ucli.Context, _ cli.Streams) error {
-			if c.NArg() != 1 || c.String("handoff") == "" || c.String("state-dir") == "" {
-				return cli.Usagef("ralph start %s is started by ralph, not by hand", supervisorVerb)
-			}
-			return attempt.Supervise(ctx, c.String("state-dir"), c.String("handoff"), c.Args().First(), os.Stdout, nil)
-		},
-	}
-}
+var startSupervisor = supervisorverb.Command(supervisorverb.Attempt, "run an iteration's supervisor (started by ralph start)",
+	"ralph start %s is started by ralph, not by hand")

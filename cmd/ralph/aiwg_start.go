@@ -95,8 +95,7 @@ $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 			case controllerVerb:
 				return runController(ctx, s, args[1:])
 			case supervisorVerb:
-				path := tool + " start " + supervisorVerb
-				return cli.Run(ctx, startSuperviseCommand().App(path, s), append([]string{path}, args[1:]...))
+				return startSupervisor.Raw(ctx, s, args[1:])
 			}
 		}
 		return cli.Run(ctx, start.App(tool+" start", s), append([]string{tool + " start"}, args...))

@@ -25,7 +25,7 @@ import (
 	"os"
 
 	"github.com/agentfleet/fleet/cmd/internal/ralphloop"
-	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -56,7 +56,8 @@ func newTool() *cli.Tool {
 			ralphloop.StopCommand(lc), ralphloop.LogsCommand(lc), ralphloop.CleanCommand(lc), ralphloop.InitCommand(lc),
 			ralphloop.TemplateCommand(lc),
 			startCommand(), abortRouted(), reportCommand(), listCommand(), queueCommand(),
-			swarmhost.SuperviseCommand("run a loop worker's supervisor (started by the loop)"),
+			supervisorverb.Command(supervisorverb.Worker,
+				"run a loop worker's supervisor (started by the loop)", "%s is started by swarm spawn, not by hand"),
 		},
 	}
 }

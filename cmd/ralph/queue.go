@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -20,7 +21,8 @@ func queueCommand() *cli.Command {
 	return &cli.Command{
 		Name: "queue",
 		Commands: []*cli.Command{queueInitCommand(), queueRunCommand(), queueStatusCommand(), queueRetryCommand(),
-			queueSkipCommand(), queueAddCommand(), queueSuperviseCommand(), queueCheckpointCommand()},
+			queueSkipCommand(), queueAddCommand(), supervisorverb.Command(supervisorverb.Attempt, "run one task's supervisor (started by ralph queue run)",
+				"%s is started by ralph queue run, not by hand"), queueCheckpointCommand()},
 		CommandsUsage: func(w io.Writer) { fmt.Fprint(w, queueUsage) },
 		UnknownVerb: func(word string, _ []string) error {
 			if word == "" {

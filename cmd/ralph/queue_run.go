@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
@@ -80,19 +81,20 @@ func queueRunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cfg, hosts, err := runConfig(c, id)
+			env := dispatchenv.Read(os.Getenv)
+			cfg, hosts, err := runConfig(c, id, env)
 			if err != nil {
 				return err
 			}
 			cfg.Log = s.Out
 			if hosts != nil {
 				// Every host answers, at our version, before anything is claimed.
-				off, err := cli.PositiveEnv("DISPATCH_HOST_OFFLINE", 30)
+				off, err := env.HostOffline.Seconds()
 				if err != nil {
 					return err
 				}
 				execs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
-					Version: "dispatch version " + cli.Version(), OfflineAfter: time.Duration(off) * time.Second, Log: s.Err, LogPrefix: "ralph: queue: "})
+					Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: s.Err, LogPrefix: "ralph: queue: "})
 				if err != nil {
 					return &cli.ExitError{Code: cli.ExitUsage, Err: err}
 				}
@@ -146,8 +148,8 @@ func flagDuration(name, v string) (time.Duration, error) {
 
 // runConfig reads run's flags and settings into the runner's Config for plan id: the agent of
 // the agents config (agent.FindConfig's order, from the current directory), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
-// DISPATCH_MIN_FREE_MB for each attempt, this program's `queue __supervise` verb.
-func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error) {
+// DISPATCH_MIN_FREE_MB (from env) for each attempt, this program's `queue __supervise` verb.
+func runConfig(c *ucli.Context, id string, env dispatchenv.Settings) (runner.Config, *remote.Hosts, error) {
 	var cfg runner.Config
 	var hosts *remote.Hosts
 	agentsN := c.Int("agents")
@@ -219,11 +221,10 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 	if err != nil {
 		return cfg, nil, cli.Usagef("%v", err)
 	}
-	timeout, err := cli.PositiveEnv("DISPATCH_WATCH_TIMEOUT", 3600)
+	iteration, err := env.WatchTimeout.Seconds()
 	if err != nil {
 		return cfg, nil, err
 	}
-	iteration := time.Duration(timeout) * time.Second
 	if c.IsSet("iteration-timeout") {
 		if iteration, err = flagDuration("iteration-timeout", c.String("iteration-timeout")); err != nil {
 			return cfg, nil, err
@@ -244,11 +245,11 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 			return cfg, nil, cli.Usagef("--commit-each with %d agents needs --worktree: in one shared tree a task's commit would take the other tasks' work", agentsN)
 		}
 	}
-	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
+	grace, err := env.KillGrace.Seconds()
 	if err != nil {
 		return cfg, nil, err
 	}
-	free, err := cli.PositiveEnv("DISPATCH_MIN_FREE_MB", 100)
+	free, err := env.MinFreeMB.Int()
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -261,7 +262,7 @@ func runConfig(c *ucli.Context, id string) (runner.Config, *remote.Hosts, error)
 		Model: profile.Model(modelArg, os.Getenv), Budget: cfg.Budget, HardBudget: c.Bool("hard-budget"),
 		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree") || hosts != nil, StateDir: stateDir,
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: time.Duration(grace) * time.Second,
+		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: grace,
 		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent, MaxCallsPerHour: c.Int("max-calls-per-hour"),
 		CommitEach: c.Bool("commit-each"), Checkpoint: []string{exe, "queue", runner.CheckpointVerb},
 	}, hosts, nil

@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/agent"
-	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
@@ -25,7 +25,6 @@ import (
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 // ExitInterrupted is swarm run's status when a signal paused the execution (as a shell
@@ -41,7 +40,8 @@ func runCommand() *cli.Command {
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
 			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
-				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runSuperviseCommand()},
+				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), supervisorverb.Command(supervisorverb.Attempt,
+					"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")},
 				Usage: func(w io.Writer) {
 					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
 				},
@@ -135,9 +135,10 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
+	env := dispatchenv.Read(os.Getenv)
 	if hosts != nil {
 		// Every host answers, at our version, before anything is written.
-		executors, closeHosts, err := dialHosts(ctx, hosts, repo, stateDir, s.Err)
+		executors, closeHosts, err := dialHosts(ctx, hosts, repo, stateDir, env.HostOffline, s.Err)
 		if err != nil {
 			return err
 		}
@@ -160,16 +161,16 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	grace, err := cli.PositiveEnv("DISPATCH_KILL_GRACE", 10)
+	grace, err := env.KillGrace.Seconds()
 	if err != nil {
 		return err
 	}
-	free, err := cli.PositiveEnv("DISPATCH_MIN_FREE_MB", 100)
+	free, err := env.MinFreeMB.Int()
 	if err != nil {
 		return err
 	}
 	local := &swarmrun.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: time.Duration(grace) * time.Second, MinFreeMB: int64(free)}
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free)}
 	return runWith(ctx, c, s, m, path, repo, n, halt, []swarmrun.Executor{local})
 }
 
@@ -217,15 +218,15 @@ func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Ma
 // dialHosts opens one connection to each host of hosts.yaml, all at once
 // (swarmrun.DialHosts), and checks that it runs our dispatch at this build's version: an
 // unreachable host, one ssh cannot resolve, or one without our binaries is one line and exit
-// 2, before anything is written. The hosts' offline time is DISPATCH_HOST_OFFLINE (seconds,
-// 30), as dispatch --host's.
-func dialHosts(ctx context.Context, hosts *remote.Hosts, repo, stateDir string, log io.Writer) ([]swarmrun.Executor, func(), error) {
-	off, err := cli.PositiveEnv("DISPATCH_HOST_OFFLINE", 30)
+// 2, before anything is written. The hosts' offline time is offline, DISPATCH_HOST_OFFLINE
+// (seconds, 30), as dispatch --host's.
+func dialHosts(ctx context.Context, hosts *remote.Hosts, repo, stateDir string, offline dispatchenv.Number, log io.Writer) ([]swarmrun.Executor, func(), error) {
+	off, err := offline.Seconds()
 	if err != nil {
 		return nil, nil, err
 	}
 	rs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: repo, StateDir: stateDir,
-		Version: "dispatch version " + cli.Version(), OfflineAfter: time.Duration(off) * time.Second, Log: log, LogPrefix: "swarm: run: "})
+		Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: log, LogPrefix: "swarm: run: "})
 	if err != nil {
 		return nil, nil, usage2(err)
 	}
@@ -468,25 +469,6 @@ func runHistoryCommand() *cli.Command {
 			}
 			cli.Table(s.Out, rows)
 			return nil
-		},
-	}
-}
-
-// runSuperviseCommand is the hidden verb that runs one task attempt's supervisor, started by
-// swarm run as a detached process.
-func runSuperviseCommand() *cli.Command {
-	return &cli.Command{
-		Name: supervise.SuperviseVerb, Usage: "run one task attempt's supervisor (started by swarm run)", Hidden: true, OwnSignals: true,
-		Flags: []ucli.Flag{&ucli.StringFlag{Name: "handoff", Usage: "the starter's handoff socket (`PATH`)"}, cli.StateDirFlag()},
-		Action: func(ctx context.Context, c *ucli.Context, _ cli.Streams) error {
-			if c.NArg() != 1 || c.String("handoff") == "" {
-				return cli.Usagef("%s is started by swarm run, not by hand", supervise.SuperviseVerb)
-			}
-			var input *os.File
-			if term.IsTerminal(int(os.Stdin.Fd())) {
-				input = os.Stdin
-			}
-			return attempt.Supervise(ctx, c.String("state-dir"), c.String("handoff"), c.Args().First(), os.Stdout, input)
 		},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -22,7 +23,8 @@ import (
 func newTool() *cli.Tool {
 	commands := []*cli.Command{spawnCommand(), lsCommand(), statusCommand(), peekCommand(), sendCommand(), interruptCommand(),
 		eofCommand(), killCommand(), waitCommand(), logsCommand(), cleanCommand(), respawnCommand(), attachCommand(),
-		initCommand(), heartbeatCommand(), runCommand(), ralphCommand(), topCommand(), swarmhost.SuperviseCommand("run a worker's supervisor (started by swarm spawn)")}
+		initCommand(), heartbeatCommand(), runCommand(), ralphCommand(), topCommand(), supervisorverb.Command(supervisorverb.Worker,
+			"run a worker's supervisor (started by swarm spawn)", "%s is started by swarm spawn, not by hand")}
 	return &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Commands: commands,
 		Usage: func(w io.Writer) { usage(w, commands) }, Manual: manual, Names: names}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/audit"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/record"
@@ -176,7 +177,7 @@ func validate(_ context.Context, o options, stdout, stderr io.Writer) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}
-	retries, err := cli.PositiveEnv("DISPATCH_MAX_RETRIES", 2) // as dispatch reads it
+	retries, err := dispatchenv.Read(os.Getenv).MaxRetries.Int() // as dispatch reads it
 	if err != nil {
 		return err
 	}

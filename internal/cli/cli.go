@@ -12,8 +12,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"strconv"
 	"strings"
 )
 
@@ -89,18 +87,4 @@ func ExitStatus(codes ...ExitCode) string {
 		parts[i] = fmt.Sprintf("%d %s", c.Code, c.Meaning)
 	}
 	return "Exit status: " + strings.Join(parts, ", ") + "."
-}
-
-// PositiveEnv reads the numeric environment variable name, which must be a positive integer
-// when set (as dispatch.sh required of its DISPATCH_* numbers); def when it is unset or empty.
-func PositiveEnv(name string, def int) (int, error) {
-	v := os.Getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, Usagef("%s=%q must be a positive integer", name, v)
-	}
-	return n, nil
 }

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 	"github.com/agentfleet/fleet/internal/worker"
-	"golang.org/x/term"
 )
 
 // The lifecycles of workers, against real supervisors (the test binary itself, answering the
@@ -32,35 +32,11 @@ import (
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {
-		os.Exit(superviseMain(os.Args[2:]))
+		os.Exit(testenv.Supervisor(os.Args[2:], func(ctx context.Context, a cli.SupervisorArgs, input *os.File) error {
+			return Supervise(ctx, a.SwarmDir, a.Handoff, a.Name, os.Stdout, input, os.Stderr)
+		}))
 	}
 	os.Exit(sweep.Guard(m).Run())
-}
-
-// superviseMain is the hidden verb as cmd/swarm's runs it: --swarm-dir DIR --handoff PATH NAME.
-func superviseMain(args []string) int {
-	var dir, handoff, name string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--swarm-dir" && i+1 < len(args):
-			i++
-			dir = args[i]
-		case args[i] == "--handoff" && i+1 < len(args):
-			i++
-			handoff = args[i]
-		default:
-			name = args[i]
-		}
-	}
-	var input *os.File
-	if term.IsTerminal(int(os.Stdin.Fd())) {
-		input = os.Stdin
-	}
-	if err := Supervise(context.Background(), dir, handoff, name, os.Stdout, input, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 // lab is a test's swarm: its own directory and tmux socket directory, the test binary as the

@@ -16,10 +16,12 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
@@ -41,25 +43,11 @@ func TestMain(m *testing.M) {
 	os.Exit(sweep.Guard(m).Run())
 }
 
+// superviseMain is swarm's `run __supervise` verb on args (after the verb).
 func superviseMain(args []string) int {
-	var stateDir, handoff, bead string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--state-dir" && i+1 < len(args):
-			i++
-			stateDir = args[i]
-		case args[i] == "--handoff" && i+1 < len(args):
-			i++
-			handoff = args[i]
-		default:
-			bead = args[i]
-		}
-	}
-	if err := attempt.Supervise(context.Background(), stateDir, handoff, bead, os.Stdout, nil); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return testenv.Supervisor(args, func(ctx context.Context, a cli.SupervisorArgs, _ *os.File) error {
+		return attempt.Supervise(ctx, a.StateDir, a.Handoff, a.Name, os.Stdout, nil)
+	})
 }
 
 // world is a repository with a main branch, a state directory and the stand-in agent.

@@ -6,22 +6,18 @@
 package swarmhost
 
 import (
-	"context"
 	"io"
 	"os"
 	"syscall"
 
 	"github.com/agentfleet/fleet/internal/agent"
-	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarm"
-	ucli "github.com/urfave/cli/v2"
-	"golang.org/x/term"
 )
 
 // Options are the swarm.Options of the swarm directory dir for this process: the agents config
-// ($SWARM_AGENTS, else dir/agents.json), this program's supervisor verb (SuperviseCommand), the
+// ($SWARM_AGENTS, else dir/agents.json), this program's supervisor verb (supervisorverb.Worker), the
 // agents' environment (ours), tmux's socket directory ($TMUX_TMPDIR); warnings go to stderr.
 // $SWARM_TEST_CRASH_AT names a step of a spawn at which the process kills itself (the spawn
 // journal's tests).
@@ -39,27 +35,4 @@ func Options(dir string, stderr io.Writer) swarm.Options {
 		}
 	}
 	return o
-}
-
-// SuperviseCommand is the hidden verb that runs a worker's supervisor (swarm.Supervise), with
-// the arguments Options gives swarm.Options.Supervisor: started by a spawn in the worker's tmux
-// window or detached, never by hand. usage says who starts it.
-func SuperviseCommand(usage string) *cli.Command {
-	return &cli.Command{
-		Name: supervise.SuperviseVerb, Usage: usage, Hidden: true, OwnSignals: true,
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "handoff", Usage: "the starter's handoff socket (`PATH`)"},
-			&ucli.StringFlag{Name: "swarm-dir", Usage: "the swarm directory (`DIR`)"},
-		},
-		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			if c.NArg() != 1 || c.String("handoff") == "" || c.String("swarm-dir") == "" {
-				return cli.Usagef("%s is started by swarm spawn, not by hand", supervise.SuperviseVerb)
-			}
-			var input *os.File
-			if f, ok := s.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				input = f
-			}
-			return swarm.Supervise(ctx, c.String("swarm-dir"), c.String("handoff"), c.Args().First(), s.Out, input, s.Err)
-		},
-	}
 }

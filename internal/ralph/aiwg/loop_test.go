@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
@@ -43,24 +44,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if len(os.Args) > 2 && os.Args[1] == "start" && os.Args[2] == supervise.SuperviseVerb {
-		var stateDir, handoff, bead string
-		for i := 3; i < len(os.Args); i++ {
-			switch a := os.Args[i]; {
-			case a == "--state-dir" && i+1 < len(os.Args):
-				i++
-				stateDir = os.Args[i]
-			case a == "--handoff" && i+1 < len(os.Args):
-				i++
-				handoff = os.Args[i]
-			default:
-				bead = a
-			}
-		}
-		if err := attempt.Supervise(context.Background(), stateDir, handoff, bead, os.Stdout, nil); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		os.Exit(testenv.Supervisor(os.Args[3:], func(ctx context.Context, a cli.SupervisorArgs, _ *os.File) error {
+			return attempt.Supervise(ctx, a.StateDir, a.Handoff, a.Name, os.Stdout, nil)
+		}))
 	}
 	os.Exit(sweep.Guard(m).Run())
 }

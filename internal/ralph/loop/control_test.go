@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -22,7 +23,6 @@ import (
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
-	"golang.org/x/term"
 )
 
 // A loop's control, against real processes: the test binary is the iterations' supervisor
@@ -38,38 +38,14 @@ const monitorVerb = "run"
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == supervise.SuperviseVerb {
-		os.Exit(superviseMain(os.Args[2:]))
+		os.Exit(testenv.Supervisor(os.Args[2:], func(ctx context.Context, a cli.SupervisorArgs, input *os.File) error {
+			return swarm.Supervise(ctx, a.SwarmDir, a.Handoff, a.Name, os.Stdout, input, os.Stderr)
+		}))
 	}
 	if len(os.Args) == 3 && os.Args[1] == monitorVerb {
 		os.Exit(monitorMain(os.Args[2]))
 	}
 	os.Exit(sweep.Guard(m).Run())
-}
-
-// superviseMain is the hidden verb as cmd/swarm's runs it: --swarm-dir DIR --handoff PATH NAME.
-func superviseMain(args []string) int {
-	var dir, handoff, name string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--swarm-dir" && i+1 < len(args):
-			i++
-			dir = args[i]
-		case args[i] == "--handoff" && i+1 < len(args):
-			i++
-			handoff = args[i]
-		default:
-			name = args[i]
-		}
-	}
-	var input *os.File
-	if term.IsTerminal(int(os.Stdin.Fd())) {
-		input = os.Stdin
-	}
-	if err := swarm.Supervise(context.Background(), dir, handoff, name, os.Stdout, input, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 // monitorMain is a loop's monitor, as cmd/internal/ralphloop's run verb runs it, with the

@@ -15,10 +15,12 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
@@ -26,7 +28,9 @@ import (
 // "BINARY __supervise --state-dir DIR --handoff H BEAD", as ralph's `queue __supervise` verb.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {
-		os.Exit(superviseMain(os.Args[2:]))
+		os.Exit(testenv.Supervisor(os.Args[2:], func(ctx context.Context, a cli.SupervisorArgs, _ *os.File) error {
+			return attempt.Supervise(ctx, a.StateDir, a.Handoff, a.Name, os.Stdout, nil)
+		}))
 	}
 	if len(os.Args) > 1 && os.Args[1] == CheckpointVerb {
 		os.Exit(checkpointMain(os.Args[2:]))
@@ -35,28 +39,6 @@ func TestMain(m *testing.M) {
 		os.Exit(killedHostsRunnerMain(os.Args[2:]))
 	}
 	os.Exit(sweep.Guard(m).Run())
-}
-
-// superviseMain runs one attempt's supervisor (attempt.Supervise) on its command line.
-func superviseMain(args []string) int {
-	var stateDir, handoff, bead string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--state-dir" && i+1 < len(args):
-			i++
-			stateDir = args[i]
-		case args[i] == "--handoff" && i+1 < len(args):
-			i++
-			handoff = args[i]
-		default:
-			bead = args[i]
-		}
-	}
-	if err := attempt.Supervise(context.Background(), stateDir, handoff, bead, os.Stdout, nil); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 // logWatch is a run's log, which a test can wait on.

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"io"
 	"io/fs"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // TestVersionFile: VERSION holds one semantic version, without the tags' "v", on one line:
@@ -51,11 +54,9 @@ func TestVersionWithoutGit(t *testing.T) {
 	}
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...)
-		cmd.Dir = src
-		out, err := cmd.CombinedOutput()
+		out, err := gitx.Run(context.Background(), src, "", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...)
 		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatal(err)
 		}
 		return strings.TrimSpace(string(out))
 	}

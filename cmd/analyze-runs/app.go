@@ -48,12 +48,13 @@ const ioProcs = 16
 const memoryLimit = 256 << 20
 
 // cacheGCPercent is the garbage collector's percent while a scan takes beads from the cache,
-// unless GOGC sets one (report.Cache.GCPercent): a million pairs with 1% new, A/B alternated,
+// unless GOGC sets one (tuneForCache): a million pairs with 1% new, A/B alternated,
 // spent 0.3 s less user CPU at 400 than at 100, for 20 MB more RSS (the memory limit still holds).
 const cacheGCPercent = 400
 
-// cacheMemoryLimit is the soft memory limit while a scan takes beads from the cache, plus 160
-// bytes per record pair (report.Cache.MemoryLimit), unless GOMEMLIMIT sets one: the heap of such
+// cacheMemoryLimit is the soft memory limit while a scan takes beads from the cache, plus
+// report.CacheScanMemory (160 bytes per record pair), unless GOMEMLIMIT sets one (tuneForCache):
+// the heap of such
 // a scan grew to memoryLimit whatever it held. A million pairs, 1% new scattered among the old,
 // A/B alternated: peak RSS 305 -> 250 MB.
 const cacheMemoryLimit = 32 << 20
@@ -211,12 +212,7 @@ func analyze(o options, stdout, stderr io.Writer) error {
 	if !o.noCache && !src.Raw {
 		src.Cache = report.NewCache(statedir.Dir{Root: o.stateDir}.ReportCache(), tool+" "+cli.Version())
 		src.Cache.Rebuild, src.Cache.Verify, src.Cache.Fresh = o.rebuildCache, o.verifyCache, cacheFresh
-		if os.Getenv("GOGC") == "" {
-			src.Cache.GCPercent = cacheGCPercent
-		}
-		if os.Getenv("GOMEMLIMIT") == "" {
-			src.Cache.MemoryLimit = cacheMemoryLimit
-		}
+		src.Cache.Reusing = tuneForCache(os.Getenv("GOGC") == "", os.Getenv("GOMEMLIMIT") == "")
 	}
 
 	var spool *report.Spool
@@ -341,4 +337,32 @@ func analyze(o options, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// tuneForCache is report.Cache.Reusing: while a scan takes beads from the cache, the garbage
+// collector runs at cacheGCPercent (when gc, GOGC unset) under a soft memory limit of
+// cacheMemoryLimit plus report.CacheScanMemory, never above the limit it had (when limit,
+// GOMEMLIMIT unset); what they were is put back after. The process's runtime is the main's to
+// set, not the library's.
+func tuneForCache(gc, limit bool) func(pairs int) func() {
+	return func(pairs int) func() {
+		gcWas, limWas := 0, int64(0)
+		if gc {
+			gcWas = debug.SetGCPercent(cacheGCPercent)
+		}
+		if limit {
+			was := debug.SetMemoryLimit(-1)
+			if lim := cacheMemoryLimit + report.CacheScanMemory(pairs); lim < was {
+				limWas = debug.SetMemoryLimit(lim)
+			}
+		}
+		return func() {
+			if gcWas != 0 {
+				debug.SetGCPercent(gcWas)
+			}
+			if limWas != 0 {
+				debug.SetMemoryLimit(limWas)
+			}
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/compattest"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -93,8 +94,8 @@ func testEnv() func(env *testscript.Env) error {
 func gitRepo(dir string) error {
 	for _, args := range [][]string{{"init", "-q", "-b", "main", dir}, {"-C", dir, "config", "user.email", "t@example.com"},
 		{"-C", dir, "config", "user.name", "t"}, {"-C", dir, "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("git %v: %v: %s", args, err, out)
+		if _, err := gitx.Run(context.Background(), "", "", args...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // TestVersionFromGit: the version make's builds stamp (what --version prints) and the one
@@ -34,10 +37,8 @@ func TestVersionFromGit(t *testing.T) {
 	}
 	git := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		if _, err := gitx.Run(context.Background(), dir, "", append([]string{"-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "VERSION"), []byte("0.1.0\n"), 0o644); err != nil {
@@ -60,11 +61,11 @@ func TestVersionFromGit(t *testing.T) {
 	}
 	describe := func() string {
 		t.Helper()
-		out, err := exec.Command("git", "-C", dir, "describe", "--always", "--dirty").Output()
+		out, err := gitx.Cmd{Dir: dir}.Output(context.Background(), "describe", "--always", "--dirty")
 		if err != nil {
-			t.Fatalf("git describe: %v", err)
+			t.Fatal(err)
 		}
-		return strings.TrimSpace(string(out))
+		return out
 	}
 	release := func() string {
 		t.Helper()

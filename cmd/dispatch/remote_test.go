@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
@@ -68,8 +69,8 @@ func newRemoteWorld(t *testing.T, hosts int) *remoteWorld {
 	for i, h := range lab.Hosts {
 		hdir := filepath.Join(w.dir, h.Name)
 		clone := filepath.Join(hdir, "repo")
-		if out, err := exec.Command("git", "clone", "-q", w.repo, clone).CombinedOutput(); err != nil {
-			t.Fatalf("git clone: %v: %s", err, out)
+		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
+			t.Fatal(err)
 		}
 		// tmux's socket path must be short: $TMPDIR/t<pid>-<i>, removed with the host.
 		sock := filepath.Join(os.TempDir(), fmt.Sprintf("fl%d-%d.tmux", os.Getpid(), i))
@@ -88,11 +89,11 @@ func newRemoteWorld(t *testing.T, hosts int) *remoteWorld {
 
 func mustGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	out, err := gitx.Cmd{Dir: dir}.Output(context.Background(), args...)
 	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
 // dispatch runs the built dispatch here with args and env, and returns its exit code and

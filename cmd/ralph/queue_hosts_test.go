@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 )
@@ -43,8 +45,8 @@ func TestQueueRunHosts(t *testing.T) {
 	hosts.WriteString("hosts:\n")
 	for _, h := range lab.Hosts {
 		clone := filepath.Join(tmp, h.Name, "repo")
-		if out, err := exec.Command("git", "clone", "-q", repo, clone).CombinedOutput(); err != nil {
-			t.Fatalf("git clone: %v: %s", err, out)
+		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", repo, clone); err != nil {
+			t.Fatal(err)
 		}
 		fmt.Fprintf(&hosts, "  - name: %s\n    ssh: %s\n    identity: %s\n    known_hosts: %s\n    max_agents: 1\n    repo: %s\n"+
 			"    agents_config: %s\n    bin: %s\n    state_dir: %s\n    env: {DISPATCH_KILL_GRACE: \"1\", DISPATCH_MIN_FREE_MB: \"1\"}\n",
@@ -82,7 +84,7 @@ func TestQueueRunHosts(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), `"status":"done"`) {
 			t.Errorf("task %s's result record here: %s, %v", id, b, err)
 		}
-		tree, err := exec.Command("git", "-C", repo, "ls-tree", "--name-only", "agent/plan-"+id).CombinedOutput()
+		tree, err := gitx.Run(context.Background(), repo, "", "ls-tree", "--name-only", "agent/plan-"+id)
 		if err != nil || !strings.Contains(string(tree), id+".txt") {
 			t.Errorf("branch agent/plan-%s holds %q (%v), want its %s.txt", id, tree, err, id)
 		}

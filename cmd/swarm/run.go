@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
@@ -255,8 +256,8 @@ func (p prefixed) Write(b []byte) (int, error) {
 func loadManifest(ctx context.Context, c *ucli.Context, path string) (*manifest.Manifest, error) {
 	o := manifest.Options{AnyPromptFile: c.Bool("allow-outside-prompts")}
 	dir := filepath.Dir(path)
-	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel").Output(); err == nil {
-		o.Root = strings.TrimSpace(string(out))
+	if top, err := (gitx.Cmd{Dir: dir}).Output(ctx, "rev-parse", "--show-toplevel"); err == nil {
+		o.Root = top
 	}
 	m, err := manifest.LoadWith(path, o)
 	if err != nil {
@@ -278,11 +279,11 @@ func repoOf(ctx context.Context, m *manifest.Manifest, path string) (string, err
 			dir = filepath.Join(filepath.Dir(path), dir)
 		}
 	}
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel").Output()
+	top, err := gitx.Cmd{Dir: dir}.Output(ctx, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return "", cli.Usagef("%s is not in a git repository; run swarm run in one, or set the manifest's repo", dir)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return top, nil
 }
 
 // forgeOf reads --forge.
@@ -295,7 +296,7 @@ func forgeOf(ctx context.Context, v, repo string) (*swarmrun.Forge, error) {
 		if err != nil {
 			return nil, nil
 		}
-		if exec.CommandContext(ctx, "git", "-C", repo, "remote", "get-url", "origin").Run() != nil {
+		if _, err := (gitx.Cmd{Dir: repo}).Run(ctx, "remote", "get-url", "origin"); err != nil {
 			return nil, nil
 		}
 		return swarmrun.GitHub(gh, os.Environ()), nil

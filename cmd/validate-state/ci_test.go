@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -15,6 +16,8 @@ import (
 	"github.com/agentfleet/fleet/internal/testenv/need"
 	"github.com/xeipuuv/gojsonschema"
 	"gopkg.in/yaml.v3"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // ciState makes a directory of state files that exercises the CI formats: a valid record, an
@@ -244,8 +247,8 @@ func TestActionLint(t *testing.T) {
 		t.Skipf("actionlint %s cannot be built here (%v: %s): action.yml is not linted", actionlintVersion, err, lines[len(lines)-1])
 	}
 	dir := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
+	if _, err := gitx.Run(context.Background(), "", "", "init", "-q", dir); err != nil {
+		t.Fatal(err)
 	}
 	action, err := os.ReadFile(filepath.Join(repo, "action.yml"))
 	if err != nil {

@@ -4,12 +4,10 @@
 package git
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -27,32 +25,10 @@ func (r Repo) git(ctx context.Context, args ...string) (string, error) {
 }
 
 // Run runs git in dir (git -C dir), stdin on its input ("" : none), and returns what it printed
-// on stdout, as it printed it. Its error names the command and carries git's own words (its
-// stderr), or is ErrNoGit when git cannot be run at all.
+// on stdout, as it printed it. Its error is an *Error (the command and git's own words), or
+// ErrNoGit when git cannot be run at all. Cmd.Run is the same with an environment.
 func Run(ctx context.Context, dir, stdin string, args ...string) ([]byte, error) {
-	path, err := exec.LookPath("git")
-	if err != nil {
-		return nil, ErrNoGit
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, append([]string{"-C", dir}, args...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) && ctx.Err() == nil {
-			// Found on PATH but not run (removed since, not executable): as good as missing.
-			return nil, fmt.Errorf("%w (%v)", ErrNoGit, err)
-		}
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return stdout.Bytes(), fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
-	}
-	return stdout.Bytes(), nil
+	return Cmd{Dir: dir, Stdin: stdin}.Run(ctx, args...)
 }
 
 // IsRepo reports whether Dir is inside a git work tree. Without git it says whether a .git (a

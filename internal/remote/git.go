@@ -3,12 +3,13 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // gitTimeout bounds one push or fetch.
@@ -31,15 +32,17 @@ func (c *Conn) git(ctx context.Context, repo string, args ...string) error {
 	defer cancel()
 	runCtx, kill := context.WithCancel(ctx)
 	defer kill()
-	cmd := exec.CommandContext(runCtx, "git", append([]string{"-C", repo}, args...)...)
 	// GIT_SSH_COMMAND is read by a shell (git runs it with sh -c): each word quoted.
 	sshCmd := Quote(append([]string{c.opts.ssh()}, c.ClientOptions()...)...)
-	cmd.Env = append(cmd.Environ(), "GIT_SSH_COMMAND="+sshCmd, "GIT_TERMINAL_PROMPT=0")
 	var out bytes.Buffer
 	bounded := newBoundedWriter(&out, c.opts.maxOutput(), kill)
-	cmd.Stdout, cmd.Stderr = bounded, bounded
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	_, err := gitx.Cmd{Dir: repo, Env: []string{"GIT_SSH_COMMAND=" + sshCmd, "GIT_TERMINAL_PROMPT=0"},
+		Combined: bounded, WaitDelay: time.Second}.Run(runCtx, args...)
+	// How git ended ("exit status 128"): what it said is in out, read by gitReason.
+	var ge *gitx.Error
+	if errors.As(err, &ge) {
+		err = ge.Err
+	}
 	switch {
 	case bounded.passedBound():
 		return fmt.Errorf("host %s: git %s: %w (%s), and was stopped", c.Host.Name, strings.Join(args, " "), ErrOutputTooLarge, fsx.HumanBytes(c.opts.maxOutput()))

@@ -54,18 +54,14 @@ type Cache struct {
 	Rebuild bool          // rebuild it from the records whatever it holds
 	Verify  bool          // read every record, report where the cache differs, and rebuild it
 	Fresh   time.Duration // see DefaultCacheFresh; NewCache sets it
-	// GCPercent, when above 0, is the garbage collector's percent (debug.SetGCPercent) while a
-	// scan takes beads from the cache as it was, put back after: such a scan holds the listing
-	// (about 60 MB for a million pairs) and makes garbage of every bead it decodes, and at the
-	// default 100 it collected twenty times, marking the listing each time (issue 22).
-	GCPercent int
-	// MemoryLimit, when above 0, lowers the Go runtime's soft memory limit (debug.SetMemoryLimit)
-	// while a scan takes beads from the cache, to MemoryLimit plus memoryPerPair bytes per record
-	// pair, never above the limit it had; put back after. Such a scan holds about 75 bytes a pair
-	// (its entry, its name, its cached value's place) and makes garbage of every bead it
-	// decodes: at the GC percent above, the heap grew to the limit whatever the scan held, and
-	// a cached million pairs with 1% new scattered peaked at 300-310 MB (issue 22).
-	MemoryLimit int64
+	// Reusing, when set, is called when a scan is about to take beads from the cache as it was,
+	// with the number of record pairs listed; the function it returns is called when the scan
+	// ends. It is where the main tunes the Go runtime for such a scan (a library sets no
+	// process-wide setting): the scan holds the listing (about 60 MB for a million pairs, see
+	// CacheScanMemory) and makes garbage of every bead it decodes, so that at GOGC's default
+	// 100 it collected twenty times, marking the listing each time, and at a higher percent its
+	// heap grew to whatever limit it had (issue 22).
+	Reusing func(pairs int) (done func())
 
 	// chunkBits sets the chunks' size (chunkStarts); 0 means defaultChunkBits. Tests make
 	// chunks small, so that a small history has many.
@@ -119,9 +115,16 @@ var (
 	keyStamp     = []byte("stamp")
 )
 
-// memoryPerPair is what Cache.MemoryLimit allows a scan through the cache per record pair:
-// about twice what it holds of each.
+// memoryPerPair is CacheScanMemory's allowance per record pair: about twice what a scan
+// through the cache holds of each (its entry, its name, its cached value's place: about 75
+// bytes).
 const memoryPerPair = 160
+
+// CacheScanMemory is the memory a scan taking beads from the cache needs for pairs record pairs
+// beyond a base of its own: what a main bounding such a scan's heap (Cache.Reusing) allows it.
+// A cached million pairs with 1% new scattered, under a limit of 32 MiB plus this, peaked at
+// 250 MB, against 300-310 MB with the heap let grow (issue 22).
+func CacheScanMemory(pairs int) int64 { return memoryPerPair * int64(pairs) }
 
 // cacheStamp is what a cache must have been written by to be read.
 func (c *Cache) stamp() string {
@@ -177,8 +180,7 @@ type cacheRun struct {
 	reuse   bool     // cached entries whose files did not change are taken as they are
 	before  int64    // Fresh before the scan began, in ns: files changed since are not cached
 	faulted atomic.Bool
-	gcWas   int   // the GC percent to put back at the end, when GCPercent was set (else 0)
-	limWas  int64 // the memory limit to put back at the end, when MemoryLimit was set (else 0)
+	reused  func() // Cache.Reusing's done, called at the end; nil when not called
 
 	// Chunks: the first entry of each, their values in db (nil when none), the chunk keys in db
 	// no longer a chunk's first name, and whether a chunk may be added as its totals.
@@ -250,14 +252,8 @@ func (c *Cache) begin(src Source, entries []entry) *cacheRun {
 		}
 	}
 	cr.merge = cr.reuse && src.Merge != nil && cr.chunkVals != nil
-	if cr.reuse && c.GCPercent > 0 {
-		cr.gcWas = debug.SetGCPercent(c.GCPercent)
-	}
-	if cr.reuse && c.MemoryLimit > 0 {
-		was := debug.SetMemoryLimit(-1)
-		if lim := c.MemoryLimit + memoryPerPair*int64(len(entries)); lim < was {
-			cr.limWas = debug.SetMemoryLimit(lim)
-		}
+	if cr.reuse && c.Reusing != nil {
+		cr.reused = c.Reusing(len(entries))
 	}
 	return cr
 }
@@ -815,11 +811,8 @@ func (cr *cacheRun) abandon() {
 // removed, to be rebuilt) or a write failed.
 func (cr *cacheRun) finish() {
 	defer cr.close()
-	if cr.gcWas != 0 {
-		defer debug.SetGCPercent(cr.gcWas)
-	}
-	if cr.limWas != 0 {
-		defer debug.SetMemoryLimit(cr.limWas)
+	if cr.reused != nil {
+		defer cr.reused()
 	}
 	if cr.faulted.Load() {
 		cr.abandon()

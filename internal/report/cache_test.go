@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -922,32 +921,42 @@ func TestCacheFileSuffixes(t *testing.T) {
 	}
 }
 
-// TestCacheGCPercent: a scan that takes beads from the cache runs with the cache's GCPercent,
-// and puts the one it found back at the end; a scan that rebuilds the cache keeps it.
-func TestCacheGCPercent(t *testing.T) {
+// TestCacheReusing: a scan that takes beads from the cache calls Cache.Reusing with the number of
+// record pairs before the first bead, and what it returned after the last; a scan that builds
+// the cache calls neither (the main tunes the runtime there: cmd/analyze-runs' tuneForCache).
+func TestCacheReusing(t *testing.T) {
 	h := newHistory(t, 7)
 	h.add(20)
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	scan := func() (during int) {
+	entries, err := Source{Dir: h.dir}.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := func() (calls []string) {
 		c := testCache(h.dir)
-		c.GCPercent = 400
+		c.Reusing = func(pairs int) func() {
+			calls = append(calls, fmt.Sprintf("reusing %d", pairs))
+			return func() { calls = append(calls, "done") }
+		}
+		seen := false
 		err := Source{Dir: h.dir, Cache: c, Workers: 2}.Scan(func(*Bead) {
-			during = debug.SetGCPercent(100)
-			debug.SetGCPercent(during)
+			if !seen {
+				seen = true
+				calls = append(calls, "bead")
+			}
 		}, func(Skipped) {})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return during
+		return calls
 	}
-	if got := scan(); got != 100 {
-		t.Errorf("building the cache: GC percent %d during the scan, want 100", got)
+	if got := scan(); !slices.Equal(got, []string{"bead"}) {
+		t.Errorf("building the cache: %q, want no Reusing", got)
 	}
-	if got := scan(); got != 400 {
-		t.Errorf("through the cache: GC percent %d during the scan, want 400", got)
+	if got, want := scan(), []string{fmt.Sprintf("reusing %d", len(entries)), "bead", "done"}; !slices.Equal(got, want) {
+		t.Errorf("through the cache: %q, want %q", got, want)
 	}
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("after the scan: GC percent %d, want 100 put back", got)
+	if got, want := CacheScanMemory(1000), int64(memoryPerPair*1000); got != want {
+		t.Errorf("CacheScanMemory(1000) = %d, want %d", got, want)
 	}
 }
 
@@ -1007,43 +1016,6 @@ func mappedKB(t *testing.T, path string) int64 {
 		}
 	}
 	return kb
-}
-
-// TestCacheMemoryLimit: a scan taking beads from the cache runs under Cache.MemoryLimit plus
-// memoryPerPair a pair, never above the limit it had, which is put back after; a scan building
-// the cache keeps the limit it had.
-func TestCacheMemoryLimit(t *testing.T) {
-	h := newHistory(t, 13)
-	h.add(20)
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 40))
-	scan := func() (during int64) {
-		c := testCache(h.dir)
-		c.MemoryLimit = 1 << 20
-		err := Source{Dir: h.dir, Cache: c, Workers: 2}.Scan(func(*Bead) {
-			during = debug.SetMemoryLimit(-1)
-		}, func(Skipped) {})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return during
-	}
-	if got := scan(); got != 1<<40 {
-		t.Errorf("building the cache: memory limit %d during the scan, want %d", got, int64(1<<40))
-	}
-	entries, err := Source{Dir: h.dir}.list()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := scan(), int64(1<<20+memoryPerPair*len(entries)); got != want {
-		t.Errorf("through the cache: memory limit %d during the scan, want %d", got, want)
-	}
-	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
-		t.Errorf("after the scan: memory limit %d, want %d put back", got, int64(1<<40))
-	}
-	debug.SetMemoryLimit(1 << 20)
-	if got := scan(); got != 1<<20 {
-		t.Errorf("through the cache under a lower limit: %d during the scan, want it kept (%d)", got, 1<<20)
-	}
 }
 
 // TestCacheEntryOneAllocation: an entry is built in one allocation (it grew from nil four or

@@ -1,9 +1,12 @@
 package statedir
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 func TestCheckName(t *testing.T) {
@@ -77,7 +80,8 @@ func TestCheckNameAgreesWithGit(t *testing.T) {
 	}
 	for _, name := range []string{"bd-1", "bd-1.2", "A.b_c-9", "y.spec", "9", "bd-1-", "head", "x.lockx",
 		"bd-1.", "x.lock", "HEAD", "a..b", "-x", ".x"} {
-		gitOK := exec.Command("git", "check-ref-format", "--branch", name).Run() == nil
+		_, err := gitx.Run(context.Background(), "", "", "check-ref-format", "--branch", name)
+		gitOK := err == nil
 		if CheckName(KindBead, name) == nil && !gitOK {
 			t.Errorf("CheckName(bead, %q) accepts a name git check-ref-format --branch refuses", name)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -29,13 +28,10 @@ type worktreePlan struct {
 // git repository of repo ("" the current directory), at <worktree-dir or <root>-worktrees>/<name>,
 // on a new branch from HEAD or else an existing one.
 func planWorktree(ctx context.Context, repo, name, branch, wtDir string) (*worktreePlan, error) {
-	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel")
-	cmd.Dir = repo
-	out, err := cmd.Output()
+	root, err := git.Cmd{Dir: repo}.Output(ctx, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return nil, errNoRepo
 	}
-	root := strings.TrimSpace(string(out))
 	parent := filepath.Dir(root)
 	base := filepath.Join(parent, filepath.Base(root)+"-worktrees")
 	if wtDir != "" {
@@ -143,14 +139,16 @@ func (p *worktreePlan) dropHalfAdded(ctx context.Context) {
 	}
 }
 
-// gitIn runs git in dir and returns its output; an error carries what git said.
+// gitIn runs git in dir and returns its output; an error is what git said (its stderr, as the
+// Python swarm printed it), or git.ErrNoGit's.
 func gitIn(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := git.Run(ctx, dir, "", args...)
+	var ge *git.Error
+	if errors.As(err, &ge) {
+		return "", errors.New(ge.Stderr)
+	}
 	if err != nil {
-		return "", fmt.Errorf("%s", strings.TrimSpace(stderr.String()))
+		return "", err
 	}
 	return string(out), nil
 }

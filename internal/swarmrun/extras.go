@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
@@ -62,7 +63,8 @@ func (r *runner) jobline(host, id string, out Outcome) {
 // Forge opens pull requests: Argv is run in the task's worktree with the request in its
 // environment (SWARM_PR_BRANCH, SWARM_PR_BASE, SWARM_PR_TITLE, SWARM_PR_BODY, SWARM_TASK_ID,
 // SWARM_EXECUTION_ID); the last URL it prints is the pull request's, and its number the last
-// number of that URL. Push, when set, is run first (git push for gh).
+// number of that URL. Push, when set, are the arguments of a git run first, in the same
+// directory and environment (git push for gh).
 type Forge struct {
 	Argv []string
 	Push []string
@@ -75,7 +77,7 @@ type Forge struct {
 func GitHub(gh string, env []string) *Forge {
 	// The branch in full on both sides: git push origin v1 refuses a branch that a tag v1
 	// shares ("matches more than one"), or pushes the tag.
-	return &Forge{Push: []string{"git", "push", "--quiet", "--set-upstream", "origin", "refs/heads/{branch}:refs/heads/{branch}"},
+	return &Forge{Push: []string{"push", "--quiet", "--set-upstream", "origin", "refs/heads/{branch}:refs/heads/{branch}"},
 		Argv: []string{gh, "pr", "create", "--head", "{branch}", "--base", "{base}", "--title", "{title}", "--body", "{body}"}, Env: env}
 }
 
@@ -101,13 +103,14 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 		}
 		return out
 	}
+	env := append(append([]string{}, f.Env...), "SWARM_PR_BRANCH="+req.Branch, "SWARM_PR_BASE="+req.Base, "SWARM_PR_TITLE="+req.Title,
+		"SWARM_PR_BODY="+req.Body, "SWARM_TASK_ID="+req.TaskID, "SWARM_EXECUTION_ID="+req.Execution)
 	run := func(argv []string) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 		cmd.Dir = req.Dir
-		cmd.Env = append(append([]string{}, f.Env...), "SWARM_PR_BRANCH="+req.Branch, "SWARM_PR_BASE="+req.Base, "SWARM_PR_TITLE="+req.Title,
-			"SWARM_PR_BODY="+req.Body, "SWARM_TASK_ID="+req.TaskID, "SWARM_EXECUTION_ID="+req.Execution)
+		cmd.Env = env
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
@@ -116,7 +119,11 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 		return out.String(), nil
 	}
 	if len(f.Push) > 0 {
-		if _, err := run(expand(f.Push)); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		// The forge's environment is the process's (GitHub): git's is added to the process's.
+		_, err := gitx.Cmd{Dir: req.Dir, Env: env}.Run(cctx, expand(f.Push)...)
+		cancel()
+		if err != nil {
 			return nil, "", err
 		}
 	}

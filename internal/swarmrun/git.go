@@ -1,49 +1,24 @@
 package swarmrun
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 
 	// Named apart: the package tests have a helper called git.
 	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
-// gitCmd runs git in dir and returns its trimmed stdout; a failure carries git's stderr.
-// Identity comes from the user's config; a repository without one gets the toolkit's, so that
-// the run's merge and trailer commits never fail on "Please tell me who you are".
+// gitCmd runs git in dir and returns its trimmed stdout; a failure names the command and
+// git's reason (gitx.Error). No git of a run asks for a password on the terminal.
+// Identity comes from the user's config; a repository without one gets the toolkit's
+// (identityFor), so that the run's merge and trailer commits never fail on "Please tell me who
+// you are".
 func gitCmd(ctx context.Context, dir string, args ...string) (string, error) {
-	out, _, err := gitRun(ctx, dir, args...)
-	return out, err
+	return gitx.Cmd{Dir: dir, Env: []string{"GIT_TERMINAL_PROMPT=0"}}.Output(ctx, args...)
 }
 
-// gitRun is gitCmd that also returns git's exit code (-1 when it did not run).
-func gitRun(ctx context.Context, dir string, args ...string) (string, int, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	err := cmd.Run()
-	out := strings.TrimSpace(stdout.String())
-	if err != nil {
-		var exit *exec.ExitError
-		code := -1
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		}
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return out, code, fmt.Errorf("git %s: %s", strings.Join(args, " "), firstLines(msg, 3))
-	}
-	return out, 0, nil
-}
-
+// firstLines is s's first n lines, joined on one line.
 func firstLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {

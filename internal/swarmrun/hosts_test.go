@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 
 	"github.com/agentfleet/fleet/internal/record"
@@ -52,8 +53,8 @@ func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*Remote
 	var execs []*Remote
 	for _, h := range lab.Hosts {
 		clone := filepath.Join(dir, h.Name, "repo")
-		if out, err := exec.Command("git", "clone", "-q", w.repo, clone).CombinedOutput(); err != nil {
-			t.Fatalf("git clone: %v: %s", err, out)
+		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
+			t.Fatal(err)
 		}
 		host := &remote.Host{Name: h.Name, SSH: h.Dest, Identity: lab.Key, KnownHosts: lab.KnownHosts, MaxAgents: agents,
 			Repo: clone, AgentsConfig: config, Bin: bin, StateDir: filepath.Join(dir, h.Name, "state"),

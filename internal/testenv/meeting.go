@@ -1,12 +1,14 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentfleet/fleet/internal/git"
 )
 
 // MeetingFilter commits to the repository at repo a file, slow.txt, whose checkout runs a smudge
@@ -48,8 +50,8 @@ exec cat
 		{"commit", "-q", "-m", "a file with a smudge filter"},
 		{"config", "filter.slow.smudge", filter},
 	} {
-		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		if _, err := git.Run(context.Background(), repo, "", args...); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return record

@@ -7,7 +7,6 @@ package testenv
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/testenv/need"
@@ -108,8 +108,8 @@ func Mark(env *testscript.Env) {
 func GitRepo(dir string) error {
 	for _, args := range [][]string{{"init", "-q", "-b", "main", dir}, {"-C", dir, "config", "user.email", "t@example.com"},
 		{"-C", dir, "config", "user.name", "t"}, {"-C", dir, "commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("git %v: %s", args, out)
+		if _, err := git.Run(context.Background(), "", "", args...); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -126,7 +126,7 @@ func PythonSwarm(dir string) string {
 		return p
 	}
 	mirror, _ := filepath.Abs("../../../.mirror/mtomcal+swarm/repo")
-	out, err := exec.Command("git", "-C", mirror, "show", "HEAD:swarm.py").Output()
+	out, err := git.Run(context.Background(), mirror, "", "show", "HEAD:swarm.py")
 	if err != nil {
 		return ""
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
@@ -291,7 +292,7 @@ func pythonSwarm(t *testing.T) string {
 		return p
 	}
 	mirror, _ := filepath.Abs("../../../.mirror/mtomcal+swarm/repo")
-	out, err := exec.Command("git", "-C", mirror, "show", "HEAD:swarm.py").Output()
+	out, err := gitx.Run(context.Background(), mirror, "", "show", "HEAD:swarm.py")
 	if err != nil {
 		t.Skip("the Python swarm is not here (set SWARM_PY or mirror mtomcal/swarm): no comparison")
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
@@ -253,11 +254,11 @@ func owner() string {
 
 // headCommit is HEAD of the repository at dir, "" outside git or before the first commit.
 func headCommit(ctx context.Context, dir string) string {
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--verify", "-q", "HEAD").Output()
+	head, err := gitx.Cmd{Dir: dir}.Output(ctx, "rev-parse", "--verify", "-q", "HEAD")
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(out))
+	return head
 }
 
 // railsPtr is r as State.Rails keeps it: nil for none.

@@ -11,9 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // DefaultThreshold is N when the loop does not set one; 0 turns the breaker off.
@@ -102,12 +103,6 @@ var ErrNotGit = errors.New("not in a git repository")
 // The fingerprint begins with HEAD's commit and a space (HEAD "" on an unborn branch): a caller
 // that also needs HEAD takes it from there rather than asking git again.
 func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, error) {
-	git := func(env []string, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.Output()
-		return strings.TrimSpace(string(out)), err
-	}
 	top, indexPath, head, err := locate(ctx, dir)
 	if err != nil {
 		return "", err
@@ -123,8 +118,9 @@ func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, er
 			os.WriteFile(index, b, 0o600) // its stat cache spares hashing unchanged files
 		}
 	}
-	env := []string{"GIT_INDEX_FILE=" + index}
-	args := []string{"-C", top, "add", "-A", "--", "."}
+	// The copy of the index, so that the user's index is left as it is.
+	copyIndex := gitx.Cmd{Dir: top, Env: []string{"GIT_INDEX_FILE=" + index}}
+	args := []string{"add", "-A", "--", "."}
 	for _, x := range exclude {
 		if filepath.IsAbs(x) {
 			if real, err := filepath.EvalSymlinks(x); err == nil {
@@ -138,14 +134,12 @@ func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, er
 		}
 		args = append(args, ":(exclude)"+x)
 	}
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("git add: %v: %s", err, strings.TrimSpace(string(out)))
+	if _, err := copyIndex.Run(ctx, args...); err != nil {
+		return "", err
 	}
-	tree, err := git(env, "write-tree")
+	tree, err := copyIndex.Output(ctx, "write-tree")
 	if err != nil {
-		return "", fmt.Errorf("git write-tree: %v", err)
+		return "", err
 	}
 	return head + " " + tree, nil
 }
@@ -157,18 +151,11 @@ func Fingerprint(ctx context.Context, dir string, exclude ...string) (string, er
 // expected shape (one older than 2.31 has no --path-format) is asked the three questions one
 // by one, as before.
 func locate(ctx context.Context, dir string) (top, index, head string, err error) {
-	git := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
-		return strings.TrimSpace(string(out)), err
-	}
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel", "--path-format=absolute", "--git-path", "index", "-q", "--verify", "HEAD")
-	out, err := cmd.Output()
+	in := gitx.Cmd{Dir: dir}
+	git := func(args ...string) (string, error) { return in.Output(ctx, args...) }
+	out, err := in.Run(ctx, "rev-parse", "--show-toplevel", "--path-format=absolute", "--git-path", "index", "-q", "--verify", "HEAD")
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	}
+	code := gitx.ExitCode(err)
 	switch {
 	case err == nil && len(lines) == 3 && filepath.IsAbs(lines[1]):
 		return lines[0], lines[1], lines[2], nil

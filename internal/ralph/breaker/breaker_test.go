@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // TestObserve: the breaker opens at the Nth iteration in a row that changed nothing, or that
@@ -53,9 +55,8 @@ func TestFingerprint(t *testing.T) {
 	dir := t.TempDir()
 	git := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
+		if _, err := gitx.Run(context.Background(), dir, "", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...); err != nil {
+			t.Fatal(err)
 		}
 	}
 	write := func(name, text string) {
@@ -107,7 +108,7 @@ func TestFingerprint(t *testing.T) {
 	if c == b {
 		t.Errorf("a commit did not change it")
 	}
-	if head, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output(); err != nil || !strings.HasPrefix(c, strings.TrimSpace(string(head))+" ") {
+	if head, err := (gitx.Cmd{Dir: dir}).Output(context.Background(), "rev-parse", "HEAD"); err != nil || !strings.HasPrefix(c, head+" ") {
 		t.Errorf("%q does not begin with HEAD %s (%v)", c, head, err)
 	}
 	write("f.txt", "2")
@@ -125,8 +126,8 @@ func TestFingerprintOlderGit(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "a"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
+		if _, err := gitx.Run(context.Background(), dir, "", args...); err != nil {
+			t.Fatal(err)
 		}
 	}
 	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("1"), 0o600)

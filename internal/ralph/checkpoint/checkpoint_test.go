@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // TestCommit: the changes are committed with the loop's trailers, the excluded directory (a
@@ -21,13 +23,12 @@ func TestCommit(t *testing.T) {
 	repo := filepath.Join(root, "repo")
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+root, "GIT_CONFIG_NOSYSTEM=1") // no identity anywhere
-		out, err := cmd.CombinedOutput()
+		// No identity anywhere.
+		out, err := gitx.Cmd{Dir: repo, Env: []string{"HOME=" + root, "GIT_CONFIG_NOSYSTEM=1"}}.Output(ctx, args...)
 		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
+			t.Fatal(err)
 		}
-		return strings.TrimSpace(string(out))
+		return out
 	}
 	os.MkdirAll(filepath.Join(repo, "state"), 0o755)
 	git("init", "-q", "-b", "main")
@@ -64,11 +65,11 @@ func TestCommitLeavesAnIgnoredStateDirectory(t *testing.T) {
 	repo := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		out, err := gitx.Cmd{Dir: repo}.Output(context.Background(), args...)
 		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
+			t.Fatal(err)
 		}
-		return strings.TrimSpace(string(out))
+		return out
 	}
 	git("init", "-q", "-b", "main")
 	git("config", "user.name", "t")

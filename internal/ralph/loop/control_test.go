@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -405,8 +406,8 @@ func TestNoProgress(t *testing.T) {
 		{"n2", "touch notes.txt", StatusStopped, ReasonMax, 5},
 	} {
 		repo := filepath.Join(l.root, c.name+"-repo")
-		if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
-			t.Fatalf("git init: %v: %s", err, out)
+		if _, err := gitx.Run(context.Background(), "", "", "init", "-q", repo); err != nil {
+			t.Fatal(err)
 		}
 		planFile := filepath.Join(l.root, c.name+".plan")
 		prompt := filepath.Join(l.root, "PROMPT.md")

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // The rails of issue 19 on swarm's loops, against real processes (the lab of control_test.go):
@@ -273,11 +274,11 @@ func TestHookEvents(t *testing.T) {
 // gitRun runs git in dir and returns its output, trimmed.
 func gitRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	out, err := gitx.Cmd{Dir: dir}.Output(context.Background(), args...)
 	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
 // TestCommitEach: --commit-each makes one commit per iteration that changed the tree, with

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
@@ -30,11 +31,11 @@ const labVersion = "sshlab-queue"
 // gitIn runs git in dir and returns its output, trimmed.
 func gitIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	out, err := gitx.Cmd{Dir: dir}.Output(context.Background(), args...)
 	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
 // labHosts makes w's repository a git repository and a lab of n sshd hosts of one agent each,
@@ -67,8 +68,8 @@ func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*swarmrun.Remote) {
 	var execs []*swarmrun.Remote
 	for _, h := range lab.Hosts {
 		clone := filepath.Join(dir, h.Name, "repo")
-		if out, err := exec.Command("git", "clone", "-q", w.repo, clone).CombinedOutput(); err != nil {
-			t.Fatalf("git clone: %v: %s", err, out)
+		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
+			t.Fatal(err)
 		}
 		host := &remote.Host{Name: h.Name, SSH: h.Dest, Identity: lab.Key, KnownHosts: lab.KnownHosts, MaxAgents: 1,
 			Repo: clone, AgentsConfig: config, Bin: bin, StateDir: filepath.Join(dir, h.Name, "state"),

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/testenv"
 )
@@ -83,7 +84,7 @@ func TestWorktreeConflictBlocks(t *testing.T) {
 	if w.task("t4").Status != store.Blocked {
 		t.Errorf("t4 = %+v, want blocked behind t3", w.task("t4"))
 	}
-	if out, _ := exec.Command("git", "-C", w.repo, "rev-parse", "--verify", "-q", "refs/heads/agent/p-t3").Output(); len(out) != 0 {
+	if out, _ := gitx.Run(context.Background(), w.repo, "", "rev-parse", "--verify", "-q", "refs/heads/agent/p-t3"); len(out) != 0 {
 		t.Errorf("t3's branch is left after its conflict: %s", out)
 	}
 	w.valid()

@@ -267,19 +267,26 @@ func (l *lab) killAll() {
 			syscall.Kill(*controllers[i].PID, syscall.SIGKILL)
 		}
 	}
+	layout := supervise.Layout{Dir: l.ws.DefaultStateDir()}
+	supervisors := map[string]int{}
+	for _, name := range layout.Registered(func(string) bool { return true }) {
+		if e, _ := layout.ReadEntry(name); e != nil && supervise.SupervisorAlive(e.PID, name) {
+			syscall.Kill(e.PID, syscall.SIGKILL)
+			supervisors[name] = e.PID
+		}
+	}
+	// Killed is not gone: what a controller or a supervisor does until it is (its log, its
+	// registry entry) would land in the test's directory while it is removed.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		alive := false
 		for i := range controllers {
 			alive = alive || controllerAlive(&controllers[i])
 		}
-		if !alive {
-			break
+		for name, pid := range supervisors {
+			alive = alive || supervise.SupervisorAlive(pid, name)
 		}
-	}
-	layout := supervise.Layout{Dir: l.ws.DefaultStateDir()}
-	for _, name := range layout.Registered(func(string) bool { return true }) {
-		if e, _ := layout.ReadEntry(name); e != nil && supervise.SupervisorAlive(e.PID, name) {
-			syscall.Kill(e.PID, syscall.SIGKILL)
+		if !alive {
+			return
 		}
 	}
 }

@@ -22,6 +22,7 @@ func (l *lab) startRails(max int, r Rails) string {
 	if err != nil {
 		l.t.Fatalf("Start: %v", err)
 	}
+	l.controllers = append(l.controllers, *st)
 	return st.LoopID
 }
 

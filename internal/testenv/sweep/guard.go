@@ -27,6 +27,11 @@ func Guard(m TestingM) TestingM { return guarded{m} }
 type guarded struct{ m TestingM }
 
 func (g guarded) Run() int {
+	// The mark goes into this process's own environment on purpose, and only here, in what a
+	// TestMain runs: what it marks are the processes the libraries under test start (tmux
+	// servers, detached supervisors, agents), which inherit the environment without any library
+	// knowing of tests. A typed value would have to be threaded through every library that
+	// starts a process, for the tests' sake alone.
 	mark := NewMark(os.Getenv(Var))
 	os.Setenv(Var, mark)
 	if !flag.Parsed() {

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"os"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/proc"
@@ -40,7 +37,7 @@ func newMark() string {
 
 // markedEnv is env (nil: this process's) with the mark first, where a bounded read of a
 // process's environment finds it soonest (a shell that execs a program passes its variables in
-// its own order, so leftBehind reads more than the first entry all the same).
+// its own order, so every entry read is looked at all the same).
 func markedEnv(env []string, mark string) []string {
 	if env == nil {
 		env = os.Environ()
@@ -48,72 +45,27 @@ func markedEnv(env []string, mark string) []string {
 	return append([]string{mark}, env...)
 }
 
-// maxEnviron bounds the read of a process's environment.
-const maxEnviron = 1 << 20
-
-// killSettle bounds how long killLeftBehind goes on: a process stuck in the kernel dies only
-// when the kernel lets it, and the caller's next event must not wait for that.
+// killSettle bounds how long killLeftBehind waits for the killed to be gone: a process stuck
+// in the kernel dies only when the kernel lets it, and the caller's next event must not wait
+// for that.
 const killSettle = 5 * time.Second
 
-// killLeftBehind kills every live process whose environment holds mark, then looks again (a
-// process may have forked between the look and the kill) until none is left.
+// killLeftBehind kills every process whose environment holds mark (proc.KillMarked), and waits
+// until the killed are gone: once the hook's run has ended, nothing it started is left.
 func killLeftBehind(mark string) {
-	for deadline := time.Now().Add(killSettle); time.Now().Before(deadline); {
-		pids := marked(mark)
-		if len(pids) == 0 {
+	want := []byte(mark)
+	killed := proc.KillMarked(func(entry []byte) bool { return bytes.Equal(entry, want) }, 50)
+	for deadline := time.Now().Add(killSettle); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !anyAlive(killed) {
 			return
 		}
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(10 * time.Millisecond) // the killed die when next scheduled
 	}
 }
 
-// marked lists the live processes (zombies left out: they are dead, and their environment
-// cannot be read) whose environment holds mark as one of its entries.
-func marked(mark string) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
-	want := []byte(mark)
-	self := os.Getpid()
-	var pids []int
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid == self {
-			continue
-		}
-		if env := environ(pid); env != nil && holds(env, want) {
-			if st, ok := proc.ReadStat(pid); ok && st.State != 'Z' {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
-}
-
-// environ is the start of pid's environment (NUL-separated entries), nil where it cannot be
-// read (another user's process, one that ended).
-func environ(pid int) []byte {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
-	return b
-}
-
-// holds reports whether the NUL-separated entries of env include entry.
-func holds(env, entry []byte) bool {
-	for len(env) > 0 {
-		var e []byte
-		e, env, _ = bytes.Cut(env, []byte{0})
-		if bytes.Equal(e, entry) {
+// anyAlive reports whether one of ps has not ended yet (a zombie has: it waits for its parent).
+func anyAlive(ps []proc.Marked) bool {
+	for _, p := range ps {
+		if st, ok := proc.ReadStat(p.PID); ok && st.State != 'Z' {
 			return true
 		}
 	}

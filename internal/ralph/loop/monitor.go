@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 )
@@ -293,7 +294,7 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 			l.keepRails(st)
 			st.Status, st.ExitReason = StatusStopped, strp(ReasonBudget)
 			l.st.logEvent("WARN", "iteration %d: the budget is reached: $%s of $%s", st.CurrentIteration,
-				money(l.held.cost), money(*l.held.budget()))
+				rails.Money(l.held.cost), rails.Money(*l.held.budget()))
 			l.st.logEvent("DONE", "loop complete after %d iterations reason=%s", st.CurrentIteration, ReasonBudget)
 			return nil
 		}
@@ -322,7 +323,7 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 		l.sayf("loop complete after %d iterations", st.CurrentIteration)
 		return nil, errStop
 	case ReasonBudget:
-		l.sayf("budget reached ($%s of $%s), stopping loop", money(l.held.cost), money(*l.held.budget()))
+		l.sayf("budget reached ($%s of $%s), stopping loop", rails.Money(l.held.cost), rails.Money(*l.held.budget()))
 		return nil, errStop
 	default:
 		return nil, errStop

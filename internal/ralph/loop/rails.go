@@ -3,10 +3,7 @@ package loop
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +16,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -46,64 +44,9 @@ import (
 // ReasonBudget: the loop's budget was reached (stopped).
 const ReasonBudget = "budget"
 
-// Rails are a loop's budget, call limit, hook and commits.
-type Rails struct {
-	BudgetUSD       *float64 `json:"budget_usd,omitempty"`
-	HardBudget      bool     `json:"hard_budget,omitempty"`
-	MaxCallsPerHour int      `json:"max_calls_per_hour,omitempty"`
-	OnEvent         string   `json:"on_event,omitempty"`
-	CommitEach      bool     `json:"commit_each,omitempty"`
-}
-
-// Guarded says whether the rails hold something the agent must not change: a budget or a hook.
-func (r *Rails) guarded() bool { return r != nil && (r.BudgetUSD != nil || r.OnEvent != "") }
-
-func (r *Rails) equal(o *Rails) bool {
-	var a, b Rails
-	if r != nil {
-		a = *r
-	}
-	if o != nil {
-		b = *o
-	}
-	if (a.BudgetUSD == nil) != (b.BudgetUSD == nil) || a.BudgetUSD != nil && *a.BudgetUSD != *b.BudgetUSD {
-		return false
-	}
-	a.BudgetUSD, b.BudgetUSD = nil, nil
-	return a == b
-}
-
-func (r *Rails) clone() *Rails {
-	if r == nil {
-		return nil
-	}
-	x := *r
-	if r.BudgetUSD != nil {
-		v := *r.BudgetUSD
-		x.BudgetUSD = &v
-	}
-	return &x
-}
-
-// check refuses rails that are not sound: a budget that is no amount, a hook that is no command.
-func (r *Rails) check() error {
-	if r == nil {
-		return nil
-	}
-	if b := r.BudgetUSD; b != nil && (math.IsNaN(*b) || math.IsInf(*b, 0) || *b < 0) {
-		return fmt.Errorf("--budget %v: give an amount in USD, like 5 or 2.50", *b)
-	}
-	if r.HardBudget && r.BudgetUSD == nil {
-		return fmt.Errorf("--hard-budget needs --budget USD")
-	}
-	if r.MaxCallsPerHour < 0 {
-		return fmt.Errorf("--max-calls-per-hour %d: a whole number, 0 or more (0: no limit)", r.MaxCallsPerHour)
-	}
-	if _, err := hook.New(r.OnEvent); err != nil {
-		return err
-	}
-	return nil
-}
+// Rails are a loop's budget, call limit, hook and commits: internal/ralph/rails's, which AIWG's
+// loops and the queue hold too (a swarm loop has no timeouts among them).
+type Rails = rails.Rails
 
 // held is what a loop's monitor holds from its start: the rails and the cost so far, and its
 // hook.
@@ -122,10 +65,7 @@ func (h *held) budget() *float64 {
 	return h.rails.BudgetUSD
 }
 
-func (h *held) overBudget() bool {
-	b := h.budget()
-	return b != nil && h.cost >= *b
-}
+func (h *held) overBudget() bool { return h != nil && h.rails.Reached(h.cost) }
 
 // seal is a loop's rails.json, beside its state: the rails as spawn set them, the cost the
 // monitor counted, and where the loop's tree started. The monitor takes the rails and the cost
@@ -157,17 +97,15 @@ func (l *app) writeSeal(r *Rails, cost float64, start *startPoint) error {
 	if err := statedir.MkdirFor(l.sealPath()); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(seal{Loop: l.st.name, Rails: r, CostUSD: cost, Start: start}, "", "  ")
-	return fsx.WriteFileAtomic(l.sealPath(), append(b, '\n'), 0o600)
+	return rails.WriteSeal(l.sealPath(), seal{Loop: l.st.name, Rails: r, CostUSD: cost, Start: start})
 }
 
 // readSeal is the loop's seal; false without one (a loop spawned before seals were kept).
 func (l *app) readSeal() (seal, bool) {
 	var s seal
-	b, err := statedir.ReadFile(l.sealPath(), 1<<20)
-	if err != nil || json.Unmarshal(b, &s) != nil || s.Loop != l.st.name || s.Rails.check() != nil ||
-		math.IsNaN(s.CostUSD) || s.CostUSD < 0 {
-		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+	found, err := rails.ReadSeal(l.sealPath(), &s)
+	if err != nil || !found || s.Loop != l.st.name || s.Rails.Check() != nil || math.IsNaN(s.CostUSD) || s.CostUSD < 0 {
+		if found || err != nil {
 			l.warnf("the rails of loop '%s' (%s) cannot be read: taken from its state", l.st.name, l.sealPath())
 		}
 		return s, false
@@ -178,9 +116,9 @@ func (l *app) readSeal() (seal, bool) {
 // hold takes the rails and the cost for the monitor (from the seal; from st without one), and
 // starts its hook.
 func (l *app) hold(st *State) {
-	h := &held{rails: st.Rails.clone(), cost: st.CostUSD}
+	h := &held{rails: st.Rails.Clone(), cost: st.CostUSD}
 	if s, ok := l.readSeal(); ok {
-		h.rails, h.cost, h.start = s.Rails.clone(), s.CostUSD, s.Start
+		h.rails, h.cost, h.start = s.Rails.Clone(), s.CostUSD, s.Start
 	}
 	if h.rails != nil && h.rails.OnEvent != "" {
 		if hk, err := hook.New(h.rails.OnEvent); err == nil {
@@ -206,14 +144,14 @@ func (l *app) keepRails(st *State) {
 	if h == nil {
 		return
 	}
-	if !st.Rails.equal(h.rails) {
+	if !st.Rails.Equal(h.rails) {
 		l.st.logEvent("WARN", "iteration %d: the loop's rails in state.json were changed behind its monitor's back; its own are kept", st.CurrentIteration)
-		st.Rails = h.rails.clone()
+		st.Rails = h.rails.Clone()
 	}
 	if st.CostUSD != h.cost {
 		if st.CostUSD != 0 || h.cost != 0 {
 			l.st.logEvent("WARN", "iteration %d: the loop's cost in state.json was changed behind its monitor's back ($%s); its own $%s is kept",
-				st.CurrentIteration, money(st.CostUSD), money(h.cost))
+				st.CurrentIteration, rails.Money(st.CostUSD), rails.Money(h.cost))
 		}
 		st.CostUSD = h.cost
 	}
@@ -249,14 +187,6 @@ func (l *app) endEvent(st *State) {
 	default:
 		l.event(hook.End, st.CurrentIteration, st.Status, reason)
 	}
-}
-
-// money is a cost as status shows it: 2 decimals, 4 under a cent.
-func money(v float64) string {
-	if v != 0 && v < 0.01 {
-		return fmt.Sprintf("%.4f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
 }
 
 // profile is the agent profile of the loop's worker (nil: none known).
@@ -336,7 +266,7 @@ func (l *app) account(ctx context.Context, it *iteration) {
 		}
 	}
 	if c > 0 {
-		l.st.logEvent("COST", "iteration %d: $%s, $%s in all", it.n, money(c), money(l.totalCost(st, c)))
+		l.st.logEvent("COST", "iteration %d: $%s, $%s in all", it.n, rails.Money(c), rails.Money(l.totalCost(st, c)))
 	}
 }
 
@@ -351,10 +281,7 @@ func (l *app) totalCost(st *State, c float64) float64 {
 // (with HardBudget only).
 func (l *app) hardBudgetHit(it *iteration, prof *agent.Profile) bool {
 	h := l.held
-	if h == nil || h.rails == nil || !h.rails.HardBudget || h.budget() == nil {
-		return false
-	}
-	return h.cost+l.reportedCost(it, prof) >= *h.budget()
+	return h != nil && h.rails.Hard() && h.rails.Reached(h.cost+l.reportedCost(it, prof))
 }
 
 // waitCalls holds the loop while MaxCallsPerHour iterations started in the last hour (the
@@ -371,15 +298,14 @@ func (l *app) waitCalls(ctx context.Context, wake chan struct{}, rerun bool) err
 		if st.Status != StatusRunning || !rerun && st.CurrentIteration >= st.MaxIterations || h.overBudget() {
 			return fsx.ErrUnchanged // no iteration starts: nothing to wait for
 		}
-		recent := recentCalls(st.CallTimes, time.Now(), l.opts.CallWindow)
-		if len(recent) < n {
+		calls := l.calls(st)
+		var full bool
+		if until, full = calls.Full(time.Now()); !full {
 			return fsx.ErrUnchanged
 		}
-		first, _ := parseISO(recent[len(recent)-n])
-		until = first.Add(l.opts.CallWindow)
 		st.LimitedUntil, st.LimitReason = utcISO(until), LimitCalls
 		l.st.logEvent("WARN", "iteration %d: %d calls in the last hour (--max-calls-per-hour), waiting until %s",
-			st.CurrentIteration+1, len(recent), until.Local().Format("2006-01-02T15:04:05"))
+			st.CurrentIteration+1, calls.Len(), until.Local().Format("2006-01-02T15:04:05"))
 		return nil
 	})
 	if err != nil || until.IsZero() {
@@ -397,15 +323,18 @@ const (
 	LimitUsage = "usage-limit"
 )
 
-// recentCalls are the start times of times (UTC ISO) within window of now, oldest first.
-func recentCalls(times []string, now time.Time, window time.Duration) []string {
-	var out []string
-	for _, s := range times {
-		if t, ok := parseISO(s); ok && now.Sub(t) < window {
-			out = append(out, s)
+// calls is the loop's calls-per-hour window as its state keeps it (call_times, UTC ISO; a time
+// that is none is skipped).
+func (l *app) calls(st *State) *rails.Calls {
+	c := &rails.Calls{Max: l.held.rails.MaxCallsPerHour, Window: l.opts.CallWindow}
+	var times []time.Time
+	for _, s := range st.CallTimes {
+		if t, ok := parseISO(s); ok {
+			times = append(times, t)
 		}
 	}
-	return out
+	c.Load(times)
+	return c
 }
 
 // noteCall records an iteration's start for --max-calls-per-hour (the last hour's, at most the
@@ -416,11 +345,13 @@ func (l *app) noteCall(st *State, now time.Time) {
 		st.CallTimes = nil
 		return
 	}
-	recent := append(recentCalls(st.CallTimes, now, l.opts.CallWindow), utcISO(now))
-	if len(recent) > h.rails.MaxCallsPerHour {
-		recent = recent[len(recent)-h.rails.MaxCallsPerHour:]
+	calls := l.calls(st)
+	calls.Forget(now)
+	calls.Note(now)
+	st.CallTimes = nil
+	for _, t := range calls.Times() {
+		st.CallTimes = append(st.CallTimes, utcISO(t))
 	}
-	st.CallTimes = recent
 }
 
 // commitIteration commits the loop's working tree after iteration n (--commit-each): every
@@ -441,36 +372,15 @@ func (l *app) commitIteration(ctx context.Context, n int) {
 		l.st.logEvent("WARN", "iteration %d: --commit-each: %s is not in a git repository: no commit", n, dir)
 		return
 	}
-	head, err := checkpoint.Commit(ctx, dir, []string{l.dir.Root}, st.WorkerName, n)
+	head, err := rails.Commit(ctx, dir, []string{l.dir.Root}, st.WorkerName, n)
 	switch {
 	case err != nil:
 		l.st.logEvent("WARN", "iteration %d: --commit-each: %s", n, oneLine(err.Error()))
 	case head == "":
 		l.st.logEvent("COMMIT", "iteration %d: no change, no commit", n)
 	default:
-		l.st.logEvent("COMMIT", "iteration %d: commit %s", n, shortHash(head))
+		l.st.logEvent("COMMIT", "iteration %d: commit %s", n, head)
 	}
-}
-
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
-
-// inside says whether path is dir or under it, and its path relative to dir.
-func inside(dir, path string) (string, bool) {
-	rd, err1 := filepath.EvalSymlinks(dir)
-	rp, err2 := filepath.EvalSymlinks(path)
-	if err1 != nil || err2 != nil {
-		rd, rp = filepath.Clean(dir), filepath.Clean(path)
-	}
-	rel, err := filepath.Rel(rd, rp)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", false
-	}
-	return rel, true
 }
 
 // gitIn runs git in dir (internal/git's Run, with no input).
@@ -568,7 +478,7 @@ func (ls *Loops) Abort(ctx context.Context, name string, revert bool) (AbortResu
 	}
 	res.Reverted = true
 	l.st.logEvent("REVERT", "iteration %d: abort --revert: working tree %s reset to %s, where the loop started", st.CurrentIteration,
-		res.Dir, shortHash(start.Commit))
+		res.Dir, rails.Short(start.Commit))
 	return res, nil
 }
 
@@ -589,7 +499,7 @@ func (l *app) sealedStart(ctx context.Context, st *State) (*startPoint, error) {
 	sp := s.Start
 	if sp.Commit != st.StartCommit || sp.Snapshot != st.StartSnapshot || sp.Dir != st.workDir() {
 		return nil, fmt.Errorf("state.json's start (start_commit %q, start_snapshot %q, tree %q) is not the one sealed at the spawn (%s, %s, %s): it was changed behind ralph's back",
-			shortHash(st.StartCommit), shortHash(st.StartSnapshot), st.workDir(), shortHash(sp.Commit), shortHash(sp.Snapshot), sp.Dir)
+			rails.Short(st.StartCommit), rails.Short(st.StartSnapshot), st.workDir(), rails.Short(sp.Commit), rails.Short(sp.Snapshot), sp.Dir)
 	}
 	if !filepath.IsAbs(sp.Dir) {
 		return nil, fmt.Errorf("the sealed tree %q is not an absolute path", sp.Dir)
@@ -608,11 +518,11 @@ func (l *app) sealedStart(ctx context.Context, st *State) (*startPoint, error) {
 	}
 	ref, _ := gitIn(ctx, sp.Dir, "rev-parse", "--verify", "-q", startRef(st.WorkerName))
 	if strings.TrimSpace(string(ref)) != sp.Snapshot {
-		return nil, fmt.Errorf("%s is not the snapshot sealed at the spawn (%s): it was moved or removed", startRef(st.WorkerName), shortHash(sp.Snapshot))
+		return nil, fmt.Errorf("%s is not the snapshot sealed at the spawn (%s): it was moved or removed", startRef(st.WorkerName), rails.Short(sp.Snapshot))
 	}
 	parent, _ := gitIn(ctx, sp.Dir, "rev-parse", "--verify", "-q", sp.Snapshot+"^1")
 	if strings.TrimSpace(string(parent)) != sp.Commit {
-		return nil, fmt.Errorf("the snapshot %s is not of the start %s", shortHash(sp.Snapshot), shortHash(sp.Commit))
+		return nil, fmt.Errorf("the snapshot %s is not of the start %s", rails.Short(sp.Snapshot), rails.Short(sp.Commit))
 	}
 	return sp, nil
 }
@@ -658,7 +568,7 @@ func (l *app) revertTree(ctx context.Context, sp *startPoint) error {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		if _, in := inside(l.dir.Root, path); in {
+		if _, in := rails.Inside(l.dir.Root, path); in {
 			continue
 		}
 		os.Remove(path) // a link is removed, never followed

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -129,10 +130,10 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sp.Rails.check(); err != nil {
+	if err := sp.Rails.Check(); err != nil {
 		return nil, err
 	}
-	if sp.Rails.guarded() && !sp.Worktree {
+	if sp.Rails.Guarded() && !sp.Worktree {
 		cwd := sp.Cwd
 		if cwd == "" {
 			cwd = "."
@@ -224,8 +225,8 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 		Status: StatusRunning, Started: localISO(started), LastIterationStarted: localISO(started),
 		IterationDurations: []int64{}, DonePattern: sp.DonePattern, InactivityTimeout: sp.InactivityTimeout,
 		CheckDoneContinuous: sp.CheckDoneContinuous, RecordDir: recordDir, Worker: ws, MaxContext: sp.MaxContext,
-		NoProgress: sp.NoProgress, Rails: sp.Rails.clone()}
-	if st.Rails.guarded() && w.Worktree != nil {
+		NoProgress: sp.NoProgress, Rails: sp.Rails.Clone()}
+	if st.Rails.Guarded() && w.Worktree != nil {
 		if err := l.outsideTree(w.Worktree.Path); err != nil {
 			l.home.Stop(ctx, w)
 			l.home.Remove(ctx, w)
@@ -338,7 +339,7 @@ func (l *app) outsideTree(dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, in := inside(abs, l.dir.Root); in {
+	if _, in := rails.Inside(abs, l.dir.Root); in {
 		return fmt.Errorf("the swarm directory %s is inside %s, where the loop's agent works: it could change the loop's budget or hook there; set SWARM_DIR to a directory outside it", l.dir.Root, abs)
 	}
 	return nil

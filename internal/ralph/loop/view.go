@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -223,16 +224,16 @@ IMPORTANT:
 // writeRails writes the loop's cost and rails as status shows them: the cost always (the
 // total, the last iteration's), the budget, calls per hour, hook and commits when set.
 func (st *State) writeRails(out io.Writer) {
-	line := "Cost: $" + money(st.CostUSD)
+	line := "Cost: $" + rails.Money(st.CostUSD)
 	r := st.Rails
 	if r != nil && r.BudgetUSD != nil {
-		line += " of a $" + money(*r.BudgetUSD) + " budget"
+		line += " of a $" + rails.Money(*r.BudgetUSD) + " budget"
 		if r.HardBudget {
 			line += " (hard)"
 		}
 	}
 	if n := len(st.IterationCosts); n > 0 {
-		line += fmt.Sprintf(" (iteration %d: $%s)", n, money(st.IterationCosts[n-1]))
+		line += fmt.Sprintf(" (iteration %d: $%s)", n, rails.Money(st.IterationCosts[n-1]))
 	}
 	fmt.Fprintln(out, line)
 	if r == nil {

@@ -358,8 +358,8 @@ func (c *controller) next() (action, *State, error) {
 		}
 		if n := c.ledger.rails.MaxCallsPerHour; n > 0 {
 			// The last n starts are all the limit needs.
-			c.ledger.calls = append(c.ledger.calls, now)
-			c.ledger.calls = c.ledger.calls[max(0, len(c.ledger.calls)-n):]
+			c.ledger.calls.Max = n
+			c.ledger.calls.Note(now)
 			c.saveLedger()
 		}
 		act = actIterate

@@ -19,7 +19,7 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
-	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -185,14 +185,14 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 // state directory left out, and says so in the log; a commit that fails is a warning there and
 // the loop goes on.
 func (c *controller) commitEach(ctx context.Context, st *State, i int) {
-	commit, err := checkpoint.Commit(ctx, st.WorkingDirectory, []string{filepath.Join(c.ws.Root, ".aiwg"), st.StateDir}, st.LoopID, i)
+	commit, err := rails.Commit(ctx, st.WorkingDirectory, []string{filepath.Join(c.ws.Root, ".aiwg"), st.StateDir}, st.LoopID, i)
 	switch {
 	case err != nil:
 		fmt.Fprintf(c.log, "%s ralph: warning: loop %s iteration %d: --commit-each: %s\n", stamp(time.Now()), c.id, i, OneLine(err.Error(), 300))
 	case commit == "":
 		fmt.Fprintf(c.log, "%s iteration %d: no change, no commit\n", stamp(time.Now()), i)
 	default:
-		fmt.Fprintf(c.log, "%s iteration %d: commit %s\n", stamp(time.Now()), i, Short(commit))
+		fmt.Fprintf(c.log, "%s iteration %d: commit %s\n", stamp(time.Now()), i, commit)
 	}
 }
 
@@ -220,8 +220,8 @@ const hardBudgetEvery = time.Second
 // reported so far reached what the budget has left.
 func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Where, bead string, profile *agent.Profile) int {
 	stopped := stopNone
-	rails := c.ledger.rails
-	idle := time.Duration(rails.InactivityTimeoutSeconds) * time.Second
+	r := c.ledger.rails
+	idle := time.Duration(r.InactivityTimeoutSeconds) * time.Second
 	logPath := d.Layout.LogPath(bead)
 	size, changed := int64(-1), time.Now()
 	var costRead time.Time
@@ -249,9 +249,9 @@ func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Wher
 					fmt.Fprintf(c.log, "%s loop %s: %s printed nothing for %s; stopped\n", stamp(now), c.id, bead, idle)
 				}
 			}
-			if stopped == stopNone && rails.HardBudget && rails.BudgetUSD != nil && now.Sub(costRead) >= hardBudgetEvery {
+			if stopped == stopNone && r.Hard() && now.Sub(costRead) >= hardBudgetEvery {
 				costRead = now
-				if u := profile.ParseUsage(logTail(logPath)); u.HasCost && c.ledger.spent+u.CostUSD >= *rails.BudgetUSD {
+				if u := profile.ParseUsage(logTail(logPath)); u.HasCost && r.Reached(c.ledger.spent+u.CostUSD) {
 					stopped = stopBudget
 					fmt.Fprintf(c.log, "%s loop %s: %s's cost so far reaches the budget; stopped (--hard-budget)\n", stamp(now), c.id, bead)
 				}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 )
 
 // A loop's rails beyond its iteration cap and its time (issue 19): a per-iteration timeout, an
@@ -16,27 +17,12 @@ import (
 // back whenever the state says others (holdRails). A loop without a seal (no SealDir) holds
 // those its controller first read, in memory.
 
-// Rails are a loop's rails, as ralph start's flags give them.
-type Rails struct {
-	// IterationTimeoutSeconds stops an iteration's agent that ran that long (0: none but the
-	// loop's time). The iteration counts, failed, and the loop goes on.
-	IterationTimeoutSeconds int64 `json:"iteration_timeout_seconds,omitempty"`
-	// InactivityTimeoutSeconds stops an iteration's agent that printed nothing for that long
-	// (0: never). The iteration counts, failed, and the loop goes on.
-	InactivityTimeoutSeconds int64 `json:"inactivity_timeout_seconds,omitempty"`
-	// BudgetUSD, when set, is what the loop may spend: no iteration starts once its cost
-	// reached it (the loop pauses, reason budget; ralph resume --budget raises it). HardBudget
-	// also stops the agent at work once its cost so far, as its output reports it, reaches it.
-	BudgetUSD  *float64 `json:"budget_usd,omitempty"`
-	HardBudget bool     `json:"hard_budget,omitempty"`
-	// MaxCallsPerHour, when not 0, is how many times the agent may be started within an hour:
-	// the next iteration waits (paused, reason calls-per-hour) until the oldest is an hour old.
-	MaxCallsPerHour int `json:"max_calls_per_hour,omitempty"`
-	// OnEvent is the --on-event command (internal/ralph/hook), told each transition.
-	OnEvent string `json:"on_event,omitempty"`
-	// CommitEach commits the working tree after each iteration that counts (checkpoint.Commit).
-	CommitEach bool `json:"commit_each,omitempty"`
-}
+// Rails are a loop's rails, as ralph start's flags give them: internal/ralph/rails's, which
+// swarm's loops and the queue hold too. Its timeouts stop an iteration's agent (the iteration
+// counts, failed, and the loop goes on); its budget pauses the loop (reason budget; ralph
+// resume --budget raises it); its calls per hour pause it until the oldest call is an hour old
+// (reason calls-per-hour); its CommitEach commits after each iteration that counts.
+type Rails = rails.Rails
 
 // Pause reasons of the rails: a budget waits for a person (ralph resume --budget), the calls
 // per hour for the clock (the controller goes on at resume_at by itself).
@@ -45,26 +31,12 @@ const (
 	PauseCalls  = "calls-per-hour"
 )
 
-// equal reports whether r and o are the same rails.
-func (r Rails) equal(o Rails) bool {
-	if (r.BudgetUSD == nil) != (o.BudgetUSD == nil) || r.BudgetUSD != nil && *r.BudgetUSD != *o.BudgetUSD {
-		return false
-	}
-	r.BudgetUSD, o.BudgetUSD = nil, nil
-	return r == o
-}
-
 // railsOf is st's rails (none when it has none).
 func railsOf(st *State) Rails {
 	if st.Rails == nil {
 		return Rails{}
 	}
-	r := *st.Rails
-	if r.BudgetUSD != nil {
-		b := *r.BudgetUSD
-		r.BudgetUSD = &b
-	}
-	return r
+	return *st.Rails.Clone()
 }
 
 // selfResuming reports whether a loop paused for reason goes on by itself at resume_at.
@@ -75,7 +47,7 @@ func selfResuming(reason string) bool { return reason == PauseUsageLimit || reas
 type ledger struct {
 	rails Rails
 	spent float64
-	calls []time.Time
+	calls rails.Calls // its Max is the rails' (callsFull)
 	// seal is the loop's seal, nil without one (the ledger then lives in memory only).
 	seal *seal
 }
@@ -84,12 +56,13 @@ type ledger struct {
 func (l *ledger) fromSeal(s *seal) {
 	l.seal, l.rails = s, s.Rails
 	l.spent = max(l.spent, s.SpentUSD)
-	l.calls = l.calls[:0]
+	var calls []time.Time
 	for _, c := range s.Calls {
 		if t, ok := parseStamp(c); ok {
-			l.calls = append(l.calls, t)
+			calls = append(calls, t)
 		}
 	}
+	l.calls.Load(calls)
 }
 
 // refresh reads the seal again (Resume may have raised the budget or changed the calls per
@@ -102,10 +75,10 @@ func (c *controller) refresh() {
 	if err != nil || !ok {
 		return // the last one read holds
 	}
-	calls := c.ledger.calls
+	calls := c.ledger.calls.Times()
 	c.ledger.fromSeal(s)
-	if len(calls) > len(c.ledger.calls) {
-		c.ledger.calls = calls
+	if len(calls) > c.ledger.calls.Len() {
+		c.ledger.calls.Load(calls)
 	}
 }
 
@@ -117,7 +90,7 @@ func (c *controller) saveLedger() {
 		return
 	}
 	s.Rails, s.SpentUSD, s.Calls = c.ledger.rails, c.ledger.spent, nil
-	for _, t := range c.ledger.calls {
+	for _, t := range c.ledger.calls.Times() {
 		s.Calls = append(s.Calls, stamp(t))
 	}
 	if err := c.ws.storeSeal(c.rt, s); err != nil {
@@ -130,7 +103,7 @@ func (c *controller) saveLedger() {
 // in-flight iteration, counted at resume) is taken. It reports whether it changed st.
 func (c *controller) holdRails(st *State) bool {
 	changed := false
-	if !railsOf(st).equal(c.ledger.rails) {
+	if !st.Rails.Equal(&c.ledger.rails) {
 		if st.Rails != nil || c.ledger.rails != (Rails{}) {
 			fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's rails (budget, calls, timeouts, hook) were changed behind the controller's back; the loop's own are kept\n", c.id)
 		}
@@ -154,25 +127,14 @@ func (c *controller) holdRails(st *State) bool {
 
 // budgetReached reports whether the loop spent its budget.
 func (c *controller) budgetReached() bool {
-	b := c.ledger.rails.BudgetUSD
-	return b != nil && c.ledger.spent >= *b
+	return c.ledger.rails.Reached(c.ledger.spent)
 }
 
 // callsFull reports whether the agent was started MaxCallsPerHour times within the hour
 // before now, and when the oldest of those leaves the hour. Older calls are forgotten.
 func (c *controller) callsFull(now time.Time) (time.Time, bool) {
-	calls := c.ledger.calls[:0]
-	for _, t := range c.ledger.calls {
-		if now.Sub(t) < time.Hour {
-			calls = append(calls, t)
-		}
-	}
-	c.ledger.calls = calls
-	n := c.ledger.rails.MaxCallsPerHour
-	if n <= 0 || len(calls) < n {
-		return time.Time{}, false
-	}
-	return calls[len(calls)-n].Add(time.Hour), true
+	c.ledger.calls.Max = c.ledger.rails.MaxCallsPerHour
+	return c.ledger.calls.Full(now)
 }
 
 // spend counts what iteration it cost into the ledger.

@@ -1,13 +1,10 @@
 package aiwg
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
-	"github.com/agentfleet/fleet/internal/fsx"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -80,8 +77,7 @@ func (w Workspace) storeSeal(rt Runtime, s *seal) error {
 	if path == "" {
 		return nil
 	}
-	b, _ := json.MarshalIndent(s, "", "  ")
-	return fsx.WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return rails.WriteSeal(path, s)
 }
 
 // readSeal is loop id's seal; false when there is no seal to read.
@@ -90,15 +86,12 @@ func (w Workspace) readSeal(rt Runtime, id string) (*seal, bool, error) {
 	if path == "" {
 		return nil, false, nil
 	}
-	b, err := statedir.ReadFile(path, 1<<20)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
+	var s seal
+	found, err := rails.ReadSeal(path, &s)
+	if !found {
 		return nil, false, err
 	}
-	var s seal
-	if err := json.Unmarshal(b, &s); err != nil || s.LoopID != id || s.Workspace != w.Root {
+	if err != nil || s.LoopID != id || s.Workspace != w.Root {
 		return nil, false, fmt.Errorf("%s is not loop %s's seal (%v)", path, id, err)
 	}
 	return &s, true, nil

@@ -263,7 +263,7 @@ func headCommit(ctx context.Context, dir string) string {
 
 // railsPtr is r as State.Rails keeps it: nil for none.
 func railsPtr(r Rails) *Rails {
-	if r.equal(Rails{}) {
+	if r.Equal(nil) {
 		return nil
 	}
 	return &r

@@ -8,11 +8,11 @@ package queue
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 )
 
 // ReadPlan reads the plan file at path (at most plan.MaxSize bytes) and parses its tasks, in
@@ -35,13 +35,14 @@ func queued(t plan.Task, now string) store.Task {
 	return st
 }
 
-// Money is an amount in USD as the queue prints it: two decimals.
-func Money(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+// Money is an amount in USD as the queue prints it, two decimals: rails.Dollars, named here
+// for ralph queue run's message (cmd/ralph).
+func Money(v float64) string { return rails.Dollars(v) }
 
 // budgetNote is " of a $B budget", or nothing without a budget.
 func budgetNote(b *float64) string {
 	if b == nil {
 		return ""
 	}
-	return " of a $" + Money(*b) + " budget"
+	return " of a $" + rails.Dollars(*b) + " budget"
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/ralph/queue/runner"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 )
 
 // Run works through the queue of cfg.Store with cfg.Agents agents (runner.Run), holding the
@@ -34,5 +35,5 @@ func Summary(id string, res *runner.Result, budget *float64) string {
 	n := res.Counts
 	return fmt.Sprintf("plan %s: %d done, %d failed, %d blocked, %d skipped, %d pending, %d claimed; cost $%s%s", id,
 		n[store.Done], n[store.Failed], n[store.Blocked], n[store.Skipped], n[store.Pending], n[store.Claimed],
-		Money(res.CostUSD), budgetNote(budget))
+		rails.Dollars(res.CostUSD), budgetNote(budget))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/screen"
 )
 
@@ -134,7 +135,7 @@ func WriteStatus(w io.Writer, st *Status) error {
 	} else if n[store.Claimed] > 0 {
 		runner += fmt.Sprintf(" (%d claims left by one that stopped: 'ralph queue run' takes them back)", n[store.Claimed])
 	}
-	fmt.Fprintf(w, "%s; cost $%s%s", runner, Money(st.TotalCostUSD), budgetNote(st.BudgetLimitUSD))
+	fmt.Fprintf(w, "%s; cost $%s%s", runner, rails.Dollars(st.TotalCostUSD), budgetNote(st.BudgetLimitUSD))
 	if st.ETASeconds != nil {
 		fmt.Fprintf(w, "; about %s left", duration(*st.ETASeconds))
 	}
@@ -160,7 +161,7 @@ func WriteStatus(w io.Writer, st *Status) error {
 			if a.TaskID != nil {
 				task = clean(*a.TaskID)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), task, a.Tasks, Money(a.CostUSD), duration(a.DurationSeconds))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), task, a.Tasks, rails.Dollars(a.CostUSD), duration(a.DurationSeconds))
 		}
 	}
 	if len(st.Open) > 0 {

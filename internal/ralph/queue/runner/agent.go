@@ -15,10 +15,10 @@ import (
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
-	"github.com/agentfleet/fleet/internal/ralph/checkpoint"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
@@ -180,7 +180,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			// The total this run holds (every end adds to it under the same lock), not the
 			// progress file's, which the agents can write (holdTotal).
 			r.mu.Lock()
-			hit := r.cost >= *r.cfg.Budget
+			hit := r.rails.Reached(r.cost)
 			if hit {
 				r.budgetHit = true
 			}
@@ -644,12 +644,12 @@ func (r *runner) workdir(bead string) string {
 // so that a commit is the progress it is, once. A failure is a warning; the run goes on.
 func (r *runner) commitAttempt(ctx context.Context, bead string, n int) {
 	dir := r.workdir(bead)
-	head, err := checkpoint.Commit(ctx, dir, []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
+	head, err := rails.Commit(ctx, dir, []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
 	switch {
 	case err != nil:
 		r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))
 	case head != "":
-		r.logf("%s: attempt %d committed as %s", bead, n, head[:min(12, len(head))])
+		r.logf("%s: attempt %d committed as %s", bead, n, head)
 	}
 }
 

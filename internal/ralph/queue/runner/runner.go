@@ -25,6 +25,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
@@ -140,8 +141,11 @@ type runner struct {
 	dir   attempt.Dir
 	where attempt.Where
 
-	mu        sync.Mutex
-	cost      float64
+	mu   sync.Mutex
+	cost float64
+	// rails are the run's budget and calls per hour, as internal/ralph/rails applies them to
+	// every loop (from Config); budgetHit says the budget was found reached.
+	rails     rails.Rails
 	budgetHit bool
 	// base is the branch the worktrees start from, baseSHA its commit when the run started,
 	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
@@ -164,8 +168,8 @@ type runner struct {
 	wake   chan struct{} // closed (and replaced) whenever a task ends or the queue changes
 	timing Timing        // under mu
 	// calls are the start times of the attempts this run started within the last CallWindow
-	// (--max-calls-per-hour), oldest first; callsWaiting says the limit's wait was told.
-	calls        []time.Time
+	// (--max-calls-per-hour); callsWaiting says the limit's wait was told.
+	calls        rails.Calls
 	callsWaiting bool
 	// inflight counts the tasks this run's agents hold (claimed or adopted, not yet recorded):
 	// while none is held, a pending task that is not ready never will be.
@@ -210,7 +214,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
-		running: map[string]bool{}, hardStopped: map[string]bool{}, stopRemote: map[string]context.CancelFunc{}, wake: make(chan struct{})}
+		running: map[string]bool{}, hardStopped: map[string]bool{}, stopRemote: map[string]context.CancelFunc{}, wake: make(chan struct{}),
+		rails: rails.Rails{BudgetUSD: cfg.Budget, HardBudget: cfg.HardBudget, MaxCallsPerHour: cfg.MaxCallsPerHour, CommitEach: cfg.CommitEach},
+		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	var slots []hostSlot
 	for _, h := range cfg.Hosts {
 		for _, s := range h.Slots() {
@@ -381,19 +387,11 @@ func (r *runner) takeCall(now time.Time) time.Duration {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	kept := r.calls[:0]
-	for _, t := range r.calls {
-		if now.Sub(t) < r.cfg.CallWindow {
-			kept = append(kept, t)
-		}
-	}
-	r.calls = kept
-	if len(r.calls) < r.cfg.MaxCallsPerHour {
-		r.calls = append(r.calls, now)
+	wait := r.calls.Take(now)
+	if wait == 0 {
 		r.callsWaiting = false
-		return 0
 	}
-	return r.calls[0].Add(r.cfg.CallWindow).Sub(now)
+	return wait
 }
 
 // giveCall gives back the start takeCall reserved at t (no task was claimed).
@@ -403,12 +401,7 @@ func (r *runner) giveCall(t time.Time) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i := len(r.calls) - 1; i >= 0; i-- {
-		if r.calls[i].Equal(t) {
-			r.calls = append(r.calls[:i], r.calls[i+1:]...)
-			return
-		}
-	}
+	r.calls.Give(t)
 }
 
 // waitCalls tells once (the log and the hook) that the calls per hour are spent until
@@ -446,7 +439,7 @@ func (r *runner) waitChangeFor(ctx context.Context, d time.Duration) {
 func (r *runner) budgetReached() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cfg.Budget != nil && r.cost >= *r.cfg.Budget {
+	if r.rails.Reached(r.cost) {
 		r.budgetHit = true
 	}
 	return r.budgetHit

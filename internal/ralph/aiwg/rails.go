@@ -157,16 +157,12 @@ func (c *controller) event(name string, st *State, iteration int, reason, log st
 // startHook makes the loop's hook from its rails, the workspace its directory; a command that
 // cannot be split is said in the log, and the loop runs without it.
 func (c *controller) startHook() {
-	cmd := c.ledger.rails.OnEvent
-	if cmd == "" {
-		return
-	}
-	h, err := hook.New(cmd)
+	h, err := c.ledger.rails.Hook(c.ws.Root, c.rt.Env, func(err error) {
+		fmt.Fprintf(c.log, "%s ralph: warning: loop %s: %v\n", stamp(time.Now()), c.id, err)
+	})
 	if err != nil {
 		fmt.Fprintf(c.log, "ralph: warning: loop %s: %v; the loop runs without its hook\n", c.id, err)
 		return
 	}
-	h.Dir, h.Env = c.ws.Root, c.rt.Env
-	h.Warn = func(err error) { fmt.Fprintf(c.log, "%s ralph: warning: loop %s: %v\n", stamp(time.Now()), c.id, err) }
 	c.hook = h
 }

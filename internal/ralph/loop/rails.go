@@ -120,19 +120,17 @@ func (l *app) hold(st *State) {
 	if s, ok := l.readSeal(); ok {
 		h.rails, h.cost, h.start = s.Rails.Clone(), s.CostUSD, s.Start
 	}
-	if h.rails != nil && h.rails.OnEvent != "" {
-		if hk, err := hook.New(h.rails.OnEvent); err == nil {
-			hk.Dir, hk.Env, hk.Timeout = st.workDir(), l.environ, l.opts.HookTimeout
-			hk.Warn = func(err error) {
-				n := 0
-				if st, err := l.st.load(); err == nil {
-					n = st.CurrentIteration
-				}
-				l.st.logEvent("WARN", "iteration %d: %s", n, oneLine(err.Error()))
-				l.warnf("%v", err)
-			}
-			h.hook = hk
+	hk, err := h.rails.Hook(st.workDir(), l.environ, func(err error) {
+		n := 0
+		if st, err := l.st.load(); err == nil {
+			n = st.CurrentIteration
 		}
+		l.st.logEvent("WARN", "iteration %d: %s", n, oneLine(err.Error()))
+		l.warnf("%v", err)
+	})
+	if hk != nil && err == nil {
+		hk.Timeout = l.opts.HookTimeout
+		h.hook = hk
 	}
 	l.held = h
 }

@@ -98,6 +98,21 @@ func (r *Rails) Check() error {
 // file it can reach: a budget or a hook.
 func (r *Rails) Guarded() bool { return r != nil && (r.BudgetUSD != nil || r.OnEvent != "") }
 
+// Hook is the rails' --on-event hook (internal/ralph/hook), run in dir with env, what goes
+// wrong with it told to warn; nil without one. A command that cannot be split is an error
+// (Check refuses it before a loop starts).
+func (r *Rails) Hook(dir string, env []string, warn func(error)) (*hook.Hook, error) {
+	if r == nil || r.OnEvent == "" {
+		return nil, nil
+	}
+	h, err := hook.New(r.OnEvent)
+	if err != nil {
+		return nil, err
+	}
+	h.Dir, h.Env, h.Warn = dir, env, warn
+	return h, nil
+}
+
 // Reached says whether spent reached the budget (false without one): no agent starts any more.
 func (r *Rails) Reached(spent float64) bool {
 	return r != nil && r.BudgetUSD != nil && spent >= *r.BudgetUSD

@@ -147,3 +147,30 @@ func TestMoney(t *testing.T) {
 		}
 	}
 }
+
+// TestHook: the rails' hook runs where and with what it is given; no command, no hook; a
+// command that cannot be split is an error.
+func TestHook(t *testing.T) {
+	var none *Rails
+	if h, err := none.Hook("/x", nil, nil); h != nil || err != nil {
+		t.Errorf("nil rails: Hook = %v, %v; want none", h, err)
+	}
+	if h, err := (&Rails{BudgetUSD: usd(1)}).Hook("/x", nil, nil); h != nil || err != nil {
+		t.Errorf("no --on-event: Hook = %v, %v; want none", h, err)
+	}
+	warned := false
+	h, err := (&Rails{OnEvent: "notify --to 'a b'"}).Hook("/work", []string{"A=1"}, func(error) { warned = true })
+	if err != nil || h == nil {
+		t.Fatalf("Hook = %v, %v", h, err)
+	}
+	if strings.Join(h.Argv, "|") != "notify|--to|a b" || h.Dir != "/work" || len(h.Env) != 1 || h.Warn == nil {
+		t.Errorf("Hook = argv %q, dir %q, env %q; want the command split, run in /work with A=1", h.Argv, h.Dir, h.Env)
+	}
+	h.Warn(nil)
+	if !warned {
+		t.Error("the hook's warnings do not reach the caller")
+	}
+	if _, err := (&Rails{OnEvent: "notify 'open"}).Hook("/x", nil, nil); err == nil {
+		t.Error("a command with an open quote: no error")
+	}
+}

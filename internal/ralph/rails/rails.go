@@ -1,6 +1,6 @@
 // Package rails is what keeps an agent that runs unattended on its rails: a budget (and a hard
-// budget), a number of agent starts per hour, a commit after each iteration, and a seal that
-// keeps them outside the agent's reach. Swarm's loops (internal/ralph/loop), AIWG's loops
+// budget), a number of agent starts per hour, a hook told each transition, a commit after each
+// iteration, and a seal that keeps them outside the agent's reach. Swarm's loops (internal/ralph/loop), AIWG's loops
 // (internal/ralph/aiwg) and the queue (internal/ralph/queue/runner) each hold one Rails and
 // apply it with the rules here; each keeps its own state file, seal file, messages and waits,
 // which are compatibility contracts this package does not write.

@@ -48,6 +48,26 @@ const ReasonBudget = "budget"
 // loops and the queue hold too (a swarm loop has no timeouts among them).
 type Rails = rails.Rails
 
+// loopRails are r as a swarm loop has them: without the timeouts, which are AIWG's (the Rails
+// type is shared; a swarm loop's inactivity timeout is SpawnSpec's own). A state or a seal that
+// names them, which only an agent or a person can have written, is read without them, as before
+// the type was shared: the ralph-state schema allows no such key in a loop's rails, and a state
+// read with them could never be written back.
+func loopRails(r *Rails) *Rails {
+	if r != nil {
+		r.IterationTimeoutSeconds, r.InactivityTimeoutSeconds = 0, 0
+	}
+	return r
+}
+
+// checkLoopRails is Check, with the timeouts a swarm loop does not have refused.
+func checkLoopRails(r *Rails) error {
+	if r != nil && (r.IterationTimeoutSeconds != 0 || r.InactivityTimeoutSeconds != 0) {
+		return fmt.Errorf("a swarm loop's rails have no iteration or inactivity timeout: give SpawnSpec.InactivityTimeout")
+	}
+	return r.Check()
+}
+
 // held is what a loop's monitor holds from its start: the rails and the cost so far, and its
 // hook.
 type held struct {
@@ -104,6 +124,7 @@ func (l *app) writeSeal(r *Rails, cost float64, start *startPoint) error {
 func (l *app) readSeal() (seal, bool) {
 	var s seal
 	found, err := rails.ReadSeal(l.sealPath(), &s)
+	loopRails(s.Rails)
 	if err != nil || !found || s.Loop != l.st.name || s.Rails.Check() != nil || math.IsNaN(s.CostUSD) || s.CostUSD < 0 {
 		if found || err != nil {
 			l.warnf("the rails of loop '%s' (%s) cannot be read: taken from its state", l.st.name, l.sealPath())

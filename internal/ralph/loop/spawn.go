@@ -130,7 +130,7 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sp.Rails.Check(); err != nil {
+	if err := checkLoopRails(sp.Rails); err != nil {
 		return nil, err
 	}
 	if sp.Rails.Guarded() && !sp.Worktree {

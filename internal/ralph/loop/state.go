@@ -215,6 +215,7 @@ func decodeState(b []byte) (*State, error) {
 	if st.Status == "" {
 		st.Status = StatusRunning
 	}
+	loopRails(st.Rails)
 	return st, nil
 }
 

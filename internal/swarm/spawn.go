@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -190,6 +191,9 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 			return nil, fmt.Errorf("failed to create worktree: %w", err)
 		}
 	}
+	if err := s.checkCommand(sp, plan); err != nil {
+		return nil, err
+	}
 	// The name's lock is held from here until the supervisor is registered, so that ls never
 	// takes a worker being launched for a lost one.
 	if err := statedir.MkdirFor(s.layout.LockPath(name)); err != nil {
@@ -349,6 +353,32 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// checkCommand refuses, before anything is made, an agent's command that cannot be started:
+// the supervisor would only record exit 127 after spawn had said "spawned" (as the Python
+// swarm did). It is looked for as the supervisor will: in the agent's environment's PATH, then
+// in ours, which the supervisor inherits and exec searches.
+func (s *Swarm) checkCommand(sp Spec, plan *worktreePlan) error {
+	cmd := sp.Cmd[0]
+	dir := sp.Dir
+	switch {
+	case plan != nil && strings.Contains(cmd, "/") && !filepath.IsAbs(cmd):
+		// A path in a worktree not made yet: nothing to look at before it is made.
+		return nil
+	case plan != nil:
+		dir = plan.path
+	case dir == "" && sp.InWorktree != nil:
+		dir = sp.InWorktree.Path
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	env := mergeEnv(s.opts.Environ, sp.Env)
+	if err := agent.CheckCommand(cmd, dir, env, os.Getenv("PATH")); err != nil {
+		return fmt.Errorf("the agent's %v; install it, or give its path after --; nothing was started", err)
+	}
+	return nil
 }
 
 func (s *Swarm) checkpoint(step string) {

@@ -1,0 +1,11 @@
+#!/bin/sh
+# A stand-in agent that is busy: it prints lines that end as prompts do, without a pause, then
+# prints a prompt-looking line and works (sleeps) without reading, then prints again.
+i=0
+while [ $i -lt 20000 ]; do
+  echo "step $i: \$ >"
+  i=$((i+1))
+done
+printf 'compiling... $ '
+sleep 2
+while :; do echo "more output: ?"; done

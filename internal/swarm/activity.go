@@ -127,6 +127,7 @@ func (r *Recorder) Annotate(ctx context.Context, a *supervise.Attempt, note stri
 		return
 	}
 	ready, input := slices.Contains(f[1:], noteReady), slices.Contains(f[1:], noteInput)
+	r.events.input(input)
 	now := time.Now()
 	r.update(ctx, a.Name, func(w *worker.Worker) {
 		w.SetActivity(f[0], ready, now)

@@ -52,6 +52,9 @@ type Spec struct {
 	// Metadata are keys of the caller's in the worker's metadata (a loop's "ralph" and
 	// "ralph_iteration"); the swarm's own keys win.
 	Metadata worker.Object
+	// OnEvent is a command line (hook.Split's words) the supervisor runs when the agent starts
+	// waiting for input and when it exits (events.go); nil for none.
+	OnEvent []string
 }
 
 // TmuxSpec is where a tmux worker's window goes.
@@ -153,6 +156,9 @@ type handoffSpec struct {
 	Session  string            `json:"session,omitempty"`
 	Attempt  supervise.Attempt `json:"attempt"`
 	Screen   agent.Patterns    `json:"screen"` // the profile's, for the activity Watch
+	// OnEvent is the worker's hook; HookRunner the supervisor's command that runs one event.
+	OnEvent    []string `json:"on_event,omitempty"`
+	HookRunner []string `json:"hook_runner,omitempty"`
 }
 
 // Spawn starts a worker: it writes the worker into state.json with a journal of what it is
@@ -173,6 +179,9 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	prof, err := s.Profile(sp.Profile, sp.Cmd)
 	if err != nil {
 		return nil, err
+	}
+	if len(sp.OnEvent) > 0 && len(s.opts.Supervisor) == 0 {
+		return nil, errors.New("--on-event: no supervisor command to run the hook with (swarm.Options.Supervisor)")
 	}
 	if st, err := s.reg.Load(); err == nil && s.recoverSpawns(ctx, st).Get(name) != nil {
 		return nil, fmt.Errorf("worker '%s' already exists", name)
@@ -243,6 +252,10 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
 	hs := &handoffSpec{Worker: name, Started: w.Started, SwarmDir: s.dir.Root, Backend: supervise.BackendProcess}
 	w.Metadata, hs.Screen = w.Metadata.SetValue(worker.MetaProfile, prof.Name), prof.Screen
+	if len(sp.OnEvent) > 0 {
+		w.Metadata = w.Metadata.SetValue(metaOnEvent, sp.OnEvent)
+		hs.OnEvent, hs.HookRunner = sp.OnEvent, s.opts.Supervisor
+	}
 	for _, m := range sp.Metadata {
 		if !w.Metadata.Has(m.Key) {
 			w.Metadata = w.Metadata.Set(m.Key, m.Value)

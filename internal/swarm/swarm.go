@@ -507,6 +507,8 @@ type Recorder struct {
 	Swarm       *Swarm
 	Incarnation string
 	PID         int
+
+	events *eventHook // the worker's --on-event hook, nil for none (events.go)
 }
 
 func (r *Recorder) update(ctx context.Context, name string, fn func(w *worker.Worker)) error {

@@ -467,13 +467,14 @@ type watcher struct {
 	// to look again.
 	waiting    bool
 	inputTimer *time.Timer
+	prompt     promptLook
 }
 
 // lookInput looks at whether the agent waits for input, once its output has been quiet for
 // inputQuiet, and sets the timer for the next look. It tells whether that changed.
 func (w *watcher) lookInput(ag *agentProc, act *activity) bool {
 	quiet := act.since()
-	waiting := quiet >= inputQuiet && ag.waitingForInput(w.scr)
+	waiting := quiet >= inputQuiet && ag.waitingForInput(w.scr, &w.prompt)
 	next := inputLookEvery
 	if quiet < inputQuiet {
 		next = inputQuiet - quiet

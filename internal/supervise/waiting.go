@@ -67,15 +67,30 @@ func idOf(f *os.File) (fileID, error) {
 	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }
 
+// promptLook remembers whether the screen showed a prompt at the last look, and at what
+// count of output bytes: a quiet agent is looked at every inputLookEvery, and its screen is
+// read again only when it printed since.
+type promptLook struct {
+	written int64
+	prompt  bool
+}
+
+// shown tells whether the screen shows a prompt with the cursor after it, at the end.
+func (l *promptLook) shown(scr *screenSink) bool {
+	n := scr.scr.Written()
+	if n == l.written && n > 0 {
+		return l.prompt
+	}
+	row, atEnd, last := scr.scr.CursorRow()
+	l.written, l.prompt = n, atEnd && last && promptLike(row)
+	return l.prompt
+}
+
 // waitingForInput tells whether the agent waits for input: its screen shows a prompt with the
 // cursor after it, and its terminal's foreground process is blocked reading the terminal.
 // The caller has seen the output quiet.
-func (p *agentProc) waitingForInput(scr *screenSink) bool {
-	if p.master == nil || p.tty == (fileID{}) {
-		return false
-	}
-	row, atEnd, last := scr.scr.CursorRow()
-	if !atEnd || !last || !promptLike(row) {
+func (p *agentProc) waitingForInput(scr *screenSink, look *promptLook) bool {
+	if p.master == nil || p.tty == (fileID{}) || !look.shown(scr) {
 		return false
 	}
 	pgid, err := unix.IoctlGetInt(int(p.master.Fd()), unix.TIOCGPGRP)

@@ -129,3 +129,18 @@ func TestRealShellsWaitForInput(t *testing.T) {
 		eventually(t, "python3 waiting for input", func() bool { _, w, _ := iw.counts(); return len(w) > 0 })
 	})
 }
+
+func TestPromptLike(t *testing.T) {
+	for _, c := range []struct {
+		row  string
+		want bool
+	}{
+		{"$ ", true}, {"bash-5.2$", true}, {">>> ", true}, {"... ", true}, {"> ", true}, {"❯", true},
+		{"Password: ", true}, {"Continue? (y/n) ", true}, {"Overwrite? [Y/n]", true}, {"root@host:~# ", true},
+		{"", false}, {"   ", false}, {"compiling 3/10", false}, {"done.", false}, {"agent says: hi", false},
+	} {
+		if got := promptLike(c.row); got != c.want {
+			t.Errorf("promptLike(%q) = %v, want %v", c.row, got, c.want)
+		}
+	}
+}

@@ -94,7 +94,15 @@ func TestWaitingForInputOfAPrompt(t *testing.T) {
 func TestBusyAgentIsNeverWaiting(t *testing.T) {
 	iw := &inputWatch{}
 	_, stop := watchAgent(t, "busy", []string{testdataPath(t, "busy.sh")}, iw, "more output")
-	eventually(t, "the agent printing again after its pause", func() bool { s, _, _ := iw.counts(); return !s.IsZero() })
+	// Bounded generously: under load the thousands of lines take a while to go through.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if s, _, _ := iw.counts(); !s.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the busy agent did not print again after its pause within 60 s")
+		}
+	}
 	stop()
 	if _, waiting, _ := iw.counts(); len(waiting) > 0 {
 		t.Errorf("a busy agent was seen waiting for input %d time(s)", len(waiting))

@@ -279,9 +279,10 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		defer t.Stop()
 		watchTick = t.C
 	}
-	// Whether the agent waits for input is looked at once its output has been quiet (waiting.go).
+	// Whether the agent waits for input is looked at once its output has been quiet
+	// (waiting.go), for a Watch to be told.
 	var inputLook <-chan time.Time
-	if ag.master != nil {
+	if ag.master != nil && a.Watch != nil {
 		t := time.NewTimer(inputQuiet)
 		defer t.Stop()
 		inputLook, w.inputTimer = t.C, t

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -31,22 +32,14 @@ func lsCommand() *cli.Command {
 			var shown []*worker.Worker
 			lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
 			for i, w := range st.Workers {
-				live := lives[i]
-				x := *w
-				x.Status = statusWord(live.Running)
-				x.Metadata = withLiveActivity(w, live.Running)
-				if o := live.Outcome; o != nil && !x.Metadata.Has(worker.MetaFinished) {
-					// Ended, and its supervisor is still writing that down: say it already.
-					x.Metadata = x.Metadata.SetValue(worker.MetaExitCode, o.ExitCode).SetValue(worker.MetaFinished, o.Finished).
-						SetValue(worker.MetaReason, o.Reason)
-				}
+				x := liveView(w, lives[i])
 				if want := c.String("status"); want != "all" && x.Status != want {
 					continue
 				}
 				if t := c.String("tag"); t != "" && !slices.Contains(w.Tags, t) {
 					continue
 				}
-				shown = append(shown, &x)
+				shown = append(shown, x)
 			}
 			switch c.String("format") {
 			case "json":
@@ -61,6 +54,20 @@ func lsCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// liveView is w as ls --format json and status --json show it: its status and activity as
+// they are now.
+func liveView(w *worker.Worker, live swarm.Liveness) *worker.Worker {
+	x := *w
+	x.Status = statusWord(live.Running)
+	x.Metadata = withLiveActivity(w, live.Running)
+	if o := live.Outcome; o != nil && !x.Metadata.Has(worker.MetaFinished) {
+		// Ended, and its supervisor is still writing that down: say it already.
+		x.Metadata = x.Metadata.SetValue(worker.MetaExitCode, o.ExitCode).SetValue(worker.MetaFinished, o.Finished).
+			SetValue(worker.MetaReason, o.Reason)
+	}
+	return &x
 }
 
 func statusWord(running bool) string {
@@ -122,11 +129,15 @@ func activityWords(w *worker.Worker, running bool, now time.Time) string {
 }
 
 // withLiveActivity returns w's metadata as ls --format json shows it: the recorded activity
-// of a running worker, "activity": null for one that is not running.
+// of a running worker, "activity": null for one that is not running, and "waiting_input" only
+// while it runs.
 func withLiveActivity(w *worker.Worker, running bool) worker.Object {
 	md := append(worker.Object(nil), w.Metadata...)
 	if !running && md.Has(worker.MetaActivity) {
 		md = md.SetValue(worker.MetaActivity, nil)
+	}
+	if !running {
+		md = md.Delete(worker.MetaWaitingInput)
 	}
 	return md
 }
@@ -165,7 +176,10 @@ func exitCell(w *worker.Worker) string {
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name: "status", Usage: "a worker's status", Operand: "workers", UsageText: "swarm status NAME",
+		Name: "status", Usage: "a worker's status", Operand: "workers", UsageText: "swarm status NAME [--json]",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "json", Usage: "print the worker as ls --format json prints each (waiting_input: since when its agent waits for input)"},
+		},
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "running"}, {Code: 1, Meaning: "stopped (or failure)"},
 			{Code: 2, Meaning: "not found (or usage error)"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
@@ -181,6 +195,13 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			live := sw.Live(ctx, w)
+			if c.Bool("json") {
+				fmt.Fprintf(s.Out, "%s\n", worker.EncodeWorker(liveView(w, live)))
+				if !live.Running {
+					return &cli.ExitError{Code: 1}
+				}
+				return nil
+			}
 			line := fmt.Sprintf("%s: %s (", w.Name, statusWord(live.Running))
 			if w.Tmux != nil {
 				line += fmt.Sprintf("tmux window %s:%s", w.Tmux.Session, w.Tmux.Window)

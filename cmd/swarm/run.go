@@ -79,7 +79,7 @@ func runMainCommand() *cli.Command {
 			&ucli.StringFlag{Name: "forge", Value: "auto", Usage: "open a pull request per completed task: auto (gh when it is on PATH and the repository has an origin), none, or a command `CMD` printing the PR's URL"},
 			cli.StateDirFlag(),
 		},
-		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "every task completed (or was skipped)"}, {Code: 1, Meaning: "a task failed or is blocked, or --halt stopped the run"},
+		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "every task completed (or was skipped)"}, {Code: 1, Meaning: "a task failed or is blocked, or --halt stopped the run, or an agent's command is not there (nothing was started)"},
 			{Code: 2, Meaning: "usage error, or a manifest error (file:line); nothing was written"}, {Code: exitInterrupted, Meaning: "interrupted: the execution is paused; --resume continues it"}},
 		Action: runManifest,
 	}
@@ -158,6 +158,9 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			return cli.Usagef("%s:%d: task %q: %v", path, t.Line, t.ID, err)
 		}
 	}
+	if err := checkAgentCommands(m, agents, repo, path); err != nil {
+		return err
+	}
 	exe, err := proc.Self()
 	if err != nil {
 		return err
@@ -173,6 +176,24 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	local := &swarmrun.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free)}
 	return runWith(ctx, c, s, m, path, repo, n, halt, []swarmrun.Executor{local})
+}
+
+// checkAgentCommands refuses, before anything is written, a task whose agent's command is not
+// there: each of its attempts would fail at once with agent-start-failed, saying nothing of
+// why. A command's relative path is looked for in the repository, of which the task's worktree
+// is a checkout.
+func checkAgentCommands(m *manifest.Manifest, agents *agent.Config, repo, path string) error {
+	for _, t := range m.Tasks {
+		p, _ := agents.Lookup(t.Agent)
+		if err := agent.CheckCommand(p.Command, repo, os.Environ(), os.Getenv("PATH")); err != nil {
+			fix := "name it in " + agent.ConfigName + " (the built-in agents are in use)"
+			if agents.Path != "" {
+				fix = "fix its \"command\" in " + agents.Path
+			}
+			return fmt.Errorf("%s:%d: task %q: agent %s: its %v; install it, or %s; nothing was started", path, t.Line, t.ID, p.Name, err, fix)
+		}
+	}
+	return nil
 }
 
 // runWith runs the manifest on the executors and reports the end.

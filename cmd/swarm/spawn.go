@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 	ucli "github.com/urfave/cli/v2"
@@ -19,7 +20,7 @@ func spawnCommand() *cli.Command {
 	return &cli.Command{
 		Name: "spawn", Usage: "spawn a new worker", Remainder: true,
 		UsageText: "swarm spawn --name N [--tmux] [--session S] [--tmux-socket K] [--worktree [--branch B] [--worktree-dir D]]\n" +
-			"            [--tag T]... [--env K=V]... [--cwd P] -- CMD...",
+			"            [--tag T]... [--env K=V]... [--cwd P] [--on-event CMD] -- CMD...",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "name", Usage: "the worker's name (`N`): its tmux window, worktree directory and default branch"},
 			&ucli.BoolFlag{Name: "tmux", Usage: "run in a tmux window (default: a background process)", DisableDefaultText: true},
@@ -37,6 +38,7 @@ func spawnCommand() *cli.Command {
 			&ucli.StringFlag{Name: "heartbeat", Usage: "start a heartbeat: type the message into the idle agent every `DUR` (swarm heartbeat)"},
 			&ucli.StringFlag{Name: "heartbeat-expire", Usage: "stop the heartbeat after `DUR` (default: never)"},
 			&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "the heartbeat's message (`M`)"},
+			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (no shell; one JSON event on its stdin) when the agent starts waiting for input and when it exits"},
 		},
 		Action: spawn,
 	}
@@ -50,6 +52,12 @@ func spawn(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		return cli.Usagef("the following arguments are required: --name")
 	case len(sp.Cmd) == 0:
 		return errors.New("no command provided (use -- command...)")
+	}
+	if cmd := c.String("on-event"); cmd != "" {
+		var err error
+		if sp.OnEvent, err = hook.Split(cmd); err != nil {
+			return cli.Usagef("--on-event %q: %v", cmd, err)
+		}
 	}
 	// The heartbeat's durations are read before anything is made (the Python swarm created the
 	// worker, reported it, and then failed on them).

@@ -23,7 +23,7 @@ import (
 func topCommand() *cli.Command {
 	return &cli.Command{
 		Name: "top", Usage: "every agent (dispatched beads, workers, loops, queue tasks), live",
-		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [TEXT]",
+		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [--bell] [TEXT]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "once", Usage: "print the rows once and exit (no terminal UI)"},
 			&ucli.BoolFlag{Name: "json", Usage: "with --once: the rows as a JSON array"},
@@ -34,6 +34,7 @@ func topCommand() *cli.Command {
 			cli.StateDirFlag(),
 			&ucli.StringFlag{Name: "workspace", Usage: "where AIWG loops and queue tasks are looked for (`DIR`; default: the git top of the current directory)"},
 			&ucli.DurationFlag{Name: "recent", Value: time.Hour, Usage: "how long an ended agent stays listed (`DUR`)"},
+			&ucli.BoolFlag{Name: "bell", Usage: "ring the terminal's bell once when an agent starts waiting for input (the UI)"},
 			&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often the UI reads the live agents' screens (`DUR`; every row is read again when a state file changes, and every 10 intervals)"},
 		},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
@@ -58,7 +59,7 @@ func topCommand() *cli.Command {
 					return fmt.Errorf("swarm top needs a terminal (for scripts: swarm top --once [--json])")
 				}
 				return ui.Run(ctx, m, ui.Options{Filter: f, Sort: c.String("sort"), Interval: c.Duration("interval"),
-					In: in, Out: s.Out, NoColor: os.Getenv("NO_COLOR") != "", Environ: os.Environ()})
+					In: in, Out: s.Out, NoColor: os.Getenv("NO_COLOR") != "", Environ: os.Environ(), Bell: c.Bool("bell")})
 			}
 			rows, err := m.Refresh(ctx)
 			if err != nil {

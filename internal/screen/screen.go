@@ -520,3 +520,18 @@ func (q *queryScanner) scan(p []byte) (found bool) {
 	}
 	return found
 }
+
+// CursorRow returns the row the cursor is on as Lines shows it, whether the cursor stands
+// after the row's text (nothing at or right of it), and whether no row below has text: a
+// prompt waiting for its answer has all three.
+func (s *Screen) CursorRow() (row string, atEnd, last bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.catchUp()
+	lines := s.lines()
+	pos := s.emu.CursorPosition()
+	if pos.Y < len(lines) {
+		row = lines[pos.Y]
+	}
+	return row, pos.X >= ansi.StringWidth(row), pos.Y >= len(lines)-1
+}

@@ -25,6 +25,9 @@ type agentProc struct {
 	out    *os.File // what the output is read from: the master, or the pipe's read end
 	done   chan *os.ProcessState
 	copied chan struct{}
+	// tty is the agent's terminal, identified by its device and inode (two devpts instances
+	// number their terminals alike), to tell whether the agent reads it (waiting.go).
+	tty fileID
 	// wmu keeps writes to the terminal whole: keys from the pane, the control socket and the
 	// screen model's answers come from different goroutines.
 	wmu sync.Mutex
@@ -79,6 +82,7 @@ func startAgent(a *Attempt, size *pty.Winsize, sink io.Writer) (*agentProc, erro
 			attrs.Ctty = 0
 		}
 		p.master, p.out = master, master
+		p.tty, _ = idOf(tty)
 		childEnds = append(childEnds, tty)
 	} else {
 		pr, pw, err := os.Pipe()

@@ -135,6 +135,10 @@ type WatchState struct {
 	Changed bool
 	// SinceChange is how long the screen has not changed; Elapsed is the attempt's age.
 	SinceChange, Elapsed time.Duration
+	// WaitingInput: the agent waits for input (its output quiet after a prompt, with the
+	// cursor on it, and it is blocked reading its terminal). The Watch is also called when
+	// this changes.
+	WaitingInput bool
 }
 
 // Verdict is a Watch's decision. A Reason with Stop ends the attempt (Status, default

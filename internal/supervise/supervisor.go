@@ -279,6 +279,14 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		defer t.Stop()
 		watchTick = t.C
 	}
+	// Whether the agent waits for input is looked at once its output has been quiet
+	// (waiting.go), for a Watch to be told.
+	var inputLook <-chan time.Time
+	if ag.master != nil && a.Watch != nil {
+		t := time.NewTimer(inputQuiet)
+		defer t.Stop()
+		inputLook, w.inputTimer = t.C, t
+	}
 	var stoppedAt time.Time // when the agent was told to stop, if it was
 	stopWith := func(status, reason string) Outcome {
 		// An agent that has exited already ended on its own: its exit is the outcome, not
@@ -351,6 +359,14 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 				out = stopWith(orDefault(v.Status, StatusDone), v.Reason)
 			} else if v.Note != "" {
 				annotate(ctx, rec, a, v.Note)
+			}
+		case <-inputLook:
+			if w.lookInput(ag, act) {
+				if v := w.look(); v.Stop {
+					out = stopWith(orDefault(v.Status, StatusDone), v.Reason)
+				} else if v.Note != "" {
+					annotate(ctx, rec, a, v.Note)
+				}
 			}
 		case <-watchTick:
 			if v := w.look(); v.Stop {
@@ -448,6 +464,26 @@ type watcher struct {
 	started   time.Time
 	hash      uint64
 	changedAt time.Time
+	// waiting: the agent waits for input (waiting.go), as last looked at; inputTimer says when
+	// to look again.
+	waiting    bool
+	inputTimer *time.Timer
+	prompt     promptLook
+}
+
+// lookInput looks at whether the agent waits for input, once its output has been quiet for
+// inputQuiet, and sets the timer for the next look. It tells whether that changed.
+func (w *watcher) lookInput(ag *agentProc, act *activity) bool {
+	quiet := act.since()
+	waiting := quiet >= inputQuiet && ag.waitingForInput(w.scr, &w.prompt)
+	next := inputLookEvery
+	if quiet < inputQuiet {
+		next = inputQuiet - quiet
+	}
+	w.inputTimer.Reset(next)
+	changed := waiting != w.waiting
+	w.waiting = waiting
+	return changed
 }
 
 // look hashes the screen, to tell a change of what a person sees from output that redraws the
@@ -463,7 +499,7 @@ func (w *watcher) look() Verdict {
 		w.hash, w.changedAt = h, now
 	}
 	return w.a.Watch(&WatchState{Screen: w.scr.Lines, Changed: changed, SinceChange: now.Sub(w.changedAt),
-		Elapsed: now.Sub(w.started)})
+		Elapsed: now.Sub(w.started), WaitingInput: w.waiting})
 }
 
 // relayKeys passes the pane's keys to the running agent's terminal; between attempts they are

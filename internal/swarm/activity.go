@@ -3,6 +3,7 @@ package swarm
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,33 +90,49 @@ func activityWatch(p agent.Patterns, b *beater) (supervise.Watch, time.Duration)
 		return nil, 0
 	}
 	var last string
-	ready := false
+	ready, input := false, false
 	return func(s *supervise.WatchState) supervise.Verdict {
 		lines := s.Screen(screenLookAll)
 		state := classify(m, lines, s.SinceChange)
 		b.look(state, lines, time.Now())
 		becameReady := !ready && m.Ready(lines)
-		if state == last && !becameReady {
+		if state == last && !becameReady && s.WaitingInput == input {
 			return supervise.Verdict{}
 		}
-		last = state
+		last, input = state, s.WaitingInput
 		note := state
 		if becameReady {
 			ready = true
-			note += " ready"
+			note += " " + noteReady
+		}
+		if input {
+			note += " " + noteInput
 		}
 		return supervise.Verdict{Note: note}
 	}, watchEvery
 }
 
-// Annotate records a Watch's note ("busy", "idle ready", ...) in the worker's metadata.
+// A Watch's note is the activity, then "ready" the first time the ready pattern shows, then
+// "input" while the agent waits for input (supervise.WatchState.WaitingInput).
+const (
+	noteReady = "ready"
+	noteInput = "input"
+)
+
+// Annotate records a Watch's note ("busy", "idle ready", "idle input", ...) in the worker's
+// metadata.
 func (r *Recorder) Annotate(ctx context.Context, a *supervise.Attempt, note string) {
 	f := strings.Fields(note)
 	if len(f) == 0 {
 		return
 	}
-	ready := len(f) > 1 && f[1] == "ready"
-	r.update(ctx, a.Name, func(w *worker.Worker) { w.SetActivity(f[0], ready, time.Now()) })
+	ready, input := slices.Contains(f[1:], noteReady), slices.Contains(f[1:], noteInput)
+	r.events.input(input)
+	now := time.Now()
+	r.update(ctx, a.Name, func(w *worker.Worker) {
+		w.SetActivity(f[0], ready, now)
+		w.SetWaitingInput(input, now)
+	})
 }
 
 // WaitReady waits until the worker's screen shows the ready pattern of p, as the Python

@@ -115,8 +115,9 @@ func RespawnSpec(w *worker.Worker) Spec {
 		sp.InWorktree = &wt
 	}
 	w.Meta(worker.MetaProfile, &sp.Profile)
+	w.Meta(metaOnEvent, &sp.OnEvent)
 	for _, m := range w.Metadata {
-		if !perRun[m.Key] {
+		if !perRun[m.Key] && m.Key != metaOnEvent {
 			sp.Metadata = sp.Metadata.Set(m.Key, m.Value)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type Spec struct {
 	// Metadata are keys of the caller's in the worker's metadata (a loop's "ralph" and
 	// "ralph_iteration"); the swarm's own keys win.
 	Metadata worker.Object
+	// OnEvent is a command line (hook.Split's words) the supervisor runs when the agent starts
+	// waiting for input and when it exits (events.go); nil for none.
+	OnEvent []string
 }
 
 // TmuxSpec is where a tmux worker's window goes.
@@ -152,6 +156,9 @@ type handoffSpec struct {
 	Session  string            `json:"session,omitempty"`
 	Attempt  supervise.Attempt `json:"attempt"`
 	Screen   agent.Patterns    `json:"screen"` // the profile's, for the activity Watch
+	// OnEvent is the worker's hook; HookRunner the supervisor's command that runs one event.
+	OnEvent    []string `json:"on_event,omitempty"`
+	HookRunner []string `json:"hook_runner,omitempty"`
 }
 
 // Spawn starts a worker: it writes the worker into state.json with a journal of what it is
@@ -173,6 +180,9 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(sp.OnEvent) > 0 && len(s.opts.Supervisor) == 0 {
+		return nil, errors.New("--on-event: no supervisor command to run the hook with (swarm.Options.Supervisor)")
+	}
 	if st, err := s.reg.Load(); err == nil && s.recoverSpawns(ctx, st).Get(name) != nil {
 		return nil, fmt.Errorf("worker '%s' already exists", name)
 	}
@@ -189,6 +199,9 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("failed to create worktree: %w", err)
 		}
+	}
+	if err := s.checkCommand(sp, plan); err != nil {
+		return nil, err
 	}
 	// The name's lock is held from here until the supervisor is registered, so that ls never
 	// takes a worker being launched for a lost one.
@@ -239,6 +252,10 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
 	hs := &handoffSpec{Worker: name, Started: w.Started, SwarmDir: s.dir.Root, Backend: supervise.BackendProcess}
 	w.Metadata, hs.Screen = w.Metadata.SetValue(worker.MetaProfile, prof.Name), prof.Screen
+	if len(sp.OnEvent) > 0 {
+		w.Metadata = w.Metadata.SetValue(metaOnEvent, sp.OnEvent)
+		hs.OnEvent, hs.HookRunner = sp.OnEvent, s.opts.Supervisor
+	}
 	for _, m := range sp.Metadata {
 		if !w.Metadata.Has(m.Key) {
 			w.Metadata = w.Metadata.Set(m.Key, m.Value)
@@ -349,6 +366,32 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// checkCommand refuses, before anything is made, an agent's command that cannot be started:
+// the supervisor would only record exit 127 after spawn had said "spawned" (as the Python
+// swarm did). It is looked for as the supervisor will: in the agent's environment's PATH, then
+// in ours, which the supervisor inherits and exec searches.
+func (s *Swarm) checkCommand(sp Spec, plan *worktreePlan) error {
+	cmd := sp.Cmd[0]
+	dir := sp.Dir
+	switch {
+	case plan != nil && strings.Contains(cmd, "/") && !filepath.IsAbs(cmd):
+		// A path in a worktree not made yet: nothing to look at before it is made.
+		return nil
+	case plan != nil:
+		dir = plan.path
+	case dir == "" && sp.InWorktree != nil:
+		dir = sp.InWorktree.Path
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	env := mergeEnv(s.opts.Environ, sp.Env)
+	if err := agent.CheckCommand(cmd, dir, env, os.Getenv("PATH")); err != nil {
+		return fmt.Errorf("the agent's %v; install it, or give its path after --; nothing was started", err)
+	}
+	return nil
 }
 
 func (s *Swarm) checkpoint(step string) {

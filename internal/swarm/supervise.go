@@ -53,6 +53,8 @@ func Supervise(ctx context.Context, dir, handoff, name string, console io.Writer
 	if err := s.stillWanted(name, hs.Started); err != nil {
 		return err
 	}
-	sup.Run(ctx, &hs.Attempt, &Recorder{Swarm: s, Incarnation: hs.Started, PID: os.Getpid()})
+	events := newEventHook(&hs)
+	out := sup.Run(ctx, &hs.Attempt, &Recorder{Swarm: s, Incarnation: hs.Started, PID: os.Getpid(), events: events})
+	events.exited(out) // once recorded: the hook hears of an end ls already shows
 	return nil
 }

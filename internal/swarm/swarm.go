@@ -173,6 +173,9 @@ type Liveness struct {
 	// Supervised: started by this swarm under a supervisor (else by the Python swarm, which
 	// knew no exit code).
 	Supervised bool
+	// WaitingInput is since when its running agent waits for input, as its supervisor
+	// recorded it (supervise.WatchState.WaitingInput); zero when it does not.
+	WaitingInput time.Time
 }
 
 // Live tells whether w runs. A supervised worker runs while its supervisor does (its entry's
@@ -202,6 +205,11 @@ func (s *Swarm) LiveAll(ctx context.Context, ws []*worker.Worker) []Liveness {
 		end := min(start+lostBatch, len(orphans))
 		for j, l := range s.closeLost(ctx, orphans[start:end]) {
 			lives[at[start+j]] = l
+		}
+	}
+	for i, w := range ws {
+		if lives[i].Running {
+			lives[i].WaitingInput = w.WaitingInput()
 		}
 	}
 	return lives
@@ -499,6 +507,8 @@ type Recorder struct {
 	Swarm       *Swarm
 	Incarnation string
 	PID         int
+
+	events *eventHook // the worker's --on-event hook, nil for none (events.go)
 }
 
 func (r *Recorder) update(ctx context.Context, name string, fn func(w *worker.Worker)) error {
@@ -563,6 +573,7 @@ func finish(w *worker.Worker, out *supervise.Outcome) {
 	w.Status = worker.StatusStopped
 	w.Metadata = w.Metadata.SetValue(worker.MetaExitCode, code).SetValue(worker.MetaFinished, worker.Timestamp(finished)).
 		SetValue(worker.MetaReason, out.Reason)
+	w.SetWaitingInput(false, finished)
 }
 
 // rebuild returns the workers this swarm's live supervisors run, as their registry entries

@@ -1,6 +1,7 @@
 package top
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -50,7 +51,10 @@ type Row struct {
 	// became so.
 	Activity      string    `json:"activity,omitempty"`
 	ActivitySince time.Time `json:"activity_since,omitzero"`
-	Started       time.Time `json:"started,omitzero"`
+	// WaitingInput is since when a worker's agent waits for input, as its supervisor recorded
+	// it (docs/swarm.md, "Waiting for input"); zero when it does not, or is not live.
+	WaitingInput time.Time `json:"waiting_input,omitzero"`
+	Started      time.Time `json:"started,omitzero"`
 	// Iteration and MaxIterations for a loop; Attempt for a bead or a task.
 	Iteration     int      `json:"iteration,omitempty"`
 	MaxIterations int      `json:"max_iterations,omitempty"`
@@ -93,6 +97,10 @@ type Pane struct {
 	Window  string `json:"window,omitempty"`
 }
 
+// InputMark begins the ACTIVITY of an agent that waits for input, with how long it has
+// waited: "input 12s".
+const InputMark = "input"
+
 // Key names the row among every row of every refresh.
 func (r *Row) Key() string {
 	return string(r.Kind) + "\x00" + r.Source + "\x00" + r.StateDir + "\x00" + r.Name
@@ -102,8 +110,12 @@ func (r *Row) Key() string {
 func (r *Row) Ended() bool { return !r.Live }
 
 // ActivityWords is the activity as swarm ls says it: busy, waiting for input, idle 12s; "-"
-// when not live.
+// when not live; "input 12s" (InputMark) when the agent has waited for input that long.
 func (r *Row) ActivityWords(now time.Time) string {
+	if r.Live && !r.WaitingInput.IsZero() {
+		// The mark of an agent that waits for a person: what the row is looked at for.
+		return InputMark + " " + worker.Age(r.WaitingInput, now)
+	}
 	if !r.Live || r.Activity == "" {
 		return "-"
 	}
@@ -508,7 +520,11 @@ func Sort(rows []*Row, key string) {
 			c = strings.Compare(a.Status, b.Status)
 		case "age": // oldest first
 			c = a.Started.Compare(b.Started)
-		case "activity": // waiting, then busy, then the longest idle
+		case "activity": // waiting for input (the longest first), waiting, busy, the longest idle
+			if c = boolRank(a.WaitingInput.IsZero()) - boolRank(b.WaitingInput.IsZero()); c != 0 || !a.WaitingInput.IsZero() {
+				c = cmp.Or(c, a.WaitingInput.Compare(b.WaitingInput))
+				break
+			}
 			rank := map[string]int{ActivityWaiting: 0, ActivityBusy: 1, ActivityIdle: 2, "": 3}
 			if c = rank[a.Activity] - rank[b.Activity]; c == 0 && a.Activity == ActivityIdle {
 				c = a.ActivitySince.Compare(b.ActivitySince)
@@ -533,4 +549,12 @@ func Sort(rows []*Row, key string) {
 		}
 		return base(a, b)
 	})
+}
+
+// boolRank is 1 for true, 0 for false: false sorts first.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

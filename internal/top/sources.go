@@ -61,6 +61,7 @@ func (m *Model) swarmRows(ctx context.Context, now time.Time) ([]*Row, error) {
 			if a, ok := w.Activity(); ok {
 				r.recAct = &a
 			}
+			r.WaitingInput = live.WaitingInput
 			if w.Supervised() {
 				if e, _ := layout.ReadEntry(w.Name); e != nil {
 					r.Control = e.Control
@@ -100,6 +101,7 @@ func (m *Model) swarmRows(ctx context.Context, now time.Time) ([]*Row, error) {
 		if w := byName[s.WorkerName]; w != nil && w.worker.Meta("ralph", new(bool)) {
 			// The loop's current iteration: its row becomes the loop's.
 			r.Live, r.Control, r.Tmux, r.Log, r.Tags, r.recAct = w.Live, w.Control, w.Tmux, w.Log, w.Tags, w.recAct
+			r.WaitingInput = w.WaitingInput
 			r.worker = w.worker
 			if w.Live && r.ExitCode == nil {
 				r.ExitCode = nil

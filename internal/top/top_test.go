@@ -350,3 +350,34 @@ func TestRefreshDoesNotWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerWaitingForInput: a worker whose agent asks and waits is marked (WaitingInput, the
+// ACTIVITY "input N"), and sorted first by activity; answered, it is not.
+func TestWorkerWaitingForInput(t *testing.T) {
+	l := newLab(t)
+	l.swarm("spawn", "--name", "asks", "--", "sh", "-c", "printf 'Your name? '; read -r n; echo \"hello $n\"; exec sleep 600")
+	l.swarm("spawn", "--name", "works", "--", "sh", "-c", "echo working; exec sleep 600")
+	m := l.model()
+	r := waitRow(t, m, top.KindWorker, "asks", func(r *top.Row) bool { return !r.WaitingInput.IsZero() })
+	if words := r.ActivityWords(time.Now()); !strings.HasPrefix(words, top.InputMark+" ") {
+		t.Errorf("ACTIVITY of a worker waiting for input = %q, want %q and how long", words, top.InputMark)
+	}
+	rows, _ := m.Refresh(context.Background())
+	rows = (top.Filter{Kind: top.KindWorker}).Apply(rows)
+	top.Sort(rows, "activity")
+	if len(rows) != 2 || rows[0].Name != "asks" || !rows[1].WaitingInput.IsZero() {
+		t.Errorf("by activity, the worker waiting for input is not alone first: %v", names(rows))
+	}
+	if err := m.Send(context.Background(), r, "top"); err != nil {
+		t.Fatal(err)
+	}
+	waitRow(t, m, top.KindWorker, "asks", func(r *top.Row) bool { return r.WaitingInput.IsZero() && r.LastLine == "hello top" })
+}
+
+func names(rows []*top.Row) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Name)
+	}
+	return out
+}

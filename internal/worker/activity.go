@@ -11,6 +11,9 @@ const (
 	MetaActivity      = "activity"       // busy, waiting or idle
 	MetaActivitySince = "activity_since" // when it became so, local time as "started"
 	MetaReadyAt       = "ready_at"       // when the ready pattern was first seen
+	// MetaWaitingInput is since when the agent waits for input (its supervisor saw it blocked
+	// reading its terminal at a prompt); absent while it does not.
+	MetaWaitingInput = "waiting_input"
 )
 
 // Activities a supervisor records.
@@ -76,4 +79,26 @@ func (a Activity) Describe(now time.Time) string {
 		return "idle " + Age(a.Since, now)
 	}
 	return a.State
+}
+
+// WaitingInput is since when the worker's agent waits for input, as its supervisor last
+// recorded it; zero when it does not.
+func (x *Worker) WaitingInput() time.Time {
+	var since string
+	if !x.Meta(MetaWaitingInput, &since) {
+		return time.Time{}
+	}
+	t, _ := ParseTimestamp(since)
+	return t
+}
+
+// SetWaitingInput records that the agent waits for input since at, or (waiting false) that
+// it does not; a wait already recorded keeps its start.
+func (x *Worker) SetWaitingInput(waiting bool, at time.Time) {
+	switch {
+	case !waiting:
+		x.Metadata = x.Metadata.Delete(MetaWaitingInput)
+	case !x.Metadata.Has(MetaWaitingInput):
+		x.Metadata = x.Metadata.SetValue(MetaWaitingInput, Timestamp(at))
+	}
 }

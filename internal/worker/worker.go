@@ -386,6 +386,13 @@ func EncodeWorkers(ws []*Worker) []byte {
 	return w.Bytes()
 }
 
+// EncodeWorker writes one worker as EncodeWorkers writes each (`status --json`).
+func EncodeWorker(x *Worker) []byte {
+	w := &pyWriter{}
+	w.worker(x, 0)
+	return w.Bytes()
+}
+
 // members writes o's members after others already written (first: none before them).
 func (w *pyWriter) members(o Object, depth int, first bool) {
 	for _, m := range o {

@@ -5,11 +5,13 @@ package supervisorverb
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"golang.org/x/term"
@@ -35,6 +37,9 @@ func Command(k Kind, usage, refusal string) *cli.Command {
 	return &cli.Command{
 		Name: supervise.SuperviseVerb, Usage: usage, Hidden: true, OwnSignals: true,
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
+			if k == Worker && len(args) > 0 && args[0] == swarm.RunHookFlag {
+				return runHook(ctx, args[1:], refusal)
+			}
 			a, err := cli.ParseSupervisorArgs(args)
 			if err != nil || !complete(k, a) {
 				return cli.Usagef(refusal, supervise.SuperviseVerb)
@@ -62,4 +67,17 @@ func terminal(in io.Reader) *os.File {
 		return f
 	}
 	return nil
+}
+
+// runHook runs one event of a worker's --on-event hook (swarm's events.go), started detached by
+// the worker's supervisor: EVENT-JSON -- CMD.... The hook is bounded, and what it leaves
+// behind killed, by internal/ralph/hook; its failure goes nowhere (no one waits for this
+// process): a hook changes nothing of the worker.
+func runHook(ctx context.Context, args []string, refusal string) error {
+	var e hook.Event
+	if len(args) < 3 || args[1] != "--" || json.Unmarshal([]byte(args[0]), &e) != nil {
+		return cli.Usagef(refusal, supervise.SuperviseVerb)
+	}
+	h := &hook.Hook{Argv: args[2:]}
+	return h.Run(ctx, e)
 }

@@ -33,14 +33,22 @@ const (
 	Limit   = "limit"
 	Breaker = "breaker"
 	Failure = "failure"
+	// Waiting and Exit are a swarm worker's (swarm spawn --on-event, kind "worker"): its
+	// agent started waiting for input; its agent exited (ExitCode).
+	Waiting = "waiting"
+	Exit    = "exit"
 )
 
 // Event is what the hook reads on its stdin, one JSON object and a newline.
 type Event struct {
-	// Kind is the kind of work: "loop" (swarm's loops), "aiwg" (AIWG's loops), "queue".
+	// Kind is the kind of work: "loop" (swarm's loops), "aiwg" (AIWG's loops), "queue",
+	// "worker" (a swarm worker).
 	Kind string `json:"kind"`
-	// Event is the transition: start, end, limit, breaker, failure.
+	// Event is the transition: start, end, limit, breaker, failure; a worker's waiting, exit.
 	Event string `json:"event"`
+	// Worker names a swarm worker; ExitCode is its agent's exit code (exit; nil: not known).
+	Worker   string `json:"worker,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
 	// Loop names a loop (its name or loop id), Plan and Task a queue's task.
 	Loop string `json:"loop,omitempty"`
 	Plan string `json:"plan,omitempty"`

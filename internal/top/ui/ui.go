@@ -51,6 +51,9 @@ type Options struct {
 	Out      io.Writer
 	NoColor  bool
 	Environ  []string
+	// Bell rings the terminal's bell once when an agent starts waiting for input (one that
+	// waits already when the UI starts does not ring it).
+	Bell bool
 }
 
 // Run shows the UI until the person quits (q, Ctrl-C), or SIGTERM, or ctx ends.
@@ -108,6 +111,9 @@ type ui struct {
 	answered            bool      // a screen answered while a refresh or a look ran
 	lastFull            time.Time // the last full refresh asked for
 	st                  styles
+	// waiting are the keys of the rows whose agents wait for input, as last shown; nil
+	// before the first rows.
+	waiting map[string]bool
 }
 
 type styles struct{ header, sel, bad, good, warn, dim lipgloss.Style }
@@ -197,6 +203,25 @@ func (u *ui) refresh() tea.Cmd {
 	}
 }
 
+// bell notes which agents wait for input now and, with Options.Bell, rings the terminal's
+// bell once when one (or more) started since the last rows: the person may be looking at
+// another window.
+func (u *ui) bell() tea.Cmd {
+	now := map[string]bool{}
+	started := false
+	for _, r := range u.all {
+		if r.Live && !r.WaitingInput.IsZero() {
+			now[r.Key()] = true
+			started = started || u.waiting != nil && !u.waiting[r.Key()]
+		}
+	}
+	u.waiting = now
+	if !started || !u.o.Bell {
+		return nil
+	}
+	return tea.Raw("\a")
+}
+
 // merged is rows with the screens that answered while they were read.
 func (u *ui) merged(rows []*top.Row) []*top.Row {
 	if !u.answered {
@@ -284,18 +309,22 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		u.all = u.merged(msg.rows)
 		u.apply()
+		bell := u.bell()
 		if u.pending {
 			u.pending = false
-			return u, u.refresh()
+			return u, tea.Batch(bell, u.refresh())
 		}
+		return u, bell
 	case lookMsg:
 		u.refreshing = false
 		u.all = u.merged(msg.rows)
 		u.apply()
+		bell := u.bell()
 		if u.pending {
 			u.pending = false
-			return u, u.refresh()
+			return u, tea.Batch(bell, u.refresh())
 		}
+		return u, bell
 	case answerMsg:
 		// A screen answered: its row's LAST and ACTIVITY now, the other rows as they were.
 		if u.refreshing {
@@ -663,7 +692,7 @@ func (u *ui) table(now time.Time) string {
 
 func (u *ui) colour(r *top.Row, l string) string {
 	switch {
-	case r.Live && r.Activity == top.ActivityWaiting:
+	case r.Live && (r.Activity == top.ActivityWaiting || !r.WaitingInput.IsZero()):
 		return u.st.warn.Render(l)
 	case r.Live:
 		return u.st.good.Render(l)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/executor"
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 
@@ -30,7 +31,7 @@ const labVersion = "sshlab-swarmrun"
 // labExecutors makes a lab of n sshd hosts, each with a clone of w's repository, our dispatch
 // (built by the test, reached there at the same path: the hosts share the file system) and the
 // stand-in agent, and returns a Remote executor per host with max agents each.
-func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*Remote) {
+func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*executor.Remote) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts sshd hosts in network namespaces")
@@ -50,7 +51,7 @@ func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*Remote
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	var execs []*Remote
+	var execs []*executor.Remote
 	for _, h := range lab.Hosts {
 		clone := filepath.Join(dir, h.Name, "repo")
 		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
@@ -66,7 +67,7 @@ func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*Remote
 		if err := c.CheckVersion(context.Background(), "dispatch", "dispatch version "+labVersion); err != nil {
 			t.Fatal(err)
 		}
-		execs = append(execs, &Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
+		execs = append(execs, &executor.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: w.log})
 	}
 	return lab, execs
@@ -232,7 +233,7 @@ func killedHostsRunMain(args []string) int {
 	}
 	var execs []Executor
 	for _, c := range conns {
-		execs = append(execs, &Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
+		execs = append(execs, &executor.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
 	}
 	var mu sync.Mutex

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
@@ -21,7 +22,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // agentRun is one agent of the run: it claims task after task.
@@ -44,8 +44,8 @@ type agentRun struct {
 
 // hostSlot is one agent's place on a remote host.
 type hostSlot struct {
-	exec *swarmrun.Remote
-	slot swarmrun.Slot
+	exec *executor.Remote
+	slot executor.Slot
 }
 
 // claim is a task an agent holds, and the attempt that runs it (0 until launched).

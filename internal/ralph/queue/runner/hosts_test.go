@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/executor"
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/labconn"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
@@ -41,7 +41,7 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 // labHosts makes w's repository a git repository and a lab of n sshd hosts of one agent each,
 // each with a clone of it, our dispatch (built by the test, at the same path there: the hosts
 // share the file system) and the stand-in agent; it returns swarm run's executor per host.
-func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*swarmrun.Remote) {
+func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*executor.Remote) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts sshd hosts in network namespaces")
@@ -65,7 +65,7 @@ func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*swarmrun.Remote) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	var execs []*swarmrun.Remote
+	var execs []*executor.Remote
 	for _, h := range lab.Hosts {
 		clone := filepath.Join(dir, h.Name, "repo")
 		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
@@ -81,7 +81,7 @@ func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*swarmrun.Remote) {
 		if err := c.CheckVersion(context.Background(), "dispatch", "dispatch version "+labVersion); err != nil {
 			t.Fatal(err)
 		}
-		execs = append(execs, &swarmrun.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
+		execs = append(execs, &executor.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second})
 	}
 	return lab, execs
@@ -217,9 +217,9 @@ func killedHostsRunnerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var execs []*swarmrun.Remote
+	var execs []*executor.Remote
 	for _, c := range conns {
-		execs = append(execs, &swarmrun.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
+		execs = append(execs, &executor.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
 	}
 	s := store.New(store.In(repo), "p")

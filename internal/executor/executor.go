@@ -1,4 +1,7 @@
-package swarmrun
+// Package executor runs task attempts: on this machine (Local), or on a host of hosts.yaml over
+// OpenSSH (Remote, dialed by DialHosts). swarm run's scheduler and ralph queue run hand each
+// attempt of a task to an Executor and read its Outcome.
+package executor
 
 import (
 	"context"
@@ -116,6 +119,9 @@ type Local struct {
 	MinFreeMB int64
 	// HostName is the host the state names (default: os.Hostname).
 	HostName string
+	// Template is the template name the run records carry (swarmrun.Template), so that
+	// analyze-runs groups the attempts of one kind of run.
+	Template string
 }
 
 // Host is ":" as GNU parallel's joblog names this machine.
@@ -249,9 +255,9 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 	run := record.Run{
 		SchemaVersion: record.SchemaVersion, Bead: job.Bead, Agent: job.Agent, Model: model.Name, Repo: job.Dir,
 		Prompt: record.Truncate(job.Prompt, 200), PromptHash: record.PromptHash(job.Prompt), PromptFull: job.Prompt,
-		StartedAt: now(), Status: record.StatusRunning, Attempt: n, MaxRetries: max,
+		StartedAt: record.FormatTime(time.Now()), Status: record.StatusRunning, Attempt: n, MaxRetries: max,
 		SessionName: record.SessionName(job.Bead), ResultFile: record.ResultFile(l.StateDir, job.Bead),
-		TemplateName: record.Str(Template),
+		TemplateName: record.Str(l.Template),
 	}
 	env := append(append([]string{}, l.Env...), job.Env...)
 	env = append(env, "DISPATCH_BEAD="+job.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n), "SWARM_AGENT_ID="+slot.ID)
@@ -265,10 +271,6 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 		Backend: supervise.BackendProcess, Run: run,
 	}, nil
 }
-
-// Template is the template name the run records carry, so that analyze-runs groups the
-// executions' attempts.
-const Template = "swarm-run"
 
 // await waits for bead's supervisor to end and judges attempt n by its records. When ctx ends
 // first, the attempt is stopped (its supervisor records the end) and reported Interrupted.

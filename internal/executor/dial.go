@@ -1,4 +1,4 @@
-package swarmrun
+package executor
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package swarmrun
+package executor
 
 import (
 	"context"
@@ -55,9 +55,9 @@ type Remote struct {
 	offline atomic.Bool
 }
 
-// leaseMargin is added to a remote attempt's deadline and kill grace before its task runs
+// LeaseMargin is added to a remote attempt's deadline and kill grace before its task runs
 // elsewhere: the host's clock for the deadline starts after the start was sent.
-const leaseMargin = 2 * time.Second
+const LeaseMargin = 2 * time.Second
 
 // Host is the host's name in hosts.yaml.
 func (r *Remote) Host() string { return r.Conn.Host.Name }
@@ -265,7 +265,7 @@ func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapsh
 			return r.lost(ctx, n, hb, err)
 		}
 		if errors.Is(err, remote.ErrUnreachable) {
-			return r.offlineOutcome(n, hb, sent.Add(lease+orDur(r.KillGrace, 10*time.Second)+leaseMargin), err)
+			return r.offlineOutcome(n, hb, sent.Add(lease+orDur(r.KillGrace, 10*time.Second)+LeaseMargin), err)
 		}
 		return failed(n, "remote-failed", err)
 	}
@@ -339,7 +339,7 @@ func (r *Remote) bringBranch(ctx context.Context, job Job, hostWT string) error 
 	if err != nil {
 		return err
 	}
-	_, err = gitCmd(ctx, job.Dir, "reset", "--hard", "--quiet", ref)
+	_, err = fgit.Cmd{Dir: job.Dir, Env: []string{"GIT_TERMINAL_PROMPT=0"}}.Output(ctx, "reset", "--hard", "--quiet", ref)
 	return err
 }
 

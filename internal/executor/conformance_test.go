@@ -46,23 +46,10 @@ func TestRemoteConformance(t *testing.T) {
 		t.Skip("starts an sshd host in a network namespace")
 	}
 	w := newWorld(t)
-	lab := sshlab.New(t, 1)
-	bin := t.TempDir()
-	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/agentfleet/fleet/internal/cli.version="+labVersion,
-		"-o", filepath.Join(bin, "dispatch"), "../../cmd/dispatch").CombinedOutput(); err != nil {
-		t.Fatalf("go build dispatch: %v: %s", err, out)
-	}
-	h := lab.Hosts[0]
-	dir := t.TempDir()
-	clone := filepath.Join(dir, h.Name, "repo")
-	if _, err := git.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
-		t.Fatal(err)
-	}
-	host := &remote.Host{Name: h.Name, SSH: h.Dest, Identity: lab.Key, KnownHosts: lab.KnownHosts, MaxAgents: 1,
-		Repo: clone, AgentsConfig: w.agents, Bin: bin, StateDir: filepath.Join(dir, h.Name, "state"),
-		Env: map[string]string{"DISPATCH_KILL_GRACE": "1", "DISPATCH_MIN_FREE_MB": "1"}}
-	hosts := filepath.Join(dir, "hosts.json")
-	b, _ := json.Marshal([]*remote.Host{host})
+	conns := labconn.Hosts(t, sshlab.New(t, 1), w.repo, w.agents, labVersion, 1)
+	// The runner the adoption case kills dials the host itself.
+	hosts := filepath.Join(t.TempDir(), "hosts.json")
+	b, _ := json.Marshal([]*remote.Host{conns[0].Host})
 	if err := os.WriteFile(hosts, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

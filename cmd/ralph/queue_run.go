@@ -94,7 +94,7 @@ func queueRunCommand() *cli.Command {
 					return err
 				}
 				execs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
-					Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: s.Err, LogPrefix: "ralph: queue: "})
+					Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: s.Err, LogPrefix: "ralph: queue: "})
 				if err != nil {
 					return &cli.ExitError{Code: cli.ExitUsage, Err: err}
 				}

@@ -228,7 +228,7 @@ func dialHosts(ctx context.Context, hosts *remote.Hosts, repo, stateDir string, 
 		return nil, nil, err
 	}
 	rs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: repo, StateDir: stateDir,
-		Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: log, LogPrefix: "swarm: run: "})
+		Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: log, LogPrefix: "swarm: run: "})
 	if err != nil {
 		return nil, nil, usage2(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
@@ -275,56 +274,21 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 // await waits for bead's supervisor to end and judges attempt n by its records. When ctx ends
 // first, the attempt is stopped (its supervisor records the end) and reported Interrupted.
 func (l *Local) await(ctx context.Context, bead string, n int) Outcome {
-	d := l.dir()
-	interrupted := false
-	for {
-		live, entry := attempt.Alive(context.WithoutCancel(ctx), d, l.where(), bead)
-		if !live {
-			break
-		}
-		if ctx.Err() != nil && !interrupted {
-			interrupted = true
-			attempt.Stop(context.Background(), nil, entry, "", syscall.SIGTERM)
-		}
-		if interrupted {
-			supervise.WaitExit(context.Background(), entry, l.KillGrace+10*time.Second)
-			continue
-		}
-		supervise.WaitExit(ctx, entry, 0)
+	interrupted := Await(ctx, l.dir(), l.where(), bead) != nil
+	if interrupted {
+		Halt(l.dir(), l.where(), bead)
 	}
 	out := l.judge(context.WithoutCancel(ctx), bead, n)
 	out.Interrupted = interrupted
 	return out
 }
 
-// judge reads the end of bead's attempt n from its records (one whose supervisor was lost is
-// closed as supervisor-lost first).
+// judge reads the end of bead's attempt n from its records (Judge), and the end of its output.
 func (l *Local) judge(ctx context.Context, bead string, n int) Outcome {
 	d := l.dir()
-	v, err := attempt.Judge(ctx, d, bead, n)
-	switch {
-	case errors.Is(err, attempt.ErrNotReconciled):
-		return failed(n, "reconcile-failed", err)
-	case errors.Is(err, attempt.ErrRecordsReplaced):
-		return failed(n, "records-replaced", err)
-	case err != nil:
-		return failed(n, "no-run-record", err)
-	}
-	run := v.Run
-	out := Outcome{Attempt: n, Status: run.Status, Reason: v.Reason}
-	if run.Status == record.StatusRunning {
-		out.Status = record.StatusFailed
-	}
-	if run.ExitCode != nil {
-		c := int(*run.ExitCode)
-		out.ExitCode = &c
-	}
-	out.Started, _ = record.ParseTime(run.StartedAt)
-	if run.FinishedAt != nil {
-		out.Finished, _ = record.ParseTime(*run.FinishedAt)
-	}
-	if out.Finished.IsZero() {
-		out.Finished = time.Now()
+	out, _, err := Judge(ctx, d, bead, n)
+	if err != nil {
+		return out
 	}
 	if b, err := fsx.ReadTail(d.Layout.LogPath(bead), 4096); err == nil {
 		out.Logs = strings.TrimSpace(screen.Strip(string(b)))

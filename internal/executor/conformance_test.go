@@ -194,6 +194,65 @@ func conformance(t *testing.T, w *world) {
 			t.Errorf("the task's branch's adopted.txt = %q, want the agent's commit", got)
 		}
 	})
+
+	t.Run("adopted after it ended with no runner", func(t *testing.T) {
+		// The agent ends while no runner is there: the next runner's Run with Adopt judges
+		// that end (its records, its branch brought back) and starts nothing.
+		tmp := t.TempDir()
+		log, gate := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate")
+		j := w.job(t, "ended", fmt.Sprintf("once:%s waitfor:%s commit:ended.txt", log, gate))
+		n := w.killedRun(t, j)
+		os.WriteFile(gate, nil, 0o600)
+		waitFor(t, log, "ended end ")
+		j.Adopt = n
+		out := run(context.Background(), j)
+		if out.Status != record.StatusDone || out.Attempt != n || out.Interrupted {
+			t.Fatalf("outcome %+v, want attempt %d done", out, n)
+		}
+		if got := readFile(log); strings.Count(got, "ended start ") != 1 {
+			t.Fatalf("the agent's runs:\n%s\nwant one", got)
+		}
+		if got := w.git(t, "show", "refs/heads/"+j.Branch+":ended.txt"); got != "ended" {
+			t.Errorf("the task's branch's ended.txt = %q, want the agent's commit", got)
+		}
+	})
+
+	t.Run("interrupted while adopted", func(t *testing.T) {
+		// The adopting Run's context ends while it waits for the earlier run's attempt: that
+		// attempt is stopped as one of its own would be.
+		pid := filepath.Join(t.TempDir(), "pid")
+		j := w.job(t, "adoptstop", "pid:"+pid+" hang")
+		n := w.killedRun(t, j)
+		waitFile(t, pid, nil)
+		j.Adopt = n
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan executor.Outcome, 1)
+		go func() { done <- run(ctx, j) }()
+		cancel()
+		var out executor.Outcome
+		select {
+		case out = <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("Run did not return after its context was cancelled")
+		}
+		if !out.Interrupted || out.Status == record.StatusDone || out.Offline != nil {
+			t.Fatalf("outcome %+v, want interrupted", out)
+		}
+		gone(t, pid)
+	})
+}
+
+// waitFor waits until the file at path holds text.
+func waitFor(t *testing.T, path, text string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(readFile(path), text) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never held %q:\n%s", path, text, readFile(path))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // world is a repository with a main branch, a state directory, the stand-in agent's config,

@@ -172,7 +172,7 @@ func conformance(t *testing.T, w *world) {
 		tmp := t.TempDir()
 		log, gate := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate")
 		j := w.job(t, "adopted", fmt.Sprintf("once:%s waitfor:%s commit:adopted.txt", log, gate))
-		n := w.killedRun(t, j)
+		n := w.killedRun(t, j, "launched")
 		j.Adopt = n
 		done := make(chan executor.Outcome, 1)
 		go func() { done <- run(context.Background(), j) }()
@@ -195,13 +195,32 @@ func conformance(t *testing.T, w *world) {
 		}
 	})
 
+	t.Run("adopted after the runner died before the start", func(t *testing.T) {
+		// The runner dies once the attempt is numbered, before anything of it started: the
+		// next runner's Run with Adopt finds nothing of it at work, and runs the task (once).
+		log := filepath.Join(t.TempDir(), "agents.log")
+		j := w.job(t, "cut", fmt.Sprintf("once:%s commit:cut.txt", log))
+		j.MaxAttempts = 2
+		j.Adopt = w.killedRun(t, j, "numbered")
+		out := run(context.Background(), j)
+		if out.Status != record.StatusDone || out.Interrupted {
+			t.Fatalf("outcome %+v, want done", out)
+		}
+		if got := readFile(log); strings.Count(got, "cut start ") != 1 {
+			t.Fatalf("the agent's runs:\n%s\nwant one", got)
+		}
+		if got := w.git(t, "show", "refs/heads/"+j.Branch+":cut.txt"); got != "cut" {
+			t.Errorf("the task's branch's cut.txt = %q, want the agent's commit", got)
+		}
+	})
+
 	t.Run("adopted after it ended with no runner", func(t *testing.T) {
 		// The agent ends while no runner is there: the next runner's Run with Adopt judges
 		// that end (its records, its branch brought back) and starts nothing.
 		tmp := t.TempDir()
 		log, gate := filepath.Join(tmp, "agents.log"), filepath.Join(tmp, "gate")
 		j := w.job(t, "ended", fmt.Sprintf("once:%s waitfor:%s commit:ended.txt", log, gate))
-		n := w.killedRun(t, j)
+		n := w.killedRun(t, j, "launched")
 		os.WriteFile(gate, nil, 0o600)
 		waitFor(t, log, "ended end ")
 		j.Adopt = n
@@ -222,7 +241,7 @@ func conformance(t *testing.T, w *world) {
 		// attempt is stopped as one of its own would be.
 		pid := filepath.Join(t.TempDir(), "pid")
 		j := w.job(t, "adoptstop", "pid:"+pid+" hang")
-		n := w.killedRun(t, j)
+		n := w.killedRun(t, j, "launched")
 		waitFile(t, pid, nil)
 		j.Adopt = n
 		ctx, cancel := context.WithCancel(context.Background())
@@ -296,23 +315,23 @@ func (w *world) job(t *testing.T, name, prompt string) executor.Job {
 	return jobSpec{Task: name, Branch: branch, Dir: dir, Prompt: prompt}.job()
 }
 
-// killedRun runs j in a runner that SIGKILLs itself once the attempt is launched, and returns
-// the attempt's number.
-func (w *world) killedRun(t *testing.T, j executor.Job) int {
+// killedRun runs j in a runner that SIGKILLs itself at step ("numbered", "launched"), and
+// returns the attempt's number.
+func (w *world) killedRun(t *testing.T, j executor.Job, step string) int {
 	t.Helper()
 	s, _ := json.Marshal(w.setup)
 	js, _ := json.Marshal(jobSpec{Task: j.Task, Branch: j.Branch, Dir: j.Dir, Prompt: j.Prompt})
 	self, _ := os.Executable()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, self, killedRunVerb, string(s), string(js))
+	cmd := exec.CommandContext(ctx, self, killedRunVerb, string(s), string(js), step)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = testenv.KilledEnv(t)
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() {
-		t.Fatalf("the runner was not killed once its attempt was launched: %v\n%s%s", err, stdout.String(), stderr.String())
+		t.Fatalf("the runner was not killed at %s: %v\n%s%s", step, err, stdout.String(), stderr.String())
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(stdout.String()), "launched "))
 	if err != nil || n < 1 {

@@ -31,14 +31,15 @@ func TestMain(m *testing.M) {
 	os.Exit(sweep.Guard(m).Run())
 }
 
-// killedRunVerb is a runner that starts one attempt on an executor and SIGKILLs itself once the
-// attempt is launched: "BINARY __conformance_killed_run SETUP_JSON JOB_JSON". It prints
-// "launched N" when the attempt is numbered.
+// killedRunVerb is a runner that starts one attempt on an executor and SIGKILLs itself at STEP:
+// "numbered" (the attempt has its number, before it starts) or "launched" (its supervisor has
+// it): "BINARY __conformance_killed_run SETUP_JSON JOB_JSON STEP". It prints "launched N" when
+// the attempt is numbered.
 const killedRunVerb = "__conformance_killed_run"
 
 func killedRunMain(args []string) int {
-	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: __conformance_killed_run SETUP_JSON JOB_JSON")
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: __conformance_killed_run SETUP_JSON JOB_JSON STEP")
 		return 2
 	}
 	var s setup
@@ -57,13 +58,17 @@ func killedRunMain(args []string) int {
 		return 2
 	}
 	job := j.job()
-	job.Launched = func(n int) { fmt.Printf("launched %d\n", n) }
-	job.Checkpoint = func(step string) {
-		if step == "launched" {
+	die := func(step string) {
+		if step == args[2] {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}
 	}
+	job.Launched = func(n int) {
+		fmt.Printf("launched %d\n", n)
+		die("numbered")
+	}
+	job.Checkpoint = die
 	out := e.Run(context.Background(), e.Slots()[0], job)
 	fmt.Fprintf(os.Stderr, "the attempt ended before it was launched: %+v\n", out)
 	return 3

@@ -108,8 +108,11 @@ func conformance(t *testing.T, w *world) {
 		j := w.job(t, "unknown", "commit:x.txt")
 		j.Agent = "unknown"
 		out := run(context.Background(), j)
-		if out.Status != record.StatusFailed || out.ExitCode != nil || out.Interrupted || out.Offline != nil || !strings.HasPrefix(out.Reason, "launch-failed: ") {
-			t.Fatalf("outcome %+v, want failed, launch-failed", out)
+		// The reason says why: a host's dispatch's usage error is its message, not the hint
+		// to run its --help that follows it.
+		if out.Status != record.StatusFailed || out.ExitCode != nil || out.Interrupted || out.Offline != nil ||
+			!strings.HasPrefix(out.Reason, "launch-failed: ") || !strings.Contains(out.Reason, `unknown agent "unknown"`) {
+			t.Fatalf("outcome %+v, want failed, launch-failed: … unknown agent \"unknown\"", out)
 		}
 	})
 

@@ -77,6 +77,11 @@ func (r *Remote) Slots() []Slot {
 	return out
 }
 
+// StopGrace is how long after its deadline there (or after it was told to stop) an attempt on
+// the host may still run: the host's kill grace (0: 10 s) and LeaseMargin. Its task must not
+// run elsewhere before.
+func (r *Remote) StopGrace() time.Duration { return orDur(r.KillGrace, 10*time.Second) + LeaseMargin }
+
 // Offline says whether the host stopped answering during the run.
 func (r *Remote) Offline() bool { return r.offline.Load() }
 
@@ -289,7 +294,7 @@ func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remot
 			return r.lost(ctx, n, hb, err)
 		}
 		if errors.Is(err, remote.ErrUnreachable) {
-			return r.offlineOutcome(n, hb, sent.Add(at.lease+orDur(r.KillGrace, 10*time.Second)+LeaseMargin), err)
+			return r.offlineOutcome(n, hb, sent.Add(at.lease+r.StopGrace()), err)
 		}
 		return failed(n, "remote-failed", err)
 	}

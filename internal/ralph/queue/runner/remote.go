@@ -88,12 +88,8 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	case out.Interrupted:
 		// Its agent is being stopped there (dispatch kill): held until the host's kill grace
 		// has passed, so that no other agent of it starts meanwhile.
-		grace := a.host.exec.KillGrace
-		if grace <= 0 {
-			grace = 10 * time.Second
-		}
 		return outcome{status: outStopped, reason: fmt.Sprintf("interrupted: its agent on %s was stopped", a.host.exec.Host()),
-			resetAt: time.Now().Add(grace + 2*time.Second)}
+			resetAt: time.Now().Add(a.host.exec.StopGrace())}
 	case out.Offline != nil:
 		o := outcome{status: outOffline, resetAt: out.Offline.NotBefore,
 			reason: fmt.Sprintf("host %s went offline during attempt %d (%s)", out.Offline.Host, out.Attempt, out.Reason)}

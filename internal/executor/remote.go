@@ -117,29 +117,8 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 	if r.offline.Load() {
 		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
 	}
-	hostWT := fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead)
-	log := r.Log
-	if log == nil {
-		log = io.Discard
-	}
-	agentArg := job.Agent
-	if job.Model != "" {
-		agentArg += ":" + job.Model
-	}
-	lease := r.lease(job)
-	args := remote.DispatchArgs{Branch: job.Branch, Worktree: true, NoTmux: true, NoContext: true, Timeout: lease,
-		Bead: job.Bead, Repo: h.Repo, Agent: agentArg}
-	at := &hostAttempt{job: job, hostWT: hostWT, lease: lease}
-	// The host's dispatch's lines are the host's text: stripped of their control sequences
-	// as they stream, as an agent's output is (swarm logs), before they reach a terminal.
-	a := remote.Attempt{Args: args, Prompt: job.Prompt, Out: screen.NewStripWriter(log), ErrOut: screen.NewStripWriter(log),
-		Env: append(append([]string{}, job.Env...), "SWARM_AGENT_ID="+slot.ID),
-		Watch: remote.Watch{Every: r.Every, OfflineAfter: r.OfflineAfter, Heartbeat: func(t time.Time, _ *remote.Snapshot) {
-			at.beat.set(t)
-			if job.Heartbeat != nil {
-				job.Heartbeat(t)
-			}
-		}}}
+	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead), lease: r.lease(job)}
+	a := r.attempt(slot, at)
 	if job.Adopt > 0 && !r.offline.Load() {
 		if out, ok := r.adopt(ctx, at, a.Watch); ok {
 			return out
@@ -170,16 +149,9 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 			job.Checkpoint("launched")
 		}
 	}
-	// The host's worktree and branch of an earlier attempt of the task go: every attempt
-	// starts from the branch pushed now.
-	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
-	if _, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute}); err != nil {
+	if err := r.sendBranch(ctx, job, at.hostWT); err != nil {
 		unlock()
 		return r.lost(ctx, 0, time.Time{}, err)
-	}
-	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {
-		unlock()
-		return r.lost(ctx, 0, time.Time{}, fmt.Errorf("pushing %s to %s: %w", job.Branch, h.Name, err))
 	}
 	run, err := r.Conn.RunAttempt(ctx, a)
 	unlock()
@@ -239,6 +211,44 @@ func (h *heartbeat) get() time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.t
+}
+
+// attempt is how the host's dispatch is asked to run the attempt: in a worktree of its own on
+// the task's branch, until the lease, its lines logged and its records' reads the heartbeat.
+func (r *Remote) attempt(slot Slot, at *hostAttempt) remote.Attempt {
+	job := at.job
+	agentArg := job.Agent
+	if job.Model != "" {
+		agentArg += ":" + job.Model
+	}
+	args := remote.DispatchArgs{Branch: job.Branch, Worktree: true, NoTmux: true, NoContext: true, Timeout: at.lease,
+		Bead: job.Bead, Repo: r.Conn.Host.Repo, Agent: agentArg}
+	log := orDiscard(r.Log)
+	// The host's dispatch's lines are the host's text: stripped of their control sequences
+	// as they stream, as an agent's output is (swarm logs), before they reach a terminal.
+	return remote.Attempt{Args: args, Prompt: job.Prompt, Out: screen.NewStripWriter(log), ErrOut: screen.NewStripWriter(log),
+		Env: append(append([]string{}, job.Env...), "SWARM_AGENT_ID="+slot.ID),
+		Watch: remote.Watch{Every: r.Every, OfflineAfter: r.OfflineAfter, Heartbeat: func(t time.Time, _ *remote.Snapshot) {
+			at.beat.set(t)
+			if job.Heartbeat != nil {
+				job.Heartbeat(t)
+			}
+		}}}
+}
+
+// sendBranch makes the task's branch the host's as it is here: the host's worktree and branch
+// of an earlier attempt of the task go (every attempt starts from the branch pushed now), and
+// the branch is pushed to the host's clone.
+func (r *Remote) sendBranch(ctx context.Context, job Job, hostWT string) error {
+	h := r.Conn.Host
+	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
+	if _, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute}); err != nil {
+		return err
+	}
+	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {
+		return fmt.Errorf("pushing %s to %s: %w", job.Branch, h.Name, err)
+	}
+	return nil
 }
 
 // adopt looks on the host for attempt job.Adopt, which an earlier run started there: when the

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue"
@@ -20,7 +21,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -93,8 +93,8 @@ func queueRunCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				execs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
-					Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: s.Err, LogPrefix: "ralph: queue: "})
+				execs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
+					Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: s.Err, LogPrefix: "ralph: queue: "})
 				if err != nil {
 					return &cli.ExitError{Code: cli.ExitUsage, Err: err}
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/executor"
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
@@ -173,8 +174,8 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	local := &swarmrun.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free)}
+	local := &executor.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free), Template: swarmrun.Template}
 	return runWith(ctx, c, s, m, path, repo, n, halt, []swarmrun.Executor{local})
 }
 
@@ -238,7 +239,7 @@ func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Ma
 }
 
 // dialHosts opens one connection to each host of hosts.yaml, all at once
-// (swarmrun.DialHosts), and checks that it runs our dispatch at this build's version: an
+// (executor.DialHosts), and checks that it runs our dispatch at this build's version: an
 // unreachable host, one ssh cannot resolve, or one without our binaries is one line and exit
 // 2, before anything is written. The hosts' offline time is offline, DISPATCH_HOST_OFFLINE
 // (seconds, 30), as dispatch --host's.
@@ -247,8 +248,8 @@ func dialHosts(ctx context.Context, hosts *remote.Hosts, repo, stateDir string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	rs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: repo, StateDir: stateDir,
-		Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: log, LogPrefix: "swarm: run: "})
+	rs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: repo, StateDir: stateDir,
+		Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: log, LogPrefix: "swarm: run: "})
 	if err != nil {
 		return nil, nil, usage2(err)
 	}

@@ -78,6 +78,22 @@ func NewSet(g *Graph, initial func(i int) State) (*Set, []Blocking) {
 	return s, blocked
 }
 
+// Order is g's tasks in a topological order: each after its dependencies, ties broken by rank,
+// then position. A task on a cycle, after one, or depending on an id that is no task is left
+// out. It is a run of the ready set with every task done as soon as it is taken.
+func (g *Graph) Order() []int {
+	s, _ := NewSet(g, func(int) State { return Waiting })
+	out := make([]int, 0, g.Len())
+	for {
+		i, ok := s.Pop()
+		if !ok {
+			return out
+		}
+		out = append(out, i)
+		s.Done(i)
+	}
+}
+
 // Graph is the graph the set is over.
 func (s *Set) Graph() *Graph { return s.g }
 

@@ -124,20 +124,23 @@ func (s *Set) Peek() (int, bool) {
 
 // Requeue puts task i back to be run again: ready, or waiting when a dependency is unfinished
 // (a retry, a task given back unstarted, an interrupted one).
+// A failed or blocked task's blocked dependents stay blocked: Unblock puts them back.
 func (s *Set) Requeue(i int) {
-	s.unfinish(i)
-	s.leave(i)
-	s.state[i] = Waiting
+	s.move(i, Waiting)
 	if s.unfinished[i] == 0 {
 		s.makeReady(i)
 	}
 }
 
-// Hold keeps task i from the ready set until until: Release makes it ready then. Its
-// dependencies must have finished.
+// Take takes task i out of the ready set without finishing it, from whatever state it was
+// in: it is Taken (the queue's task claimed, failed or blocked, whose dependents it does not
+// block itself: the queue blocks them in its file, Reblock).
+func (s *Set) Take(i int) { s.move(i, Taken) }
+
+// Hold keeps task i from the ready set until until: Release puts it back then, ready when its
+// dependencies have finished.
 func (s *Set) Hold(i int, until time.Time) {
-	s.leave(i)
-	s.state[i] = Held
+	s.move(i, Held)
 	s.notBefore[i] = until
 	s.held.push(heldTask{task: i, at: until})
 }
@@ -151,7 +154,9 @@ func (s *Set) Release(now time.Time) {
 		h := s.held.pop()
 		if s.state[h.task] == Held && s.notBefore[h.task].Equal(h.at) {
 			s.state[h.task] = Waiting
-			s.makeReady(h.task)
+			if s.unfinished[h.task] == 0 {
+				s.makeReady(h.task)
+			}
 		}
 	}
 }
@@ -174,8 +179,7 @@ func (s *Set) Done(i int) {
 	if s.state[i] == Done {
 		return
 	}
-	s.leave(i)
-	s.state[i] = Done
+	s.move(i, Done)
 	for _, d := range s.g.dependents[i] {
 		s.unfinished[d]--
 		if s.unfinished[d] == 0 && s.state[d] == Waiting {
@@ -193,9 +197,7 @@ func (s *Set) Fail(i int) []Blocking { return s.end(i, Failed) }
 func (s *Set) Block(i int) []Blocking { return s.end(i, Blocked) }
 
 func (s *Set) end(i int, st State) []Blocking {
-	s.unfinish(i)
-	s.leave(i)
-	s.state[i] = st
+	s.move(i, st)
 	return s.propagate(i, nil)
 }
 
@@ -253,8 +255,7 @@ func (s *Set) propagate(i int, out []Blocking) []Blocking {
 		for _, d := range s.g.dependents[t] {
 			switch s.state[d] {
 			case Waiting, Ready, Held:
-				s.leave(d)
-				s.state[d] = Blocked
+				s.move(d, Blocked)
 				out = append(out, Blocking{Task: d, By: t})
 				queue = append(queue, d)
 			}
@@ -263,23 +264,22 @@ func (s *Set) propagate(i int, out []Blocking) []Blocking {
 	return out
 }
 
-// unfinish counts task i as unfinished again for its dependents, when it was done (a task
-// retried after it completed).
-func (s *Set) unfinish(i int) {
-	if s.state[i] != Done {
-		return
-	}
-	for _, d := range s.g.dependents[i] {
-		s.unfinished[d]++
-	}
-}
-
-// leave takes task i out of the ready heap when it is there (a held one leaves its heap
-// lazily: a stale entry is skipped).
-func (s *Set) leave(i int) {
-	if s.state[i] == Ready {
+// move puts task i in state st, out of the ready heap (a held task leaves its heap lazily: a
+// stale entry is skipped), and counted unfinished again by its dependents when it was done (a
+// task retried after it completed). A dependent made unfinished stays ready no longer.
+func (s *Set) move(i int, st State) {
+	switch s.state[i] {
+	case Ready:
 		s.ready.remove(i)
+	case Done:
+		for _, d := range s.g.dependents[i] {
+			if s.unfinished[d]++; s.state[d] == Ready {
+				s.ready.remove(d)
+				s.state[d] = Waiting
+			}
+		}
 	}
+	s.state[i] = st
 }
 
 func (s *Set) makeReady(i int) {

@@ -168,17 +168,18 @@ type runner struct {
 	st    *State
 	tries map[string]int // attempts of this run per task
 	adopt map[string]int
-	// set is the ready set over the state's tasks (taskgraph): which tasks wait, which are
-	// ready and in what order, which are held until a time (a task re-queued from an offline
-	// host, until the attempt's deadline there has passed), and the blocked ones.
-	set *taskgraph.Set
+	// sched schedules the tasks on the slots (taskgraph.Scheduler, this run its Policy:
+	// schedule), over the ready set of the state's tasks (sched.Set): which tasks wait, which
+	// are ready and in what order, which are held until a time (a task re-queued from an
+	// offline host, until the attempt's deadline there has passed), and the blocked ones.
+	// slots are the slots it starts with.
+	sched *taskgraph.Scheduler[Slot]
+	set   *taskgraph.Set
+	slots []Slot
 	// gone are the executors whose host went offline: their slots get no more tasks.
 	gone    map[Executor]bool
-	free    []Slot
-	running int
 	failed  int
 	halted  bool
-	wake    chan struct{}
 	joblog  *os.File
 	seq     int
 	started time.Time
@@ -196,7 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, mf: cfg.Manifest, tries: map[string]int{}, adopt: map[string]int{},
 		gone: map[Executor]bool{},
-		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1), started: time.Now()}
+		kick: make(chan struct{}, 1), started: time.Now()}
 	if err := statedir.Mkdir(r.paths.Dir()); err != nil {
 		return nil, err
 	}
@@ -308,8 +309,8 @@ func (r *runner) open(ctx context.Context) error {
 				r.st.Agents[s.ID] = a
 			}
 			a.Host, a.Port, a.Status, a.CurrentTask = s.Host, s.Port, AgentIdle, nil
-			if max <= 0 || len(r.free) < max {
-				r.free = append(r.free, s)
+			if max <= 0 || len(r.slots) < max {
+				r.slots = append(r.slots, s)
 			}
 		}
 	}
@@ -540,14 +541,6 @@ func (r *runner) logf(format string, args ...any) {
 	}
 }
 
-// notify wakes the scheduler.
-func (r *runner) notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
 // loop schedules the tasks until none can run any more.
 func (r *runner) loop(ctx context.Context) (*Result, error) {
 	tctx, stopTasks := context.WithCancel(ctx)
@@ -556,68 +549,59 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 	go r.writer(stopWriter, writerDone)
 	r.mu.Lock()
 	r.openSet()
+	r.sched = taskgraph.NewScheduler(r.set, r.slots)
 	r.mu.Unlock()
-	var wg sync.WaitGroup
-	for {
-		r.mu.Lock()
-		r.set.Release(time.Now())
-		stopping := ctx.Err() != nil || r.halted
-		if r.halted && r.cfg.Halt.Now {
-			stopTasks()
-		}
-		changed := false
-		var start []*Task
-		var slots []Slot
-		if !stopping {
-			changed = r.markQueued()
-			start, slots = r.assign()
-		}
-		ts := now()
-		for i, t := range start {
-			r.assigned(t, slots[i], ts)
-			changed = true
-		}
-		if changed {
-			r.writeOrLog()
-		}
-		held := r.set.NextRelease()
-		// Idle: nothing runs and nothing can start (stopping, no task ready or held back, or no
-		// slot left: every host offline).
-		idle := r.running == 0 && (stopping || len(r.free) == 0 || (r.set.Len() == 0 && held.IsZero()))
-		r.mu.Unlock()
-		if len(start) > 0 {
-			r.checkpoint("assigned")
-		}
-		for i, t := range start {
-			wg.Add(1)
-			go func(id string, slot Slot) {
-				defer wg.Done()
-				r.runTask(tctx, id, slot)
-			}(t.ID, slots[i])
-		}
-		if idle {
-			break
-		}
-		var release <-chan time.Time
-		if !held.IsZero() {
-			tm := time.NewTimer(time.Until(held))
-			defer tm.Stop()
-			release = tm.C
-		}
-		select {
-		case <-release:
-		case <-r.wake:
-		case <-ctx.Done():
-			// The tasks see tctx end (a child of ctx) and stop their attempts; the loop waits
-			// for them to be recorded.
-			<-r.wake
-		}
-	}
-	wg.Wait()
+	r.sched.Loop(ctx, &r.mu, &schedule{r: r, ctx: ctx, tasks: tctx, stopTasks: stopTasks})
 	close(stopWriter)
 	<-writerDone
 	return r.finish(ctx)
 }
+
+// schedule is swarm run's part in the scheduling (taskgraph.Policy): the halt rules, the
+// state's queued and assigned tasks (written as they change), an adopted attempt's host, and
+// the attempts, run under tasks, which a halt now stops.
+type schedule struct {
+	r         *runner
+	ctx       context.Context
+	tasks     context.Context
+	stopTasks func()
+	changed   bool
+}
+
+func (p *schedule) Stopping() bool {
+	r := p.r
+	stopping := p.ctx.Err() != nil || r.halted
+	if r.halted && r.cfg.Halt.Now {
+		p.stopTasks()
+	}
+	return stopping
+}
+
+func (p *schedule) Queued(tasks []int) {
+	if p.r.markQueued(tasks) {
+		p.changed = true
+	}
+}
+
+func (p *schedule) Place(i int, free []Slot) int {
+	return p.r.slotFor(p.r.st.Tasks[p.r.set.Graph().ID(i)], i, free)
+}
+
+func (p *schedule) Assign(placed []taskgraph.Placed[Slot]) {
+	ts := now()
+	for _, pl := range placed {
+		p.r.assigned(p.r.st.Tasks[p.r.set.Graph().ID(pl.Task)], pl.Slot, ts)
+		p.changed = true
+	}
+	if p.changed {
+		p.r.writeOrLog()
+	}
+	p.changed = false
+}
+
+func (p *schedule) Launched([]taskgraph.Placed[Slot]) { p.r.checkpoint("assigned") }
+
+func (p *schedule) Run(i int, slot Slot) { p.r.runTask(p.tasks, p.r.set.Graph().ID(i), slot) }
 
 // openSet makes the ready set of the state's tasks, in the state's order and ranked by
 // priority (under mu). open made every task that did not complete or was not skipped pending.
@@ -661,41 +645,16 @@ func (r *runner) markBlocked(blocked []taskgraph.Blocking) {
 	}
 }
 
-// markQueued marks queued the pending tasks that became ready (under mu); it says whether it
-// changed any.
-func (r *runner) markQueued() bool {
+// markQueued marks queued the pending tasks among those that became ready (under mu); it says
+// whether it changed any.
+func (r *runner) markQueued(ready []int) bool {
 	changed := false
-	for _, i := range r.set.TakeFresh() {
+	for _, i := range ready {
 		if t := r.st.Tasks[r.set.Graph().ID(i)]; t.Status == Pending {
 			t.Status, changed = Queued, true
 		}
 	}
 	return changed
-}
-
-// assign takes the ready tasks, best first, for the free slots (under mu). A task that may not
-// start in a free slot now (an attempt of an earlier run waiting for its host's slot) goes back
-// to the ready set, or is held until its deadline there (slotFor).
-func (r *runner) assign() (start []*Task, slots []Slot) {
-	var back []int
-	for len(r.free) > 0 {
-		i, ok := r.set.Pop()
-		if !ok {
-			break
-		}
-		t := r.st.Tasks[r.set.Graph().ID(i)]
-		if at := r.slotFor(t, i); at >= 0 {
-			slots = append(slots, r.free[at])
-			r.free = append(r.free[:at:at], r.free[at+1:]...)
-			start = append(start, t)
-		} else if r.set.State(i) == taskgraph.Taken {
-			back = append(back, i)
-		}
-	}
-	for _, i := range back {
-		r.set.Requeue(i)
-	}
-	return start, slots
 }
 
 // assigned records task t assigned to slot at ts (under mu).
@@ -718,17 +677,13 @@ func (r *runner) assigned(t *Task, slot Slot, ts string) {
 	t.Trace = &Trace{AgentID: slot.ID, AgentHost: strp(slot.Host), AgentPort: slot.Port, AssignedAt: strp(ts),
 		RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base,
 		Requeued: requeued}
-	r.running++
 }
 
-// slotFor is the index in r.free of the slot task t (the ready set's i, taken) starts in, -1
+// slotFor is the index in free of the slot task t (the ready set's i, taken) starts in, -1
 // when none may now (under mu). An attempt an earlier run left at work on a host is adopted
 // there: the task waits for a slot of that host (its own first), unless this run reaches that
 // host no more.
-func (r *runner) slotFor(t *Task, i int) int {
-	if len(r.free) == 0 {
-		return -1
-	}
+func (r *runner) slotFor(t *Task, i int, free []Slot) int {
 	if r.adopt[t.ID] == 0 || t.Trace == nil || t.Trace.AgentHost == nil {
 		return 0
 	}
@@ -759,7 +714,7 @@ func (r *runner) slotFor(t *Task, i int) int {
 		return 0
 	}
 	at := -1
-	for i, s := range r.free {
+	for i, s := range free {
 		if s.ID == t.Trace.AgentID {
 			return i
 		}
@@ -790,11 +745,11 @@ func (r *runner) leaseEnd(t *Task) time.Time {
 // release gives slot back to the scheduler, unless its executor's host went offline: then its
 // agent is offline (under mu).
 func (r *runner) release(slot Slot) {
-	if r.gone[r.executorOf(slot)] {
+	gone := r.gone[r.executorOf(slot)]
+	if gone {
 		r.st.Agents[slot.ID].Status = AgentOffline
-		return
 	}
-	r.free = append(r.free, slot)
+	r.sched.Free(slot, gone)
 }
 
 // offline takes a task back from a host that went offline: it goes back to the queue, held
@@ -820,29 +775,22 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	t.Error = &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
 	t.Trace.Requeued = append(t.Trace.Requeued, Requeue{AgentID: slot.ID, AgentHost: o.Host, Attempt: out.Attempt, At: now(),
 		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
-	r.running--
+	r.sched.Free(slot, true)
 	r.gone[exec] = true
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = AgentOffline, nil
 	if hb != nil {
 		a.LastHeartbeat = hb
 	}
-	free := r.free[:0]
-	for _, s := range r.free {
-		if r.executorOf(s) == exec {
-			r.st.Agents[s.ID].Status = AgentOffline
-			continue
-		}
-		free = append(free, s)
+	for _, s := range r.sched.Retire(func(s Slot) bool { return r.executorOf(s) == exec }) {
+		r.st.Agents[s.ID].Status = AgentOffline
 	}
-	r.free = free
 	r.logf("%s: %s: %s", slot.ID, id, msg)
 	r.writeOrLog()
 }
 
 // runTask runs task id in slot until it completes, fails for good, is blocked, or ctx ends.
 func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
-	defer r.notify()
 	exec := r.executorOf(slot)
 	mt := r.mf.Task(id)
 	r.mu.Lock()
@@ -981,7 +929,6 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		t.Status, t.Error = Queued, te
 		r.set.Requeue(r.index(id))
 		tr.RetryCount++
-		r.running--
 		a := r.st.Agents[slot.ID]
 		a.Status, a.CurrentTask = AgentFailed, nil
 		r.release(slot)
@@ -1070,7 +1017,6 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	case Blocked:
 		r.markBlocked(r.set.Block(r.index(id)))
 	}
-	r.running--
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask, a.LastHeartbeat = AgentIdle, nil, strp(now())
 	if status == Failed {
@@ -1109,7 +1055,6 @@ func (r *runner) interrupted(id string, slot Slot) {
 	}
 	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
 	r.set.Requeue(r.index(id))
-	r.running--
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = AgentIdle, nil
 	r.release(slot)

@@ -1,6 +1,8 @@
 // Package taskgraph is the scheduling core shared by `swarm run` (package swarmrun) and
 // `ralph queue run` (package queue/store): a graph of tasks, each with its dependencies, a
-// priority rank and its position in the file that lists them, and the ready set over it.
+// priority rank and its position in the file that lists them; the ready set over it; and a
+// Scheduler that runs the ready tasks on slots, asking a Policy for what differs between
+// engines.
 //
 // Both engines used to keep their own copy of these rules, and both rescanned every task to
 // find the next one to run, which made a run of n tasks cost O(n²). Here a Graph is checked
@@ -14,12 +16,20 @@
 // Set. A failed task blocks its transitive dependents; a retried one unblocks those that
 // nothing else blocks.
 //
-// What "interrupted" means, for both engines: the run that started an attempt stops waiting for
-// it and leaves the task to be run again by the next run; the Set's part is that the task goes
-// back to the ready set (Requeue), neither done nor failed. What happens to the attempt's
-// process is the engine's: swarm run stops it (SIGTERM, then SIGKILL after the grace) and
-// --resume starts it afresh, while the queue leaves it running and the next run adopts it by
-// its records.
+// A Scheduler owns the free slots (of every host: a slot is the Policy's type) and the count of
+// tasks at work, and loops: the best ready task goes to the first free slot the Policy's Place
+// accepts, until nothing runs and nothing can start. The Policy says when to stop starting
+// (swarm run's --halt), records the assignments (swarm run's state.json), and runs each task.
+// swarm run is its first Policy. The queue takes its tasks one claim at a time inside the
+// store's transaction (the budget is checked in the same transaction), from the same Set.
+//
+// What "interrupted" means. Today the two engines differ: swarm run stops the attempt (SIGTERM,
+// then SIGKILL after the grace) and its task goes back to pending for --resume, which starts it
+// afresh; the queue returns an empty outcome and leaves the attempt running, its task claimed,
+// for the next run to adopt by its records. The meaning proposed for both (issue 28), of which
+// the Set already holds its part: the run stops waiting, and the task goes back to the ready
+// set (Requeue), neither done nor failed, no retry counted; the attempt's process is stopped,
+// and what it left (its worktree, its branch) is kept for the next run to look at and continue.
 package taskgraph
 
 // Node is a task as the graph is made from it.

@@ -169,8 +169,8 @@ type runner struct {
 	tries map[string]int // attempts of this run per task
 	adopt map[string]int
 	// sched schedules the tasks on the slots (taskgraph.Scheduler, this run its Policy:
-	// schedule), over the ready set of the state's tasks (sched.Set): which tasks wait, which
-	// are ready and in what order, which are held until a time (a task re-queued from an
+	// schedule) over set, the ready set of the state's tasks (sched.Set): which tasks wait,
+	// which are ready and in what order, which are held until a time (a task re-queued from an
 	// offline host, until the attempt's deadline there has passed), and the blocked ones.
 	// slots are the slots it starts with.
 	sched *taskgraph.Scheduler[Slot]

@@ -634,12 +634,19 @@ func (r *runner) index(id string) int {
 	return i
 }
 
-// markBlocked records the tasks the ready set blocked, each with the dependency that blocks it
-// (under mu).
+// markBlocked records the tasks the ready set blocked (under mu), each with the dependency
+// that blocks it: the first of its dependencies failed or blocked by then, as the blocked tasks
+// were named when they were found by scanning the tasks in order.
 func (r *runner) markBlocked(blocked []taskgraph.Blocking) {
 	g := r.set.Graph()
 	for _, b := range blocked {
 		t, d := r.st.Tasks[g.ID(b.Task)], g.ID(b.By)
+		for _, dep := range t.DependsOn {
+			if s := r.st.Tasks[dep].Status; s == Failed || s == Blocked {
+				d = dep
+				break
+			}
+		}
 		t.Status = Blocked
 		t.Error = &TaskError{Type: ErrDependency, Message: fmt.Sprintf("depends on %s, which is %s", d, r.st.Tasks[d].Status), Timestamp: now(), Recoverable: true}
 	}

@@ -20,31 +20,45 @@ import (
 
 // top: every agent on the machine, live (internal/top/ui) or once (--once).
 
+// topOptions are top's flags.
+type topOptions struct {
+	once, json, bell        bool
+	kind, status, tag, sort string
+	stateDir, workspace     string
+	recent, interval        time.Duration
+}
+
+// AddFlags appends top's flags, each writing into o, to flags.
+func (o *topOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "once", Destination: &o.once, Usage: "print the rows once and exit (no terminal UI)"},
+		&ucli.BoolFlag{Name: "json", Destination: &o.json, Usage: "with --once: the rows as a JSON array"},
+		choiceFlag(ucli.StringFlag{Name: "kind", Destination: &o.kind, Usage: "only this kind (`K`): dispatch, worker, loop, task"}, topKinds()...),
+		&ucli.StringFlag{Name: "status", Destination: &o.status, Usage: "only this status (`S`: running, stopped, done, failed, paused, ...; live, ended)"},
+		&ucli.StringFlag{Name: "tag", Destination: &o.tag, Usage: "only agents with this tag (`T`)"},
+		choiceFlag(ucli.StringFlag{Name: "sort", Value: "kind", Destination: &o.sort, Usage: "order (`KEY`): kind, name, status, age, activity, cost"}, top.SortKeys...),
+		cli.StateDirFlagInto(&o.stateDir),
+		&ucli.StringFlag{Name: "workspace", Destination: &o.workspace, Usage: "where AIWG loops and queue tasks are looked for (`DIR`; default: the git top of the current directory)"},
+		&ucli.DurationFlag{Name: "recent", Value: time.Hour, Destination: &o.recent, Usage: "how long an ended agent stays listed (`DUR`)"},
+		&ucli.BoolFlag{Name: "bell", Destination: &o.bell, Usage: "ring the terminal's bell once when an agent starts waiting for input (the UI)"},
+		&ucli.DurationFlag{Name: "interval", Value: time.Second, Destination: &o.interval, Usage: "how often the UI reads the live agents' screens (`DUR`; every row is read again when a state file changes, and every 10 intervals)"},
+	)
+}
+
 func topCommand() *cli.Command {
+	var o topOptions
 	return &cli.Command{
 		Name: "top", Usage: "every agent (dispatched beads, workers, loops, queue tasks), live",
 		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [--bell] [TEXT]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "once", Usage: "print the rows once and exit (no terminal UI)"},
-			&ucli.BoolFlag{Name: "json", Usage: "with --once: the rows as a JSON array"},
-			choiceFlag(ucli.StringFlag{Name: "kind", Usage: "only this kind (`K`): dispatch, worker, loop, task"}, topKinds()...),
-			&ucli.StringFlag{Name: "status", Usage: "only this status (`S`: running, stopped, done, failed, paused, ...; live, ended)"},
-			&ucli.StringFlag{Name: "tag", Usage: "only agents with this tag (`T`)"},
-			choiceFlag(ucli.StringFlag{Name: "sort", Value: "kind", Usage: "order (`KEY`): kind, name, status, age, activity, cost"}, top.SortKeys...),
-			cli.StateDirFlag(),
-			&ucli.StringFlag{Name: "workspace", Usage: "where AIWG loops and queue tasks are looked for (`DIR`; default: the git top of the current directory)"},
-			&ucli.DurationFlag{Name: "recent", Value: time.Hour, Usage: "how long an ended agent stays listed (`DUR`)"},
-			&ucli.BoolFlag{Name: "bell", Usage: "ring the terminal's bell once when an agent starts waiting for input (the UI)"},
-			&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often the UI reads the live agents' screens (`DUR`; every row is read again when a state file changes, and every 10 intervals)"},
-		},
+		Flags:     o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() > 1 {
 				return cli.Usagef("at most one TEXT to look for")
 			}
-			if c.Bool("json") && !c.Bool("once") {
+			if o.json && !o.once {
 				return cli.Usagef("--json goes with --once")
 			}
-			src, err := topSources(c, s)
+			src, err := topSources(&o, s)
 			if err != nil {
 				return err
 			}
@@ -52,22 +66,22 @@ func topCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			f := top.Filter{Kind: top.Kind(c.String("kind")), Status: c.String("status"), Tag: c.String("tag"), Text: c.Args().First()}
-			if !c.Bool("once") {
+			f := top.Filter{Kind: top.Kind(o.kind), Status: o.status, Tag: o.tag, Text: c.Args().First()}
+			if !o.once {
 				in, ok := s.In.(*os.File)
 				if !ok || !term.IsTerminal(int(in.Fd())) {
 					return fmt.Errorf("swarm top needs a terminal (for scripts: swarm top --once [--json])")
 				}
-				return ui.Run(ctx, m, ui.Options{Filter: f, Sort: c.String("sort"), Interval: c.Duration("interval"),
-					In: in, Out: s.Out, NoColor: os.Getenv("NO_COLOR") != "", Environ: os.Environ(), Bell: c.Bool("bell")})
+				return ui.Run(ctx, m, ui.Options{Filter: f, Sort: o.sort, Interval: o.interval,
+					In: in, Out: s.Out, NoColor: os.Getenv("NO_COLOR") != "", Environ: os.Environ(), Bell: o.bell})
 			}
 			rows, err := m.Refresh(ctx)
 			if err != nil {
 				return err
 			}
 			rows = f.Apply(rows)
-			top.Sort(rows, c.String("sort"))
-			if c.Bool("json") {
+			top.Sort(rows, o.sort)
+			if o.json {
 				if rows == nil {
 					rows = []*top.Row{}
 				}
@@ -90,12 +104,12 @@ func topCommand() *cli.Command {
 }
 
 // topSources: where top looks, from the environment and the flags (internal/top's comment).
-func topSources(c *ucli.Context, s cli.Streams) (top.Sources, error) {
+func topSources(o *topOptions, s cli.Streams) (top.Sources, error) {
 	dir, err := swarmDir()
 	if err != nil {
 		return top.Sources{}, err
 	}
-	ws := c.String("workspace")
+	ws := o.workspace
 	if ws == "" {
 		if ws, err = os.Getwd(); err != nil {
 			return top.Sources{}, err
@@ -104,7 +118,7 @@ func topSources(c *ucli.Context, s cli.Streams) (top.Sources, error) {
 	if ws, err = filepath.Abs(ws); err != nil {
 		return top.Sources{}, err
 	}
-	src := top.Sources{SwarmDir: dir, StateDir: c.String("state-dir"), Workspace: ws, Recent: c.Duration("recent"),
+	src := top.Sources{SwarmDir: dir, StateDir: o.stateDir, Workspace: ws, Recent: o.recent,
 		Swarm: swarmhost.Options(dir, s.Err)}
 	src.Loops = loop.Options{Tool: "swarm ralph", Err: s.Err}
 	if exe, err := proc.Self(); err == nil {

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -39,8 +39,8 @@ func (o *railsOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
 }
 
 // rails reads ralph start's rails.
-func (o *railsOptions) rails() (aiwg.Rails, error) {
-	r := aiwg.Rails{IterationTimeoutSeconds: int64(defaultIterationTimeout / time.Second)}
+func (o *railsOptions) rails() (rails.Rails, error) {
+	r := rails.Rails{IterationTimeoutSeconds: int64(defaultIterationTimeout / time.Second)}
 	if o.iterationTimeout.given {
 		d, err := parseTimeout(o.iterationTimeout.value)
 		if err != nil {

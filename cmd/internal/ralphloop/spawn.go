@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"math"
 	"os"
 	"strconv"
@@ -231,8 +232,8 @@ func (c Config) spawn(ctx context.Context, s cli.Streams, ls *loop.Loops, sp loo
 }
 
 // rails is spawn's rails flags as a loop's Rails (nil: none given), or the usage error they are.
-func (o *railsOptions) rails() (*loop.Rails, error) {
-	var r loop.Rails
+func (o *railsOptions) rails() (*rails.Rails, error) {
+	var r rails.Rails
 	if o.budgetGiven {
 		v, err := strconv.ParseFloat(o.budget, 64)
 		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -255,7 +256,7 @@ func (o *railsOptions) rails() (*loop.Rails, error) {
 		r.OnEvent = cmd
 	}
 	r.CommitEach = o.commitEach
-	if r == (loop.Rails{}) {
+	if r == (rails.Rails{}) {
 		return nil, nil
 	}
 	return &r, nil

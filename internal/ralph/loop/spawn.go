@@ -61,7 +61,7 @@ type SpawnSpec struct {
 	// Rails are the loop's budget, calls per hour, --on-event hook and --commit-each (nil:
 	// none). A budget or a hook is refused when the swarm directory is inside the tree the
 	// agent works in: it could change them there.
-	Rails *Rails
+	Rails *rails.Rails
 
 	// Checked, when set, is called once the spec is found sound and before anything changes
 	// (the command line's notes and warnings go there, before the spawn's own).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/workspace"
 	ucli "github.com/urfave/cli/v2"
@@ -199,7 +200,7 @@ func configOrigin(f agent.ConfigFile) string {
 func (d *doctor) stateDir(dir string) {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		parent := existingAncestor(dir)
+		parent := fsx.ExistingAncestor(dir)
 		if unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
 			d.fail("state directory", "%s does not exist and cannot be made: %s is not writable", dir, parent)
 			return

@@ -41,7 +41,7 @@ func usage2(err error) error { return &cli.ExitError{Code: cli.ExitUsage, Err: e
 // back into the local state directory and fetches the branch back as refs/remotes/HOST/BRANCH.
 // The bead's local lock is held throughout, and a bead whose agent runs here is refused, so one
 // state directory never has the bead's agent running twice.
-func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
+func dispatchRemote(ctx context.Context, o *dispatchOptions, h hostOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := record.CheckBead(o.bead); err != nil {
 		return cli.Usagef("%v", err)
 	}
@@ -159,8 +159,8 @@ func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *set
 
 // hostSettings reads --host, --hosts (else DISPATCH_HOSTS, else hosts.yaml) and
 // DISPATCH_HOST_OFFLINE (seconds, default 30) from env.
-func hostSettings(c *ucli.Context, env dispatchenv.Settings) (hostOptions, error) {
-	h := hostOptions{host: c.String("host"), hostsFile: c.String("hosts")}
+func hostSettings(o *dispatchOptions, env dispatchenv.Settings) (hostOptions, error) {
+	h := hostOptions{host: o.host, hostsFile: o.hostsFile}
 	if h.hostsFile == "" {
 		h.hostsFile = env.Hosts
 	}

@@ -203,150 +203,39 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 
 	// What a failed spawn made is undone in reverse; what a killed one made, by the next
 	// command, from the journal in the worker's metadata (spawnsafe.go).
-	var undo []func()
-	rollback := func(err error) error {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-		return &UndoneError{Err: err}
-	}
+	var undo undoList
+	rollback := undo.rollback
 	journal := &spawnJournal{PID: os.Getpid()}
 
-	dir := sp.Dir
-	switch {
-	case dir != "":
-		if dir, err = absPath(dir); err != nil {
-			return nil, err
-		}
-	case sp.InWorktree != nil:
-		dir = sp.InWorktree.Path
-	default:
-		dir, _ = os.Getwd()
+	dir, wt, err := spawnDir(sp, plan, journal)
+	if err != nil {
+		return nil, err
 	}
-	var wt *worker.Worktree
-	if plan != nil {
-		wt, dir = plan.worktree(), plan.path
-		journal.Worktree, journal.Root, journal.Branch, journal.NewBranch, journal.From =
-			plan.path, plan.root, plan.branch, plan.newBranch, plan.from
-	} else if sp.InWorktree != nil {
-		x := *sp.InWorktree
-		wt = &x
-	}
-
 	now := time.Now()
-	w := &worker.Worker{Name: name, Status: worker.StatusRunning, Cmd: sp.Cmd, Started: worker.Timestamp(now), Cwd: dir,
-		Env: sp.Env, Tags: sp.Tags, Worktree: wt,
-		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
-	hs := &handoffSpec{Worker: name, Started: w.Started, SwarmDir: s.dir.Root, Backend: supervise.BackendProcess}
-	w.Metadata, hs.Screen = w.Metadata.SetValue(worker.MetaProfile, prof.Name), prof.Screen
-	for _, m := range sp.Metadata {
-		if !w.Metadata.Has(m.Key) {
-			w.Metadata = w.Metadata.Set(m.Key, m.Value)
-		}
-	}
-	var tc *tmux.Client
-	if useTmux {
-		session := sp.Tmux.Session
-		if session == "" {
-			session = s.DefaultSession()
-		}
-		if sock := sp.Tmux.Socket; sock != nil && (*sock == "" || strings.Contains(*sock, "/")) {
-			return nil, rollback(fmt.Errorf("invalid tmux socket name '%s'", *sock))
-		}
-		w.Tmux = &worker.Tmux{Session: session, Window: name, Socket: sp.Tmux.Socket}
-		if tc, err = s.Tmux(w); err != nil {
-			return nil, rollback(err)
-		}
-		hs.Backend, hs.Socket, hs.Session = supervise.BackendTmux, tc.Socket, session
-	}
-	hs.Attempt = supervise.Attempt{Name: name, Number: 1, Dir: dir, Argv: sp.Cmd, Env: mergeEnv(s.opts.Environ, sp.Env),
-		Terminal: true, KillGrace: 5 * time.Second, LogPath: s.layout.LogPath(name)}
-	if !useTmux {
-		// A process worker's output goes where the Python swarm put it; its stderr shares the
-		// terminal, so stderr.log is created (truncated) and stays empty.
-		hs.Attempt.LogPath = s.dir.StdoutLog(name)
-		f, err := statedir.CreateFresh(s.dir.StderrLog(name))
-		if err != nil {
-			return nil, rollback(fmt.Errorf("failed to spawn process: %w", err))
-		}
-		f.Close()
-	}
-
-	// The worker goes into state first, with its journal: from here a killed spawn is undone
-	// (or finished) by the next command.
-	err = s.reg.Update(ctx, func(st *worker.State) error {
-		if st.Get(name) != nil {
-			return fmt.Errorf("worker '%s' already exists", name)
-		}
-		st.Add(w)
-		return nil
-	})
+	w, hs, tc, err := s.workerFor(sp, prof, dir, wt, journal, now)
 	if err != nil {
 		return nil, rollback(err)
 	}
-	undo = append(undo, func() {
+	// The worker goes into state first, with its journal: from here a killed spawn is undone
+	// (or finished) by the next command.
+	if err := s.addWorker(ctx, w); err != nil {
+		return nil, rollback(err)
+	}
+	undo.add(func() {
 		entry, _ := s.layout.ReadEntry(name)
 		s.undoSpawn(ctx, w, journal, entry)
 	})
 	s.checkpoint("state")
-	if plan != nil {
-		if _, err := plan.create(ctx); err != nil {
-			return nil, rollback(fmt.Errorf("failed to create worktree: %w", err))
-		}
-		s.checkpoint("worktree")
-	}
-	s.layout.WriteEntry(&supervise.Entry{Tool: supervisorTool, Name: name, Attempt: 1, Backend: hs.Backend,
-		Socket: hs.Socket, Session: hs.Session, StartedAt: now.UTC().Format(time.RFC3339Nano)})
-
-	// (StartedAt to the nanosecond: a state.json rebuilt from the registry gets the worker's
-	// started, its incarnation, back exactly.)
-	s.checkpoint("entry")
-	pid, err := s.launch(ctx, hs, tc)
+	pid, err := s.startSupervisor(ctx, plan, hs, tc, now)
 	if err != nil {
-		what := "failed to spawn process"
-		if useTmux {
-			what = "failed to create tmux window"
-		}
-		return nil, rollback(fmt.Errorf("%s: %w", what, err))
+		return nil, rollback(err)
 	}
-	s.checkpoint("launched")
-	if e, _ := s.layout.ReadEntry(name); e != nil && e.PID == 0 {
-		e.PID = pid
-		s.layout.WriteEntry(e)
-	}
-	w.Metadata = w.Metadata.SetValue(worker.MetaSupervisorPID, pid).Delete(metaSpawning)
-	if !useTmux {
-		p := int64(pid)
-		w.PID = &p
-	}
-	err = s.reg.Update(ctx, func(st *worker.State) error {
-		x := st.Get(name)
-		if x == nil || x.Started != w.Started {
-			return worker.ErrUnchanged
-		}
-		x.Metadata = x.Metadata.SetValue(worker.MetaSupervisorPID, pid).Delete(metaSpawning)
-		x.PID = w.PID
-		return nil
-	})
-	if err != nil {
-		s.warnf("recording the supervisor's pid: %v", err)
-	}
+	s.recordPID(ctx, w, pid)
 	// Spawn returns once the agent runs, so that `swarm spawn … && swarm send …` finds it
 	// there. The supervisor registers its control socket under the name's lock: let go first.
 	unlock()
-	if s.waitStarted(ctx, name) {
-		s.warnf("%s: the agent has not started after %s (its supervisor is still at work)", name, startWait)
-	}
-	if sp.ReadyWait {
-		s.WaitReady(ctx, name, prof.Screen, sp.ReadyTimeout)
-	}
-	if hb := sp.Heartbeat; hb != nil && hb.Interval > 0 {
-		beat := NewHeartbeat(name, *hb, time.Now())
-		mon := int64(pid)
-		beat.MonitorPID = &mon
-		if err := s.UpdateHeartbeat(ctx, name, func(*worker.Heartbeat) (*worker.Heartbeat, error) { return beat, nil }); err != nil {
-			return w, fmt.Errorf("starting the heartbeat: %w (the worker runs: swarm heartbeat start %s)", err, name)
-		}
+	if err := s.awaitStart(ctx, sp, prof, pid); err != nil {
+		return w, err
 	}
 	return w, nil
 }

@@ -107,16 +107,7 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 		return nil, err
 	}
 	name := sp.Name
-	promptAbs, err := filepath.Abs(sp.PromptFile)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(promptAbs); err != nil {
-		return nil, fmt.Errorf("prompt file not found: %s", sp.PromptFile)
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("prompt file %s is not a regular file", sp.PromptFile)
-	}
-	prompt, err := readPrompt(promptAbs)
+	promptAbs, prompt, err := spawnPrompt(sp.PromptFile)
 	if err != nil {
 		return nil, err
 	}
@@ -144,15 +135,74 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if sp.Checked != nil {
 		sp.Checked()
 	}
-	recordDir := sp.RecordDir
-	if recordDir == "" {
-		recordDir = filepath.Join(l.dir.Root, "state")
-	}
-	if recordDir, err = filepath.Abs(recordDir); err != nil {
+	recordDir, err := l.recordDir(sp.RecordDir)
+	if err != nil {
 		return nil, err
 	}
+	keep, err := l.makeRoom(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	wsp, err := l.workerSpec(sp, env, keep)
+	if err != nil {
+		return nil, err
+	}
+	// The rails are sealed before the agent starts (rails.go).
+	if err := l.writeSeal(sp.Rails, 0, nil); err != nil {
+		return nil, fmt.Errorf("keeping the loop's rails: %v", err)
+	}
+	started := time.Now()
+	w, err := l.spawnWorker(ctx, wsp, sp.Heartbeat)
+	if err != nil {
+		return nil, err
+	}
+	ws := loopWorker(sp, wsp, w)
+	st := &State{WorkerName: name, PromptFile: promptAbs, MaxIterations: sp.MaxIterations, CurrentIteration: 1,
+		Status: StatusRunning, Started: localISO(started), LastIterationStarted: localISO(started),
+		IterationDurations: []int64{}, DonePattern: sp.DonePattern, InactivityTimeout: sp.InactivityTimeout,
+		CheckDoneContinuous: sp.CheckDoneContinuous, RecordDir: recordDir, Worker: ws, MaxContext: sp.MaxContext,
+		NoProgress: sp.NoProgress, Rails: sp.Rails.clone()}
+	if st.Rails.guarded() && w.Worktree != nil {
+		if err := l.outsideTree(w.Worktree.Path); err != nil {
+			l.home.Stop(ctx, w)
+			l.home.Remove(ctx, w)
+			return nil, err
+		}
+	}
+	if st.Rails != nil && st.Rails.MaxCallsPerHour > 0 {
+		st.CallTimes = []string{utcISO(started)} // the first iteration is the first call
+	}
+	return l.startLoop(ctx, sp, st, w, started, prompt)
+}
 
-	var keep *Worktree // a worktree Replace kept because it holds work
+// recordDir is where the loop's attempts are recorded, absolute: dir, else the swarm
+// directory's state/.
+func (l *app) recordDir(dir string) (string, error) {
+	if dir == "" {
+		dir = filepath.Join(l.dir.Root, "state")
+	}
+	return filepath.Abs(dir)
+}
+
+// spawnPrompt is the prompt file's absolute path and its text.
+func spawnPrompt(file string) (abs, prompt string, err error) {
+	if abs, err = filepath.Abs(file); err != nil {
+		return "", "", err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", "", fmt.Errorf("prompt file not found: %s", file)
+	} else if !fi.Mode().IsRegular() {
+		return "", "", fmt.Errorf("prompt file %s is not a regular file", file)
+	}
+	prompt, err = readPrompt(abs)
+	return abs, prompt, err
+}
+
+// makeRoom refuses a spawn over an existing worker or live loop of the name, or ends them with
+// sp.Replace (returning a worktree kept because it holds work: the new loop runs in it), and
+// clears the loop's state with sp.CleanState.
+func (l *app) makeRoom(ctx context.Context, sp SpawnSpec) (keep *Worktree, err error) {
+	name := sp.Name
 	existing, _ := l.home.Worker(name)
 	old, _ := l.st.load()
 	if existing != nil || (old != nil && l.st.monitorAlive()) {
@@ -172,13 +222,15 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 			}
 		}
 	}
+	return keep, nil
+}
 
-	wsp := swarm.Spec{Name: name, Cmd: sp.Cmd, Env: env, Tags: sp.Tags, Profile: sp.Profile,
+// workerSpec is the first iteration's worker: in the kept worktree, a new one (--worktree) or
+// the directory given; its profile checked and its heartbeat parsed.
+func (l *app) workerSpec(sp SpawnSpec, env worker.Env, keep *Worktree) (swarm.Spec, error) {
+	wsp := swarm.Spec{Name: sp.Name, Cmd: sp.Cmd, Env: env, Tags: sp.Tags, Profile: sp.Profile,
 		Metadata: iterationMeta(1), Tmux: &swarm.TmuxSpec{Session: sp.Session, Socket: sp.Socket}}
-	var hbText, hbExpire, hbMessage string
-	if hbText = sp.Heartbeat; hbText != "" {
-		hbExpire, hbMessage = sp.HeartbeatExpire, sp.HeartbeatMessage
-	}
+	var err error
 	switch {
 	case keep != nil:
 		wsp.InWorktree = &worker.Worktree{Path: keep.Path, Branch: keep.Branch, BaseRepo: keep.BaseRepo}
@@ -188,29 +240,29 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 		wsp.Dir = sp.Cwd
 		if wsp.Dir != "" {
 			if wsp.Dir, err = filepath.Abs(wsp.Dir); err != nil {
-				return nil, err
+				return wsp, err
 			}
 		}
 	}
 	if _, err := l.home.Profile(wsp.Profile, sp.Cmd); err != nil {
-		return nil, err
+		return wsp, err
 	}
-	if hbText != "" {
-		if wsp.Heartbeat, err = swarm.ParseHeartbeat(hbText, hbExpire, hbMessage); err != nil {
-			return nil, err
+	if sp.Heartbeat != "" {
+		if wsp.Heartbeat, err = swarm.ParseHeartbeat(sp.Heartbeat, sp.HeartbeatExpire, sp.HeartbeatMessage); err != nil {
+			return wsp, err
 		}
 	}
-	// The rails are sealed before the agent starts (rails.go).
-	if err := l.writeSeal(sp.Rails, 0, nil); err != nil {
-		return nil, fmt.Errorf("keeping the loop's rails: %v", err)
-	}
-	started := time.Now()
-	w, err := l.spawnWorker(ctx, wsp, hbText)
-	if err != nil {
-		return nil, err
-	}
+	return wsp, nil
+}
+
+// loopWorker is the worker spec the loop's state keeps, for its later iterations: w as
+// spawned from wsp, with sp's heartbeat.
+func loopWorker(sp SpawnSpec, wsp swarm.Spec, w *worker.Worker) *WorkerSpec {
 	ws := &WorkerSpec{Cmd: sp.Cmd, Cwd: w.Cwd, Env: sp.Env, Tags: wsp.Tags, Session: w.Tmux.Session, Socket: wsp.Tmux.Socket,
-		Profile: wsp.Profile, Heartbeat: hbText, HeartbeatExpire: hbExpire, HeartbeatMessage: hbMessage}
+		Profile: wsp.Profile}
+	if ws.Heartbeat = sp.Heartbeat; ws.Heartbeat != "" {
+		ws.HeartbeatExpire, ws.HeartbeatMessage = sp.HeartbeatExpire, sp.HeartbeatMessage
+	}
 	if w.Worktree != nil {
 		ws.Worktree = &Worktree{Path: w.Worktree.Path, Branch: w.Worktree.Branch, BaseRepo: w.Worktree.BaseRepo}
 	}
@@ -220,21 +272,13 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if ws.Tags == nil {
 		ws.Tags = []string{}
 	}
-	st := &State{WorkerName: name, PromptFile: promptAbs, MaxIterations: sp.MaxIterations, CurrentIteration: 1,
-		Status: StatusRunning, Started: localISO(started), LastIterationStarted: localISO(started),
-		IterationDurations: []int64{}, DonePattern: sp.DonePattern, InactivityTimeout: sp.InactivityTimeout,
-		CheckDoneContinuous: sp.CheckDoneContinuous, RecordDir: recordDir, Worker: ws, MaxContext: sp.MaxContext,
-		NoProgress: sp.NoProgress, Rails: sp.Rails.clone()}
-	if st.Rails.guarded() && w.Worktree != nil {
-		if err := l.outsideTree(w.Worktree.Path); err != nil {
-			l.home.Stop(ctx, w)
-			l.home.Remove(ctx, w)
-			return nil, err
-		}
-	}
-	if st.Rails != nil && st.Rails.MaxCallsPerHour > 0 {
-		st.CallTimes = []string{utcISO(started)} // the first iteration is the first call
-	}
+	return ws
+}
+
+// startLoop writes the loop's state st for its first iteration on w (its start recorded and
+// sealed, the breaker's first tree) and types the prompt into it.
+func (l *app) startLoop(ctx context.Context, sp SpawnSpec, st *State, w *worker.Worker, started time.Time, prompt string) (*Spawned, error) {
+	name := sp.Name
 	if err := statedir.MkdirFor(l.dir.RalphStateLock(name)); err == nil {
 		if start := l.recordStart(ctx, st); start != nil {
 			// The start is sealed before the prompt is typed: abort --revert trusts only this.
@@ -258,6 +302,13 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	l.st.logEvent("START", "iteration 1/%d", st.MaxIterations)
 	it := &iteration{n: 1, w: w, started: started}
 	l.beginRecord(ctx, st, it, prompt)
+	return l.firstPrompt(ctx, sp, st, it, prompt)
+}
+
+// firstPrompt types the prompt into the first iteration's agent and keeps where its screen
+// was. A pre-flight failure ends the loop as failed and removes the worker.
+func (l *app) firstPrompt(ctx context.Context, sp SpawnSpec, st *State, it *iteration, prompt string) (*Spawned, error) {
+	w, name := it.w, sp.Name
 	wait := promptReadyWait
 	if sp.ReadyWait != nil {
 		wait = *sp.ReadyWait

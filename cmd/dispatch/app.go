@@ -51,9 +51,21 @@ func verbNames() string {
 	return strings.Join(names, ", ")
 }
 
-// verbCommand adds --state-dir, which every verb takes, to c.
-func verbCommand(c *cli.Command) *cli.Command {
-	c.Flags = append(slices.Clip(c.Flags), cli.StateDirFlag())
+// verbOptions are what a verb's flags write into: --state-dir, which every verb takes (added by
+// verbCommand), and --json and --all, of the verbs that have them.
+type verbOptions struct {
+	stateDir  string
+	json, all bool
+}
+
+// settings are dispatch's settings for the verb's --state-dir.
+func (o *verbOptions) settings() (*settings, error) { return loadSettings(o.stateDir) }
+
+// verbCommand adds --state-dir, which every verb takes, to c, written into o.
+func verbCommand(c *cli.Command, o *verbOptions) *cli.Command {
+	stateDir := cli.StateDirFlag()
+	stateDir.Destination = &o.stateDir
+	c.Flags = append(slices.Clip(c.Flags), stateDir)
 	return c
 }
 

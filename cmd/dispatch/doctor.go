@@ -29,6 +29,7 @@ var fleetBinaries = []string{"dispatch", "validate-state", "analyze-runs"}
 // doctorCommand is "dispatch doctor": what a dispatch needs, checked one line at a time, so a
 // cron job or a new machine can be set right before an agent fails.
 func doctorCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: "doctor", Usage: "check what a dispatch needs: config, agents' commands, tmux, git, state directory, cron's PATH",
 		UsageText: "dispatch doctor [AGENT...]",
@@ -44,7 +45,7 @@ func doctorCommand() *cli.Command {
 		},
 		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
 			d := &doctor{w: std.Out, agents: c.Args().Slice()}
-			s, err := settingsFrom(c)
+			s, err := o.settings()
 			if err != nil {
 				d.fail("settings", "%v", err)
 			} else {
@@ -55,7 +56,7 @@ func doctorCommand() *cli.Command {
 			}
 			return nil
 		},
-	})
+	}, o)
 }
 
 // doctor prints the checks' lines and counts the failures.

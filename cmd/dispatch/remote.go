@@ -180,10 +180,11 @@ const maxRecordBytes = 8 << 20
 // JSON document (remote.Snapshot). It closes the records of a supervisor that died first, as
 // dispatch wait does, so a lost attempt ends there too.
 func recordsCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: remote.RecordsVerb, Usage: "a bead's records and liveness, for dispatch --host", Hidden: true,
 		Action: func(ctx context.Context, c *ucli.Context, std cli.Streams) error {
-			bead, s, err := oneBead(c, remote.RecordsVerb)
+			bead, s, err := oneBead(c, o, remote.RecordsVerb)
 			if err != nil {
 				return err
 			}
@@ -211,5 +212,5 @@ func recordsCommand() *cli.Command {
 			}
 			return json.NewEncoder(std.Out).Encode(snap)
 		},
-	})
+	}, o)
 }

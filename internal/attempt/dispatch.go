@@ -65,8 +65,9 @@ type Local struct {
 	// Self is the supervisor verb's command line; Launch adds the handoff and the bead.
 	Self []string
 	Site workspace.Site
-	// Stdout gets the console's lines, Stderr the warnings, each headed by Tool. Note is a
-	// line shown after the attempt's banner (the relay's), "" for none.
+	// Stdout gets the console's lines, Stderr the warnings, each headed by Tool (nil: none,
+	// for a caller with a console of its own). Note is a line shown after the attempt's
+	// banner (the relay's), "" for none.
 	Stdout, Stderr io.Writer
 	Tool           string
 	Note           string
@@ -91,6 +92,7 @@ type Dispatched struct {
 // A pre-launch script's refusal is a *workspace.Refusal; an attempt over MaxRetries is a
 // *Refusal, already told on Stderr (and to the site's hooks) when it is returned.
 func (l *Local) Dispatch(ctx context.Context, t *Task) (*Dispatched, error) {
+	l = l.quietByDefault()
 	if err := l.preflight(ctx, t); err != nil {
 		return nil, err
 	}
@@ -117,6 +119,21 @@ func (l *Local) Dispatch(ctx context.Context, t *Task) (*Dispatched, error) {
 	l.Site.Dispatched(ctx, spec.Hooks, &spec.Run, l.Stderr)
 	return &Dispatched{Bead: t.Bead, Attempt: opened.Number, PID: pid, Session: spec.Session,
 		Log: l.Dir.Layout.LogPath(t.Bead)}, nil
+}
+
+// quietByDefault is l with io.Discard for a nil Stdout or Stderr.
+func (l *Local) quietByDefault() *Local {
+	if l.Stdout != nil && l.Stderr != nil {
+		return l
+	}
+	c := *l
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.Stderr == nil {
+		c.Stderr = io.Discard
+	}
+	return &c
 }
 
 // preflight is what is checked before the bead is touched: the free disk where the records and

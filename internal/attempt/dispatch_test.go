@@ -103,6 +103,12 @@ func TestDispatchOverTheLimitIsToldNotWritten(t *testing.T) {
 	if len(memory) != 1 || !strings.Contains(readOrEmpty(memory[0]), "- Bead `bd-1`: agent=claude model=m attempt=2/2 status=failed duration=0s reason=max-retries-reached") {
 		t.Errorf("memory files %v; want the refusal's line", memory)
 	}
+
+	// A caller with a console of its own gives none: the refusal is the same, told to no one.
+	l.Stdout, l.Stderr = nil, nil
+	if _, err := l.Dispatch(ctx, task); !errors.As(err, &r) {
+		t.Fatalf("Dispatch without a console = %v; want the refusal", err)
+	}
 }
 
 // The prompt's additions name the other agents of the same repository and the branch.

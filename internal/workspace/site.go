@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/record"
 )
 
@@ -34,18 +35,15 @@ type Site struct {
 	Tool string
 }
 
-// workspaceEnv names the variable a Site's Root comes from, in the errors about it.
-const workspaceEnv = "FLEET_WORKSPACE"
-
 // BeforeLaunch runs the workspace's pre-launch scripts (lint, preflight, the PRD-lint gate;
 // Workspace.BeforeLaunch) with their output on stdout and stderr. A refusal is a *Refusal,
 // whose Code the caller exits with, as under dispatch.sh's set -e.
-func (s *Site) BeforeLaunch(ctx context.Context, agent, repo string, stdout, stderr io.Writer) error {
+func (s *Site) BeforeLaunch(ctx context.Context, agentName, repo string, stdout, stderr io.Writer) error {
 	ws, err := Open(s.Root)
 	if err != nil {
-		return fmt.Errorf("%s: %w", workspaceEnv, err)
+		return fmt.Errorf("%s: %w", agent.WorkspaceEnv, err) // where Root came from
 	}
-	return ws.BeforeLaunch(ctx, Launch{Agent: agent, Repo: repo, EnforcePRDLint: s.EnforcePRDLint,
+	return ws.BeforeLaunch(ctx, Launch{Agent: agentName, Repo: repo, EnforcePRDLint: s.EnforcePRDLint,
 		Env: s.Env, Stdout: stdout, Stderr: stderr})
 }
 

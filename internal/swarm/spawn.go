@@ -162,11 +162,7 @@ type handoffSpec struct {
 // heartbeat could not be started, Spawn returns the worker and an error.
 func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	name := sp.Name
-	if len(sp.Cmd) == 0 {
-		return nil, errors.New("no command provided")
-	}
-	useTmux := sp.Tmux != nil
-	if err := CheckName(name, useTmux); err != nil {
+	if err := checkSpec(sp); err != nil {
 		return nil, err
 	}
 	prof, err := s.Profile(sp.Profile, sp.Cmd)
@@ -192,52 +188,46 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	}
 	// The name's lock is held from here until the supervisor is registered, so that ls never
 	// takes a worker being launched for a lost one.
-	if err := statedir.MkdirFor(s.layout.LockPath(name)); err != nil {
+	unlock, err := s.lockName(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.layout.Lock(ctx, name, 30*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("locking worker '%s': %w", name, err)
-	}
 	defer unlock()
-
-	// What a failed spawn made is undone in reverse; what a killed one made, by the next
-	// command, from the journal in the worker's metadata (spawnsafe.go).
-	var undo undoList
-	rollback := undo.rollback
+	var undo undoList // what this spawn made (what a killed one made is in the journal)
 	journal := &spawnJournal{PID: os.Getpid()}
-
 	dir, wt, err := spawnDir(sp, plan, journal)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	w, hs, tc, err := s.workerFor(sp, prof, dir, wt, journal, now)
+	w := &worker.Worker{Name: name, Status: worker.StatusRunning, Cmd: sp.Cmd, Started: worker.Timestamp(now), Cwd: dir,
+		Env: sp.Env, Tags: sp.Tags, Worktree: wt,
+		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
+	hs := &handoffSpec{Worker: name, Started: w.Started, SwarmDir: s.dir.Root, Backend: supervise.BackendProcess}
+	w.Metadata, hs.Screen = w.Metadata.SetValue(worker.MetaProfile, prof.Name), prof.Screen
+	for _, m := range sp.Metadata {
+		if !w.Metadata.Has(m.Key) {
+			w.Metadata = w.Metadata.Set(m.Key, m.Value)
+		}
+	}
+	tc, err := s.supervisorFor(sp, w, hs)
 	if err != nil {
-		return nil, rollback(err)
+		return nil, undo.rollback(err)
 	}
 	// The worker goes into state first, with its journal: from here a killed spawn is undone
 	// (or finished) by the next command.
-	if err := s.addWorker(ctx, w); err != nil {
-		return nil, rollback(err)
+	if err := s.addWorker(ctx, w, journal, &undo); err != nil {
+		return nil, undo.rollback(err)
 	}
-	undo.add(func() {
-		entry, _ := s.layout.ReadEntry(name)
-		s.undoSpawn(ctx, w, journal, entry)
-	})
-	s.checkpoint("state")
 	pid, err := s.startSupervisor(ctx, plan, hs, tc, now)
 	if err != nil {
-		return nil, rollback(err)
+		return nil, undo.rollback(err)
 	}
 	s.recordPID(ctx, w, pid)
 	// Spawn returns once the agent runs, so that `swarm spawn … && swarm send …` finds it
 	// there. The supervisor registers its control socket under the name's lock: let go first.
 	unlock()
-	if err := s.awaitStart(ctx, sp, prof, pid); err != nil {
-		return w, err
-	}
-	return w, nil
+	return w, s.awaitStart(ctx, sp, prof, pid)
 }
 
 func (s *Swarm) checkpoint(step string) {

@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,11 +15,13 @@ import (
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
-// Spawn's steps, in its order: where the agent works (spawnDir), the worker and its
-// supervisor's spec (workerFor), the worker in state (addWorker), the supervisor started
+// Spawn's steps, in its order: the name's lock (lockName), where the agent works (spawnDir),
+// the supervisor's spec (supervisorFor), the worker in state (addWorker), the supervisor started
 // (startSupervisor), its pid recorded (recordPID), the agent waited for (awaitStart).
 
-// undoList is what a spawn made, each with its undoing.
+// undoList is what a spawn made, each with its undoing: a failed spawn undoes it in reverse;
+// what a killed one made is undone by the next command, from the journal in the worker's
+// metadata (spawnsafe.go).
 type undoList []func()
 
 func (u *undoList) add(undo func()) { *u = append(*u, undo) }
@@ -29,6 +32,14 @@ func (u *undoList) rollback(err error) error {
 		(*u)[i]()
 	}
 	return &UndoneError{Err: err}
+}
+
+// checkSpec refuses a spec with no command or a name the worker rule (CheckName) refuses.
+func checkSpec(sp Spec) error {
+	if len(sp.Cmd) == 0 {
+		return errors.New("no command provided")
+	}
+	return CheckName(sp.Name, sp.Tmux != nil)
 }
 
 // spawnDir is the agent's working directory (made absolute) and the worktree the worker's
@@ -58,21 +69,23 @@ func spawnDir(sp Spec, plan *worktreePlan, journal *spawnJournal) (string, *work
 	return dir, wt, nil
 }
 
-// workerFor is the worker sp makes, started now in dir, with the journal in its metadata; the
-// spec its supervisor is handed; and the tmux server of a tmux worker (nil for a process). A
-// process worker's stderr.log is made here.
-func (s *Swarm) workerFor(sp Spec, prof *agent.Profile, dir string, wt *worker.Worktree, journal *spawnJournal, now time.Time) (*worker.Worker, *handoffSpec, *tmux.Client, error) {
-	name := sp.Name
-	w := &worker.Worker{Name: name, Status: worker.StatusRunning, Cmd: sp.Cmd, Started: worker.Timestamp(now), Cwd: dir,
-		Env: sp.Env, Tags: sp.Tags, Worktree: wt,
-		Metadata: worker.Object{}.SetValue(worker.MetaSupervised, true).SetValue(metaSpawning, journal)}
-	hs := &handoffSpec{Worker: name, Started: w.Started, SwarmDir: s.dir.Root, Backend: supervise.BackendProcess}
-	w.Metadata, hs.Screen = w.Metadata.SetValue(worker.MetaProfile, prof.Name), prof.Screen
-	for _, m := range sp.Metadata {
-		if !w.Metadata.Has(m.Key) {
-			w.Metadata = w.Metadata.Set(m.Key, m.Value)
-		}
+// lockName takes the worker name's lock (making its directory), for the spawn to hold until
+// the supervisor is registered.
+func (s *Swarm) lockName(ctx context.Context, name string) (unlock func() error, err error) {
+	if err := statedir.MkdirFor(s.layout.LockPath(name)); err != nil {
+		return nil, err
 	}
+	if unlock, err = s.layout.Lock(ctx, name, 30*time.Second); err != nil {
+		return nil, fmt.Errorf("locking worker '%s': %w", name, err)
+	}
+	return unlock, nil
+}
+
+// supervisorFor completes hs, the spec w's supervisor is handed: where it runs (a tmux
+// worker's window, whose server it returns; nil for a process) and the agent it runs. A
+// process worker's stderr.log is made here.
+func (s *Swarm) supervisorFor(sp Spec, w *worker.Worker, hs *handoffSpec) (*tmux.Client, error) {
+	name := w.Name
 	var tc *tmux.Client
 	if sp.Tmux != nil {
 		session := sp.Tmux.Session
@@ -80,16 +93,16 @@ func (s *Swarm) workerFor(sp Spec, prof *agent.Profile, dir string, wt *worker.W
 			session = s.DefaultSession()
 		}
 		if sock := sp.Tmux.Socket; sock != nil && (*sock == "" || strings.Contains(*sock, "/")) {
-			return nil, nil, nil, fmt.Errorf("invalid tmux socket name '%s'", *sock)
+			return nil, fmt.Errorf("invalid tmux socket name '%s'", *sock)
 		}
 		w.Tmux = &worker.Tmux{Session: session, Window: name, Socket: sp.Tmux.Socket}
 		var err error
 		if tc, err = s.Tmux(w); err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		hs.Backend, hs.Socket, hs.Session = supervise.BackendTmux, tc.Socket, session
 	}
-	hs.Attempt = supervise.Attempt{Name: name, Number: 1, Dir: dir, Argv: sp.Cmd, Env: mergeEnv(s.opts.Environ, sp.Env),
+	hs.Attempt = supervise.Attempt{Name: name, Number: 1, Dir: w.Cwd, Argv: sp.Cmd, Env: mergeEnv(s.opts.Environ, sp.Env),
 		Terminal: true, KillGrace: 5 * time.Second, LogPath: s.layout.LogPath(name)}
 	if sp.Tmux == nil {
 		// A process worker's output goes where the Python swarm put it; its stderr shares the
@@ -97,22 +110,32 @@ func (s *Swarm) workerFor(sp Spec, prof *agent.Profile, dir string, wt *worker.W
 		hs.Attempt.LogPath = s.dir.StdoutLog(name)
 		f, err := statedir.CreateFresh(s.dir.StderrLog(name))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("failed to spawn process: %w", err)
+			return nil, fmt.Errorf("failed to spawn process: %w", err)
 		}
 		f.Close()
 	}
-	return w, hs, tc, nil
+	return tc, nil
 }
 
-// addWorker writes w into state, unless a worker of its name is there.
-func (s *Swarm) addWorker(ctx context.Context, w *worker.Worker) error {
-	return s.reg.Update(ctx, func(st *worker.State) error {
+// addWorker writes w into state with its journal, unless a worker of its name is there, and
+// adds its undoing (undoSpawn, by the journal) to undo.
+func (s *Swarm) addWorker(ctx context.Context, w *worker.Worker, journal *spawnJournal, undo *undoList) error {
+	err := s.reg.Update(ctx, func(st *worker.State) error {
 		if st.Get(w.Name) != nil {
 			return fmt.Errorf("worker '%s' already exists", w.Name)
 		}
 		st.Add(w)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	undo.add(func() {
+		entry, _ := s.layout.ReadEntry(w.Name)
+		s.undoSpawn(ctx, w, journal, entry)
+	})
+	s.checkpoint("state")
+	return nil
 }
 
 // startSupervisor makes the planned worktree, registers the supervisor's entry and launches

@@ -499,6 +499,14 @@ func (p *parser) defaults(v *yaml.Node, d *Defaults) {
 // file names and git refs, so they follow the toolkit's one name rule, without dots.
 const taskKind = statedir.Kind("task id")
 
+// maxSlug is the longest Slug: a manifest's name as execution ids carry it.
+const maxSlug = 41
+
+// MaxTaskID is the longest task id whose bead, <execution>-<task>, is still a name the state
+// directory takes (statedir.MaxName) with the longest execution id (YYYY-MM-DD-<slug>-xxxx):
+// a longer one would pass here and fail at its first attempt, after the run had started.
+const MaxTaskID = statedir.MaxName - len("2006-01-02-") - maxSlug - len("-abcd") - len("-")
+
 func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool) {
 	if item.Kind != yaml.MappingNode {
 		p.errorf(item.Line, "a task is a mapping {id, prompt or prompt_file, branch, ...}")
@@ -517,6 +525,8 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 			if t.ID != "" {
 				if err := statedir.CheckName(taskKind, t.ID); err != nil {
 					p.errorf(v.Line, "%v", err)
+				} else if len(t.ID) > MaxTaskID {
+					p.errorf(v.Line, "task id %q is %d characters long; at most %d are allowed (the bead <execution>-<task> must stay a name of at most %d)", t.ID, len(t.ID), MaxTaskID, statedir.MaxName)
 				}
 			}
 		case "prompt":
@@ -731,7 +741,7 @@ func slug(name string) string {
 		} else {
 			dash = true
 		}
-		if b.Len() >= 40 {
+		if b.Len() >= maxSlug-1 { // a dash and a rune may have made it maxSlug
 			break
 		}
 	}

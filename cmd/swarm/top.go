@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/ralph/loop"
+	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/top"
 	"github.com/agentfleet/fleet/internal/top/ui"
 	ucli "github.com/urfave/cli/v2"
@@ -23,7 +24,7 @@ import (
 func topCommand() *cli.Command {
 	return &cli.Command{
 		Name: "top", Usage: "every agent (dispatched beads, workers, loops, queue tasks), live",
-		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [--bell] [TEXT]",
+		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [--bell] [--hosts hosts.yaml] [TEXT]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "once", Usage: "print the rows once and exit (no terminal UI)"},
 			&ucli.BoolFlag{Name: "json", Usage: "with --once: the rows as a JSON array"},
@@ -35,6 +36,8 @@ func topCommand() *cli.Command {
 			&ucli.StringFlag{Name: "workspace", Usage: "where AIWG loops and queue tasks are looked for (`DIR`; default: the git top of the current directory)"},
 			&ucli.DurationFlag{Name: "recent", Value: time.Hour, Usage: "how long an ended agent stays listed (`DUR`)"},
 			&ucli.BoolFlag{Name: "bell", Usage: "ring the terminal's bell once when an agent starts waiting for input (the UI)"},
+			&ucli.StringFlag{Name: "hosts", Usage: "show the agents of the hosts of `hosts.yaml` (as swarm run --hosts reads it) beside this machine's, over OpenSSH"},
+			&ucli.DurationFlag{Name: "host-timeout", Value: 5 * time.Second, Usage: "with --hosts: a host that has not answered within `DUR` is marked offline"},
 			&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often the UI reads the live agents' screens (`DUR`; every row is read again when a state file changes, and every 10 intervals)"},
 		},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
@@ -47,6 +50,12 @@ func topCommand() *cli.Command {
 			src, err := topSources(c, s)
 			if err != nil {
 				return err
+			}
+			if src.Hosts, err = watchHosts(ctx, c); err != nil {
+				return err
+			}
+			if src.Hosts != nil {
+				defer src.Hosts.Close()
 			}
 			m, err := top.Open(src)
 			if err != nil {
@@ -67,6 +76,11 @@ func topCommand() *cli.Command {
 			}
 			rows = f.Apply(rows)
 			top.Sort(rows, c.String("sort"))
+			for _, h := range m.Hosts() {
+				if !h.Online {
+					fmt.Fprintf(s.Err, "swarm: top: host %s is offline: %s\n", h.Name, h.Words(time.Now()))
+				}
+			}
 			if c.Bool("json") {
 				if rows == nil {
 					rows = []*top.Row{}
@@ -80,8 +94,15 @@ func topCommand() *cli.Command {
 			}
 			now := time.Now()
 			table := [][]string{top.Columns}
+			if src.Hosts != nil {
+				table[0] = top.HostColumns
+			}
 			for _, r := range rows {
-				table = append(table, r.Cells(now))
+				if src.Hosts != nil {
+					table = append(table, r.HostCells(now))
+				} else {
+					table = append(table, r.Cells(now))
+				}
 			}
 			cli.Table(s.Out, table)
 			return nil
@@ -120,4 +141,53 @@ func topKinds() []string {
 		out = append(out, string(k))
 	}
 	return out
+}
+
+// watchHosts starts polling the hosts of --hosts (nil without it). A bad hosts file is one line
+// and exit 2, as for swarm run --hosts.
+func watchHosts(ctx context.Context, c *ucli.Context) (*top.Hosts, error) {
+	hf := c.String("hosts")
+	if hf == "" {
+		if c.IsSet("host-timeout") {
+			return nil, cli.Usagef("--host-timeout goes with --hosts")
+		}
+		return nil, nil
+	}
+	if c.Duration("host-timeout") <= 0 {
+		return nil, cli.Usagef("--host-timeout must be positive")
+	}
+	home, _ := os.UserHomeDir()
+	hosts, err := remote.ParseHosts(hf, home)
+	if err != nil {
+		return nil, usage2(err)
+	}
+	var hs []*remote.Host
+	for i := range hosts.Hosts {
+		hs = append(hs, &hosts.Hosts[i])
+	}
+	return top.WatchHosts(ctx, hs, top.HostOptions{Every: c.Duration("interval"), Timeout: c.Duration("host-timeout")})
+}
+
+// agentsCommand is the hidden verb a host answers swarm top --hosts with (top.AgentsVerb):
+// this machine's agents as one JSON document, at most top.MaxHostRows of them.
+func agentsCommand() *cli.Command {
+	return &cli.Command{
+		Name: top.AgentsVerb, Usage: "this machine's agents as JSON, for swarm top --hosts", Hidden: true,
+		UsageText: "swarm " + top.AgentsVerb + " [--state-dir DIR] [--workspace DIR]",
+		Flags: []ucli.Flag{
+			cli.StateDirFlag(),
+			&ucli.StringFlag{Name: "workspace", Usage: "where AIWG loops and queue tasks are looked for (`DIR`)"},
+			&ucli.DurationFlag{Name: "recent", Value: time.Hour, Usage: "how long an ended agent stays listed (`DUR`)"},
+		},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if c.NArg() > 0 {
+				return cli.Usagef("no operands")
+			}
+			src, err := topSources(c, s)
+			if err != nil {
+				return err
+			}
+			return top.Answer(ctx, src, s.Out)
+		},
+	}
 }

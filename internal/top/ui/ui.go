@@ -140,6 +140,7 @@ type (
 	lookMsg   struct{ rows []*top.Row }
 	changeMsg struct{}
 	answerMsg struct{}
+	hostMsg   struct{}
 	screenMsg struct {
 		key   string
 		lines []string
@@ -150,7 +151,23 @@ type (
 )
 
 func (u *ui) Init() tea.Cmd {
-	return tea.Batch(u.refresh(), u.tick(), u.listen(), u.answers())
+	return tea.Batch(u.refresh(), u.tick(), u.listen(), u.answers(), u.hostAnswers())
+}
+
+// hostAnswers waits for a host's poll to end (swarm top --hosts; nothing without hosts).
+func (u *ui) hostAnswers() tea.Cmd {
+	ch := u.m.HostAnswers()
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case <-ch:
+			return hostMsg{}
+		case <-u.ctx.Done():
+			return nil
+		}
+	}
 }
 
 // answers waits for a screen read to answer (the model tells at most one pending).
@@ -334,6 +351,12 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			u.apply()
 		}
 		return u, u.answers()
+	case hostMsg:
+		// A host answered (or did not): its rows now, this machine's as they were. A refresh
+		// running adds the hosts' rows as they are when it ends.
+		u.all = u.m.MergeHosts(u.all)
+		u.apply()
+		return u, tea.Batch(u.bell(), u.hostAnswers())
 	case tickMsg:
 		return u, tea.Batch(u.tock(), u.tick())
 	case changeMsg:
@@ -628,6 +651,9 @@ func (u *ui) status() string {
 		parts = append(parts, "/"+f.Text)
 	}
 	parts = append(parts, "sort="+u.o.Sort)
+	for _, h := range u.m.Hosts() {
+		parts = append(parts, h.Words(time.Now()))
+	}
 	s := strings.Join(parts, "  ")
 	if u.message != "" {
 		s += "  | " + u.message
@@ -644,14 +670,22 @@ func (u *ui) footer() string {
 
 // table renders the rows that fit, columns cut to the width: LAST takes what is left.
 func (u *ui) table(now time.Time) string {
+	hosts := u.m.Hosts() != nil
 	cells := [][]string{top.Columns}
+	if hosts {
+		cells[0] = top.HostColumns
+	}
 	n := u.listHeight()
 	end := min(len(u.rows), u.top+n)
 	for _, r := range u.rows[u.top:end] {
-		cells = append(cells, r.Cells(now))
+		if hosts {
+			cells = append(cells, r.HostCells(now))
+		} else {
+			cells = append(cells, r.Cells(now))
+		}
 	}
-	last := len(top.Columns) - 1
-	widths := make([]int, len(top.Columns))
+	last := len(cells[0]) - 1
+	widths := make([]int, len(cells[0]))
 	for _, row := range cells {
 		for i, c := range row[:last] {
 			widths[i] = max(widths[i], ansi.StringWidth(c))

@@ -2,8 +2,8 @@ package top_test
 
 import (
 	"context"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 

@@ -78,7 +78,7 @@ func topCommand() *cli.Command {
 			top.Sort(rows, c.String("sort"))
 			for _, h := range m.Hosts() {
 				if !h.Online {
-					fmt.Fprintf(s.Err, "swarm: top: host %s is offline: %s\n", h.Name, h.Words(time.Now()))
+					fmt.Fprintf(s.Err, "swarm: top: host %s is offline (%s): %s\n", h.Name, h.Seen(time.Now()), h.Error)
 				}
 			}
 			if c.Bool("json") {

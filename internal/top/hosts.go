@@ -127,11 +127,15 @@ func (s HostStatus) Words(now time.Time) string {
 	if s.LastSeen.IsZero() && s.Polled == 0 {
 		return s.Name + " …"
 	}
-	seen := "never seen"
-	if !s.LastSeen.IsZero() {
-		seen = "seen " + now.Sub(s.LastSeen).Round(time.Second).String() + " ago"
+	return fmt.Sprintf("%s offline (%s)", s.Name, s.Seen(now))
+}
+
+// Seen is when the host last answered: "seen 40s ago", "never seen".
+func (s HostStatus) Seen(now time.Time) string {
+	if s.LastSeen.IsZero() {
+		return "never seen"
 	}
-	return fmt.Sprintf("%s offline (%s)", s.Name, seen)
+	return "seen " + now.Sub(s.LastSeen).Round(time.Second).String() + " ago"
 }
 
 // Hosts polls every host of a hosts file for its agents (WatchHosts), each on its own

@@ -24,7 +24,7 @@ import (
 func topCommand() *cli.Command {
 	return &cli.Command{
 		Name: "top", Usage: "every agent (dispatched beads, workers, loops, queue tasks), live",
-		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [--bell] [--hosts hosts.yaml] [TEXT]",
+		UsageText: "swarm top [--once [--json]] [--kind K] [--status S] [--tag T] [--sort KEY] [--state-dir DIR] [--workspace DIR] [--recent DUR] [--bell] [--hosts hosts.yaml [--host-timeout DUR]] [TEXT]",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "once", Usage: "print the rows once and exit (no terminal UI)"},
 			&ucli.BoolFlag{Name: "json", Usage: "with --once: the rows as a JSON array"},

@@ -87,6 +87,8 @@ const (
 	modeFilter
 	modeConfirm
 	modeHelp
+	modeDiff
+	modeNew
 )
 
 type ui struct {
@@ -111,6 +113,9 @@ type ui struct {
 	answered            bool      // a screen answered while a refresh or a look ran
 	lastFull            time.Time // the last full refresh asked for
 	st                  styles
+	// diff is the selected agent's changes (the diff pane), diffTop its first line shown.
+	diff    *top.Diff
+	diffTop int
 	// waiting are the keys of the rows whose agents wait for input, as last shown; nil
 	// before the first rows.
 	waiting map[string]bool
@@ -147,6 +152,11 @@ type (
 		err   error
 	}
 	doneMsg  struct{ text string }
+	diffMsg  struct {
+		key  string
+		diff *top.Diff
+		err  error
+	}
 	screenTk struct{}
 )
 
@@ -375,6 +385,14 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case doneMsg:
 		u.message = msg.text
 		return u, u.refresh()
+	case diffMsg:
+		if r := u.current(); r != nil && r.Key() == msg.key && u.mode == modeDiff {
+			if msg.err != nil {
+				u.mode, u.message = modeList, "diff "+r.Name+": "+msg.err.Error()
+				return u, nil
+			}
+			u.diff, u.diffTop = msg.diff, 0
+		}
 	case tea.KeyPressMsg:
 		return u.key(msg)
 	}
@@ -384,13 +402,19 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	s := k.String()
 	switch u.mode {
-	case modeSend, modeFilter:
+	case modeDiff:
+		return u, u.diffKey(s)
+	case modeSend, modeFilter, modeNew:
 		switch s {
 		case "enter":
 			text := u.input
 			if u.mode == modeFilter {
 				u.mode = modeList
 				return u, nil
+			}
+			if u.mode == modeNew {
+				u.mode = u.back()
+				return u, u.spawn(text)
 			}
 			u.mode = u.back()
 			return u, u.do("sent", func(r *top.Row) error { return u.m.Send(u.ctx, r, text) })
@@ -474,6 +498,23 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return u, u.do("paused", func(r *top.Row) error { return u.m.Pause(u.ctx, r) })
 	case "r":
 		return u, u.do("resumed", func(r *top.Row) error { return u.m.Resume(u.ctx, r) })
+	case "D":
+		if r := u.current(); r != nil {
+			u.mode, u.diff, u.diffTop, u.screen = modeDiff, nil, 0, nil
+			key := r.Key()
+			return u, func() tea.Msg {
+				d, err := u.m.Diff(u.ctx, r)
+				return diffMsg{key, d, err}
+			}
+		}
+	case "!":
+		if r := u.current(); r != nil {
+			return u, u.shell(r)
+		}
+	case "n":
+		if r := u.current(); r != nil {
+			u.mode, u.input = modeNew, ""
+		}
 	case "a":
 		if r := u.current(); r != nil {
 			argv, err := u.m.AttachArgs(r)
@@ -520,6 +561,128 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return u, u.screenCmd()
 	}
 	return u, nil
+}
+
+// newReadyWait is how long a worker started from the view (n) is given to show its ready
+// pattern before its prompt is typed, as spawn --ready-wait.
+const newReadyWait = 30 * time.Second
+
+// spawn starts a new worker like the selected one (n): line is its name, then its prompt.
+func (u *ui) spawn(line string) tea.Cmd {
+	name, prompt, _ := strings.Cut(strings.TrimSpace(line), " ")
+	return u.do("started", func(r *top.Row) error {
+		_, err := u.m.SpawnLike(u.ctx, r, name, strings.TrimSpace(prompt), newReadyWait)
+		return err
+	})
+}
+
+// shell opens a shell in the selected agent's worktree (!): a pane split from top's own where
+// top runs inside tmux ($TMUX), else the message says how.
+func (u *ui) shell(r *top.Row) tea.Cmd {
+	dir, err := u.m.WorkDir(r)
+	if err != nil {
+		u.message = "shell " + r.Name + ": " + err.Error()
+		return nil
+	}
+	if lookup(u.o.Environ, "TMUX") == "" {
+		u.message = fmt.Sprintf("not inside tmux: open a shell there with: cd %s", shellQuote(dir))
+		return nil
+	}
+	argv := []string{"tmux", "split-window", "-c", dir}
+	if pane := lookup(u.o.Environ, "TMUX_PANE"); pane != "" {
+		argv = append(argv, "-t", pane)
+	}
+	env := u.o.Environ
+	return func() tea.Msg {
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Env = env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return doneMsg{text: result("shell in "+dir, r.Name, err)}
+	}
+}
+
+// shellQuote quotes a path for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// diffKey scrolls the diff pane; esc or q goes back to the list.
+func (u *ui) diffKey(s string) tea.Cmd {
+	page := max(1, u.h-3)
+	switch s {
+	case "esc", "q":
+		u.mode, u.diff = modeList, nil
+	case "ctrl+c":
+		return tea.Quit
+	case "up", "k":
+		u.diffTop--
+	case "down", "j":
+		u.diffTop++
+	case "pgup", "b":
+		u.diffTop -= page
+	case "pgdown", "space", " ":
+		u.diffTop += page
+	case "g", "home":
+		u.diffTop = 0
+	case "G", "end":
+		u.diffTop = len(u.diffLines())
+	}
+	u.diffTop = max(0, min(u.diffTop, len(u.diffLines())-page))
+	return nil
+}
+
+// diffLines is the diff pane's text: the files, a blank line, the diff.
+func (u *ui) diffLines() []string {
+	if u.diff == nil {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("%d files changed:", len(u.diff.Files))}
+	for _, f := range u.diff.Files {
+		lines = append(lines, "  "+f)
+	}
+	lines = append(lines, "")
+	lines = append(lines, u.diff.Lines...)
+	if u.diff.Truncated {
+		lines = append(lines, "(cut: the diff is longer than top reads; git diff in "+u.diff.Dir+" shows it all)")
+	}
+	return lines
+}
+
+// renderDiff is the diff pane: a title, the lines that fit from diffTop.
+func (u *ui) renderDiff(b *strings.Builder) {
+	r := u.current()
+	title := "diff: reading…"
+	if r != nil && u.diff != nil {
+		title = fmt.Sprintf("diff %s against %.12s  (%d files; %d/%d)", r.Name, u.diff.Base, len(u.diff.Files),
+			min(u.diffTop+1, len(u.diffLines())), len(u.diffLines()))
+	}
+	b.WriteString(u.st.header.Render(cut(title, u.w)) + "\n")
+	n := u.h - 3
+	lines := u.diffLines()
+	end := min(len(lines), u.diffTop+n)
+	shown := 0
+	for _, l := range lines[min(u.diffTop, end):end] {
+		st := lipgloss.NewStyle()
+		switch {
+		case strings.HasPrefix(l, "+"):
+			st = u.st.good
+		case strings.HasPrefix(l, "-"):
+			st = u.st.bad
+		case strings.HasPrefix(l, "@@"):
+			st = u.st.dim
+		}
+		b.WriteString(st.Render(cut(l, u.w)) + "\n")
+		shown++
+	}
+	for ; shown < n; shown++ {
+		b.WriteString("\n")
+	}
 }
 
 // back is the mode a prompt returns to: the screen view when one is open.
@@ -588,7 +751,9 @@ func (u *ui) render() string {
 		b.WriteString(help)
 		return b.String()
 	}
-	if u.mode == modeScreen || (u.screen != nil && (u.mode == modeSend || u.mode == modeConfirm)) {
+	if u.mode == modeDiff {
+		u.renderDiff(&b)
+	} else if u.mode == modeScreen || (u.screen != nil && (u.mode == modeSend || u.mode == modeConfirm || u.mode == modeNew)) {
 		r := u.current()
 		title := "(gone)"
 		if r != nil {
@@ -621,6 +786,9 @@ const help = `  up/down k/j PgUp/PgDn g/G  select an agent
   x         kill                        S  stop a loop
   p         pause a loop                r  resume a loop
   a         attach to its tmux pane     l  its log in $PAGER
+  D         its changes against its base (a diff pane: files, then the diff; esc back)
+  !         a shell in its worktree (a tmux split where top runs in tmux)
+  n         a new worker like it: NAME PROMPT (its prompt typed once it is ready)
   /         filter by text              f  next kind   t  live/ended
   o         next order                  q  quit
   Each of i, d, x and S asks first (y to go on).
@@ -630,6 +798,8 @@ func (u *ui) status() string {
 	switch u.mode {
 	case modeSend:
 		return "send> " + u.input + "_"
+	case modeNew:
+		return "new worker like the selected, NAME PROMPT> " + u.input + "_"
 	case modeFilter:
 		return "filter> " + u.input + "_"
 	case modeConfirm:
@@ -662,10 +832,13 @@ func (u *ui) status() string {
 }
 
 func (u *ui) footer() string {
-	if u.mode == modeScreen {
-		return "esc back  s send  i int  d eof  x kill  p/r/S loop  a attach  l log"
+	switch u.mode {
+	case modeScreen:
+		return "esc back  s send  i int  d eof  x kill  p/r/S loop  a attach  l log  D diff  ! shell  n new"
+	case modeDiff:
+		return "esc back  up/down PgUp/PgDn g/G scroll"
 	}
-	return "enter screen  s send  i int  d eof  x kill  p/r/S loop  a attach  l log  / f t o  ? q"
+	return "enter screen  s send  i int  d eof  x kill  p/r/S loop  a attach  l log  D diff  ! shell  n new  / f t o  ? q"
 }
 
 // table renders the rows that fit, columns cut to the width: LAST takes what is left.

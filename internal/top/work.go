@@ -24,7 +24,9 @@ import (
 const (
 	maxDiffBytes = 4 << 20
 	maxDiffFiles = 2000
-	diffTimeout  = 20 * time.Second
+	// maxUntrackedShown: new files whose text the diff shows (a git diff each).
+	maxUntrackedShown = 100
+	diffTimeout       = 20 * time.Second
 )
 
 // Diff is a worker's changes against its base: Files as git's name-status says them (the
@@ -92,30 +94,52 @@ func (m *Model) Diff(ctx context.Context, r *Row) (*Diff, error) {
 	if !isCommitID(d.Base) {
 		return nil, fmt.Errorf("%s: git merge-base said %q, not a commit", r.Name, d.Base)
 	}
-	// "--" after the commit: a name read back from git is never taken for an option.
-	names, cut, err := gitBounded(ctx, dir, maxDiffBytes, "diff", "--no-color", "--no-ext-diff", "--name-status", d.Base, "--")
+	// "--" after the commit: a name read back from git is never taken for an option. -z: a
+	// file's name may hold a newline.
+	names, cut, err := gitBounded(ctx, dir, maxDiffBytes, "diff", "--no-color", "--no-ext-diff", "--no-renames", "--name-status", "-z", d.Base, "--")
 	if err != nil {
 		return nil, err
 	}
 	d.Truncated = d.Truncated || cut
-	d.Files = textLines(names)
-	untracked, cut, err := gitBounded(ctx, dir, maxDiffBytes, "ls-files", "--others", "--exclude-standard")
+	fields := strings.Split(strings.TrimSuffix(names, "\x00"), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		d.Files = append(d.Files, printableLine(fields[i]+" "+fields[i+1]))
+	}
+	out, cut, err := gitBounded(ctx, dir, maxDiffBytes, "ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
 		return nil, err
 	}
 	d.Truncated = d.Truncated || cut
-	for _, f := range textLines(untracked) {
-		d.Files = append(d.Files, "?\t"+f)
+	var untracked []string
+	if out != "" {
+		untracked = strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
+	}
+	for _, f := range untracked {
+		d.Files = append(d.Files, printableLine("? "+f))
 	}
 	if len(d.Files) > maxDiffFiles {
 		d.Files, d.Truncated = d.Files[:maxDiffFiles], true
 	}
-	text, cut, err := gitBounded(ctx, dir, maxDiffBytes, "diff", "--no-color", "--no-ext-diff", d.Base, "--")
+	text, cut, err := gitBounded(ctx, dir, maxDiffBytes, "diff", "--no-color", "--no-ext-diff", "--no-renames", d.Base, "--")
 	if err != nil {
 		return nil, err
 	}
 	d.Truncated = d.Truncated || cut
 	d.Lines = textLines(text)
+	// The new files' text too, as git diff would show them once added (without adding them:
+	// top writes nothing), within what is left of the bound.
+	left := maxDiffBytes - int64(len(text))
+	for i, f := range untracked {
+		if left <= 0 || i >= maxUntrackedShown {
+			d.Truncated = true
+			break
+		}
+		// --no-index exits 1 when the files differ, which they do.
+		text, cut, _ := gitBounded(ctx, dir, left, "diff", "--no-color", "--no-ext-diff", "--no-index", "--", "/dev/null", f)
+		d.Truncated = d.Truncated || cut
+		d.Lines = append(d.Lines, textLines(text)...)
+		left -= int64(len(text))
+	}
 	return d, nil
 }
 
@@ -125,6 +149,11 @@ func isCommitID(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// printableLine is one line of git's for a terminal (a file's name: see textLines).
+func printableLine(s string) string {
+	return strings.Join(textLines(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 // textLines splits git's output into lines fit for a terminal: a file's text may hold
@@ -182,7 +211,7 @@ func gitBounded(ctx context.Context, dir string, limit int64, args ...string) (o
 		if i := strings.LastIndex(msg, "\n"); i >= 0 {
 			msg = msg[i+1:]
 		}
-		return "", false, fmt.Errorf("git %s: %v: %s", args[0], werr, msg)
+		return string(b), false, fmt.Errorf("git %s: %v: %s", args[0], werr, msg)
 	}
 	return string(b), false, nil
 }

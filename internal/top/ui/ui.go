@@ -151,8 +151,8 @@ type (
 		lines []string
 		err   error
 	}
-	doneMsg  struct{ text string }
-	diffMsg  struct {
+	doneMsg struct{ text string }
+	diffMsg struct {
 		key  string
 		diff *top.Diff
 		err  error
@@ -570,10 +570,17 @@ const newReadyWait = 30 * time.Second
 // spawn starts a new worker like the selected one (n): line is its name, then its prompt.
 func (u *ui) spawn(line string) tea.Cmd {
 	name, prompt, _ := strings.Cut(strings.TrimSpace(line), " ")
-	return u.do("started", func(r *top.Row) error {
+	r := u.current()
+	if r == nil {
+		return nil
+	}
+	return func() tea.Msg {
 		_, err := u.m.SpawnLike(u.ctx, r, name, strings.TrimSpace(prompt), newReadyWait)
-		return err
-	})
+		if err != nil {
+			return doneMsg{text: fmt.Sprintf("new worker like %s: %v", r.Name, err)}
+		}
+		return doneMsg{text: fmt.Sprintf("started %s (like %s)", name, r.Name)}
+	}
 }
 
 // shell opens a shell in the selected agent's worktree (!): a pane split from top's own where

@@ -9,6 +9,8 @@
 // without one catches what no file tells (a supervisor killed with SIGKILL). The
 // selected agent's screen view asks its supervisor for the screen four times a second while it
 // is shown. Every action asks for a confirmation before anything that stops or ends an agent.
+// With --hosts (top.Hosts) each host's rows are merged in as its poll answers, and the status
+// line says each host's state; another host's agents are shown, not acted on.
 //
 // Keys (the footer shows them; ? the whole list):
 //
@@ -21,6 +23,12 @@
 //	p, r, S                    pause, resume, stop a loop (stop after a confirmation)
 //	a                          attach to its tmux pane (tmux attach; detach comes back)
 //	l                          its log in $PAGER (less)
+//	D                          its changes against its base: a diff pane (files, then the
+//	                           diff; up/down PgUp/PgDn g/G scroll, esc back)
+//	!                          a shell in its worktree: a tmux split where top runs in tmux,
+//	                           else the message says where (cd DIR)
+//	n                          a new worker like it: NAME PROMPT at the prompt (swarm spawn's
+//	                           checks; the prompt typed once the agent is ready)
 //	/                          filter by text (Enter keeps it, Esc clears it)
 //	f, t, o                    next kind filter, next status filter (live, ended), next order
 //	q, Ctrl-C                  quit

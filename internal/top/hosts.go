@@ -234,7 +234,9 @@ func (h *Hosts) run(ctx context.Context, p *hostPoll) {
 // opened again.
 func (h *Hosts) poll(ctx context.Context, p *hostPoll, conn **remote.Conn) (*HostAnswer, error) {
 	if *conn == nil {
-		dctx, cancel := context.WithTimeout(ctx, h.o.Timeout)
+		// ssh's own ConnectTimeout (the Timeout) says why first; the host is marked offline
+		// at the Timeout all the same (Status).
+		dctx, cancel := context.WithTimeout(ctx, h.o.Timeout+2*time.Second)
 		c, err := h.d.Dial(dctx, p.host)
 		cancel()
 		if err != nil {
@@ -245,6 +247,9 @@ func (h *Hosts) poll(ctx context.Context, p *hostPoll, conn **remote.Conn) (*Hos
 	c := *conn
 	argv := []string{c.Program("swarm"), AgentsVerb, "--state-dir", p.host.StateDir, "--workspace", p.host.Repo}
 	res, err := c.Run(ctx, remote.Cmd{Argv: argv, Env: c.Env(), Timeout: h.o.Timeout})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, fmt.Errorf("host %s: no answer within %s", p.host.Name, h.o.Timeout)
+	}
 	if errors.Is(err, remote.ErrNoMaster) {
 		rctx, cancel := context.WithTimeout(ctx, h.o.Timeout)
 		c.Reconnect(rctx)
@@ -311,8 +316,8 @@ func (h *Hosts) Status() []HostStatus {
 
 func (h *Hosts) statusOf(p *hostPoll) HostStatus {
 	s := p.status
-	if p.inflight && time.Since(p.started) > h.o.Timeout && s.Online {
-		s.Online, s.Error = false, "not answering"
+	if p.inflight && time.Since(p.started) > h.o.Timeout {
+		s.Online, s.Error = false, fmt.Sprintf("host %s: no answer within %s", p.host.Name, h.o.Timeout)
 	}
 	return s
 }

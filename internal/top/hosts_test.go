@@ -2,8 +2,13 @@ package top_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,3 +192,58 @@ func TestHostRowsRefused(t *testing.T) {
 }
 
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// TestSwarmTopHostsOnce: `swarm top --once --hosts hosts.yaml` over three sshd hosts, one cut
+// off: the table has this machine's rows and the two live hosts' (HOST local, h1, h2), the host
+// cut off is named on stderr, exit 0; --json has the host of every row.
+func TestSwarmTopHostsOnce(t *testing.T) {
+	l := newHostLab(t, 3, 2)
+	var yaml strings.Builder
+	yaml.WriteString("hosts:\n")
+	for _, h := range l.hosts {
+		fmt.Fprintf(&yaml, "  - name: %s\n    ssh: %s\n    identity: %s\n    known_hosts: %s\n    repo: %s\n    bin: %s\n    state_dir: %s\n    env: {SWARM_DIR: %s}\n",
+			h.Name, h.SSH, h.Identity, h.KnownHosts, h.Repo, h.Bin, h.StateDir, h.Env["SWARM_DIR"])
+	}
+	file := filepath.Join(t.TempDir(), "hosts.yaml")
+	if err := os.WriteFile(file, []byte(yaml.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.lab.Cut(t, 2)
+	local := t.TempDir()
+	writeBeads(t, filepath.Join(local, "state"), 1, time.Now())
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		c := exec.Command(swarmBin, append([]string{"top", "--once", "--hosts", file, "--host-timeout", "2s", "--state-dir", filepath.Join(local, "state"), "--workspace", local}, args...)...)
+		c.Env = append(os.Environ(), "SWARM_DIR="+filepath.Join(local, "swarm"))
+		var stdout, stderr strings.Builder
+		c.Stdout, c.Stderr = &stdout, &stderr
+		if err := c.Run(); err != nil {
+			t.Fatalf("swarm top --once --hosts: %v\n%s%s", err, stdout.String(), stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	out, errOut := run()
+	t.Logf("swarm top --once --hosts hosts.yaml:\n%s%s", out, errOut)
+	for _, want := range []string{`(?m)^KIND +NAME +HOST +STATUS`, `(?m)^dispatch +bead-0 +local +done `, `(?m)^dispatch +bead-1 +h1 +done `,
+		`(?m)^dispatch +bead-0 +h2 +done `} {
+		if !regexpMatch(want, out) {
+			t.Errorf("the table lacks %s:\n%s", want, out)
+		}
+	}
+	// At the Timeout, Poll has given up on h3: ssh's own word (its ConnectTimeout is the
+	// same) may or may not be in by then.
+	if strings.Contains(out, " h3") || !regexpMatch(`^swarm: top: host h3 is offline \(never seen\): (host h3: no answer within 2s|host unreachable: host h3 \(root@[0-9.]+\): .*timed out.*)\n$`, errOut) {
+		t.Errorf("h3 cut off: stdout\n%s\nstderr %q; want it named on stderr only, in one line", out, errOut)
+	}
+	out, _ = run("--json")
+	var rows []*top.Row
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if n := byHost(rows); n[""] != 1 || n["h1"] != 2 || n["h2"] != 2 || len(n) != 3 {
+		t.Errorf("--json rows by host = %v, want 1 here, 2 on each of h1 and h2", n)
+	}
+	if !strings.Contains(out, `"host": "h1"`) || !strings.Contains(out, `"host": ""`) {
+		t.Errorf("--json lacks a row's host:\n%s", out)
+	}
+}

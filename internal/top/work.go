@@ -1,16 +1,14 @@
 package top
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/screen"
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -178,56 +176,13 @@ func textLines(s string) []string {
 	return lines
 }
 
-// gitBounded runs git in dir and reads at most limit bytes of its output: past it git is
-// stopped and cut is true. Its error is one line with git's last words.
+// gitBounded runs git in dir and reads at most limit bytes of its output (git.Cmd's
+// OutputBounded): past it git is stopped and cut is true. GIT_OPTIONAL_LOCKS=0: git diff and
+// status do not refresh the worktree's index, so top writes nothing there and takes no lock
+// the agent's own git would meet.
 func gitBounded(ctx context.Context, dir string, limit int64, args ...string) (out string, cut bool, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(cmd.Environ(), "GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0")
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitWriter{w: &stderr, n: 4096}
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", false, err
-	}
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		return "", false, err
-	}
-	b, rerr := io.ReadAll(io.LimitReader(pipe, limit+1))
-	if int64(len(b)) > limit {
-		b, cut = b[:limit], true
-		cancel() // the rest is not read: git stops
-	}
-	werr := cmd.Wait()
-	switch {
-	case cut:
-		return string(b), true, nil
-	case rerr != nil:
-		return "", false, rerr
-	case werr != nil:
-		msg := strings.TrimSpace(stderr.String())
-		if i := strings.LastIndex(msg, "\n"); i >= 0 {
-			msg = msg[i+1:]
-		}
-		return string(b), false, fmt.Errorf("git %s: %v: %s", args[0], werr, msg)
-	}
-	return string(b), false, nil
-}
-
-type limitWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		l.w.Write(p[:k])
-		l.n -= k
-	}
-	return len(p), nil
+	b, cut, err := git.Cmd{Dir: dir, Env: []string{"GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0"}}.OutputBounded(ctx, limit, args...)
+	return string(b), cut, err
 }
 
 // ErrNoName is SpawnLike without a name.

@@ -46,6 +46,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/top"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -603,19 +604,10 @@ func (u *ui) shell(r *top.Row) tea.Cmd {
 		u.message = fmt.Sprintf("not inside tmux: open a shell there with: cd %s", shellQuote(dir))
 		return nil
 	}
-	argv := []string{"tmux", "split-window", "-c", dir}
-	if pane := lookup(u.o.Environ, "TMUX_PANE"); pane != "" {
-		argv = append(argv, "-t", pane)
-	}
-	env := u.o.Environ
+	tc := &tmux.Client{Socket: tmux.SocketOfEnv(lookup(u.o.Environ, "TMUX"))}
+	pane := lookup(u.o.Environ, "TMUX_PANE")
 	return func() tea.Msg {
-		c := exec.Command(argv[0], argv[1:]...)
-		c.Env = env
-		out, err := c.CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
-		}
-		return doneMsg{text: result("shell in "+dir, r.Name, err)}
+		return doneMsg{text: result("shell in "+dir, r.Name, tc.SplitFrom(u.ctx, pane, dir))}
 	}
 }
 

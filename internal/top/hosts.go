@@ -68,6 +68,7 @@ func decodeAnswer(host string, b []byte) (*HostAnswer, error) {
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, fmt.Errorf("host %s: reading its agents: %w", host, err)
 	}
+	a.Truncated = max(a.Truncated, 0)
 	if len(a.Rows) > MaxHostRows {
 		a.Truncated += len(a.Rows) - MaxHostRows
 		a.Rows = a.Rows[:MaxHostRows]

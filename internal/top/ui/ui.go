@@ -841,11 +841,12 @@ func (u *ui) status() string {
 func (u *ui) footer() string {
 	switch u.mode {
 	case modeScreen:
-		return "esc back  s send  i int  d eof  x kill  p/r/S loop  a attach  l log  D diff  ! shell  n new"
+		return "esc back  s send  i/d int/eof  x kill  D diff  ! shell  n new  a attach  l log"
 	case modeDiff:
 		return "esc back  up/down PgUp/PgDn g/G scroll"
 	}
-	return "enter screen  s send  i int  d eof  x kill  p/r/S loop  a attach  l log  D diff  ! shell  n new  / f t o  ? q"
+	// 80 columns: the rest of the keys (p/r/S, a, l, / f t o) are in the help.
+	return "enter screen  s send  i/d int/eof  x kill  D diff  ! shell  n new  ? keys  q"
 }
 
 // table renders the rows that fit, columns cut to the width: LAST takes what is left.

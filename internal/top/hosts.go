@@ -169,7 +169,9 @@ type hostPoll struct {
 func WatchHosts(ctx context.Context, hosts []*remote.Host, o HostOptions) (*Hosts, error) {
 	o.Every = orDefault(o.Every, time.Second)
 	o.Timeout = orDefault(o.Timeout, 5*time.Second)
-	d, err := remote.NewDialer(remote.Options{SSH: o.SSH, ConnectTimeout: o.Timeout, AliveInterval: o.Timeout / 2,
+	d, err := remote.NewDialer(remote.Options{SSH: o.SSH, ConnectTimeout: o.Timeout,
+		// ssh counts in whole seconds, and 0 would turn the keep-alive off.
+		AliveInterval: max(o.Timeout/2, time.Second),
 		MaxOutput: maxHostAnswer})
 	if err != nil {
 		return nil, err

@@ -423,6 +423,8 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			}
 			if u.mode == modeNew {
 				u.mode = u.back()
+				// Its agent is given up to newReadyWait to be ready for the prompt.
+				u.message = "starting a new worker: " + text
 				return u, u.spawn(text)
 			}
 			u.mode = u.back()

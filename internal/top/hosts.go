@@ -172,7 +172,7 @@ func WatchHosts(ctx context.Context, hosts []*remote.Host, o HostOptions) (*Host
 	d, err := remote.NewDialer(remote.Options{SSH: o.SSH, ConnectTimeout: o.Timeout,
 		// ssh counts in whole seconds, and 0 would turn the keep-alive off.
 		AliveInterval: max(o.Timeout/2, time.Second),
-		MaxOutput: maxHostAnswer})
+		MaxOutput:     maxHostAnswer})
 	if err != nil {
 		return nil, err
 	}

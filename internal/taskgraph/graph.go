@@ -20,8 +20,10 @@
 // tasks at work, and loops: the best ready task goes to the first free slot the Policy's Place
 // accepts, until nothing runs and nothing can start. The Policy says when to stop starting
 // (swarm run's --halt), records the assignments (swarm run's state.json), and runs each task.
-// swarm run is its first Policy. The queue takes its tasks one claim at a time inside the
-// store's transaction (the budget is checked in the same transaction), from the same Set.
+// swarm run is its first Policy. The queue (package queue/runner) is its second, a Claimer: its
+// ready set is a Set over its file, which other processes change, so it takes its tasks one
+// claim at a time inside the store's transaction (the budget checked in the same one), and the
+// Scheduler's ClaimLoop offers it each free slot (an agent) at every wake.
 //
 // What "interrupted" means. Today the two engines differ: swarm run stops the attempt (SIGTERM,
 // then SIGKILL after the grace) and its task goes back to pending for --resume, which starts it

@@ -160,7 +160,6 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			r.event(ev.Event, c.task.ID, c.attempt, ev.Status, ev.Reason, *ev.CostUSD)
 		}
 	}
-	r.notify()
 	if r.budgetReached() && r.cfg.HardBudget {
 		r.stopAll(ctx)
 	}

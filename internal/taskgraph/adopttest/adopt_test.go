@@ -3,6 +3,7 @@ package adopttest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,9 +24,12 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/runner"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/labconn"
+	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
 
@@ -66,12 +70,41 @@ func killedMain(name, dir string) int {
 // log and the gate the first task's agent waits for.
 type world struct {
 	dir, repo, stateDir, log, gate string
+	// hosts is the lab's hosts ([]*remote.Host as JSON) the engine runs its tasks on, when the
+	// file exists (newWorld's onHosts); else it runs them here.
+	hosts string
 }
 
 func worldAt(dir string) *world {
 	return &world{dir: dir, repo: filepath.Join(dir, "repo"), stateDir: filepath.Join(dir, "state"),
-		log: filepath.Join(dir, "agents.log"), gate: filepath.Join(dir, "gate")}
+		log: filepath.Join(dir, "agents.log"), gate: filepath.Join(dir, "gate"), hosts: filepath.Join(dir, "hosts.json")}
 }
+
+// onHosts says whether the world's tasks run on the lab's hosts.
+func (w *world) onHosts() bool {
+	_, err := os.Stat(w.hosts)
+	return err == nil
+}
+
+// remotes dials the world's hosts, each an executor of its own logging to log.
+func (w *world) remotes(log io.Writer) ([]*executor.Remote, error) {
+	conns, err := labconn.Dial(w.hosts)
+	if err != nil {
+		return nil, err
+	}
+	var execs []*executor.Remote
+	for _, c := range conns {
+		execs = append(execs, &executor.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
+			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: log})
+	}
+	return execs, nil
+}
+
+// labVersion is the version the hosts' dispatch is built with.
+const labVersion = "sshlab-adopttest"
+
+// remoteAdopting is what a host's executor logs as it waits for an attempt of an earlier run.
+const remoteAdopting = "a: attempt 1 of an earlier run still runs here: waiting for it"
 
 // prompts are the two tasks' words: a waits for the gate, b depends on a.
 func (w *world) prompts() (a, b string) {
@@ -134,10 +167,20 @@ func (e swarmEngine) run(ctx context.Context, w *world, log io.Writer, resume bo
 	if err != nil {
 		return err
 	}
-	local := &executor.Local{N: 2, StateDir: w.stateDir, Self: w.supervisor(), Agents: ag, KillGrace: 2 * time.Second,
-		HostName: "testhost", Template: swarmrun.Template}
+	execs := []swarmrun.Executor{&executor.Local{N: 2, StateDir: w.stateDir, Self: w.supervisor(), Agents: ag,
+		KillGrace: 2 * time.Second, HostName: "testhost", Template: swarmrun.Template}}
+	if w.onHosts() {
+		remotes, err := w.remotes(log)
+		if err != nil {
+			return err
+		}
+		execs = nil
+		for _, r := range remotes {
+			execs = append(execs, r)
+		}
+	}
 	res, err := swarmrun.Run(ctx, swarmrun.Config{Manifest: m, ManifestPath: e.manifest(w), Repo: w.repo, RepoName: ".",
-		Executors: []swarmrun.Executor{local}, Log: log, PID: os.Getpid(), Resume: resume})
+		Executors: execs, Log: log, PID: os.Getpid(), Resume: resume})
 	if err != nil {
 		return err
 	}
@@ -185,10 +228,16 @@ func (e queueEngine) run(ctx context.Context, w *world, log io.Writer, _ bool) e
 		return err
 	}
 	defer unlock()
-	res, err := runner.Run(ctx, runner.Config{Store: s, Agents: 2, Profile: profile, AgentName: "fake",
+	cfg := runner.Config{Store: s, Agents: 2, Profile: profile, AgentName: "fake",
 		Model: profile.Model("", func(string) string { return "" }), MaxRetries: 1, Repo: w.repo, Worktree: true,
 		StateDir: w.stateDir, Self: w.supervisor(), Env: os.Environ(), Timeout: 2 * time.Minute, KillGrace: time.Second,
-		MinFreeMB: 1, Log: log})
+		MinFreeMB: 1, Log: log}
+	if w.onHosts() {
+		if cfg.Hosts, err = w.remotes(log); err != nil {
+			return err
+		}
+	}
+	res, err := runner.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -198,8 +247,9 @@ func (e queueEngine) run(ctx context.Context, w *world, log io.Writer, _ bool) e
 	return nil
 }
 
-// newWorld makes a world in a directory of the test's: a repository with one commit on main.
-func newWorld(t *testing.T) *world {
+// newWorld makes a world in a directory of the test's: a repository with one commit on main;
+// onHosts, a lab of one sshd host of two slots too, its clone of the repository made.
+func newWorld(t *testing.T, onHosts bool) *world {
 	w := worldAt(t.TempDir())
 	for _, d := range []string{w.repo, w.stateDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -215,7 +265,31 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	t.Cleanup(func() { killSupervisors(w.stateDir) })
+	if onHosts {
+		w.lab(t)
+	}
 	return w
+}
+
+// lab starts the world's host and writes it into w.hosts.
+func (w *world) lab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an sshd host in a network namespace")
+	}
+	lab := sshlab.New(t, 1)
+	sh, _ := filepath.Abs("testdata/agent.sh")
+	config := filepath.Join(w.dir, "agents.json")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}}`, sh), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var hosts []*remote.Host
+	for _, c := range labconn.Hosts(t, lab, w.repo, config, labVersion, 2) {
+		hosts = append(hosts, c.Host)
+	}
+	b, _ := json.Marshal(hosts)
+	if err := os.WriteFile(w.hosts, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // killSupervisors kills every supervisor still registered in stateDir (a failed test's).
@@ -251,32 +325,38 @@ func readFile(path string) string {
 	return string(b)
 }
 
-// waitFor polls what (a file, a log) until cond holds, at most 60 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls what (a file, a log) until cond holds, at most 60 s; then it shows logs.
+func waitFor(t *testing.T, what string, cond func() bool, logs ...*logBuf) {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 60 s", what)
+			t.Fatalf("%s: not after 60 s\n%v", what, logs)
 		}
 	}
 }
 
-// TestAdoptionAfterSIGKILL, for each policy of the Scheduler: the runner is SIGKILLed while the
-// first task's agent works (its supervisor outlives it). Its agent ends while no runner is there
+// TestAdoptionAfterSIGKILL, for each policy of the Scheduler, here and on a lab's sshd host: the
+// runner is SIGKILLed while the first task's agent works (its supervisor outlives it). Its agent ends while no runner is there
 // (ended), or while the next run waits for it (at work). The next run adopts the attempt: its
 // task is done without running its agent again, and the task that depends on it runs then, once.
 func TestAdoptionAfterSIGKILL(t *testing.T) {
 	for _, c := range []struct {
-		engine string
-		atWork bool
-	}{{"swarm-run", false}, {"swarm-run", true}, {"queue", false}, {"queue", true}} {
+		engine          string
+		atWork, onHosts bool
+	}{
+		{"swarm-run", false, false}, {"swarm-run", true, false}, {"queue", false, false}, {"queue", true, false},
+		{"swarm-run", false, true}, {"swarm-run", true, true}, {"queue", false, true}, {"queue", true, true},
+	} {
 		name := c.engine + "/ended"
 		if c.atWork {
 			name = c.engine + "/at-work"
 		}
+		if c.onHosts {
+			name += "-on-a-host"
+		}
 		t.Run(name, func(t *testing.T) {
 			e := engines[c.engine]
-			w := newWorld(t)
+			w := newWorld(t, c.onHosts)
 			e.prepare(t, w)
 			self, _ := os.Executable()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -316,7 +396,11 @@ func TestAdoptionAfterSIGKILL(t *testing.T) {
 			ended := make(chan error, 1)
 			go func() { ended <- e.run(ctx, w, second, true) }()
 			if c.atWork {
-				waitFor(t, "the next run waits for a's attempt", func() bool { return strings.Contains(second.String(), e.adopting()) })
+				adopting := e.adopting()
+				if c.onHosts {
+					adopting = remoteAdopting
+				}
+				waitFor(t, "the next run waits for a's attempt", func() bool { return strings.Contains(second.String(), adopting) }, second)
 				openGate()
 			}
 			if err := <-ended; err != nil {

@@ -72,7 +72,7 @@ type claim struct {
 const (
 	outDone    = "done"
 	outFailed  = "failed"
-	outStopped = "stopped" // by --hard-budget: back to pending, not counted as a failure
+	outStopped = "stopped" // by --hard-budget or an interrupt: back to pending, not counted as a failure
 	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
 	outLimited = "limited" // a usage limit: held until its reset, pending, no retry counted
 	outBlocked = "blocked" // its dependencies' branches conflict in its worktree: not run, not retried
@@ -170,8 +170,7 @@ func (q *queue) Run(_ int, a *agentRun) {
 }
 
 // resume waits for the attempt an earlier runner started for c (here, or on the host its
-// agent's state names), then records its end. Interrupted, the attempt runs on: the next run
-// adopts it again.
+// agent's state names), then records its end (interrupted, it is stopped, as await says).
 func (a *agentRun) resume(ctx context.Context, c *claim) {
 	r := a.r
 	var out outcome
@@ -190,9 +189,6 @@ func (a *agentRun) resume(ctx context.Context, c *claim) {
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
 		out = a.await(ctx, c)
 	}
-	if ctx.Err() != nil && out.status == "" {
-		return
-	}
 	a.finish(ctx, c, out)
 	r.letGo()
 }
@@ -201,9 +197,6 @@ func (a *agentRun) resume(ctx context.Context, c *claim) {
 func (a *agentRun) runClaimed(ctx context.Context, c *claim) {
 	r := a.r
 	out := a.run(ctx, c)
-	if ctx.Err() != nil && out.status == "" {
-		return // interrupted while its agent runs: the next run adopts it
-	}
 	start := time.Now()
 	a.finish(ctx, c, out)
 	r.letGo()
@@ -331,7 +324,7 @@ func (r *runner) letGo() {
 
 // outcome is how an attempt ended.
 type outcome struct {
-	status   string // outDone, outFailed, outStopped, outGone, outLimited; "" when not known (interrupted)
+	status   string // outDone, outFailed, outStopped, outGone, outLimited, outBlocked, outOffline
 	reason   string
 	cost     float64
 	turns    int // the turns the agent reported (claude's num_turns), 0 when none
@@ -502,13 +495,17 @@ func promptOf(planID string, t *store.Task) string {
 }
 
 // await waits for the supervisor of the claim's attempt to end, then judges the attempt by its
-// records. A status "" means ctx ended first (the attempt runs on).
+// records. Interrupted (ctx ends first), it stops the attempt, as swarm run does (taskgraph's
+// meaning of interrupted): its supervisor records its end, and the task goes back to pending,
+// no retry counted, what the agent left in its working tree kept for the next run's attempt.
 func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
 	start := time.Now()
+	interrupted := false
 	if executor.Await(ctx, r.dir, r.where, bead) != nil {
-		return outcome{} // interrupted: the attempt runs on, and the next run adopts it
+		executor.Halt(r.dir, r.where, bead)
+		interrupted, ctx = true, context.WithoutCancel(ctx)
 	}
 	r.spent(&r.timing.Wait, time.Since(start))
 	start = time.Now()
@@ -529,11 +526,17 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	if stray != nil && out.status == outDone {
 		out.status, out.reason = outFailed, oneLine(stray)
 	}
-	if stopped && out.status == outFailed {
+	switch {
+	case stopped && out.status == outFailed:
 		out.status, out.reason = outStopped, budgetStop
+	case interrupted && out.status == outFailed:
+		out.status, out.reason = outStopped, interruptStop
 	}
 	return out
 }
+
+// interruptStop is the reason of an attempt an interrupt stopped.
+const interruptStop = "interrupted: its agent was stopped"
 
 // judge reads the end of bead's attempt n from its records, once its supervisor is gone (one
 // lost without recording its end is closed as supervisor-lost first), and its cost from its

@@ -117,7 +117,9 @@ type Result struct {
 	Counts        map[string]int // tasks by status at the end
 	CostUSD       float64        // the plan's total cost so far
 	BudgetReached bool
-	Interrupted   bool // the context ended: claims are left for the next run
+	// Interrupted: the context ended; the attempts at work were stopped, their tasks pending
+	// again (no retry counted) for the next run.
+	Interrupted bool
 	// Errors counts what the run could not record (a claim, a task's end, an agent's end: a
 	// full disk, a queue file it cannot write); LastError is the last one's message.
 	Errors    int

@@ -344,8 +344,8 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	}
 	bead := plan.Bead(r.plan, c.task.ID)
 	// Once claimed, the attempt is set up and started whatever happens to ctx (an interrupt):
-	// half a launch would be counted as a failed attempt; a whole one is waited for by the
-	// next run.
+	// half a launch would be counted as a failed attempt; a whole one is stopped by await,
+	// its task pending again.
 	launchCtx := context.WithoutCancel(ctx)
 	if r.cfg.Worktree {
 		// Before the attempt is opened: a task its dependencies' conflict blocks never ran.

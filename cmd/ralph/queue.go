@@ -16,7 +16,7 @@ import (
 
 // queueCommand is `ralph queue VERB`: the task queue's verbs, each in a file of its own
 // (queue_*.go), over internal/ralph/queue. They run with a context that SIGINT and SIGTERM
-// cancel (an interrupted run leaves its agents at work to the next).
+// cancel (an interrupted run stops its agents at work, their tasks pending again).
 func queueCommand() *cli.Command {
 	return &cli.Command{
 		Name: "queue",

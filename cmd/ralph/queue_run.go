@@ -38,7 +38,8 @@ func queueRunCommand() *cli.Command {
 			"failed: back to pending through the retry queue until --max-retries attempts, then failed, its dependents blocked. " +
 			"The agent is one of the agents config's (CONFIG_FILE, as dispatch reads it). The budget is checked before each agent " +
 			"starts a task, against the cost the agents report in their output (claude -p --output-format json's total_cost_usd, " +
-			"or the profile's pattern). A run interrupted, or killed, leaves its claims: the next run waits for the agents still " +
+			"or the profile's pattern). A run interrupted stops the agents at work: their tasks are pending again, no retry counted, " +
+			"what they left kept for the next run. A run killed leaves its claims: the next run waits for the agents still " +
 			"at work, judges those that ended by their records, and puts back to pending those that never started. An attempt that " +
 			"ends on a usage limit (the profile's patterns) is no failure: its task waits, pending, until the reset the message " +
 			"names (30 minutes when it names none), its retries untouched. The no-progress breaker fails a task, reason " +
@@ -100,7 +101,7 @@ func queueRunCommand() *cli.Command {
 			n := res.Counts
 			switch {
 			case res.Interrupted:
-				return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("interrupted; the agents at work go on, and the next 'ralph queue run' takes them back")}
+				return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("interrupted; the agents at work were stopped, their tasks pending again: the next 'ralph queue run' continues them")}
 			case res.BudgetReached && n[store.Pending]+n[store.Claimed] > 0:
 				return &cli.ExitError{Code: exitBudget, Err: fmt.Errorf("the budget is reached ($%s of $%s); raise --budget and run again to go on", queue.Money(res.CostUSD), queue.Money(*cfg.Budget))}
 			case n[store.Failed]+n[store.Blocked] > 0:

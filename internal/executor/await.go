@@ -13,7 +13,7 @@ import (
 
 // Await waits until the supervisor of bead's attempt in d has ended. When ctx ends first it
 // returns ctx's error and the attempt runs on: what an interruption does to it is the caller's
-// to say (Local stops it with Halt; ralph queue run leaves it to the next run, which adopts it).
+// to say (Local and ralph queue run stop it with Halt: taskgraph's meaning of interrupted).
 func Await(ctx context.Context, d attempt.Dir, w attempt.Where, bead string) error {
 	for {
 		live, entry := attempt.Alive(context.WithoutCancel(ctx), d, w, bead)

@@ -20,16 +20,18 @@
 // tasks at work, and loops: the best ready task goes to the first free slot the Policy's Place
 // accepts, until nothing runs and nothing can start. The Policy says when to stop starting
 // (swarm run's --halt), records the assignments (swarm run's state.json), and runs each task.
-// swarm run is its first Policy. The queue takes its tasks one claim at a time inside the
-// store's transaction (the budget is checked in the same transaction), from the same Set.
+// swarm run is its first Policy. The queue (package queue/runner) is its second, a Claimer: its
+// ready set is a Set over its file, which other processes change, so it takes its tasks one
+// claim at a time inside the store's transaction (the budget checked in the same one), and the
+// Scheduler's ClaimLoop offers it each free slot (an agent) at every wake.
 //
-// What "interrupted" means. Today the two engines differ: swarm run stops the attempt (SIGTERM,
-// then SIGKILL after the grace) and its task goes back to pending for --resume, which starts it
-// afresh; the queue returns an empty outcome and leaves the attempt running, its task claimed,
-// for the next run to adopt by its records. The meaning proposed for both (issue 28), of which
-// the Set already holds its part: the run stops waiting, and the task goes back to the ready
-// set (Requeue), neither done nor failed, no retry counted; the attempt's process is stopped,
-// and what it left (its worktree, its branch) is kept for the next run to look at and continue.
+// What "interrupted" means, for both engines (docs/swarm-run.md, docs/ralph.md): the run stops
+// waiting, and the task goes back to the ready set (Requeue), neither done nor failed, no retry
+// counted; the attempt's process is stopped (SIGTERM, then SIGKILL after the grace), and what it
+// left (its worktree, its branch) is kept for the next run to look at and continue. The queue
+// left its attempts running, its tasks claimed, for the next run to adopt, until issue 28. A
+// runner killed outright (SIGKILL) stops nothing: the next run adopts the attempts it left, by
+// their records (package adopttest runs one test of it against both engines).
 package taskgraph
 
 // Node is a task as the graph is made from it.

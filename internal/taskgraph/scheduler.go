@@ -105,31 +105,114 @@ func (s *Scheduler[S]) Loop(ctx context.Context, mu sync.Locker, p Policy[S]) {
 		// Idle: nothing runs and nothing can start (stopping, no task ready or held back, or no
 		// slot left).
 		idle := s.running == 0 && (stopping || len(s.free) == 0 || (s.Set.Len() == 0 && held.IsZero()))
+		busy := s.running > 0
 		mu.Unlock()
 		if len(placed) > 0 {
 			p.Launched(placed)
 		}
-		for _, pl := range placed {
-			wg.Add(1)
-			go func(pl Placed[S]) {
-				defer wg.Done()
-				defer s.notify()
-				p.Run(pl.Task, pl.Slot)
-			}(pl)
-		}
+		s.start(&wg, placed, p.Run)
 		if idle {
 			return
 		}
-		s.wait(ctx, held)
+		s.wait(ctx, held, busy)
 	}
 }
 
-// wait waits for a task's end, the next held task's time, or ctx's end: then for a task's end,
-// as the tasks see ctx end too and stop.
-func (s *Scheduler[S]) wait(ctx context.Context, held time.Time) {
+// Claimer is a policy that takes its tasks itself, a slot at a time, from a ready set kept
+// where the Scheduler cannot hold it: the queue's, in its files, which other processes change,
+// claimed inside its store's transaction (the budget checked in the same one). The Scheduler
+// then owns only the slots and the waits: ClaimLoop offers each free slot to Claim at every
+// wake, and runs what it took. Stopping and Claim are called with the engine's lock held, Run
+// without it.
+type Claimer[S any] interface {
+	Stopping() bool
+	// Claim takes a task for slot, or says why not: the slot waits (until Again, or a task's
+	// end), or it takes no task any more (Retire: the budget is reached, nothing is left).
+	Claim(slot S) Take
+	// Run runs the task Claim took for slot, on a goroutine of its own, without the lock. It
+	// ends the task (Scheduler.Free under the lock) before it returns.
+	Run(task int, slot S)
+}
+
+// Take is what Claim did with a slot.
+type Take struct {
+	// Took says that the slot took Task (numbered as the policy likes: it is handed to Run).
+	Took bool
+	Task int
+	// Retire takes the slot out of the schedule for good.
+	Retire bool
+	// Again is when to offer the slot again (zero: when a task ends), when it took nothing.
+	Again time.Time
+}
+
+// ClaimLoop schedules a Claimer's tasks until nothing runs and either the policy stops or no
+// slot is left: every free slot retired. ctx ending wakes it; the policy's Stopping should
+// then say so. mu is the engine's lock.
+func (s *Scheduler[S]) ClaimLoop(ctx context.Context, mu sync.Locker, c Claimer[S]) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		mu.Lock()
+		stopping := c.Stopping()
+		var placed []Placed[S]
+		var again time.Time
+		if !stopping {
+			placed, again = s.claim(c)
+		}
+		idle := s.running == 0 && (stopping || len(s.free) == 0)
+		busy := s.running > 0
+		mu.Unlock()
+		s.start(&wg, placed, c.Run)
+		if idle {
+			return
+		}
+		s.wait(ctx, again, busy)
+	}
+}
+
+// claim offers each free slot, in order, to c: it returns the tasks taken, and the earliest
+// time a slot that took nothing asked to be offered again.
+func (s *Scheduler[S]) claim(c Claimer[S]) ([]Placed[S], time.Time) {
+	var placed []Placed[S]
+	var again time.Time
+	free := s.free
+	s.free = nil
+	for _, slot := range free {
+		t := c.Claim(slot)
+		switch {
+		case t.Took:
+			placed = append(placed, Placed[S]{Task: t.Task, Slot: slot})
+			s.running++
+		case t.Retire:
+		default:
+			s.free = append(s.free, slot)
+			if !t.Again.IsZero() && (again.IsZero() || t.Again.Before(again)) {
+				again = t.Again
+			}
+		}
+	}
+	return placed, again
+}
+
+// start runs each task placed on a goroutine of its own, which wakes the loop when it ends.
+func (s *Scheduler[S]) start(wg *sync.WaitGroup, placed []Placed[S], run func(int, S)) {
+	for _, pl := range placed {
+		wg.Add(1)
+		go func(pl Placed[S]) {
+			defer wg.Done()
+			defer s.notify()
+			run(pl.Task, pl.Slot)
+		}(pl)
+	}
+}
+
+// wait waits for a task's end, the time next (zero: none), or ctx's end: then, when tasks are
+// at work (busy), for a task's end, as the tasks see ctx end too and stop. With none at work
+// there is no end to wait for: the loop looks again at once, and stops.
+func (s *Scheduler[S]) wait(ctx context.Context, next time.Time, busy bool) {
 	var release <-chan time.Time
-	if !held.IsZero() {
-		tm := time.NewTimer(time.Until(held))
+	if !next.IsZero() {
+		tm := time.NewTimer(time.Until(next))
 		defer tm.Stop()
 		release = tm.C
 	}
@@ -137,7 +220,9 @@ func (s *Scheduler[S]) wait(ctx context.Context, held time.Time) {
 	case <-release:
 	case <-s.wake:
 	case <-ctx.Done():
-		<-s.wake
+		if busy {
+			<-s.wake
+		}
 	}
 }
 

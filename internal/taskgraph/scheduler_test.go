@@ -136,3 +136,95 @@ func TestSchedulerPlaceAndHold(t *testing.T) {
 		t.Fatalf("started %v", p.started)
 	}
 }
+
+// ctxPolicy is a testPolicy that stops once its context ends, as the engines' policies do.
+type ctxPolicy struct {
+	*testPolicy
+	ctx context.Context
+}
+
+func (p *ctxPolicy) Stopping() bool { return p.ctx.Err() != nil }
+
+// TestSchedulerInterruptedWhileHeld: interrupted while no task is at work and the only ready
+// one is held for later, the loop returns at once (it waited for a task's end that could never
+// come: a run whose last task was held off a host that went offline hung on its interrupt).
+func TestSchedulerInterruptedWhileHeld(t *testing.T) {
+	p := newTestPolicy(t, nodes("held"), []slot{{"a1", "a"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	p.place = func(i int, free []slot) int {
+		p.s.Set.Hold(i, time.Now().Add(time.Hour))
+		cancel() // interrupted while the loop has nothing to wait for but the hold
+		return -1
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		p.s.Loop(ctx, p.mu, &ctxPolicy{p, ctx})
+	}()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the interrupted loop did not return: it waits for a task's end while none is at work")
+	}
+	if len(p.started) != 0 {
+		t.Fatalf("started %v; want none", p.started)
+	}
+}
+
+// claimPolicy claims from a counter of tasks, slot by slot, as the queue claims from its file:
+// a slot whose claim finds none left retires, one that finds the next task not yet free (it
+// waits for the one before it) waits.
+type claimPolicy struct {
+	mu      sync.Mutex
+	s       *Scheduler[slot]
+	n, next int
+	doneMu  sync.Mutex
+	done    map[int]bool
+	atWork  map[string]bool
+	ran     map[int]string
+	retired []string
+	t       *testing.T
+}
+
+func (p *claimPolicy) Stopping() bool { return false }
+func (p *claimPolicy) Claim(sl slot) Take {
+	if p.atWork[sl.id] {
+		p.t.Errorf("slot %s offered while at work", sl.id)
+	}
+	if p.next == p.n {
+		p.retired = append(p.retired, sl.id)
+		return Take{Retire: true}
+	}
+	// Task 3 waits for task 2 to be done (a dependency the file says so).
+	p.doneMu.Lock()
+	blocked := p.next == 3 && !p.done[2]
+	p.doneMu.Unlock()
+	if blocked {
+		return Take{Again: time.Now().Add(time.Hour)}
+	}
+	p.atWork[sl.id] = true
+	p.next++
+	return Take{Took: true, Task: p.next - 1}
+}
+func (p *claimPolicy) Run(i int, sl slot) {
+	p.doneMu.Lock()
+	p.done[i] = true
+	p.doneMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ran[i] = sl.id
+	delete(p.atWork, sl.id)
+	p.s.Free(sl, false)
+}
+
+// TestClaimLoop: a Claimer's tasks each run once, a slot never offered while at work; a slot
+// that waits is offered again when a task ends; the loop returns once every slot retired.
+func TestClaimLoop(t *testing.T) {
+	slots := []slot{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}}
+	p := &claimPolicy{n: 8, done: map[int]bool{}, atWork: map[string]bool{}, ran: map[int]string{}, t: t}
+	p.s = NewScheduler[slot](nil, slots)
+	p.s.ClaimLoop(context.Background(), &p.mu, p)
+	if len(p.ran) != 8 || len(p.retired) != 3 {
+		t.Fatalf("ran %v, retired %v; want 8 tasks, 3 slots retired", p.ran, p.retired)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,9 +23,10 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/taskgraph"
 )
 
-// agentRun is one agent of the run: it claims task after task.
+// agentRun is one agent of the run, a slot of its scheduler: it takes task after task.
 type agentRun struct {
 	r  *runner
 	id string
@@ -40,6 +42,9 @@ type agentRun struct {
 	done store.AgentContext
 	// host is the slot of a remote host the agent's attempts run in (Config.Hosts), nil here.
 	host *hostSlot
+	// cur is the task Claim gave the agent, run by Run; resumed says it is an adopted one.
+	cur     *claim
+	resumed bool
 }
 
 // hostSlot is one agent's place on a remote host.
@@ -67,99 +72,138 @@ type claim struct {
 const (
 	outDone    = "done"
 	outFailed  = "failed"
-	outStopped = "stopped" // by --hard-budget: back to pending, not counted as a failure
+	outStopped = "stopped" // by --hard-budget or an interrupt: back to pending, not counted as a failure
 	outGone    = "gone"    // the claim was taken away (skipped, or the queue replaced)
 	outLimited = "limited" // a usage limit: held until its reset, pending, no retry counted
 	outBlocked = "blocked" // its dependencies' branches conflict in its worktree: not run, not retried
 	outOffline = "offline" // the host stopped answering: pending, held until the attempt's deadline there
 )
 
-func (a *agentRun) work(ctx context.Context) {
-	r := a.r
-	if a.adopted == nil {
-		// Seed 004: the agent's state file is created when the agent starts, initializing
-		// until its first attempt works. An adopted claim's file is left as the last run
-		// wrote it: it names the attempt (and its host) to recover.
-		a.state(ctx, store.AgentInitializing, nil, 0)
-	}
+// queue is the queue's part in the scheduling (taskgraph.Claimer): its agents are the slots
+// of a taskgraph.Scheduler, which offers each free one to Claim at every wake (a task's end,
+// the poll for what other processes change, the end of the calls-per-hour wait) and runs what
+// it took. What is the queue's own: the claim inside the store's transaction with the budget
+// checked in it, an adopted attempt first, an agent's end (its state file, the progress
+// file's entry) when it may take no more tasks.
+type queue struct {
+	r     *runner
+	ctx   context.Context
+	mu    sync.Mutex // the scheduler's lock; r.mu is taken inside it, never around it
+	sched *taskgraph.Scheduler[*agentRun]
+}
+
+// pollEvery is how often an agent without a task looks at the queue again: another process
+// may add or retry tasks.
+const pollEvery = 500 * time.Millisecond
+
+// run schedules the agents until none may take a task any more, or ctx ends.
+func (q *queue) run(agents []*agentRun) {
+	q.sched = taskgraph.NewScheduler[*agentRun](nil, agents)
+	q.sched.ClaimLoop(q.ctx, &q.mu, q)
+}
+
+func (q *queue) Stopping() bool { return q.ctx.Err() != nil }
+
+// Claim gives agent a its next task: the attempt an earlier run left it first, else a claim.
+// An agent whose host went offline, that found the budget reached, or that found no task left
+// that may become ready ends (recorded), and takes no more.
+func (q *queue) Claim(a *agentRun) taskgraph.Take {
+	r, ctx := q.r, q.ctx
 	if a.adopted != nil {
-		var out outcome
-		if on := a.adopted.on; on != nil {
-			// Its attempt was started on a host: looked for there (runRemote adopts it), on
-			// that host's slot while it lasts.
-			own := a.host
-			a.host = on
-			a.current(ctx, a.adopted.task.ID)
-			r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, a.adopted.task.ID, a.adopted.attempt, on.exec.Host())
-			out = a.runRemote(ctx, a.adopted)
-			a.host = own
-		} else {
-			a.state(ctx, store.AgentWorking, &a.adopted.task, a.adopted.attempt)
-			a.current(ctx, a.adopted.task.ID)
-			r.logf("%s: still running %s (attempt %d), from the last run", a.id, a.adopted.task.ID, a.adopted.attempt)
-			out = a.await(ctx, a.adopted)
-		}
-		if ctx.Err() != nil && out.status == "" {
-			return
-		}
-		a.finish(ctx, a.adopted, out)
-		r.letGo()
-		a.adopted = nil
+		a.cur, a.resumed, a.adopted = a.adopted, true, nil
+		return taskgraph.Take{Took: true}
 	}
-	if a.extra {
-		return
+	if a.extra || ctx.Err() != nil {
+		// An agent of an earlier run beyond this run's N finishes its task, no more; an
+		// interrupted run starts nothing (Stopping says so at the next wake).
+		return taskgraph.Take{Retire: a.extra}
 	}
-	for ctx.Err() == nil {
-		if a.host != nil && a.host.exec.Offline() {
-			r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
-			a.end(ctx, store.AgentFailed)
-			return
-		}
-		if r.budgetReached() {
-			a.end(ctx, store.AgentBudget)
-			return
-		}
-		start := time.Now()
-		c, left, err := a.claim(ctx)
-		r.spent(&r.timing.Queue, time.Since(start))
-		if errors.Is(err, errBudget) {
-			a.end(ctx, store.AgentBudget)
-			return
-		}
-		if err != nil && ctx.Err() != nil {
-			return // interrupted while waiting for the lock: nothing was claimed
-		}
-		if err != nil {
-			r.failed("%s: %v", a.id, err)
-			a.end(ctx, store.AgentFailed)
-			return
-		}
-		if c == nil {
-			if left == 0 {
-				a.end(ctx, store.AgentCompleted)
-				return
-			}
-			if a.callWait > 0 {
-				// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
-				r.waitCalls(a.id, time.Now().Add(a.callWait))
-				r.waitChangeFor(ctx, a.callWait)
-				continue
-			}
-			r.waitChange(ctx)
-			continue
-		}
-		out := a.run(ctx, c)
-		if ctx.Err() != nil && out.status == "" {
-			return // interrupted while its agent runs: the next run adopts it
-		}
-		start = time.Now()
-		a.finish(ctx, c, out)
-		r.letGo()
-		r.spent(&r.timing.Queue, time.Since(start))
-		r.mu.Lock()
-		r.timing.Tasks++
-		r.mu.Unlock()
+	if a.host != nil && a.host.exec.Offline() {
+		r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
+		a.end(ctx, store.AgentFailed)
+		return taskgraph.Take{Retire: true}
 	}
+	if r.budgetReached() {
+		a.end(ctx, store.AgentBudget)
+		return taskgraph.Take{Retire: true}
+	}
+	start := time.Now()
+	c, left, err := a.claim(ctx)
+	r.spent(&r.timing.Queue, time.Since(start))
+	switch {
+	case errors.Is(err, errBudget):
+		a.end(ctx, store.AgentBudget)
+		return taskgraph.Take{Retire: true}
+	case err != nil && ctx.Err() != nil:
+		return taskgraph.Take{} // interrupted while waiting for the lock: nothing was claimed
+	case err != nil:
+		r.failed("%s: %v", a.id, err)
+		a.end(ctx, store.AgentFailed)
+		return taskgraph.Take{Retire: true}
+	case c == nil && left == 0:
+		a.end(ctx, store.AgentCompleted)
+		return taskgraph.Take{Retire: true}
+	case c == nil && a.callWait > 0:
+		// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
+		resume := time.Now().Add(a.callWait)
+		r.waitCalls(a.id, resume)
+		return taskgraph.Take{Again: resume}
+	case c == nil:
+		return taskgraph.Take{Again: time.Now().Add(pollEvery)}
+	}
+	a.cur, a.resumed = c, false
+	return taskgraph.Take{Took: true}
+}
+
+// Run runs the task Claim gave agent a and records its end; an agent of an earlier run is
+// done then.
+func (q *queue) Run(_ int, a *agentRun) {
+	if a.resumed {
+		a.resume(q.ctx, a.cur)
+	} else {
+		a.runClaimed(q.ctx, a.cur)
+	}
+	a.cur = nil
+	q.mu.Lock()
+	q.sched.Free(a, a.extra)
+	q.mu.Unlock()
+}
+
+// resume waits for the attempt an earlier runner started for c (here, or on the host its
+// agent's state names), then records its end (interrupted, it is stopped, as await says).
+func (a *agentRun) resume(ctx context.Context, c *claim) {
+	r := a.r
+	var out outcome
+	if on := c.on; on != nil {
+		// Its attempt was started on a host: looked for there (runRemote adopts it), on
+		// that host's slot while it lasts.
+		own := a.host
+		a.host = on
+		a.current(ctx, c.task.ID)
+		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
+		out = a.runRemote(ctx, c)
+		a.host = own
+	} else {
+		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
+		a.current(ctx, c.task.ID)
+		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
+		out = a.await(ctx, c)
+	}
+	a.finish(ctx, c, out)
+	r.letGo()
+}
+
+// runClaimed runs the attempt of a task a claimed, and records its end.
+func (a *agentRun) runClaimed(ctx context.Context, c *claim) {
+	r := a.r
+	out := a.run(ctx, c)
+	start := time.Now()
+	a.finish(ctx, c, out)
+	r.letGo()
+	r.spent(&r.timing.Queue, time.Since(start))
+	r.mu.Lock()
+	r.timing.Tasks++
+	r.mu.Unlock()
 }
 
 // errBudget is claim's error once the budget is reached.
@@ -280,7 +324,7 @@ func (r *runner) letGo() {
 
 // outcome is how an attempt ended.
 type outcome struct {
-	status   string // outDone, outFailed, outStopped, outGone, outLimited; "" when not known (interrupted)
+	status   string // outDone, outFailed, outStopped, outGone, outLimited, outBlocked, outOffline
 	reason   string
 	cost     float64
 	turns    int // the turns the agent reported (claude's num_turns), 0 when none
@@ -300,8 +344,8 @@ func (a *agentRun) run(ctx context.Context, c *claim) outcome {
 	}
 	bead := plan.Bead(r.plan, c.task.ID)
 	// Once claimed, the attempt is set up and started whatever happens to ctx (an interrupt):
-	// half a launch would be counted as a failed attempt; a whole one is waited for by the
-	// next run.
+	// half a launch would be counted as a failed attempt; a whole one is stopped by await,
+	// its task pending again.
 	launchCtx := context.WithoutCancel(ctx)
 	if r.cfg.Worktree {
 		// Before the attempt is opened: a task its dependencies' conflict blocks never ran.
@@ -451,13 +495,17 @@ func promptOf(planID string, t *store.Task) string {
 }
 
 // await waits for the supervisor of the claim's attempt to end, then judges the attempt by its
-// records. A status "" means ctx ended first (the attempt runs on).
+// records. Interrupted (ctx ends first), it stops the attempt, as swarm run does (taskgraph's
+// meaning of interrupted): its supervisor records its end, and the task goes back to pending,
+// no retry counted, what the agent left in its working tree kept for the next run's attempt.
 func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
 	start := time.Now()
+	interrupted := false
 	if executor.Await(ctx, r.dir, r.where, bead) != nil {
-		return outcome{} // interrupted: the attempt runs on, and the next run adopts it
+		executor.Halt(r.dir, r.where, bead)
+		interrupted, ctx = true, context.WithoutCancel(ctx)
 	}
 	r.spent(&r.timing.Wait, time.Since(start))
 	start = time.Now()
@@ -478,11 +526,17 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	if stray != nil && out.status == outDone {
 		out.status, out.reason = outFailed, oneLine(stray)
 	}
-	if stopped && out.status == outFailed {
+	switch {
+	case stopped && out.status == outFailed:
 		out.status, out.reason = outStopped, budgetStop
+	case interrupted && out.status == outFailed:
+		out.status, out.reason = outStopped, interruptStop
 	}
 	return out
 }
+
+// interruptStop is the reason of an attempt an interrupt stopped.
+const interruptStop = "interrupted: its agent was stopped"
 
 // judge reads the end of bead's attempt n from its records, once its supervisor is gone (one
 // lost without recording its end is closed as supervisor-lost first), and its cost from its

@@ -17,9 +17,6 @@ import (
 // it is reached no agent starts another task, and with --hard-budget the running ones stop.
 func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	r := a.r
-	if out.status == "" {
-		return // not known: the attempt runs on after an interrupt
-	}
 	t := now()
 	max := r.cfg.MaxRetries
 	var line string
@@ -160,7 +157,6 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 			r.event(ev.Event, c.task.ID, c.attempt, ev.Status, ev.Reason, *ev.CostUSD)
 		}
 	}
-	r.notify()
 	if r.budgetReached() && r.cfg.HardBudget {
 		r.stopAll(ctx)
 	}

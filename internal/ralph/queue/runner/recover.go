@@ -12,7 +12,8 @@ import (
 	"github.com/agentfleet/fleet/internal/record"
 )
 
-// recover finds the claims an earlier runner left (it died, or was interrupted) and settles
+// recover finds the claims an earlier runner left (it died: an interrupted one stops its
+// attempts and leaves none, but for a claim it could not record) and settles
 // them before any new claim: a claim whose attempt's supervisor is alive is returned, by agent,
 // to be waited for; one whose attempt ended is judged by its records, as if the runner had seen
 // it end; one whose attempt never started (no attempt number, or records of an older attempt)

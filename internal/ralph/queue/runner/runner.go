@@ -5,6 +5,9 @@
 // waits for it, reads its cost from its output (agent.Profile.ParseUsage) and marks the task
 // done, or failed: back to pending with retries + 1 through the retry queue until max_retries,
 // then failed, its dependents blocked. The budget is checked before each agent starts a task.
+// The agents are the slots of a taskgraph.Scheduler, this package its second policy (queue, a
+// taskgraph.Claimer, in agent.go): the Scheduler offers each free agent a claim at every wake
+// and runs what it took; the policy claims, and ends an agent that may take no more.
 //
 // A runner that died leaves claims behind; the next Run finds them: a claim whose supervisor is
 // alive is waited for as if it had been started by this run, one whose attempt ended is judged
@@ -114,7 +117,9 @@ type Result struct {
 	Counts        map[string]int // tasks by status at the end
 	CostUSD       float64        // the plan's total cost so far
 	BudgetReached bool
-	Interrupted   bool // the context ended: claims are left for the next run
+	// Interrupted: the context ended; the attempts at work were stopped, their tasks pending
+	// again (no retry counted) for the next run.
+	Interrupted bool
 	// Errors counts what the run could not record (a claim, a task's end, an agent's end: a
 	// full disk, a queue file it cannot write); LastError is the last one's message.
 	Errors    int
@@ -165,8 +170,7 @@ type runner struct {
 	// git worktree add fails on one being made at the same moment. The checkouts and the
 	// merges run outside it (git.MergeSpec).
 	gitMu  sync.Mutex
-	wake   chan struct{} // closed (and replaced) whenever a task ends or the queue changes
-	timing Timing        // under mu
+	timing Timing // under mu
 	// calls are the start times of the attempts this run started within the last CallWindow
 	// (--max-calls-per-hour); callsWaiting says the limit's wait was told.
 	calls        rails.Calls
@@ -214,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
-		running: map[string]bool{}, hardStopped: map[string]bool{}, stopRemote: map[string]context.CancelFunc{}, wake: make(chan struct{}),
+		running: map[string]bool{}, hardStopped: map[string]bool{}, stopRemote: map[string]context.CancelFunc{},
 		rails: rails.Rails{BudgetUSD: cfg.Budget, HardBudget: cfg.HardBudget, MaxCallsPerHour: cfg.MaxCallsPerHour, CommitEach: cfg.CommitEach},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	var slots []hostSlot
@@ -245,7 +249,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer cfg.Hook.Close()
 	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
-	var wg sync.WaitGroup
 	r.inflight = len(adopted)
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
 	for i := 1; i <= cfg.Agents; i++ {
@@ -254,6 +257,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if len(slots) > 0 {
 			a.host = &slots[i-1]
 		}
+		if a.adopted == nil {
+			// Seed 004: the agent's state file is created when the agent starts, initializing
+			// until its first attempt works. An adopted claim's file is left as the last run
+			// wrote it: it names the attempt (and its host) to recover.
+			a.state(ctx, store.AgentInitializing, nil, 0)
+		}
 		agents = append(agents, a)
 		delete(adopted, id)
 	}
@@ -261,14 +270,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// An agent of an earlier run that had more agents: it finishes its task, no more.
 		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true})
 	}
-	for _, a := range agents {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.work(ctx)
-		}()
-	}
-	wg.Wait()
+	(&queue{r: r, ctx: ctx}).run(agents)
 	res := &Result{Interrupted: ctx.Err() != nil}
 	r.mu.Lock()
 	res.CostUSD, res.BudgetReached, res.Timing = r.cost, r.budgetHit, r.timing
@@ -357,28 +359,6 @@ func (r *runner) logf(format string, args ...any) {
 	}
 }
 
-// notify wakes the agents waiting for a task to become ready.
-func (r *runner) notify() {
-	r.mu.Lock()
-	close(r.wake)
-	r.wake = make(chan struct{})
-	r.mu.Unlock()
-}
-
-// waitChange waits until a task ends, or a while (another process may add or retry tasks).
-func (r *runner) waitChange(ctx context.Context) {
-	r.mu.Lock()
-	ch := r.wake
-	r.mu.Unlock()
-	t := time.NewTimer(500 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // takeCall reserves a start under --max-calls-per-hour: 0 when one is free (taken now), else
 // how long until the oldest start leaves the window.
 func (r *runner) takeCall(now time.Time) time.Duration {
@@ -419,20 +399,6 @@ func (r *runner) waitCalls(agentID string, resume time.Time) {
 		r.cfg.MaxCallsPerHour, r.cfg.CallWindow, r.cfg.MaxCallsPerHour, until)
 	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Limit, Plan: r.plan, Status: "running",
 		Reason: "max-calls-per-hour, waiting until " + until})
-}
-
-// waitChangeFor waits until a task ends or the queue changes, or d.
-func (r *runner) waitChangeFor(ctx context.Context, d time.Duration) {
-	r.mu.Lock()
-	ch := r.wake
-	r.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // budgetReached says whether no agent may start a task any more.

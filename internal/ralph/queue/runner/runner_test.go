@@ -413,80 +413,51 @@ func TestRunBudget(t *testing.T) {
 	})
 }
 
-// TestRunSettlesWhatAnInterruptedRunLeft: a run interrupted while its agent works leaves the
-// claim; the next run settles it by its records, without running the task again: it waits for
-// an attempt still at work (adopted), and takes the end of one that ended meanwhile.
-func TestRunSettlesWhatAnInterruptedRunLeft(t *testing.T) {
-	for _, endedBefore := range []bool{false, true} {
-		name := "adopted"
-		if endedBefore {
-			name = "ended meanwhile"
-		}
-		t.Run(name, func(t *testing.T) {
-			tmp := t.TempDir()
-			started, gate := filepath.Join(tmp, "started"), filepath.Join(tmp, "gate")
-			w := newWorld(t, "t1: waits touch:"+started+" until:"+gate+" cost:0.25", "t2: after it (after t1)")
-			ctx, cancel := context.WithCancel(context.Background())
-			log1 := newLogWatch()
-			type ended struct {
-				res *Result
-				err error
-			}
-			done := make(chan ended, 1)
-			go func() {
-				res, err := w.runE(ctx, w.config(1, 3, log1))
-				done <- ended{res, err}
-			}()
-			waitUntil(t, "the agent started", func() bool { _, err := os.Stat(started); return err == nil })
-			cancel()
-			e := <-done
-			if e.err != nil {
-				t.Fatalf("Run: %v\n%s", e.err, log1)
-			}
-			res := e.res
-			if !res.Interrupted {
-				t.Fatalf("Run = %+v, want interrupted", res)
-			}
-			if t1 := w.task("t1"); t1.Status != store.Claimed || t1.Attempt != 1 || *t1.ClaimedBy != "agent-1" {
-				t.Fatalf("t1 after the interrupt: %+v, want claimed by agent-1 for attempt 1", t1)
-			}
-			d := attempt.NewDir(w.stateDir)
-			where := attempt.Where{Backend: supervise.BackendProcess}
-			if live, _ := attempt.Alive(context.Background(), d, where, "p-t1"); !live {
-				t.Fatalf("t1's supervisor died with the runner")
-			}
-
-			log2 := newLogWatch()
-			if endedBefore {
-				os.WriteFile(gate, nil, 0o600)
-				waitUntil(t, "t1's supervisor gone", func() bool {
-					live, _ := attempt.Alive(context.Background(), d, where, "p-t1")
-					return !live
-				})
-				res = w.run(context.Background(), w.config(1, 3, log2))
-				log2.waitFor(t, `^recovered: t1 \(attempt 1\) ended while no runner watched it$`)
-			} else {
-				go func() {
-					res, err := w.runE(context.Background(), w.config(1, 3, log2))
-					done <- ended{res, err}
-				}()
-				log2.waitFor(t, `^agent-1: still running t1 \(attempt 1\), from the last run$`)
-				os.WriteFile(gate, nil, 0o600)
-				if e = <-done; e.err != nil {
-					t.Fatalf("Run: %v\n%s", e.err, log2)
-				}
-				res = e.res
-			}
-			if res.Counts[store.Done] != 2 || res.CostUSD != 0.25 {
-				t.Errorf("the second run = %+v, want both tasks done, $0.25\n%s", res, log2)
-			}
-			if got := w.attempts("t1"); fmt.Sprint(got) != fmt.Sprint(map[int]string{1: record.StatusDone}) {
-				t.Errorf("t1's attempts: %v, want attempt 1 done, never run again", got)
-			}
-			w.valid()
-			w.noSupervisors()
-		})
+// TestRunInterruptedStopsItsAgents: a run interrupted while its agent works stops the agent (its
+// supervisor records the end) and puts its task back to pending, no retry counted, as swarm run
+// does (taskgraph's meaning of interrupted; the queue left the agent at work for the next run to
+// adopt). Nothing is lost: the next run's attempt works in the worktree the first left, and
+// finds what it wrote there.
+func TestRunInterruptedStopsItsAgents(t *testing.T) {
+	tmp := t.TempDir()
+	started := filepath.Join(tmp, "started")
+	// Attempt 1 writes left.1 into its worktree and works until stopped; attempt 2 needs left.1.
+	w := gitWorld(t, "t1: mark:left mark:"+started+" hangbefore:2 check:left.1 cost:0.25", "t2: after it (after t1)")
+	ctx, cancel := context.WithCancel(context.Background())
+	log1 := newLogWatch()
+	cfg := w.config(1, 1, log1)
+	cfg.Worktree = true
+	done := make(chan ran, 1)
+	go func() {
+		res, err := w.runE(ctx, cfg)
+		done <- ran{res, err}
+	}()
+	waitUntil(t, "the agent started", func() bool { _, err := os.Stat(started + ".1"); return err == nil })
+	cancel()
+	e := <-done
+	if e.err != nil || !e.res.Interrupted {
+		t.Fatalf("Run = %+v, %v; want interrupted\n%s", e.res, e.err, log1)
 	}
+	log1.waitFor(t, `^agent-1: t1 \(attempt 1\): interrupted: its agent was stopped; pending again$`)
+	if t1 := w.task("t1"); t1.Status != store.Pending || t1.Retries != 0 || t1.ClaimedBy != nil {
+		t.Fatalf("t1 after the interrupt: %+v, want pending, no retry counted", t1)
+	}
+	w.noSupervisors()
+
+	cfg.Log = newLogWatch()
+	res := w.run(context.Background(), cfg)
+	if res.Counts[store.Done] != 2 || res.CostUSD != 0.25 {
+		t.Errorf("the second run = %+v, want both tasks done, $0.25\n%s", res, cfg.Log)
+	}
+	if got := w.attempts("t1"); got[2] != record.StatusDone {
+		t.Errorf("t1's attempts: %v, want attempt 2 done (in the worktree attempt 1 left)", got)
+	}
+	rq, _ := w.store.ViewRetry()
+	if len(rq.Retries) != 0 {
+		t.Errorf("retry queue: %+v, want none (an interrupt is no failure)", rq.Retries)
+	}
+	w.valid()
+	w.noSupervisors()
 }
 
 // TestRunNamesCurrentTask: while an agent works, the progress file names its task

@@ -17,7 +17,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -162,6 +161,8 @@ type runner struct {
 	gen, written uint64
 	writeErr     error
 	writes       int
+	// enc encodes the state as the tasks that changed (under mu, and writeMu).
+	enc stateEncoder
 
 	mu    sync.Mutex
 	st    *State
@@ -486,12 +487,12 @@ func (r *runner) flush() error {
 		return err
 	}
 	r.stampActive()
-	b, err := json.MarshalIndent(r.st, "", "  ")
+	b, err := r.enc.encode(r.st)
 	snap := r.gen
 	r.dirty = false
 	r.mu.Unlock()
 	if err == nil {
-		err = writeStateBytes(r.paths.State(), append(b, '\n'))
+		err = writeStateBytes(r.paths.State(), b)
 	}
 	r.mu.Lock()
 	r.written, r.writeErr = snap, err

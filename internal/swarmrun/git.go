@@ -92,25 +92,36 @@ var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
 // one that left changes four (status, add, commit, rev-parse): the trailers are written in the
 // message itself, as --trailer would add them to a one-line message, without the
 // interpret-trailers process --trailer starts.
-func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
-	tr := trailers(execID, taskID, agentID)
-	// One command for both the changes and HEAD: "# branch.oid SHA", then a line per change.
-	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all")
+func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (sha string, ignored bool, err error) {
+	// One command for the changes, HEAD and the files git ignores: "# branch.oid SHA", then a
+	// line per change, "! PATH" per ignored file (or directory matching a pattern, not looked
+	// into), which the worktree's re-pointing for the slot's next task removes.
+	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all", "--ignored=matching")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	head, changed := "", false
 	for _, line := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(line, "# branch.oid "):
 			head = strings.TrimPrefix(line, "# branch.oid ")
+		case strings.HasPrefix(line, "! "):
+			ignored = true
 		case line != "" && !strings.HasPrefix(line, "#"):
 			changed = true
 		}
 	}
 	if head == "" || head == "(initial)" {
-		return "", fmt.Errorf("git status in %s names no HEAD commit", wt)
+		return "", false, fmt.Errorf("git status in %s names no HEAD commit", wt)
 	}
+	sha, err = commitChanges(ctx, wt, head, changed, baseSHA, execID, taskID, agentID, title, ident, full)
+	return sha, ignored, err
+}
+
+// commitChanges makes the task's commit (commitTask) once git status said whether the agent
+// changed anything and where HEAD is.
+func commitChanges(ctx context.Context, wt, head string, changed bool, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
+	tr := trailers(execID, taskID, agentID)
 	pre := append(append([]string{}, ident...), noMaintenance...)
 	trailerBlock := strings.Join(tr, "\n")
 	switch {

@@ -163,6 +163,8 @@ type runner struct {
 	writes       int
 	// enc encodes the state as the tasks that changed (under mu, and writeMu).
 	enc stateEncoder
+	// slots are the slots' worktrees (under mu).
+	slots slotTrees
 
 	mu    sync.Mutex
 	st    *State
@@ -593,7 +595,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			// not the task's any more: seed 001's error is null unless the task failed.
 			t.Status, t.Error = Assigned, nil
 			t.Trace = &Trace{AgentID: slots[i].ID, AgentHost: strp(slots[i].Host), AgentPort: slots[i].Port, AssignedAt: strp(ts),
-				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base,
+				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.worktreeFor(slots[i], t), BaseSHA: base,
 				Requeued: requeued}
 			r.running++
 			changed = true
@@ -762,6 +764,7 @@ func (r *runner) release(slot Slot) {
 // until the attempt's deadline there has passed, its trace saying so; the host's agents are
 // offline and get no more tasks.
 func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
+	r.keepWorktree(id, slot)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	o := out.Offline
@@ -844,11 +847,9 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: oneLine(err), Timestamp: now()})
 			return
 		}
-		// Registered one at a time (gitMu), checked out and merged at once; nothing below the
-		// repository's top is resolved through a link.
-		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.baseSHA, deps, r.ident,
-			gitx.MergeSpec{Lock: &r.gitMu, Hooked: r.checkoutHook, Registered: func() { r.checkpoint("registered") },
-				Beneath: r.cfg.Repo, NewBranch: newBranch})
+		// The slot's worktree re-pointed, or registered one at a time (gitMu), checked out and
+		// merged at once; nothing below the repository's top is resolved through a link.
+		base, err = r.makeWorktree(ctx, slot, t, trace.Worktree, deps, newBranch)
 		if errors.Is(err, gitx.ErrBranchExists) {
 			err = r.unclaimBranch(t, err)
 		}
@@ -922,14 +923,15 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		out = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
 	}
 	if out.Status == record.StatusDone {
-		sha, err := "", worktreeErr
+		sha, ignored, err := "", false, worktreeErr
 		if err == nil {
-			sha, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
+			sha, ignored, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
 		}
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 			return
 		}
+		r.slotCommitted(slot, trace.Worktree, ignored)
 		r.checkpoint("committed")
 		r.mu.Lock()
 		tr.CommitSHA = &sha
@@ -960,6 +962,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	}
 	te := &TaskError{Type: kind, Message: msg, AgentLogs: logs, Timestamp: now(), Recoverable: tries < mt.Retries+1}
 	if tries < mt.Retries+1 {
+		r.keepWorktree(id, slot)
 		r.mu.Lock()
 		t.Status, t.Error = Queued, te
 		tr.RetryCount++
@@ -1040,6 +1043,9 @@ func (r *runner) traceEnd(t *Task, out Outcome) *Trace {
 
 // end records a task's final status and frees its slot.
 func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
+	if status != Completed {
+		r.keepWorktree(id, slot)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]
@@ -1073,6 +1079,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 
 // interrupted puts a task stopped by the run's end back to pending: --resume runs it again.
 func (r *runner) interrupted(id string, slot Slot) {
+	r.keepWorktree(id, slot)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]

@@ -106,7 +106,7 @@ func TestCommitTaskGitProcesses(t *testing.T) {
 		var sha string
 		n := gitStarts(t, func() {
 			var err error
-			sha, err = commitTask(context.Background(), wt, base, "2026-01-01-x-abcd", "t1", "local-1", "t1: do it", nil, false)
+			sha, _, err = commitTask(context.Background(), wt, base, "2026-01-01-x-abcd", "t1", "local-1", "t1: do it", nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}

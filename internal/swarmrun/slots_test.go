@@ -1,0 +1,108 @@
+package swarmrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSlotWorktreeReusedForEachTask: the tasks of one slot work in one worktree, the slot's,
+// re-pointed to each task's branch from the base (one git worktree add for the run, where
+// each task added its own), and each task starts from the base alone: neither the files a task
+// before committed nor those git ignores that it left are there.
+func TestSlotWorktreeReusedForEachTask(t *testing.T) {
+	w := newWorld(t)
+	os.WriteFile(filepath.Join(w.repo, ".gitignore"), []byte("*.log\n"), 0o600)
+	git(t, w.repo, "add", "-A")
+	git(t, w.repo, "commit", "-q", "-m", "ignore logs")
+	doc := "name: slots\ndefaults: {agent: fake}\ntasks:\n" +
+		"  - {id: a, prompt: \"write:a.txt write:build.log\", branch: a}\n" +
+		"  - {id: b, prompt: \"write:b.txt\", branch: b}\n" +
+		"  - {id: c, prompt: nothing, branch: c}\n"
+	var res *Result
+	trace := filepath.Join(t.TempDir(), "trace2")
+	t.Setenv("GIT_TRACE2_EVENT", trace)
+	res, err := Run(context.Background(), w.config(t, doc, 1))
+	t.Setenv("GIT_TRACE2_EVENT", "")
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	slot := filepath.Join(Paths{Root: w.repo}.Worktrees(), ".slot-local-1")
+	for _, id := range []string{"a", "b", "c"} {
+		task := res.State.Tasks[id]
+		if task.Status != Completed || task.Trace.Worktree != slot {
+			t.Errorf("%s: %s in %s, want completed in the slot's worktree %s", id, task.Status, task.Trace.Worktree, slot)
+		}
+		if n := git(t, w.repo, "rev-list", "--count", "main.."+*task.Trace.CommitSHA); n != "1" {
+			t.Errorf("%s: %s commits on the base, want its own alone", id, n)
+		}
+	}
+	if files := git(t, w.repo, "ls-tree", "--name-only", "refs/heads/b"); strings.Contains(files, "a.txt") {
+		t.Errorf("b's branch has a's file: %s", files)
+	}
+	for _, f := range []string{"a.txt", "b.txt", "build.log"} {
+		if exists(filepath.Join(slot, f)) {
+			t.Errorf("the slot's worktree, on c's branch, still has %s of a task before", f)
+		}
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"worktree","add"`); n != 1 {
+		t.Errorf("git worktree add ran %d times for three tasks on one slot, want once", n)
+	}
+	if _, err := ReadState(Paths{Root: w.repo}.State()); err != nil {
+		t.Errorf("the state naming the slot's worktree is not read back: %v", err)
+	}
+}
+
+// TestFailedTaskKeepsItsWorktree: a task that failed keeps what its agent left, in
+// .swarm/worktrees/<task> on its branch, the state's trace naming it, while the slot's next
+// task works in a fresh worktree; a retry of the task starts afresh and removes the kept one.
+func TestFailedTaskKeepsItsWorktree(t *testing.T) {
+	w := newWorld(t)
+	doc := "name: kept\ndefaults: {agent: fake}\ntasks:\n" +
+		"  - {id: a, prompt: \"write:a.txt fail\", branch: a}\n" +
+		"  - {id: b, prompt: \"write:b.txt\", branch: b}\n"
+	res, err := Run(context.Background(), w.config(t, doc, 1))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, w.log.String())
+	}
+	kept := Paths{Root: w.repo}.Worktree("a")
+	a, b := res.State.Tasks["a"], res.State.Tasks["b"]
+	if a.Status != Failed || a.Trace.Worktree != kept {
+		t.Fatalf("a: %s in %s, want failed, its worktree kept at %s", a.Status, a.Trace.Worktree, kept)
+	}
+	if got, err := os.ReadFile(filepath.Join(kept, "a.txt")); err != nil || !strings.Contains(string(got), "a") {
+		t.Errorf("a's kept worktree has no a.txt: %q, %v", got, err)
+	}
+	if br := git(t, kept, "symbolic-ref", "HEAD"); br != "refs/heads/a" {
+		t.Errorf("a's kept worktree is on %s, want refs/heads/a", br)
+	}
+	if b.Status != Completed || exists(filepath.Join(b.Trace.Worktree, "a.txt")) {
+		t.Errorf("b: %s in %s (a.txt there: %v), want completed in a fresh worktree", b.Status, b.Trace.Worktree, exists(filepath.Join(b.Trace.Worktree, "a.txt")))
+	}
+	checkValid(t, Paths{Root: w.repo}.State())
+	if _, err := ReadState(Paths{Root: w.repo}.State()); err != nil {
+		t.Fatalf("the state is not read back: %v", err)
+	}
+
+	cfg := w.config(t, strings.Replace(doc, "write:a.txt fail", "write:a.txt", 1), 1)
+	cfg.Retry = []string{"a"}
+	res, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Run --retry a: %v\n%s", err, w.log.String())
+	}
+	if a := res.State.Tasks["a"]; a.Status != Completed || a.Trace.Worktree == kept {
+		t.Errorf("a after --retry: %s in %s, want completed in its slot's worktree", a.Status, a.Trace.Worktree)
+	}
+	if exists(kept) {
+		t.Errorf("a's kept worktree %s is still there after its retry completed", kept)
+	}
+	if out := git(t, w.repo, "worktree", "list", "--porcelain"); strings.Contains(out, kept+"\n") {
+		t.Errorf("git still lists a's kept worktree:\n%s", out)
+	}
+}

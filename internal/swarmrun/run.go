@@ -165,6 +165,9 @@ type runner struct {
 	enc stateEncoder
 	// slots are the slots' worktrees (under mu).
 	slots slotTrees
+	// refsAtStart are the repository's refs when the first task claimed its branch
+	// (claimBranch).
+	refsAtStart func() (map[string]bool, error)
 
 	mu    sync.Mutex
 	st    *State
@@ -919,19 +922,20 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	// The agent (or another task's) may have put a link in place of the worktree: git -C would
 	// bring branches and commit wherever it points.
 	worktreeErr := r.checkWorktree(trace.Worktree)
+	var ws worktreeStatus
 	if out.Status == record.StatusDone && worktreeErr == nil {
-		out = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
+		out, ws = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
 	}
 	if out.Status == record.StatusDone {
-		sha, ignored, err := "", false, worktreeErr
+		sha, err := "", worktreeErr
 		if err == nil {
-			sha, ignored, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
+			sha, err = commitStatus(context.WithoutCancel(ctx), trace.Worktree, ws, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
 		}
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 			return
 		}
-		r.slotCommitted(slot, trace.Worktree, ignored)
+		r.slotCommitted(slot, trace.Worktree, ws.ignored)
 		r.checkpoint("committed")
 		r.mu.Lock()
 		tr.CommitSHA = &sha
@@ -983,8 +987,14 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 // the task's branch before the task's commit is made (gitx.Repo.ReturnToBranch), so that the
 // commit recorded, the merge order and the pull request are the task's branch's. When they
 // cannot be brought back by a fast-forward, the attempt that ended well is failed, the reason
-// naming both branches.
-func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, branch string, out Outcome) Outcome {
+// naming both branches. It returns the worktree's status (one git status, which the commit
+// uses; none when git status failed): an agent that stayed on the task's branch costs nothing
+// more.
+func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, branch string, out Outcome) (Outcome, worktreeStatus) {
+	ws, err := readStatus(context.WithoutCancel(ctx), wt)
+	if err == nil && ws.onBranch(branch) {
+		return out, ws
+	}
 	from, err := gitx.Repo{Dir: wt}.ReturnToBranch(context.WithoutCancel(ctx), branch)
 	switch {
 	case err != nil:
@@ -992,7 +1002,7 @@ func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, bra
 	case from != "":
 		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", slot.ID, id, from, branch)
 	}
-	return out
+	return out, ws
 }
 
 // executorOf is the executor a slot belongs to.

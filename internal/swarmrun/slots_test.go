@@ -2,6 +2,7 @@ package swarmrun
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,34 @@ func TestFailedTaskKeepsItsWorktree(t *testing.T) {
 	}
 	if out := git(t, w.repo, "worktree", "list", "--porcelain"); strings.Contains(out, kept+"\n") {
 		t.Errorf("git still lists a's kept worktree:\n%s", out)
+	}
+}
+
+// TestGitProcessesPerTask: a task of an agent that changed nothing costs six git processes
+// over the run (its worktree re-pointed: git checkout; git status; git commit-tree and
+// update-ref for its commit; git merge-tree and commit-tree for the merge order), counted from
+// git's own trace2 events, children included. It cost eleven: a worktree added per task (git
+// worktree add starts two more), a rev-parse saying its branch was not the user's, and a
+// symbolic-ref asking whether the agent stayed on the task's branch.
+func TestGitProcessesPerTask(t *testing.T) {
+	count := func(tasks int) int {
+		w := newWorld(t)
+		var doc strings.Builder
+		doc.WriteString("name: count\ndefaults: {agent: true}\ntasks:\n")
+		for i := 0; i < tasks; i++ {
+			fmt.Fprintf(&doc, "  - {id: t%d, prompt: nothing, branch: b%d}\n", i, i)
+		}
+		cfg := w.config(t, doc.String(), 1)
+		return gitStarts(t, func() {
+			if res, err := Run(context.Background(), cfg); err != nil || res.State.Summary.Completed != tasks {
+				t.Fatalf("Run: %v, %+v\n%s", err, res, w.log.String())
+			}
+		})
+	}
+	one, five := count(1), count(5)
+	per := float64(five-one) / 4
+	t.Logf("%.1f git processes a task", per)
+	if per > 6 {
+		t.Errorf("%.1f git processes a task (%d for one task, %d for five), want at most 6", per, one, five)
 	}
 }

@@ -20,7 +20,9 @@
 #   scripts/bench/swarm-run-parallel.sh
 #
 # Environment: BENCH_TASKS (200), BENCH_ROUNDS (3), BENCH_SLOTS ("1 4"), BENCH_BIG (1000; 0:
-# no scaling run), BENCH_BIG_ROUNDS (1), SWARM_BIN=PATH (another swarm build instead of bin/swarm).
+# no scaling run), BENCH_BIG_ROUNDS (1), SWARM_BIN=PATH (another swarm build instead of the
+# tree's), SWARM_BIN_BEFORE=PATH (a second build, run in each round too, in turn with the other
+# two: before and after a change, each as a ratio to parallel measured in the same run).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -87,11 +89,15 @@ run_parallel() { # SLOTS N
 	rm -rf "$dir" "$dir.slots" "$dir.yaml"
 }
 
-run_swarm() { # SLOTS N
-	local dir=$work/s$RANDOM$RANDOM
+run_swarm() { # SLOTS N [BINARY NAME]
+	local dir=$work/s$RANDOM$RANDOM bin=${3:-$swarm} name=${4:-swarm}
 	newrepo "$dir" "$2"
-	timed "swarm-$1-$2" bash -c 'cd "$1" && "$2" run "$1.yaml" --max-parallel "$3" --forge none --state-dir "$1.state"' _ "$dir" "$swarm" "$1"
+	timed "$name-$1-$2" bash -c 'cd "$1" && "$2" run "$1.yaml" --max-parallel "$3" --forge none --state-dir "$1.state"' _ "$dir" "$bin" "$1"
 	rm -rf "$dir" "$dir.state" "$dir.yaml"
+}
+before=${SWARM_BIN_BEFORE:-}
+run_before() { # SLOTS N
+	if [[ -n $before ]]; then run_swarm "$1" "$2" "$before" swarm-before; fi
 }
 
 run_bare() { # SLOTS N
@@ -104,7 +110,9 @@ for ((round = 0; round < rounds; round++)); do
 		if ((round % 2 == 0)); then
 			run_parallel "$s" "$tasks" >>"$results"
 			run_swarm "$s" "$tasks" >>"$results"
+			run_before "$s" "$tasks" >>"$results"
 		else
+			run_before "$s" "$tasks" >>"$results"
 			run_swarm "$s" "$tasks" >>"$results"
 			run_parallel "$s" "$tasks" >>"$results"
 		fi
@@ -115,6 +123,10 @@ if ((big > 0)); then
 	for ((round = 0; round < big_rounds; round++)); do
 		run_swarm 4 "$big" >>"$results"
 		run_swarm 4 "$tasks" >>"$results"
+		if [[ -n $before ]]; then
+			run_before 4 "$big" >>"$results"
+			run_before 4 "$tasks" >>"$results"
+		fi
 	done
 fi
 
@@ -136,6 +148,11 @@ for s in $slots_list; do
 	printf '  %-5s %-42s %8s %8s\n' "$s" "GNU parallel, the script (by hand)" "$(pertask "$pw" "$tasks")" "$(pertask "$pc" "$tasks")"
 	printf '  %-5s %-42s %8s %8s\n' "$s" "swarm run" "$(pertask "$sw" "$tasks")" "$(pertask "$sc" "$tasks")"
 	printf '  %-5s %-42s %8s %8s   (target: at most 1.5x)\n' "$s" "  swarm run / parallel with the script" "$(ratio "$sw" "$pw")" "$(ratio "$sc" "$pc")"
+	if [[ -n $before ]]; then
+		xw=$(median "swarm-before-$s-$tasks" 2) xc=$(median "swarm-before-$s-$tasks" 3)
+		printf '  %-5s %-42s %8s %8s\n' "$s" "swarm run, SWARM_BIN_BEFORE" "$(pertask "$xw" "$tasks")" "$(pertask "$xc" "$tasks")"
+		printf '  %-5s %-42s %8s %8s\n' "$s" "  before / parallel with the script" "$(ratio "$xw" "$pw")" "$(ratio "$xc" "$pc")"
+	fi
 	printf '  %-5s %-42s %8s %8s\n' "$s" "GNU parallel, the bare command" "$(pertask "$bw" "$tasks")" "$(pertask "$bc" "$tasks")"
 	printf '  %-5s %-42s %8s %8s\n' "$s" "  swarm run / parallel with the bare command" "$(ratio "$sw" "$bw")" "$(ratio "$sc" "$bc")"
 done
@@ -146,4 +163,11 @@ if ((big > 0)); then
 	printf '  %-5s %-42s %8s %8s   (target: at most 1.2x)\n' 4 "  a task at $big / a task at $tasks" \
 		"$(awk -v a="$gw" -v b="$hw" -v n="$big" -v m="$tasks" 'BEGIN { printf "%.2fx", (a / n) / (b / m) }')" \
 		"$(awk -v a="$gc" -v b="$hc" -v n="$big" -v m="$tasks" 'BEGIN { printf "%.2fx", (a / n) / (b / m) }')"
+	if [[ -n $before ]]; then
+		gw=$(median "swarm-before-4-$big" 2) gc=$(median "swarm-before-4-$big" 3)
+		hw=$(median "swarm-before-4-$tasks" 2) hc=$(median "swarm-before-4-$tasks" 3)
+		printf '  %-5s %-42s %8s %8s\n' 4 "  before: a task at $big / a task at $tasks" \
+			"$(awk -v a="$gw" -v b="$hw" -v n="$big" -v m="$tasks" 'BEGIN { printf "%.2fx", (a / n) / (b / m) }')" \
+			"$(awk -v a="$gc" -v b="$hc" -v n="$big" -v m="$tasks" 'BEGIN { printf "%.2fx", (a / n) / (b / m) }')"
+	fi
 fi

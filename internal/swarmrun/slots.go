@@ -27,6 +27,9 @@ type slotTrees struct {
 	// branch: the next task re-points it. clean says it may hold files git ignores (or a
 	// forge's), which the next task's re-pointing removes (git clean -ffdx).
 	ready, clean map[string]bool
+	// owner is the task each slot's worktree was last made or re-pointed for (by agent id):
+	// only that task's work is kept when it does not complete.
+	owner map[string]string
 	// prev is the worktree of a task's earlier attempt, when the attempt now assigned works
 	// elsewhere (by task id): removed before the task's worktree is made, since the task's
 	// branch is checked out there.
@@ -87,7 +90,7 @@ func (r *runner) slotPath(slot Slot) string {
 		path = filepath.Join(r.paths.Worktrees(), fmt.Sprintf(".slot-%s-%d", slot.ID, n))
 	}
 	if r.slots.path == nil {
-		r.slots.path, r.slots.ready, r.slots.clean = map[string]string{}, map[string]bool{}, map[string]bool{}
+		r.slots.path, r.slots.ready, r.slots.clean, r.slots.owner = map[string]string{}, map[string]bool{}, map[string]bool{}, map[string]string{}
 	}
 	r.slots.path[slot.ID] = path
 	return path
@@ -105,6 +108,9 @@ func (r *runner) makeWorktree(ctx context.Context, slot Slot, t *Task, path stri
 	repoint := r.slots.ready[slot.ID] && r.slots.path[slot.ID] == path && !r.checkoutHook
 	clean := r.slots.clean[slot.ID]
 	delete(r.slots.ready, slot.ID)
+	if r.slots.path[slot.ID] == path {
+		r.slots.owner[slot.ID] = t.ID
+	}
 	r.mu.Unlock()
 	repo := gitx.Repo{Dir: r.cfg.Repo}
 	for _, old := range []string{r.paths.Worktree(t.ID), prev} {
@@ -163,8 +169,12 @@ func (r *runner) keepWorktree(id string, slot Slot) {
 	r.mu.Lock()
 	t := r.st.Tasks[id]
 	path := r.slots.path[slot.ID]
-	delete(r.slots.ready, slot.ID)
-	mine := t != nil && t.Trace != nil && path != "" && t.Trace.Worktree == path
+	// A task that failed before its worktree was made (its branch refused) leaves the slot's
+	// worktree as the task before left it: not this task's to keep.
+	mine := t != nil && t.Trace != nil && path != "" && t.Trace.Worktree == path && r.slots.owner[slot.ID] == id
+	if mine {
+		delete(r.slots.ready, slot.ID)
+	}
 	r.mu.Unlock()
 	if !mine || !exists(path) || r.checkWorktree(path) != nil {
 		return

@@ -136,3 +136,42 @@ func TestGitProcessesPerTask(t *testing.T) {
 		t.Errorf("%.1f git processes a task (%d for one task, %d for five), want at most 6", per, one, five)
 	}
 }
+
+// TestInterruptedTaskKeepsItsWorktree: a task stopped by an interrupt keeps what its agent left
+// in .swarm/worktrees/<task>, which the paused state names; --resume runs it again afresh in its
+// slot's worktree, and the kept one goes.
+func TestInterruptedTaskKeepsItsWorktree(t *testing.T) {
+	w := newWorld(t)
+	gate := filepath.Join(t.TempDir(), "started")
+	doc := fmt.Sprintf("name: stopped\ndefaults: {agent: fake}\ntasks:\n  - {id: slow, prompt: \"write:s.txt touch:%s hang\", branch: slow}\n", gate)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var res *Result
+	var err error
+	go func() {
+		res, err = Run(ctx, w.config(t, doc, 1))
+		close(done)
+	}()
+	waitFile(t, gate)
+	cancel()
+	<-done
+	if err != nil || !res.Interrupted {
+		t.Fatalf("Run interrupted = %+v, %v", res, err)
+	}
+	kept := Paths{Root: w.repo}.Worktree("slow")
+	st := checkValid(t, Paths{Root: w.repo}.State())
+	if slow := st.Tasks["slow"]; slow.Status != Pending || slow.Trace.Worktree != kept {
+		t.Fatalf("after the interrupt: slow %s in %s, want pending, its worktree kept at %s", slow.Status, slow.Trace.Worktree, kept)
+	}
+	if !exists(filepath.Join(kept, "s.txt")) {
+		t.Errorf("the interrupted task's kept worktree has no s.txt")
+	}
+	cfg := w.config(t, strings.Replace(doc, " hang", "", 1), 1)
+	cfg.Resume = true
+	if res, err = Run(context.Background(), cfg); err != nil || res.State.Tasks["slow"].Status != Completed {
+		t.Fatalf("Run --resume: %v, %+v\n%s", err, res, w.log.String())
+	}
+	if exists(kept) {
+		t.Errorf("the kept worktree %s is still there after the task completed", kept)
+	}
+}

@@ -237,9 +237,19 @@ func mergeOrder(ctx context.Context, repo, base string, order []string, branch m
 // exists and the execution did not make is the user's, and is an error, never reset.
 func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err error) {
 	r.mu.Lock()
+	at, ahead := r.claimedAt[t.ID]
+	delete(r.claimedAt, t.ID)
 	made := r.st.madeBranch(t.Branch)
 	execID := r.st.ExecutionID
 	r.mu.Unlock()
+	if ahead {
+		// Claimed with the task's assignment (claimAhead): the write that named the
+		// assignment names the branch too.
+		if err := r.flushSince(at); err != nil {
+			return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
+		}
+		return true, nil
+	}
 	if made {
 		return false, nil
 	}
@@ -261,12 +271,30 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 		return false, userBranchError(t, execID)
 	}
 	r.mu.Lock()
+	r.refs = set
 	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
 	r.mu.Unlock()
 	if err := r.flush(); err != nil {
 		return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
 	}
 	return true, nil
+}
+
+// claimAhead claims task t's branch with its assignment (under mu), once the run has read the
+// refs (claimBranch): written to branches_made in the same state change, so that one write names
+// both where each cost a write of the whole state before the task's branch could be made. A
+// branch the refs name is not claimed: claimBranch refuses it.
+func (r *runner) claimAhead(t *Task) {
+	if r.refs == nil || r.adopt[t.ID] > 0 || r.refs["refs/heads/"+t.Branch] || r.st.madeBranch(t.Branch) {
+		return
+	}
+	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+	if r.claimedAt == nil {
+		r.claimedAt = map[string]uint64{}
+	}
+	// A write whose state was taken after this change has a generation above the current one
+	// (flush counts the change it writes before it takes the state).
+	r.claimedAt[t.ID] = r.gen + 1
 }
 
 // unclaimBranch takes t's branch out of branches_made again: git found it made by someone

@@ -166,8 +166,11 @@ type runner struct {
 	// slots are the slots' worktrees (under mu).
 	slots slotTrees
 	// refsAtStart are the repository's refs when the first task claimed its branch
-	// (claimBranch).
+	// (claimBranch); refs is their set once read (under mu), and claimedAt the generation of the
+	// state's write that names each branch claimed ahead (claimAhead, under mu).
 	refsAtStart func() (map[string]bool, error)
+	refs        map[string]bool
+	claimedAt   map[string]uint64
 
 	mu    sync.Mutex
 	st    *State
@@ -506,6 +509,21 @@ func (r *runner) flush() error {
 	return err
 }
 
+// flushSince returns once a state write that took the state at generation gen or later has
+// ended (flush), writing the state itself when none has: the change asked for may have been
+// written by the writer already.
+func (r *runner) flushSince(gen uint64) error {
+	r.writeMu.Lock()
+	r.mu.Lock()
+	done := r.written >= gen && r.writeErr == nil
+	r.mu.Unlock()
+	r.writeMu.Unlock()
+	if done {
+		return nil
+	}
+	return r.flush()
+}
+
 // writeOrLog marks the state changed (under mu): the writer writes it soon, coalescing the
 // changes made meanwhile. What such a change records is never lost to a crash: an ended
 // attempt is judged again by its records, its commit found by its trailer.
@@ -597,6 +615,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 			// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is
 			// not the task's any more: seed 001's error is null unless the task failed.
 			t.Status, t.Error = Assigned, nil
+			r.claimAhead(t)
 			t.Trace = &Trace{AgentID: slots[i].ID, AgentHost: strp(slots[i].Host), AgentPort: slots[i].Port, AssignedAt: strp(ts),
 				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.worktreeFor(slots[i], t), BaseSHA: base,
 				Requeued: requeued}

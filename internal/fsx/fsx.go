@@ -117,3 +117,14 @@ func WriteLockedBy(ctx context.Context, lockPath, path string, data []byte, perm
 	defer unlock()
 	return WriteFileAtomic(path, data, perm)
 }
+
+// WriteLockedByLazy is WriteLockedBy without the directory's fsync, which it returns as syncDir
+// for the caller to run later (WriteFileAtomicLazy).
+func WriteLockedByLazy(ctx context.Context, lockPath, path string, data []byte, perm os.FileMode) (syncDir func(), err error) {
+	unlock, err := lockFile(ctx, lockPath, path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return WriteFileAtomicLazy(path, data, perm)
+}

@@ -63,7 +63,7 @@ type MergeSpec struct {
 	// worktree add does it (reset --hard), which runs no hook and is the same checkout.
 	Hooked bool
 	// Registered, when set, is called once the worktree is registered and before it is checked
-	// out (a test's crash point), outside Lock.
+	// out (a test's crash point), outside Lock; RepointWorktree calls it before its checkout.
 	Registered func()
 	// Beneath, when set, is a directory above the worktree's path (the caller's, which may be
 	// reached through a link) below which nothing is resolved through a link: every directory
@@ -103,6 +103,76 @@ func (r Repo) PrepareWorktree(ctx context.Context, path, branch string, m MergeS
 			return "", err
 		}
 	}
+	return wt.mergeDeps(ctx, branch, m)
+}
+
+// RepointWorktree puts the repository's worktree at path, which a task before left clean (its
+// work committed, nothing untracked), on branch, fresh from m.Base with each of m.Deps merged
+// in, as PrepareWorktree makes one: git checkout --force of the branch made (-b with
+// m.NewBranch, else -B) at m.Base, which leaves tracked files as m.Base has them, and, with
+// clean, git clean -ffdx for what git ignores (a build's output). It is one or two git
+// processes where a worktree made anew is four; a worktree kept per slot is re-pointed for
+// each task this way. m.Lock is not taken: nothing here writes the administrative files of
+// another worktree. A failure leaves the worktree as git left it: the caller makes it anew
+// (PrepareWorktree). With m.Beneath, the path is checked first to be a real directory below
+// it, no link on the way.
+func (r Repo) RepointWorktree(ctx context.Context, path, branch string, clean bool, m MergeSpec) (string, error) {
+	if m.Beneath != "" {
+		d, err := openBeneath(path, m.Beneath)
+		if err != nil {
+			return "", err
+		}
+		d.Close()
+	}
+	if m.Registered != nil {
+		// The worktree is the task's, not checked out on its branch yet: the crash point of a
+		// registration.
+		m.Registered()
+	}
+	create := "-B"
+	if m.NewBranch {
+		create = "-b"
+	}
+	wt := Repo{Dir: path}
+	if _, err := wt.git(ctx, "checkout", "--quiet", "--force", "--no-recurse-submodules", "--no-track", create, branch, m.Base); err != nil {
+		return "", err
+	}
+	if clean {
+		if _, err := wt.git(ctx, "clean", "-ffdxq"); err != nil {
+			return "", err
+		}
+	}
+	return wt.mergeDeps(ctx, branch, m)
+}
+
+// MoveWorktree moves the repository's worktree at from to to (git worktree move), what was at
+// to removed first. With beneath, neither path is resolved through a link: from must be a real
+// directory below it, and to is cleared as PrepareWorktree clears its path. A worktree kept for
+// a task that did not complete is moved out of its slot this way.
+func (r Repo) MoveWorktree(ctx context.Context, from, to, beneath string) error {
+	if beneath != "" {
+		d, err := openBeneath(from, beneath)
+		if err != nil {
+			return err
+		}
+		d.Close()
+	}
+	if err := r.clearWorktreePath(ctx, to, beneath); err != nil {
+		return err
+	}
+	_, err := r.git(ctx, "worktree", "move", from, to)
+	return err
+}
+
+// ClearWorktreePath removes what is at path, a worktree or anything else, as PrepareWorktree
+// clears its path (with beneath, never through a link).
+func (r Repo) ClearWorktreePath(ctx context.Context, path, beneath string) error {
+	return r.clearWorktreePath(ctx, path, beneath)
+}
+
+// mergeDeps merges each of m.Deps' branches into the worktree wt, on branch, in order, and
+// returns its HEAD (m.Base when there is none). A conflict is a *ConflictError.
+func (wt Repo) mergeDeps(ctx context.Context, branch string, m MergeSpec) (string, error) {
 	if len(m.Deps) == 0 {
 		return m.Base, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	// Named apart: the package tests have a helper called git.
 	gitx "github.com/agentfleet/fleet/internal/git"
@@ -92,25 +93,72 @@ var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
 // one that left changes four (status, add, commit, rev-parse): the trailers are written in the
 // message itself, as --trailer would add them to a one-line message, without the
 // interpret-trailers process --trailer starts.
-func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
-	tr := trailers(execID, taskID, agentID)
-	// One command for both the changes and HEAD: "# branch.oid SHA", then a line per change.
-	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all")
+func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (sha string, ignored bool, err error) {
+	ws, err := readStatus(ctx, wt)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	head, changed := "", false
+	sha, err = commitStatus(ctx, wt, ws, baseSHA, execID, taskID, agentID, title, ident, full)
+	return sha, ws.ignored, err
+}
+
+// worktreeStatus is what one git status says of a task's worktree after its agent: HEAD's
+// commit and branch, whether the agent left changes, and whether files git ignores are there
+// (which the worktree's re-pointing for the slot's next task removes).
+type worktreeStatus struct {
+	head, branch     string
+	changed, ignored bool
+}
+
+// onBranch says whether HEAD is refs/heads/<branch> (status names a branch by its name below
+// refs/heads/, and a detached HEAD "(detached)", which no branch of a task is named).
+func (ws worktreeStatus) onBranch(branch string) bool {
+	return ws.branch == branch && branch != "(detached)"
+}
+
+// readStatus is one git status of the worktree wt: "# branch.oid SHA", "# branch.head NAME",
+// then a line per change, "! PATH" per ignored file (or directory matching a pattern, not
+// looked into).
+func readStatus(ctx context.Context, wt string) (worktreeStatus, error) {
+	var ws worktreeStatus
+	out, err := gitCmd(ctx, wt, "status", "--porcelain=v2", "--branch", "--untracked-files=all", "--ignored=matching")
+	if err != nil {
+		return ws, err
+	}
 	for _, line := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(line, "# branch.oid "):
-			head = strings.TrimPrefix(line, "# branch.oid ")
+			ws.head = strings.TrimPrefix(line, "# branch.oid ")
+		case strings.HasPrefix(line, "# branch.head "):
+			ws.branch = strings.TrimPrefix(line, "# branch.head ")
+		case strings.HasPrefix(line, "! "):
+			ws.ignored = true
 		case line != "" && !strings.HasPrefix(line, "#"):
-			changed = true
+			ws.changed = true
 		}
 	}
-	if head == "" || head == "(initial)" {
-		return "", fmt.Errorf("git status in %s names no HEAD commit", wt)
+	if ws.head == "" || ws.head == "(initial)" {
+		return ws, fmt.Errorf("git status in %s names no HEAD commit", wt)
 	}
+	return ws, nil
+}
+
+// commitStatus makes the task's commit (commitTask) from the worktree's status read before
+// (read here when there is none).
+func commitStatus(ctx context.Context, wt string, ws worktreeStatus, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
+	if ws.head == "" {
+		var err error
+		if ws, err = readStatus(ctx, wt); err != nil {
+			return "", err
+		}
+	}
+	return commitChanges(ctx, wt, ws.head, ws.changed, baseSHA, execID, taskID, agentID, title, ident, full)
+}
+
+// commitChanges makes the task's commit (commitTask) once git status said whether the agent
+// changed anything and where HEAD is.
+func commitChanges(ctx context.Context, wt, head string, changed bool, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
+	tr := trailers(execID, taskID, agentID)
 	pre := append(append([]string{}, ident...), noMaintenance...)
 	trailerBlock := strings.Join(tr, "\n")
 	switch {
@@ -189,22 +237,64 @@ func mergeOrder(ctx context.Context, repo, base string, order []string, branch m
 // exists and the execution did not make is the user's, and is an error, never reset.
 func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err error) {
 	r.mu.Lock()
+	at, ahead := r.claimedAt[t.ID]
+	delete(r.claimedAt, t.ID)
 	made := r.st.madeBranch(t.Branch)
 	execID := r.st.ExecutionID
 	r.mu.Unlock()
+	if ahead {
+		// Claimed with the task's assignment (claimAhead): the write that named the
+		// assignment names the branch too.
+		if err := r.flushSince(at); err != nil {
+			return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
+		}
+		return true, nil
+	}
 	if made {
 		return false, nil
 	}
-	if branchExists(ctx, r.cfg.Repo, t.Branch) {
+	// The refs are read once for the run (one git process, where a rev-parse per task was one
+	// each): a branch made by someone else after that is found by git, which refuses to create
+	// it (gitx.ErrBranchExists, unclaimBranch).
+	r.mu.Lock()
+	if r.refsAtStart == nil {
+		repo := r.cfg.Repo
+		r.refsAtStart = sync.OnceValues(func() (map[string]bool, error) { return refNames(context.WithoutCancel(ctx), repo) })
+	}
+	refs := r.refsAtStart
+	r.mu.Unlock()
+	set, err := refs()
+	if err != nil {
+		return false, err
+	}
+	if set["refs/heads/"+t.Branch] {
 		return false, userBranchError(t, execID)
 	}
 	r.mu.Lock()
+	r.refs = set
 	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
 	r.mu.Unlock()
 	if err := r.flush(); err != nil {
 		return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
 	}
 	return true, nil
+}
+
+// claimAhead claims task t's branch with its assignment (under mu), once the run has read the
+// refs (claimBranch): written to branches_made in the same state change, so that one write names
+// both where each cost a write of the whole state before the task's branch could be made. A
+// branch the refs name is not claimed: claimBranch refuses it.
+func (r *runner) claimAhead(t *Task) {
+	if r.refs == nil || r.adopt[t.ID] > 0 || r.refs["refs/heads/"+t.Branch] || r.st.madeBranch(t.Branch) {
+		return
+	}
+	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+	if r.claimedAt == nil {
+		r.claimedAt = map[string]uint64{}
+	}
+	// A write whose state was taken after this change has a generation above the current one
+	// (flush counts the change it writes before it takes the state).
+	r.claimedAt[t.ID] = r.gen + 1
 }
 
 // unclaimBranch takes t's branch out of branches_made again: git found it made by someone

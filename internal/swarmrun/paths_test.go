@@ -209,8 +209,8 @@ func TestSwarmDirExcluded(t *testing.T) {
 	}
 }
 
-// TestAgentCannotRedirectASiblingsWorktree: an agent moves another task's worktree aside and
-// puts a link in its place, aimed at another repository of the user's, while that task's agent
+// TestAgentCannotRedirectASiblingsWorktree: an agent moves another task's worktree aside (its
+// slot's: b runs in local-2) and puts a link in its place, aimed at another repository of the user's, while that task's agent
 // works. The other task's commit is refused (its worktree is no real directory), and the
 // user's repository keeps its commit. Before, the run committed through the link: git commit
 // --amend rewrote the user's last commit with the task's trailers.
@@ -226,7 +226,7 @@ func TestAgentCannotRedirectASiblingsWorktree(t *testing.T) {
 	head := git(t, users, "rev-parse", "HEAD")
 	gateA, gateB := filepath.Join(tmp, "a-done"), filepath.Join(tmp, "b-started")
 	doc := fmt.Sprintf("name: hostile\ndefaults: {agent: fake}\ntasks:\n"+
-		"  - {id: a, prompt: \"waitfor:%s relink:../b=%s touch:%s\", branch: a}\n"+
+		"  - {id: a, prompt: \"waitfor:%s relink:../.slot-local-2=%s touch:%s\", branch: a}\n"+
 		"  - {id: b, prompt: \"touch:%s waitfor:%s\", branch: b}\n", gateB, users, gateA, gateB, gateA)
 	res, err := Run(context.Background(), w.config(t, doc, 2))
 	if err != nil {

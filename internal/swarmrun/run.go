@@ -17,7 +17,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -163,6 +162,16 @@ type runner struct {
 	gen, written uint64
 	writeErr     error
 	writes       int
+	// enc encodes the state as the tasks that changed (under mu, and writeMu).
+	enc stateEncoder
+	// trees are the slots' worktrees (under mu).
+	trees slotTrees
+	// refsAtStart are the repository's refs when the first task claimed its branch
+	// (claimBranch); refs is their set once read (under mu), and claimedAt the generation of the
+	// state's write that names each branch claimed ahead (claimAhead, under mu).
+	refsAtStart func() (map[string]bool, error)
+	refs        map[string]bool
+	claimedAt   map[string]uint64
 
 	mu    sync.Mutex
 	st    *State
@@ -489,18 +498,33 @@ func (r *runner) flush() error {
 		return err
 	}
 	r.stampActive()
-	b, err := json.MarshalIndent(r.st, "", "  ")
+	b, err := r.enc.encode(r.st)
 	snap := r.gen
 	r.dirty = false
 	r.mu.Unlock()
 	if err == nil {
-		err = writeStateBytes(r.paths.State(), append(b, '\n'))
+		err = writeStateBytes(r.paths.State(), b)
 	}
 	r.mu.Lock()
 	r.written, r.writeErr = snap, err
 	r.writes++
 	r.mu.Unlock()
 	return err
+}
+
+// flushSince returns once a state write that took the state at generation gen or later has
+// ended (flush), writing the state itself when none has: the change asked for may have been
+// written by the writer already.
+func (r *runner) flushSince(gen uint64) error {
+	r.writeMu.Lock()
+	r.mu.Lock()
+	done := r.written >= gen && r.writeErr == nil
+	r.mu.Unlock()
+	r.writeMu.Unlock()
+	if done {
+		return nil
+	}
+	return r.flush()
 }
 
 // writeOrLog marks the state changed (under mu): the writer writes it soon, coalescing the
@@ -681,8 +705,9 @@ func (r *runner) assigned(t *Task, slot Slot, ts string) {
 	// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is not the
 	// task's any more: seed 001's error is null unless the task failed.
 	t.Status, t.Error = Assigned, nil
+	r.claimAhead(t)
 	t.Trace = &Trace{AgentID: slot.ID, AgentHost: strp(slot.Host), AgentPort: slot.Port, AssignedAt: strp(ts),
-		RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base,
+		RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.worktreeFor(slot, t), BaseSHA: base,
 		Requeued: requeued}
 }
 
@@ -763,6 +788,7 @@ func (r *runner) release(slot Slot) {
 // until the attempt's deadline there has passed, its trace saying so; the host's agents are
 // offline and get no more tasks.
 func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
+	r.keepWorktree(id, slot)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	o := out.Offline
@@ -816,11 +842,9 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: oneLine(err), Timestamp: now()})
 			return
 		}
-		// Registered one at a time (gitMu), checked out and merged at once; nothing below the
-		// repository's top is resolved through a link.
-		base, err = prepareWorktree(ctx, r.cfg.Repo, trace.Worktree, t.Branch, r.baseSHA, deps, r.ident,
-			gitx.MergeSpec{Lock: &r.gitMu, Hooked: r.checkoutHook, Registered: func() { r.checkpoint("registered") },
-				Beneath: r.cfg.Repo, NewBranch: newBranch})
+		// The slot's worktree re-pointed, or registered one at a time (gitMu), checked out and
+		// merged at once; nothing below the repository's top is resolved through a link.
+		base, err = r.makeWorktree(ctx, slot, t, trace.Worktree, deps, newBranch)
 		if errors.Is(err, gitx.ErrBranchExists) {
 			err = r.unclaimBranch(t, err)
 		}
@@ -890,18 +914,20 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	// The agent (or another task's) may have put a link in place of the worktree: git -C would
 	// bring branches and commit wherever it points.
 	worktreeErr := r.checkWorktree(trace.Worktree)
+	var ws worktreeStatus
 	if out.Status == record.StatusDone && worktreeErr == nil {
-		out = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
+		out, ws = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
 	}
 	if out.Status == record.StatusDone {
 		sha, err := "", worktreeErr
 		if err == nil {
-			sha, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
+			sha, err = commitStatus(context.WithoutCancel(ctx), trace.Worktree, ws, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
 		}
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 			return
 		}
+		r.slotCommitted(slot, trace.Worktree, ws.ignored)
 		r.checkpoint("committed")
 		r.mu.Lock()
 		tr.CommitSHA = &sha
@@ -932,6 +958,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	}
 	te := &TaskError{Type: kind, Message: msg, AgentLogs: logs, Timestamp: now(), Recoverable: tries < mt.Retries+1}
 	if tries < mt.Retries+1 {
+		r.keepWorktree(id, slot)
 		r.mu.Lock()
 		t.Status, t.Error = Queued, te
 		r.set.Requeue(r.index(id))
@@ -952,8 +979,14 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 // the task's branch before the task's commit is made (gitx.Repo.ReturnToBranch), so that the
 // commit recorded, the merge order and the pull request are the task's branch's. When they
 // cannot be brought back by a fast-forward, the attempt that ended well is failed, the reason
-// naming both branches.
-func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, branch string, out Outcome) Outcome {
+// naming both branches. It returns the worktree's status (one git status, which the commit
+// uses; none when git status failed): an agent that stayed on the task's branch costs nothing
+// more.
+func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, branch string, out Outcome) (Outcome, worktreeStatus) {
+	ws, err := readStatus(context.WithoutCancel(ctx), wt)
+	if err == nil && ws.onBranch(branch) {
+		return out, ws
+	}
 	from, err := gitx.Repo{Dir: wt}.ReturnToBranch(context.WithoutCancel(ctx), branch)
 	switch {
 	case err != nil:
@@ -961,7 +994,7 @@ func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, bra
 	case from != "":
 		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", slot.ID, id, from, branch)
 	}
-	return out
+	return out, ws
 }
 
 // executorOf is the executor a slot belongs to.
@@ -1012,6 +1045,9 @@ func (r *runner) traceEnd(t *Task, out Outcome) *Trace {
 
 // end records a task's final status and frees its slot.
 func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
+	if status != Completed {
+		r.keepWorktree(id, slot)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]
@@ -1052,6 +1088,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 
 // interrupted puts a task stopped by the run's end back to pending: --resume runs it again.
 func (r *runner) interrupted(id string, slot Slot) {
+	r.keepWorktree(id, slot)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]

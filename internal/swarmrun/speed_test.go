@@ -106,7 +106,7 @@ func TestCommitTaskGitProcesses(t *testing.T) {
 		var sha string
 		n := gitStarts(t, func() {
 			var err error
-			sha, err = commitTask(context.Background(), wt, base, "2026-01-01-x-abcd", "t1", "local-1", "t1: do it", nil, false)
+			sha, _, err = commitTask(context.Background(), wt, base, "2026-01-01-x-abcd", "t1", "local-1", "t1: do it", nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,5 +136,55 @@ func TestCommitTaskGitProcesses(t *testing.T) {
 		if st := git(t, wt, "status", "--porcelain"); st != "" {
 			t.Errorf("change %v: the worktree is not clean after the commit: %q", change, st)
 		}
+	}
+}
+
+// TestBranchClaimedWithItsAssignment: once the run has read the refs, a task's branch is
+// claimed in the state change that assigns the task, so the write of that change (the
+// writer's) is the one the branch waits for before it is made: claimBranch writes nothing more
+// (it wrote the whole state again, a write a task). Without such a write yet, it writes itself.
+func TestBranchClaimedWithItsAssignment(t *testing.T) {
+	dir := t.TempDir()
+	refs := map[string]bool{"refs/heads/users": true}
+	r := &runner{paths: Paths{Root: dir}, kick: make(chan struct{}, 1), adopt: map[string]int{},
+		refs: refs, refsAtStart: func() (map[string]bool, error) { return refs, nil },
+		st: &State{ExecutionID: "2026-01-01-x-abcd", Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{}, BranchesMade: []string{}}}
+	for _, id := range []string{"a", "b", "c"} {
+		r.st.Tasks[id] = &Task{ID: id, Branch: id, Priority: "medium", DependsOn: []string{}, Status: Queued}
+		r.st.Order = append(r.st.Order, id)
+	}
+	r.st.Tasks["c"].Branch = "users"
+	r.mu.Lock()
+	r.claimAhead(r.st.Tasks["a"])
+	r.claimAhead(r.st.Tasks["c"]) // the user's branch: not claimed
+	r.writeOrLog()
+	r.mu.Unlock()
+	if err := r.flush(); err != nil { // the writer's write of the assignment
+		t.Fatal(err)
+	}
+	writes := r.writes
+	ctx := context.Background()
+	if newBranch, err := r.claimBranch(ctx, r.st.Tasks["a"]); err != nil || !newBranch {
+		t.Fatalf("claimBranch(a) = %v, %v; want a new branch", newBranch, err)
+	}
+	if r.writes != writes {
+		t.Errorf("a's branch, claimed with its assignment, cost %d more writes of the state, want none", r.writes-writes)
+	}
+	st, err := ReadState(filepath.Join(dir, ".swarm", "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(st.BranchesMade, " "); got != "a" {
+		t.Errorf("branches_made on disk before a's branch is made: %q, want a", got)
+	}
+	// b was claimed after the last write: its claim writes the state.
+	r.mu.Lock()
+	r.claimAhead(r.st.Tasks["b"])
+	r.mu.Unlock()
+	if newBranch, err := r.claimBranch(ctx, r.st.Tasks["b"]); err != nil || !newBranch || r.writes != writes+1 {
+		t.Errorf("claimBranch(b) = %v, %v after %d writes; want a new branch, after one write", newBranch, err, r.writes-writes)
+	}
+	if _, err := r.claimBranch(ctx, r.st.Tasks["c"]); err == nil || !strings.Contains(err.Error(), "did not make it") {
+		t.Errorf("claimBranch(c) of the user's branch = %v", err)
 	}
 }

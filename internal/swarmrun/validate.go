@@ -121,8 +121,9 @@ func (s *State) validateTask(id string, t *Task) error {
 	if tr.Bead != "" && tr.Bead != s.ExecutionID+"-"+id {
 		return fmt.Errorf("task %q: bead %q is not %s-%s", id, tr.Bead, s.ExecutionID, id)
 	}
-	if tr.Worktree != "" && (!filepath.IsAbs(tr.Worktree) || filepath.Base(tr.Worktree) != id || filepath.Base(filepath.Dir(tr.Worktree)) != "worktrees") {
-		return fmt.Errorf("task %q: worktree %q is not .swarm/worktrees/%s", id, tr.Worktree, id)
+	// The task's own worktree, or a slot's it ran in (slotTrees).
+	if name := filepath.Base(tr.Worktree); tr.Worktree != "" && (!filepath.IsAbs(tr.Worktree) || name != id && !slotWorktreeRE.MatchString(name) || filepath.Base(filepath.Dir(tr.Worktree)) != "worktrees") {
+		return fmt.Errorf("task %q: worktree %q is neither .swarm/worktrees/%s nor a slot's", id, tr.Worktree, id)
 	}
 	return nil
 }

@@ -10,7 +10,8 @@
 #     line), side by side with GNU parallel --sshlogin running the same do-nothing command as
 #     often on the same hosts, one ssh per job (its default) and with --controlmaster: the time
 #     per task of each and the ratio of the wall times (BenchmarkRunHosts).
-# GNU parallel is installed here when missing (as root, with apt-get).
+# GNU parallel is installed here when missing (as root, with apt-get). The side by side with
+# GNU parallel running a task's required work by hand is scripts/bench/swarm-run-parallel.sh.
 #
 #   scripts/bench/swarm-run.sh
 #
@@ -19,15 +20,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 tasks=${BENCH_TASKS:-200}
-if ! command -v parallel >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing GNU parallel for the side by side"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends parallel >/dev/null; } \
-      || echo "could not install GNU parallel: no side by side"
-  else
-    echo "GNU parallel missing and not installable here (not root, or no apt-get): no side by side"
-  fi
-fi
+# shellcheck source=lib/need-parallel.sh
+. "$root/scripts/bench/lib/need-parallel.sh"
 # The whole output is kept in a file: a failure's lines are shown (the tasks that did not
 # complete, with their errors and log lines, prefixed "bench:"), and the file named.
 out=$(mktemp "${TMPDIR:-/tmp}/swarm-run-bench.XXXXXX")

@@ -346,3 +346,42 @@ func BenchmarkClaimCold(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/claim")
 }
+
+// TestUpdateSyncsItsDirectoryOnce: a transaction that writes the task queue, the retry queue
+// and the progress file fsyncs their directory once, after the last rename (each file's write
+// fsynced it: three directory fsyncs a task's end), and every file is there, whole, when Update
+// returns.
+func TestUpdateSyncsItsDirectoryOnce(t *testing.T) {
+	dir := Dir{Root: t.TempDir()}
+	s := initQueue(t, dir, "p", newTasks(3, nil))
+	before := s.dirSyncs
+	err := s.Update(context.Background(), func(tx *Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		task, _ := q.Get("t0")
+		task.Status = Done
+		q.Put(task)
+		tx.ChangedQueue()
+		tx.SetRetry(&RetryQueue{PlanID: "p", Retries: []Retry{{TaskID: "t1", AgentID: "agent-1", Attempt: 1, Error: "e", QueuedAt: "now", MaxRetries: 3}}})
+		tx.SetProgress(&Progress{PlanID: "p", Phase: PhaseImplementation, Agents: []Agent{}})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.dirSyncs - before; n != 1 {
+		t.Errorf("one transaction writing three files fsynced their directory %d times, want once", n)
+	}
+	for _, path := range []string{dir.TaskQueue("p"), dir.RetryQueue("p"), dir.Progress("p")} {
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s after the transaction: %v", path, err)
+		}
+	}
+	if q, err := s.View(); err != nil {
+		t.Fatal(err)
+	} else if task, _ := q.Get("t0"); task.Status != Done {
+		t.Errorf("t0 is %s on disk, want done", task.Status)
+	}
+}

@@ -263,3 +263,11 @@ func seconds(d *float64) float64 {
 	}
 	return *d
 }
+
+// logTransition logs a line of a task's transition, unless Config.Events is told them: then
+// its consumer says what it wants (swarm run prints them, --quiet not).
+func (r *runner) logTransition(format string, args ...any) {
+	if r.cfg.Events == nil {
+		r.logf(format, args...)
+	}
+}

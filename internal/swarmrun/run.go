@@ -57,7 +57,8 @@ type Config struct {
 	Joblog string
 	// Forge opens a pull request for each completed task (nil: none).
 	Forge *Forge
-	// Log gets a line per event.
+	// Log gets the run's warnings, and a line per task's transition unless Events is set
+	// (then its consumer has them).
 	Log io.Writer
 	// Events, when set, is told each event of the run (events.go), in order, from a goroutine
 	// of its own: it may be slow, but the events that come while EventBuffer of them wait are
@@ -807,7 +808,7 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	for _, s := range r.sched.Retire(func(s Slot) bool { return r.executorOf(s) == exec }) {
 		r.st.Agents[s.ID].Status = AgentOffline
 	}
-	r.logf("%s: %s: %s", slot.ID, id, msg)
+	r.logTransition("%s: %s: %s", slot.ID, id, msg)
 	r.writeOrLog()
 }
 
@@ -880,7 +881,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.emit(Event{Event: EventTaskStart, Task: id, Attempt: adopt, Agent: slot.ID, Host: slot.Host, Status: Running, Reason: "adopted: started by an earlier run"})
 		r.writeOrLog()
 		r.mu.Unlock()
-		r.logf("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
+		r.logTransition("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
 	}
 	if adopt == 0 {
 		if err := r.checkWorktree(trace.Worktree); err != nil {
@@ -934,7 +935,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 			}
 			r.mu.Unlock()
 		}
-		r.logf("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
+		r.logTransition("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
 		r.end(id, slot, Completed, nil)
 		return
 	}
@@ -959,10 +960,10 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.emit(Event{Event: EventTaskRetry, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host, Status: Queued, Reason: out.Reason, DurationSeconds: seconds(tr.DurationSeconds)})
 		r.writeOrLog()
 		r.mu.Unlock()
-		r.logf("%s: %s: %s; retrying", slot.ID, id, msg)
+		r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
 		return
 	}
-	r.logf("%s: %s: failed: %s", slot.ID, id, msg)
+	r.logTransition("%s: %s: failed: %s", slot.ID, id, msg)
 	r.end(id, slot, Failed, te)
 }
 
@@ -1064,7 +1065,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 		}
 	}
 	if status == Blocked {
-		r.logf("%s: blocked: %s", id, te.Message)
+		r.logTransition("%s: blocked: %s", id, te.Message)
 	}
 	r.writeOrLog()
 }

@@ -957,7 +957,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		a := r.st.Agents[slot.ID]
 		a.Status, a.CurrentTask = AgentFailed, nil
 		r.release(slot)
-		r.emit(Event{Event: EventTaskRetry, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host, Status: Queued, Reason: out.Reason, DurationSeconds: seconds(tr.DurationSeconds)})
+		r.emit(Event{Event: EventTaskRetry, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host, Status: Queued, Reason: msg, DurationSeconds: seconds(tr.DurationSeconds)})
 		r.writeOrLog()
 		r.mu.Unlock()
 		r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)

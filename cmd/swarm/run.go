@@ -43,7 +43,7 @@ func runCommand() *cli.Command {
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
 			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
-				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), supervisorverb.Command(supervisorverb.Attempt,
+				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runWaitCommand(), runFollowCommand(), supervisorverb.Command(supervisorverb.Attempt,
 					"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")},
 				Usage: func(w io.Writer) {
 					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
@@ -54,7 +54,7 @@ func runCommand() *cli.Command {
 					return cli.Run(ctx, main.App("swarm run", s), append([]string{"swarm run"}, args...))
 				}}
 			if len(args) == 0 {
-				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history, swarm run --abort)")
+				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history|wait|follow, swarm run --abort)")
 			}
 			return t.Run(ctx, s, args)
 		},
@@ -258,8 +258,7 @@ func runWith(ctx context.Context, o *runOptions, s cli.Streams, m *manifest.Mani
 		return &cli.ExitError{Code: exitInterrupted}
 	}
 	sum := st.Summary
-	fmt.Fprintf(s.Out, "%s %s: %d tasks: %d completed, %d failed, %d blocked, %d skipped, %d not run; %.0f s, speedup %.2f\n",
-		st.ExecutionID, st.Status, sum.TotalTasks, sum.Completed, sum.Failed, sum.Blocked, sum.Skipped, sum.Pending, sum.TotalDurationSeconds, sum.ParallelSpeedup)
+	fmt.Fprintln(s.Out, summaryLine(st))
 	fmt.Fprintf(s.Out, "merge order: %s\n", strings.Join(sum.SuggestedMergeOrder, " "))
 	if mc := sum.MergeConflict; mc != nil {
 		fmt.Fprintf(s.Out, "merge conflict: %s\n", mc.Message)

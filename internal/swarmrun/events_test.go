@@ -190,3 +190,75 @@ func TestEventsFileLinkRefused(t *testing.T) {
 		t.Errorf("Watch read the events through a link")
 	}
 }
+
+// TestRunEventsHostCutOff: the events of a run on two sshd hosts of the lab, the first cut
+// off while its agent works: its host-offline (once), the task re-queued, run again on the
+// other host after its deadline on the first, then its dependent; Config.Events and the events
+// file alike.
+func TestRunEventsHostCutOff(t *testing.T) {
+	w := newWorld(t)
+	lab, execs := labExecutors(t, w, 2, 1)
+	tmp := t.TempDir()
+	os.WriteFile(filepath.Join(tmp, "go-h2"), nil, 0o600)
+	alog := filepath.Join(tmp, "agents.log")
+	doc := fmt.Sprintf(`name: cut
+defaults: {agent: fake, retries: 0, timeout: 4}
+tasks:
+  - {id: a, prompt: "alone:%[1]s hold:%[2]s write:a.txt", branch: a}
+  - {id: b, prompt: "write:b.txt", branch: b, depends_on: [a]}
+`, alog, tmp)
+	cfg := w.config(t, doc, 0)
+	cfg.Executors = []Executor{execs[0], execs[1]}
+	var mu sync.Mutex
+	var got []Event
+	cfg.Events = func(e Event) {
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
+	}
+	done := make(chan error, 1)
+	var res *Result
+	go func() {
+		var err error
+		res, err = Run(context.Background(), cfg)
+		done <- err
+	}()
+	for deadline := time.Now().Add(45 * time.Second); !strings.Contains(readFile(alog), "a start h1-"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a never started on h1:\n%s", w.log.String())
+		}
+	}
+	lab.Cut(t, 0)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v\n%s", err, w.log.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the run did not end:\n%s", w.log.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var lines []string
+	for _, e := range got {
+		lines = append(lines, fmt.Sprintf("%s %s %s %s %s", e.Event, e.Task, e.Agent, e.Host, e.Status))
+	}
+	want := []string{
+		"run-start    running",
+		"task-start a h1-1 h1 running",
+		"host-offline   h1 ",
+		"task-requeued a h1-1 h1 queued",
+		"task-start a h2-1 h2 running",
+		"task-end a h2-1 h2 completed",
+		"task-start b h2-1 h2 running",
+		"task-end b h2-1 h2 completed",
+		"run-end    completed",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the events:\n%s\nwant:\n%s\nthe run's log:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"), w.log.String())
+	}
+	var watched []Event
+	if _, err := Watch(context.Background(), Paths{Root: w.repo}, res.State.ExecutionID, func(e Event) { watched = append(watched, e) }); err != nil || len(watched) != len(got) {
+		t.Errorf("Watch read %d events (%v), want %d", len(watched), err, len(got))
+	}
+}

@@ -38,8 +38,12 @@ const exitInterrupted = 130
 // verbs status, history and the hidden __supervise (an attempt's supervisor). A word that is
 // none of them is the manifest.
 func runCommand() *cli.Command {
+	var docOptions runOptions
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel", OwnSignals: true,
+		// For the man page and the completions only (Raw reads the command line itself).
+		UsageText: runMainCommand().UsageText, Flags: docOptions.AddFlags(nil),
+		Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runWaitCommand(), runFollowCommand()},
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
 			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,

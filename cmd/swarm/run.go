@@ -171,6 +171,10 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOpti
 	if err != nil {
 		return err
 	}
+	// What the run writes on stderr from here (the hosts' log too) goes above its status line.
+	prog := newProgress(s.Err, o.quiet)
+	defer prog.Close()
+	s.Err = prog
 	env := dispatchenv.Read(os.Getenv)
 	if hosts != nil {
 		// Every host answers, at our version, before anything is written.

@@ -250,7 +250,11 @@ type runTold struct {
 // tellRun sets cfg's Log and Events to show the run's progress on stderr (o.quiet: none) and
 // to tell the --on-event hook (runManifest checked its command line).
 func tellRun(o *runOptions, stderr io.Writer, cfg *swarmrun.Config) *runTold {
-	t := &runTold{progress: newProgress(stderr, o.quiet)}
+	p, ok := stderr.(*progress) // runManifest's, which the hosts' log writes to already
+	if !ok {
+		p = newProgress(stderr, o.quiet)
+	}
+	t := &runTold{progress: p}
 	t.hook, _ = hook.New(o.onEvent)
 	t.hook.Warn = func(err error) { fmt.Fprintf(t.progress, "swarm: warning: %v\n", err) }
 	cfg.Log = prefixed{w: t.progress}

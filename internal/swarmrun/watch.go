@@ -31,6 +31,8 @@ type EventReader struct {
 	skip bool   // the line under way is over maxEventLine: dropped up to its end
 	// Bad counts the lines that were not events (skipped).
 	Bad int
+	// More: the last Read stopped at its bound, before the file's end.
+	More bool
 }
 
 // OpenEvents opens the events file of execution id (fs.ErrNotExist when the execution has
@@ -62,12 +64,23 @@ func (p Paths) makeDirCheck() error {
 // Close closes the file.
 func (r *EventReader) Close() error { return r.f.Close() }
 
-// Read returns the events appended since the last Read (complete lines only).
+// readBatch bounds what one Read reads: a file grown huge is read in bounded memory, a batch
+// at a time.
+const readBatch = 1 << 20
+
+// Read returns the events of the complete lines appended since the last Read, reading
+// readBatch bytes at most: More says whether it stopped short of the file's end.
 func (r *EventReader) Read() ([]Event, error) {
 	var out []Event
 	chunk := make([]byte, 32<<10)
-	for {
+	r.More = false
+	for read := 0; ; {
+		if read >= readBatch {
+			r.More = true
+			return out, nil
+		}
 		n, err := r.f.Read(chunk)
+		read += n
 		data := chunk[:n]
 		for len(data) > 0 {
 			i := bytes.IndexByte(data, '\n')
@@ -149,12 +162,14 @@ func Watch(ctx context.Context, p Paths, id string, fn func(Event)) (*State, err
 	defer r.Close()
 	for {
 		running := r.Running()
-		evs, err := r.Read()
-		for _, e := range evs {
-			fn(e)
-		}
-		if err != nil {
-			return nil, err
+		for more := true; more; more = r.More {
+			evs, err := r.Read()
+			for _, e := range evs {
+				fn(e)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		if !running {
 			// Read after the lock was seen free: every event of the run that held it is in.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 // Event is one transition of a run, as Config.Events is told it and as the run's events file
@@ -139,6 +140,9 @@ func (r *runner) openEvents() *eventLog {
 // repository's top a real one (fsx.OpenDirBeneath), the file itself no link (O_NOFOLLOW) and a
 // regular file (a FIFO planted there would hold the open: O_NONBLOCK), locked exclusively.
 func openEventsFile(p Paths, id string) (*os.File, error) {
+	if err := statedir.CheckName(statedir.KindBead, id); err != nil {
+		return nil, fmt.Errorf("%q is no execution id: %v", id, err)
+	}
 	dir, err := fsx.OpenDirBeneath(p.Root, filepath.Join(".swarm", "history"), true)
 	if err != nil {
 		return nil, err
@@ -270,4 +274,26 @@ func (r *runner) logTransition(format string, args ...any) {
 	if r.cfg.Events == nil {
 		r.logf(format, args...)
 	}
+}
+
+// AppendEvent appends e to execution id's events file, as a run's own are written (never
+// through a link): for what happens to an execution outside its runs, a merge (EventMerge, by
+// swarm run merge). Its seq is 0, a run's own numbering untouched; its time is now when unset.
+func AppendEvent(p Paths, id string, e Event) error {
+	f, err := openEventsFile(p, id)
+	if err != nil {
+		return err
+	}
+	e.Seq, e.Execution = 0, id
+	if e.Time == "" {
+		e.Time = record.FormatTime(time.Now())
+	}
+	b, err := json.Marshal(e)
+	if err == nil {
+		_, err = f.Write(append(b, '\n'))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -63,3 +63,25 @@ func TestEventReaderHostileFile(t *testing.T) {
 		t.Errorf("OpenEvents took ../x for an execution id")
 	}
 }
+
+// TestAppendEvent: a merge's event, appended after the run's, is read back with them.
+func TestAppendEvent(t *testing.T) {
+	root := t.TempDir()
+	p := Paths{Root: root}
+	id := "2026-12-07-x-0001"
+	if err := AppendEvent(p, id, Event{Event: EventMerge, Task: "a", Branch: "feature/a", Commit: "abc"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenEvents(p, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	evs, err := r.Read()
+	if err != nil || len(evs) != 1 || evs[0].Event != EventMerge || evs[0].Execution != id || evs[0].Branch != "feature/a" || evs[0].Time == "" {
+		t.Errorf("Read = %+v, %v", evs, err)
+	}
+	if err := AppendEvent(p, "../x", Event{Event: EventMerge}); err == nil {
+		t.Errorf("AppendEvent took ../x for an execution id")
+	}
+}

@@ -22,6 +22,7 @@ import (
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -37,12 +38,16 @@ const exitInterrupted = 130
 // verbs status, history and the hidden __supervise (an attempt's supervisor). A word that is
 // none of them is the manifest.
 func runCommand() *cli.Command {
+	var docOptions runOptions
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel", OwnSignals: true,
+		// For the man page and the completions only (Raw reads the command line itself).
+		UsageText: runMainCommand().UsageText, Flags: docOptions.AddFlags(nil),
+		Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runWaitCommand(), runFollowCommand()},
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
 			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
-				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), supervisorverb.Command(supervisorverb.Attempt,
+				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runWaitCommand(), runFollowCommand(), supervisorverb.Command(supervisorverb.Attempt,
 					"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")},
 				Usage: func(w io.Writer) {
 					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
@@ -53,7 +58,7 @@ func runCommand() *cli.Command {
 					return cli.Run(ctx, main.App("swarm run", s), append([]string{"swarm run"}, args...))
 				}}
 			if len(args) == 0 {
-				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history, swarm run --abort)")
+				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history|wait|follow, swarm run --abort)")
 			}
 			return t.Run(ctx, s, args)
 		},
@@ -71,6 +76,8 @@ type runOptions struct {
 	retry, skip         ucli.StringSlice
 	halt, joblog, forge string
 	stateDir            string
+	onEvent             string // the --on-event hook's command line (runprogress.go)
+	quiet               bool   // no progress lines, no status line
 }
 
 // AddFlags appends swarm run's flags, each writing into o, to flags.
@@ -88,6 +95,8 @@ func (o *runOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
 		&ucli.StringFlag{Name: "halt", Destination: &o.halt, Usage: "stop on failures, as GNU parallel: soon,fail=N, soon,fail=N%, now,fail=N, now,fail=N% (`WHEN`)"},
 		&ucli.StringFlag{Name: "joblog", Destination: &o.joblog, Usage: "append a line per attempt to `FILE`, in GNU parallel's joblog format"},
 		&ucli.StringFlag{Name: "forge", Value: "auto", Destination: &o.forge, Usage: "open a pull request per completed task: auto (gh when it is on PATH and the repository has an origin), none, or a command `CMD` printing the PR's URL"},
+		&ucli.StringFlag{Name: "on-event", Destination: &o.onEvent, Usage: "run `CMD` (no shell) at each event of the run, the event as one line of JSON on its stdin (docs/swarm-run.md)"},
+		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print no progress (no line per task, no status line): warnings and the summary only"},
 		cli.StateDirFlagInto(&o.stateDir),
 	)
 }
@@ -97,8 +106,10 @@ func runMainCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel",
 		UsageText: "swarm run work.yaml [--max-parallel N] [--hosts hosts.yaml] [--dry-run] [--resume] [--retry ID]... [--skip ID]...\n" +
-			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--allow-outside-prompts] [--state-dir DIR]\n" +
-			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]",
+			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--on-event CMD] [--quiet]\n" +
+			"          [--allow-outside-prompts] [--state-dir DIR]\n" +
+			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]\n" +
+			"swarm run wait [ID]\nswarm run follow [ID] [--json]",
 		Flags: o.AddFlags(nil),
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "every task completed (or was skipped)"}, {Code: 1, Meaning: "a task failed or is blocked, or --halt stopped the run, or an agent's command is not there (nothing was started)"},
 			{Code: 2, Meaning: "usage error, or a manifest error (file:line); nothing was written"}, {Code: exitInterrupted, Meaning: "interrupted: the execution is paused; --resume continues it"}},
@@ -115,6 +126,9 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOpti
 	}
 	halt, err := swarmrun.ParseHalt(o.halt)
 	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	if _, err := hook.New(o.onEvent); err != nil {
 		return cli.Usagef("%v", err)
 	}
 	path := c.Args().First()
@@ -157,6 +171,10 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOpti
 	if err != nil {
 		return err
 	}
+	// What the run writes on stderr from here (the hosts' log too) goes above its status line.
+	prog := newProgress(s.Err, o.quiet)
+	defer prog.Close()
+	s.Err = prog
 	env := dispatchenv.Read(os.Getenv)
 	if hosts != nil {
 		// Every host answers, at our version, before anything is written.
@@ -230,7 +248,10 @@ func runWith(ctx context.Context, o *runOptions, s cli.Streams, m *manifest.Mani
 	cfg := swarmrun.Config{Manifest: m, ManifestPath: absManifest, Repo: repo, RepoName: repoName, Executors: executors,
 		MaxParallel: n, Resume: o.resume, Retry: o.retry.Value(), Skip: o.skip.Value(), Halt: halt,
 		Joblog: o.joblog, Forge: forge, Log: prefixed{w: s.Err}, PID: os.Getpid()}
+	told := tellRun(o, s.Err, &cfg)
+	defer told.closeHook()
 	res, err := swarmrun.Run(ctx, cfg)
+	told.progress.Close()
 	var ue *swarmrun.UsageError
 	if errors.As(err, &ue) || errors.Is(err, swarmrun.ErrBusy) {
 		return cli.Usagef("%v", err)
@@ -245,8 +266,7 @@ func runWith(ctx context.Context, o *runOptions, s cli.Streams, m *manifest.Mani
 		return &cli.ExitError{Code: exitInterrupted}
 	}
 	sum := st.Summary
-	fmt.Fprintf(s.Out, "%s %s: %d tasks: %d completed, %d failed, %d blocked, %d skipped, %d not run; %.0f s, speedup %.2f\n",
-		st.ExecutionID, st.Status, sum.TotalTasks, sum.Completed, sum.Failed, sum.Blocked, sum.Skipped, sum.Pending, sum.TotalDurationSeconds, sum.ParallelSpeedup)
+	fmt.Fprintln(s.Out, summaryLine(st))
 	fmt.Fprintf(s.Out, "merge order: %s\n", strings.Join(sum.SuggestedMergeOrder, " "))
 	if mc := sum.MergeConflict; mc != nil {
 		fmt.Fprintf(s.Out, "merge conflict: %s\n", mc.Message)

@@ -56,8 +56,14 @@ type Config struct {
 	Joblog string
 	// Forge opens a pull request for each completed task (nil: none).
 	Forge *Forge
-	// Log gets a line per event.
+	// Log gets the run's warnings, and a line per task's transition unless Events is set
+	// (then its consumer has them).
 	Log io.Writer
+	// Events, when set, is told each event of the run (events.go), in order, from a goroutine
+	// of its own: it may be slow, but the events that come while EventBuffer of them wait are
+	// dropped (their count logged at the end), and at the end it is given a few seconds to
+	// take those waiting. The events file keeps them all whatever it does.
+	Events func(Event)
 	// PID is the running process's id, which --abort signals.
 	PID int
 	// Checkpoint, when set, is called at each named step of the run, from the goroutine taking
@@ -192,6 +198,8 @@ type runner struct {
 	joblog  *os.File
 	seq     int
 	started time.Time
+	// events are the run's events (events.go), emitted under mu.
+	events *eventLog
 	// activeBefore is how long the execution's earlier runs were at work (State.ActiveSeconds
 	// when this run began): this run's time is added to it at each write.
 	activeBefore float64
@@ -572,12 +580,15 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 	stopWriter, writerDone := make(chan struct{}), make(chan struct{})
 	go r.writer(stopWriter, writerDone)
 	r.mu.Lock()
+	r.events = r.openEvents()
+	r.emit(Event{Event: EventRunStart, Status: ExecRunning, Tasks: len(r.st.Tasks), Slots: len(r.slots), Counts: r.eventCounts()})
 	r.openSet()
 	r.sched = taskgraph.NewScheduler(r.set, r.slots)
 	r.mu.Unlock()
 	r.sched.Loop(ctx, &r.mu, &schedule{r: r, ctx: ctx, tasks: tctx, stopTasks: stopTasks})
 	close(stopWriter)
 	<-writerDone
+	defer r.closeEvents()
 	return r.finish(ctx)
 }
 
@@ -673,6 +684,7 @@ func (r *runner) markBlocked(blocked []taskgraph.Blocking) {
 		}
 		t.Status = Blocked
 		t.Error = &TaskError{Type: ErrDependency, Message: fmt.Sprintf("depends on %s, which is %s", d, r.st.Tasks[d].Status), Timestamp: now(), Recoverable: true}
+		r.emit(Event{Event: EventTaskBlocked, Task: t.ID, Status: Blocked, Reason: t.Error.Message})
 	}
 }
 
@@ -809,6 +821,10 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	t.Trace.Requeued = append(t.Trace.Requeued, Requeue{AgentID: slot.ID, AgentHost: o.Host, Attempt: out.Attempt, At: now(),
 		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
 	r.sched.Free(slot, true)
+	if !r.gone[exec] {
+		r.emit(Event{Event: EventHostOffline, Host: o.Host, Reason: out.Reason})
+	}
+	r.emit(Event{Event: EventTaskRequeued, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: o.Host, Status: Queued, Reason: msg})
 	r.gone[exec] = true
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = AgentOffline, nil
@@ -818,7 +834,7 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	for _, s := range r.sched.Retire(func(s Slot) bool { return r.executorOf(s) == exec }) {
 		r.st.Agents[s.ID].Status = AgentOffline
 	}
-	r.logf("%s: %s: %s", slot.ID, id, msg)
+	r.logTransition("%s: %s: %s", slot.ID, id, msg)
 	r.writeOrLog()
 }
 
@@ -868,6 +884,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.mu.Lock()
 		t.Status = Running
 		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, base, strp(now())
+		r.emit(Event{Event: EventTaskStart, Task: id, Attempt: n, Agent: slot.ID, Host: slot.Host, Status: Running})
 		r.mu.Unlock()
 		// Written before the supervisor starts: a resume must know the attempt to adopt.
 		if err := r.flush(); err != nil {
@@ -885,9 +902,10 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	if adopt > 0 {
 		r.mu.Lock()
 		t.Status, t.Trace.BaseSHA = Running, base
+		r.emit(Event{Event: EventTaskStart, Task: id, Attempt: adopt, Agent: slot.ID, Host: slot.Host, Status: Running, Reason: "adopted: started by an earlier run"})
 		r.writeOrLog()
 		r.mu.Unlock()
-		r.logf("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
+		r.logTransition("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
 	}
 	if adopt == 0 {
 		if err := r.checkWorktree(trace.Worktree); err != nil {
@@ -943,7 +961,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 			}
 			r.mu.Unlock()
 		}
-		r.logf("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
+		r.logTransition("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
 		r.end(id, slot, Completed, nil)
 		return
 	}
@@ -966,12 +984,13 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		a := r.st.Agents[slot.ID]
 		a.Status, a.CurrentTask = AgentFailed, nil
 		r.release(slot)
+		r.emit(Event{Event: EventTaskRetry, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host, Status: Queued, Reason: msg, DurationSeconds: seconds(tr.DurationSeconds)})
 		r.writeOrLog()
 		r.mu.Unlock()
-		r.logf("%s: %s: %s; retrying", slot.ID, id, msg)
+		r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
 		return
 	}
-	r.logf("%s: %s: failed: %s", slot.ID, id, msg)
+	r.logTransition("%s: %s: failed: %s", slot.ID, id, msg)
 	r.end(id, slot, Failed, te)
 }
 
@@ -1052,6 +1071,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]
 	t.Status, t.Error = status, te
+	r.emit(taskEndEvent(t, slot))
 	switch status {
 	case Completed:
 		r.set.Done(r.index(id))
@@ -1081,7 +1101,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 		}
 	}
 	if status == Blocked {
-		r.logf("%s: blocked: %s", id, te.Message)
+		r.logTransition("%s: blocked: %s", id, te.Message)
 	}
 	r.writeOrLog()
 }
@@ -1132,12 +1152,18 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	}
 	r.st.RunnerPID = 0
 	r.stampActive()
+	var err error
 	if ctx.Err() != nil {
 		res.Interrupted = true
 		r.st.Status = ExecPaused
-		return res, r.write()
+		err = r.write()
+	} else {
+		err = finalize(context.WithoutCancel(ctx), r.paths, r.cfg.Repo, r.st, r.checkpoint)
 	}
-	return res, finalize(context.WithoutCancel(ctx), r.paths, r.cfg.Repo, r.st, r.checkpoint)
+	// Told once the state is final: a reader of the events file that sees the run's end
+	// finds the state (or its history copy) saying so.
+	r.emit(Event{Event: EventRunEnd, Status: r.st.Status, Halted: r.halted, Counts: r.eventCounts()})
+	return res, err
 }
 
 // finalize writes the summary, the final state, its history copy and the report.

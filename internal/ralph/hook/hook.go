@@ -53,6 +53,12 @@ type Event struct {
 	Loop string `json:"loop,omitempty"`
 	Plan string `json:"plan,omitempty"`
 	Task string `json:"task,omitempty"`
+	// Execution names a swarm run's execution (kind "run"), Agent the slot a task ran in,
+	// Host its host (or the host that went offline), Commit a completed task's commit.
+	Execution string `json:"execution_id,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	Host      string `json:"host,omitempty"`
+	Commit    string `json:"commit,omitempty"`
 	// Iteration is the loop's iteration, or the task's attempt.
 	Iteration int `json:"iteration,omitempty"`
 	// Status is the loop's or task's status after the transition; Reason why.
@@ -139,6 +145,9 @@ type Hook struct {
 	once  sync.Once
 	queue chan Event // QueueLen events at most wait for their run; Send drops beyond
 	done  chan struct{}
+	// stop ends the runs (CloseWithin's bound): the one under way is killed, those queued
+	// are dropped.
+	stop context.CancelFunc
 }
 
 // New is a hook running the command line cmd ("" : none).
@@ -163,10 +172,15 @@ func (h *Hook) Send(e Event) {
 	}
 	h.once.Do(func() {
 		h.queue, h.done = make(chan Event, QueueLen), make(chan struct{})
+		ctx, stop := context.WithCancel(context.Background())
+		h.stop = stop
 		go func() {
 			defer close(h.done)
 			for e := range h.queue {
-				if err := h.Run(context.Background(), e); err != nil && h.Warn != nil {
+				if ctx.Err() != nil {
+					continue // stopped: the rest are dropped
+				}
+				if err := h.Run(ctx, e); err != nil && ctx.Err() == nil && h.Warn != nil {
 					h.Warn(err)
 				}
 			}
@@ -190,6 +204,25 @@ func (h *Hook) Close() {
 	}
 	close(h.queue)
 	<-h.done
+}
+
+// CloseWithin is Close bounded by d: at d, the run under way is killed (with what it left
+// behind) and the events not run yet are dropped. It reports whether every event was run.
+// A command that ends once its work is over (swarm run) tells its last events this way: a
+// hook that hangs holds it d at most, not its bound for every event still queued.
+func (h *Hook) CloseWithin(d time.Duration) bool {
+	if h == nil || h.queue == nil {
+		return true
+	}
+	close(h.queue)
+	select {
+	case <-h.done:
+		return true
+	case <-time.After(d):
+	}
+	h.stop()
+	<-h.done
+	return false
 }
 
 // Run runs the hook on e now: e as one line of JSON on its stdin, in its own process group,

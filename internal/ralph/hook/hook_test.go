@@ -206,3 +206,62 @@ exit 0
 		t.Errorf("a process that was not the hook's was killed too")
 	}
 }
+
+// TestCloseWithin: with a hook that hangs (its bound far away) and events queued behind it,
+// CloseWithin returns at its own bound: the run under way killed, its child with it, the
+// queued events dropped without a warning each; with a quick hook every event is run.
+func TestCloseWithin(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child")
+	h, err := New(`sh -c 'sleep 300 & echo $! >> "$0"; wait' ` + pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Timeout = time.Hour
+	var mu sync.Mutex
+	var warned []string
+	h.Warn = func(err error) { mu.Lock(); warned = append(warned, err.Error()); mu.Unlock() }
+	for i := 1; i <= 3; i++ {
+		h.Send(Event{Kind: "run", Event: "task-start", Task: "t", Iteration: i})
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(pidFile); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hook did not start")
+		}
+	}
+	start := time.Now()
+	if h.CloseWithin(100 * time.Millisecond) {
+		t.Errorf("CloseWithin = true with a hook that hangs")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("CloseWithin took %s", d)
+	}
+	b, _ := os.ReadFile(pidFile)
+	if pids := strings.Fields(string(b)); len(pids) != 1 {
+		t.Errorf("the hook ran %d times, want once (the queued events dropped)", len(pids))
+	} else if pid, _ := strconv.Atoi(pids[0]); pid > 0 {
+		if st, ok := proc.ReadStat(pid); ok && st.State != 'Z' {
+			t.Errorf("the hook's child %d outlived CloseWithin", pid)
+		}
+	}
+	mu.Lock()
+	if len(warned) != 0 {
+		t.Errorf("warnings = %q, want none for a stop asked for", warned)
+	}
+	mu.Unlock()
+
+	out := filepath.Join(dir, "events")
+	q, _ := New(`sh -c 'cat >> "$0"' ` + out)
+	for i := 0; i < 3; i++ {
+		q.Send(Event{Kind: "run", Event: "task-start"})
+	}
+	if !q.CloseWithin(time.Minute) {
+		t.Errorf("CloseWithin = false with a quick hook")
+	}
+	if b, _ := os.ReadFile(out); strings.Count(string(b), "\n") != 3 {
+		t.Errorf("the quick hook read:\n%s", b)
+	}
+}

@@ -47,6 +47,9 @@ type Remote struct {
 	KillGrace time.Duration
 	// Log, if set, gets the host's dispatch's console lines and diagnostics.
 	Log io.Writer
+	// PerCommand runs each command on the host over an ssh session of its own, as before the
+	// host's server (remote.Conn.Serve): for a side by side, and a way out.
+	PerCommand bool
 
 	// mu serializes the work on the host's clone (worktrees removed, pushes, the host's
 	// dispatch adding its worktree): git worktree add fails on one being made at the same
@@ -116,6 +119,11 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 	h := r.Conn.Host
 	if r.offline.Load() {
 		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
+	}
+	if !r.PerCommand {
+		// One server of the host's dispatch over one ssh session for every command of the
+		// run there, started at the first and again if it dies.
+		r.Conn.Serve()
 	}
 	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead), lease: r.lease(job)}
 	a := r.attempt(slot, at)

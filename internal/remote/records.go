@@ -65,6 +65,20 @@ func (s *Snapshot) Final(number int) (*record.Result, bool) {
 // the records of a supervisor that died there, as dispatch wait does). What is read is bounded
 // while it is read (Options.MaxOutput, 16 MiB: two records of at most a few MB).
 func (c *Conn) Snapshot(ctx context.Context, bead string, timeout time.Duration) (*Snapshot, error) {
+	if s := c.server(ctx); s != nil {
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		snap, err := s.records(sctx, bead)
+		cancel()
+		switch {
+		case errors.Is(err, errNotSent):
+		case err != nil:
+			return nil, err
+		case snap.Bead != bead:
+			return nil, fmt.Errorf("host %s: asked for the records of %s, got %q's", c.Host.Name, bead, Printable(snap.Bead))
+		default:
+			return snap, nil
+		}
+	}
 	res, err := c.Run(ctx, Cmd{Argv: []string{c.Program("dispatch"), RecordsVerb, "--state-dir", c.Host.StateDir, bead},
 		Env: c.Env(), Timeout: timeout})
 	if err != nil {

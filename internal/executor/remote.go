@@ -51,9 +51,9 @@ type Remote struct {
 	// host's server (remote.Conn.Serve): for a side by side, and a way out.
 	PerCommand bool
 
-	// mu serializes the work on the host's clone (worktrees removed, pushes, the host's
-	// dispatch adding its worktree): git worktree add fails on one being made at the same
-	// moment.
+	// mu serializes the work on the host's worktrees (an earlier attempt's removed, the
+	// host's dispatch adding its own): git worktree add fails on one being made at the same
+	// moment. Pushes are outside it, so that the host's slots' go together.
 	mu      sync.Mutex
 	offline atomic.Bool
 }
@@ -143,6 +143,9 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 		return []string{fmt.Sprintf("DISPATCH_MAX_RETRIES=%d", max(job.MaxAttempts, num))}
 	}
 
+	if err := r.sendBranch(ctx, job, at.hostWT); err != nil {
+		return r.lost(ctx, 0, time.Time{}, err)
+	}
 	r.mu.Lock()
 	unlocked := false
 	unlock := func() {
@@ -156,10 +159,6 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 		if job.Checkpoint != nil {
 			job.Checkpoint("launched")
 		}
-	}
-	if err := r.sendBranch(ctx, job, at.hostWT); err != nil {
-		unlock()
-		return r.lost(ctx, 0, time.Time{}, err)
 	}
 	run, err := r.Conn.RunAttempt(ctx, a)
 	unlock()
@@ -245,12 +244,16 @@ func (r *Remote) attempt(slot Slot, at *hostAttempt) remote.Attempt {
 }
 
 // sendBranch makes the task's branch the host's as it is here: the host's worktree and branch
-// of an earlier attempt of the task go (every attempt starts from the branch pushed now), and
-// the branch is pushed to the host's clone.
+// of an earlier attempt of the task go (every attempt starts from the branch pushed now), under
+// mu, and the branch is pushed to the host's clone, outside it: the pushes of the host's slots
+// that come together go in one git push (remote.Conn.Push).
 func (r *Remote) sendBranch(ctx context.Context, job Job, hostWT string) error {
 	h := r.Conn.Host
 	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
-	if _, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute}); err != nil {
+	r.mu.Lock()
+	_, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute})
+	r.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {

@@ -133,6 +133,9 @@ type Conn struct {
 	serveOn  bool
 	noServer bool
 	sess     *session
+
+	// pushes and fetches join the refs asked while one git runs into the next.
+	pushes, fetches refBatch
 }
 
 // Dial opens the master connection to h and waits until it answers. An error wraps

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,7 +38,8 @@ type serveHello struct {
 }
 
 // serveRequest is one line from the client. Op "records": Bead's snapshot; "run": Argv run
-// with Env added to the server's environment, Stdin on its stdin, for at most TimeoutMS;
+// with Env added to the server's environment, Stdin on its stdin (bytes as they are: base64;
+// none is an empty stdin), for at most TimeoutMS;
 // "cancel": the run of request Of ended (its client stopped waiting).
 type serveRequest struct {
 	ID        uint64   `json:"id"`
@@ -47,7 +47,7 @@ type serveRequest struct {
 	Bead      string   `json:"bead,omitempty"`
 	Argv      []string `json:"argv,omitempty"`
 	Env       []string `json:"env,omitempty"`
-	Stdin     *string  `json:"stdin,omitempty"`
+	Stdin     []byte   `json:"stdin,omitempty"`
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
 	Of        uint64   `json:"of,omitempty"`
 }
@@ -95,7 +95,15 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, records Records) er
 			srv.cancel(req.Of)
 			continue
 		}
-		rctx := srv.start(ctx, req.ID)
+		// A command given a stdin (the host's dispatch launching an attempt, its prompt on
+		// stdin) is not ended with the session, as over an ssh session of its own: it
+		// returns once the agent is handed to its supervisor. Others are, as watchScript
+		// ends them.
+		base := ctx
+		if len(req.Stdin) > 0 {
+			base = context.WithoutCancel(ctx)
+		}
+		rctx := srv.start(base, req.ID)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -180,9 +188,7 @@ func runServed(ctx context.Context, req serveRequest) serveResponse {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(), req.Env...)
-	if req.Stdin != nil {
-		cmd.Stdin = strings.NewReader(*req.Stdin)
-	}
+	cmd.Stdin = bytes.NewReader(req.Stdin)
 	var stdout, stderr bytes.Buffer
 	bo, be := newBoundedWriter(&stdout, DefaultMaxOutput, kill), newBoundedWriter(&stderr, DefaultMaxOutput, kill)
 	cmd.Stdout, cmd.Stderr = bo, be

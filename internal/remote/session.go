@@ -278,8 +278,7 @@ func (s *session) run(ctx context.Context, rc Cmd) (*Result, error) {
 		if len(b) > maxRequestLine/2 {
 			return nil, fmt.Errorf("host %s: a command's input over %d bytes", s.c.Host.Name, maxRequestLine/2)
 		}
-		in := string(b)
-		req.Stdin = &in
+		req.Stdin = b
 	}
 	if d, ok := ctx.Deadline(); ok {
 		req.TimeoutMS = max(1, time.Until(d).Milliseconds())

@@ -53,8 +53,9 @@ type Remote struct {
 
 	// mu serializes the work on the host's worktrees (an earlier attempt's removed, the
 	// host's dispatch adding its own): git worktree add fails on one being made at the same
-	// moment. Pushes are outside it, so that the host's slots' go together.
-	mu      sync.Mutex
+	// moment, and a push while one is made fails its check of the worktrees' HEADs ("bad
+	// object worktrees/…/HEAD"). Pushes hold it shared: the host's slots' go together.
+	mu      sync.RWMutex
 	offline atomic.Bool
 }
 
@@ -245,8 +246,8 @@ func (r *Remote) attempt(slot Slot, at *hostAttempt) remote.Attempt {
 
 // sendBranch makes the task's branch the host's as it is here: the host's worktree and branch
 // of an earlier attempt of the task go (every attempt starts from the branch pushed now), under
-// mu, and the branch is pushed to the host's clone, outside it: the pushes of the host's slots
-// that come together go in one git push (remote.Conn.Push).
+// mu, and the branch is pushed to the host's clone, under mu shared: the pushes of the host's
+// slots that come together go in one git push (remote.Conn.Push).
 func (r *Remote) sendBranch(ctx context.Context, job Job, hostWT string) error {
 	h := r.Conn.Host
 	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
@@ -256,7 +257,10 @@ func (r *Remote) sendBranch(ctx context.Context, job Job, hostWT string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {
+	r.mu.RLock()
+	err = r.Conn.Push(ctx, r.Repo, job.Branch)
+	r.mu.RUnlock()
+	if err != nil {
 		return fmt.Errorf("pushing %s to %s: %w", job.Branch, h.Name, err)
 	}
 	return nil

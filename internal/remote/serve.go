@@ -40,6 +40,8 @@ type serveHello struct {
 // serveRequest is one line from the client. Op "records": Bead's snapshot; "run": Argv run
 // with Env added to the server's environment, Stdin on its stdin (bytes as they are: base64;
 // none is an empty stdin), for at most TimeoutMS;
+// "watch": Bead's snapshot once attempt Number's result is final there, or after WaitMS,
+// the records read every PollMS;
 // "cancel": the run of request Of ended (its client stopped waiting).
 type serveRequest struct {
 	ID        uint64   `json:"id"`
@@ -50,6 +52,9 @@ type serveRequest struct {
 	Stdin     []byte   `json:"stdin,omitempty"`
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
 	Of        uint64   `json:"of,omitempty"`
+	Number    int      `json:"number,omitempty"`
+	WaitMS    int64    `json:"wait_ms,omitempty"`
+	PollMS    int64    `json:"poll_ms,omitempty"`
 }
 
 // serveResponse is one line from the server, the answer to request ID: an Error, or a
@@ -164,6 +169,8 @@ func (s *server) answer(ctx context.Context, req serveRequest) serveResponse {
 			return serveResponse{Error: err.Error()}
 		}
 		return serveResponse{Snapshot: snap}
+	case "watch":
+		return s.watch(ctx, req)
 	case "run":
 		return runServed(ctx, req)
 	}
@@ -211,3 +218,29 @@ func runServed(ctx context.Context, req serveRequest) serveResponse {
 	}
 	return resp
 }
+
+// watch answers with the bead's snapshot once attempt Number's result is final, or when WaitMS
+// has passed, reading the records every PollMS: one answer a heartbeat, and an attempt's end
+// seen within PollMS of it.
+func (s *server) watch(ctx context.Context, req serveRequest) serveResponse {
+	deadline := time.Now().Add(time.Duration(req.WaitMS) * time.Millisecond)
+	poll := max(time.Duration(req.PollMS)*time.Millisecond, minPoll)
+	for {
+		snap, err := s.records(ctx, req.Bead)
+		if err != nil {
+			return serveResponse{Error: err.Error()}
+		}
+		left := time.Until(deadline)
+		if _, ok := snap.Final(req.Number); ok || left <= 0 {
+			return serveResponse{Snapshot: snap}
+		}
+		select {
+		case <-ctx.Done():
+			return serveResponse{Snapshot: snap}
+		case <-time.After(min(poll, left)):
+		}
+	}
+}
+
+// minPoll bounds how often a watch reads the records, whatever its client asks.
+const minPoll = 10 * time.Millisecond

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -58,9 +59,12 @@ func (c *serveClient) recv() serveResponse {
 
 // TestServeProtocol: the server says hello, answers a snapshot and a command's run (its
 // stdin, environment, exit status and output), ends a run it is told to cancel (its answer
-// comes, as the others', by its id), and stops when its stdin ends.
+// comes, as the others', by its id), answers a watch of an attempt that does not end after
+// its wait, and stops when its stdin ends.
 func TestServeProtocol(t *testing.T) {
+	var reads atomic.Int32
 	c := newServeClient(t, func(_ context.Context, bead string) (*Snapshot, error) {
+		reads.Add(1)
 		if bead == "bad" {
 			return nil, errors.New("no such bead")
 		}
@@ -95,6 +99,16 @@ func TestServeProtocol(t *testing.T) {
 	}
 	if time.Since(start) > 30*time.Second {
 		t.Errorf("the cancelled run took %s to end", time.Since(start))
+	}
+	// A watch of an attempt that does not end answers after its wait, the records read
+	// meanwhile every poll.
+	start = time.Now()
+	c.send(serveRequest{ID: 8, Op: "watch", Bead: "b1", Number: 1, WaitMS: 300, PollMS: 20})
+	if r := c.recv(); r.ID != 8 || r.Snapshot == nil || r.Snapshot.Bead != "b1" || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("watch: %+v after %s, want the snapshot after 300ms", r, time.Since(start))
+	}
+	if reads.Load() < 5 {
+		t.Errorf("the watch read the records %d times in 300ms, polling every 20ms", reads.Load())
 	}
 	c.send(serveRequest{ID: 7, Op: "what"})
 	if r := c.recv(); r.ID != 7 || !strings.Contains(r.Error, "unknown op") {

@@ -327,6 +327,21 @@ func (s *session) records(ctx context.Context, bead string) (*Snapshot, error) {
 	return resp.Snapshot, nil
 }
 
+// watch is a records read through the server that waits there for attempt number's end, at
+// most wait, reading them every poll.
+func (s *session) watch(ctx context.Context, bead string, number int, wait, poll time.Duration) (*Snapshot, error) {
+	resp, err := s.call(ctx, serveRequest{Op: "watch", Bead: bead, Number: number, WaitMS: max(1, wait.Milliseconds()), PollMS: poll.Milliseconds()})
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.Error != "":
+		return nil, fmt.Errorf("host %s: reading the records of %s: %s", s.c.Host.Name, bead, Printable(resp.Error))
+	case resp.Snapshot == nil:
+		return nil, fmt.Errorf("host %s: reading the records of %s: no snapshot", s.c.Host.Name, bead)
+	}
+	return resp.Snapshot, nil
+}
+
 // closeSession ends the server's session, if any (the Conn closes).
 func (c *Conn) closeSession() {
 	c.smu.Lock()

@@ -628,6 +628,12 @@ func hostsRun(b *testing.B, lab *sshlab.Lab, perCommand, par bool, walls map[str
 		}
 	}()
 	mux += " -o ControlMaster=no"
+	// The worktree of each job slot on its host, made before the clock starts, as swarm
+	// run's slots are made before their first task.
+	for slot := 1; slot <= 2*len(lab.Hosts); slot++ {
+		clone := execs[(slot-1)%len(lab.Hosts)].Conn.Host.Repo
+		git(b, clone, "worktree", "add", "-q", "--detach", fmt.Sprintf("%s.slot%d", clone, slot))
+	}
 	work := append([]string{"--will-cite", "-j", fmt.Sprint(2 * len(lab.Hosts)), script + " {} {%}", ":::"}, tasks...)
 	workEnv := []string{"BENCH_REPO=" + w.repo, "BENCH_HOSTS=" + strings.Join(targets, " "), "BENCH_SSH=" + mux}
 	walls["parallel-work"] += runParallel(b, work, workEnv)
@@ -639,9 +645,8 @@ func hostsRun(b *testing.B, lab *sshlab.Lab, perCommand, par bool, walls map[str
 func runParallel(b *testing.B, args, env []string) time.Duration {
 	// Its own process group, its output to a file: --controlmaster leaves processes behind
 	// that hold its output open (a pipe would never close); they go with the group.
-	// --ungroup: no buffer files (their output is not looked at).
 	tmp := b.TempDir()
-	cmd := exec.Command("parallel", append([]string{"--ungroup", "--tmpdir", tmp}, args...)...)
+	cmd := exec.Command("parallel", append([]string{"--tmpdir", tmp}, args...)...)
 	cmd.Env = append(append(os.Environ(), "HOME="+tmp), env...)
 	out, err := os.Create(filepath.Join(b.TempDir(), "parallel.out"))
 	if err != nil {

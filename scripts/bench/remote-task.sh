@@ -2,8 +2,8 @@
 # One task of the side by side of swarm run over hosts (BenchmarkRunHosts, make bench), as GNU
 # parallel runs it on this machine: the required work of a task on a host done by hand, through
 # one ssh connection per host kept open (ControlMaster, as parallel's --controlmaster):
-#   the task's branch made from the base here and pushed to the host's clone, checked out in a
-#   worktree kept for the job slot there, the agent (/bin/true) run in it, what it left
+#   the task's branch made from the base here and pushed to the host's clone, checked out in the
+#   worktree kept for the job slot there (CLONE.slotSLOT, made before), the agent (/bin/true) run in it, what it left
 #   committed, and the branch fetched back here.
 #
 #   remote-task.sh TASK SLOT      (parallel's {} and {%})
@@ -21,5 +21,5 @@ branch=bench/p$task
 git -C "$BENCH_REPO" branch -f "$branch" main
 export GIT_SSH_COMMAND="$BENCH_SSH"
 git -C "$BENCH_REPO" push -q "$dest:$clone" "refs/heads/$branch:refs/heads/$branch"
-$BENCH_SSH "$dest" "set -e; wt=$clone.slot$slot; [ -d \$wt ] || git -C $clone worktree add -q --detach \$wt; cd \$wt; git checkout -q $branch; /bin/true; git add -A; git -c user.name=bench -c user.email=bench@localhost commit -q --allow-empty -m $branch"
+$BENCH_SSH "$dest" "set -e; cd $clone.slot$slot; git checkout -q $branch; /bin/true; git add -A; git -c user.name=bench -c user.email=bench@localhost commit -q --allow-empty -m $branch"
 git -C "$BENCH_REPO" fetch -q --no-write-fetch-head "$dest:$clone" "+refs/heads/$branch:refs/remotes/bench/$branch"

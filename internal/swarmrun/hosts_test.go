@@ -645,10 +645,16 @@ func hostsRun(b *testing.B, lab *sshlab.Lab, perCommand, par bool, walls map[str
 func runParallel(b *testing.B, args, env []string) time.Duration {
 	// Its own process group, its output to a file: --controlmaster leaves processes behind
 	// that hold its output open (a pipe would never close); they go with the group.
-	tmp := b.TempDir()
+	// A short temp directory: --controlmaster's sockets go there, and a socket's path must
+	// fit in 108 bytes (in b.TempDir() they did not, and every job connected anew).
+	tmp, err := os.MkdirTemp("", "fbp-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
 	cmd := exec.Command("parallel", append([]string{"--tmpdir", tmp}, args...)...)
 	cmd.Env = append(append(os.Environ(), "HOME="+tmp), env...)
-	out, err := os.Create(filepath.Join(b.TempDir(), "parallel.out"))
+	out, err := os.Create(filepath.Join(tmp, "parallel.out"))
 	if err != nil {
 		b.Fatal(err)
 	}

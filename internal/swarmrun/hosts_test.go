@@ -524,7 +524,7 @@ func TestRemoteEndSeenSoon(t *testing.T) {
 // session each (executor.Remote.PerCommand): the time per task of each. Alternated with them
 // in the same rounds, GNU parallel on the same hosts, two jobs a host through one ssh
 // connection a host kept open: running the same required work of a task by hand
-// (scripts/bench/remote-task.sh: the branch pushed, the agent run in a worktree kept per slot,
+// (testdata/remote-task.sh: the branch pushed, the agent run in a worktree kept per slot,
 // committed, the branch fetched back; "parallel-work"), and running the bare do-nothing
 // command (--sshlogin --controlmaster, "parallel-M"). The ratios are of the wall times, each
 // mode's summed over the rounds. Without parallel installed, its half is skipped with one line
@@ -609,7 +609,7 @@ func hostsRun(b *testing.B, lab *sshlab.Lab, perCommand, par bool, walls map[str
 	// first host's is as good a directory as any).
 	bare := append([]string{"--will-cite", "--sshlogin", strings.Join(logins, ","), "--ssh", ssh, "--controlmaster",
 		"cd " + execs[0].Conn.Host.Repo + " && /bin/true", ":::"}, tasks...)
-	script, _ := filepath.Abs("../../scripts/bench/remote-task.sh")
+	script, _ := filepath.Abs("testdata/remote-task.sh")
 	// One master a host, opened before the clock starts, as swarm run's are (its dial).
 	control, err := os.MkdirTemp("", "fleet-bench-")
 	if err != nil {

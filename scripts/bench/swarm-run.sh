@@ -9,9 +9,9 @@
 #     for network namespaces and sshd, which `make sshd` installs; otherwise it skips with one
 #     line), two rounds, each alternating: swarm run through each host's server (ms/task) and
 #     with one ssh session a command (per-command-ms/task); GNU parallel doing a task's required
-#     work by hand on the same hosts over one master a host (scripts/bench/remote-task.sh: the
-#     branch pushed, the agent run in a worktree kept per slot, committed, the branch fetched
-#     back; parallel-work-ms/task); and parallel --sshlogin --controlmaster running the bare
+#     work by hand on the same hosts over one master a host
+#     (internal/swarmrun/testdata/remote-task.sh: the branch pushed, the agent run in a
+#     worktree kept per slot, committed, the branch fetched back; parallel-work-ms/task); and parallel --sshlogin --controlmaster running the bare
 #     do-nothing command (parallel-M-ms/task); the ratios of the wall times
 #     (BenchmarkRunHosts).
 # GNU parallel is installed here when missing (as root, with apt-get).

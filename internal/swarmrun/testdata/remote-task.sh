@@ -1,6 +1,6 @@
 #!/bin/sh
-# One task of the side by side of swarm run over hosts (BenchmarkRunHosts, make bench), as GNU
-# parallel runs it on this machine: the required work of a task on a host done by hand, through
+# One task of the side by side of swarm run over hosts (BenchmarkRunHosts, which make bench
+# runs), as GNU parallel runs it on this machine: the required work of a task on a host done by hand, through
 # one ssh connection per host kept open (ControlMaster, as parallel's --controlmaster):
 #   the task's branch made from the base here and pushed to the host's clone, checked out in the
 #   worktree kept for the job slot there (CLONE.slotSLOT, made before), the agent (/bin/true) run in it, what it left

@@ -24,7 +24,7 @@ const tool = "dispatch"
 func commands() []*cli.Command {
 	return []*cli.Command{psCommand(), waitCommand(), killCommand(), reconcileCommand(), attachCommand(),
 		doctorCommand(), supervisorverb.Command(supervisorverb.Attempt, "run one attempt's supervisor (started by dispatch)",
-			"%s is started by dispatch, not by hand"), recordsCommand(), helpCommand(), versionCommand()}
+			"%s is started by dispatch, not by hand"), recordsCommand(), serveCommand(), helpCommand(), versionCommand()}
 }
 
 // find returns dispatch's verb called name, or nil.

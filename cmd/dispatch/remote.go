@@ -188,29 +188,67 @@ func recordsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			d := s.dir()
-			attempt.ReconcileBead(ctx, d, s.tmux(), bead)
-			live, _ := attempt.Alive(ctx, d, s.where(bead), bead)
-			snap := remote.Snapshot{Bead: bead, Live: live}
-			// A dispatch opening an attempt holds the bead's lock until its records are written.
-			if unlock, err := d.Layout.Lock(ctx, bead, 20*time.Millisecond); err == nil {
-				unlock()
-			} else if errors.Is(err, fsx.ErrLocked) {
-				snap.Starting = true
-			}
-			for path, into := range map[string]*json.RawMessage{d.Store.Paths().Run(bead): &snap.Run, d.Store.Paths().Result(bead): &snap.Result} {
-				b, err := statedir.ReadFile(path, maxRecordBytes)
-				if errors.Is(err, os.ErrNotExist) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				if json.Valid(b) {
-					*into = b
-				}
+			snap, err := readSnapshot(ctx, s, bead)
+			if err != nil {
+				return err
 			}
 			return json.NewEncoder(std.Out).Encode(snap)
+		},
+	}, o)
+}
+
+// readSnapshot is the bead's snapshot on this host: its run and result records (read bounded,
+// never through a link; a record that is not JSON left out) and whether a supervisor runs it.
+// It closes the records of a supervisor that died first, as dispatch wait does, so a lost
+// attempt ends here too.
+func readSnapshot(ctx context.Context, s *settings, bead string) (*remote.Snapshot, error) {
+	d := s.dir()
+	attempt.ReconcileBead(ctx, d, s.tmux(), bead)
+	live, _ := attempt.Alive(ctx, d, s.where(bead), bead)
+	snap := &remote.Snapshot{Bead: bead, Live: live}
+	// A dispatch opening an attempt holds the bead's lock until its records are written.
+	if unlock, err := d.Layout.Lock(ctx, bead, 20*time.Millisecond); err == nil {
+		unlock()
+	} else if errors.Is(err, fsx.ErrLocked) {
+		snap.Starting = true
+	}
+	for path, into := range map[string]*json.RawMessage{d.Store.Paths().Run(bead): &snap.Run, d.Store.Paths().Result(bead): &snap.Result} {
+		b, err := statedir.ReadFile(path, maxRecordBytes)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if json.Valid(b) {
+			*into = b
+		}
+	}
+	return snap, nil
+}
+
+// serveCommand is the hidden verb a runner starts once per host over one ssh session
+// (remote.Conn.Serve): it answers the runner's requests on its stdin (a bead's snapshot, read
+// as the records verb reads it; a command run) until the session closes. The attempts it
+// started outlive it: each has its supervisor, as one started over its own ssh session has.
+func serveCommand() *cli.Command {
+	o := &verbOptions{}
+	return verbCommand(&cli.Command{
+		Name: remote.ServeVerb, Usage: "serve a runner over one ssh session", Hidden: true,
+		Action: func(ctx context.Context, c *ucli.Context, std cli.Streams) error {
+			if c.NArg() != 0 {
+				return cli.Usagef("dispatch %s takes no arguments", remote.ServeVerb)
+			}
+			s, err := o.settings()
+			if err != nil {
+				return err
+			}
+			return remote.Serve(ctx, std.In, std.Out, func(ctx context.Context, bead string) (*remote.Snapshot, error) {
+				if err := record.CheckBead(bead); err != nil {
+					return nil, err
+				}
+				return readSnapshot(ctx, s, bead)
+			})
 		},
 	}, o)
 }

@@ -47,11 +47,15 @@ type Remote struct {
 	KillGrace time.Duration
 	// Log, if set, gets the host's dispatch's console lines and diagnostics.
 	Log io.Writer
+	// PerCommand runs each command on the host over an ssh session of its own, as before the
+	// host's server (remote.Conn.Serve): for a side by side, and a way out.
+	PerCommand bool
 
-	// mu serializes the work on the host's clone (worktrees removed, pushes, the host's
-	// dispatch adding its worktree): git worktree add fails on one being made at the same
-	// moment.
-	mu      sync.Mutex
+	// mu serializes the work on the host's worktrees (an earlier attempt's removed, the
+	// host's dispatch adding its own): git worktree add fails on one being made at the same
+	// moment, and a push while one is made fails its check of the worktrees' HEADs ("bad
+	// object worktrees/…/HEAD"). Pushes hold it shared: the host's slots' go together.
+	mu      sync.RWMutex
 	offline atomic.Bool
 }
 
@@ -117,6 +121,11 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 	if r.offline.Load() {
 		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
 	}
+	if !r.PerCommand {
+		// One server of the host's dispatch over one ssh session for every command of the
+		// run there, started at the first and again if it dies.
+		r.Conn.Serve()
+	}
 	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead), lease: r.lease(job)}
 	a := r.attempt(slot, at)
 	if job.Adopt > 0 && !r.offline.Load() {
@@ -135,6 +144,9 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 		return []string{fmt.Sprintf("DISPATCH_MAX_RETRIES=%d", max(job.MaxAttempts, num))}
 	}
 
+	if err := r.sendBranch(ctx, job, at.hostWT); err != nil {
+		return r.lost(ctx, 0, time.Time{}, err)
+	}
 	r.mu.Lock()
 	unlocked := false
 	unlock := func() {
@@ -148,10 +160,6 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 		if job.Checkpoint != nil {
 			job.Checkpoint("launched")
 		}
-	}
-	if err := r.sendBranch(ctx, job, at.hostWT); err != nil {
-		unlock()
-		return r.lost(ctx, 0, time.Time{}, err)
 	}
 	run, err := r.Conn.RunAttempt(ctx, a)
 	unlock()
@@ -237,15 +245,22 @@ func (r *Remote) attempt(slot Slot, at *hostAttempt) remote.Attempt {
 }
 
 // sendBranch makes the task's branch the host's as it is here: the host's worktree and branch
-// of an earlier attempt of the task go (every attempt starts from the branch pushed now), and
-// the branch is pushed to the host's clone.
+// of an earlier attempt of the task go (every attempt starts from the branch pushed now), under
+// mu, and the branch is pushed to the host's clone, under mu shared: the pushes of the host's
+// slots that come together go in one git push (remote.Conn.Push).
 func (r *Remote) sendBranch(ctx context.Context, job Job, hostWT string) error {
 	h := r.Conn.Host
 	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
-	if _, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute}); err != nil {
+	r.mu.Lock()
+	_, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute})
+	r.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {
+	r.mu.RLock()
+	err = r.Conn.Push(ctx, r.Repo, job.Branch)
+	r.mu.RUnlock()
+	if err != nil {
 		return fmt.Errorf("pushing %s to %s: %w", job.Branch, h.Name, err)
 	}
 	return nil

@@ -126,6 +126,16 @@ type Conn struct {
 	// and one of them replaces it.
 	mu  sync.Mutex
 	pid int // the master's process (ssh -O check's), 0 when none is known
+
+	// smu guards the host's server (Serve): whether the Conn serves, whether the host's
+	// dispatch was found without the verb, and the server's session when one runs.
+	smu      sync.Mutex
+	serveOn  bool
+	noServer bool
+	sess     *session
+
+	// pushes and fetches join the refs asked while one git runs into the next.
+	pushes, fetches refBatch
 }
 
 // Dial opens the master connection to h and waits until it answers. An error wraps
@@ -309,6 +319,7 @@ func (c *Conn) MasterPID() int {
 
 // Close stops the master: ssh -O exit, then its process killed if it is still there.
 func (c *Conn) Close() error {
+	c.closeSession()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopMaster()
@@ -367,6 +378,11 @@ exit "$s"`
 func (c *Conn) Run(ctx context.Context, rc Cmd) (*Result, error) {
 	if _, err := os.Lstat(c.control); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNoMaster, c.Host.Name)
+	}
+	if s := c.server(ctx); s != nil {
+		if res, err := s.run(ctx, rc); !errors.Is(err, errNotSent) {
+			return res, err
+		}
 	}
 	if rc.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -10,6 +10,7 @@
 //	d, err := remote.NewDialer(remote.Options{...})  // a private 0700 dir for control sockets
 //	defer d.Close()
 //	c, err := d.Dial(ctx, host)                      // one ControlMaster per host (ErrUnreachable)
+//	c.Serve()                                        // optional: one server of the host's dispatch
 //	err = c.CheckVersion(ctx, "dispatch", "dispatch version "+cli.Version()) // ErrVersion
 //	err = c.Push(ctx, localRepo, base, deps...)      // git push through the master
 //	run, err := c.RunAttempt(ctx, remote.Attempt{Args: remote.DispatchArgs{...}, Prompt: p,
@@ -25,5 +26,9 @@
 //
 // Every command line run there is argv made one line with Quote; prompts go on stdin. The
 // records come back through the host's dispatch's hidden verb RecordsVerb, which reads them
-// there as our binaries read state files (bounded, regular files, no link followed).
+// there as our binaries read state files (bounded, regular files, no link followed). With
+// Serve (executor.Remote calls it), commands, records and waits go instead through one server
+// of the host's dispatch (ServeVerb) over one ssh session, started at the first command and
+// again when it dies, speaking line-delimited JSON (serve.go the server, session.go the
+// client); a host whose dispatch lacks the verb keeps the per-command path.
 package remote

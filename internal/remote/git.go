@@ -75,20 +75,27 @@ func (c *Conn) master() error {
 
 // Push pushes the local branches to the same names in the host's clone (a task's base and the
 // branches it depends on). A branch checked out there, or one that moved on there, is refused
-// by git, and the error says so: nothing is forced.
+// by git, and the error says so: nothing is forced. Pushes asked while one runs go together in
+// the next (refBatch).
 func (c *Conn) Push(ctx context.Context, repo string, branches ...string) error {
-	args := []string{"push", "--quiet", c.remoteURL()}
+	var specs []string
 	for _, b := range branches {
-		args = append(args, "refs/heads/"+b+":refs/heads/"+b)
+		specs = append(specs, "refs/heads/"+b+":refs/heads/"+b)
 	}
-	return c.git(ctx, repo, args...)
+	return c.pushes.do(ctx, repo, specs, func(ctx context.Context, repo string, specs []string) error {
+		return c.git(ctx, repo, append([]string{"push", "--quiet", c.remoteURL()}, specs...)...)
+	})
 }
 
 // Fetch brings the host's branch back into the local repository as
 // refs/remotes/<host>/<branch> (never onto a local branch, which may be checked out or hold
-// work of its own) and returns that ref.
+// work of its own) and returns that ref. Fetches asked while one runs go together in the next
+// (refBatch).
 func (c *Conn) Fetch(ctx context.Context, repo, branch string) (string, error) {
 	ref := "refs/remotes/" + c.Host.Name + "/" + branch
-	// No FETCH_HEAD: several hosts' fetches into one repository at once would write it together.
-	return ref, c.git(ctx, repo, "fetch", "--quiet", "--no-write-fetch-head", c.remoteURL(), "+refs/heads/"+branch+":"+ref)
+	return ref, c.fetches.do(ctx, repo, []string{"+refs/heads/" + branch + ":" + ref}, func(ctx context.Context, repo string, specs []string) error {
+		// No FETCH_HEAD: several hosts' fetches into one repository at once would write it
+		// together.
+		return c.git(ctx, repo, append([]string{"fetch", "--quiet", "--no-write-fetch-head", c.remoteURL()}, specs...)...)
+	})
 }

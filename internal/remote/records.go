@@ -65,6 +65,20 @@ func (s *Snapshot) Final(number int) (*record.Result, bool) {
 // the records of a supervisor that died there, as dispatch wait does). What is read is bounded
 // while it is read (Options.MaxOutput, 16 MiB: two records of at most a few MB).
 func (c *Conn) Snapshot(ctx context.Context, bead string, timeout time.Duration) (*Snapshot, error) {
+	if s := c.server(ctx); s != nil {
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		snap, err := s.records(sctx, bead)
+		cancel()
+		switch {
+		case errors.Is(err, errNotSent):
+		case err != nil:
+			return nil, err
+		case snap.Bead != bead:
+			return nil, fmt.Errorf("host %s: asked for the records of %s, got %q's", c.Host.Name, bead, Printable(snap.Bead))
+		default:
+			return snap, nil
+		}
+	}
 	res, err := c.Run(ctx, Cmd{Argv: []string{c.Program("dispatch"), RecordsVerb, "--state-dir", c.Host.StateDir, bead},
 		Env: c.Env(), Timeout: timeout})
 	if err != nil {
@@ -110,6 +124,14 @@ type Watch struct {
 // read every Every (a read is a process of ours started on the host).
 const firstRead = 25 * time.Millisecond
 
+// Through a host's server, a read of the records costs a line each way and two files read by a
+// process already running: the server reads them every watchFast for an attempt's first
+// watchFastFor (a short attempt's end seen within tens of milliseconds), then every Every.
+const (
+	watchFast    = 20 * time.Millisecond
+	watchFastFor = 2 * time.Second
+)
+
 // Wait reads bead's snapshot on the host until it holds the final result of attempt number,
 // and returns it. The reads come quickly at first, then every w.Every (firstRead). A host that
 // does not answer for w.OfflineAfter is an *OfflineError (errors.Is ErrUnreachable); each read
@@ -135,12 +157,19 @@ func (c *Conn) wait(ctx context.Context, bead string, number int, w Watch, lost 
 	every := orDefault(w.Every, time.Second)
 	offline := orDefault(w.OfflineAfter, 30*time.Second)
 	last := time.Now()
+	began := last
 	pause := min(firstRead, every)
 	tick := time.NewTimer(pause)
 	defer tick.Stop()
 	for {
 		left := offline - time.Since(last)
-		s, err := c.Snapshot(ctx, bead, max(left, 100*time.Millisecond))
+		// Through the host's server, the reads there come every watchFast for the wait's
+		// first seconds, then every Every.
+		poll := every
+		if time.Since(began) < watchFastFor {
+			poll = min(watchFast, every)
+		}
+		s, watched, err := c.watch(ctx, bead, number, every, poll, max(left, 100*time.Millisecond))
 		switch {
 		case err == nil:
 			last = time.Now()
@@ -164,6 +193,10 @@ func (c *Conn) wait(ctx context.Context, bead string, number int, w Watch, lost 
 			c.connect(rctx)
 			cancel()
 		}
+		if watched && err == nil {
+			// The host's server waited for the end itself: read again at once.
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -172,6 +205,28 @@ func (c *Conn) wait(ctx context.Context, bead string, number int, w Watch, lost 
 		pause = min(2*pause, every)
 		tick.Reset(pause)
 	}
+}
+
+// watch reads bead's snapshot: through the host's server when it runs, which reads it every
+// poll and answers once attempt number's result is final there or after every (watched),
+// else one read (Snapshot). timeout bounds the read, and is added to every for the server's.
+func (c *Conn) watch(ctx context.Context, bead string, number int, every, poll, timeout time.Duration) (*Snapshot, bool, error) {
+	if s := c.server(ctx); s != nil {
+		wctx, cancel := context.WithTimeout(ctx, timeout+every)
+		snap, err := s.watch(wctx, bead, number, every, poll)
+		cancel()
+		switch {
+		case errors.Is(err, errNotSent):
+		case err != nil:
+			return nil, true, err
+		case snap.Bead != bead:
+			return nil, true, fmt.Errorf("host %s: asked for the records of %s, got %q's", c.Host.Name, bead, Printable(snap.Bead))
+		default:
+			return snap, true, nil
+		}
+	}
+	snap, err := c.Snapshot(ctx, bead, timeout)
+	return snap, false, err
 }
 
 // Start runs the host's dispatch on a bead: args are dispatch's words after the program (the

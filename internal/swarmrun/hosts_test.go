@@ -36,6 +36,12 @@ func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*execut
 		t.Skip("starts sshd hosts in network namespaces")
 	}
 	lab := sshlab.New(t, n)
+	return lab, labExecutorsOn(t, lab, w, agents)
+}
+
+// labExecutorsOn is labExecutors on a lab already made: a clone of w's repository on each host.
+func labExecutorsOn(t testing.TB, lab *sshlab.Lab, w *world, agents int) []*executor.Remote {
+	t.Helper()
 	sh, _ := filepath.Abs("testdata/agent.sh")
 	config := filepath.Join(t.TempDir(), "agents.json")
 	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}, "true": {"command": "/bin/true", "terminal": false}}`, sh), 0o644)
@@ -44,7 +50,7 @@ func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*execut
 		execs = append(execs, &executor.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: w.log})
 	}
-	return lab, execs
+	return execs
 }
 
 // TestRunOnHostsOneCutOff: ten tasks with dependencies on three sshd hosts of two agents each;
@@ -513,15 +519,57 @@ func TestRemoteEndSeenSoon(t *testing.T) {
 }
 
 // BenchmarkRunHosts runs b.N independent tasks of an agent that does nothing (/bin/true) on
-// three sshd hosts of the lab (two agents each, as Every and OfflineAfter are by default) and
-// reports the run's time per task; then GNU parallel runs the same do-nothing command b.N times
-// in each host's clone through the same hosts (--sshlogin 2/HOST, one ssh per job as its
-// default, and again with --controlmaster, as swarm run keeps one connection per host), and
-// the ratios of swarm run's wall time to parallel's. Without parallel installed, its half is
-// skipped with one line (scripts/bench/swarm-run.sh installs it, as root with apt-get).
+// three sshd hosts of the lab (two agents each, as Every and OfflineAfter are by default), its
+// commands through each host's server (remote.Conn.Serve) and, alternated with it, one ssh
+// session each (executor.Remote.PerCommand): the time per task of each. Alternated with them
+// in the same rounds, GNU parallel on the same hosts, two jobs a host through one ssh
+// connection a host kept open: running the same required work of a task by hand
+// (testdata/remote-task.sh: the branch pushed, the agent run in a worktree kept per slot,
+// committed, the branch fetched back; "parallel-work"), and running the bare do-nothing
+// command (--sshlogin --controlmaster, "parallel-M"). The ratios are of the wall times, each
+// mode's summed over the rounds. Without parallel installed, its half is skipped with one line
+// (scripts/bench/swarm-run.sh installs it, as root with apt-get).
 func BenchmarkRunHosts(b *testing.B) {
+	_, havePar := exec.LookPath("parallel")
+	if havePar != nil {
+		b.Log("GNU parallel not installed: no side by side (scripts/bench/swarm-run.sh installs it as root)")
+	}
+	if testing.Short() {
+		b.Skip("starts sshd hosts in network namespaces")
+	}
+	lab := sshlab.New(b, 3)
+	const rounds = 2
+	walls := map[string]time.Duration{}
+	b.StopTimer()
+	for round := 0; round < rounds; round++ {
+		for _, perCommand := range []bool{false, true} {
+			name := "served"
+			if perCommand {
+				name = "per-command"
+			}
+			wall, _ := hostsRun(b, lab, perCommand, havePar == nil, walls)
+			walls[name] += wall
+		}
+	}
+	perTask := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(rounds*b.N) }
+	b.ReportMetric(perTask(walls["served"]), "ms/task")
+	b.ReportMetric(perTask(walls["per-command"]), "per-command-ms/task")
+	for _, p := range []string{"parallel-work", "parallel-M"} {
+		if walls[p] == 0 {
+			continue
+		}
+		b.ReportMetric(perTask(walls[p]), p+"-ms/task")
+		b.ReportMetric(float64(walls["served"])/float64(walls[p]), "ratio-to-"+p)
+		b.ReportMetric(float64(walls["per-command"])/float64(walls[p]), "per-command-ratio-to-"+p)
+	}
+}
+
+// hostsRun is one round of BenchmarkRunHosts on a lab of its own: swarm run over its hosts
+// (perCommand: one ssh session a command), then, with par, parallel's two modes on the same
+// hosts, their walls added to walls. It returns swarm run's wall time.
+func hostsRun(b *testing.B, lab *sshlab.Lab, perCommand, par bool, walls map[string]time.Duration) (time.Duration, *Result) {
 	w := newWorld(b)
-	lab, execs := labExecutors(b, w, 3, 2)
+	execs := labExecutorsOn(b, lab, w, 2)
 	var doc strings.Builder
 	doc.WriteString("name: bench\ndefaults: {agent: true}\ntasks:\n")
 	for i := 0; i < b.N; i++ {
@@ -530,54 +578,97 @@ func BenchmarkRunHosts(b *testing.B) {
 	cfg := w.config(b, doc.String(), 0)
 	cfg.Executors = nil
 	for _, e := range execs {
-		e.Every, e.OfflineAfter = 0, 0
+		e.Every, e.OfflineAfter, e.PerCommand = 0, 0, perCommand
 		cfg.Executors = append(cfg.Executors, e)
 	}
-	res, wall := w.timedRun(b, cfg)
-	perTask := float64(wall.Microseconds()) / 1000 / float64(b.N)
-	b.ReportMetric(perTask, "ms/task")
-	b.ReportMetric(res.State.Summary.ParallelSpeedup, "speedup")
-	if _, err := exec.LookPath("parallel"); err != nil {
-		b.Log("GNU parallel not installed: no side by side (scripts/bench/swarm-run.sh installs it as root)")
-		return
+	b.StartTimer()
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	wall := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
 	}
-	var logins []string
-	for _, h := range lab.Hosts {
-		logins = append(logins, "2/"+h.Dest)
+	if res.State.Summary.Completed != b.N {
+		b.Fatalf("%d of %d completed:%s", res.State.Summary.Completed, b.N, notCompleted(res.State, w.log.String()))
+	}
+	if !par {
+		return wall, res
 	}
 	ssh := fmt.Sprintf("ssh -i %s -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes", lab.Key, lab.KnownHosts)
-	for _, mode := range []struct {
-		name  string
-		flags []string
-	}{{"parallel", nil}, {"parallel-M", []string{"--controlmaster"}}} {
-		args := append([]string{"--will-cite", "--sshlogin", strings.Join(logins, ","), "--ssh", ssh}, mode.flags...)
-		// The same do-nothing task in the host's clone (the clones share this file system:
-		// the first host's is as good a directory as any).
-		args = append(args, "cd "+execs[0].Conn.Host.Repo+" && /bin/true", ":::")
-		for i := 0; i < b.N; i++ {
-			args = append(args, fmt.Sprint(i))
-		}
-		// Its own process group, its output to a file: --controlmaster leaves processes
-		// behind that hold its output open (a pipe would never close); they go with the group.
-		cmd := exec.Command("parallel", args...)
-		cmd.Env = append(os.Environ(), "HOME="+b.TempDir())
-		out, err := os.Create(filepath.Join(b.TempDir(), "parallel.out"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		pstart := time.Now()
-		err = cmd.Run()
-		pwall := time.Since(pstart)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		out.Close()
-		if err != nil {
-			b.Fatalf("parallel: %v: %s", err, readFile(out.Name()))
-		}
-		b.ReportMetric(float64(pwall.Microseconds())/1000/float64(b.N), mode.name+"-ms/task")
-		b.ReportMetric(float64(wall)/float64(pwall), "ratio-to-"+mode.name)
+	var logins, targets []string
+	for i, h := range lab.Hosts {
+		logins = append(logins, "2/"+h.Dest)
+		targets = append(targets, h.Dest+":"+execs[i].Conn.Host.Repo)
 	}
+	tasks := make([]string, b.N)
+	for i := range tasks {
+		tasks[i] = fmt.Sprint(i)
+	}
+	// The same do-nothing task in the host's clone (the clones share this file system: the
+	// first host's is as good a directory as any).
+	bare := append([]string{"--will-cite", "--sshlogin", strings.Join(logins, ","), "--ssh", ssh, "--controlmaster",
+		"cd " + execs[0].Conn.Host.Repo + " && /bin/true", ":::"}, tasks...)
+	script, _ := filepath.Abs("testdata/remote-task.sh")
+	// One master a host, opened before the clock starts, as swarm run's are (its dial).
+	control, err := os.MkdirTemp("", "fleet-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(control)
+	mux := ssh + " -o ControlPath=" + control + "/%C"
+	for _, h := range lab.Hosts {
+		if out, err := exec.Command("sh", "-c", mux+" -o ControlMaster=yes -o ControlPersist=120 -f -N "+h.Dest).CombinedOutput(); err != nil {
+			b.Fatalf("opening a master to %s: %v: %s", h.Name, err, out)
+		}
+	}
+	defer func() {
+		for _, h := range lab.Hosts {
+			exec.Command("sh", "-c", mux+" -O exit "+h.Dest).Run()
+		}
+	}()
+	mux += " -o ControlMaster=no"
+	// The worktree of each job slot on its host, made before the clock starts, as swarm
+	// run's slots are made before their first task.
+	for slot := 1; slot <= 2*len(lab.Hosts); slot++ {
+		clone := execs[(slot-1)%len(lab.Hosts)].Conn.Host.Repo
+		git(b, clone, "worktree", "add", "-q", "--detach", fmt.Sprintf("%s.slot%d", clone, slot))
+	}
+	work := append([]string{"--will-cite", "-j", fmt.Sprint(2 * len(lab.Hosts)), script + " {} {%}", ":::"}, tasks...)
+	workEnv := []string{"BENCH_REPO=" + w.repo, "BENCH_HOSTS=" + strings.Join(targets, " "), "BENCH_SSH=" + mux}
+	walls["parallel-work"] += runParallel(b, work, workEnv)
+	walls["parallel-M"] += runParallel(b, bare, nil)
+	return wall, res
+}
+
+// runParallel runs GNU parallel with args (env added) and returns its wall time.
+func runParallel(b *testing.B, args, env []string) time.Duration {
+	// Its own process group, its output to a file: --controlmaster leaves processes behind
+	// that hold its output open (a pipe would never close); they go with the group.
+	// A short temp directory: --controlmaster's sockets go there, and a socket's path must
+	// fit in 108 bytes (in b.TempDir() they did not, and every job connected anew).
+	tmp, err := os.MkdirTemp("", "fbp-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("parallel", append([]string{"--tmpdir", tmp}, args...)...)
+	cmd.Env = append(append(os.Environ(), "HOME="+tmp), env...)
+	out, err := os.Create(filepath.Join(tmp, "parallel.out"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	out.Close()
+	if err != nil {
+		b.Fatalf("parallel: %v: %s", err, readFile(out.Name()))
+	}
+	return wall
 }
 
 // notCompleted is, for a benchmark's failure message, one line per task of st that did not
@@ -627,7 +718,7 @@ func TestLostStartRunsElsewhere(t *testing.T) {
 	mark := filepath.Join(tmp, "lost")
 	wrapper := fmt.Sprintf(`#!/bin/sh
 case " $* " in
-*" __records "*|*" kill "*|*" version "*) exec %[1]q "$@" ;;
+*" __records "*|*" __serve "*|*" kill "*|*" version "*) exec %[1]q "$@" ;;
 esac
 if mkdir %[2]q 2>/dev/null; then
 	cat >/dev/null
@@ -683,6 +774,7 @@ func TestHostTextPrintable(t *testing.T) {
 case " $* " in
 *" __records "*) %[1]q "$@" | sed 's/"reason":"/"reason":"\\u001b]0;retitled\\u0007\\u001b[2Jcleared /'; exit 0 ;;
 *" kill "*|*" version "*) exec %[1]q "$@" ;;
+*" __serve "*) exit 2 ;; # as a dispatch older than the host's server: its records go through the sed above
 esac
 if mkdir %[2]q 2>/dev/null; then
 	cat >/dev/null

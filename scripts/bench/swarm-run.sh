@@ -7,11 +7,16 @@
 #     reports (BenchmarkRunOverhead);
 #   - on three sshd hosts of the test lab (internal/testenv/sshlab, two agents each; needs root
 #     for network namespaces and sshd, which `make sshd` installs; otherwise it skips with one
-#     line), side by side with GNU parallel --sshlogin running the same do-nothing command as
-#     often on the same hosts, one ssh per job (its default) and with --controlmaster: the time
-#     per task of each and the ratio of the wall times (BenchmarkRunHosts).
+#     line), two rounds, each alternating: swarm run through each host's server (ms/task) and
+#     with one ssh session a command (per-command-ms/task); GNU parallel doing a task's required
+#     work by hand on the same hosts over one master a host
+#     (internal/swarmrun/testdata/remote-task.sh: the branch pushed, the agent run in a
+#     worktree kept per slot, committed, the branch fetched back; parallel-work-ms/task); and parallel --sshlogin --controlmaster running the bare
+#     do-nothing command (parallel-M-ms/task); the ratios of the wall times
+#     (BenchmarkRunHosts).
 # GNU parallel is installed here when missing (as root, with apt-get). The side by side with
-# GNU parallel running a task's required work by hand is scripts/bench/swarm-run-parallel.sh.
+# GNU parallel running a task's required work by hand on this machine is
+# scripts/bench/swarm-run-parallel.sh.
 #
 #   scripts/bench/swarm-run.sh
 #

@@ -42,7 +42,8 @@ type Plan struct {
 	// Base is the branch the run's tasks started from; Into the branch the merges land on
 	// ("" : Base), created from Base when it is missing.
 	Base, Into string
-	// Branches are the completed tasks' branches, each after its dependencies.
+	// Branches are the completed tasks' branches, in the run's order: each is taken after
+	// those of its dependencies (DependencyOrder).
 	Branches []Branch
 	// Test is the test command's argv (no shell), run in the scratch worktree after each
 	// merge; nil runs none.
@@ -134,6 +135,7 @@ func Merge(ctx context.Context, p Plan) (*Result, error) {
 	if p.Into == "" {
 		p.Into = p.Base
 	}
+	p.Branches = DependencyOrder(p.Branches)
 	m := &merger{p: p, repo: gitx.Repo{Dir: p.Repo}, git: gitx.Cmd{Dir: p.Repo}}
 	m.res = &Result{Owner: p.Owner, Base: p.Base, Into: p.Into, Test: append([]string{}, p.Test...), DryRun: p.DryRun,
 		Already: []string{}, Order: []string{}, Merged: []Merged{}}
@@ -203,6 +205,46 @@ func (m *merger) check(ctx context.Context) error {
 	}
 	m.ident = m.repo.Identity(ctx, p.Label, "mergeback@localhost")
 	return nil
+}
+
+// DependencyOrder is bs with each branch after those of its dependencies among bs, the given
+// order kept otherwise (a cycle, which the runs refuse, keeps its order).
+func DependencyOrder(bs []Branch) []Branch {
+	in := map[string]bool{}
+	for _, b := range bs {
+		in[b.ID] = true
+	}
+	done := map[string]bool{}
+	out := make([]Branch, 0, len(bs))
+	for len(out) < len(bs) {
+		took := false
+		for _, b := range bs {
+			if done[b.ID] || !depsDone(b.DependsOn, in, done) {
+				continue
+			}
+			done[b.ID], took = true, true
+			out = append(out, b)
+			break
+		}
+		if !took {
+			for _, b := range bs {
+				if !done[b.ID] {
+					done[b.ID] = true
+					out = append(out, b)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func depsDone(deps []string, in, done map[string]bool) bool {
+	for _, d := range deps {
+		if in[d] && !done[d] {
+			return false
+		}
+	}
+	return true
 }
 
 func branchNames(bs []Branch) []string {

@@ -353,3 +353,14 @@ func TestReadRecordRefuses(t *testing.T) {
 		t.Error("ReadRecord read through a link")
 	}
 }
+
+func TestDependencyOrder(t *testing.T) {
+	in := []Branch{{ID: "c", DependsOn: []string{"b"}}, {ID: "a"}, {ID: "b", DependsOn: []string{"a", "gone"}}, {ID: "d"}}
+	var got []string
+	for _, b := range DependencyOrder(in) {
+		got = append(got, b.ID)
+	}
+	if want := []string{"a", "b", "c", "d"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("DependencyOrder = %v, want %v", got, want)
+	}
+}

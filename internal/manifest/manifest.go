@@ -91,8 +91,8 @@ type Manifest struct {
 	MaxParallel int
 	// Test is the repository's test command, as written ("" : none): swarm run merge runs it
 	// after each merge (its words split without a shell).
-	Test string
-	Tasks       []Task
+	Test  string
+	Tasks []Task
 	// Path is the manifest file's path, as given to Load.
 	Path string
 	// index is where each task id is in Tasks (Task), made by Parse.

@@ -41,7 +41,7 @@ func runCommand() *cli.Command {
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
 			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
-				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), supervisorverb.Command(supervisorverb.Attempt,
+				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runMergeCommand(), supervisorverb.Command(supervisorverb.Attempt,
 					"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")},
 				Usage: func(w io.Writer) {
 					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
@@ -52,7 +52,7 @@ func runCommand() *cli.Command {
 					return cli.Run(ctx, main.App("swarm run", s), append([]string{"swarm run"}, args...))
 				}}
 			if len(args) == 0 {
-				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history, swarm run --abort)")
+				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history|merge, swarm run --abort)")
 			}
 			return t.Run(ctx, s, args)
 		},
@@ -64,7 +64,8 @@ func runMainCommand() *cli.Command {
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel",
 		UsageText: "swarm run work.yaml [--max-parallel N] [--hosts hosts.yaml] [--dry-run] [--resume] [--retry ID]... [--skip ID]...\n" +
 			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--allow-outside-prompts] [--state-dir DIR]\n" +
-			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]",
+			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]\n" +
+			"swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json]",
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Usage: "run at most `N` tasks at once", DefaultText: "the manifest's max_parallel, else 4"},
 			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH"},

@@ -1,0 +1,179 @@
+// Package mergeverb is what `swarm run merge` and `ralph queue merge` share: their flags, read
+// into Options once, and the report of a mergeback.Merge (text or --json). Each verb finds its
+// run's completed branches and base, and calls Run.
+package mergeverb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/mergeback"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/record"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Options are the merge verbs' flags.
+type Options struct {
+	// Test is --test's argv, nil when it is not given (the verb's own default applies).
+	Test   []string
+	Into   string
+	Agent  string
+	Model  string
+	DryRun bool
+	JSON   bool
+}
+
+// Flags are the merge verbs' flags; deflt says what runs without --test.
+func Flags(deflt string) []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "test", Usage: "run `CMD` in the merged tree after each merge (its words split without a shell: quotes group, nothing is expanded); a merge whose test fails is not landed", DefaultText: deflt},
+		&ucli.StringFlag{Name: "into", Usage: "land the merges on `BRANCH` (made from the base when missing) instead of the base"},
+		&ucli.StringFlag{Name: "agent", Usage: "hand a conflict to agent `NAME` (as a task of its own, supervised and recorded) instead of stopping; NAME:MODEL picks its model"},
+		&ucli.BoolFlag{Name: "dry-run", Usage: "print the merge order and the conflict ahead, and change nothing"},
+		&ucli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+	}
+}
+
+// ExitCodes are the merge verbs' exit codes; notFound is what the verb's 2 means besides a
+// usage error.
+func ExitCodes(notFound string) []cli.ExitCode {
+	return []cli.ExitCode{{Code: 0, Meaning: "every completed branch is merged (or would merge, with --dry-run)"},
+		{Code: 1, Meaning: "a conflict or a failed test stopped it (the base is at the last good merge), or git failed"},
+		{Code: 2, Meaning: "usage error, or " + notFound}}
+}
+
+// Read reads the flags; a bad one is a usage error.
+func Read(c *ucli.Context) (*Options, error) {
+	if c.NArg() > 1 {
+		return nil, cli.Usagef("give at most one id: %s", strings.Join(c.Args().Slice(), " "))
+	}
+	o := &Options{Into: c.String("into"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}
+	if c.IsSet("test") {
+		argv, err := SplitTest(c.String("test"))
+		if err != nil {
+			return nil, cli.Usagef("--test %q: %v", c.String("test"), err)
+		}
+		o.Test = argv
+	}
+	if c.IsSet("into") && (o.Into == "" || strings.HasPrefix(o.Into, "-")) {
+		return nil, cli.Usagef("--into %q: give a branch name", o.Into)
+	}
+	if a := c.String("agent"); a != "" {
+		o.Agent, o.Model, _ = strings.Cut(a, ":")
+		if o.Agent == "" {
+			return nil, cli.Usagef("--agent %q: give an agent's name", a)
+		}
+	} else if c.IsSet("agent") {
+		return nil, cli.Usagef("--agent: give an agent's name")
+	}
+	return o, nil
+}
+
+// SplitTest splits a test command line as the hooks' are (hook.Split): no shell.
+func SplitTest(s string) ([]string, error) {
+	argv, err := hook.Split(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 {
+		return nil, errors.New("the command is empty")
+	}
+	return argv, nil
+}
+
+// Run merges p and reports it on s: the landed merges and the stop on stdout (or the result as
+// JSON), progress on stderr prefixed with prefix. A stop is exit 1 with its one line.
+func Run(ctx context.Context, s cli.Streams, prefix string, o *Options, p mergeback.Plan) error {
+	if !o.JSON {
+		p.Log = prefixed{w: s.Err, prefix: prefix}
+	}
+	res, err := mergeback.Merge(ctx, p)
+	var stopped *mergeback.StoppedError
+	if err != nil && !errors.As(err, &stopped) {
+		if errors.Is(err, mergeback.ErrCheckedOut) {
+			return cli.Usagef("%v", err)
+		}
+		return err
+	}
+	if o.JSON {
+		b, jerr := json.MarshalIndent(res, "", "  ")
+		if jerr != nil {
+			return jerr
+		}
+		fmt.Fprintf(s.Out, "%s\n", b)
+	} else {
+		report(s.Out, res)
+	}
+	if stopped != nil {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: stopped}
+	}
+	return nil
+}
+
+// report writes res as text.
+func report(w io.Writer, res *mergeback.Result) {
+	p := record.Printable
+	test := "no test command: the merges are not tested (pass --test CMD)"
+	if len(res.Test) > 0 {
+		test = "test: " + p(strings.Join(res.Test, " "))
+	}
+	verb := "merging"
+	if res.DryRun {
+		verb = "would merge"
+	}
+	fmt.Fprintf(w, "%s: %s %d branches into %s (base %s); %s\n", p(res.Owner), verb, len(res.Order), p(res.Into), p(res.Base), test)
+	if len(res.Already) > 0 {
+		fmt.Fprintf(w, "already on %s: %s\n", p(res.Into), p(strings.Join(res.Already, " ")))
+	}
+	if res.DryRun {
+		for i, id := range res.Order {
+			fmt.Fprintf(w, "%d  %s\n", i+1, p(id))
+		}
+		if c := res.PredictedConflict; c != nil {
+			fmt.Fprintf(w, "conflict ahead: %s (%s) in %s\n", p(c.ID), p(c.Branch), p(strings.Join(c.Files, ", ")))
+		}
+		return
+	}
+	for _, m := range res.Merged {
+		how := ""
+		if m.ResolvedBy != "" {
+			how = ", conflict resolved by " + p(m.ResolvedBy)
+		}
+		fmt.Fprintf(w, "landed %s (%s) at %s%s\n", p(m.ID), p(m.Branch), short(m.Commit), how)
+	}
+	if s := res.Stopped; s != nil {
+		fmt.Fprintf(w, "stopped at %s (%s): %s", p(s.ID), p(s.Branch), p(s.Reason))
+		if len(s.Files) > 0 {
+			fmt.Fprintf(w, " in %s", p(strings.Join(s.Files, ", ")))
+		}
+		fmt.Fprintln(w)
+		for _, l := range s.TestTail {
+			fmt.Fprintf(w, "  | %s\n", p(l))
+		}
+	}
+	fmt.Fprintf(w, "%s is at %s\n", p(res.Into), short(res.Head))
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+// prefixed writes each line with the verb's prefix ("swarm: run merge: ").
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	fmt.Fprintf(p.w, "%s%s", p.prefix, b)
+	return len(b), nil
+}

@@ -3,17 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/agentfleet/fleet/cmd/internal/mergeverb"
-	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/mergeback"
-	"github.com/agentfleet/fleet/internal/proc"
-	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -53,7 +49,8 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		Test: o.Test, Scratch: filepath.Join(paths.Worktrees(), "merge-"+st.ExecutionID), Beneath: repo,
 		Record: filepath.Join(paths.Dir(), "history", st.ExecutionID+".merge.json"), Label: "swarm run merge", DryRun: o.DryRun}
 	if o.Agent != "" && !o.DryRun {
-		if p.Resolver, err = swarmResolver(c, o, repo); err != nil {
+		// The agent's attempt is one of swarm run's own: supervised by `swarm run __supervise`.
+		if p.Resolver, err = mergeverb.Resolver(o, repo, c.String("state-dir"), "run"); err != nil {
 			return err
 		}
 	}
@@ -93,35 +90,4 @@ func manifestTest(st *swarmrun.State) ([]string, error) {
 		return nil, cli.Usagef("%s: test %q: %v", st.ManifestPath, m.Test, err)
 	}
 	return argv, nil
-}
-
-// swarmResolver is --agent: the conflict goes to the agent as an attempt of this machine's
-// executor (swarm run's own: supervised by `swarm run __supervise`, recorded in the state
-// directory), its command checked before anything starts.
-func swarmResolver(c *ucli.Context, o *mergeverb.Options, repo string) (mergeback.Resolver, error) {
-	agents, err := agent.LoadConfig(os.LookupEnv, "")
-	if errors.Is(err, agent.ErrConfigEnvEmpty) {
-		return nil, cli.Usagef("%v", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	prof, err := agents.Lookup(o.Agent)
-	if err != nil {
-		return nil, cli.Usagef("--agent %s: %v", o.Agent, err)
-	}
-	if err := agent.CheckCommand(prof.Command, repo, os.Environ(), os.Getenv("PATH")); err != nil {
-		return nil, fmt.Errorf("--agent %s: its %v; install it, or name another agent; nothing was merged", o.Agent, err)
-	}
-	stateDir, err := filepath.Abs(c.String("state-dir"))
-	if err != nil {
-		return nil, err
-	}
-	exe, err := proc.Self()
-	if err != nil {
-		return nil, err
-	}
-	local := &swarmrun.Local{N: 1, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ()}
-	return &mergeback.AgentResolver{Exec: local, Agent: o.Agent, Model: o.Model}, nil
 }

@@ -9,12 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/mergeback"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -73,6 +79,36 @@ func Read(c *ucli.Context) (*Options, error) {
 		return nil, cli.Usagef("--agent: give an agent's name")
 	}
 	return o, nil
+}
+
+// Resolver is --agent: the conflict goes to the agent as an attempt of this machine's executor
+// (swarmrun.Local), supervised by this binary's `VERB __supervise` and recorded in stateDir,
+// the agent's command checked before anything starts.
+func Resolver(o *Options, repo, stateDir, verb string) (mergeback.Resolver, error) {
+	agents, err := agent.LoadConfig(os.LookupEnv, "")
+	if errors.Is(err, agent.ErrConfigEnvEmpty) {
+		return nil, cli.Usagef("%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	prof, err := agents.Lookup(o.Agent)
+	if err != nil {
+		return nil, cli.Usagef("--agent %s: %v", o.Agent, err)
+	}
+	if err := agent.CheckCommand(prof.Command, repo, os.Environ(), os.Getenv("PATH")); err != nil {
+		return nil, fmt.Errorf("--agent %s: its %v; install it, or name another agent; nothing was merged", o.Agent, err)
+	}
+	if stateDir, err = filepath.Abs(stateDir); err != nil {
+		return nil, err
+	}
+	exe, err := proc.Self()
+	if err != nil {
+		return nil, err
+	}
+	local := &swarmrun.Local{N: 1, StateDir: stateDir, Self: []string{exe, verb, supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ()}
+	return &mergeback.AgentResolver{Exec: local, Agent: o.Agent, Model: o.Model}, nil
 }
 
 // SplitTest splits a test command line as the hooks' are (hook.Split): no shell.

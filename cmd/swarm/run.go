@@ -36,13 +36,15 @@ const exitInterrupted = 130
 // verbs status, history and the hidden __supervise (an attempt's supervisor). A word that is
 // none of them is the manifest.
 func runCommand() *cli.Command {
+	doc := runMainCommand()
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel", OwnSignals: true,
+		// The synopsis, flags and verbs are the man page's and the completions' (cli's docs.go);
+		// Raw routes the command line itself.
+		UsageText: doc.UsageText, Flags: doc.Flags, Commands: runVerbs(),
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
-			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
-				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runMergeCommand(), supervisorverb.Command(supervisorverb.Attempt,
-					"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")},
+			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled, Commands: runVerbs(),
 				Usage: func(w io.Writer) {
 					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
 				},
@@ -57,6 +59,12 @@ func runCommand() *cli.Command {
 			return t.Run(ctx, s, args)
 		},
 	}
+}
+
+// runVerbs are swarm run's verbs: status, history, merge and the hidden __supervise.
+func runVerbs() []*cli.Command {
+	return []*cli.Command{runStatusCommand(), runHistoryCommand(), runMergeCommand(), supervisorverb.Command(supervisorverb.Attempt,
+		"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")}
 }
 
 func runMainCommand() *cli.Command {

@@ -109,6 +109,9 @@ type Result struct {
 	Stopped *Stop `json:"stopped"`
 	// Head is Into's commit at the end.
 	Head string `json:"head"`
+	// CheckedOut is the worktree Into is checked out in, when one is: Merge refuses to move
+	// it (a dry run tells it).
+	CheckedOut string `json:"checked_out,omitempty"`
 }
 
 // StoppedError is Merge stopped by a conflict or a red test: Result.Stopped says which.
@@ -200,7 +203,8 @@ func (m *merger) check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if at != "" {
+	m.res.CheckedOut = at
+	if at != "" && !p.DryRun {
 		return fmt.Errorf("%w: %s is checked out in %s, and moving it would show the merges there as changes undone: run 'git switch --detach' (or switch to another branch) there first, or land the merges on another branch with --into BRANCH", ErrCheckedOut, p.Into, at)
 	}
 	m.ident = m.repo.Identity(ctx, p.Label, "mergeback@localhost")
@@ -310,17 +314,20 @@ func (m *merger) orderOnHead(ctx context.Context, ids []string, branch map[strin
 	return m.repo.MergeOrder(ctx, onto, ids, branch, deps, m.ident)
 }
 
-// landed says whether b is on Into already: recorded as merged there, or its branch's commit
-// is one of Into's (merged by hand, or a branch with no commit of its own).
+// landed says whether b is on Into already: its recorded merge there is one of Into's commits
+// (a merge recorded on a branch reset since is not), or its branch's commit is (merged by
+// hand, or a branch with no commit of its own).
 func (m *merger) landed(ctx context.Context, b Branch) bool {
-	if m.rec.landed(b.ID, m.p.Into) {
+	if c := m.rec.landedAt(b.ID, m.p.Into); c != "" && m.onHead(ctx, c) {
 		return true
 	}
 	tip, err := m.repo.Commit(ctx, "refs/heads/"+b.Branch)
-	if err != nil {
-		return false
-	}
-	_, err = m.git.Run(ctx, "merge-base", "--is-ancestor", tip, m.head)
+	return err == nil && m.onHead(ctx, tip)
+}
+
+// onHead says whether commit is m.head or one of its ancestors.
+func (m *merger) onHead(ctx context.Context, commit string) bool {
+	_, err := m.git.Run(ctx, "merge-base", "--is-ancestor", commit, m.head)
 	return err == nil
 }
 

@@ -259,6 +259,11 @@ func TestMergeRefusesACheckedOutTarget(t *testing.T) {
 	if !errors.Is(err, ErrCheckedOut) {
 		t.Fatalf("err = %v, want ErrCheckedOut", err)
 	}
+	p.DryRun = true
+	res, err := Merge(context.Background(), p)
+	if err != nil || res.CheckedOut != g.repo || len(res.Order) != 12 {
+		t.Fatalf("dry run: %+v, %v; want the plan and the checkout named", res, err)
+	}
 	if _, err := os.Stat(filepath.Join(g.repo, ".swarm")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("something was written: %v", err)
 	}
@@ -362,5 +367,28 @@ func TestDependencyOrder(t *testing.T) {
 	}
 	if want := []string{"a", "b", "c", "d"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("DependencyOrder = %v, want %v", got, want)
+	}
+}
+
+// TestMergeAfterTheBaseWasReset: merges recorded on a base that was reset since are not on it;
+// the next merge lands them again instead of taking the record's word.
+func TestMergeAfterTheBaseWasReset(t *testing.T) {
+	g := newGraph(t, false)
+	g.branches = g.branches[:3]
+	p := g.plan(t)
+	base := git(t, g.repo, "rev-parse", "main")
+	if _, err := Merge(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	git(t, g.repo, "update-ref", "refs/heads/main", base)
+	res, err := Merge(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Already) != 0 || len(res.Merged) != 3 {
+		t.Fatalf("after the reset: already %v, merged %d; want none, 3", res.Already, len(res.Merged))
+	}
+	if got := landedOn(t, g.repo, "main"); !reflect.DeepEqual(got, ids(1, 3)) {
+		t.Fatalf("main holds %v", got)
 	}
 }

@@ -59,14 +59,14 @@ type Stop struct {
 	At         string   `json:"at,omitempty"`
 }
 
-// landed says whether the record has task id merged into branch into.
-func (r *Record) landed(id, into string) bool {
-	for _, m := range r.Merges {
-		if m.ID == id && m.Into == into {
-			return true
+// landedAt is the last merge commit the record has of task id into branch into ("" : none).
+func (r *Record) landedAt(id, into string) string {
+	for i := len(r.Merges) - 1; i >= 0; i-- {
+		if m := r.Merges[i]; m.ID == id && m.Into == into {
+			return m.Commit
 		}
 	}
-	return false
+	return ""
 }
 
 // maxRecord bounds the record read.

@@ -174,6 +174,9 @@ func report(w io.Writer, res *mergeback.Result) {
 		if c := res.PredictedConflict; c != nil {
 			fmt.Fprintf(w, "conflict ahead: %s (%s) in %s\n", p(c.ID), p(c.Branch), p(strings.Join(c.Files, ", ")))
 		}
+		if res.CheckedOut != "" {
+			fmt.Fprintf(w, "%s is checked out in %s: switch that checkout off it (git switch --detach), or pass --into BRANCH\n", p(res.Into), p(res.CheckedOut))
+		}
 		return
 	}
 	for _, m := range res.Merged {

@@ -53,7 +53,7 @@ func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	}
 	top := git.Repo{Dir: repo}
 	p := mergeback.Plan{Repo: repo, Owner: id, Base: base, Into: o.Into, Branches: branches, Test: o.Test,
-		Scratch: top.WorktreePath("merge-" + id), Beneath: filepath.Dir(repo),
+		Scratch: top.WorktreePath(mergeverb.ScratchName(id)), Beneath: filepath.Dir(repo),
 		Record: filepath.Join(dir.Root, "merge-"+id+".json"), Label: "ralph queue merge", DryRun: o.DryRun}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of the queue's own: supervised by `ralph queue __supervise`.

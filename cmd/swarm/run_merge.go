@@ -46,7 +46,7 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		}
 	}
 	p := mergeback.Plan{Repo: repo, Owner: st.ExecutionID, Base: st.BaseBranch, Into: o.Into, Branches: completedBranches(st),
-		Test: o.Test, Scratch: filepath.Join(paths.Worktrees(), "merge-"+st.ExecutionID), Beneath: repo,
+		Test: o.Test, Scratch: filepath.Join(paths.Worktrees(), mergeverb.ScratchName(st.ExecutionID)), Beneath: repo,
 		Record: filepath.Join(paths.Dir(), "history", st.ExecutionID+".merge.json"), Label: "swarm run merge", DryRun: o.DryRun}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of swarm run's own: supervised by `swarm run __supervise`.

@@ -13,7 +13,7 @@ import (
 
 // AgentResolver hands a conflict to an agent as a task of its own: one attempt through an
 // executor (swarmrun.Local: attempt.Open and Launch, a supervisor of its own, run and result
-// records under bead <owner>-merge-<task>), in the scratch worktree where the merge stopped.
+// records under bead <owner>.merge-<task>), in the scratch worktree where the merge stopped.
 // Merge then checks its work and tests it like any other merge.
 type AgentResolver struct {
 	Exec swarmrun.Executor
@@ -25,8 +25,9 @@ type AgentResolver struct {
 	Env []string
 }
 
-// Bead is the bead of the attempt resolving task id's conflict in owner's merge.
-func Bead(owner, id string) string { return owner + "-merge-" + id }
+// Bead is the bead of the attempt resolving task id's conflict in owner's merge: the '.' keeps
+// it apart from the run's own beads, <execution>-<task> (neither has one) and <plan>-<task>.
+func Bead(owner, id string) string { return owner + ".merge-" + id }
 
 // Resolve runs the agent on c and waits for its end: done is resolved, anything else is an
 // error naming the attempt's end.

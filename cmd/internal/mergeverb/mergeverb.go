@@ -111,6 +111,11 @@ func Resolver(o *Options, repo, stateDir, verb string) (mergeback.Resolver, erro
 	return &mergeback.AgentResolver{Exec: local, Agent: o.Agent, Model: o.Model}, nil
 }
 
+// ScratchName is the scratch worktree's name for a run (an execution or plan id), beside its
+// tasks' worktrees: the leading '.' keeps it apart from theirs, which start with a letter or
+// digit, so that a merge never clears a task's worktree.
+func ScratchName(owner string) string { return ".merge-" + owner }
+
 // SplitTest splits a test command line as the hooks' are (hook.Split): no shell.
 func SplitTest(s string) ([]string, error) {
 	argv, err := hook.Split(s)

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -128,6 +129,29 @@ func (e *StoppedError) Error() string {
 	return fmt.Sprintf("task %s: %s conflicts with %s in %s; merge %s into the branch (or resolve otherwise), commit, and merge again, or pass --agent NAME", s.ID, s.Branch, s.Into, strings.Join(s.Files, ", "), s.Into)
 }
 
+// ErrTestCommand is a test command that cannot be run: found neither on PATH nor in the
+// repository. It is refused before anything is merged, not taken for a red test.
+var ErrTestCommand = errors.New("the test command cannot be run")
+
+// checkTest finds the test command's program: a bare name on PATH, a path as it is (a
+// relative one from the repository's top, as it runs from the merged tree's).
+func checkTest(repo, name string) error {
+	if !strings.Contains(name, "/") {
+		if _, err := exec.LookPath(name); err != nil {
+			return fmt.Errorf("%w: %s is not on PATH; install it, or give its path", ErrTestCommand, name)
+		}
+		return nil
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(repo, path)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+		return fmt.Errorf("%w: %s is not there (a relative path is run from the top of the merged tree)", ErrTestCommand, name)
+	}
+	return nil
+}
+
 // ErrCheckedOut is a target branch checked out in a worktree: git would see the merges as
 // that checkout's own changes, reverted.
 var ErrCheckedOut = errors.New("the branch is checked out")
@@ -186,7 +210,7 @@ func (m *merger) check(ctx context.Context) error {
 	}
 	base, err := m.repo.Commit(ctx, "refs/heads/"+p.Base)
 	if err != nil {
-		return fmt.Errorf("the base branch %s is missing; create it or name another with --into", p.Base)
+		return fmt.Errorf("the base branch %s is missing: there is nothing to merge into", p.Base)
 	}
 	for _, b := range p.Branches {
 		if _, err := m.repo.Commit(ctx, "refs/heads/"+b.Branch); err != nil {
@@ -208,6 +232,9 @@ func (m *merger) check(ctx context.Context) error {
 		return fmt.Errorf("%w: %s is checked out in %s, and moving it would show the merges there as changes undone: run 'git switch --detach' (or switch to another branch) there first, or land the merges on another branch with --into BRANCH", ErrCheckedOut, p.Into, at)
 	}
 	m.ident = m.repo.Identity(ctx, p.Label, "mergeback@localhost")
+	if len(p.Test) > 0 {
+		return checkTest(p.Repo, p.Test[0])
+	}
 	return nil
 }
 

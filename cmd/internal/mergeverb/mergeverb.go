@@ -51,7 +51,7 @@ func Flags(deflt string) []ucli.Flag {
 func ExitCodes(notFound string) []cli.ExitCode {
 	return []cli.ExitCode{{Code: 0, Meaning: "every completed branch is merged (or would merge, with --dry-run)"},
 		{Code: 1, Meaning: "a conflict or a failed test stopped it (the base is at the last good merge), or git failed"},
-		{Code: 2, Meaning: "usage error, or " + notFound}}
+		{Code: 2, Meaning: "usage error, a test command that is not there, a target checked out, or " + notFound}}
 }
 
 // Read reads the flags; a bad one is a usage error.
@@ -137,7 +137,7 @@ func Run(ctx context.Context, s cli.Streams, prefix string, o *Options, p mergeb
 	res, err := mergeback.Merge(ctx, p)
 	var stopped *mergeback.StoppedError
 	if err != nil && !errors.As(err, &stopped) {
-		if errors.Is(err, mergeback.ErrCheckedOut) {
+		if errors.Is(err, mergeback.ErrCheckedOut) || errors.Is(err, mergeback.ErrTestCommand) {
 			return cli.Usagef("%v", err)
 		}
 		return err

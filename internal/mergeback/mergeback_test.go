@@ -392,3 +392,30 @@ func TestMergeAfterTheBaseWasReset(t *testing.T) {
 		t.Fatalf("main holds %v", got)
 	}
 }
+
+// TestMergeNeverThroughALink: a link planted where the scratch worktree or the record goes is
+// refused; nothing is made where it points, and the base does not move.
+func TestMergeNeverThroughALink(t *testing.T) {
+	for _, planted := range []string{".swarm/worktrees", ".swarm/history"} {
+		t.Run(filepath.Base(planted), func(t *testing.T) {
+			g := newGraph(t, false)
+			g.branches = g.branches[:2]
+			p := g.plan(t)
+			elsewhere := t.TempDir()
+			os.MkdirAll(filepath.Join(g.repo, ".swarm"), 0o700)
+			if err := os.Symlink(elsewhere, filepath.Join(g.repo, planted)); err != nil {
+				t.Fatal(err)
+			}
+			base := git(t, g.repo, "rev-parse", "main")
+			if _, err := Merge(context.Background(), p); err == nil {
+				t.Fatal("Merge went through a link")
+			}
+			if names, _ := os.ReadDir(elsewhere); len(names) > 0 {
+				t.Errorf("Merge wrote %v where the link points", names)
+			}
+			if git(t, g.repo, "rev-parse", "main") != base {
+				t.Error("main moved")
+			}
+		})
+	}
+}

@@ -41,6 +41,11 @@ func git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// runGit is git where a failure is expected (a merge stopping on its conflict).
+func runGit(dir string, args ...string) error {
+	return exec.Command("git", append([]string{"-C", dir}, args...)...).Run()
+}
+
 func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

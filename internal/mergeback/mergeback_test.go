@@ -424,3 +424,28 @@ func TestMergeNeverThroughALink(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeAgentThatHangs: the resolving agent is supervised: one that hangs is stopped at its
+// timeout, and the merge stops as unresolved, the base at the last good merge.
+func TestMergeAgentThatHangs(t *testing.T) {
+	g := newGraph(t, false)
+	g.branches = []Branch{g.branches[5], g.branches[7]} // t06, t08
+	p := g.plan(t)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	agents, err := agent.Parse([]byte(`{"hang": {"command": "/bin/sleep", "flags": ["600"], "terminal": false}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	local := &swarmrun.Local{N: 1, StateDir: stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, KillGrace: time.Second, HostName: "testhost"}
+	p.Resolver = &AgentResolver{Exec: local, Agent: "hang", Timeout: time.Second}
+	_, err = Merge(context.Background(), p)
+	var stopped *StoppedError
+	if !errors.As(err, &stopped) || stopped.Stop.Reason != StopUnresolved || !strings.Contains(stopped.Stop.Detail, "timeout") {
+		t.Fatalf("err = %v, want t08 unresolved after the agent's timeout", err)
+	}
+	if got := landedOn(t, g.repo, "main"); !reflect.DeepEqual(got, []string{"t06"}) {
+		t.Fatalf("main holds %v", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/mergeback"
@@ -83,7 +84,9 @@ func Read(c *ucli.Context) (*Options, error) {
 
 // Resolver is --agent: the conflict goes to the agent as an attempt of this machine's executor
 // (swarmrun.Local), supervised by this binary's `VERB __supervise` and recorded in stateDir,
-// the agent's command checked before anything starts.
+// the agent's command checked before anything starts. The attempt has dispatch's settings as
+// every dispatched attempt: DISPATCH_WATCH_TIMEOUT (a hung agent is stopped, and the merge
+// stops as unresolved), DISPATCH_KILL_GRACE, DISPATCH_MIN_FREE_MB.
 func Resolver(o *Options, repo, stateDir, verb string) (mergeback.Resolver, error) {
 	agents, err := agent.LoadConfig(os.LookupEnv, "")
 	if errors.Is(err, agent.ErrConfigEnvEmpty) {
@@ -106,9 +109,22 @@ func Resolver(o *Options, repo, stateDir, verb string) (mergeback.Resolver, erro
 	if err != nil {
 		return nil, err
 	}
+	env := dispatchenv.Read(os.Getenv)
+	timeout, err := env.WatchTimeout.Seconds()
+	if err != nil {
+		return nil, err
+	}
+	grace, err := env.KillGrace.Seconds()
+	if err != nil {
+		return nil, err
+	}
+	free, err := env.MinFreeMB.Int()
+	if err != nil {
+		return nil, err
+	}
 	local := &swarmrun.Local{N: 1, StateDir: stateDir, Self: []string{exe, verb, supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ()}
-	return &mergeback.AgentResolver{Exec: local, Agent: o.Agent, Model: o.Model}, nil
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free)}
+	return &mergeback.AgentResolver{Exec: local, Agent: o.Agent, Model: o.Model, Timeout: timeout}, nil
 }
 
 // ScratchName is the scratch worktree's name for a run (an execution or plan id), beside its

@@ -63,24 +63,55 @@ const cacheMemoryLimit = 32 << 20
 // written are cached.
 var cacheFresh = report.DefaultCacheFresh
 
-// options are analyze-runs' flags, resolved.
+// options are analyze-runs' flags, each written into its field by the flag (AddFlags), then
+// resolved (resolve).
 type options struct {
 	stateDir                  string
 	format                    string
+	json                      bool // --json: resolve makes it the format
 	since, until              string
-	agents, models, templates []string
+	agents, models, templates ucli.StringSlice
 	by                        string
 	detailed, attempts        bool
 	scores, writeScores       bool
+	failUnderText             string // --fail-under as given: resolve reads it into failUnder
+	failUnderGiven            bool
 	failUnder                 float64
 	hasFailUnder              bool
 	noCache, rebuildCache     bool
 	verifyCache               bool
 }
 
+// AddFlags appends analyze-runs' flags, each writing into o, to flags.
+func (o *options) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		cli.StateDirFlagInto(&o.stateDir),
+		&ucli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print the JSON document (same as --format json)"},
+		&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Destination: &o.format, Usage: "text, json, markdown, csv, html or prometheus (default text)"}, Choices: formats},
+		&ucli.StringFlag{Name: "since", Destination: &o.since, Usage: "count runs started, or finished, on or after `DATE` (YYYY-MM-DD or RFC 3339; a year, a month, YYYYMMDD or \"YYYY-MM-DD HH:MM\": from its start)"},
+		&ucli.StringFlag{Name: "until", Destination: &o.until, Usage: "count runs started before the end of `DATE` (a day, a month: all of it; a time: up to it)"},
+		&ucli.StringSliceFlag{Name: "agent", Destination: &o.agents, Usage: "count only runs of agent `NAME` (repeat or comma-separate for several)"},
+		&ucli.StringSliceFlag{Name: "model", Destination: &o.models, Usage: "count only runs of model `NAME`"},
+		&ucli.StringSliceFlag{Name: "template", Destination: &o.templates, Usage: "count only runs of template `NAME` (\"custom\": runs naming none)"},
+		&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "by", Destination: &o.by, Usage: "group runs over time by `PERIOD`: day or week"},
+			Choices: []string{report.PeriodDay, report.PeriodWeek},
+			Invalid: func(v string) error { return cli.Usagef("unknown --by %q; use day or week", v) }},
+		&ucli.BoolFlag{Name: "detailed", Destination: &o.detailed, Usage: "text: add the duration percentiles (p50, p90, max)"},
+		&ucli.BoolFlag{Name: "attempts", Destination: &o.attempts, Usage: "also count the earlier attempts in <state-dir>/attempts/<bead>/"},
+		&ucli.BoolFlag{Name: "templates", Destination: &o.scores, Usage: "print the template scores (score-templates.sh) instead"},
+		&ucli.BoolFlag{Name: "write-scores", Destination: &o.writeScores, Usage: "write the template scores to <state-dir>/template-scores.json"},
+		&ucli.StringFlag{Name: "fail-under", Destination: &o.failUnderText, Action: cli.Given[string](&o.failUnderGiven),
+			Usage: fmt.Sprintf("exit %d when the success rate is below `PCT` percent", exitBelow)},
+		&ucli.BoolFlag{Name: "no-cache", Destination: &o.noCache, Usage: "read every record; leave <state-dir>/cache/analyze-runs.db as it is"},
+		&ucli.BoolFlag{Name: "rebuild-cache", Destination: &o.rebuildCache, Usage: "read every record and write the cache anew"},
+		&ucli.BoolFlag{Name: "verify-cache", Destination: &o.verifyCache, Usage: "read every record, warn where the cache differs from them, and write it anew"},
+	)
+}
+
 var formats = []string{"text", "json", "markdown", "csv", "html", "prometheus"}
 
 func run(args []string, stdout, stderr io.Writer) int {
+	var o options
 	app := cli.NewApp(cli.Spec{
 		Name:  tool,
 		Usage: "report how the fleet's agent runs are doing (drop-in for analyze-runs.sh and score-templates.sh)",
@@ -94,44 +125,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 			{Code: exitBelow, Meaning: "success rate below --fail-under"},
 		},
-		Flags: []ucli.Flag{
-			cli.StateDirFlag(),
-			&ucli.BoolFlag{Name: "json", Usage: "print the JSON document (same as --format json)"},
-			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Usage: "text, json, markdown, csv, html or prometheus (default text)"}, Choices: formats},
-			&ucli.StringFlag{Name: "since", Usage: "count runs started, or finished, on or after `DATE` (YYYY-MM-DD or RFC 3339; a year, a month, YYYYMMDD or \"YYYY-MM-DD HH:MM\": from its start)"},
-			&ucli.StringFlag{Name: "until", Usage: "count runs started before the end of `DATE` (a day, a month: all of it; a time: up to it)"},
-			&ucli.StringSliceFlag{Name: "agent", Usage: "count only runs of agent `NAME` (repeat or comma-separate for several)"},
-			&ucli.StringSliceFlag{Name: "model", Usage: "count only runs of model `NAME`"},
-			&ucli.StringSliceFlag{Name: "template", Usage: "count only runs of template `NAME` (\"custom\": runs naming none)"},
-			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "by", Usage: "group runs over time by `PERIOD`: day or week"},
-				Choices: []string{report.PeriodDay, report.PeriodWeek},
-				Invalid: func(v string) error { return cli.Usagef("unknown --by %q; use day or week", v) }},
-			&ucli.BoolFlag{Name: "detailed", Usage: "text: add the duration percentiles (p50, p90, max)"},
-			&ucli.BoolFlag{Name: "attempts", Usage: "also count the earlier attempts in <state-dir>/attempts/<bead>/"},
-			&ucli.BoolFlag{Name: "templates", Usage: "print the template scores (score-templates.sh) instead"},
-			&ucli.BoolFlag{Name: "write-scores", Usage: "write the template scores to <state-dir>/template-scores.json"},
-			&ucli.StringFlag{Name: "fail-under", Usage: fmt.Sprintf("exit %d when the success rate is below `PCT` percent", exitBelow)},
-			&ucli.BoolFlag{Name: "no-cache", Usage: "read every record; leave <state-dir>/cache/analyze-runs.db as it is"},
-			&ucli.BoolFlag{Name: "rebuild-cache", Usage: "read every record and write the cache anew"},
-			&ucli.BoolFlag{Name: "verify-cache", Usage: "read every record, warn where the cache differs from them, and write it anew"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
 				return cli.Usagef("unexpected argument %q", c.Args().First())
 			}
-			o := options{
-				stateDir: c.String("state-dir"), format: c.String("format"),
-				since: c.String("since"), until: c.String("until"),
-				agents: c.StringSlice("agent"), models: c.StringSlice("model"), templates: c.StringSlice("template"),
-				by: c.String("by"), detailed: c.Bool("detailed"), attempts: c.Bool("attempts"),
-				scores: c.Bool("templates"), writeScores: c.Bool("write-scores"),
-				noCache: c.Bool("no-cache"), rebuildCache: c.Bool("rebuild-cache"), verifyCache: c.Bool("verify-cache"),
-			}
-			failUnder := c.String("fail-under")
-			if c.IsSet("fail-under") && failUnder == "" {
-				failUnder = `""` // given empty: not a percentage, not "no threshold"
-			}
-			if err := o.resolve(c.Bool("json"), failUnder); err != nil {
+			if err := o.resolve(); err != nil {
 				return err
 			}
 			return analyze(o, stdout, stderr)
@@ -141,7 +140,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // resolve checks the flags against each other and fills in the defaults.
-func (o *options) resolve(asJSON bool, failUnder string) error {
+func (o *options) resolve() error {
+	asJSON, failUnder := o.json, o.failUnderText
+	if o.failUnderGiven && failUnder == "" {
+		failUnder = `""` // given empty: not a percentage, not "no threshold"
+	}
 	switch {
 	case asJSON && o.format != "" && o.format != "json":
 		return cli.Usagef("--json and --format %s ask for two formats; give one", o.format)
@@ -193,7 +196,7 @@ func now() time.Time {
 }
 
 func analyze(o options, stdout, stderr io.Writer) error {
-	filter, err := report.NewFilter(o.since, o.until, o.agents, o.models, o.templates)
+	filter, err := report.NewFilter(o.since, o.until, o.agents.Value(), o.models.Value(), o.templates.Value())
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}

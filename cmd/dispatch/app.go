@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/cli"
@@ -50,9 +51,21 @@ func verbNames() string {
 	return strings.Join(names, ", ")
 }
 
-// verbCommand adds --state-dir, which every verb takes, to c.
-func verbCommand(c *cli.Command) *cli.Command {
-	c.Flags = append(slices.Clip(c.Flags), cli.StateDirFlag())
+// verbOptions are what a verb's flags write into: --state-dir, which every verb takes (added by
+// verbCommand), and --json and --all, of the verbs that have them.
+type verbOptions struct {
+	stateDir  string
+	json, all bool
+}
+
+// settings are dispatch's settings for the verb's --state-dir.
+func (o *verbOptions) settings() (*settings, error) { return loadSettings(o.stateDir) }
+
+// verbCommand adds --state-dir, which every verb takes, to c, written into o.
+func verbCommand(c *cli.Command, o *verbOptions) *cli.Command {
+	stateDir := cli.StateDirFlag()
+	stateDir.Destination = &o.stateDir
+	c.Flags = append(slices.Clip(c.Flags), stateDir)
 	return c
 }
 
@@ -221,23 +234,73 @@ var exitStatus = []cli.ExitCode{
 	{Code: cli.ExitTimeout, Meaning: "with --wait: timed out"},
 }
 
-func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
-	flags := []ucli.Flag{
-		&ucli.StringFlag{Name: "branch", Usage: "check out (or create) `BRANCH` in the repo; with --worktree, the worktree's branch"},
-		&ucli.BoolFlag{Name: "force", Usage: "replace a running agent of the same bead"},
-		&ucli.BoolFlag{Name: "relay", Usage: "use the relay when DISPATCH_RELAY_BIN is there, and say so when it is not", DefaultText: "on unless DISPATCH_USE_RELAY=false"},
-		&ucli.BoolFlag{Name: "no-relay", Usage: "do not use the relay"},
-		&ucli.BoolFlag{Name: "no-context", Usage: "send the prompt as it is, without the other agents and coordination sections"},
-		&ucli.BoolFlag{Name: "wait", Usage: fmt.Sprintf("block until the outcome is final; exit %d done, %d failed, %d timeout", cli.ExitOK, cli.ExitFailure, cli.ExitTimeout)},
-		&ucli.BoolFlag{Name: "retry", Usage: "with --wait: dispatch the next attempt while will_retry holds"},
-		&ucli.BoolFlag{Name: "worktree", Usage: "run the agent in its own git worktree, <repo>-worktrees/BEAD"},
-		&ucli.StringFlag{Name: "verify", Usage: "run `CMD` (a shell command) in the repo after the agent exits; its outcome fills verification"},
-		&ucli.StringFlag{Name: "timeout", Usage: "stop the agent after `DURATION` (seconds, or 90s, 30m, 1h); default DISPATCH_WATCH_TIMEOUT"},
-		&ucli.BoolFlag{Name: "no-tmux", Usage: "run the supervisor as a detached process instead of in tmux (DISPATCH_BACKEND=process)"},
-		&ucli.StringFlag{Name: "host", Usage: "run the agent on `HOST` of the hosts file over ssh: push the branch, run the host's dispatch, wait, bring the records and the branch back"},
-		&ucli.StringFlag{Name: "hosts", Usage: "with --host: the hosts file (`FILE`, default DISPATCH_HOSTS, else hosts.yaml)"},
-		&ucli.BoolFlag{Name: "dry-run", Usage: "print the exact argv, the environment's keys and the files the attempt would use; start and write nothing"},
+// dispatchOptions are the dispatch form's arguments and flags: its flags write into it
+// (AddFlags), its arguments are set from the command line's words (setArgs).
+type dispatchOptions struct {
+	bead, repo, agentArg, prompt, template string
+	branch                                 string
+	force, noContext, worktree, noTmux     bool
+	relay, noRelay                         bool
+	wait, retry                            bool
+	dryRun                                 bool // print what would run (dryrun.go), start nothing
+	verify                                 string
+	timeoutArg                             string
+	timeout                                time.Duration // timeoutArg, parsed
+	host, hostsFile                        string
+	stateDir                               string
+}
+
+// AddFlags are the dispatch form's flags, in the order of its help, each writing into o.
+func (o *dispatchOptions) AddFlags() []ucli.Flag {
+	stateDir := cli.StateDirFlag()
+	stateDir.Destination = &o.stateDir
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "branch", Destination: &o.branch, Usage: "check out (or create) `BRANCH` in the repo; with --worktree, the worktree's branch"},
+		&ucli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace a running agent of the same bead"},
+		&ucli.BoolFlag{Name: "relay", Destination: &o.relay, Usage: "use the relay when DISPATCH_RELAY_BIN is there, and say so when it is not", DefaultText: "on unless DISPATCH_USE_RELAY=false"},
+		&ucli.BoolFlag{Name: "no-relay", Destination: &o.noRelay, Usage: "do not use the relay"},
+		&ucli.BoolFlag{Name: "no-context", Destination: &o.noContext, Usage: "send the prompt as it is, without the other agents and coordination sections"},
+		&ucli.BoolFlag{Name: "wait", Destination: &o.wait, Usage: fmt.Sprintf("block until the outcome is final; exit %d done, %d failed, %d timeout", cli.ExitOK, cli.ExitFailure, cli.ExitTimeout)},
+		&ucli.BoolFlag{Name: "retry", Destination: &o.retry, Usage: "with --wait: dispatch the next attempt while will_retry holds"},
+		&ucli.BoolFlag{Name: "worktree", Destination: &o.worktree, Usage: "run the agent in its own git worktree, <repo>-worktrees/BEAD"},
+		&ucli.StringFlag{Name: "verify", Destination: &o.verify, Usage: "run `CMD` (a shell command) in the repo after the agent exits; its outcome fills verification"},
+		&ucli.StringFlag{Name: "timeout", Destination: &o.timeoutArg, Usage: "stop the agent after `DURATION` (seconds, or 90s, 30m, 1h); default DISPATCH_WATCH_TIMEOUT"},
+		&ucli.BoolFlag{Name: "no-tmux", Destination: &o.noTmux, Usage: "run the supervisor as a detached process instead of in tmux (DISPATCH_BACKEND=process)"},
+		&ucli.StringFlag{Name: "host", Destination: &o.host, Usage: "run the agent on `HOST` of the hosts file over ssh: push the branch, run the host's dispatch, wait, bring the records and the branch back"},
+		&ucli.StringFlag{Name: "hosts", Destination: &o.hostsFile, Usage: "with --host: the hosts file (`FILE`, default DISPATCH_HOSTS, else hosts.yaml)"},
+		&ucli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "print the exact argv, the environment's keys and the files the attempt would use; start and write nothing"},
+		stateDir,
 	}
+}
+
+// setArgs takes BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE] from the positional arguments, and
+// checks the flags that go together.
+func (o *dispatchOptions) setArgs(a []string) error {
+	if len(a) < 4 || len(a) > 5 {
+		return cli.Usagef("expected BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE], got %d argument(s)", len(a))
+	}
+	o.bead, o.repo, o.agentArg, o.prompt = a[0], a[1], a[2], a[3]
+	if len(a) == 5 {
+		o.template = a[4]
+	}
+	if o.retry && !o.wait {
+		return cli.Usagef("--retry needs --wait")
+	}
+	if o.dryRun && o.wait {
+		return cli.Usagef("--dry-run starts nothing to --wait for")
+	}
+	if o.timeoutArg != "" {
+		d, err := parseDuration(o.timeoutArg)
+		if err != nil {
+			return err
+		}
+		o.timeout = d
+	}
+	return nil
+}
+
+func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
+	o := &dispatchOptions{}
 	usageText := formUsage
 	verbList := "PROMPT is the fourth word that is not a flag, whatever it looks like (\"- a list\",\n" +
 		"\"--fix it\"), as dispatch.sh took it; after it, every word that is not one of the flags\n" +
@@ -254,65 +317,49 @@ func dispatchApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		Usage:       "start an AI coding agent on a bead, supervised",
 		UsageText:   usageText + "\ndispatch help [VERB]",
 		Description: verbList,
-		Flags:       append(flags, cli.StateDirFlag()),
+		Flags:       o.AddFlags(),
 		ExitCodes:   exitStatus,
 		Action: func(c *ucli.Context) error {
-			a := c.Args().Slice()
-			if len(a) < 4 || len(a) > 5 {
-				return cli.Usagef("expected BEAD REPO AGENT[:MODEL] PROMPT [TEMPLATE], got %d argument(s)", len(a))
-			}
-			o := &launchOptions{bead: a[0], repo: a[1], agentArg: a[2], prompt: a[3],
-				branch: c.String("branch"), force: c.Bool("force"), noContext: c.Bool("no-context"),
-				worktree: c.Bool("worktree"), noTmux: c.Bool("no-tmux"), wait: c.Bool("wait"),
-				retry: c.Bool("retry"), verify: c.String("verify"), dryRun: c.Bool("dry-run")}
-			if len(a) == 5 {
-				o.template = a[4]
-			}
-			if o.retry && !o.wait {
-				return cli.Usagef("--retry needs --wait")
-			}
-			if o.dryRun && o.wait {
-				return cli.Usagef("--dry-run starts nothing to --wait for")
-			}
-			if v := c.String("timeout"); v != "" {
-				d, err := parseDuration(v)
-				if err != nil {
-					return err
-				}
-				o.timeout = d
-			}
-			s, err := loadSettings(c.String("state-dir"))
-			if err != nil {
+			if err := o.setArgs(c.Args().Slice()); err != nil {
 				return err
 			}
-			if c.String("hosts") != "" && c.String("host") == "" {
-				return cli.Usagef("--hosts needs --host")
-			}
-			if c.String("host") != "" {
-				if o.dryRun {
-					return cli.Usagef("--dry-run cannot be used with --host (the host's dispatch decides the argv there)")
-				}
-				h, err := hostSettings(c, s.env)
-				if err != nil {
-					return err
-				}
-				return dispatchRemote(c.Context, o, h, s, stdin, stdout, stderr)
-			}
-			// formArgs kept only the last of the two.
-			if c.Bool("relay") {
-				s.relay, s.relayAsked = true, true
-			}
-			if c.Bool("no-relay") {
-				s.relay = false
-			}
-			return dispatchAndMaybeWait(c.Context, o, s, stdin, stdout, stderr)
+			return o.run(c.Context, stdin, stdout, stderr)
 		},
 	}, stdout, stderr)
 }
 
+// run dispatches the parsed command line: on a host (--host), or here.
+func (o *dispatchOptions) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	s, err := loadSettings(o.stateDir)
+	if err != nil {
+		return err
+	}
+	if o.hostsFile != "" && o.host == "" {
+		return cli.Usagef("--hosts needs --host")
+	}
+	if o.host != "" {
+		if o.dryRun {
+			return cli.Usagef("--dry-run cannot be used with --host (the host's dispatch decides the argv there)")
+		}
+		h, err := hostSettings(o, s.env)
+		if err != nil {
+			return err
+		}
+		return dispatchRemote(ctx, o, h, s, stdin, stdout, stderr)
+	}
+	// formArgs kept only the last of the two.
+	if o.relay {
+		s.relay, s.relayAsked = true, true
+	}
+	if o.noRelay {
+		s.relay = false
+	}
+	return dispatchAndMaybeWait(ctx, o, s, stdin, stdout, stderr)
+}
+
 // dispatchAndMaybeWait launches the attempt and, with --wait, follows it to its end (and with
 // --retry, launches the next attempts while the result says it will be retried).
-func dispatchAndMaybeWait(ctx context.Context, o *launchOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
+func dispatchAndMaybeWait(ctx context.Context, o *dispatchOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
 	for {
 		l, err := launch(ctx, o, s, stdin, stdout, stderr)
 		if err != nil || !o.wait {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/workspace"
 	ucli "github.com/urfave/cli/v2"
@@ -28,6 +29,7 @@ var fleetBinaries = []string{"dispatch", "validate-state", "analyze-runs"}
 // doctorCommand is "dispatch doctor": what a dispatch needs, checked one line at a time, so a
 // cron job or a new machine can be set right before an agent fails.
 func doctorCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: "doctor", Usage: "check what a dispatch needs: config, agents' commands, tmux, git, state directory, cron's PATH",
 		UsageText: "dispatch doctor [AGENT...]",
@@ -43,7 +45,7 @@ func doctorCommand() *cli.Command {
 		},
 		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
 			d := &doctor{w: std.Out, agents: c.Args().Slice()}
-			s, err := settingsFrom(c)
+			s, err := o.settings()
 			if err != nil {
 				d.fail("settings", "%v", err)
 			} else {
@@ -54,7 +56,7 @@ func doctorCommand() *cli.Command {
 			}
 			return nil
 		},
-	})
+	}, o)
 }
 
 // doctor prints the checks' lines and counts the failures.
@@ -199,7 +201,7 @@ func configOrigin(f agent.ConfigFile) string {
 func (d *doctor) stateDir(dir string) {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		parent := existingAncestor(dir)
+		parent := fsx.ExistingAncestor(dir)
 		if unix.Access(parent, unix.W_OK|unix.X_OK) != nil {
 			d.fail("state directory", "%s does not exist and cannot be made: %s is not writable", dir, parent)
 			return

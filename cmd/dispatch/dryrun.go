@@ -15,48 +15,32 @@ import (
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
-// planned is what launch has resolved when --dry-run stops it: everything the attempt would
-// start with except what opening it decides (the attempt's number is read, not claimed).
-type planned struct {
-	o             *launchOptions
-	cfg           *agent.Config
-	profile       *agent.Profile
-	model         agent.Model
-	prompt        string
-	repo, workdir string
-	env           []string
-}
-
-// printPlan prints, for dispatch --dry-run, the exact argv the agent would be started with,
-// the keys of its environment (never the values: they hold API keys), and the files and
-// places the attempt would use. It starts nothing, writes nothing and takes no lock.
-func printPlan(ctx context.Context, s *settings, p planned, w io.Writer) error {
-	o, d := p.o, s.dir()
+// printPlan prints, for dispatch --dry-run, the exact argv the agent of t would be started
+// with, the keys of its environment (never the values: they hold API keys), and the files and
+// places the attempt would use. It starts nothing, writes nothing and takes no lock: the
+// attempt's number is read, not claimed.
+func printPlan(ctx context.Context, s *settings, t *attempt.Task, w io.Writer) error {
+	d := s.dir()
 	number := 1
-	if prev, err := record.ReadRun(d.Store.RunPath(o.bead)); err == nil {
+	if prev, err := record.ReadRun(d.Store.RunPath(t.Bead)); err == nil {
 		number = prev.Attempt + 1
 	}
-	branch := planBranch(ctx, o, p.repo)
-	sent := p.prompt
-	if !o.noContext {
-		sent = augment(p.prompt, o.bead, branch, others(d, o.bead, p.repo))
-	}
-	inv := p.profile.Invoke(agent.Call{Model: p.model.Resolved, Prompt: sent, PromptFile: d.Layout.PromptPath(o.bead),
-		Effort: effortFor(p.profile.Name, s.effort), Dir: p.workdir})
-	env := append(slices.Clip(p.env), "DISPATCH_BEAD="+o.bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number))
+	branch, workdir := planBranch(ctx, t), workdirOf(t)
+	sent, inv := t.Invocation(d, branch, workdir)
+	env := append(slices.Clip(t.Env), "DISPATCH_BEAD="+t.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number))
 
-	fmt.Fprintf(w, "Dry run: %s would start attempt %d/%d of %s; nothing was started or written\n", tool, number, s.maxRetries, o.bead)
+	fmt.Fprintf(w, "Dry run: %s would start attempt %d/%d of %s; nothing was started or written\n", tool, number, s.maxRetries, t.Bead)
 	if number > s.maxRetries {
 		fmt.Fprintf(w, "(it would be refused: attempt %d is over DISPATCH_MAX_RETRIES=%d)\n", number, s.maxRetries)
 	}
-	fmt.Fprintf(w, "agent: %s | model: %s (%s)\n", p.profile.Name, orNone(p.model.Name), modelPassing(p.profile, p.model))
-	command, _ := findCommand(p.profile.Command, p.workdir, pathsOf(env, s.getenv("PATH"))...)
+	fmt.Fprintf(w, "agent: %s | model: %s (%s)\n", t.Profile.Name, orNone(t.Model.Name), modelPassing(t.Profile, t.Model))
+	command, _ := findCommand(t.Profile.Command, workdir, pathsOf(env, s.getenv("PATH"))...)
 	fmt.Fprintf(w, "command: %s\n", command)
 	fmt.Fprintf(w, "argv (%d, each Go-quoted):\n", len(inv.Argv))
 	for i, a := range inv.Argv {
 		fmt.Fprintf(w, "  [%d] %s\n", i, strconv.Quote(a))
 	}
-	fmt.Fprintf(w, "dir: %s\n", p.workdir)
+	fmt.Fprintf(w, "dir: %s\n", workdir)
 	fmt.Fprintf(w, "branch: %s\n", branch)
 	switch {
 	case inv.Stdin:
@@ -66,31 +50,27 @@ func printPlan(ctx context.Context, s *settings, p planned, w io.Writer) error {
 	default:
 		fmt.Fprintf(w, "stdin: none; the prompt (%d bytes) in argv\n", len(sent))
 	}
-	fmt.Fprintf(w, "terminal: %v\n", p.profile.Terminal)
+	fmt.Fprintf(w, "terminal: %v\n", t.Profile.Terminal)
 	fmt.Fprintf(w, "env (%d keys; values not shown): %s\n", len(env), strings.Join(envKeys(env), " "))
-	timeout := s.timeout
-	if o.timeout > 0 {
-		timeout = o.timeout
-	}
-	fmt.Fprintf(w, "timeout: %s\n", timeout)
+	fmt.Fprintf(w, "timeout: %s\n", t.Timeout)
 	fmt.Fprintln(w, "files:")
 	config := "built in (no config file)"
-	if p.cfg.Path != "" {
-		config = p.cfg.Path
+	if t.Config.Path != "" {
+		config = t.Config.Path
 	}
 	files := [][2]string{
 		{"agents config", config},
 		{"state directory", s.stateDir},
-		{"run record", d.Store.RunPath(o.bead)},
-		{"result record", d.Store.ResultPath(o.bead)},
-		{"output log", d.Layout.LogPath(o.bead)},
-		{"supervisor entry", d.Layout.EntryPath(o.bead)},
+		{"run record", d.Store.RunPath(t.Bead)},
+		{"result record", d.Store.ResultPath(t.Bead)},
+		{"output log", d.Layout.LogPath(t.Bead)},
+		{"supervisor entry", d.Layout.EntryPath(t.Bead)},
 	}
 	if inv.PromptFile != "" {
 		files = append(files, [2]string{"prompt file", inv.PromptFile})
 	}
-	if o.worktree {
-		files = append(files, [2]string{"worktree", p.workdir})
+	if t.Worktree {
+		files = append(files, [2]string{"worktree", workdir})
 	}
 	if s.workspace != "" {
 		files = append(files, [2]string{"workspace", s.workspace})
@@ -99,7 +79,7 @@ func printPlan(ctx context.Context, s *settings, p planned, w io.Writer) error {
 		fmt.Fprintf(w, "  %s: %s\n", f[0], f[1])
 	}
 	if s.backend == supervise.BackendTmux {
-		fmt.Fprintf(w, "tmux: socket %s, session %s\n", s.socket, attempt.Session(o.bead))
+		fmt.Fprintf(w, "tmux: socket %s, session %s\n", s.socket, attempt.Session(t.Bead))
 	} else {
 		fmt.Fprintln(w, "tmux: none (a detached process)")
 	}
@@ -119,23 +99,23 @@ func modelPassing(profile *agent.Profile, m agent.Model) string {
 	}
 }
 
-// planBranch is the branch the attempt would be on, found without changing anything.
-func planBranch(ctx context.Context, o *launchOptions, repo string) string {
-	r := git.Repo{Dir: repo}
+// planBranch is the branch t's attempt would be on, found without changing anything.
+func planBranch(ctx context.Context, t *attempt.Task) string {
+	r := git.Repo{Dir: t.Repo}
 	switch {
-	case o.worktree && o.branch != "":
-		return o.branch
-	case o.worktree:
-		return "agent/" + o.bead
+	case t.Worktree && t.Branch != "":
+		return t.Branch
+	case t.Worktree:
+		return "agent/" + t.Bead
 	case !r.IsRepo(ctx):
-		return noBranch
-	case o.branch != "":
-		return o.branch
+		return attempt.NoBranch
+	case t.Branch != "":
+		return t.Branch
 	}
 	if b, err := r.Branch(ctx); err == nil {
 		return b
 	}
-	return noBranch
+	return attempt.NoBranch
 }
 
 // pathsOf are the PATHs the agent's command is looked for in: its environment's, then

@@ -6,11 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
-	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/record"
 )
@@ -74,53 +72,4 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is a directory", path)
 	}
 	return io.ReadAll(io.LimitReader(f, limit+1))
-}
-
-// peer is another agent running in the same repository.
-type peer struct {
-	bead, agent, prompt string
-}
-
-// others lists the agents running in repo, bead excluded: the registered supervisors whose run
-// records say running. Only the registry is listed, so the cost does not grow with the history.
-func others(d attempt.Dir, bead, repo string) []peer {
-	var peers []peer
-	for _, r := range attempt.Running(d) {
-		if r.Bead == bead || filepath.Clean(r.Repo) != filepath.Clean(repo) {
-			continue
-		}
-		// One line each: a peer's prompt is shown, not obeyed.
-		peers = append(peers, peer{r.Bead, r.Agent, strings.Join(strings.Fields(record.Truncate(r.Prompt, 200)), " ")})
-	}
-	return peers
-}
-
-// augment appends what dispatch.sh appended to every prompt: the other agents at work in the
-// same repository (each with its own agent type: dispatch.sh printed the new agent's type for
-// every one), and its coordination instructions, with the bead and the branch (noBranch:
-// "unknown", as dispatch.sh said outside git).
-func augment(prompt, bead, branch string, peers []peer) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimRight(prompt, "\n"))
-	b.WriteString("\n")
-	if len(peers) > 0 {
-		b.WriteString("\n## Other Active Agents (same repo)\n")
-		b.WriteString("These agents are currently working on this repo. Coordinate to avoid overlap.\n")
-		for _, p := range peers {
-			fmt.Fprintf(&b, "- Bead %s (%s): %s\n", p.bead, p.agent, p.prompt)
-		}
-	}
-	if branch == "" || branch == noBranch {
-		branch = "unknown"
-	}
-	b.WriteString("\n## Coordination Instructions\n")
-	fmt.Fprintf(&b, "- You are agent for bead %s working on branch: %s\n", bead, branch)
-	if len(peers) > 0 {
-		b.WriteString("- Check the active-agent list above and avoid overlapping file edits\n")
-	}
-	b.WriteString("- Announce intended scope in your first response before making edits\n")
-	b.WriteString("- Pull before committing: git pull --rebase\n")
-	fmt.Fprintf(&b, "- Commit frequently with descriptive messages referencing bead %s\n", bead)
-	b.WriteString("- When done, provide a clear completion summary with test results and commit SHA\n")
-	return b.String()
 }

@@ -41,7 +41,7 @@ func usage2(err error) error { return &cli.ExitError{Code: cli.ExitUsage, Err: e
 // back into the local state directory and fetches the branch back as refs/remotes/HOST/BRANCH.
 // The bead's local lock is held throughout, and a bead whose agent runs here is refused, so one
 // state directory never has the bead's agent running twice.
-func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
+func dispatchRemote(ctx context.Context, o *dispatchOptions, h hostOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := record.CheckBead(o.bead); err != nil {
 		return cli.Usagef("%v", err)
 	}
@@ -159,8 +159,8 @@ func dispatchRemote(ctx context.Context, o *launchOptions, h hostOptions, s *set
 
 // hostSettings reads --host, --hosts (else DISPATCH_HOSTS, else hosts.yaml) and
 // DISPATCH_HOST_OFFLINE (seconds, default 30) from env.
-func hostSettings(c *ucli.Context, env dispatchenv.Settings) (hostOptions, error) {
-	h := hostOptions{host: c.String("host"), hostsFile: c.String("hosts")}
+func hostSettings(o *dispatchOptions, env dispatchenv.Settings) (hostOptions, error) {
+	h := hostOptions{host: o.host, hostsFile: o.hostsFile}
 	if h.hostsFile == "" {
 		h.hostsFile = env.Hosts
 	}
@@ -180,10 +180,11 @@ const maxRecordBytes = 8 << 20
 // JSON document (remote.Snapshot). It closes the records of a supervisor that died first, as
 // dispatch wait does, so a lost attempt ends there too.
 func recordsCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: remote.RecordsVerb, Usage: "a bead's records and liveness, for dispatch --host", Hidden: true,
 		Action: func(ctx context.Context, c *ucli.Context, std cli.Streams) error {
-			bead, s, err := oneBead(c, remote.RecordsVerb)
+			bead, s, err := oneBead(c, o, remote.RecordsVerb)
 			if err != nil {
 				return err
 			}
@@ -211,5 +212,5 @@ func recordsCommand() *cli.Command {
 			}
 			return json.NewEncoder(std.Out).Encode(snap)
 		},
-	})
+	}, o)
 }

@@ -85,8 +85,6 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func settingsFrom(c *ucli.Context) (*settings, error) { return loadSettings(c.String("state-dir")) }
-
 // noArgs refuses arguments to a verb that takes none ("dispatch ps repo agent prompt" is not a
 // bead named ps).
 func noArgs(c *ucli.Context) error {
@@ -96,8 +94,8 @@ func noArgs(c *ucli.Context) error {
 	return nil
 }
 
-// oneBead reads the single BEAD argument of a verb, checked, and the settings.
-func oneBead(c *ucli.Context, verb string) (string, *settings, error) {
+// oneBead reads the single BEAD argument of a verb, checked, and the settings o names.
+func oneBead(c *ucli.Context, o *verbOptions, verb string) (string, *settings, error) {
 	if c.NArg() != 1 {
 		return "", nil, cli.Usagef("dispatch %s needs one BEAD", verb)
 	}
@@ -105,11 +103,12 @@ func oneBead(c *ucli.Context, verb string) (string, *settings, error) {
 	if err := record.CheckBead(bead); err != nil {
 		return "", nil, cli.Usagef("%v", err)
 	}
-	s, err := settingsFrom(c)
+	s, err := o.settings()
 	return bead, s, err
 }
 
 func waitCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: "wait", Usage: "block until the beads' outcomes are final", UsageText: "dispatch wait BEAD...",
 		ExitCodes: []cli.ExitCode{
@@ -123,7 +122,7 @@ func waitCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return cli.Usagef("dispatch wait needs at least one BEAD")
 			}
-			s, err := settingsFrom(c)
+			s, err := o.settings()
 			if err != nil {
 				return err
 			}
@@ -150,10 +149,11 @@ func waitCommand() *cli.Command {
 			}
 			return nil
 		},
-	})
+	}, o)
 }
 
 func killCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: "kill", Usage: "stop a bead's agent; its records say killed", UsageText: "dispatch kill BEAD",
 		ExitCodes: []cli.ExitCode{
@@ -163,7 +163,7 @@ func killCommand() *cli.Command {
 		},
 		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
 			stdout := std.Out
-			bead, s, err := oneBead(c, "kill")
+			bead, s, err := oneBead(c, o, "kill")
 			if err != nil {
 				return err
 			}
@@ -186,14 +186,15 @@ func killCommand() *cli.Command {
 			}
 			return nil
 		},
-	})
+	}, o)
 }
 
 func reconcileCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: "reconcile", Usage: "close the records of supervisors that died", UsageText: "dispatch reconcile [--all] [--json]",
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the closed beads as JSON"},
-			&ucli.BoolFlag{Name: "all", Usage: "also scan every run record and every archived attempt, not only the registered supervisors (for records other tools, or older versions, left running)"}},
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print the closed beads as JSON"},
+			&ucli.BoolFlag{Name: "all", Destination: &o.all, Usage: "also scan every run record and every archived attempt, not only the registered supervisors (for records other tools, or older versions, left running)"}},
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "the records of dead supervisors closed, or none to close"},
 			{Code: cli.ExitFailure, Meaning: "failure"},
@@ -204,14 +205,14 @@ func reconcileCommand() *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			s, err := settingsFrom(c)
+			s, err := o.settings()
 			if err != nil {
 				return err
 			}
 			// What was closed is reported even when another bead could not be: one bad record
 			// must not hide the work done on the others.
-			closed, rerr := attempt.Reconcile(c.Context, s.dir(), s.tmux(), c.Bool("all"))
-			if c.Bool("json") {
+			closed, rerr := attempt.Reconcile(c.Context, s.dir(), s.tmux(), o.all)
+			if o.json {
 				if closed == nil {
 					closed = []supervise.Lost{}
 				}
@@ -235,10 +236,11 @@ func reconcileCommand() *cli.Command {
 			}
 			return nil
 		},
-	})
+	}, o)
 }
 
 func attachCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: "attach", Usage: "watch a bead's agent in its tmux session", UsageText: "dispatch attach BEAD",
 		ExitCodes: []cli.ExitCode{
@@ -247,7 +249,7 @@ func attachCommand() *cli.Command {
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 		},
 		Action: func(_ context.Context, c *ucli.Context, std cli.Streams) error {
-			bead, s, err := oneBead(c, "attach")
+			bead, s, err := oneBead(c, o, "attach")
 			if err != nil {
 				return err
 			}
@@ -266,7 +268,7 @@ func attachCommand() *cli.Command {
 			}
 			return syscall.Exec(path, args, os.Environ())
 		},
-	})
+	}, o)
 }
 
 // psRow is one line of dispatch ps.
@@ -283,9 +285,10 @@ type psRow struct {
 }
 
 func psCommand() *cli.Command {
+	o := &verbOptions{}
 	return verbCommand(&cli.Command{
 		Name: "ps", Usage: "live agents, stale ones, and the last results", UsageText: "dispatch ps [--json]",
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "one JSON document: running, stale, recent"}},
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Destination: &o.json, Usage: "one JSON document: running, stale, recent"}},
 		ExitCodes: []cli.ExitCode{
 			{Code: cli.ExitOK, Meaning: "listed"},
 			{Code: cli.ExitFailure, Meaning: "the state could not be read"},
@@ -296,7 +299,7 @@ func psCommand() *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			s, err := settingsFrom(c)
+			s, err := o.settings()
 			if err != nil {
 				return err
 			}
@@ -309,7 +312,7 @@ func psCommand() *cli.Command {
 			for _, cl := range closed {
 				stale = append(stale, psRow{Bead: cl.Name, State: "STALE", Reason: cl.Reason})
 			}
-			if c.Bool("json") {
+			if o.json {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string][]psRow{"running": running, "stale": stale, "recent": recent})
@@ -329,7 +332,7 @@ func psCommand() *cli.Command {
 			})
 			return nil
 		},
-	})
+	}, o)
 }
 
 // scan reads what ps shows: the registered beads whose records say running, and the five most

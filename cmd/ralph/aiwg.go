@@ -71,18 +71,18 @@ func sealDir() string {
 	return filepath.Join(root, "aiwg")
 }
 
-// loopIDFlag is --loop-id, AIWG's spelling of a control verb's operand.
-func loopIDFlag() ucli.Flag { return &ucli.StringFlag{Name: "loop-id"} }
+// loopIDFlag is --loop-id, AIWG's spelling of a control verb's operand, writing into *id.
+func loopIDFlag(id *string) ucli.Flag { return &ucli.StringFlag{Name: "loop-id", Destination: id} }
 
-// namedLoop is the workspace and the loop a verb names: its operand, or --loop-id; with
-// neither, the workspace's one active loop, as AIWG chose it (aiwg.Workspace.ActiveLoop).
-func namedLoop(ctx context.Context, c *ucli.Context) (aiwg.Workspace, string, error) {
+// namedLoop is the workspace and the loop a verb names: its operand, or --loop-id (loopID);
+// with neither, the workspace's one active loop, as AIWG chose it (aiwg.Workspace.ActiveLoop).
+func namedLoop(ctx context.Context, c *ucli.Context, loopID string) (aiwg.Workspace, string, error) {
 	ws, err := workspace()
 	if err != nil {
 		return ws, "", err
 	}
 	ops := c.Args().Slice()
-	id := c.String("loop-id")
+	id := loopID
 	if len(ops) > 0 {
 		if id != "" && id != ops[0] {
 			return ws, "", cli.Usagef("two loops named: %s and --loop-id %s", ops[0], id)
@@ -102,17 +102,29 @@ func namedLoop(ctx context.Context, c *ucli.Context) (aiwg.Workspace, string, er
 	return ws, id, ws.Exists(id)
 }
 
-// positive reads the whole-number flag name (at least 1); def when it is not given.
-func positive(c *ucli.Context, name string, def int) (int, error) {
-	if !c.IsSet(name) {
+// positive reads the whole-number flag name, v as given (at least 1); def when it is not given.
+func positive(name string, f givenString, def int) (int, error) {
+	if !f.given {
 		return def, nil
 	}
-	v := c.String(name)
+	v := f.value
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
 		return 0, cli.Usagef("--%s %q: give a whole number of at least 1", name, v)
 	}
 	return n, nil
+}
+
+// givenString is a string flag's value and whether it was given (AIWG's flags are read as
+// typed, and a default tells nothing of whether the user gave one).
+type givenString struct {
+	value string
+	given bool
+}
+
+// flag is the string flag name writing into f.
+func (f *givenString) flag(name string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: name, Destination: &f.value, Action: cli.Given[string](&f.given)}
 }
 
 // parseTimeout reads --timeout: a Go duration (90s, 30m, 1h30m), or bare minutes as AIWG's

@@ -11,7 +11,20 @@ import (
 
 // abortCommand is `ralph abort [LOOP_ID] [--revert | --keep-changes]`: an AIWG loop ended for
 // good, its agent stopped; --revert resets the working tree to where the loop started.
+// abortOptions are ralph abort's flags.
+type abortOptions struct {
+	loopID                     string
+	revert, keepChanges, force bool // --force is taken, as it always was, and changes nothing
+}
+
+// AddFlags appends ralph abort's flags, each writing into o, to flags.
+func (o *abortOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags, loopIDFlag(&o.loopID), &ucli.BoolFlag{Name: "revert", Destination: &o.revert},
+		&ucli.BoolFlag{Name: "keep-changes", Destination: &o.keepChanges}, &ucli.BoolFlag{Name: "force", Destination: &o.force})
+}
+
 func abortCommand() *cli.Command {
+	var o abortOptions
 	return &cli.Command{
 		Name: "abort", OwnSignals: true,
 		Help: `ralph abort [LOOP_ID] [--revert | --keep-changes] - end a loop; stop its agent
@@ -19,15 +32,13 @@ func abortCommand() *cli.Command {
    --revert          reset the working tree to where the loop started
    --keep-changes    leave the working tree as the agent left it (the default)
 `,
-		// --force is taken, as it always was, and changes nothing.
-		Flags: []ucli.Flag{loopIDFlag(), &ucli.BoolFlag{Name: "revert"}, &ucli.BoolFlag{Name: "keep-changes"},
-			&ucli.BoolFlag{Name: "force"}},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			revert := c.Bool("revert")
-			if revert && c.Bool("keep-changes") {
+			revert := o.revert
+			if revert && o.keepChanges {
 				return cli.Usagef("--revert and --keep-changes exclude each other: give one")
 			}
-			ws, id, err := namedLoop(ctx, c)
+			ws, id, err := namedLoop(ctx, c, o.loopID)
 			if err != nil {
 				return err
 			}

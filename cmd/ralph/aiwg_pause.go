@@ -11,12 +11,13 @@ import (
 // pauseCommand is `ralph pause`: an AIWG loop's for a loop id (the iteration in flight
 // stopped, no other started until resume), swarm's loops' for a name.
 func pauseCommand() *cli.Command {
+	var loopID string // pause's one flag
 	return routedCommand(&cli.Command{
 		Name: "pause", Operand: "loops", OwnSignals: true,
 		Help:  "ralph pause LOOP_ID - stop the iteration in flight; no other starts until ralph resume\n",
-		Flags: []ucli.Flag{loopIDFlag()},
+		Flags: []ucli.Flag{loopIDFlag(&loopID)},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			ws, id, err := namedLoop(ctx, c)
+			ws, id, err := namedLoop(ctx, c, loopID)
 			if err != nil {
 				return err
 			}

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
-	"github.com/agentfleet/fleet/internal/ralph/aiwg"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -17,31 +17,39 @@ import (
 // loop.
 const defaultIterationTimeout = 60 * time.Minute
 
-// railsFlags are ralph start's rails (issue 19), named as swarm's loops' and the queue's.
-func railsFlags() []ucli.Flag {
-	return []ucli.Flag{
-		&ucli.StringFlag{Name: "iteration-timeout"},
-		&ucli.StringFlag{Name: "inactivity-timeout"},
-		&ucli.StringFlag{Name: "budget"},
-		&ucli.BoolFlag{Name: "hard-budget"},
-		&ucli.StringFlag{Name: "max-calls-per-hour"},
-		&ucli.StringFlag{Name: "on-event"},
-		&ucli.BoolFlag{Name: "commit-each"},
-	}
+// railsOptions are ralph start's rails (issue 19), named as swarm's loops' and the queue's,
+// as typed: rails reads them.
+type railsOptions struct {
+	iterationTimeout, inactivityTimeout givenString
+	budget, maxCallsPerHour, onEvent    givenString
+	hardBudget, commitEach              bool
 }
 
-// railsOf reads ralph start's rails.
-func railsOf(c *ucli.Context) (aiwg.Rails, error) {
-	r := aiwg.Rails{IterationTimeoutSeconds: int64(defaultIterationTimeout / time.Second)}
-	if c.IsSet("iteration-timeout") {
-		d, err := parseTimeout(c.String("iteration-timeout"))
+// AddFlags appends the rails flags, each writing into o, to flags.
+func (o *railsOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		o.iterationTimeout.flag("iteration-timeout"),
+		o.inactivityTimeout.flag("inactivity-timeout"),
+		o.budget.flag("budget"),
+		&ucli.BoolFlag{Name: "hard-budget", Destination: &o.hardBudget},
+		o.maxCallsPerHour.flag("max-calls-per-hour"),
+		o.onEvent.flag("on-event"),
+		&ucli.BoolFlag{Name: "commit-each", Destination: &o.commitEach},
+	)
+}
+
+// rails reads ralph start's rails.
+func (o *railsOptions) rails() (rails.Rails, error) {
+	r := rails.Rails{IterationTimeoutSeconds: int64(defaultIterationTimeout / time.Second)}
+	if o.iterationTimeout.given {
+		d, err := parseTimeout(o.iterationTimeout.value)
 		if err != nil {
-			return r, cli.Usagef("--iteration-timeout %q: give minutes or a duration like 90s, 30m, 1h30m (none: only the loop's --timeout)", c.String("iteration-timeout"))
+			return r, cli.Usagef("--iteration-timeout %q: give minutes or a duration like 90s, 30m, 1h30m (none: only the loop's --timeout)", o.iterationTimeout.value)
 		}
 		r.IterationTimeoutSeconds = int64(d / time.Second)
 	}
-	if c.IsSet("inactivity-timeout") {
-		v := strings.TrimSpace(c.String("inactivity-timeout"))
+	if o.inactivityTimeout.given {
+		v := strings.TrimSpace(o.inactivityTimeout.value)
 		secs, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			d, derr := time.ParseDuration(v)
@@ -55,38 +63,38 @@ func railsOf(c *ucli.Context) (aiwg.Rails, error) {
 		}
 		r.InactivityTimeoutSeconds = secs
 	}
-	if c.IsSet("budget") {
-		b, err := budgetFlag(c)
+	if o.budget.given {
+		b, err := budgetFlag(o.budget.value)
 		if err != nil {
 			return r, err
 		}
 		r.BudgetUSD = b
-	} else if c.Bool("hard-budget") {
+	} else if o.hardBudget {
 		return r, cli.Usagef("--hard-budget needs --budget USD")
 	}
-	r.HardBudget = c.Bool("hard-budget")
-	if c.IsSet("max-calls-per-hour") {
-		n, err := strconv.Atoi(strings.TrimSpace(c.String("max-calls-per-hour")))
+	r.HardBudget = o.hardBudget
+	if o.maxCallsPerHour.given {
+		n, err := strconv.Atoi(strings.TrimSpace(o.maxCallsPerHour.value))
 		if err != nil || n < 0 {
-			return r, cli.Usagef("--max-calls-per-hour %q: give a whole number of agent starts an hour (0: no limit)", c.String("max-calls-per-hour"))
+			return r, cli.Usagef("--max-calls-per-hour %q: give a whole number of agent starts an hour (0: no limit)", o.maxCallsPerHour.value)
 		}
 		r.MaxCallsPerHour = n
 	}
-	if c.IsSet("on-event") {
-		if _, err := hook.New(c.String("on-event")); err != nil {
+	if o.onEvent.given {
+		if _, err := hook.New(o.onEvent.value); err != nil {
 			return r, cli.Usagef("%v", err)
 		}
-		r.OnEvent = strings.TrimSpace(c.String("on-event"))
+		r.OnEvent = strings.TrimSpace(o.onEvent.value)
 	}
-	r.CommitEach = c.Bool("commit-each")
+	r.CommitEach = o.commitEach
 	return r, nil
 }
 
-// budgetFlag reads --budget USD, as ralph queue run reads it.
-func budgetFlag(c *ucli.Context) (*float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(c.String("budget")), 64)
-	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", c.String("budget"))
+// budgetFlag reads --budget USD, v as given, as ralph queue run reads it.
+func budgetFlag(v string) (*float64, error) {
+	usd, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || usd < 0 || math.IsNaN(usd) || math.IsInf(usd, 0) {
+		return nil, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", v)
 	}
-	return &v, nil
+	return &usd, nil
 }

@@ -27,6 +27,7 @@ const (
 // starts itself: `start __run ID` (a background controller) and `start __supervise …` (an
 // iteration's supervisor).
 func startCommand() *cli.Command {
+	var o startOptions
 	start := &cli.Command{
 		Name: "start", OwnSignals: true,
 		Help: `ralph start "TASK" --completion "CMD" [options] - run TASK with an agent until CMD exits 0
@@ -67,22 +68,9 @@ Options:
 The loop lives in .aiwg/ralph/loops/<loop_id>/; each iteration's run and result records in
 $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 `,
-		Flags: append([]ucli.Flag{
-			&ucli.StringFlag{Name: "completion", Aliases: []string{"c"}},
-			&ucli.StringFlag{Name: "max-iterations"},
-			&ucli.StringFlag{Name: "timeout"},
-			&ucli.StringFlag{Name: "checkpoint-interval"},
-			&ucli.StringFlag{Name: "no-progress"},
-			&ucli.StringFlag{Name: "agent", Value: defaultAgent},
-			&ucli.BoolFlag{Name: "interactive"},
-			&ucli.BoolFlag{Name: "auto-test"},
-			&ucli.BoolFlag{Name: "no-auto-test"},
-			&ucli.StringFlag{Name: "execution-mode", Value: "default"},
-			&ucli.BoolFlag{Name: "force"},
-			&ucli.BoolFlag{Name: "foreground"},
-		}, railsFlags()...),
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			spec, err := startSpec(c)
+			spec, err := startSpec(c.Args().Slice(), &o)
 			if err != nil {
 				return err
 			}
@@ -102,52 +90,80 @@ $STATE_DIR, else .aiwg/ralph/state. Exit status: 0 ok, 1 failure, 2 usage error.
 	}}
 }
 
-// startSpec reads ralph start's operand and flags. The state directory is $STATE_DIR, else
+// startOptions are ralph start's flags, as typed: startSpec reads them.
+type startOptions struct {
+	completion, agent, executionMode  string
+	maxIterations, timeout            givenString
+	checkpointInterval, noProgress    givenString
+	interactive, autoTest, noAutoTest bool
+	force, foreground                 bool
+	rails                             railsOptions
+}
+
+// AddFlags appends ralph start's flags, each writing into o, to flags. (Their help is the
+// verb's own, written by hand.)
+func (o *startOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	flags = append(flags,
+		&ucli.StringFlag{Name: "completion", Aliases: []string{"c"}, Destination: &o.completion},
+		o.maxIterations.flag("max-iterations"),
+		o.timeout.flag("timeout"),
+		o.checkpointInterval.flag("checkpoint-interval"),
+		o.noProgress.flag("no-progress"),
+		&ucli.StringFlag{Name: "agent", Value: defaultAgent, Destination: &o.agent},
+		&ucli.BoolFlag{Name: "interactive", Destination: &o.interactive},
+		&ucli.BoolFlag{Name: "auto-test", Destination: &o.autoTest},
+		&ucli.BoolFlag{Name: "no-auto-test", Destination: &o.noAutoTest},
+		&ucli.StringFlag{Name: "execution-mode", Value: "default", Destination: &o.executionMode},
+		&ucli.BoolFlag{Name: "force", Destination: &o.force},
+		&ucli.BoolFlag{Name: "foreground", Destination: &o.foreground})
+	return o.rails.AddFlags(flags)
+}
+
+// startSpec reads ralph start's operands and flags. The state directory is $STATE_DIR, else
 // the workspace's .aiwg/ralph/state.
-func startSpec(c *ucli.Context) (aiwg.StartSpec, error) {
-	ops := c.Args().Slice()
+func startSpec(ops []string, o *startOptions) (aiwg.StartSpec, error) {
 	if len(ops) != 1 || strings.TrimSpace(ops[0]) == "" {
 		return aiwg.StartSpec{}, cli.Usagef("give the task as one argument: ralph start \"TASK\" --completion \"CMD\"")
 	}
-	spec := aiwg.StartSpec{Task: ops[0], Completion: c.String("completion"), Timeout: defaultTimeout,
-		Agent: c.String("agent"), StateDir: os.Getenv("STATE_DIR"), Force: c.Bool("force"), Foreground: c.Bool("foreground")}
+	spec := aiwg.StartSpec{Task: ops[0], Completion: o.completion, Timeout: defaultTimeout,
+		Agent: o.agent, StateDir: os.Getenv("STATE_DIR"), Force: o.force, Foreground: o.foreground}
 	if strings.TrimSpace(spec.Completion) == "" {
 		return spec, cli.Usagef("--completion \"CMD\" is required: the command that exits 0 when the task is done")
 	}
 	var err error
-	if spec.MaxIterations, err = positive(c, "max-iterations", defaultMaxIterations); err != nil {
+	if spec.MaxIterations, err = positive("max-iterations", o.maxIterations, defaultMaxIterations); err != nil {
 		return spec, err
 	}
-	if spec.CheckpointInterval, err = positive(c, "checkpoint-interval", 1); err != nil {
+	if spec.CheckpointInterval, err = positive("checkpoint-interval", o.checkpointInterval, 1); err != nil {
 		return spec, err
 	}
-	if c.IsSet("no-progress") {
-		n, err := strconv.Atoi(strings.TrimSpace(c.String("no-progress")))
+	if o.noProgress.given {
+		n, err := strconv.Atoi(strings.TrimSpace(o.noProgress.value))
 		if err != nil || n < 0 {
-			return spec, cli.Usagef("argument --no-progress: %q is not a whole number of iterations (0 turns the breaker off)", c.String("no-progress"))
+			return spec, cli.Usagef("argument --no-progress: %q is not a whole number of iterations (0 turns the breaker off)", o.noProgress.value)
 		}
 		spec.NoProgress = &n
 	}
-	if c.IsSet("timeout") {
-		if spec.Timeout, err = parseTimeout(c.String("timeout")); err != nil {
+	if o.timeout.given {
+		if spec.Timeout, err = parseTimeout(o.timeout.value); err != nil {
 			return spec, err
 		}
 	}
 	if spec.Agent == "" {
 		spec.Agent = defaultAgent
 	}
-	if spec.Interactive = c.Bool("interactive"); spec.Interactive && !spec.Foreground {
+	if spec.Interactive = o.interactive; spec.Interactive && !spec.Foreground {
 		return spec, cli.Usagef("--interactive asks before each iteration on this terminal: give --foreground too")
 	}
-	if c.Bool("auto-test") && c.Bool("no-auto-test") {
+	if o.autoTest && o.noAutoTest {
 		return spec, cli.Usagef("--auto-test and --no-auto-test exclude each other: give one")
 	}
-	spec.NoAutoTest = c.Bool("no-auto-test")
-	spec.ExecutionMode = c.String("execution-mode")
+	spec.NoAutoTest = o.noAutoTest
+	spec.ExecutionMode = o.executionMode
 	if !slices.Contains(aiwg.ExecutionModes, spec.ExecutionMode) {
 		return spec, cli.Usagef("--execution-mode %q: one of %s", spec.ExecutionMode, strings.Join(aiwg.ExecutionModes, ", "))
 	}
-	if spec.Rails, err = railsOf(c); err != nil {
+	if spec.Rails, err = o.rails.rails(); err != nil {
 		return spec, err
 	}
 	return spec, nil

@@ -14,13 +14,25 @@ import (
 
 // statusCommand is `ralph status`: an AIWG loop's state for a loop id, swarm's loops' status
 // for a name.
+// statusOptions are ralph status's flags (an AIWG loop's).
+type statusOptions struct {
+	json   bool
+	loopID string
+}
+
+// AddFlags appends ralph status's flags, each writing into o, to flags.
+func (o *statusOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags, &ucli.BoolFlag{Name: "json", Destination: &o.json}, loopIDFlag(&o.loopID))
+}
+
 func statusCommand() *cli.Command {
+	var o statusOptions
 	return routedCommand(&cli.Command{
 		Name: "status", Operand: "loops", OwnSignals: true,
 		Help:  "ralph status LOOP_ID [--json] - an AIWG loop's state (--json: its state.json)\n",
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json"}, loopIDFlag()},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			ws, id, err := namedLoop(ctx, c)
+			ws, id, err := namedLoop(ctx, c, o.loopID)
 			if err != nil {
 				return err
 			}
@@ -28,7 +40,7 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
+			if o.json {
 				return writeJSON(s.Out, st)
 			}
 			aiwg.WriteStatus(s.Out, st, time.Now())

@@ -25,22 +25,26 @@ type listEntry struct {
 // then swarm's loops ($SWARM_DIR). With --format or --status it is `swarm ralph list`: swarm's
 // loops alone, as the Python swarm listed them (docs/ralph.md).
 func listCommand() *cli.Command {
-	swarmList := ralphloop.ListCommand(loopConfig())
+	// --format and --status are swarm ralph list's, which runs with them; --json is ours too.
+	var o ralphloop.ListOptions
+	var formatGiven, statusGiven bool
 	return &cli.Command{
 		Name: "list", Aliases: []string{"ls"}, OwnSignals: true,
 		Help: "ralph list [--json] - AIWG's loops of this workspace and swarm's loops ($SWARM_DIR)\n" +
 			"ralph list --format table|json|names [--status all|running|paused|stopped|failed]\n" +
 			"    - swarm's loops alone, as 'swarm ralph list' prints them\n",
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json"},
-			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Value: "table"}, Choices: ralphloop.ListFormats, Dialect: cli.Labelled},
-			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "status", Value: "all"}, Choices: ralphloop.ListStatuses, Dialect: cli.Labelled}},
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Destination: &o.JSON},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Value: "table", Destination: &o.Format, Action: cli.Given[string](&formatGiven)},
+				Choices: ralphloop.ListFormats, Dialect: cli.Labelled},
+			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "status", Value: "all", Destination: &o.Status, Action: cli.Given[string](&statusGiven)},
+				Choices: ralphloop.ListStatuses, Dialect: cli.Labelled}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() > 0 {
 				return cli.Usagef("ralph list takes no operand")
 			}
-			if c.IsSet("format") || c.IsSet("status") {
+			if formatGiven || statusGiven {
 				// The Python swarm's ralph list: swarm's loops, its formats and filter.
-				return swarmList.Action(ctx, c, s)
+				return loopConfig().ListAction(&o)(ctx, c, s)
 			}
 			ws, err := workspace()
 			if err != nil {
@@ -64,7 +68,7 @@ func listCommand() *cli.Command {
 					entries = append(entries, listEntry{Kind: "swarm", Swarm: &swarm[i]})
 				}
 			}
-			if c.Bool("json") {
+			if o.JSON {
 				return writeJSON(s.Out, entries)
 			}
 			if len(entries) == 0 {

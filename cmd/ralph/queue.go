@@ -52,9 +52,9 @@ extension). The queue's files are in DIR/.claude/ralph/; each task runs as a dis
 tells more.
 `
 
-// repoFlag is --repo: the directory whose .claude/ralph holds the queue.
-func repoFlag() ucli.Flag {
-	return &ucli.StringFlag{Name: "repo", Value: ".", Usage: "the repository the agents work in; the queue is in its .claude/ralph/ (`DIR`)"}
+// repoFlag is --repo, writing into *repo: the directory whose .claude/ralph holds the queue.
+func repoFlag(repo *string) ucli.Flag {
+	return &ucli.StringFlag{Name: "repo", Value: ".", Destination: repo, Usage: "the repository the agents work in; the queue is in its .claude/ralph/ (`DIR`)"}
 }
 
 // operands checks a verb's positional arguments: exactly the ones names names.
@@ -78,14 +78,14 @@ func planOf(arg string) (string, error) {
 	return arg, nil
 }
 
-// queueDir is the queue directory of --repo, and the repository.
-func queueDir(c *ucli.Context) (store.Dir, string, error) {
-	repo, err := filepath.Abs(c.String("repo"))
+// queueDir is the queue directory of --repo (repoFlag, as given), and the repository.
+func queueDir(repoFlag string) (store.Dir, string, error) {
+	repo, err := filepath.Abs(repoFlag)
 	if err != nil {
 		return store.Dir{}, "", err
 	}
 	if fi, err := os.Stat(repo); err != nil || !fi.IsDir() {
-		return store.Dir{}, "", fmt.Errorf("--repo %s is not a directory", c.String("repo"))
+		return store.Dir{}, "", fmt.Errorf("--repo %s is not a directory", repoFlag)
 	}
 	return store.In(repo), repo, nil
 }

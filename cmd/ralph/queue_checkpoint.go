@@ -16,11 +16,12 @@ import (
 // (runner.Checkpoint). It always exits 0: a hook that fails must never stop the agent's tool
 // (Claude Code blocks the tool on a PreToolUse hook's exit 2); what went wrong goes to stderr.
 func queueCheckpointCommand() *cli.Command {
+	var repo string // the verb's one flag
 	return &cli.Command{
 		Name: runner.CheckpointVerb, Usage: "stamp an agent's state at a tool use (run by the agent's hooks)",
 		UsageText: "ralph queue " + runner.CheckpointVerb + " --repo DIR PLAN AGENT TASK ATTEMPT EVENT",
 		Hidden:    true,
-		Flags:     []ucli.Flag{repoFlag()},
+		Flags:     []ucli.Flag{repoFlag(&repo)},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			args := c.Args().Slice()
 			n := 0
@@ -31,7 +32,7 @@ func queueCheckpointCommand() *cli.Command {
 				fmt.Fprintf(s.Err, "ralph: %s is run by ralph queue's hooks, not by hand\n", runner.CheckpointVerb)
 				return nil
 			}
-			if err := runner.Checkpoint(ctx, c.String("repo"), args[0], args[1], args[2], n, args[4], os.Stdin); err != nil {
+			if err := runner.Checkpoint(ctx, repo, args[0], args[1], args[2], n, args[4], os.Stdin); err != nil {
 				fmt.Fprintf(s.Err, "ralph: warning: checkpoint: %v\n", err)
 			}
 			return nil

@@ -18,19 +18,32 @@ import (
 // queueMergeCommand is `ralph queue merge PLAN`: the done tasks' branches (ralph queue run
 // --worktree) landed on the run's base branch (package mergeback), tested after each merge.
 func queueMergeCommand() *cli.Command {
+	var o queueMergeOptions
+	o.merge.TestDefault = "none"
 	return &cli.Command{
 		Name: "merge", Operand: "plans", Usage: "merge a plan's done branches into its base, testing each merge",
 		UsageText: "ralph queue merge PLAN [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--repo DIR] [--state-dir DIR]",
 		Description: "Merges the branches of the plan's done tasks (a run with --worktree) into the branch their worktrees started from, " +
 			"one at a time in a scratch worktree, in the merge order status shows; the branch moves only over merges whose test passed. " +
 			"The first conflict or failed test stops it; the next merge continues where it stopped.",
-		Flags:     append(mergeverb.Flags("none"), repoFlag(), cli.StateDirFlag()),
+		Flags:     o.AddFlags(nil),
 		ExitCodes: mergeverb.ExitCodes("no such plan, or a plan run without --worktree"),
-		Action:    queueMerge,
+		Action:    func(ctx context.Context, c *ucli.Context, s cli.Streams) error { return queueMerge(ctx, c, s, &o) },
 	}
 }
 
-func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+// queueMergeOptions are queue merge's flags: the merge verbs' and --repo.
+type queueMergeOptions struct {
+	merge mergeverb.Options
+	repo  string
+}
+
+// AddFlags appends queue merge's flags, each writing into o, to flags.
+func (o *queueMergeOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(o.merge.AddFlags(flags), repoFlag(&o.repo))
+}
+
+func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams, qo *queueMergeOptions) error {
 	a, err := operands(c, "PLAN")
 	if err != nil {
 		return err
@@ -39,11 +52,11 @@ func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	o, err := mergeverb.Read(c)
-	if err != nil {
+	o := &qo.merge
+	if err := o.Check(); err != nil {
 		return err
 	}
-	dir, repo, err := queueDir(c)
+	dir, repo, err := queueDir(qo.repo)
 	if err != nil {
 		return err
 	}
@@ -57,7 +70,7 @@ func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		Record: filepath.Join(dir.Root, "merge-"+id+".json"), Label: "ralph queue merge", DryRun: o.DryRun}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of the queue's own: supervised by `ralph queue __supervise`.
-		if p.Resolver, err = mergeverb.Resolver(o, repo, c.String("state-dir"), "queue"); err != nil {
+		if p.Resolver, err = mergeverb.Resolver(o, repo, "queue"); err != nil {
 			return err
 		}
 	}

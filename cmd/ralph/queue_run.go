@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue"
@@ -20,7 +21,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -29,6 +29,7 @@ const exitBudget = 3
 
 // queueRunCommand is `ralph queue run PLAN --agents N`: the plan's tasks worked through.
 func queueRunCommand() *cli.Command {
+	var o queueRunOptions
 	return &cli.Command{
 		Name: "run", Operand: "plans", Usage: "work through a plan's tasks with N agents at once",
 		UsageText: "ralph queue run PLAN --agents N [--agent AGENT[:MODEL]] [--budget USD [--hard-budget]] [--max-retries N] [--max-calls-per-hour N] [--iteration-timeout D] [--inactivity-timeout D] [--no-progress N] [--on-event CMD] [--commit-each] [--repo DIR] [--worktree] [--hosts hosts.yaml] [--state-dir DIR]",
@@ -52,23 +53,7 @@ func queueRunCommand() *cli.Command {
 			"works on branch agent/<plan>-<task>, pushed to the host's clone and fetched back into its worktree here, its " +
 			"records brought back; a host that stops answering for DISPATCH_HOST_OFFLINE seconds (30) is offline, and its " +
 			"tasks go back to pending, held until their attempt's deadline there has passed.",
-		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "agents", Usage: "how many agents work at once (`N`)"},
-			&ucli.StringFlag{Name: "agent", Value: "claude", Usage: "the agent type, with an optional model (`AGENT[:MODEL]`)"},
-			&ucli.StringFlag{Name: "budget", Usage: "stop starting agents once the plan's cost reaches `USD`"},
-			&ucli.BoolFlag{Name: "hard-budget", Usage: "once the budget is reached, also stop the agents at work"},
-			&ucli.StringFlag{Name: "iteration-timeout", Usage: "stop a task's attempt after `D` (seconds, or 90s, 30m, 1h; none: never); default DISPATCH_WATCH_TIMEOUT, 3600 s"},
-			&ucli.StringFlag{Name: "inactivity-timeout", Value: "0", Usage: "stop a task's attempt once its agent printed nothing for `D` (seconds, or 90s, 30m; 0: never)"},
-			&ucli.IntFlag{Name: "max-calls-per-hour", Usage: "start at most `N` attempts in any hour; the others wait (0: no limit)"},
-			&ucli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts a task gets, the first included (`N`)"},
-			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (split into words, no shell) on each task's start, end, usage limit, breaker and failure, and the run's start and end, one JSON event on its stdin; killed after 10 s; its failure changes nothing"},
-			&ucli.IntFlag{Name: "no-progress", Value: 3, Usage: "fail a task (no-progress, not retried) after `N` failed attempts in a row that changed nothing or failed the same way; 0: never"},
-			&ucli.BoolFlag{Name: "commit-each", Usage: "commit what each attempt changed in its task's working tree, with trailers naming the task and the attempt"},
-			repoFlag(),
-			&ucli.BoolFlag{Name: "worktree", Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>), made from the repository's branch merged with its done dependencies' branches; a conflict blocks the task"},
-			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH; implies --worktree"},
-			cli.StateDirFlag(),
-		},
+		Flags: o.AddFlags(nil),
 		ExitCodes: []cli.ExitCode{{Code: cli.ExitOK, Meaning: "every task done (or skipped)"},
 			{Code: cli.ExitFailure, Meaning: "tasks failed, blocked or left pending or claimed, or an error (a change the run could not record)"}, {Code: cli.ExitUsage, Meaning: "usage error"},
 			{Code: exitBudget, Meaning: "the budget was reached with tasks left"}},
@@ -82,7 +67,7 @@ func queueRunCommand() *cli.Command {
 				return err
 			}
 			env := dispatchenv.Read(os.Getenv)
-			cfg, hosts, err := runConfig(c, id, env)
+			cfg, hosts, err := runConfig(&o, id, env)
 			if err != nil {
 				return err
 			}
@@ -93,8 +78,8 @@ func queueRunCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				execs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
-					Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: s.Err, LogPrefix: "ralph: queue: "})
+				execs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
+					Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: s.Err, LogPrefix: "ralph: queue: "})
 				if err != nil {
 					return &cli.ExitError{Code: cli.ExitUsage, Err: err}
 				}
@@ -130,6 +115,47 @@ func queueRunCommand() *cli.Command {
 	}
 }
 
+// queueRunOptions are queue run's flags.
+type queueRunOptions struct {
+	agents                              int
+	agentsGiven                         bool // else the hosts' max_agents
+	agent                               string
+	budget                              string // USD, read by runConfig
+	budgetGiven, hardBudget             bool
+	iterationTimeout, inactivityTimeout string // durations, read by runConfig
+	iterationTimeoutGiven               bool   // else DISPATCH_WATCH_TIMEOUT
+	maxCallsPerHour, maxRetries         int
+	onEvent                             string
+	noProgress                          int
+	commitEach                          bool
+	repo                                string
+	worktree                            bool
+	hosts                               string
+	stateDir                            string
+}
+
+// AddFlags appends queue run's flags, each writing into o, to flags.
+func (o *queueRunOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.IntFlag{Name: "agents", Destination: &o.agents, Action: cli.Given[int](&o.agentsGiven), Usage: "how many agents work at once (`N`)"},
+		&ucli.StringFlag{Name: "agent", Value: "claude", Destination: &o.agent, Usage: "the agent type, with an optional model (`AGENT[:MODEL]`)"},
+		&ucli.StringFlag{Name: "budget", Destination: &o.budget, Action: cli.Given[string](&o.budgetGiven), Usage: "stop starting agents once the plan's cost reaches `USD`"},
+		&ucli.BoolFlag{Name: "hard-budget", Destination: &o.hardBudget, Usage: "once the budget is reached, also stop the agents at work"},
+		&ucli.StringFlag{Name: "iteration-timeout", Destination: &o.iterationTimeout, Action: cli.Given[string](&o.iterationTimeoutGiven),
+			Usage: "stop a task's attempt after `D` (seconds, or 90s, 30m, 1h; none: never); default DISPATCH_WATCH_TIMEOUT, 3600 s"},
+		&ucli.StringFlag{Name: "inactivity-timeout", Value: "0", Destination: &o.inactivityTimeout, Usage: "stop a task's attempt once its agent printed nothing for `D` (seconds, or 90s, 30m; 0: never)"},
+		&ucli.IntFlag{Name: "max-calls-per-hour", Destination: &o.maxCallsPerHour, Usage: "start at most `N` attempts in any hour; the others wait (0: no limit)"},
+		&ucli.IntFlag{Name: "max-retries", Value: 3, Destination: &o.maxRetries, Usage: "attempts a task gets, the first included (`N`)"},
+		&ucli.StringFlag{Name: "on-event", Destination: &o.onEvent, Usage: "run `CMD` (split into words, no shell) on each task's start, end, usage limit, breaker and failure, and the run's start and end, one JSON event on its stdin; killed after 10 s; its failure changes nothing"},
+		&ucli.IntFlag{Name: "no-progress", Value: 3, Destination: &o.noProgress, Usage: "fail a task (no-progress, not retried) after `N` failed attempts in a row that changed nothing or failed the same way; 0: never"},
+		&ucli.BoolFlag{Name: "commit-each", Destination: &o.commitEach, Usage: "commit what each attempt changed in its task's working tree, with trailers naming the task and the attempt"},
+		repoFlag(&o.repo),
+		&ucli.BoolFlag{Name: "worktree", Destination: &o.worktree, Usage: "run each task in a git worktree of its own (branch agent/<plan>-<task>), made from the repository's branch merged with its done dependencies' branches; a conflict blocks the task"},
+		&ucli.StringFlag{Name: "hosts", Destination: &o.hosts, Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH; implies --worktree"},
+		cli.StateDirFlagInto(&o.stateDir),
+	)
+}
+
 // flagDuration reads a timeout flag: whole seconds, or a duration of 1 s or more (90s, 30m,
 // 1h30m); 0 or none: none.
 func flagDuration(name, v string) (time.Duration, error) {
@@ -149,11 +175,11 @@ func flagDuration(name, v string) (time.Duration, error) {
 // runConfig reads run's flags and settings into the runner's Config for plan id: the agent of
 // the agents config (agent.FindConfig's order, from the current directory), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
 // DISPATCH_MIN_FREE_MB (from env) for each attempt, this program's `queue __supervise` verb.
-func runConfig(c *ucli.Context, id string, env dispatchenv.Settings) (runner.Config, *remote.Hosts, error) {
+func runConfig(o *queueRunOptions, id string, env dispatchenv.Settings) (runner.Config, *remote.Hosts, error) {
 	var cfg runner.Config
 	var hosts *remote.Hosts
-	agentsN := c.Int("agents")
-	if hf := c.String("hosts"); hf != "" {
+	agentsN := o.agents
+	if hf := o.hosts; hf != "" {
 		home, _ := os.UserHomeDir()
 		h, err := remote.ParseHosts(hf, home)
 		if err != nil {
@@ -164,45 +190,45 @@ func runConfig(c *ucli.Context, id string, env dispatchenv.Settings) (runner.Con
 		for _, h := range hosts.Hosts {
 			slots += h.MaxAgents
 		}
-		if !c.IsSet("agents") {
+		if !o.agentsGiven {
 			agentsN = slots
 		} else if agentsN > slots {
 			return cfg, nil, cli.Usagef("--agents %d: the hosts of %s run %d agents at once (their max_agents); give at most %d", agentsN, hf, slots, slots)
 		}
-	} else if !c.IsSet("agents") {
+	} else if !o.agentsGiven {
 		agentsN = 0
 	}
 	if agentsN < 1 {
 		return cfg, nil, cli.Usagef("--agents N is needed: how many agents work at once (1 or more)")
 	}
-	if c.Int("max-retries") < 1 {
-		return cfg, nil, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", c.Int("max-retries"))
+	if o.maxRetries < 1 {
+		return cfg, nil, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", o.maxRetries)
 	}
-	if c.Int("max-calls-per-hour") < 0 {
-		return cfg, nil, cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", c.Int("max-calls-per-hour"))
+	if o.maxCallsPerHour < 0 {
+		return cfg, nil, cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", o.maxCallsPerHour)
 	}
-	if c.Int("no-progress") < 0 {
-		return cfg, nil, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", c.Int("no-progress"))
+	if o.noProgress < 0 {
+		return cfg, nil, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", o.noProgress)
 	}
-	onEvent, err := hook.New(c.String("on-event"))
+	onEvent, err := hook.New(o.onEvent)
 	if err != nil {
 		return cfg, nil, cli.Usagef("%v", err)
 	}
 	onEvent.Warn = func(err error) { fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err) }
-	if c.IsSet("budget") {
-		v, err := strconv.ParseFloat(c.String("budget"), 64)
+	if o.budgetGiven {
+		v, err := strconv.ParseFloat(o.budget, 64)
 		if err != nil || v < 0 || v != v {
-			return cfg, nil, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", c.String("budget"))
+			return cfg, nil, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", o.budget)
 		}
 		cfg.Budget = &v
-	} else if c.Bool("hard-budget") {
+	} else if o.hardBudget {
 		return cfg, nil, cli.Usagef("--hard-budget needs --budget USD")
 	}
-	dir, repo, err := queueDir(c)
+	dir, repo, err := queueDir(o.repo)
 	if err != nil {
 		return cfg, nil, err
 	}
-	stateDir, err := filepath.Abs(c.String("state-dir"))
+	stateDir, err := filepath.Abs(o.stateDir)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -213,7 +239,7 @@ func runConfig(c *ucli.Context, id string, env dispatchenv.Settings) (runner.Con
 	if err != nil {
 		return cfg, nil, err
 	}
-	name, modelArg, err := agent.ParseSpec(c.String("agent"))
+	name, modelArg, err := agent.ParseSpec(o.agent)
 	if err != nil {
 		return cfg, nil, cli.Usagef("%v", err)
 	}
@@ -225,23 +251,23 @@ func runConfig(c *ucli.Context, id string, env dispatchenv.Settings) (runner.Con
 	if err != nil {
 		return cfg, nil, err
 	}
-	if c.IsSet("iteration-timeout") {
-		if iteration, err = flagDuration("iteration-timeout", c.String("iteration-timeout")); err != nil {
+	if o.iterationTimeoutGiven {
+		if iteration, err = flagDuration("iteration-timeout", o.iterationTimeout); err != nil {
 			return cfg, nil, err
 		}
 	}
-	idle, err := flagDuration("inactivity-timeout", c.String("inactivity-timeout"))
+	idle, err := flagDuration("inactivity-timeout", o.inactivityTimeout)
 	if err != nil {
 		return cfg, nil, err
 	}
 	if idle > 0 && hosts != nil {
 		return cfg, nil, cli.Usagef("--inactivity-timeout does not reach the hosts of --hosts yet; drop one of them")
 	}
-	if c.Bool("commit-each") {
+	if o.commitEach {
 		switch {
 		case hosts != nil:
 			return cfg, nil, cli.Usagef("--commit-each does not reach the hosts of --hosts (each task's branch is committed there already); drop one of them")
-		case agentsN > 1 && !c.Bool("worktree"):
+		case agentsN > 1 && !o.worktree:
 			return cfg, nil, cli.Usagef("--commit-each with %d agents needs --worktree: in one shared tree a task's commit would take the other tasks' work", agentsN)
 		}
 	}
@@ -259,11 +285,11 @@ func runConfig(c *ucli.Context, id string, env dispatchenv.Settings) (runner.Con
 	}
 	return runner.Config{
 		Store: store.New(dir, id), Agents: agentsN, Profile: profile, AgentName: name,
-		Model: profile.Model(modelArg, os.Getenv), Budget: cfg.Budget, HardBudget: c.Bool("hard-budget"),
-		MaxRetries: c.Int("max-retries"), Repo: repo, Worktree: c.Bool("worktree") || hosts != nil, StateDir: stateDir,
+		Model: profile.Model(modelArg, os.Getenv), Budget: cfg.Budget, HardBudget: o.hardBudget,
+		MaxRetries: o.maxRetries, Repo: repo, Worktree: o.worktree || hosts != nil, StateDir: stateDir,
 		Self: []string{exe, "queue", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Env:  os.Environ(), Timeout: iteration, Inactivity: idle, KillGrace: grace,
-		MinFreeMB: int64(free), NoProgress: c.Int("no-progress"), Hook: onEvent, MaxCallsPerHour: c.Int("max-calls-per-hour"),
-		CommitEach: c.Bool("commit-each"), Checkpoint: []string{exe, "queue", runner.CheckpointVerb},
+		MinFreeMB: int64(free), NoProgress: o.noProgress, Hook: onEvent, MaxCallsPerHour: o.maxCallsPerHour,
+		CommitEach: o.commitEach, Checkpoint: []string{exe, "queue", runner.CheckpointVerb},
 	}, hosts, nil
 }

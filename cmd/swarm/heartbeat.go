@@ -77,16 +77,28 @@ func hbSwarm(c *ucli.Context, s cli.Streams) (string, *swarm.Swarm, error) {
 	return name, sw, err
 }
 
+// heartbeatStartOptions are heartbeat start's flags; the durations as typed, read by the action.
+type heartbeatStartOptions struct {
+	interval, expire, message string
+	force                     bool
+}
+
+// AddFlags appends heartbeat start's flags, each writing into o, to flags.
+func (o *heartbeatStartOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.StringFlag{Name: "interval", Required: true, Destination: &o.interval, Usage: "time between beats (`DUR`: 4h, 30m, 90s, 1h30m, bare seconds)"},
+		&ucli.StringFlag{Name: "expire", Destination: &o.expire, Usage: "stop after `DUR` (default: never)"},
+		&ucli.StringFlag{Name: "message", Value: "continue", Destination: &o.message, Usage: "the text typed on each beat (`M`), then Enter"},
+		&ucli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace an active or paused heartbeat"},
+	)
+}
+
 func heartbeatStartCommand() *cli.Command {
+	var o heartbeatStartOptions
 	return &cli.Command{
 		Name: "start", Operand: "workers", Usage: "start a heartbeat for a worker",
 		UsageText: "swarm heartbeat start WORKER --interval DUR [--expire DUR] [--message M] [--force]",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "interval", Required: true, Usage: "time between beats (`DUR`: 4h, 30m, 90s, 1h30m, bare seconds)"},
-			&ucli.StringFlag{Name: "expire", Usage: "stop after `DUR` (default: never)"},
-			&ucli.StringFlag{Name: "message", Value: "continue", Usage: "the text typed on each beat (`M`), then Enter"},
-			&ucli.BoolFlag{Name: "force", Usage: "replace an active or paused heartbeat"},
-		},
+		Flags:     o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			name, err := hbWorker(c)
 			if err != nil {
@@ -103,22 +115,22 @@ func heartbeatStartCommand() *cli.Command {
 			if err := sw.CanBeat(ctx, w); err != nil {
 				return hbError(s, "%v", err)
 			}
-			force := c.Bool("force")
+			force := o.force
 			if old, err := sw.Heartbeat(name); err == nil && old != nil && old.Live() && !force {
 				return hbError(s, "heartbeat already active for '%s' (use --force to replace)", name)
 			}
-			interval, err := worker.Duration(c.String("interval"))
+			interval, err := worker.Duration(o.interval)
 			if err != nil {
-				return hbError(s, "invalid interval '%s'%s", c.String("interval"), worker.DurationNote(err))
+				return hbError(s, "invalid interval '%s'%s", o.interval, worker.DurationNote(err))
 			}
-			spec := swarm.HeartbeatSpec{Interval: interval, Message: c.String("message")}
-			if exp := c.String("expire"); exp != "" {
+			spec := swarm.HeartbeatSpec{Interval: interval, Message: o.message}
+			if exp := o.expire; exp != "" {
 				if spec.Expire, err = worker.Duration(exp); err != nil {
 					return hbError(s, "invalid expire '%s'%s", exp, worker.DurationNote(err))
 				}
 			}
 			if spec.Interval < swarm.ShortHeartbeat {
-				hbWarn(s, "very short interval (%s), consider using at least 1m", c.String("interval"))
+				hbWarn(s, "very short interval (%s), consider using at least 1m", o.interval)
 			}
 			hb := swarm.NewHeartbeat(name, spec, time.Now())
 			hb.MonitorPID = sw.MonitorOf(w)
@@ -169,11 +181,11 @@ func heartbeatStopCommand() *cli.Command {
 }
 
 func heartbeatListCommand() *cli.Command {
+	var format string // list's one flag
 	return &cli.Command{
 		Name: "list", Aliases: []string{"ls"}, Usage: "list heartbeats", UsageText: "swarm heartbeat list|ls [--format table|json]",
-		Flags: []ucli.Flag{choiceFlag(ucli.StringFlag{Name: "format", Value: "table", Usage: "table or json"}, "table", "json")},
+		Flags: []ucli.Flag{choiceFlag(ucli.StringFlag{Name: "format", Value: "table", Destination: &format, Usage: "table or json"}, "table", "json")},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			format := c.String("format")
 			if c.NArg() > 0 {
 				return cli.Usagef("unrecognized arguments: %s", strings.Join(c.Args().Slice(), " "))
 			}
@@ -211,11 +223,11 @@ func heartbeatListCommand() *cli.Command {
 }
 
 func heartbeatStatusCommand() *cli.Command {
+	var format string // status's one flag
 	return &cli.Command{
 		Name: "status", Operand: "workers", Usage: "show a worker's heartbeat", UsageText: "swarm heartbeat status WORKER [--format text|json]",
-		Flags: []ucli.Flag{choiceFlag(ucli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}, "text", "json")},
+		Flags: []ucli.Flag{choiceFlag(ucli.StringFlag{Name: "format", Value: "text", Destination: &format, Usage: "text or json"}, "text", "json")},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			format := c.String("format")
 			name, sw, err := hbSwarm(c, s)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -114,4 +115,37 @@ func checkCommandLines(t *testing.T, verb, text string) {
 			}
 		}
 	}
+}
+
+// TestSpawnSharedFlags: the flags that swarm spawn and a ralph loop's spawn share
+// (cmd/internal/workerflags) read the same in both helps. They were copied, with different
+// help texts (issue 28).
+func TestSpawnSharedFlags(t *testing.T) {
+	t.Setenv("SWARM_DIR", t.TempDir())
+	help := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := newTool().Main(append([]string{"swarm"}, args...), cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+			t.Fatalf("swarm %q = %d, stderr %q", args, code, errb.String())
+		}
+		return out.String()
+	}
+	spawn, loop := help("spawn", "--help"), help("ralph", "spawn", "--help")
+	for _, name := range []string{"session", "tmux-socket", "branch", "worktree-dir", "tag", "env", "ready-wait", "ready-timeout",
+		"profile", "heartbeat", "heartbeat-expire", "heartbeat-message"} {
+		a, b := flagUsage(spawn, name), flagUsage(loop, name)
+		if a == "" || a != b {
+			t.Errorf("--%s: swarm spawn --help says %q, swarm ralph spawn --help %q; want one text", name, a, b)
+		}
+	}
+}
+
+// flagUsage is what help says of the flag --name, its name and placeholder ("--tag T [ --tag
+// T ]" for a repeatable one) left out; "" when it has no such flag.
+func flagUsage(help, name string) string {
+	n := regexp.QuoteMeta(name)
+	m := regexp.MustCompile(`(?m)^   --` + n + `(?: [A-Z=]+(?: \[ --` + n + ` [A-Z=]+ \])?)?  +(.*)$`).FindStringSubmatch(help)
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }

@@ -52,24 +52,36 @@ there; kill --rm-worktree and clean keep a worktree with uncommitted changes unl
 
 State is in $SWARM_DIR (default ~/.swarm): state.json, and logs/ for process workers.`
 
+// initOptions are init's flags.
+type initOptions struct {
+	dryRun, force, withSandbox bool
+	file                       string
+}
+
+// AddFlags appends init's flags, each writing into o, to flags.
+func (o *initOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "say what would be written, write nothing"},
+		choiceFlag(ucli.StringFlag{Name: "file", Destination: &o.file, Usage: "the file (`F`: AGENTS.md or CLAUDE.md); default AGENTS.md if it exists, else CLAUDE.md if it exists, else a new AGENTS.md"},
+			"AGENTS.md", "CLAUDE.md"),
+		&ucli.BoolFlag{Name: "force", Destination: &o.force, Usage: "replace the swarm section when there is one"},
+		&ucli.BoolFlag{Name: "with-sandbox", Destination: &o.withSandbox, Usage: "also write, where absent, the files of Docker-sandboxed workers: " +
+			"sandbox.sh, Dockerfile.sandbox, setup-sandbox-network.sh, teardown-sandbox-network.sh, ORCHESTRATOR.md, PROMPT.md"},
+	)
+}
+
 func initCommand() *cli.Command {
+	var o initOptions
 	return &cli.Command{
 		Name: "init", Usage: "add swarm instructions to AGENTS.md or CLAUDE.md",
 		UsageText: "swarm init [--dry-run] [--file AGENTS.md|CLAUDE.md] [--force] [--with-sandbox]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written, write nothing"},
-			choiceFlag(ucli.StringFlag{Name: "file", Usage: "the file (`F`: AGENTS.md or CLAUDE.md); default AGENTS.md if it exists, else CLAUDE.md if it exists, else a new AGENTS.md"},
-				"AGENTS.md", "CLAUDE.md"),
-			&ucli.BoolFlag{Name: "force", Usage: "replace the swarm section when there is one"},
-			&ucli.BoolFlag{Name: "with-sandbox", Usage: "also write, where absent, the files of Docker-sandboxed workers: " +
-				"sandbox.sh, Dockerfile.sandbox, setup-sandbox-network.sh, teardown-sandbox-network.sh, ORCHESTRATOR.md, PROMPT.md"},
-		},
-		Action: func(_ context.Context, c *ucli.Context, s cli.Streams) error {
-			if err := runInit(s.Out, c.String("file"), c.Bool("dry-run"), c.Bool("force")); err != nil {
+		Flags:     o.AddFlags(nil),
+		Action: func(_ context.Context, _ *ucli.Context, s cli.Streams) error {
+			if err := runInit(s.Out, o.file, o.dryRun, o.force); err != nil {
 				return err
 			}
-			if c.Bool("with-sandbox") {
-				return initSandbox(s.Out, c.Bool("dry-run"))
+			if o.withSandbox {
+				return initSandbox(s.Out, o.dryRun)
 			}
 			return nil
 		},

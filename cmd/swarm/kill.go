@@ -14,14 +14,23 @@ import (
 
 // The verbs that end workers: kill (they stay listed, stopped) and clean (they go).
 
+// killOptions are kill's flags.
+type killOptions struct{ rmWorktree, forceDirty, all bool }
+
+// AddFlags appends kill's flags, each writing into o, to flags.
+func (o *killOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "rm-worktree", Destination: &o.rmWorktree, Usage: "remove the worker's worktree (not when it has changes)"},
+		&ucli.BoolFlag{Name: "force-dirty", Destination: &o.forceDirty, Usage: "remove it even with changes"},
+		&ucli.BoolFlag{Name: "all", Destination: &o.all, Usage: "every worker"},
+	)
+}
+
 func killCommand() *cli.Command {
+	var o killOptions
 	return &cli.Command{
 		Name: "kill", Operand: "workers", Usage: "stop workers (they stay listed, stopped)", UsageText: "swarm kill [NAME] [--rm-worktree] [--force-dirty] [--all]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "rm-worktree", Usage: "remove the worker's worktree (not when it has changes)"},
-			&ucli.BoolFlag{Name: "force-dirty", Usage: "remove it even with changes"},
-			&ucli.BoolFlag{Name: "all", Usage: "every worker"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			sw, st, err := load(ctx, s)
 			if err != nil {
@@ -30,12 +39,12 @@ func killCommand() *cli.Command {
 			// A ralph loop's monitor goes first (it would start the next iteration), then the
 			// workers are read again: the monitor may have just replaced the one it ran.
 			loops := false
-			if c.Bool("all") {
+			if o.all {
 				for _, w := range st.Workers {
-					loops = loop.Kill(ctx, sw, w.Name, c.Bool("rm-worktree"), s.Err) || loops
+					loops = loop.Kill(ctx, sw, w.Name, o.rmWorktree, s.Err) || loops
 				}
 			} else if c.NArg() > 0 {
-				loops = loop.Kill(ctx, sw, c.Args().First(), c.Bool("rm-worktree"), s.Err)
+				loops = loop.Kill(ctx, sw, c.Args().First(), o.rmWorktree, s.Err)
 			}
 			if loops {
 				if st, err = sw.Load(ctx); err != nil {
@@ -43,7 +52,7 @@ func killCommand() *cli.Command {
 				}
 			}
 			ws := st.Workers
-			if !c.Bool("all") {
+			if !o.all {
 				if c.NArg() == 0 {
 					return errors.New("must specify worker name or --all")
 				}
@@ -60,8 +69,8 @@ func killCommand() *cli.Command {
 			}
 			// What is said about the workers is said in their order, as the Python swarm did.
 			sw.StopAll(ctx, ws, func(w *worker.Worker) {
-				if c.Bool("rm-worktree") && w.Worktree != nil {
-					if err := swarm.RemoveWorktree(ctx, w.Worktree, c.Bool("force-dirty")); err != nil {
+				if o.rmWorktree && w.Worktree != nil {
+					if err := swarm.RemoveWorktree(ctx, w.Worktree, o.forceDirty); err != nil {
 						warnf(s, "cannot remove worktree for '%s': %v", w.Name, err)
 						fmt.Fprintf(s.Err, "swarm: use --force-dirty to remove anyway\n")
 					}
@@ -74,22 +83,32 @@ func killCommand() *cli.Command {
 	}
 }
 
+// cleanOptions are clean's flags. --rm-worktree is the default, kept for the Python swarm's
+// command lines; --no-rm-worktree is what changes it.
+type cleanOptions struct{ rmWorktree, noRmWorktree, forceDirty, all bool }
+
+// AddFlags appends clean's flags, each writing into o, to flags.
+func (o *cleanOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "rm-worktree", Value: true, Destination: &o.rmWorktree, Usage: "remove the worktree (the default)", DisableDefaultText: true},
+		&ucli.BoolFlag{Name: "no-rm-worktree", Destination: &o.noRmWorktree, Usage: "keep the worktree"},
+		&ucli.BoolFlag{Name: "force-dirty", Destination: &o.forceDirty, Usage: "remove worktrees even with changes"},
+		&ucli.BoolFlag{Name: "all", Destination: &o.all, Usage: "every stopped worker"},
+	)
+}
+
 func cleanCommand() *cli.Command {
+	var o cleanOptions
 	return &cli.Command{
 		Name: "clean", Operand: "workers", Usage: "remove stopped workers", UsageText: "swarm clean [NAME] [--no-rm-worktree] [--force-dirty] [--all]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "rm-worktree", Value: true, Usage: "remove the worktree (the default)", DisableDefaultText: true},
-			&ucli.BoolFlag{Name: "no-rm-worktree", Usage: "keep the worktree"},
-			&ucli.BoolFlag{Name: "force-dirty", Usage: "remove worktrees even with changes"},
-			&ucli.BoolFlag{Name: "all", Usage: "every stopped worker"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			sw, st, err := load(ctx, s)
 			if err != nil {
 				return err
 			}
 			var ws []*worker.Worker
-			if c.Bool("all") {
+			if o.all {
 				lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
 				for i, w := range st.Workers {
 					if !lives[i].Running {
@@ -110,8 +129,8 @@ func cleanCommand() *cli.Command {
 				ws = []*worker.Worker{w}
 			}
 			for _, w := range ws {
-				if w.Worktree != nil && !c.Bool("no-rm-worktree") {
-					if err := swarm.RemoveWorktree(ctx, w.Worktree, c.Bool("force-dirty")); err != nil {
+				if w.Worktree != nil && !o.noRmWorktree {
+					if err := swarm.RemoveWorktree(ctx, w.Worktree, o.forceDirty); err != nil {
 						warnf(s, "preserving worktree for '%s': %v", w.Name, err)
 						fmt.Fprintf(s.Err, "swarm: worktree at: %s\nswarm: use --force-dirty to remove anyway\n", w.Worktree.Path)
 					}

@@ -18,16 +18,29 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
+// logsOptions are logs' flags.
+type logsOptions struct {
+	history, follow bool
+	lines           int
+	linesGiven      bool // a process worker's log is shown whole unless --lines is given
+}
+
+// AddFlags appends logs' flags, each writing into o, to flags.
+func (o *logsOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "history", Destination: &o.history, Usage: "tmux: the pane's history too (--lines of it), not only the screen"},
+		&ucli.IntFlag{Name: "lines", Value: 1000, Destination: &o.lines, Action: cli.Given[int](&o.linesGiven),
+			Usage: "tmux with --history: lines of history (`N`); a process worker: its log's last N lines, when given"},
+		&ucli.BoolFlag{Name: "follow", Destination: &o.follow, Usage: "keep showing: a process worker's log as it grows, a tmux worker's last " +
+			"30 lines every second; until Ctrl-C or the worker stops"},
+	)
+}
+
 func logsCommand() *cli.Command {
+	var o logsOptions
 	return &cli.Command{
 		Name: "logs", Operand: "workers", Usage: "a worker's output", UsageText: "swarm logs NAME [--history] [--lines N] [--follow]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "history", Usage: "tmux: the pane's history too (--lines of it), not only the screen"},
-			&ucli.IntFlag{Name: "lines", Value: 1000, Usage: "tmux with --history: lines of history (`N`); " +
-				"a process worker: its log's last N lines, when given"},
-			&ucli.BoolFlag{Name: "follow", Usage: "keep showing: a process worker's log as it grows, a tmux worker's last " +
-				"30 lines every second; until Ctrl-C or the worker stops"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() != 1 {
 				return cli.Usagef("the following arguments are required: name")
@@ -43,11 +56,11 @@ func logsCommand() *cli.Command {
 				return &cli.ExitError{Code: 1}
 			}
 			history := 0
-			if c.Bool("history") {
-				history = max(c.Int("lines"), 0)
+			if o.history {
+				history = max(o.lines, 0)
 			}
 			if w.Tmux != nil {
-				if c.Bool("follow") {
+				if o.follow {
 					return followPane(ctx, s, sw, w, history)
 				}
 				text, err := sw.Pane(ctx, w, history)
@@ -66,8 +79,8 @@ func logsCommand() *cli.Command {
 				return fmt.Errorf("reading the log of '%s': %v", name, err)
 			}
 			defer f.Close()
-			if c.IsSet("lines") {
-				if err := seekLastLines(f, max(c.Int("lines"), 0)); err != nil {
+			if o.linesGiven {
+				if err := seekLastLines(f, max(o.lines, 0)); err != nil {
 					return fmt.Errorf("reading the log of '%s': %v", name, err)
 				}
 			}
@@ -75,7 +88,7 @@ func logsCommand() *cli.Command {
 			// queries whose answers would land in the user's shell) are not the user's
 			// terminal's to obey. Streamed, so a log of any size takes the same memory.
 			out := screen.NewStripWriter(s.Out)
-			if c.Bool("follow") {
+			if o.follow {
 				return followLog(ctx, out, sw, w, f)
 			}
 			if _, err := io.Copy(out, f); err != nil {

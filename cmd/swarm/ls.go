@@ -16,14 +16,23 @@ import (
 
 // The verbs that look at workers: ls, status, peek.
 
+// lsOptions are ls's flags.
+type lsOptions struct{ format, status, tag string }
+
+// AddFlags appends ls's flags, each writing into o, to flags.
+func (o *lsOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		choiceFlag(ucli.StringFlag{Name: "format", Value: "table", Destination: &o.format, Usage: "table, json (full workers) or names (one a line)"}, "table", "json", "names"),
+		choiceFlag(ucli.StringFlag{Name: "status", Value: "all", Destination: &o.status, Usage: "running, stopped or all"}, "running", "stopped", "all"),
+		&ucli.StringFlag{Name: "tag", Destination: &o.tag, Usage: "only workers with this tag (`T`)"},
+	)
+}
+
 func lsCommand() *cli.Command {
+	var o lsOptions
 	return &cli.Command{
 		Name: "ls", Usage: "list workers", UsageText: "swarm ls [--format table|json|names] [--status running|stopped|all] [--tag T]",
-		Flags: []ucli.Flag{
-			choiceFlag(ucli.StringFlag{Name: "format", Value: "table", Usage: "table, json (full workers) or names (one a line)"}, "table", "json", "names"),
-			choiceFlag(ucli.StringFlag{Name: "status", Value: "all", Usage: "running, stopped or all"}, "running", "stopped", "all"),
-			&ucli.StringFlag{Name: "tag", Usage: "only workers with this tag (`T`)"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			sw, st, err := load(ctx, s)
 			if err != nil {
@@ -33,15 +42,15 @@ func lsCommand() *cli.Command {
 			lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
 			for i, w := range st.Workers {
 				x := liveView(w, lives[i])
-				if want := c.String("status"); want != "all" && x.Status != want {
+				if want := o.status; want != "all" && x.Status != want {
 					continue
 				}
-				if t := c.String("tag"); t != "" && !slices.Contains(w.Tags, t) {
+				if t := o.tag; t != "" && !slices.Contains(w.Tags, t) {
 					continue
 				}
 				shown = append(shown, x)
 			}
-			switch c.String("format") {
+			switch o.format {
 			case "json":
 				fmt.Fprintf(s.Out, "%s\n", worker.EncodeWorkers(shown))
 			case "names":
@@ -175,10 +184,11 @@ func exitCell(w *worker.Worker) string {
 }
 
 func statusCommand() *cli.Command {
+	var asJSON bool
 	return &cli.Command{
 		Name: "status", Usage: "a worker's status", Operand: "workers", UsageText: "swarm status NAME [--json]",
 		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "json", Usage: "print the worker as ls --format json prints each (waiting_input: since when its agent waits for input)"},
+			&ucli.BoolFlag{Name: "json", Destination: &asJSON, Usage: "print the worker as ls --format json prints each (waiting_input: since when its agent waits for input)"},
 		},
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "running"}, {Code: 1, Meaning: "stopped (or failure)"},
 			{Code: 2, Meaning: "not found (or usage error)"}},
@@ -195,7 +205,7 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			live := sw.Live(ctx, w)
-			if c.Bool("json") {
+			if asJSON {
 				fmt.Fprintf(s.Out, "%s\n", worker.EncodeWorker(liveView(w, live)))
 				if !live.Running {
 					return &cli.ExitError{Code: 1}
@@ -224,21 +234,33 @@ func statusCommand() *cli.Command {
 	}
 }
 
+// peekOptions are peek's flags.
+type peekOptions struct {
+	lines int
+	all   bool
+}
+
+// AddFlags appends peek's flags, each writing into o, to flags.
+func (o *peekOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 30, Destination: &o.lines, Usage: "lines to show (`N`)"},
+		&ucli.BoolFlag{Name: "all", Destination: &o.all, Usage: "every running worker"},
+	)
+}
+
 func peekCommand() *cli.Command {
+	var o peekOptions
 	return &cli.Command{
 		Name: "peek", Operand: "workers", Usage: "show a worker's screen", UsageText: "swarm peek [NAME] [-n N] [--all]",
-		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 30, Usage: "lines to show (`N`)"},
-			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
-		},
+		Flags:     o.AddFlags(nil),
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "ok"}, {Code: 1, Meaning: "failure"}, {Code: 2, Meaning: "not found (or usage error)"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			sw, st, err := load(ctx, s)
 			if err != nil {
 				return err
 			}
-			n := c.Int("lines")
-			if c.Bool("all") {
+			n := o.lines
+			if o.all {
 				lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
 				for i, w := range st.Workers {
 					if !lives[i].Running {

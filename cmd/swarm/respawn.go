@@ -10,13 +10,22 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
+// respawnOptions are respawn's flags.
+type respawnOptions struct{ cleanFirst, forceDirty bool }
+
+// AddFlags appends respawn's flags, each writing into o, to flags.
+func (o *respawnOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "clean-first", Destination: &o.cleanFirst, Usage: "remove the worker's worktree and make it again from its branch (not when it has changes)"},
+		&ucli.BoolFlag{Name: "force-dirty", Destination: &o.forceDirty, Usage: "with --clean-first: remove it even with changes"},
+	)
+}
+
 func respawnCommand() *cli.Command {
+	var o respawnOptions
 	return &cli.Command{
 		Name: "respawn", Operand: "workers", Usage: "restart a worker with its saved command", UsageText: "swarm respawn NAME [--clean-first [--force-dirty]]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "clean-first", Usage: "remove the worker's worktree and make it again from its branch (not when it has changes)"},
-			&ucli.BoolFlag{Name: "force-dirty", Usage: "with --clean-first: remove it even with changes"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			if c.NArg() != 1 {
 				return cli.Usagef("the following arguments are required: name")
@@ -29,7 +38,7 @@ func respawnCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			nw, err := sw.Respawn(ctx, w, c.Bool("clean-first"), c.Bool("force-dirty"))
+			nw, err := sw.Respawn(ctx, w, o.cleanFirst, o.forceDirty)
 			var kept *swarm.WorktreeKeptError
 			switch {
 			case errors.As(err, &kept):

@@ -18,6 +18,7 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/executor"
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
@@ -67,46 +68,66 @@ func runVerbs() []*cli.Command {
 		"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")}
 }
 
+// runOptions are swarm run's flags (with a manifest, or --abort).
+type runOptions struct {
+	maxParallel         int
+	maxParallelGiven    bool // else the hosts' max_agents, or the manifest's max_parallel
+	hosts               string
+	dryRun              bool
+	allowOutsidePrompts bool
+	resume, abort       bool
+	retry, skip         ucli.StringSlice
+	halt, joblog, forge string
+	stateDir            string
+}
+
+// AddFlags appends swarm run's flags, each writing into o, to flags.
+func (o *runOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Destination: &o.maxParallel, Action: cli.Given[int](&o.maxParallelGiven),
+			Usage: "run at most `N` tasks at once", DefaultText: "the manifest's max_parallel, else 4"},
+		&ucli.StringFlag{Name: "hosts", Destination: &o.hosts, Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH"},
+		&ucli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "print the plan and write nothing"},
+		&ucli.BoolFlag{Name: "allow-outside-prompts", Destination: &o.allowOutsidePrompts, Usage: "let a prompt_file name a file outside the repository the manifest is in (by default one that leads out of it, by .., an absolute path or a link, is refused)"},
+		&ucli.BoolFlag{Name: "resume", Destination: &o.resume, Usage: "continue the current execution: what did not complete runs (again)"},
+		&ucli.StringSliceFlag{Name: "retry", Destination: &o.retry, Usage: "run task `ID` again (with its blocked dependents); implies --resume"},
+		&ucli.StringSliceFlag{Name: "skip", Destination: &o.skip, Usage: "skip task `ID` (its dependents run without it); implies --resume"},
+		&ucli.BoolFlag{Name: "abort", Destination: &o.abort, Usage: "end the current execution: stop its run, skip what did not end"},
+		&ucli.StringFlag{Name: "halt", Destination: &o.halt, Usage: "stop on failures, as GNU parallel: soon,fail=N, soon,fail=N%, now,fail=N, now,fail=N% (`WHEN`)"},
+		&ucli.StringFlag{Name: "joblog", Destination: &o.joblog, Usage: "append a line per attempt to `FILE`, in GNU parallel's joblog format"},
+		&ucli.StringFlag{Name: "forge", Value: "auto", Destination: &o.forge, Usage: "open a pull request per completed task: auto (gh when it is on PATH and the repository has an origin), none, or a command `CMD` printing the PR's URL"},
+		cli.StateDirFlagInto(&o.stateDir),
+	)
+}
+
 func runMainCommand() *cli.Command {
+	var o runOptions
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel",
 		UsageText: "swarm run work.yaml [--max-parallel N] [--hosts hosts.yaml] [--dry-run] [--resume] [--retry ID]... [--skip ID]...\n" +
 			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--allow-outside-prompts] [--state-dir DIR]\n" +
 			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]\n" +
 			"swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json]",
-		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "max-parallel", Aliases: []string{"j"}, Usage: "run at most `N` tasks at once", DefaultText: "the manifest's max_parallel, else 4"},
-			&ucli.StringFlag{Name: "hosts", Usage: "run the tasks on the remote hosts of `hosts.yaml` (docs/remote.md), over OpenSSH"},
-			&ucli.BoolFlag{Name: "dry-run", Usage: "print the plan and write nothing"},
-			&ucli.BoolFlag{Name: "allow-outside-prompts", Usage: "let a prompt_file name a file outside the repository the manifest is in (by default one that leads out of it, by .., an absolute path or a link, is refused)"},
-			&ucli.BoolFlag{Name: "resume", Usage: "continue the current execution: what did not complete runs (again)"},
-			&ucli.StringSliceFlag{Name: "retry", Usage: "run task `ID` again (with its blocked dependents); implies --resume"},
-			&ucli.StringSliceFlag{Name: "skip", Usage: "skip task `ID` (its dependents run without it); implies --resume"},
-			&ucli.BoolFlag{Name: "abort", Usage: "end the current execution: stop its run, skip what did not end"},
-			&ucli.StringFlag{Name: "halt", Usage: "stop on failures, as GNU parallel: soon,fail=N, soon,fail=N%, now,fail=N, now,fail=N% (`WHEN`)"},
-			&ucli.StringFlag{Name: "joblog", Usage: "append a line per attempt to `FILE`, in GNU parallel's joblog format"},
-			&ucli.StringFlag{Name: "forge", Value: "auto", Usage: "open a pull request per completed task: auto (gh when it is on PATH and the repository has an origin), none, or a command `CMD` printing the PR's URL"},
-			cli.StateDirFlag(),
-		},
+		Flags: o.AddFlags(nil),
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "every task completed (or was skipped)"}, {Code: 1, Meaning: "a task failed or is blocked, or --halt stopped the run, or an agent's command is not there (nothing was started)"},
 			{Code: 2, Meaning: "usage error, or a manifest error (file:line); nothing was written"}, {Code: exitInterrupted, Meaning: "interrupted: the execution is paused; --resume continues it"}},
-		Action: runManifest,
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error { return runManifest(ctx, c, s, &o) },
 	}
 }
 
-func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-	if c.Bool("abort") {
-		return runAbort(ctx, c, s)
+func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOptions) error {
+	if o.abort {
+		return runAbort(ctx, c, s, o)
 	}
 	if c.NArg() != 1 {
 		return cli.Usagef("give one manifest: swarm run work.yaml")
 	}
-	halt, err := swarmrun.ParseHalt(c.String("halt"))
+	halt, err := swarmrun.ParseHalt(o.halt)
 	if err != nil {
 		return cli.Usagef("%v", err)
 	}
 	path := c.Args().First()
-	m, err := loadManifest(ctx, c, path)
+	m, err := loadManifest(ctx, o, path)
 	if err != nil {
 		return err
 	}
@@ -115,15 +136,15 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		return err
 	}
 	var hosts *remote.Hosts
-	if hf := c.String("hosts"); hf != "" {
+	if hf := o.hosts; hf != "" {
 		home, _ := os.UserHomeDir()
 		if hosts, err = remote.ParseHosts(hf, home); err != nil {
 			return usage2(err)
 		}
 	}
-	n := c.Int("max-parallel")
+	n := o.maxParallel
 	switch {
-	case c.IsSet("max-parallel"):
+	case o.maxParallelGiven:
 	case hosts != nil:
 		n = 0
 		for _, h := range hosts.Hosts {
@@ -138,10 +159,10 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if n < 1 {
 		return cli.Usagef("--max-parallel %d: give at least 1", n)
 	}
-	if c.Bool("dry-run") {
+	if o.dryRun {
 		return dryRun(s.Out, m, repo, n)
 	}
-	stateDir, err := filepath.Abs(c.String("state-dir"))
+	stateDir, err := filepath.Abs(o.stateDir)
 	if err != nil {
 		return err
 	}
@@ -153,7 +174,7 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			return err
 		}
 		defer closeHosts()
-		return runWith(ctx, c, s, m, path, repo, n, halt, executors)
+		return runWith(ctx, o, s, m, path, repo, n, halt, executors)
 	}
 	agents, err := agent.LoadConfig(os.LookupEnv, "")
 	if errors.Is(err, agent.ErrConfigEnvEmpty) {
@@ -182,9 +203,9 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	if err != nil {
 		return err
 	}
-	local := &swarmrun.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free)}
-	return runWith(ctx, c, s, m, path, repo, n, halt, []swarmrun.Executor{local})
+	local := &executor.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free), Template: swarmrun.Template}
+	return runWith(ctx, o, s, m, path, repo, n, halt, []swarmrun.Executor{local})
 }
 
 // checkAgentCommands refuses, before anything is written, a task whose agent's command is not
@@ -206,8 +227,8 @@ func checkAgentCommands(m *manifest.Manifest, agents *agent.Config, repo, path s
 }
 
 // runWith runs the manifest on the executors and reports the end.
-func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Manifest, path, repo string, n int, halt swarmrun.Halt, executors []swarmrun.Executor) error {
-	forge, err := forgeOf(ctx, c.String("forge"), repo)
+func runWith(ctx context.Context, o *runOptions, s cli.Streams, m *manifest.Manifest, path, repo string, n int, halt swarmrun.Halt, executors []swarmrun.Executor) error {
+	forge, err := forgeOf(ctx, o.forge, repo)
 	if err != nil {
 		return err
 	}
@@ -216,8 +237,8 @@ func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Ma
 	// "Git repository URL"; the manifest's repo is a path relative to the manifest.
 	repoName := swarmrun.RepoURL(ctx, repo)
 	cfg := swarmrun.Config{Manifest: m, ManifestPath: absManifest, Repo: repo, RepoName: repoName, Executors: executors,
-		MaxParallel: n, Resume: c.Bool("resume"), Retry: c.StringSlice("retry"), Skip: c.StringSlice("skip"), Halt: halt,
-		Joblog: c.String("joblog"), Forge: forge, Log: prefixed{w: s.Err}, PID: os.Getpid()}
+		MaxParallel: n, Resume: o.resume, Retry: o.retry.Value(), Skip: o.skip.Value(), Halt: halt,
+		Joblog: o.joblog, Forge: forge, Log: prefixed{w: s.Err}, PID: os.Getpid()}
 	res, err := swarmrun.Run(ctx, cfg)
 	var ue *swarmrun.UsageError
 	if errors.As(err, &ue) || errors.Is(err, swarmrun.ErrBusy) {
@@ -247,7 +268,7 @@ func runWith(ctx context.Context, c *ucli.Context, s cli.Streams, m *manifest.Ma
 }
 
 // dialHosts opens one connection to each host of hosts.yaml, all at once
-// (swarmrun.DialHosts), and checks that it runs our dispatch at this build's version: an
+// (executor.DialHosts), and checks that it runs our dispatch at this build's version: an
 // unreachable host, one ssh cannot resolve, or one without our binaries is one line and exit
 // 2, before anything is written. The hosts' offline time is offline, DISPATCH_HOST_OFFLINE
 // (seconds, 30), as dispatch --host's.
@@ -256,8 +277,8 @@ func dialHosts(ctx context.Context, hosts *remote.Hosts, repo, stateDir string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	rs, closeHosts, err := swarmrun.DialHosts(ctx, hosts, swarmrun.DialOptions{Repo: repo, StateDir: stateDir,
-		Version: "dispatch version " + cli.Version(), OfflineAfter: off, Log: log, LogPrefix: "swarm: run: "})
+	rs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: repo, StateDir: stateDir,
+		Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: log, LogPrefix: "swarm: run: "})
 	if err != nil {
 		return nil, nil, usage2(err)
 	}
@@ -283,8 +304,8 @@ func (p prefixed) Write(b []byte) (int, error) {
 // loadManifest reads the manifest at path, its prompt files inside the repository it is in
 // (its directory when it is in none), or anywhere with --allow-outside-prompts. A bad
 // manifest is a usage error (exit 2).
-func loadManifest(ctx context.Context, c *ucli.Context, path string) (*manifest.Manifest, error) {
-	o := manifest.Options{AnyPromptFile: c.Bool("allow-outside-prompts")}
+func loadManifest(ctx context.Context, ro *runOptions, path string) (*manifest.Manifest, error) {
+	o := manifest.Options{AnyPromptFile: ro.allowOutsidePrompts}
 	dir := filepath.Dir(path)
 	if top, err := (gitx.Cmd{Dir: dir}).Output(ctx, "rev-parse", "--show-toplevel"); err == nil {
 		o.Root = top
@@ -367,13 +388,13 @@ func dryRun(w io.Writer, m *manifest.Manifest, repo string, n int) error {
 }
 
 // runAbort is --abort.
-func runAbort(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+func runAbort(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOptions) error {
 	var m *manifest.Manifest
 	path := "."
 	if c.NArg() == 1 {
 		path = c.Args().First()
 		var err error
-		if m, err = loadManifest(ctx, c, path); err != nil {
+		if m, err = loadManifest(ctx, o, path); err != nil {
 			return err
 		}
 	}
@@ -394,9 +415,10 @@ func runAbort(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 }
 
 func runStatusCommand() *cli.Command {
+	var asJSON bool // status's one flag
 	return &cli.Command{
 		Name: "status", Usage: "show the current (or a past) execution's tasks", UsageText: "swarm run status [ID] [--json]",
-		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print the state document"}},
+		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Destination: &asJSON, Usage: "print the state document"}},
 		ExitCodes: []cli.ExitCode{{Code: 2, Meaning: "no such execution"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			repo, err := repoOf(ctx, nil, ".")
@@ -407,7 +429,7 @@ func runStatusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
+			if asJSON {
 				return printIndented(s.Out, st)
 			}
 			fmt.Fprintf(s.Out, "%s  %s  %q  started %s\n", st.ExecutionID, st.Status, st.ManifestName, st.StartedAt)
@@ -456,9 +478,10 @@ func printIndented(w io.Writer, v any) error {
 }
 
 func runHistoryCommand() *cli.Command {
+	var asJSON bool // history's one flag
 	return &cli.Command{
 		Name: "history", Usage: "list past executions (.swarm/history), or show one", UsageText: "swarm run history [ID] [--json]",
-		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Flags:     []ucli.Flag{&ucli.BoolFlag{Name: "json", Destination: &asJSON, Usage: "print JSON"}},
 		ExitCodes: []cli.ExitCode{{Code: 2, Meaning: "no such execution"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			repo, err := repoOf(ctx, nil, ".")
@@ -471,7 +494,7 @@ func runHistoryCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				if c.Bool("json") {
+				if asJSON {
 					return printIndented(s.Out, st)
 				}
 				fmt.Fprint(s.Out, swarmrun.Report(st))
@@ -481,7 +504,7 @@ func runHistoryCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
+			if asJSON {
 				ids := []string{}
 				for _, st := range all {
 					ids = append(ids, st.ExecutionID)

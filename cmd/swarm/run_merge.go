@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentfleet/fleet/cmd/internal/mergeverb"
 	"github.com/agentfleet/fleet/internal/cli"
@@ -17,18 +18,21 @@ import (
 // runMergeCommand is `swarm run merge [ID]`: the execution's completed branches landed on its
 // base (package mergeback), the test command run after each merge.
 func runMergeCommand() *cli.Command {
+	o := mergeverb.Options{TestDefault: "the manifest's test"}
 	return &cli.Command{
 		Name: "merge", Usage: "merge an execution's completed branches into its base, testing each merge",
 		UsageText: "swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--state-dir DIR]",
-		Flags:     append(mergeverb.Flags("the manifest's test"), cli.StateDirFlag()),
+		Flags:     o.AddFlags(nil),
 		ExitCodes: mergeverb.ExitCodes("no such execution"),
-		Action:    runMerge,
+		Action:    func(ctx context.Context, c *ucli.Context, s cli.Streams) error { return runMerge(ctx, c, s, &o) },
 	}
 }
 
-func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-	o, err := mergeverb.Read(c)
-	if err != nil {
+func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.Options) error {
+	if c.NArg() > 1 {
+		return cli.Usagef("give at most one id: %s", strings.Join(c.Args().Slice(), " "))
+	}
+	if err := o.Check(); err != nil {
 		return err
 	}
 	repo, err := repoOf(ctx, nil, ".")
@@ -50,7 +54,7 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		Record: filepath.Join(paths.Dir(), "history", st.ExecutionID+".merge.json"), Label: "swarm run merge", DryRun: o.DryRun}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of swarm run's own: supervised by `swarm run __supervise`.
-		if p.Resolver, err = mergeverb.Resolver(o, repo, c.String("state-dir"), "run"); err != nil {
+		if p.Resolver, err = mergeverb.Resolver(o, repo, "run"); err != nil {
 			return err
 		}
 	}

@@ -13,14 +13,23 @@ import (
 
 // The verbs that type into workers: send, interrupt, eof.
 
+// sendOptions are send's flags.
+type sendOptions struct{ noEnter, all, raw bool }
+
+// AddFlags appends send's flags, each writing into o, to flags.
+func (o *sendOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "no-enter", Destination: &o.noEnter, Usage: "do not press Enter after the text"},
+		&ucli.BoolFlag{Name: "all", Destination: &o.all, Usage: "every running worker"},
+		&ucli.BoolFlag{Name: "raw", Destination: &o.raw, Usage: "no pre-clear (Escape, Ctrl-U) before the text"},
+	)
+}
+
 func sendCommand() *cli.Command {
+	var o sendOptions
 	return &cli.Command{
 		Name: "send", Operand: "workers", Usage: "type text into a worker", UsageText: "swarm send [NAME] TEXT [--no-enter] [--all] [--raw]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "no-enter", Usage: "do not press Enter after the text"},
-			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
-			&ucli.BoolFlag{Name: "raw", Usage: "no pre-clear (Escape, Ctrl-U) before the text"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			var name, text string
 			switch c.NArg() {
@@ -35,12 +44,12 @@ func sendCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ws, err := targets(ctx, c, sw, st, name, "worker name required when not using --all")
+			ws, err := targets(ctx, o.all, sw, st, name, "worker name required when not using --all")
 			if err != nil {
 				return err
 			}
 			for _, w := range ws {
-				if err := sw.Send(ctx, w, text, swarm.SendOptions{Raw: c.Bool("raw"), NoEnter: c.Bool("no-enter")}); err != nil {
+				if err := sw.Send(ctx, w, text, swarm.SendOptions{Raw: o.raw, NoEnter: o.noEnter}); err != nil {
 					return fmt.Errorf("sending to '%s': %v", w.Name, err)
 				}
 				fmt.Fprintf(s.Out, "sent to %s\n", w.Name)
@@ -52,8 +61,8 @@ func sendCommand() *cli.Command {
 
 // targets returns the workers a verb with --all acts on (the running ones that can be typed
 // into) or the one named.
-func targets(ctx context.Context, c *ucli.Context, sw *swarm.Swarm, st *worker.State, name string, noName string) ([]*worker.Worker, error) {
-	if c.Bool("all") {
+func targets(ctx context.Context, all bool, sw *swarm.Swarm, st *worker.State, name string, noName string) ([]*worker.Worker, error) {
+	if all {
 		var ws []*worker.Worker
 		for _, w := range st.Workers {
 			if sw.Live(ctx, w).Running && (w.Supervised() || w.Tmux != nil) {
@@ -79,15 +88,16 @@ func targets(ctx context.Context, c *ucli.Context, sw *swarm.Swarm, st *worker.S
 }
 
 func interruptCommand() *cli.Command {
+	var all bool // interrupt's one flag
 	return &cli.Command{
 		Name: "interrupt", Operand: "workers", Usage: "press Ctrl-C in a worker", UsageText: "swarm interrupt [NAME] [--all]",
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "all", Usage: "every running worker"}},
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "all", Destination: &all, Usage: "every running worker"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			sw, st, err := load(ctx, s)
 			if err != nil {
 				return err
 			}
-			ws, err := targets(ctx, c, sw, st, c.Args().First(), "worker name required when not using --all")
+			ws, err := targets(ctx, all, sw, st, c.Args().First(), "worker name required when not using --all")
 			if err != nil {
 				return err
 			}
@@ -111,7 +121,7 @@ func eofCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ws, err := targets(ctx, c, sw, st, c.Args().First(), "")
+			ws, err := targets(ctx, false, sw, st, c.Args().First(), "")
 			if err != nil {
 				return err
 			}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/agentfleet/fleet/cmd/internal/workerflags"
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/swarm"
@@ -17,43 +17,54 @@ import (
 // Python swarm's argparse did (cmd is REMAINDER: everything from "--" or from the first word
 // that is no option belongs to the command).
 func spawnCommand() *cli.Command {
+	var o spawnOptions
 	return &cli.Command{
 		Name: "spawn", Usage: "spawn a new worker", Remainder: true,
 		UsageText: "swarm spawn --name N [--tmux] [--session S] [--tmux-socket K] [--worktree [--branch B] [--worktree-dir D]]\n" +
 			"            [--tag T]... [--env K=V]... [--cwd P] [--on-event CMD] -- CMD...",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "name", Usage: "the worker's name (`N`): its tmux window, worktree directory and default branch"},
-			&ucli.BoolFlag{Name: "tmux", Usage: "run in a tmux window (default: a background process)", DisableDefaultText: true},
-			&ucli.StringFlag{Name: "session", Usage: "tmux session (`S`); default swarm-<hash of $SWARM_DIR>"},
-			&ucli.StringFlag{Name: "tmux-socket", Usage: "tmux socket name (`K`, tmux -L); default tmux's default server"},
-			&ucli.BoolFlag{Name: "worktree", Usage: "run in a new git worktree <repo>-worktrees/<name> of the current repository"},
-			&ucli.StringFlag{Name: "branch", Usage: "the worktree's branch (`B`); default the name"},
-			&ucli.StringFlag{Name: "worktree-dir", Usage: "where worktrees go (`D`; relative to the repository's parent)"},
-			&ucli.StringSliceFlag{Name: "tag", Usage: "a tag (`T`), repeatable"},
-			&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable `K=V` for the command, repeatable"},
-			&ucli.StringFlag{Name: "cwd", Usage: "the command's working directory (`P`); ignored with --worktree"},
-			&ucli.BoolFlag{Name: "ready-wait", Usage: "wait until the agent's screen shows its profile's ready pattern"},
-			&ucli.IntFlag{Name: "ready-timeout", Value: 120, Usage: "give up waiting after `S` seconds (a warning; spawn still succeeds)"},
-			&ucli.StringFlag{Name: "profile", Usage: "the agent profile (`P`) that tells ready, busy and waiting from the screen; default by the command"},
-			&ucli.StringFlag{Name: "heartbeat", Usage: "start a heartbeat: type the message into the idle agent every `DUR` (swarm heartbeat)"},
-			&ucli.StringFlag{Name: "heartbeat-expire", Usage: "stop the heartbeat after `DUR` (default: never)"},
-			&ucli.StringFlag{Name: "heartbeat-message", Value: "continue", Usage: "the heartbeat's message (`M`)"},
-			&ucli.StringFlag{Name: "on-event", Usage: "run `CMD` (no shell; one JSON event on its stdin) when the agent starts waiting for input and when it exits"},
-		},
-		Action: spawn,
+		Flags:  o.AddFlags(nil),
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error { return spawn(ctx, c, s, &o) },
 	}
 }
 
-func spawn(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-	sp := swarm.Spec{Name: c.String("name"), Cmd: c.Args().Slice(), Tags: c.StringSlice("tag"), Profile: c.String("profile"),
-		ReadyWait: c.Bool("ready-wait"), ReadyTimeout: time.Duration(c.Int("ready-timeout")) * time.Second}
+// spawnOptions are spawn's flags: its own, and those it shares with a ralph loop's spawn.
+type spawnOptions struct {
+	name     string
+	tmux     bool
+	worktree bool
+	cwd      string
+	onEvent  string
+	workerflags.Options
+}
+
+// AddFlags appends spawn's flags, each writing into o, to flags.
+func (o *spawnOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	flags = append(flags,
+		&ucli.StringFlag{Name: "name", Destination: &o.name, Usage: "the worker's name (`N`): its tmux window, worktree directory and default branch"},
+		&ucli.BoolFlag{Name: "tmux", Destination: &o.tmux, Usage: "run in a tmux window (default: a background process)", DisableDefaultText: true})
+	flags = o.Tmux.AddFlags(flags)
+	flags = append(flags,
+		&ucli.BoolFlag{Name: "worktree", Destination: &o.worktree, Usage: "run in a new git worktree <repo>-worktrees/<name> of the current repository"})
+	flags = o.Worktree.AddFlags(flags)
+	flags = o.Labels.AddFlags(flags)
+	flags = append(flags,
+		&ucli.StringFlag{Name: "cwd", Destination: &o.cwd, Usage: "the command's working directory (`P`); ignored with --worktree"})
+	flags = o.Ready.AddFlags(flags)
+	flags = o.Heartbeat.AddFlags(flags)
+	return append(flags,
+		&ucli.StringFlag{Name: "on-event", Destination: &o.onEvent, Usage: "run `CMD` (no shell; one JSON event on its stdin) when the agent starts waiting for input and when it exits"})
+}
+
+func spawn(ctx context.Context, c *ucli.Context, s cli.Streams, o *spawnOptions) error {
+	sp := swarm.Spec{Name: o.name, Cmd: c.Args().Slice(), Tags: o.Labels.Tags.Value(), Profile: o.Ready.Profile,
+		ReadyWait: o.Ready.Wait, ReadyTimeout: o.Ready.Timeout()}
 	switch {
 	case sp.Name == "":
 		return cli.Usagef("the following arguments are required: --name")
 	case len(sp.Cmd) == 0:
 		return errors.New("no command provided (use -- command...)")
 	}
-	if cmd := c.String("on-event"); cmd != "" {
+	if cmd := o.onEvent; cmd != "" {
 		var err error
 		if sp.OnEvent, err = hook.Split(cmd); err != nil {
 			return cli.Usagef("--on-event %q: %v", cmd, err)
@@ -61,30 +72,26 @@ func spawn(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 	}
 	// The heartbeat's durations are read before anything is made (the Python swarm created the
 	// worker, reported it, and then failed on them).
-	if hb := c.String("heartbeat"); hb != "" {
+	if hb := o.Heartbeat.Every; hb != "" {
 		var err error
-		if sp.Heartbeat, err = swarm.ParseHeartbeat(hb, c.String("heartbeat-expire"), c.String("heartbeat-message")); err != nil {
+		if sp.Heartbeat, err = swarm.ParseHeartbeat(hb, o.Heartbeat.Expire, o.Heartbeat.Message); err != nil {
 			return err
 		}
 	}
-	if c.Bool("tmux") {
-		sp.Tmux = &swarm.TmuxSpec{Session: c.String("session")}
-		if c.IsSet("tmux-socket") {
-			sock := c.String("tmux-socket")
-			sp.Tmux.Socket = &sock
-		}
+	if o.tmux {
+		sp.Tmux = &swarm.TmuxSpec{Session: o.Tmux.Session, Socket: o.Tmux.SocketName()}
 	}
 	if err := swarm.CheckName(sp.Name, sp.Tmux != nil); err != nil {
 		return err
 	}
 	var err error
-	if sp.Env, err = swarm.ParseEnv(c.StringSlice("env")); err != nil {
+	if sp.Env, err = swarm.ParseEnv(o.Labels.Env.Value()); err != nil {
 		return err
 	}
-	if c.Bool("worktree") {
-		sp.Worktree = &swarm.WorktreeSpec{Branch: c.String("branch"), Dir: c.String("worktree-dir")}
+	if o.worktree {
+		sp.Worktree = &swarm.WorktreeSpec{Branch: o.Worktree.Branch, Dir: o.Worktree.Dir}
 	} else {
-		sp.Dir = c.String("cwd")
+		sp.Dir = o.cwd
 	}
 	sw, err := open(s)
 	if err != nil {
@@ -96,7 +103,7 @@ func spawn(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 		// It runs (with or without its heartbeat).
 		printSpawned(s, "spawned", w)
 		if hb != nil && hb.Interval < swarm.ShortHeartbeat {
-			warnf(s, "very short heartbeat interval (%s), consider using at least 1m", c.String("heartbeat"))
+			warnf(s, "very short heartbeat interval (%s), consider using at least 1m", o.Heartbeat.Every)
 		}
 	}
 	if err != nil {

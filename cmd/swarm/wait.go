@@ -12,18 +12,30 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
+// waitOptions are wait's flags.
+type waitOptions struct {
+	timeout string // seconds or a duration, read by the action
+	all     bool
+}
+
+// AddFlags appends wait's flags, each writing into o, to flags.
+func (o *waitOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.StringFlag{Name: "timeout", Destination: &o.timeout, Usage: "give up after `S` seconds (or a duration: 90s, 30m, 1h30m); 0: never"},
+		&ucli.BoolFlag{Name: "all", Destination: &o.all, Usage: "every running worker"},
+	)
+}
+
 func waitCommand() *cli.Command {
+	var o waitOptions
 	return &cli.Command{
 		Name: "wait", Operand: "workers", Usage: "wait for workers to exit", UsageText: "swarm wait [NAME] [--timeout S] [--all]",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "timeout", Usage: "give up after `S` seconds (or a duration: 90s, 30m, 1h30m); 0: never"},
-			&ucli.BoolFlag{Name: "all", Usage: "every running worker"},
-		},
+		Flags: o.AddFlags(nil),
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "exited with 0"}, {Code: 1, Meaning: "timeout or failure"},
 			{Code: 2, Meaning: "usage error"}, {Code: 3, Meaning: "and above: the worker's exit code (--all: the first non-zero)"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
 			var timeout time.Duration
-			if t := c.String("timeout"); t != "" && t != "0" {
+			if t := o.timeout; t != "" && t != "0" {
 				var err error
 				if timeout, err = worker.Duration(t); err != nil {
 					return cli.Usagef("argument --timeout: invalid value: '%s'%s", t, worker.DurationNote(err))
@@ -34,7 +46,7 @@ func waitCommand() *cli.Command {
 				return err
 			}
 			var ws []*worker.Worker
-			if c.Bool("all") {
+			if o.all {
 				lives := sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
 				for i, w := range st.Workers {
 					if lives[i].Running {

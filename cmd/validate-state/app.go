@@ -28,18 +28,41 @@ const memoryLimit = 192 << 20
 // formats are --format's values.
 var formats = []string{"text", "json", "github", "junit", "sarif"}
 
-// options are validate-state's flags, resolved.
+// options are validate-state's flags, each written into its field by the flag (AddFlags), and
+// its operands.
 type options struct {
 	runs, results       bool
-	runsPath, resPath   []string
+	runsPath, resPath   ucli.StringSlice // --runs PATH and --results PATH (optionalValues)
 	all, fix, dryRun    bool
 	kind, format        string
+	json                bool // --format json
 	quiet               bool
 	stateDir, schemaDir string
 	paths               []string
 }
 
+// AddFlags appends validate-state's flags, each writing into o, to flags.
+func (o *options) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "runs", Destination: &o.runs, Usage: "check run records: PATH (a file or directory) or the state directory's runs/"},
+		&ucli.BoolFlag{Name: "results", Destination: &o.results, Usage: "check result records: PATH (a file or directory) or the state directory's results/"},
+		&ucli.StringSliceFlag{Name: "runs-path", Destination: &o.runsPath, Hidden: true},
+		&ucli.StringSliceFlag{Name: "results-path", Destination: &o.resPath, Hidden: true},
+		&ucli.BoolFlag{Name: "all", Destination: &o.all, Usage: "check both runs/ and results/ of the state directory"},
+		&ucli.BoolFlag{Name: "fix", Destination: &o.fix, Usage: "migrate legacy run and result records to full schema-v1 records (writes <file>.bak first)"},
+		&ucli.BoolFlag{Name: "dry-run", Destination: &o.dryRun, Usage: "with --fix: print the changes, write nothing"},
+		&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "kind", Destination: &o.kind, Usage: "the kind of the files given as PATH (`KIND`)"}, Choices: audit.Kinds},
+		&ucli.BoolFlag{Name: "json", Destination: &o.json, Usage: "print one JSON document on stdout (same as --format json)"},
+		&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Value: "text", Destination: &o.format,
+			Usage: "text, json, github (workflow annotations), junit (JUnit XML) or sarif (SARIF 2.1.0)"}, Choices: formats},
+		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Destination: &o.quiet, Usage: "print nothing; the exit status tells"},
+		cli.StateDirFlagInto(&o.stateDir),
+		&ucli.StringFlag{Name: "schema-dir", Destination: &o.schemaDir, Usage: "take <kind>.schema.json files from `DIR` (default: the state directory's schemas/, else built in)"},
+	)
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
+	var o options
 	app := cli.NewApp(cli.Spec{
 		Name:        tool,
 		Usage:       "check state files against their JSON Schemas",
@@ -51,32 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			{Code: cli.ExitFailure, Meaning: "a file is invalid or unreadable"},
 			{Code: cli.ExitUsage, Meaning: "usage error"},
 		},
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "runs", Usage: "check run records: PATH (a file or directory) or the state directory's runs/"},
-			&ucli.BoolFlag{Name: "results", Usage: "check result records: PATH (a file or directory) or the state directory's results/"},
-			&ucli.StringSliceFlag{Name: "runs-path", Hidden: true},
-			&ucli.StringSliceFlag{Name: "results-path", Hidden: true},
-			&ucli.BoolFlag{Name: "all", Usage: "check both runs/ and results/ of the state directory"},
-			&ucli.BoolFlag{Name: "fix", Usage: "migrate legacy run and result records to full schema-v1 records (writes <file>.bak first)"},
-			&ucli.BoolFlag{Name: "dry-run", Usage: "with --fix: print the changes, write nothing"},
-			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "kind", Usage: "the kind of the files given as PATH (`KIND`)"}, Choices: audit.Kinds},
-			&ucli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout (same as --format json)"},
-			&cli.EnumFlag{StringFlag: ucli.StringFlag{Name: "format", Value: "text", Usage: "text, json, github (workflow annotations), junit (JUnit XML) or sarif (SARIF 2.1.0)"},
-				Choices: formats},
-			&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; the exit status tells"},
-			cli.StateDirFlag(),
-			&ucli.StringFlag{Name: "schema-dir", Usage: "take <kind>.schema.json files from `DIR` (default: the state directory's schemas/, else built in)"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: func(c *ucli.Context) error {
-			o := options{
-				runs: c.Bool("runs"), results: c.Bool("results"),
-				runsPath: c.StringSlice("runs-path"), resPath: c.StringSlice("results-path"),
-				all: c.Bool("all"), fix: c.Bool("fix"), dryRun: c.Bool("dry-run"),
-				kind: c.String("kind"), format: c.String("format"), quiet: c.Bool("quiet"),
-				stateDir: c.String("state-dir"), schemaDir: c.String("schema-dir"),
-				paths: c.Args().Slice(),
-			}
-			if c.Bool("json") {
+			o.paths = c.Args().Slice()
+			if o.json {
 				o.format = "json"
 			}
 			return validate(c.Context, o, stdout, stderr)
@@ -129,8 +130,8 @@ func targets(o options) ([]audit.Target, error) {
 		}
 	}
 	// Unlike validate-state.sh, which checked only the last of --runs and --results, both count.
-	add(o.runs || o.all, o.runsPath, "run", "runs")
-	add(o.results || o.all, o.resPath, "result", "results")
+	add(o.runs || o.all, o.runsPath.Value(), "run", "runs")
+	add(o.results || o.all, o.resPath.Value(), "result", "results")
 	for _, p := range o.paths {
 		kind := o.kind
 		if kind == "" {

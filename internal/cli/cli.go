@@ -1,7 +1,8 @@
 // Package cli is the skeleton the toolkit's commands share around urfave/cli: the app with its
 // help layout, --version and usage errors (NewApp), the --state-dir flag (StateDirFlag), flags
 // allowed after positional arguments as users of the shell originals expect (Run, Interspersed),
-// the named exit codes and their help line (ExitStatus), the router of a tool's verbs (Tool,
+// what options structs bound to flags need (Given, StateDirFlagInto: options.go), the named
+// exit codes and their help line (ExitStatus), the router of a tool's verbs (Tool,
 // Command: one verb, one Command value), and the one place where an error becomes a diagnostic
 // in the tool's dialect and an exit code (Tool.Exit; Exit for a tool without verbs).
 //

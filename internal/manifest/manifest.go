@@ -20,7 +20,6 @@
 package manifest
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +34,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/taskgraph"
 	"gopkg.in/yaml.v3"
 )
 
@@ -505,6 +505,14 @@ func (p *parser) defaults(v *yaml.Node, d *Defaults) {
 // file names and git refs, so they follow the toolkit's one name rule, without dots.
 const taskKind = statedir.Kind("task id")
 
+// maxSlug is the longest Slug: a manifest's name as execution ids carry it.
+const maxSlug = 41
+
+// MaxTaskID is the longest task id whose bead, <execution>-<task>, is still a name the state
+// directory takes (statedir.MaxName) with the longest execution id (YYYY-MM-DD-<slug>-xxxx):
+// a longer one would pass here and fail at its first attempt, after the run had started.
+const MaxTaskID = statedir.MaxName - len("2006-01-02-") - maxSlug - len("-abcd") - len("-")
+
 func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool) {
 	if item.Kind != yaml.MappingNode {
 		p.errorf(item.Line, "a task is a mapping {id, prompt or prompt_file, branch, ...}")
@@ -523,6 +531,8 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 			if t.ID != "" {
 				if err := statedir.CheckName(taskKind, t.ID); err != nil {
 					p.errorf(v.Line, "%v", err)
+				} else if len(t.ID) > MaxTaskID {
+					p.errorf(v.Line, "task id %q is %d characters long; at most %d are allowed (the bead <execution>-<task> must stay a name of at most %d)", t.ID, len(t.ID), MaxTaskID, statedir.MaxName)
 				}
 			}
 		case "prompt":
@@ -710,53 +720,15 @@ func (p *parser) graph(m *Manifest) {
 	if bad || len(p.errs) > 0 {
 		return // a cycle is looked for among tasks that are otherwise right
 	}
-	if cycle := findCycle(m, ids); cycle != nil {
+	if cycle := findCycle(m); cycle != nil {
 		p.errorf(ids[cycle[0]].Line, "dependency cycle: %s", strings.Join(cycle, " -> "))
 	}
 }
 
 // findCycle returns a cycle of dependencies as the path around it (its first id again at the
-// end), or nil. Depth first, from the tasks in manifest order, so the cycle named is the same on
-// every run.
-func findCycle(m *Manifest, ids map[string]*Task) []string {
-	const (
-		unseen = iota
-		open
-		done
-	)
-	state := map[string]int{}
-	var stack []string
-	var visit func(id string) []string
-	visit = func(id string) []string {
-		state[id] = open
-		stack = append(stack, id)
-		for _, d := range ids[id].DependsOn {
-			switch state[d] {
-			case open:
-				for i, s := range stack {
-					if s == d {
-						return append(append([]string{}, stack[i:]...), d)
-					}
-				}
-			case unseen:
-				if c := visit(d); c != nil {
-					return c
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[id] = done
-		return nil
-	}
-	for _, t := range m.Tasks {
-		if state[t.ID] == unseen {
-			if c := visit(t.ID); c != nil {
-				return c
-			}
-		}
-	}
-	return nil
-}
+// end), or nil: the same on every run (taskgraph.Graph.Cycle walks from the tasks in manifest
+// order).
+func findCycle(m *Manifest) []string { return m.Graph().Cycle() }
 
 // Slug is the manifest's name as the execution id carries it: lower-case letters and digits,
 // other runs of characters as one '-', at most 40 characters ("Sprint 47" → "sprint-47").
@@ -775,7 +747,7 @@ func slug(name string) string {
 		} else {
 			dash = true
 		}
-		if b.Len() >= 40 {
+		if b.Len() >= maxSlug-1 { // a dash and a rune may have made it maxSlug
 			break
 		}
 	}
@@ -784,58 +756,22 @@ func slug(name string) string {
 
 // Order returns the task ids in a topological order: each after its dependencies, ties broken
 // by priority, then manifest order. The manifest must be checked (no cycle): a task on a cycle,
-// or after one, is left out. Kahn's algorithm over a heap of the ready tasks, O(n log n + e):
-// picking the best ready task by scanning every task made 20,000 tasks take 20 s.
+// or after one, is left out. O(n log n + e) (taskgraph.Graph.Order): picking the best ready
+// task by scanning every task made 20,000 tasks take 20 s.
 func (m *Manifest) Order() []string {
-	index := make(map[string]int, len(m.Tasks))
-	for i, t := range m.Tasks {
-		index[t.ID] = i
-	}
-	waiting := make([]int, len(m.Tasks))      // dependencies not yet ordered
-	dependents := make([][]int, len(m.Tasks)) // who waits on each task
-	for i, t := range m.Tasks {
-		for _, d := range t.DependsOn {
-			waiting[i]++
-			if j, ok := index[d]; ok {
-				dependents[j] = append(dependents[j], i)
-			}
-		}
-	}
-	ready := &readyHeap{tasks: m.Tasks}
-	for i := range m.Tasks {
-		if waiting[i] == 0 {
-			heap.Push(ready, i)
-		}
-	}
-	out := make([]string, 0, len(m.Tasks))
-	for ready.Len() > 0 {
-		i := heap.Pop(ready).(int)
-		out = append(out, m.Tasks[i].ID)
-		for _, j := range dependents[i] {
-			if waiting[j]--; waiting[j] == 0 {
-				heap.Push(ready, j)
-			}
-		}
+	order := m.Graph().Order()
+	out := make([]string, len(order))
+	for k, i := range order {
+		out[k] = m.Tasks[i].ID
 	}
 	return out
 }
 
-// readyHeap is the tasks ready to be ordered (indexes into tasks), the highest priority first,
-// then the first in the manifest.
-type readyHeap struct {
-	tasks []Task
-	idx   []int
-}
-
-func (h *readyHeap) Len() int { return len(h.idx) }
-func (h *readyHeap) Less(a, b int) bool {
-	ra, rb := Rank(h.tasks[h.idx[a]].Priority), Rank(h.tasks[h.idx[b]].Priority)
-	return ra < rb || ra == rb && h.idx[a] < h.idx[b]
-}
-func (h *readyHeap) Swap(a, b int) { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
-func (h *readyHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
-func (h *readyHeap) Pop() any {
-	x := h.idx[len(h.idx)-1]
-	h.idx = h.idx[:len(h.idx)-1]
-	return x
+// Graph is the manifest's tasks as a taskgraph.Graph, in manifest order, ranked by priority.
+func (m *Manifest) Graph() *taskgraph.Graph {
+	nodes := make([]taskgraph.Node, len(m.Tasks))
+	for i, t := range m.Tasks {
+		nodes[i] = taskgraph.Node{ID: t.ID, Deps: t.DependsOn, Rank: Rank(t.Priority)}
+	}
+	return taskgraph.New(nodes)
 }

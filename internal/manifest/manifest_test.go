@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/statedir"
 )
 
 const good = `name: Sprint 47
@@ -90,6 +92,7 @@ func TestParseErrors(t *testing.T) {
 		{"both prompts", "name: x\ntasks:\n  - id: a\n    branch: b\n    prompt: p\n    prompt_file: f\n", `work.yaml:6: task "a" has both prompt and prompt_file`},
 		{"missing prompt file", "name: x\ntasks:\n  - id: a\n    branch: b\n    prompt_file: nope.md\n", `work.yaml:5: prompt_file "nope.md"`},
 		{"bad priority", "name: x\ntasks:\n  - id: a\n    branch: b\n    prompt: p\n    priority: urgent\n", `work.yaml:6: priority "urgent" is not one of high, medium, low`},
+		{"id too long for its bead", "name: x\ntasks:\n  - id: " + strings.Repeat("a", MaxTaskID+1) + "\n    branch: b\n    prompt: p\n", fmt.Sprintf("work.yaml:3: task id %q is %d characters long; at most %d are allowed", strings.Repeat("a", MaxTaskID+1), MaxTaskID+1, MaxTaskID)},
 		{"bad id", "name: x\ntasks:\n  - id: a/b\n    branch: b\n    prompt: p\n", `work.yaml:3: task id "a/b" has characters`},
 		{"bad branch", "name: x\ntasks:\n  - id: a\n    branch: a..b\n    prompt: p\n", `work.yaml:4: branch "a..b": is not a valid git branch name`},
 		{"branch in full", "name: x\ntasks:\n  - id: a\n    branch: refs/heads/main\n    prompt: p\n", `work.yaml:4: branch "refs/heads/main": starts with refs/`},
@@ -256,5 +259,28 @@ func TestLoadPromptFileStaysInside(t *testing.T) {
 	// Load is LoadWith the manifest's own directory as the root.
 	if _, err := load("../../secret.md", Options{}); err == nil {
 		t.Errorf("Load read a prompt file outside the manifest's directory")
+	}
+}
+
+// TestLongestTaskIDMakesABead: the longest task id the manifest takes, with the longest
+// execution id a manifest's name can make, is a bead the state directory takes; one more
+// character would not be (it used to pass the manifest and fail at its first attempt).
+func TestLongestTaskIDMakesABead(t *testing.T) {
+	longest := ""
+	for _, name := range []string{strings.Repeat("a", 100), strings.Repeat("a ", 60), strings.Repeat("ab-", 40), strings.Repeat("a-b", 40)} {
+		if s := slug(name); len(s) > len(longest) {
+			longest = s
+		}
+	}
+	if len(longest) > maxSlug {
+		t.Fatalf("slug %q is %d long, more than maxSlug %d", longest, len(longest), maxSlug)
+	}
+	exec := "2026-12-07-" + strings.Repeat("a", maxSlug) + "-abcd"
+	id := strings.Repeat("t", MaxTaskID)
+	if err := statedir.CheckName(statedir.KindBead, exec+"-"+id); err != nil {
+		t.Errorf("the longest bead is refused: %v", err)
+	}
+	if err := statedir.CheckName(statedir.KindBead, exec+"-"+id+"t"); err == nil {
+		t.Errorf("a bead one longer is taken: MaxTaskID %d is not the bound", MaxTaskID)
 	}
 }

@@ -7,16 +7,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // AgentResolver hands a conflict to an agent as a task of its own: one attempt through an
-// executor (swarmrun.Local: attempt.Open and Launch, a supervisor of its own, run and result
+// executor (executor.Local: attempt.Open and Launch, a supervisor of its own, run and result
 // records under bead <owner>.merge-<task>), in the scratch worktree where the merge stopped.
 // Merge then checks its work and tests it like any other merge.
 type AgentResolver struct {
-	Exec swarmrun.Executor
+	Exec executor.Executor
 	// Agent and Model name the agent profile and model.
 	Agent, Model string
 	// Timeout bounds the attempt (0: none).
@@ -24,6 +24,10 @@ type AgentResolver struct {
 	// Env is added to the agent's environment.
 	Env []string
 }
+
+// Template is the template name the resolving attempts' run records carry, so that
+// analyze-runs groups them apart from the runs' own tasks.
+const Template = "merge-back"
 
 // Bead is the bead of the attempt resolving task id's conflict in owner's merge: the '.' keeps
 // it apart from the run's own beads, <execution>-<task> (neither has one) and <plan>-<task>.
@@ -40,7 +44,7 @@ func (a *AgentResolver) Resolve(ctx context.Context, c Conflict) (string, error)
 	if err := record.CheckBead(bead); err != nil {
 		return a.Agent, err
 	}
-	job := swarmrun.Job{Execution: c.Owner, Task: "merge-" + c.ID, Bead: bead, Agent: a.Agent, Model: a.Model,
+	job := executor.Job{Execution: c.Owner, Task: "merge-" + c.ID, Bead: bead, Agent: a.Agent, Model: a.Model,
 		Prompt: Prompt(c), Dir: c.Dir, Timeout: a.Timeout, MaxAttempts: 1, Env: a.Env}
 	out := a.Exec.Run(ctx, slots[0], job)
 	if out.Status != record.StatusDone {

@@ -15,8 +15,8 @@ import (
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/sweep"
 )
@@ -286,7 +286,7 @@ func TestMergeWithAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	self, _ := os.Executable()
-	local := &swarmrun.Local{N: 1, StateDir: stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", stateDir},
+	local := &executor.Local{N: 1, StateDir: stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", stateDir},
 		Agents: agents, KillGrace: 2 * time.Second, HostName: "testhost"}
 	p.Resolver = &AgentResolver{Exec: local, Agent: "fixer"}
 	res, err := Merge(context.Background(), p)
@@ -437,7 +437,7 @@ func TestMergeAgentThatHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	self, _ := os.Executable()
-	local := &swarmrun.Local{N: 1, StateDir: stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", stateDir},
+	local := &executor.Local{N: 1, StateDir: stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", stateDir},
 		Agents: agents, KillGrace: time.Second, HostName: "testhost"}
 	p.Resolver = &AgentResolver{Exec: local, Agent: "hang", Timeout: time.Second}
 	_, err = Merge(context.Background(), p)

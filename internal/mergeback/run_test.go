@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/swarmrun"
@@ -109,7 +110,7 @@ func runTwelve(t *testing.T, repo string) *swarmrun.State {
 	}
 	stateDir := filepath.Join(filepath.Dir(repo), "state")
 	self, _ := os.Executable()
-	local := &swarmrun.Local{N: 3, StateDir: stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", stateDir},
+	local := &executor.Local{N: 3, StateDir: stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", stateDir},
 		Agents: agents, KillGrace: 2 * time.Second, HostName: "testhost"}
 	res, err := swarmrun.Run(context.Background(), swarmrun.Config{Manifest: m, ManifestPath: path, Repo: repo, RepoName: ".",
 		Executors: []swarmrun.Executor{local}, Log: &strings.Builder{}})

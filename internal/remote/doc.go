@@ -1,6 +1,6 @@
 // Package remote runs attempts on other machines over OpenSSH, for every command that runs
 // agents: dispatch --host, swarm run --hosts and ralph queue run --hosts (the last two through
-// swarmrun.Remote, dialed by swarmrun.DialHosts). Nothing
+// executor.Remote, dialed by executor.DialHosts). Nothing
 // of ours listens on a port; a host runs our binaries, tmux and git, and is reached with the
 // user's ssh (docs/remote.md is the manual).
 //
@@ -18,7 +18,7 @@
 //	ref, err := c.Fetch(ctx, localRepo, branch)      // refs/remotes/<host>/<branch>
 //
 // dispatch --host is this sequence for one host; swarm run's per-host executor
-// (swarmrun.Remote) is it with a host picked by its free slots (Host.MaxAgents): Watch.Heartbeat
+// (executor.Remote) is it with a host picked by its free slots (Host.MaxAgents): Watch.Heartbeat
 // is its agents' last_heartbeat, and an *OfflineError (errors.Is ErrUnreachable) is the host
 // going offline: its task goes back to the queue, held until the attempt's deadline there
 // (AttemptRun.Sent plus its --timeout and kill grace) has passed.

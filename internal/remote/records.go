@@ -186,7 +186,7 @@ func (c *Conn) Start(ctx context.Context, args, env []string, prompt string, out
 		return -1, err
 	}
 	if res.Code != 0 && len(res.Stderr) > 0 {
-		return res.Code, fmt.Errorf("host %s: dispatch exited %d: %s", c.Host.Name, res.Code, lastLine(res.Stderr))
+		return res.Code, fmt.Errorf("host %s: dispatch exited %d: %s", c.Host.Name, res.Code, refusal(res.Stderr))
 	}
 	if res.Code != 0 {
 		return res.Code, fmt.Errorf("host %s: dispatch exited %d", c.Host.Name, res.Code)
@@ -194,6 +194,17 @@ func (c *Conn) Start(ctx context.Context, args, env []string, prompt string, out
 	return 0, nil
 }
 func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+// refusal is why the host's dispatch refused an attempt, from its stderr: its last line, or,
+// for a usage error, the line before the hint that follows it ("dispatch: run 'dispatch --help'
+// for usage"), which says nothing of why and names a command the user did not run.
+func refusal(stderr []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	if n := len(lines); n > 1 && strings.HasSuffix(strings.TrimSpace(lines[n-1]), "--help' for usage") {
+		lines = lines[:n-1]
+	}
+	return lastLine([]byte(strings.Join(lines, "\n")))
+}
 
 // BringBack writes the snapshot's run and result records into the local state directory, as
 // records written here are (checked against their schemas, atomically, under their locks), so

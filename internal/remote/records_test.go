@@ -31,3 +31,18 @@ func TestFinalNeedsBothRecords(t *testing.T) {
 		t.Errorf("the snapshot of both final records is not final: %+v, %v", r, ok)
 	}
 }
+
+// TestRefusal: a host's dispatch's refusal is its last line, or, for a usage error, the line
+// before the hint to run its --help (which says nothing of why).
+func TestRefusal(t *testing.T) {
+	for stderr, want := range map[string]string{
+		"dispatch: unknown agent \"x\"; configured agents: a\ndispatch: run 'dispatch --help' for usage\n": "dispatch: unknown agent \"x\"; configured agents: a",
+		"dispatch: x-1: already ran; to run it again, raise DISPATCH_MAX_RETRIES (now 2)\n":                "dispatch: x-1: already ran; to run it again, raise DISPATCH_MAX_RETRIES (now 2)",
+		"starting\ndispatch: no space\n":              "dispatch: no space",
+		"dispatch: run 'dispatch --help' for usage\n": "dispatch: run 'dispatch --help' for usage",
+	} {
+		if got := refusal([]byte(stderr)); got != want {
+			t.Errorf("refusal(%q) = %q, want %q", stderr, got, want)
+		}
+	}
+}

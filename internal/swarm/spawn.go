@@ -169,11 +169,7 @@ type handoffSpec struct {
 // heartbeat could not be started, Spawn returns the worker and an error.
 func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	name := sp.Name
-	if len(sp.Cmd) == 0 {
-		return nil, errors.New("no command provided")
-	}
-	useTmux := sp.Tmux != nil
-	if err := CheckName(name, useTmux); err != nil {
+	if err := checkSpec(sp); err != nil {
 		return nil, err
 	}
 	prof, err := s.Profile(sp.Profile, sp.Cmd)
@@ -205,47 +201,17 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 	}
 	// The name's lock is held from here until the supervisor is registered, so that ls never
 	// takes a worker being launched for a lost one.
-	if err := statedir.MkdirFor(s.layout.LockPath(name)); err != nil {
+	unlock, err := s.lockName(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.layout.Lock(ctx, name, 30*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("locking worker '%s': %w", name, err)
-	}
 	defer unlock()
-
-	// What a failed spawn made is undone in reverse; what a killed one made, by the next
-	// command, from the journal in the worker's metadata (spawnsafe.go).
-	var undo []func()
-	rollback := func(err error) error {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-		return &UndoneError{Err: err}
-	}
+	var undo undoList // what this spawn made (what a killed one made is in the journal)
 	journal := &spawnJournal{PID: os.Getpid()}
-
-	dir := sp.Dir
-	switch {
-	case dir != "":
-		if dir, err = absPath(dir); err != nil {
-			return nil, err
-		}
-	case sp.InWorktree != nil:
-		dir = sp.InWorktree.Path
-	default:
-		dir, _ = os.Getwd()
+	dir, wt, err := spawnDir(sp, plan, journal)
+	if err != nil {
+		return nil, err
 	}
-	var wt *worker.Worktree
-	if plan != nil {
-		wt, dir = plan.worktree(), plan.path
-		journal.Worktree, journal.Root, journal.Branch, journal.NewBranch, journal.From =
-			plan.path, plan.root, plan.branch, plan.newBranch, plan.from
-	} else if sp.InWorktree != nil {
-		x := *sp.InWorktree
-		wt = &x
-	}
-
 	now := time.Now()
 	w := &worker.Worker{Name: name, Status: worker.StatusRunning, Cmd: sp.Cmd, Started: worker.Timestamp(now), Cwd: dir,
 		Env: sp.Env, Tags: sp.Tags, Worktree: wt,
@@ -261,111 +227,24 @@ func (s *Swarm) Spawn(ctx context.Context, sp Spec) (*worker.Worker, error) {
 			w.Metadata = w.Metadata.Set(m.Key, m.Value)
 		}
 	}
-	var tc *tmux.Client
-	if useTmux {
-		session := sp.Tmux.Session
-		if session == "" {
-			session = s.DefaultSession()
-		}
-		if sock := sp.Tmux.Socket; sock != nil && (*sock == "" || strings.Contains(*sock, "/")) {
-			return nil, rollback(fmt.Errorf("invalid tmux socket name '%s'", *sock))
-		}
-		w.Tmux = &worker.Tmux{Session: session, Window: name, Socket: sp.Tmux.Socket}
-		if tc, err = s.Tmux(w); err != nil {
-			return nil, rollback(err)
-		}
-		hs.Backend, hs.Socket, hs.Session = supervise.BackendTmux, tc.Socket, session
+	tc, err := s.supervisorFor(sp, w, hs)
+	if err != nil {
+		return nil, undo.rollback(err)
 	}
-	hs.Attempt = supervise.Attempt{Name: name, Number: 1, Dir: dir, Argv: sp.Cmd, Env: mergeEnv(s.opts.Environ, sp.Env),
-		Terminal: true, KillGrace: 5 * time.Second, LogPath: s.layout.LogPath(name)}
-	if !useTmux {
-		// A process worker's output goes where the Python swarm put it; its stderr shares the
-		// terminal, so stderr.log is created (truncated) and stays empty.
-		hs.Attempt.LogPath = s.dir.StdoutLog(name)
-		f, err := statedir.CreateFresh(s.dir.StderrLog(name))
-		if err != nil {
-			return nil, rollback(fmt.Errorf("failed to spawn process: %w", err))
-		}
-		f.Close()
-	}
-
 	// The worker goes into state first, with its journal: from here a killed spawn is undone
 	// (or finished) by the next command.
-	err = s.reg.Update(ctx, func(st *worker.State) error {
-		if st.Get(name) != nil {
-			return fmt.Errorf("worker '%s' already exists", name)
-		}
-		st.Add(w)
-		return nil
-	})
+	if err := s.addWorker(ctx, w, journal, &undo); err != nil {
+		return nil, undo.rollback(err)
+	}
+	pid, err := s.startSupervisor(ctx, plan, hs, tc, now)
 	if err != nil {
-		return nil, rollback(err)
+		return nil, undo.rollback(err)
 	}
-	undo = append(undo, func() {
-		entry, _ := s.layout.ReadEntry(name)
-		s.undoSpawn(ctx, w, journal, entry)
-	})
-	s.checkpoint("state")
-	if plan != nil {
-		if _, err := plan.create(ctx); err != nil {
-			return nil, rollback(fmt.Errorf("failed to create worktree: %w", err))
-		}
-		s.checkpoint("worktree")
-	}
-	s.layout.WriteEntry(&supervise.Entry{Tool: supervisorTool, Name: name, Attempt: 1, Backend: hs.Backend,
-		Socket: hs.Socket, Session: hs.Session, StartedAt: now.UTC().Format(time.RFC3339Nano)})
-
-	// (StartedAt to the nanosecond: a state.json rebuilt from the registry gets the worker's
-	// started, its incarnation, back exactly.)
-	s.checkpoint("entry")
-	pid, err := s.launch(ctx, hs, tc)
-	if err != nil {
-		what := "failed to spawn process"
-		if useTmux {
-			what = "failed to create tmux window"
-		}
-		return nil, rollback(fmt.Errorf("%s: %w", what, err))
-	}
-	s.checkpoint("launched")
-	if e, _ := s.layout.ReadEntry(name); e != nil && e.PID == 0 {
-		e.PID = pid
-		s.layout.WriteEntry(e)
-	}
-	w.Metadata = w.Metadata.SetValue(worker.MetaSupervisorPID, pid).Delete(metaSpawning)
-	if !useTmux {
-		p := int64(pid)
-		w.PID = &p
-	}
-	err = s.reg.Update(ctx, func(st *worker.State) error {
-		x := st.Get(name)
-		if x == nil || x.Started != w.Started {
-			return worker.ErrUnchanged
-		}
-		x.Metadata = x.Metadata.SetValue(worker.MetaSupervisorPID, pid).Delete(metaSpawning)
-		x.PID = w.PID
-		return nil
-	})
-	if err != nil {
-		s.warnf("recording the supervisor's pid: %v", err)
-	}
+	s.recordPID(ctx, w, pid)
 	// Spawn returns once the agent runs, so that `swarm spawn … && swarm send …` finds it
 	// there. The supervisor registers its control socket under the name's lock: let go first.
 	unlock()
-	if s.waitStarted(ctx, name) {
-		s.warnf("%s: the agent has not started after %s (its supervisor is still at work)", name, startWait)
-	}
-	if sp.ReadyWait {
-		s.WaitReady(ctx, name, prof.Screen, sp.ReadyTimeout)
-	}
-	if hb := sp.Heartbeat; hb != nil && hb.Interval > 0 {
-		beat := NewHeartbeat(name, *hb, time.Now())
-		mon := int64(pid)
-		beat.MonitorPID = &mon
-		if err := s.UpdateHeartbeat(ctx, name, func(*worker.Heartbeat) (*worker.Heartbeat, error) { return beat, nil }); err != nil {
-			return w, fmt.Errorf("starting the heartbeat: %w (the worker runs: swarm heartbeat start %s)", err, name)
-		}
-	}
-	return w, nil
+	return w, s.awaitStart(ctx, sp, prof, pid)
 }
 
 // checkCommand refuses, before anything is made, an agent's command that cannot be started:

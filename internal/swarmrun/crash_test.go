@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/executor"
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/proc"
@@ -53,7 +54,7 @@ func killedRunMain(args []string) int {
 		// in the middle (registered, records running, no supervisor with the spec).
 		sup = append([]string{self, killStarterVerb, strconv.Itoa(os.Getpid())}, sup[1:]...)
 	}
-	local := &Local{N: 2, StateDir: stateDir, Self: sup, Agents: agents, KillGrace: 2 * time.Second, HostName: "testhost"}
+	local := &executor.Local{N: 2, StateDir: stateDir, Self: sup, Agents: agents, KillGrace: 2 * time.Second, HostName: "testhost", Template: Template}
 	var mu sync.Mutex
 	seen := 0
 	cfg := Config{Manifest: m, ManifestPath: path, Repo: repo, RepoName: ".", Executors: []Executor{local}, Log: os.Stderr, PID: os.Getpid(),

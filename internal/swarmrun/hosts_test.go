@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	gitx "github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/manifest"
 
 	"github.com/agentfleet/fleet/internal/record"
@@ -28,45 +28,20 @@ import (
 const labVersion = "sshlab-swarmrun"
 
 // labExecutors makes a lab of n sshd hosts, each with a clone of w's repository, our dispatch
-// (built by the test, reached there at the same path: the hosts share the file system) and the
-// stand-in agent, and returns a Remote executor per host with max agents each.
-func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*Remote) {
+// and the stand-in agent (labconn.Hosts), and returns a Remote executor per host with max agents
+// each.
+func labExecutors(t testing.TB, w *world, n, agents int) (*sshlab.Lab, []*executor.Remote) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts sshd hosts in network namespaces")
 	}
 	lab := sshlab.New(t, n)
-	bin := t.TempDir()
-	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/agentfleet/fleet/internal/cli.version="+labVersion,
-		"-o", filepath.Join(bin, "dispatch"), "../../cmd/dispatch").CombinedOutput(); err != nil {
-		t.Fatalf("go build dispatch: %v: %s", err, out)
-	}
-	dir := t.TempDir()
 	sh, _ := filepath.Abs("testdata/agent.sh")
-	config := filepath.Join(dir, "agents.json")
+	config := filepath.Join(t.TempDir(), "agents.json")
 	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}, "true": {"command": "/bin/true", "terminal": false}}`, sh), 0o644)
-	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	var execs []*Remote
-	for _, h := range lab.Hosts {
-		clone := filepath.Join(dir, h.Name, "repo")
-		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
-			t.Fatal(err)
-		}
-		host := &remote.Host{Name: h.Name, SSH: h.Dest, Identity: lab.Key, KnownHosts: lab.KnownHosts, MaxAgents: agents,
-			Repo: clone, AgentsConfig: config, Bin: bin, StateDir: filepath.Join(dir, h.Name, "state"),
-			Env: map[string]string{"DISPATCH_KILL_GRACE": "1", "DISPATCH_MIN_FREE_MB": "1"}}
-		c, err := d.Dial(context.Background(), host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.CheckVersion(context.Background(), "dispatch", "dispatch version "+labVersion); err != nil {
-			t.Fatal(err)
-		}
-		execs = append(execs, &Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
+	var execs []*executor.Remote
+	for _, c := range labconn.Hosts(t, lab, w.repo, config, labVersion, agents) {
+		execs = append(execs, &executor.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: w.log})
 	}
 	return lab, execs
@@ -232,7 +207,7 @@ func killedHostsRunMain(args []string) int {
 	}
 	var execs []Executor
 	for _, c := range conns {
-		execs = append(execs, &Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
+		execs = append(execs, &executor.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
 	}
 	var mu sync.Mutex

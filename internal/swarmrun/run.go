@@ -32,6 +32,7 @@ import (
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/taskgraph"
 )
 
 // Config is what a run needs.
@@ -167,16 +168,18 @@ type runner struct {
 	st    *State
 	tries map[string]int // attempts of this run per task
 	adopt map[string]int
-	// notBefore holds a task re-queued from an offline host until the attempt's deadline
-	// there has passed.
-	notBefore map[string]time.Time
+	// sched schedules the tasks on the slots (taskgraph.Scheduler, this run its Policy:
+	// schedule) over set, the ready set of the state's tasks (sched.Set): which tasks wait,
+	// which are ready and in what order, which are held until a time (a task re-queued from an
+	// offline host, until the attempt's deadline there has passed), and the blocked ones.
+	// slots are the slots it starts with.
+	sched *taskgraph.Scheduler[Slot]
+	set   *taskgraph.Set
+	slots []Slot
 	// gone are the executors whose host went offline: their slots get no more tasks.
 	gone    map[Executor]bool
-	free    []Slot
-	running int
 	failed  int
 	halted  bool
-	wake    chan struct{}
 	joblog  *os.File
 	seq     int
 	started time.Time
@@ -193,8 +196,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("no executor")
 	}
 	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, mf: cfg.Manifest, tries: map[string]int{}, adopt: map[string]int{},
-		notBefore: map[string]time.Time{}, gone: map[Executor]bool{},
-		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1), started: time.Now()}
+		gone: map[Executor]bool{},
+		kick: make(chan struct{}, 1), started: time.Now()}
 	if err := statedir.Mkdir(r.paths.Dir()); err != nil {
 		return nil, err
 	}
@@ -306,8 +309,8 @@ func (r *runner) open(ctx context.Context) error {
 				r.st.Agents[s.ID] = a
 			}
 			a.Host, a.Port, a.Status, a.CurrentTask = s.Host, s.Port, AgentIdle, nil
-			if max <= 0 || len(r.free) < max {
-				r.free = append(r.free, s)
+			if max <= 0 || len(r.slots) < max {
+				r.slots = append(r.slots, s)
 			}
 		}
 	}
@@ -538,141 +541,156 @@ func (r *runner) logf(format string, args ...any) {
 	}
 }
 
-// notify wakes the scheduler.
-func (r *runner) notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
 // loop schedules the tasks until none can run any more.
 func (r *runner) loop(ctx context.Context) (*Result, error) {
 	tctx, stopTasks := context.WithCancel(ctx)
 	defer stopTasks()
 	stopWriter, writerDone := make(chan struct{}), make(chan struct{})
 	go r.writer(stopWriter, writerDone)
-	var wg sync.WaitGroup
-	for {
-		r.mu.Lock()
-		changed := r.block()
-		stopping := ctx.Err() != nil || r.halted
-		if r.halted && r.cfg.Halt.Now {
-			stopTasks()
-		}
-		var start []*Task
-		var slots []Slot
-		if !stopping {
-			for _, t := range r.ready() {
-				if t.Status == Pending {
-					t.Status, changed = Queued, true
-				}
-				if i := r.slotFor(t); i >= 0 {
-					slots = append(slots, r.free[i])
-					r.free = append(r.free[:i:i], r.free[i+1:]...)
-					start = append(start, t)
-				}
-			}
-		}
-		ts := now()
-		for i, t := range start {
-			a := r.st.Agents[slots[i].ID]
-			a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
-			retries, base := 0, ""
-			var requeued []Requeue
-			if t.Trace != nil {
-				retries, requeued = t.Trace.RetryCount, t.Trace.Requeued
-				// An adopted attempt works in the worktree made from base_sha: kept, never
-				// made again under it.
-				if r.adopt[t.ID] > 0 {
-					base = t.Trace.BaseSHA
-				}
-			}
-			// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is
-			// not the task's any more: seed 001's error is null unless the task failed.
-			t.Status, t.Error = Assigned, nil
-			t.Trace = &Trace{AgentID: slots[i].ID, AgentHost: strp(slots[i].Host), AgentPort: slots[i].Port, AssignedAt: strp(ts),
-				RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base,
-				Requeued: requeued}
-			r.running++
-			changed = true
-		}
-		if changed {
-			r.writeOrLog()
-		}
-		held := r.held()
-		// Idle: nothing runs and nothing can start (stopping, no task ready or held back, or no
-		// slot left: every host offline).
-		idle := r.running == 0 && (stopping || len(r.free) == 0 || (len(r.ready()) == 0 && held.IsZero()))
-		r.mu.Unlock()
-		if len(start) > 0 {
-			r.checkpoint("assigned")
-		}
-		for i, t := range start {
-			wg.Add(1)
-			go func(id string, slot Slot) {
-				defer wg.Done()
-				r.runTask(tctx, id, slot)
-			}(t.ID, slots[i])
-		}
-		if idle {
-			break
-		}
-		var release <-chan time.Time
-		if !held.IsZero() {
-			tm := time.NewTimer(time.Until(held))
-			defer tm.Stop()
-			release = tm.C
-		}
-		select {
-		case <-release:
-		case <-r.wake:
-		case <-ctx.Done():
-			// The tasks see tctx end (a child of ctx) and stop their attempts; the loop waits
-			// for them to be recorded.
-			<-r.wake
-		}
-	}
-	wg.Wait()
+	r.mu.Lock()
+	r.openSet()
+	r.sched = taskgraph.NewScheduler(r.set, r.slots)
+	r.mu.Unlock()
+	r.sched.Loop(ctx, &r.mu, &schedule{r: r, ctx: ctx, tasks: tctx, stopTasks: stopTasks})
 	close(stopWriter)
 	<-writerDone
 	return r.finish(ctx)
 }
 
-// ready lists the pending or queued tasks whose dependencies are completed (or skipped), by
-// priority then manifest order (under mu).
-func (r *runner) ready() []*Task {
-	var out []*Task
-	for _, id := range r.st.Order {
+// schedule is swarm run's part in the scheduling (taskgraph.Policy): the halt rules, the
+// state's queued and assigned tasks (written as they change), an adopted attempt's host, and
+// the attempts, run under tasks, which a halt now stops.
+type schedule struct {
+	r         *runner
+	ctx       context.Context
+	tasks     context.Context
+	stopTasks func()
+	changed   bool
+}
+
+func (p *schedule) Stopping() bool {
+	r := p.r
+	stopping := p.ctx.Err() != nil || r.halted
+	if r.halted && r.cfg.Halt.Now {
+		p.stopTasks()
+	}
+	return stopping
+}
+
+func (p *schedule) Queued(tasks []int) {
+	if p.r.markQueued(tasks) {
+		p.changed = true
+	}
+}
+
+func (p *schedule) Place(i int, free []Slot) int {
+	return p.r.slotFor(p.r.st.Tasks[p.r.set.Graph().ID(i)], i, free)
+}
+
+func (p *schedule) Assign(placed []taskgraph.Placed[Slot]) {
+	ts := now()
+	for _, pl := range placed {
+		p.r.assigned(p.r.st.Tasks[p.r.set.Graph().ID(pl.Task)], pl.Slot, ts)
+		p.changed = true
+	}
+	if p.changed {
+		p.r.writeOrLog()
+	}
+	p.changed = false
+}
+
+func (p *schedule) Launched([]taskgraph.Placed[Slot]) { p.r.checkpoint("assigned") }
+
+func (p *schedule) Run(i int, slot Slot) { p.r.runTask(p.tasks, p.r.set.Graph().ID(i), slot) }
+
+// openSet makes the ready set of the state's tasks, in the state's order and ranked by
+// priority (under mu). open made every task that did not complete or was not skipped pending.
+func (r *runner) openSet() {
+	nodes := make([]taskgraph.Node, len(r.st.Order))
+	for i, id := range r.st.Order {
 		t := r.st.Tasks[id]
-		if t.Status != Pending && t.Status != Queued {
-			continue
+		nodes[i] = taskgraph.Node{ID: id, Deps: t.DependsOn, Rank: manifest.Rank(t.Priority)}
+	}
+	var blocked []taskgraph.Blocking
+	r.set, blocked = taskgraph.NewSet(taskgraph.New(nodes), func(i int) taskgraph.State {
+		switch r.st.Tasks[r.st.Order[i]].Status {
+		case Completed, Skipped:
+			return taskgraph.Done
+		case Failed:
+			return taskgraph.Failed
+		case Blocked:
+			return taskgraph.Blocked
+		case Assigned, Running:
+			return taskgraph.Taken
 		}
-		if nb, ok := r.notBefore[id]; ok && time.Now().Before(nb) {
-			continue
-		}
-		ok := true
-		for _, d := range t.DependsOn {
-			if s := r.st.Tasks[d].Status; s != Completed && s != Skipped {
-				ok = false
+		return taskgraph.Waiting
+	})
+	r.markBlocked(blocked)
+}
+
+// index is task id's position in the ready set.
+func (r *runner) index(id string) int {
+	i, _ := r.set.Graph().Index(id)
+	return i
+}
+
+// markBlocked records the tasks the ready set blocked (under mu), each with the dependency
+// that blocks it: the first of its dependencies failed or blocked by then, as the blocked tasks
+// were named when they were found by scanning the tasks in order.
+func (r *runner) markBlocked(blocked []taskgraph.Blocking) {
+	g := r.set.Graph()
+	for _, b := range blocked {
+		t, d := r.st.Tasks[g.ID(b.Task)], g.ID(b.By)
+		for _, dep := range t.DependsOn {
+			if s := r.st.Tasks[dep].Status; s == Failed || s == Blocked {
+				d = dep
 				break
 			}
 		}
-		if ok {
-			out = append(out, t)
-		}
+		t.Status = Blocked
+		t.Error = &TaskError{Type: ErrDependency, Message: fmt.Sprintf("depends on %s, which is %s", d, r.st.Tasks[d].Status), Timestamp: now(), Recoverable: true}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return manifest.Rank(out[i].Priority) < manifest.Rank(out[j].Priority) })
-	return out
 }
 
-// slotFor is the index in r.free of the slot task t starts in, -1 when none may now (under
-// mu). An attempt an earlier run left at work on a host is adopted there: the task waits for
-// a slot of that host (its own first), unless this run reaches that host no more.
-func (r *runner) slotFor(t *Task) int {
-	if len(r.free) == 0 {
-		return -1
+// markQueued marks queued the pending tasks among those that became ready (under mu); it says
+// whether it changed any.
+func (r *runner) markQueued(ready []int) bool {
+	changed := false
+	for _, i := range ready {
+		if t := r.st.Tasks[r.set.Graph().ID(i)]; t.Status == Pending {
+			t.Status, changed = Queued, true
+		}
 	}
+	return changed
+}
+
+// assigned records task t assigned to slot at ts (under mu).
+func (r *runner) assigned(t *Task, slot Slot, ts string) {
+	a := r.st.Agents[slot.ID]
+	a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
+	retries, base := 0, ""
+	var requeued []Requeue
+	if t.Trace != nil {
+		retries, requeued = t.Trace.RetryCount, t.Trace.Requeued
+		// An adopted attempt works in the worktree made from base_sha: kept, never made again
+		// under it.
+		if r.adopt[t.ID] > 0 {
+			base = t.Trace.BaseSHA
+		}
+	}
+	// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is not the
+	// task's any more: seed 001's error is null unless the task failed.
+	t.Status, t.Error = Assigned, nil
+	t.Trace = &Trace{AgentID: slot.ID, AgentHost: strp(slot.Host), AgentPort: slot.Port, AssignedAt: strp(ts),
+		RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.paths.Worktree(t.ID), BaseSHA: base,
+		Requeued: requeued}
+}
+
+// slotFor is the index in free of the slot task t (the ready set's i, taken) starts in, -1
+// when none may now (under mu). An attempt an earlier run left at work on a host is adopted
+// there: the task waits for a slot of that host (its own first), unless this run reaches that
+// host no more.
+func (r *runner) slotFor(t *Task, i int, free []Slot) int {
 	if r.adopt[t.ID] == 0 || t.Trace == nil || t.Trace.AgentHost == nil {
 		return 0
 	}
@@ -693,17 +711,17 @@ func (r *runner) slotFor(t *Task) int {
 		// This run does not reach where the attempt ran (hosts.yaml changed, or --hosts given
 		// or dropped): it may still run there until its deadline, counted from its start.
 		if nb := r.leaseEnd(t); time.Now().Before(nb) {
-			if _, ok := r.notBefore[t.ID]; !ok {
+			if r.set.NotBefore(i).IsZero() {
 				r.logf("%s: attempt %d of an earlier run was on %s, which this run does not reach: held until %s, its deadline there", t.ID, r.adopt[t.ID], host, record.FormatTime(nb))
 			}
-			r.notBefore[t.ID] = nb
+			r.set.Hold(i, nb)
 			return -1
 		}
 		delete(r.adopt, t.ID) // not to be looked for here: the task starts afresh
 		return 0
 	}
 	at := -1
-	for i, s := range r.free {
+	for i, s := range free {
 		if s.ID == t.Trace.AgentID {
 			return i
 		}
@@ -731,30 +749,14 @@ func (r *runner) leaseEnd(t *Task) time.Time {
 	return start.Add(lease + 10*time.Second + leaseMargin)
 }
 
-// held is the earliest time a task held back by an offline host's deadline may run, zero when
-// none is held (under mu).
-func (r *runner) held() time.Time {
-	var first time.Time
-	for id, nb := range r.notBefore {
-		t := r.st.Tasks[id]
-		if (t.Status != Pending && t.Status != Queued) || !time.Now().Before(nb) {
-			continue
-		}
-		if first.IsZero() || nb.Before(first) {
-			first = nb
-		}
-	}
-	return first
-}
-
 // release gives slot back to the scheduler, unless its executor's host went offline: then its
 // agent is offline (under mu).
 func (r *runner) release(slot Slot) {
-	if r.gone[r.executorOf(slot)] {
+	gone := r.gone[r.executorOf(slot)]
+	if gone {
 		r.st.Agents[slot.ID].Status = AgentOffline
-		return
 	}
-	r.free = append(r.free, slot)
+	r.sched.Free(slot, gone)
 }
 
 // offline takes a task back from a host that went offline: it goes back to the queue, held
@@ -772,59 +774,30 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	msg := fmt.Sprintf("host %s went offline during attempt %d (%s); re-queued", o.Host, out.Attempt, out.Reason)
 	if time.Now().Before(o.NotBefore) {
 		msg += fmt.Sprintf(", to run elsewhere after %s, when the attempt's deadline there has passed", record.FormatTime(o.NotBefore))
-		r.notBefore[id] = o.NotBefore
+		r.set.Hold(r.index(id), o.NotBefore)
+	} else {
+		r.set.Requeue(r.index(id))
 	}
 	t.Status = Queued
 	t.Error = &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
 	t.Trace.Requeued = append(t.Trace.Requeued, Requeue{AgentID: slot.ID, AgentHost: o.Host, Attempt: out.Attempt, At: now(),
 		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
-	r.running--
+	r.sched.Free(slot, true)
 	r.gone[exec] = true
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = AgentOffline, nil
 	if hb != nil {
 		a.LastHeartbeat = hb
 	}
-	free := r.free[:0]
-	for _, s := range r.free {
-		if r.executorOf(s) == exec {
-			r.st.Agents[s.ID].Status = AgentOffline
-			continue
-		}
-		free = append(free, s)
+	for _, s := range r.sched.Retire(func(s Slot) bool { return r.executorOf(s) == exec }) {
+		r.st.Agents[s.ID].Status = AgentOffline
 	}
-	r.free = free
 	r.logf("%s: %s: %s", slot.ID, id, msg)
 	r.writeOrLog()
 }
 
-// block marks blocked every pending task with a failed or blocked dependency, transitively
-// (under mu); it says whether it changed anything.
-func (r *runner) block() bool {
-	changed := false
-	for again := true; again; {
-		again = false
-		for _, id := range r.st.Order {
-			t := r.st.Tasks[id]
-			if t.Status != Pending && t.Status != Queued {
-				continue
-			}
-			for _, d := range t.DependsOn {
-				if s := r.st.Tasks[d].Status; s == Failed || s == Blocked {
-					t.Status = Blocked
-					t.Error = &TaskError{Type: ErrDependency, Message: fmt.Sprintf("depends on %s, which is %s", d, s), Timestamp: now(), Recoverable: true}
-					changed, again = true, true
-					break
-				}
-			}
-		}
-	}
-	return changed
-}
-
 // runTask runs task id in slot until it completes, fails for good, is blocked, or ctx ends.
 func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
-	defer r.notify()
 	exec := r.executorOf(slot)
 	mt := r.mf.Task(id)
 	r.mu.Lock()
@@ -961,8 +934,8 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	if tries < mt.Retries+1 {
 		r.mu.Lock()
 		t.Status, t.Error = Queued, te
+		r.set.Requeue(r.index(id))
 		tr.RetryCount++
-		r.running--
 		a := r.st.Agents[slot.ID]
 		a.Status, a.CurrentTask = AgentFailed, nil
 		r.release(slot)
@@ -1043,7 +1016,14 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]
 	t.Status, t.Error = status, te
-	r.running--
+	switch status {
+	case Completed:
+		r.set.Done(r.index(id))
+	case Failed:
+		r.markBlocked(r.set.Fail(r.index(id)))
+	case Blocked:
+		r.markBlocked(r.set.Block(r.index(id)))
+	}
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask, a.LastHeartbeat = AgentIdle, nil, strp(now())
 	if status == Failed {
@@ -1081,7 +1061,7 @@ func (r *runner) interrupted(id string, slot Slot) {
 		why, kind = "stopped by --halt now", ErrHalted
 	}
 	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
-	r.running--
+	r.set.Requeue(r.index(id))
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = AgentIdle, nil
 	r.release(slot)
@@ -1198,31 +1178,25 @@ func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint f
 }
 
 // mergeCandidates are the completed tasks in a topological order: dependencies first, then
-// priority, then manifest order.
+// priority, then manifest order. A dependency that did not complete is not waited for.
 func mergeCandidates(st *State) []string {
-	done := map[string]bool{}
-	var out []string
-	for {
-		best := ""
-		for _, id := range st.Order {
-			t := st.Tasks[id]
-			if done[id] || t.Status != Completed {
-				continue
-			}
-			ok := true
-			for _, d := range t.DependsOn {
-				if st.Tasks[d].Status == Completed && !done[d] {
-					ok = false
-				}
-			}
-			if ok && (best == "" || manifest.Rank(t.Priority) < manifest.Rank(st.Tasks[best].Priority)) {
-				best = id
+	var nodes []taskgraph.Node
+	for _, id := range st.Order {
+		t := st.Tasks[id]
+		if t.Status != Completed {
+			continue
+		}
+		var deps []string
+		for _, d := range t.DependsOn {
+			if st.Tasks[d].Status == Completed {
+				deps = append(deps, d)
 			}
 		}
-		if best == "" {
-			return out
-		}
-		done[best] = true
-		out = append(out, best)
+		nodes = append(nodes, taskgraph.Node{ID: id, Deps: deps, Rank: manifest.Rank(t.Priority)})
 	}
+	var out []string
+	for _, i := range taskgraph.New(nodes).Order() {
+		out = append(out, nodes[i].ID)
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/schema"
@@ -105,10 +106,10 @@ func newWorld(t testing.TB) *world {
 	return w
 }
 
-func (w *world) local(n int) *Local {
+func (w *world) local(n int) *executor.Local {
 	self, _ := os.Executable()
-	return &Local{N: n, StateDir: w.stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir},
-		Agents: w.agents, KillGrace: 2 * time.Second, HostName: "testhost"}
+	return &executor.Local{N: n, StateDir: w.stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir},
+		Agents: w.agents, KillGrace: 2 * time.Second, HostName: "testhost", Template: Template}
 }
 
 func (w *world) config(t testing.TB, doc string, n int) Config {

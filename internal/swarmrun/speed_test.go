@@ -16,7 +16,7 @@ import (
 // instead of writing the whole state once each, and each sees its own change written.
 func TestFlushGroupsConcurrentWrites(t *testing.T) {
 	dir := t.TempDir()
-	r := &runner{paths: Paths{Root: dir}, kick: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+	r := &runner{paths: Paths{Root: dir}, kick: make(chan struct{}, 1),
 		st: &State{ExecutionID: "2026-01-01-x-abcd", Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{}}}
 	for i := 0; i < 4; i++ {
 		id := fmt.Sprintf("t%d", i)

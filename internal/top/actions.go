@@ -24,8 +24,20 @@ import (
 // ErrNotLive is an action that needs a live agent, on one that ended.
 var ErrNotLive = errors.New("the agent is not running")
 
+// onHost refuses an action on another host's agent: top reads the hosts, it does not act
+// there (their supervisors' sockets and panes are the host's).
+func onHost(r *Row) error {
+	if r.Host == "" {
+		return nil
+	}
+	return fmt.Errorf("%s runs on host %s: act on it there (ssh to it and use swarm or dispatch)", r.Name, r.Host)
+}
+
 // Send types text into r's agent and presses Enter, as swarm send does.
 func (m *Model) Send(ctx context.Context, r *Row, text string) error {
+	if err := onHost(r); err != nil {
+		return err
+	}
 	if !r.Live {
 		return ErrNotLive
 	}
@@ -38,6 +50,9 @@ func (m *Model) Send(ctx context.Context, r *Row, text string) error {
 // Key presses a named key (interrupt, eof, escape, ...) in r's agent, as swarm interrupt and
 // eof do.
 func (m *Model) Key(ctx context.Context, r *Row, key string) error {
+	if err := onHost(r); err != nil {
+		return err
+	}
 	if !r.Live {
 		return ErrNotLive
 	}
@@ -68,6 +83,9 @@ func (m *Model) control(r *Row, reqs ...supervise.Request) error {
 // worker (and for a swarm loop, whose loop ends first), ralph abort for an AIWG loop, dispatch
 // kill for a bead or a task's claim.
 func (m *Model) Kill(ctx context.Context, r *Row) error {
+	if err := onHost(r); err != nil {
+		return err
+	}
 	switch {
 	case r.Kind == KindLoop && r.aiwg:
 		_, err := aiwg.Workspace{Root: r.loopWS}.Abort(ctx, r.Name)
@@ -97,6 +115,9 @@ func (m *Model) Kill(ctx context.Context, r *Row) error {
 // Pause pauses a loop after its current iteration (swarm's loops), or at once (AIWG's), as
 // ralph pause does.
 func (m *Model) Pause(ctx context.Context, r *Row) error {
+	if err := onHost(r); err != nil {
+		return err
+	}
 	switch {
 	case r.Kind != KindLoop:
 		return fmt.Errorf("%s is not a loop", r.Name)
@@ -113,6 +134,9 @@ func (m *Model) Pause(ctx context.Context, r *Row) error {
 // Resume resumes a paused swarm loop, as ralph resume does. An AIWG loop is resumed with
 // `ralph resume ID`: its controller is a ralph process.
 func (m *Model) Resume(ctx context.Context, r *Row) error {
+	if err := onHost(r); err != nil {
+		return err
+	}
 	switch {
 	case r.Kind != KindLoop:
 		return fmt.Errorf("%s is not a loop", r.Name)
@@ -130,6 +154,9 @@ func (m *Model) Resume(ctx context.Context, r *Row) error {
 
 // Stop ends a loop for good (ralph stop; an AIWG loop: ralph abort), leaving its worktree.
 func (m *Model) Stop(ctx context.Context, r *Row) error {
+	if err := onHost(r); err != nil {
+		return err
+	}
 	if r.Kind != KindLoop {
 		return fmt.Errorf("%s is not a loop", r.Name)
 	}
@@ -140,6 +167,9 @@ func (m *Model) Stop(ctx context.Context, r *Row) error {
 // attach do (a worker's window selected first, with an exact target: a bare name
 // prefix-matches another's), or an error when it has none (a process worker, a detached bead).
 func (m *Model) AttachArgs(r *Row) ([]string, error) {
+	if err := onHost(r); err != nil {
+		return nil, err
+	}
 	if r.Tmux == nil || !r.Live {
 		return nil, fmt.Errorf("%s has no tmux pane (its screen view and log show it)", r.Name)
 	}

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,4 +57,23 @@ func (r *Row) ExitWords() string {
 		return code
 	}
 	return code + " " + r.Reason
+}
+
+// HostColumns are Columns with HOST after NAME: the table of swarm top --hosts.
+var HostColumns = slices.Insert(slices.Clone(Columns), 2, "HOST")
+
+// LocalHost is the HOST cell of this machine's agents.
+const LocalHost = "local"
+
+// HostCells is Cells with the HOST cell after NAME: the host's name ("local" for this
+// machine's), "offline" after it when the host did not answer its last poll.
+func (r *Row) HostCells(now time.Time) []string {
+	host := r.Host
+	switch {
+	case host == "":
+		host = LocalHost
+	case r.HostOffline:
+		host += " offline"
+	}
+	return slices.Insert(r.Cells(now), 2, host)
 }

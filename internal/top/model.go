@@ -40,8 +40,13 @@ const (
 
 // Row is one agent.
 type Row struct {
-	Kind Kind   `json:"kind"`
-	Name string `json:"name"`
+	// Host is the host of a hosts file (swarm top --hosts) the agent runs on; "" for this
+	// machine.
+	Host string `json:"host"`
+	// HostOffline: the host did not answer its last poll; the row is what it said last.
+	HostOffline bool   `json:"host_offline,omitempty"`
+	Kind        Kind   `json:"kind"`
+	Name        string `json:"name"`
 	// Source says where it was found: "swarm" or "aiwg" for a loop, the plan for a task.
 	Source string `json:"source,omitempty"`
 	Status string `json:"status"`
@@ -103,7 +108,7 @@ const InputMark = "input"
 
 // Key names the row among every row of every refresh.
 func (r *Row) Key() string {
-	return string(r.Kind) + "\x00" + r.Source + "\x00" + r.StateDir + "\x00" + r.Name
+	return r.Host + "\x00" + string(r.Kind) + "\x00" + r.Source + "\x00" + r.StateDir + "\x00" + r.Name
 }
 
 // Ended reports whether the agent ended (an exit code or a reason is known and it is not live).
@@ -137,6 +142,10 @@ type Sources struct {
 	// command line's: the supervisor and monitor commands resume and respawn need).
 	Swarm swarm.Options
 	Loops loop.Options
+	// Hosts, if set, are other machines' agents (swarm top --hosts): a refresh adds the rows
+	// of each host's last answer (Refresh first asks them again, waiting at most Timeout for
+	// those that are online; Snapshot never waits for a host).
+	Hosts *Hosts
 }
 
 // Model reads the rows and keeps what it needs from one refresh to the next: the screens it saw
@@ -257,12 +266,54 @@ func (m *Model) refresh(ctx context.Context, wait bool) ([]*Row, error) {
 		rows = append(rows, m.dispatchRows(ctx, now, owned)...)
 	}
 	m.look(ctx, rows, now, wait)
+	rows = append(rows, m.hostRows(ctx, wait)...)
 	for _, err := range errs {
 		if err != nil {
 			return rows, err
 		}
 	}
 	return rows, nil
+}
+
+// hostRows are the rows of the other hosts' last answers; with wait, after asking them again
+// (the online ones waited for up to the host Timeout).
+func (m *Model) hostRows(ctx context.Context, wait bool) []*Row {
+	if m.src.Hosts == nil {
+		return nil
+	}
+	if wait {
+		m.src.Hosts.Poll(ctx)
+	}
+	return m.src.Hosts.Rows()
+}
+
+// MergeHosts is rows with the other hosts' rows replaced by their last answers (the UI, when a
+// host answers): new rows, those given left as they were.
+func (m *Model) MergeHosts(rows []*Row) []*Row {
+	var out []*Row
+	for _, r := range rows {
+		if r.Host == "" {
+			out = append(out, r)
+		}
+	}
+	return append(out, m.hostRows(context.Background(), false)...)
+}
+
+// HostAnswers is told when a host's poll ends, for the caller to MergeHosts (nil without
+// Sources.Hosts).
+func (m *Model) HostAnswers() <-chan struct{} {
+	if m.src.Hosts == nil {
+		return nil
+	}
+	return m.src.Hosts.Answers()
+}
+
+// Hosts is the state of each host of Sources.Hosts (nil without).
+func (m *Model) Hosts() []HostStatus {
+	if m.src.Hosts == nil {
+		return nil
+	}
+	return m.src.Hosts.Status()
 }
 
 // Look reads again the screens of the live rows' agents (their activity and last line) and
@@ -318,7 +369,7 @@ func (m *Model) look(ctx context.Context, rows []*Row, now time.Time, wait bool)
 	var wg sync.WaitGroup
 	m.mu.Lock()
 	for _, r := range rows {
-		if !r.Live {
+		if !r.Live || r.Host != "" {
 			continue
 		}
 		k := r.Key()
@@ -374,7 +425,8 @@ func (m *Model) judge(rows []*Row, now time.Time) {
 	defer m.mu.Unlock()
 	keep := map[string]bool{}
 	for _, r := range rows {
-		if !r.Live {
+		if !r.Live || r.Host != "" {
+			// A host's row is judged there.
 			continue
 		}
 		k := r.Key()
@@ -477,7 +529,7 @@ func (f Filter) Keep(r *Row) bool {
 	}
 	if f.Text != "" {
 		t := strings.ToLower(f.Text)
-		hay := strings.ToLower(strings.Join(append([]string{r.Name, r.Source, r.Status, r.Reason, r.LastLine}, r.Tags...), "\x00"))
+		hay := strings.ToLower(strings.Join(append([]string{r.Host, r.Name, r.Source, r.Status, r.Reason, r.LastLine}, r.Tags...), "\x00"))
 		if !strings.Contains(hay, t) {
 			return false
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/remote"
 )
 
 // Settings are the DISPATCH_* variables, each with dispatch.sh's default. A number is checked
@@ -65,4 +66,16 @@ func Read(getenv func(string) string) Settings {
 		UseRelay: getenv("DISPATCH_USE_RELAY"), RelayBin: getenv("DISPATCH_RELAY_BIN"),
 		CodexEffort: getenv("DISPATCH_CODEX_REASONING_EFFORT"), Hosts: getenv("DISPATCH_HOSTS"),
 	}
+}
+
+// HostKillGrace is a host's kill grace, its env's DISPATCH_KILL_GRACE as the host's dispatch
+// reads it (hosts.yaml's env is that dispatch's environment), 10 s when unset. A bad value is
+// the default here: the host's dispatch refuses it itself, with its own message, at the
+// attempt's start.
+func HostKillGrace(h *remote.Host) time.Duration {
+	grace, err := Read(func(name string) string { return h.Env[name] }).KillGrace.Seconds()
+	if err != nil {
+		return 10 * time.Second
+	}
+	return grace
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/remote"
 )
 
 // Unset or empty numbers are their defaults; a bad one is a usage error naming it, returned only
@@ -32,5 +33,19 @@ func TestRead(t *testing.T) {
 	}
 	if s.Backend != "process" || s.TmuxSocket != "" {
 		t.Errorf("Backend, TmuxSocket = %q, %q", s.Backend, s.TmuxSocket)
+	}
+}
+
+// A host's kill grace is its env's DISPATCH_KILL_GRACE, 10 s when unset or bad (its dispatch
+// refuses a bad one itself).
+func TestHostKillGrace(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 10 * time.Second, "1": time.Second, "0": 10 * time.Second, "soon": 10 * time.Second} {
+		h := &remote.Host{Env: map[string]string{"DISPATCH_KILL_GRACE": v}}
+		if v == "" {
+			h.Env = nil
+		}
+		if got := HostKillGrace(h); got != want {
+			t.Errorf("DISPATCH_KILL_GRACE=%q: %s, want %s", v, got, want)
+		}
 	}
 }

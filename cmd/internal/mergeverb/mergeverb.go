@@ -16,35 +16,48 @@ import (
 	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/mergeback"
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
 
-// Options are the merge verbs' flags.
+// Options are the merge verbs' flags: AddFlags binds them, Check reads them into Test, Into,
+// Agent and Model.
 type Options struct {
-	// Test is --test's argv, nil when it is not given (the verb's own default applies).
-	Test   []string
-	Into   string
-	Agent  string
-	Model  string
-	DryRun bool
-	JSON   bool
+	// TestDefault is what runs without --test, as the help says it; set before AddFlags.
+	TestDefault string
+	DryRun      bool
+	JSON        bool
+	StateDir    string
+
+	// Test is --test's argv, nil when it is not given (the verb's own default applies); Into,
+	// Agent and Model are --into and --agent NAME[:MODEL]. Check fills them.
+	Test         []string
+	Into         string
+	Agent, Model string
+
+	testLine, agentSpec  string
+	testGiven, intoGiven bool
+	agentGiven           bool
 }
 
-// Flags are the merge verbs' flags; deflt says what runs without --test.
-func Flags(deflt string) []ucli.Flag {
-	return []ucli.Flag{
-		&ucli.StringFlag{Name: "test", Usage: "run `CMD` in the merged tree after each merge (its words split without a shell: quotes group, nothing is expanded); a merge whose test fails is not landed", DefaultText: deflt},
-		&ucli.StringFlag{Name: "into", Usage: "land the merges on `BRANCH` (made from the base when missing) instead of the base"},
-		&ucli.StringFlag{Name: "agent", Usage: "hand a conflict to agent `NAME` (as a task of its own, supervised and recorded) instead of stopping; NAME:MODEL picks its model"},
-		&ucli.BoolFlag{Name: "dry-run", Usage: "print the merge order and the conflict ahead, and change nothing"},
-		&ucli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
-	}
+// AddFlags appends the merge verbs' flags, each writing into o, to flags.
+func (o *Options) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.StringFlag{Name: "test", Destination: &o.testLine, Action: cli.Given[string](&o.testGiven), DefaultText: o.TestDefault,
+			Usage: "run `CMD` in the merged tree after each merge (its words split without a shell: quotes group, nothing is expanded); a merge whose test fails is not landed"},
+		&ucli.StringFlag{Name: "into", Destination: &o.Into, Action: cli.Given[string](&o.intoGiven),
+			Usage: "land the merges on `BRANCH` (made from the base when missing) instead of the base"},
+		&ucli.StringFlag{Name: "agent", Destination: &o.agentSpec, Action: cli.Given[string](&o.agentGiven),
+			Usage: "hand a conflict to agent `NAME` (as a task of its own, supervised and recorded) instead of stopping; NAME:MODEL picks its model"},
+		&ucli.BoolFlag{Name: "dry-run", Destination: &o.DryRun, Usage: "print the merge order and the conflict ahead, and change nothing"},
+		&ucli.BoolFlag{Name: "json", Destination: &o.JSON, Usage: "print the result as JSON"},
+		cli.StateDirFlagInto(&o.StateDir),
+	)
 }
 
 // ExitCodes are the merge verbs' exit codes; notFound is what the verb's 2 means besides a
@@ -55,39 +68,33 @@ func ExitCodes(notFound string) []cli.ExitCode {
 		{Code: 2, Meaning: "usage error, a test command that is not there, a target checked out, or " + notFound}}
 }
 
-// Read reads the flags; a bad one is a usage error.
-func Read(c *ucli.Context) (*Options, error) {
-	if c.NArg() > 1 {
-		return nil, cli.Usagef("give at most one id: %s", strings.Join(c.Args().Slice(), " "))
-	}
-	o := &Options{Into: c.String("into"), DryRun: c.Bool("dry-run"), JSON: c.Bool("json")}
-	if c.IsSet("test") {
-		argv, err := SplitTest(c.String("test"))
+// Check reads --test, --into and --agent; a bad one is a usage error.
+func (o *Options) Check() error {
+	if o.testGiven {
+		argv, err := SplitTest(o.testLine)
 		if err != nil {
-			return nil, cli.Usagef("--test %q: %v", c.String("test"), err)
+			return cli.Usagef("--test %q: %v", o.testLine, err)
 		}
 		o.Test = argv
 	}
-	if c.IsSet("into") && (o.Into == "" || strings.HasPrefix(o.Into, "-")) {
-		return nil, cli.Usagef("--into %q: give a branch name", o.Into)
+	if o.intoGiven && (o.Into == "" || strings.HasPrefix(o.Into, "-")) {
+		return cli.Usagef("--into %q: give a branch name", o.Into)
 	}
-	if a := c.String("agent"); a != "" {
-		o.Agent, o.Model, _ = strings.Cut(a, ":")
+	if o.agentGiven {
+		o.Agent, o.Model, _ = strings.Cut(o.agentSpec, ":")
 		if o.Agent == "" {
-			return nil, cli.Usagef("--agent %q: give an agent's name", a)
+			return cli.Usagef("--agent %q: give an agent's name", o.agentSpec)
 		}
-	} else if c.IsSet("agent") {
-		return nil, cli.Usagef("--agent: give an agent's name")
 	}
-	return o, nil
+	return nil
 }
 
 // Resolver is --agent: the conflict goes to the agent as an attempt of this machine's executor
-// (swarmrun.Local), supervised by this binary's `VERB __supervise` and recorded in stateDir,
+// (executor.Local), supervised by this binary's `VERB __supervise` and recorded in stateDir,
 // the agent's command checked before anything starts. The attempt has dispatch's settings as
 // every dispatched attempt: DISPATCH_WATCH_TIMEOUT (a hung agent is stopped, and the merge
 // stops as unresolved), DISPATCH_KILL_GRACE, DISPATCH_MIN_FREE_MB.
-func Resolver(o *Options, repo, stateDir, verb string) (mergeback.Resolver, error) {
+func Resolver(o *Options, repo, verb string) (mergeback.Resolver, error) {
 	agents, err := agent.LoadConfig(os.LookupEnv, "")
 	if errors.Is(err, agent.ErrConfigEnvEmpty) {
 		return nil, cli.Usagef("%v", err)
@@ -102,7 +109,8 @@ func Resolver(o *Options, repo, stateDir, verb string) (mergeback.Resolver, erro
 	if err := agent.CheckCommand(prof.Command, repo, os.Environ(), os.Getenv("PATH")); err != nil {
 		return nil, fmt.Errorf("--agent %s: its %v; install it, or name another agent; nothing was merged", o.Agent, err)
 	}
-	if stateDir, err = filepath.Abs(stateDir); err != nil {
+	stateDir, err := filepath.Abs(o.StateDir)
+	if err != nil {
 		return nil, err
 	}
 	exe, err := proc.Self()
@@ -122,8 +130,8 @@ func Resolver(o *Options, repo, stateDir, verb string) (mergeback.Resolver, erro
 	if err != nil {
 		return nil, err
 	}
-	local := &swarmrun.Local{N: 1, StateDir: stateDir, Self: []string{exe, verb, supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free)}
+	local := &executor.Local{N: 1, StateDir: stateDir, Self: []string{exe, verb, supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free), Template: mergeback.Template}
 	return &mergeback.AgentResolver{Exec: local, Agent: o.Agent, Model: o.Model, Timeout: timeout}, nil
 }
 

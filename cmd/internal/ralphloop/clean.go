@@ -12,12 +12,13 @@ import (
 
 // CleanCommand is `clean [NAME] [--all]`: loops' state goes, not their workers.
 func CleanCommand(c Config) *cli.Command {
+	var all bool // clean's one flag
 	return &cli.Command{
 		Name: "clean", Operand: "loops", Usage: "remove loops' state (not their workers)", UsageText: c.usageText("TOOL clean [NAME] [--all]"),
-		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "all", Usage: "every loop"}},
+		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "all", Destination: &all, Usage: "every loop"}},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			var names []string
-			if uc.Bool("all") {
+			if all {
 				names = ls.Names()
 			} else {
 				if uc.NArg() == 0 {

@@ -14,10 +14,11 @@ import (
 // StatusCommand is `status NAME [--json]`: the loop's progress, a monitor that died recorded
 // first (monitor_disconnected).
 func StatusCommand(c Config) *cli.Command {
+	var asJSON bool // status's one flag
 	return &cli.Command{
 		Name: "status", Operand: "loops", Usage: "a loop's progress", UsageText: c.usageText("TOOL status NAME [--json]"),
 		Epilog: c.usageText(statusEpilog),
-		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "json", Usage: "the loop's state and its worker's status as JSON"}},
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "json", Destination: &asJSON, Usage: "the loop's state and its worker's status as JSON"}},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			name, err := one(uc)
 			if err != nil {
@@ -27,7 +28,7 @@ func StatusCommand(c Config) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if uc.Bool("json") {
+			if asJSON {
 				fmt.Fprintf(s.Out, "%s\n", st.JSON())
 				return nil
 			}
@@ -87,18 +88,16 @@ func ResumeCommand(c Config) *cli.Command {
 // StopCommand is `stop NAME [--rm-worktree [--force-dirty]]`: the loop ends (killed), its
 // monitor is waited for, its worker stopped.
 func StopCommand(c Config) *cli.Command {
+	var o stopOptions
 	return &cli.Command{
 		Name: "stop", Operand: "loops", Usage: "stop a loop and its worker (swarm kill)", UsageText: c.usageText("TOOL stop NAME [--rm-worktree [--force-dirty]]"),
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "rm-worktree", Usage: "also remove the worktree (not when it holds work) and the loop's state"},
-			&ucli.BoolFlag{Name: "force-dirty", Usage: "remove the worktree even with changes"},
-		},
+		Flags: o.AddFlags(nil),
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			name, err := one(uc)
 			if err != nil {
 				return err
 			}
-			res, err := ls.Stop(ctx, name, loop.StopOptions{RemoveWorktree: uc.Bool("rm-worktree"), ForceDirty: uc.Bool("force-dirty")})
+			res, err := ls.Stop(ctx, name, loop.StopOptions{RemoveWorktree: o.rmWorktree, ForceDirty: o.forceDirty})
 			if err != nil {
 				return err
 			}
@@ -112,22 +111,34 @@ func StopCommand(c Config) *cli.Command {
 	}
 }
 
+// stopOptions are stop's flags.
+type stopOptions struct{ rmWorktree, forceDirty bool }
+
+// AddFlags appends stop's flags, each writing into o, to flags.
+func (o *stopOptions) AddFlags(flags []ucli.Flag) []ucli.Flag {
+	return append(flags,
+		&ucli.BoolFlag{Name: "rm-worktree", Destination: &o.rmWorktree, Usage: "also remove the worktree (not when it holds work) and the loop's state"},
+		&ucli.BoolFlag{Name: "force-dirty", Destination: &o.forceDirty, Usage: "remove the worktree even with changes"},
+	)
+}
+
 // AbortCommand is `abort NAME [--revert]`: the loop ended for good (as stop), and with
 // --revert its working tree taken back to where the loop started, also for a loop that has
 // already ended.
 func AbortCommand(c Config) *cli.Command {
+	var revert bool // abort's one flag
 	return &cli.Command{
 		Name: "abort", Operand: "loops", Usage: "end a loop for good (--revert: its working tree back to where it started)",
 		UsageText: c.usageText("TOOL abort NAME [--revert]"),
 		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "revert", Usage: "reset the working tree to where the loop started (its commits undone, the changes and untracked files it found there kept), also once it has ended"},
+			&ucli.BoolFlag{Name: "revert", Destination: &revert, Usage: "reset the working tree to where the loop started (its commits undone, the changes and untracked files it found there kept), also once it has ended"},
 		},
 		Action: c.withLoops(func(ctx context.Context, uc *ucli.Context, s cli.Streams, ls *loop.Loops) error {
 			name, err := one(uc)
 			if err != nil {
 				return err
 			}
-			res, err := ls.Abort(ctx, name, uc.Bool("revert"))
+			res, err := ls.Abort(ctx, name, revert)
 			if err != nil {
 				return err
 			}

@@ -17,14 +17,15 @@ import (
 
 // InitCommand is `init [--force]`: PROMPT.md, the starter prompt, in the current directory.
 func InitCommand(c Config) *cli.Command {
+	var force bool // init's one flag
 	return &cli.Command{
 		Name: "init", Usage: "write PROMPT.md, a starter prompt", UsageText: c.usageText("TOOL init [--force]"),
 		Epilog: c.usageText(initEpilog),
-		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "force", Usage: "overwrite an existing PROMPT.md"}},
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "force", Destination: &force, Usage: "overwrite an existing PROMPT.md"}},
 		Action: func(_ context.Context, uc *ucli.Context, s cli.Streams) error {
 			_, err := os.Lstat("PROMPT.md")
 			exists := err == nil
-			if exists && !uc.Bool("force") {
+			if exists && !force {
 				return errors.New("PROMPT.md already exists (use --force to overwrite)")
 			}
 			if err := fsx.WriteFileAtomic("PROMPT.md", []byte(loop.PromptTemplate+"\n"), 0o644); err != nil {

@@ -1,6 +1,7 @@
 package aiwg
 
 import (
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestRefreshKeepsTheCallsItHolds(t *testing.T) {
 	id := NewID("calls")
 	now := time.Now().UTC().Truncate(time.Second)
 	held := []time.Time{now.Add(-30 * time.Minute), now.Add(-20 * time.Minute), now.Add(-10 * time.Minute)}
-	s := &seal{LoopID: id, Workspace: ws.Root, Rails: Rails{MaxCallsPerHour: 5}, Calls: []string{stamp(now.Add(-50 * time.Minute))}}
+	s := &seal{LoopID: id, Workspace: ws.Root, Rails: rails.Rails{MaxCallsPerHour: 5}, Calls: []string{stamp(now.Add(-50 * time.Minute))}}
 	if err := statedir.Mkdir(rt.SealDir); err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,11 @@ import (
 // back whenever the state says others (holdRails). A loop without a seal (no SealDir) holds
 // those its controller first read, in memory.
 
-// Rails are a loop's rails, as ralph start's flags give them: internal/ralph/rails's, which
-// swarm's loops and the queue hold too. Its timeouts stop an iteration's agent (the iteration
+// A loop's rails, as ralph start's flags give them, are a rails.Rails, which swarm's loops and
+// the queue hold too. Its timeouts stop an iteration's agent (the iteration
 // counts, failed, and the loop goes on); its budget pauses the loop (reason budget; ralph
 // resume --budget raises it); its calls per hour pause it until the oldest call is an hour old
 // (reason calls-per-hour); its CommitEach commits after each iteration that counts.
-type Rails = rails.Rails
 
 // Pause reasons of the rails: a budget waits for a person (ralph resume --budget), the calls
 // per hour for the clock (the controller goes on at resume_at by itself).
@@ -32,9 +31,9 @@ const (
 )
 
 // railsOf is st's rails (none when it has none).
-func railsOf(st *State) Rails {
+func railsOf(st *State) rails.Rails {
 	if st.Rails == nil {
-		return Rails{}
+		return rails.Rails{}
 	}
 	return *st.Rails.Clone()
 }
@@ -45,7 +44,7 @@ func selfResuming(reason string) bool { return reason == PauseUsageLimit || reas
 // ledger is what the controller keeps of the loop outside the agent's reach: its rails, what
 // it spent and when its agent was started.
 type ledger struct {
-	rails Rails
+	rails rails.Rails
 	spent float64
 	calls rails.Calls // its Max is the rails' (callsFull)
 	// seal is the loop's seal, nil without one (the ledger then lives in memory only).
@@ -104,12 +103,12 @@ func (c *controller) saveLedger() {
 func (c *controller) holdRails(st *State) bool {
 	changed := false
 	if !st.Rails.Equal(&c.ledger.rails) {
-		if st.Rails != nil || c.ledger.rails != (Rails{}) {
+		if st.Rails != nil || c.ledger.rails != (rails.Rails{}) {
 			fmt.Fprintf(c.log, "ralph: warning: loop %s: state.json's rails (budget, calls, timeouts, hook) were changed behind the controller's back; the loop's own are kept\n", c.id)
 		}
 		r := c.ledger.rails
 		st.Rails = &r
-		if r == (Rails{}) {
+		if r == (rails.Rails{}) {
 			st.Rails = nil
 		}
 		changed = true

@@ -3,6 +3,7 @@ package aiwg
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 // startRails starts a loop with the fake agent, rails r, the completion command "test -f
 // done.txt", at most max iterations, no loop timeout and the breaker off (the rails under test
 // must be what ends or holds it).
-func (l *lab) startRails(max int, r Rails) string {
+func (l *lab) startRails(max int, r rails.Rails) string {
 	l.t.Helper()
 	off := 0
 	st, err := l.ws.Start(context.Background(), StartSpec{Task: "Rails", Completion: "test -f done.txt", MaxIterations: max,
@@ -32,7 +33,7 @@ func (l *lab) startRails(max int, r Rails) string {
 func TestIterationTimeout(t *testing.T) {
 	l := newLab(t, "chatter=120", "touch=done.txt")
 	start := time.Now()
-	id := l.startRails(5, Rails{IterationTimeoutSeconds: 2})
+	id := l.startRails(5, rails.Rails{IterationTimeoutSeconds: 2})
 	end := l.waitStatus(id, StatusCompleted)
 	if took := time.Since(start); took > 60*time.Second {
 		t.Errorf("the loop took %s: the hung agent was not stopped at 2 s", took)
@@ -53,7 +54,7 @@ func TestIterationTimeout(t *testing.T) {
 // for longer than the inactivity timeout is left alone.
 func TestInactivityTimeout(t *testing.T) {
 	l := newLab(t, "say=hello sleep=120", "chatter=3", "touch=done.txt")
-	id := l.startRails(5, Rails{InactivityTimeoutSeconds: 1})
+	id := l.startRails(5, rails.Rails{InactivityTimeoutSeconds: 1})
 	end := l.waitStatus(id, StatusCompleted)
 	if len(end.Iterations) != 3 {
 		t.Fatalf("iterations %+v; want 3", end.Iterations)
@@ -75,7 +76,7 @@ func TestBudget(t *testing.T) {
 		t.Run(plan, func(t *testing.T) {
 			l := newLab(t, plan)
 			budget := 1.0
-			id := l.startRails(50, Rails{BudgetUSD: &budget})
+			id := l.startRails(50, rails.Rails{BudgetUSD: &budget})
 			st := l.waitStatus(id, StatusPaused)
 			if st.PauseReason != PauseBudget || st.PID != nil || l.calls() != "3" {
 				t.Fatalf("paused (%s), controller %v, after %s calls; want budget, none, 3", st.PauseReason, st.PID, l.calls())
@@ -118,7 +119,7 @@ func TestBudget(t *testing.T) {
 func TestHardBudget(t *testing.T) {
 	l := newLab(t, "cost=2 sleep=120")
 	budget := 1.0
-	id := l.startRails(5, Rails{BudgetUSD: &budget, HardBudget: true})
+	id := l.startRails(5, rails.Rails{BudgetUSD: &budget, HardBudget: true})
 	st := l.waitStatus(id, StatusPaused)
 	if st.PauseReason != PauseBudget || len(st.Iterations) != 1 || !strings.HasPrefix(st.Iterations[0].Reason, "hard-budget") || st.Iterations[0].DurationSeconds > 60 {
 		t.Errorf("paused (%s), iterations %+v; want budget after one iteration stopped (hard-budget)", st.PauseReason, st.Iterations)
@@ -130,7 +131,7 @@ func TestHardBudget(t *testing.T) {
 func TestMaxCallsPerHour(t *testing.T) {
 	l := newLab(t, "exit=1")
 	start := time.Now()
-	id := l.startRails(10, Rails{MaxCallsPerHour: 2})
+	id := l.startRails(10, rails.Rails{MaxCallsPerHour: 2})
 	st := l.waitStatus(id, StatusPaused)
 	if st.PauseReason != PauseCalls || st.PID == nil || l.calls() != "2" {
 		t.Fatalf("paused (%s), controller %v, after %s calls; want calls-per-hour, the controller waiting, 2 calls", st.PauseReason, st.PID, l.calls())
@@ -147,7 +148,7 @@ func TestMaxCallsPerHour(t *testing.T) {
 func TestAgentCannotLiftItsRails(t *testing.T) {
 	l := newLab(t, "cost=0.4 spend")
 	budget := 0.5
-	id := l.startRails(10, Rails{BudgetUSD: &budget})
+	id := l.startRails(10, rails.Rails{BudgetUSD: &budget})
 	st := l.waitStatus(id, StatusPaused)
 	if st.PauseReason != PauseBudget || l.calls() != "2" || st.Rails == nil || *st.Rails.BudgetUSD != 0.5 {
 		t.Errorf("paused (%s) after %s calls, rails %+v; want budget after 2, the budget $0.50", st.PauseReason, l.calls(), st.Rails)
@@ -168,7 +169,7 @@ func TestHooks(t *testing.T) {
 	l := newLab(t, "exit=1 cost=0.1", "touch=done.txt cost=0.2")
 	events := l.marker("events")
 	hookCmd := `/bin/sh -c 'read -r e; printf "%s\n" "$e" >> ` + events + `; case "$e" in *'"'"'"event":"start"'"'"'*) sleep 60;; esac; exit 3'`
-	id := l.startRails(5, Rails{OnEvent: hookCmd})
+	id := l.startRails(5, rails.Rails{OnEvent: hookCmd})
 	end := l.waitStatus(id, StatusCompleted)
 	if len(end.Iterations) != 2 {
 		t.Errorf("iterations %+v; want 2: the hook changed the loop", end.Iterations)
@@ -214,7 +215,7 @@ func TestHooks(t *testing.T) {
 func TestCommitEach(t *testing.T) {
 	l := newLab(t, "write=notes.txt", "say=nothing", "touch=done.txt")
 	head := strings.TrimSpace(l.git("rev-parse", "HEAD"))
-	id := l.startRails(5, Rails{CommitEach: true})
+	id := l.startRails(5, rails.Rails{CommitEach: true})
 	l.waitStatus(id, StatusCompleted)
 	log := l.git("log", "--format=%s|%(trailers:key=Ralph-Loop,valueonly,separator=)|%(trailers:key=Ralph-Iteration,valueonly,separator=)", head+"..HEAD")
 	want := "ralph: " + id + ", iteration 3|" + id + "|3\n" + "ralph: " + id + ", iteration 1|" + id + "|1\n"
@@ -230,7 +231,7 @@ func TestCommitEach(t *testing.T) {
 
 	plain := Workspace{Root: t.TempDir()}
 	_, err := plain.Start(context.Background(), StartSpec{Task: "x", Completion: "true", MaxIterations: 1, CheckpointInterval: 1,
-		Agent: "fake", Rails: Rails{CommitEach: true}}, l.rt)
+		Agent: "fake", Rails: rails.Rails{CommitEach: true}}, l.rt)
 	l.refused(err, `--commit-each: .* is not in a git repository`)
 	if _, err := os.Stat(plain.Dir()); err == nil {
 		t.Errorf("a refused start left %s", plain.Dir())

@@ -21,10 +21,10 @@ import (
 // ledger: what the loop spent and when its agent was last started, which the agent must not
 // lower.
 type seal struct {
-	LoopID             string `json:"loop_id"`
-	Workspace          string `json:"workspace"`
-	CompletionCriteria string `json:"completion_criteria"`
-	Rails              Rails  `json:"rails"`
+	LoopID             string      `json:"loop_id"`
+	Workspace          string      `json:"workspace"`
+	CompletionCriteria string      `json:"completion_criteria"`
+	Rails              rails.Rails `json:"rails"`
 	// SpentUSD is what the loop's iterations cost, as the controller counted it.
 	SpentUSD float64 `json:"spent_usd"`
 	// Calls are when the agent was started within the last hour (RFC 3339), for

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"os"
 	"os/exec"
 	"os/user"
@@ -44,7 +45,7 @@ type StartSpec struct {
 	NoProgress *int
 	// Rails are the loop's timeouts per iteration and for inactivity, budget, calls per hour
 	// and hook (rails.go).
-	Rails Rails
+	Rails rails.Rails
 	// Interactive (seed 003's configuration.interactive) asks a person before each iteration
 	// after the first (Runtime.Ask); it needs Foreground. NoAutoTest (auto_test false) runs
 	// the completion command only after an iteration whose agent ended done. ExecutionMode is
@@ -262,7 +263,7 @@ func headCommit(ctx context.Context, dir string) string {
 }
 
 // railsPtr is r as State.Rails keeps it: nil for none.
-func railsPtr(r Rails) *Rails {
+func railsPtr(r rails.Rails) *rails.Rails {
 	if r.Equal(nil) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,7 +122,7 @@ type State struct {
 	Breaker    *breaker.State `json:"breaker,omitempty"`
 	// Rails are the loop's other rails (rails.go), shown here: the controller takes them from
 	// the loop's seal, outside the workspace, and puts them back when they are changed here.
-	Rails *Rails `json:"rails,omitempty"`
+	Rails *rails.Rails `json:"rails,omitempty"`
 }
 
 // NoProgressN is the loop's no-progress threshold (0: the breaker is off).

@@ -44,16 +44,15 @@ import (
 // ReasonBudget: the loop's budget was reached (stopped).
 const ReasonBudget = "budget"
 
-// Rails are a loop's budget, call limit, hook and commits: internal/ralph/rails's, which AIWG's
-// loops and the queue hold too (a swarm loop has no timeouts among them).
-type Rails = rails.Rails
+// A loop's budget, call limit, hook and commits are a rails.Rails, which AIWG's loops and the
+// queue hold too (a swarm loop has no timeouts among them).
 
 // loopRails are r as a swarm loop has them: without the timeouts, which are AIWG's (the Rails
 // type is shared; a swarm loop's inactivity timeout is SpawnSpec's own). A state or a seal that
 // names them, which only an agent or a person can have written, is read without them, as before
 // the type was shared: the ralph-state schema allows no such key in a loop's rails, and a state
 // read with them could never be written back.
-func loopRails(r *Rails) *Rails {
+func loopRails(r *rails.Rails) *rails.Rails {
 	if r != nil {
 		r.IterationTimeoutSeconds, r.InactivityTimeoutSeconds = 0, 0
 	}
@@ -61,7 +60,7 @@ func loopRails(r *Rails) *Rails {
 }
 
 // checkLoopRails is Check, with the timeouts a swarm loop does not have refused.
-func checkLoopRails(r *Rails) error {
+func checkLoopRails(r *rails.Rails) error {
 	if r != nil && (r.IterationTimeoutSeconds != 0 || r.InactivityTimeoutSeconds != 0) {
 		return fmt.Errorf("a swarm loop's rails have no iteration or inactivity timeout: give SpawnSpec.InactivityTimeout")
 	}
@@ -71,7 +70,7 @@ func checkLoopRails(r *Rails) error {
 // held is what a loop's monitor holds from its start: the rails and the cost so far, and its
 // hook.
 type held struct {
-	rails *Rails
+	rails *rails.Rails
 	cost  float64
 	hook  *hook.Hook
 	start *startPoint // written back with the rest whenever the seal is
@@ -93,10 +92,10 @@ func (h *held) overBudget() bool { return h != nil && h.rails.Reached(h.cost) }
 // knows $SWARM_DIR) moves neither, even before a monitor holds them (the first iteration's
 // agent starts before the monitor). abort --revert takes the start from here alone.
 type seal struct {
-	Loop    string      `json:"loop"`
-	Rails   *Rails      `json:"rails"`
-	CostUSD float64     `json:"cost_usd"`
-	Start   *startPoint `json:"start,omitempty"`
+	Loop    string       `json:"loop"`
+	Rails   *rails.Rails `json:"rails"`
+	CostUSD float64      `json:"cost_usd"`
+	Start   *startPoint  `json:"start,omitempty"`
 }
 
 // startPoint is where a loop's working tree started, sealed at the spawn: the tree (Dir),
@@ -113,7 +112,7 @@ const sealFile = "rails.json"
 func (l *app) sealPath() string { return filepath.Join(l.dir.RalphDir(l.st.name), sealFile) }
 
 // writeSeal keeps the rails, the cost and the start in the loop's seal.
-func (l *app) writeSeal(r *Rails, cost float64, start *startPoint) error {
+func (l *app) writeSeal(r *rails.Rails, cost float64, start *startPoint) error {
 	if err := statedir.MkdirFor(l.sealPath()); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,13 +28,13 @@ const (
 
 // spawnRails starts the loop name whose agent follows plan, with rails, in dir ("" : the
 // lab's directory), at most max iterations, the breaker off, and its monitor.
-func (l *lab) spawnRails(name, dir string, max int, rails *Rails, plan ...string) {
+func (l *lab) spawnRails(name, dir string, max int, rails *rails.Rails, plan ...string) {
 	l.t.Helper()
 	l.spawnBreaker(name, dir, max, 0, rails, plan...)
 }
 
 // spawnBreaker is spawnRails with the no-progress breaker's N.
-func (l *lab) spawnBreaker(name, dir string, max, noProgress int, rails *Rails, plan ...string) {
+func (l *lab) spawnBreaker(name, dir string, max, noProgress int, rails *rails.Rails, plan ...string) {
 	l.t.Helper()
 	planFile := filepath.Join(l.root, name+".plan")
 	prompt := filepath.Join(l.root, "PROMPT.md")
@@ -65,7 +66,7 @@ func TestBudget(t *testing.T) {
 	prompt := filepath.Join(l.root, "PROMPT.md")
 	os.WriteFile(prompt, []byte("go on\n"), 0o644)
 	_, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: "b0", PromptFile: prompt, MaxIterations: 2, Cwd: l.root,
-		Rails: &Rails{BudgetUSD: usd(1)}, Cmd: []string{"sh", l.agent, "/dev/null", "/dev/null"}})
+		Rails: &rails.Rails{BudgetUSD: usd(1)}, Cmd: []string{"sh", l.agent, "/dev/null", "/dev/null"}})
 	if err == nil || !strings.Contains(err.Error(), "set SWARM_DIR to a directory outside it") {
 		t.Fatalf("Spawn with the swarm directory inside the agent's tree and a budget = %v, want it refused", err)
 	}
@@ -74,14 +75,14 @@ func TestBudget(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		rails *Rails
+		rails *rails.Rails
 		plan  string
 		iters int
 		cost  float64
 	}{
-		{"b1", &Rails{BudgetUSD: usd(1)}, "cost 0.4", 3, 1.2},
-		{"b2", &Rails{BudgetUSD: usd(1)}, "steer 0.4 b2", 3, 1.2},
-		{"b3", &Rails{BudgetUSD: usd(0.5), HardBudget: true}, "costidle 0.6", 1, 0.6},
+		{"b1", &rails.Rails{BudgetUSD: usd(1)}, "cost 0.4", 3, 1.2},
+		{"b2", &rails.Rails{BudgetUSD: usd(1)}, "steer 0.4 b2", 3, 1.2},
+		{"b3", &rails.Rails{BudgetUSD: usd(0.5), HardBudget: true}, "costidle 0.6", 1, 0.6},
 	}
 	for _, c := range cases {
 		l.spawnRails(c.name, "", 10, c.rails, c.plan)
@@ -133,7 +134,7 @@ func abs(v float64) float64 {
 func TestMaxCallsPerHour(t *testing.T) {
 	l := newLab(t)
 	t0 := time.Now()
-	l.spawnRails("c1", "", 3, &Rails{MaxCallsPerHour: 2}, "run 0")
+	l.spawnRails("c1", "", 3, &rails.Rails{MaxCallsPerHour: 2}, "run 0")
 	l.waitMonitor("c1", false)
 	st := l.state("c1")
 	if st.Status != StatusStopped || st.ExitReason == nil || *st.ExitReason != ReasonMax || st.CurrentIteration != 3 {
@@ -187,22 +188,22 @@ func TestHookEvents(t *testing.T) {
 	type ev struct{ event, status, reason string }
 	cases := []struct {
 		name       string
-		rails      Rails
+		rails      rails.Rails
 		max        int
 		noProgress int
 		plan       []string
 		want       []ev
 	}{
-		{"h1", Rails{}, 2, 0, []string{"run 0"}, []ev{{"start", "running", ""}, {"end", "stopped", "max_iterations"}}},
-		{"h2", Rails{}, 10, 0, []string{"exit 3"}, []ev{{"start", "running", ""}, {"failure", "failed", "failed"}}},
-		{"h3", Rails{BudgetUSD: usd(0.5)}, 10, 0, []string{"cost 0.3"},
+		{"h1", rails.Rails{}, 2, 0, []string{"run 0"}, []ev{{"start", "running", ""}, {"end", "stopped", "max_iterations"}}},
+		{"h2", rails.Rails{}, 10, 0, []string{"exit 3"}, []ev{{"start", "running", ""}, {"failure", "failed", "failed"}}},
+		{"h3", rails.Rails{BudgetUSD: usd(0.5)}, 10, 0, []string{"cost 0.3"},
 			[]ev{{"start", "running", ""}, {"end", "stopped", "budget"}}},
-		{"h4", Rails{MaxCallsPerHour: 1}, 2, 0, []string{"run 0"},
+		{"h4", rails.Rails{MaxCallsPerHour: 1}, 2, 0, []string{"run 0"},
 			[]ev{{"start", "running", ""}, {"limit", "running", "max-calls-per-hour"}, {"end", "stopped", "max_iterations"}}},
 		// The same failure twice, outside git: the breaker opens before the fifth failure.
-		{"h5", Rails{}, 10, 2, []string{"exit 3"}, []ev{{"start", "running", ""}, {"breaker", "failed", "no-progress"}}},
+		{"h5", rails.Rails{}, 10, 2, []string{"exit 3"}, []ev{{"start", "running", ""}, {"breaker", "failed", "no-progress"}}},
 		// A usage limit: the same iteration again once it resets, no failure.
-		{"h6", Rails{}, 1, 0, []string{"limitexit 1", "run 0"},
+		{"h6", rails.Rails{}, 1, 0, []string{"limitexit 1", "run 0"},
 			[]ev{{"start", "running", ""}, {"limit", "running", "usage-limit"}, {"end", "stopped", "max_iterations"}}},
 	}
 	for _, c := range cases {
@@ -247,7 +248,7 @@ func TestHookEvents(t *testing.T) {
 	pids := filepath.Join(l.root, "hang.pids")
 	hang := fmt.Sprintf(`sh -c 'echo $$ >> %s; exec sleep 1000'`, pids)
 	for _, c := range []struct{ name, cmd string }{{"hang", hang}, {"fail", "false"}} {
-		l.spawnRails(c.name, "", 2, &Rails{OnEvent: c.cmd}, "run 0")
+		l.spawnRails(c.name, "", 2, &rails.Rails{OnEvent: c.cmd}, "run 0")
 		l.waitMonitor(c.name, false)
 		var running bool
 		if c.name == "hang" {
@@ -296,7 +297,7 @@ func TestCommitEach(t *testing.T) {
 	os.WriteFile(filepath.Join(repo, "README"), []byte("one\ntwo\n"), 0o644) // uncommitted
 	os.WriteFile(filepath.Join(repo, "keep.txt"), []byte("mine\n"), 0o644)   // untracked
 	// touch appends to notes.txt in the agent's directory, the repository.
-	l.spawnRails("g1", repo, 3, &Rails{CommitEach: true}, "touch notes.txt")
+	l.spawnRails("g1", repo, 3, &rails.Rails{CommitEach: true}, "touch notes.txt")
 	l.waitMonitor("g1", false)
 	if st := l.state("g1"); st.Status != StatusStopped || st.CurrentIteration != 3 {
 		t.Fatalf("ended %s after %d iterations; want stopped after 3:\n%s", st.Status, st.CurrentIteration, l.log("g1"))
@@ -348,7 +349,7 @@ func TestRevertTrustsOnlyTheSeal(t *testing.T) {
 	gitRun(t, repo, "add", "mine.txt")
 	start := commit("the user's own commit, before the loop")
 	os.WriteFile(filepath.Join(repo, "keep.txt"), []byte("mine\n"), 0o644) // untracked
-	l.spawnRails("g3", repo, 2, &Rails{CommitEach: true}, "touch notes.txt")
+	l.spawnRails("g3", repo, 2, &rails.Rails{CommitEach: true}, "touch notes.txt")
 	l.waitMonitor("g3", false)
 	end := gitRun(t, repo, "rev-parse", "HEAD")
 	if end == start {
@@ -423,7 +424,7 @@ func TestCommitEachLeavesTheSwarmDirectory(t *testing.T) {
 	l := newLab(t)
 	gitRun(t, l.root, "init", "-q")
 	gitRun(t, l.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
-	l.spawnRails("g2", l.root, 2, &Rails{CommitEach: true}, "touch notes.txt")
+	l.spawnRails("g2", l.root, 2, &rails.Rails{CommitEach: true}, "touch notes.txt")
 	l.waitMonitor("g2", false)
 	if got := gitRun(t, l.root, "log", "--format=%s"); got != "ralph: g2, iteration 2\nralph: g2, iteration 1\nstart" {
 		t.Fatalf("commits: %q:\n%s", got, l.log("g2"))

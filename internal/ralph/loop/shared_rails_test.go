@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func TestStateRailsHaveNoTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Rails.Equal(&Rails{BudgetUSD: usd(1)}) {
+	if !st.Rails.Equal(&rails.Rails{BudgetUSD: usd(1)}) {
 		t.Errorf("the state's rails are %+v, want its budget alone", st.Rails)
 	}
 	if _, err := st.checked(); err != nil {
@@ -43,7 +44,7 @@ func TestSealedRailsHaveNoTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, ok := l.readSeal()
-	if !ok || !s.Rails.Equal(&Rails{MaxCallsPerHour: 2}) || s.CostUSD != 0.5 {
+	if !ok || !s.Rails.Equal(&rails.Rails{MaxCallsPerHour: 2}) || s.CostUSD != 0.5 {
 		t.Errorf("readSeal = %+v (rails %+v), %v; want the calls per hour alone and $0.50", s, s.Rails, ok)
 	}
 }
@@ -55,7 +56,7 @@ func TestSpawnRefusesTimeoutsInRails(t *testing.T) {
 	prompt := filepath.Join(l.root, "PROMPT.md")
 	os.WriteFile(prompt, []byte("go on\n"), 0o644)
 	_, err := l.ls.Spawn(context.Background(), SpawnSpec{Name: "t0", PromptFile: prompt, MaxIterations: 2, Cwd: l.root,
-		Rails: &Rails{IterationTimeoutSeconds: 60}, Cmd: []string{"sh", l.agent, "/dev/null", "/dev/null"}})
+		Rails: &rails.Rails{IterationTimeoutSeconds: 60}, Cmd: []string{"sh", l.agent, "/dev/null", "/dev/null"}})
 	if err == nil || !strings.Contains(err.Error(), "no iteration or inactivity timeout") {
 		t.Fatalf("Spawn with a timeout in its rails = %v, want it refused", err)
 	}

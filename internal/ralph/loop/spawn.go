@@ -61,7 +61,7 @@ type SpawnSpec struct {
 	// Rails are the loop's budget, calls per hour, --on-event hook and --commit-each (nil:
 	// none). A budget or a hook is refused when the swarm directory is inside the tree the
 	// agent works in: it could change them there.
-	Rails *Rails
+	Rails *rails.Rails
 
 	// Checked, when set, is called once the spec is found sound and before anything changes
 	// (the command line's notes and warnings go there, before the spawn's own).
@@ -108,16 +108,7 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 		return nil, err
 	}
 	name := sp.Name
-	promptAbs, err := filepath.Abs(sp.PromptFile)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(promptAbs); err != nil {
-		return nil, fmt.Errorf("prompt file not found: %s", sp.PromptFile)
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("prompt file %s is not a regular file", sp.PromptFile)
-	}
-	prompt, err := readPrompt(promptAbs)
+	promptAbs, prompt, err := spawnPrompt(sp.PromptFile)
 	if err != nil {
 		return nil, err
 	}
@@ -145,82 +136,28 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if sp.Checked != nil {
 		sp.Checked()
 	}
-	recordDir := sp.RecordDir
-	if recordDir == "" {
-		recordDir = filepath.Join(l.dir.Root, "state")
-	}
-	if recordDir, err = filepath.Abs(recordDir); err != nil {
+	recordDir, err := l.recordDir(sp.RecordDir)
+	if err != nil {
 		return nil, err
 	}
-
-	var keep *Worktree // a worktree Replace kept because it holds work
-	existing, _ := l.home.Worker(name)
-	old, _ := l.st.load()
-	if existing != nil || (old != nil && l.st.monitorAlive()) {
-		if !sp.Replace {
-			return nil, fmt.Errorf("worker '%s' already exists", name)
-		}
-		if keep, err = l.replace(ctx, existing, old); err != nil {
-			return nil, err
-		}
-	}
-	if sp.CleanState {
-		if _, err := os.Lstat(l.dir.RalphDir(name)); err == nil {
-			if err := os.RemoveAll(l.dir.RalphDir(name)); err != nil {
-				l.warnf("cannot remove ralph state for '%s': %v", name, err)
-			} else {
-				fmt.Fprintf(l.stdout, "cleared ralph state for %s\n", name)
-			}
-		}
-	}
-
-	wsp := swarm.Spec{Name: name, Cmd: sp.Cmd, Env: env, Tags: sp.Tags, Profile: sp.Profile,
-		Metadata: iterationMeta(1), Tmux: &swarm.TmuxSpec{Session: sp.Session, Socket: sp.Socket}}
-	var hbText, hbExpire, hbMessage string
-	if hbText = sp.Heartbeat; hbText != "" {
-		hbExpire, hbMessage = sp.HeartbeatExpire, sp.HeartbeatMessage
-	}
-	switch {
-	case keep != nil:
-		wsp.InWorktree = &worker.Worktree{Path: keep.Path, Branch: keep.Branch, BaseRepo: keep.BaseRepo}
-	case sp.Worktree:
-		wsp.Worktree = &swarm.WorktreeSpec{Branch: sp.Branch, Dir: sp.WorktreeDir}
-	default:
-		wsp.Dir = sp.Cwd
-		if wsp.Dir != "" {
-			if wsp.Dir, err = filepath.Abs(wsp.Dir); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if _, err := l.home.Profile(wsp.Profile, sp.Cmd); err != nil {
+	keep, err := l.makeRoom(ctx, sp)
+	if err != nil {
 		return nil, err
 	}
-	if hbText != "" {
-		if wsp.Heartbeat, err = swarm.ParseHeartbeat(hbText, hbExpire, hbMessage); err != nil {
-			return nil, err
-		}
+	wsp, err := l.workerSpec(sp, env, keep)
+	if err != nil {
+		return nil, err
 	}
 	// The rails are sealed before the agent starts (rails.go).
 	if err := l.writeSeal(sp.Rails, 0, nil); err != nil {
 		return nil, fmt.Errorf("keeping the loop's rails: %v", err)
 	}
 	started := time.Now()
-	w, err := l.spawnWorker(ctx, wsp, hbText)
+	w, err := l.spawnWorker(ctx, wsp, sp.Heartbeat)
 	if err != nil {
 		return nil, err
 	}
-	ws := &WorkerSpec{Cmd: sp.Cmd, Cwd: w.Cwd, Env: sp.Env, Tags: wsp.Tags, Session: w.Tmux.Session, Socket: wsp.Tmux.Socket,
-		Profile: wsp.Profile, Heartbeat: hbText, HeartbeatExpire: hbExpire, HeartbeatMessage: hbMessage}
-	if w.Worktree != nil {
-		ws.Worktree = &Worktree{Path: w.Worktree.Path, Branch: w.Worktree.Branch, BaseRepo: w.Worktree.BaseRepo}
-	}
-	if ws.Env == nil {
-		ws.Env = []string{}
-	}
-	if ws.Tags == nil {
-		ws.Tags = []string{}
-	}
+	ws := loopWorker(sp, wsp, w)
 	st := &State{WorkerName: name, PromptFile: promptAbs, MaxIterations: sp.MaxIterations, CurrentIteration: 1,
 		Status: StatusRunning, Started: localISO(started), LastIterationStarted: localISO(started),
 		IterationDurations: []int64{}, DonePattern: sp.DonePattern, InactivityTimeout: sp.InactivityTimeout,
@@ -236,57 +173,7 @@ func (ls *Loops) spawn(ctx context.Context, sp SpawnSpec) (*Spawned, error) {
 	if st.Rails != nil && st.Rails.MaxCallsPerHour > 0 {
 		st.CallTimes = []string{utcISO(started)} // the first iteration is the first call
 	}
-	if err := statedir.MkdirFor(l.dir.RalphStateLock(name)); err == nil {
-		if start := l.recordStart(ctx, st); start != nil {
-			// The start is sealed before the prompt is typed: abort --revert trusts only this.
-			if err := l.writeSeal(sp.Rails, 0, start); err != nil {
-				l.home.Stop(ctx, w)
-				l.home.Remove(ctx, w)
-				return nil, fmt.Errorf("keeping the loop's start: %v", err)
-			}
-		}
-	}
-	if st.NoProgressN() > 0 {
-		// The tree the first iteration starts from: its agent waits for the prompt, not typed yet.
-		tree, _ := breaker.Fingerprint(ctx, st.workDir(), l.dir.Root)
-		st.Breaker = &breaker.State{Tree: tree}
-	}
-	if err := l.st.create(ctx, st); err != nil {
-		l.home.Stop(ctx, w)
-		l.home.Remove(ctx, w)
-		return nil, fmt.Errorf("spawn failed: %v", err)
-	}
-	l.st.logEvent("START", "iteration 1/%d", st.MaxIterations)
-	it := &iteration{n: 1, w: w, started: started}
-	l.beginRecord(ctx, st, it, prompt)
-	wait := promptReadyWait
-	if sp.ReadyWait != nil {
-		wait = *sp.ReadyWait
-	}
-	offset, baseline, err := l.typePrompt(ctx, st, w, prompt, wait)
-	var pf *PreflightError
-	if errors.As(err, &pf) {
-		// The Python swarm's pre-flight failure: the worker goes, the loop is failed.
-		l.st.logEvent("ERROR", "iteration 1: %v", err)
-		l.home.Stop(ctx, w)
-		l.endRecord(ctx, st, it, result{kind: resExited}, "failed")
-		l.home.Remove(ctx, w)
-		l.st.update(ctx, func(s *State) error {
-			s.Status, s.ExitReason = StatusFailed, strp(ReasonFailed)
-			return nil
-		})
-		return nil, err
-	}
-	if err != nil {
-		l.warnf("typing the prompt into '%s': %v", name, err)
-	}
-	if nst, err := l.st.update(ctx, func(s *State) error {
-		s.PromptOffset, s.PromptBaselineContent = offset, baseline
-		return nil
-	}); err == nil && nst != nil {
-		st = nst
-	}
-	return &Spawned{State: st, Worker: w}, nil
+	return l.startLoop(ctx, sp, st, w, started, prompt)
 }
 
 // replace ends an existing loop and worker of the name for spawn --replace: its monitor first
@@ -343,4 +230,34 @@ func (l *app) outsideTree(dir string) error {
 		return fmt.Errorf("the swarm directory %s is inside %s, where the loop's agent works: it could change the loop's budget or hook there; set SWARM_DIR to a directory outside it", l.dir.Root, abs)
 	}
 	return nil
+}
+
+// startLoop writes the loop's state st for its first iteration on w (its start recorded and
+// sealed, the breaker's first tree) and types the prompt into it.
+func (l *app) startLoop(ctx context.Context, sp SpawnSpec, st *State, w *worker.Worker, started time.Time, prompt string) (*Spawned, error) {
+	name := sp.Name
+	if err := statedir.MkdirFor(l.dir.RalphStateLock(name)); err == nil {
+		if start := l.recordStart(ctx, st); start != nil {
+			// The start is sealed before the prompt is typed: abort --revert trusts only this.
+			if err := l.writeSeal(sp.Rails, 0, start); err != nil {
+				l.home.Stop(ctx, w)
+				l.home.Remove(ctx, w)
+				return nil, fmt.Errorf("keeping the loop's start: %v", err)
+			}
+		}
+	}
+	if st.NoProgressN() > 0 {
+		// The tree the first iteration starts from: its agent waits for the prompt, not typed yet.
+		tree, _ := breaker.Fingerprint(ctx, st.workDir(), l.dir.Root)
+		st.Breaker = &breaker.State{Tree: tree}
+	}
+	if err := l.st.create(ctx, st); err != nil {
+		l.home.Stop(ctx, w)
+		l.home.Remove(ctx, w)
+		return nil, fmt.Errorf("spawn failed: %v", err)
+	}
+	l.st.logEvent("START", "iteration 1/%d", st.MaxIterations)
+	it := &iteration{n: 1, w: w, started: started}
+	l.beginRecord(ctx, st, it, prompt)
+	return l.firstPrompt(ctx, sp, st, it, prompt)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"io/fs"
 	"os"
 	"syscall"
@@ -82,14 +83,14 @@ type State struct {
 	// are the starts of the last hour; LimitReason what LimitedUntil waits for.
 	// StartEventSent: the hook was told the loop started. StartCommit and StartSnapshot:
 	// HEAD and the whole working tree at the spawn, for abort --revert.
-	Rails          *Rails    `json:"rails,omitempty"`
-	CostUSD        float64   `json:"cost_usd,omitempty"`
-	IterationCosts []float64 `json:"iteration_costs_usd,omitempty"`
-	CallTimes      []string  `json:"call_times,omitempty"`
-	LimitReason    string    `json:"limit_reason,omitempty"`
-	StartEventSent bool      `json:"start_event_sent,omitempty"`
-	StartCommit    string    `json:"start_commit,omitempty"`
-	StartSnapshot  string    `json:"start_snapshot,omitempty"`
+	Rails          *rails.Rails `json:"rails,omitempty"`
+	CostUSD        float64      `json:"cost_usd,omitempty"`
+	IterationCosts []float64    `json:"iteration_costs_usd,omitempty"`
+	CallTimes      []string     `json:"call_times,omitempty"`
+	LimitReason    string       `json:"limit_reason,omitempty"`
+	StartEventSent bool         `json:"start_event_sent,omitempty"`
+	StartCommit    string       `json:"start_commit,omitempty"`
+	StartSnapshot  string       `json:"start_snapshot,omitempty"`
 
 	extra []member // keys neither tool knows, in their order
 }

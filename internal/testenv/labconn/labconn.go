@@ -9,9 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/remote"
+	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 )
 
 // Dial reads the hosts in the JSON file at path ([]*remote.Host) and dials each: a host that does
@@ -38,4 +43,43 @@ func Dial(path string) ([]*remote.Conn, error) {
 		conns = append(conns, c)
 	}
 	return conns, nil
+}
+
+// Hosts makes each host of lab one of hosts.yaml's, as the tests of the packages that run
+// attempts there need it: a clone of repo of its own, our dispatch built at version (reached
+// at the same path there: the hosts share the file system), the agents config at agents,
+// maxAgents slots, and a kill grace of 1 s. Each host is dialed, its dispatch's version checked;
+// the connections close when t ends.
+func Hosts(t testing.TB, lab *sshlab.Lab, repo, agents, version string, maxAgents int) []*remote.Conn {
+	t.Helper()
+	bin := t.TempDir()
+	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/agentfleet/fleet/internal/cli.version="+version,
+		"-o", filepath.Join(bin, "dispatch"), "github.com/agentfleet/fleet/cmd/dispatch").CombinedOutput(); err != nil {
+		t.Fatalf("go build dispatch: %v: %s", err, out)
+	}
+	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	dir := t.TempDir()
+	var conns []*remote.Conn
+	for _, h := range lab.Hosts {
+		clone := filepath.Join(dir, h.Name, "repo")
+		if _, err := git.Run(context.Background(), "", "", "clone", "-q", repo, clone); err != nil {
+			t.Fatal(err)
+		}
+		host := &remote.Host{Name: h.Name, SSH: h.Dest, Identity: lab.Key, KnownHosts: lab.KnownHosts, MaxAgents: maxAgents,
+			Repo: clone, AgentsConfig: agents, Bin: bin, StateDir: filepath.Join(dir, h.Name, "state"),
+			Env: map[string]string{"DISPATCH_KILL_GRACE": "1", "DISPATCH_MIN_FREE_MB": "1"}}
+		c, err := d.Dial(context.Background(), host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckVersion(context.Background(), "dispatch", "dispatch version "+version); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	return conns
 }

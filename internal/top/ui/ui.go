@@ -9,6 +9,8 @@
 // without one catches what no file tells (a supervisor killed with SIGKILL). The
 // selected agent's screen view asks its supervisor for the screen four times a second while it
 // is shown. Every action asks for a confirmation before anything that stops or ends an agent.
+// With --hosts (top.Hosts) each host's rows are merged in as its poll answers, and the status
+// line says each host's state; another host's agents are shown, not acted on.
 //
 // Keys (the footer shows them; ? the whole list):
 //
@@ -21,6 +23,12 @@
 //	p, r, S                    pause, resume, stop a loop (stop after a confirmation)
 //	a                          attach to its tmux pane (tmux attach; detach comes back)
 //	l                          its log in $PAGER (less)
+//	D                          its changes against its base: a diff pane (files, then the
+//	                           diff; up/down PgUp/PgDn g/G scroll, esc back)
+//	!                          a shell in its worktree: a tmux split where top runs in tmux,
+//	                           else the message says where (cd DIR)
+//	n                          a new worker like it: NAME PROMPT at the prompt (swarm spawn's
+//	                           checks; the prompt typed once the agent is ready)
 //	/                          filter by text (Enter keeps it, Esc clears it)
 //	f, t, o                    next kind filter, next status filter (live, ended), next order
 //	q, Ctrl-C                  quit
@@ -38,6 +46,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/top"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -87,6 +96,8 @@ const (
 	modeFilter
 	modeConfirm
 	modeHelp
+	modeDiff
+	modeNew
 )
 
 type ui struct {
@@ -111,6 +122,9 @@ type ui struct {
 	answered            bool      // a screen answered while a refresh or a look ran
 	lastFull            time.Time // the last full refresh asked for
 	st                  styles
+	// diff is the selected agent's changes (the diff pane), diffTop its first line shown.
+	diff    *top.Diff
+	diffTop int
 	// waiting are the keys of the rows whose agents wait for input, as last shown; nil
 	// before the first rows.
 	waiting map[string]bool
@@ -140,17 +154,39 @@ type (
 	lookMsg   struct{ rows []*top.Row }
 	changeMsg struct{}
 	answerMsg struct{}
+	hostMsg   struct{}
 	screenMsg struct {
 		key   string
 		lines []string
 		err   error
 	}
-	doneMsg  struct{ text string }
+	doneMsg struct{ text string }
+	diffMsg struct {
+		key  string
+		diff *top.Diff
+		err  error
+	}
 	screenTk struct{}
 )
 
 func (u *ui) Init() tea.Cmd {
-	return tea.Batch(u.refresh(), u.tick(), u.listen(), u.answers())
+	return tea.Batch(u.refresh(), u.tick(), u.listen(), u.answers(), u.hostAnswers())
+}
+
+// hostAnswers waits for a host's poll to end (swarm top --hosts; nothing without hosts).
+func (u *ui) hostAnswers() tea.Cmd {
+	ch := u.m.HostAnswers()
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case <-ch:
+			return hostMsg{}
+		case <-u.ctx.Done():
+			return nil
+		}
+	}
 }
 
 // answers waits for a screen read to answer (the model tells at most one pending).
@@ -334,6 +370,12 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			u.apply()
 		}
 		return u, u.answers()
+	case hostMsg:
+		// A host answered (or did not): its rows now, this machine's as they were. A refresh
+		// running adds the hosts' rows as they are when it ends.
+		u.all = u.m.MergeHosts(u.all)
+		u.apply()
+		return u, tea.Batch(u.bell(), u.hostAnswers())
 	case tickMsg:
 		return u, tea.Batch(u.tock(), u.tick())
 	case changeMsg:
@@ -352,6 +394,14 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case doneMsg:
 		u.message = msg.text
 		return u, u.refresh()
+	case diffMsg:
+		if r := u.current(); r != nil && r.Key() == msg.key && u.mode == modeDiff {
+			if msg.err != nil {
+				u.mode, u.message = modeList, "diff "+r.Name+": "+msg.err.Error()
+				return u, nil
+			}
+			u.diff, u.diffTop = msg.diff, 0
+		}
 	case tea.KeyPressMsg:
 		return u.key(msg)
 	}
@@ -361,13 +411,21 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	s := k.String()
 	switch u.mode {
-	case modeSend, modeFilter:
+	case modeDiff:
+		return u, u.diffKey(s)
+	case modeSend, modeFilter, modeNew:
 		switch s {
 		case "enter":
 			text := u.input
 			if u.mode == modeFilter {
 				u.mode = modeList
 				return u, nil
+			}
+			if u.mode == modeNew {
+				u.mode = u.back()
+				// Its agent is given up to newReadyWait to be ready for the prompt.
+				u.message = "starting a new worker: " + text
+				return u, u.spawn(text)
 			}
 			u.mode = u.back()
 			return u, u.do("sent", func(r *top.Row) error { return u.m.Send(u.ctx, r, text) })
@@ -451,6 +509,23 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return u, u.do("paused", func(r *top.Row) error { return u.m.Pause(u.ctx, r) })
 	case "r":
 		return u, u.do("resumed", func(r *top.Row) error { return u.m.Resume(u.ctx, r) })
+	case "D":
+		if r := u.current(); r != nil {
+			u.mode, u.diff, u.diffTop, u.screen = modeDiff, nil, 0, nil
+			key := r.Key()
+			return u, func() tea.Msg {
+				d, err := u.m.Diff(u.ctx, r)
+				return diffMsg{key, d, err}
+			}
+		}
+	case "!":
+		if r := u.current(); r != nil {
+			return u, u.shell(r)
+		}
+	case "n":
+		if r := u.current(); r != nil {
+			u.mode, u.input = modeNew, ""
+		}
 	case "a":
 		if r := u.current(); r != nil {
 			argv, err := u.m.AttachArgs(r)
@@ -497,6 +572,126 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return u, u.screenCmd()
 	}
 	return u, nil
+}
+
+// newReadyWait is how long a worker started from the view (n) is given to show its ready
+// pattern before its prompt is typed, as spawn --ready-wait.
+const newReadyWait = 30 * time.Second
+
+// spawn starts a new worker like the selected one (n): line is its name, then its prompt.
+func (u *ui) spawn(line string) tea.Cmd {
+	name, prompt, _ := strings.Cut(strings.TrimSpace(line), " ")
+	r := u.current()
+	if r == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		_, err := u.m.SpawnLike(u.ctx, r, name, strings.TrimSpace(prompt), newReadyWait)
+		if err != nil {
+			return doneMsg{text: fmt.Sprintf("new worker like %s: %v", r.Name, err)}
+		}
+		return doneMsg{text: fmt.Sprintf("started %s (like %s)", name, r.Name)}
+	}
+}
+
+// shell opens a shell in the selected agent's worktree (!): a pane split from top's own where
+// top runs inside tmux ($TMUX), else the message says how.
+func (u *ui) shell(r *top.Row) tea.Cmd {
+	dir, err := u.m.WorkDir(r)
+	if err != nil {
+		u.message = "shell " + r.Name + ": " + err.Error()
+		return nil
+	}
+	if lookup(u.o.Environ, "TMUX") == "" {
+		u.message = fmt.Sprintf("not inside tmux: open a shell there with: cd %s", shellQuote(dir))
+		return nil
+	}
+	tc := &tmux.Client{Socket: tmux.SocketOfEnv(lookup(u.o.Environ, "TMUX"))}
+	pane := lookup(u.o.Environ, "TMUX_PANE")
+	return func() tea.Msg {
+		return doneMsg{text: result("shell in "+dir, r.Name, tc.SplitFrom(u.ctx, pane, dir))}
+	}
+}
+
+// shellQuote quotes a path for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// diffKey scrolls the diff pane; esc or q goes back to the list.
+func (u *ui) diffKey(s string) tea.Cmd {
+	page := max(1, u.h-3)
+	switch s {
+	case "esc", "q":
+		u.mode, u.diff = modeList, nil
+	case "ctrl+c":
+		return tea.Quit
+	case "up", "k":
+		u.diffTop--
+	case "down", "j":
+		u.diffTop++
+	case "pgup", "b":
+		u.diffTop -= page
+	case "pgdown", "space", " ":
+		u.diffTop += page
+	case "g", "home":
+		u.diffTop = 0
+	case "G", "end":
+		u.diffTop = len(u.diffLines())
+	}
+	u.diffTop = max(0, min(u.diffTop, len(u.diffLines())-page))
+	return nil
+}
+
+// diffLines is the diff pane's text: the files, a blank line, the diff.
+func (u *ui) diffLines() []string {
+	if u.diff == nil {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("%d files changed:", len(u.diff.Files))}
+	for _, f := range u.diff.Files {
+		lines = append(lines, "  "+f)
+	}
+	lines = append(lines, "")
+	lines = append(lines, u.diff.Lines...)
+	if u.diff.Truncated {
+		lines = append(lines, "(cut: the diff is longer than top reads; git diff in "+u.diff.Dir+" shows it all)")
+	}
+	return lines
+}
+
+// renderDiff is the diff pane: a title, the lines that fit from diffTop.
+func (u *ui) renderDiff(b *strings.Builder) {
+	r := u.current()
+	title := "diff: reading…"
+	if r != nil && u.diff != nil {
+		title = fmt.Sprintf("diff %s against %.12s  (%d files; %d/%d)", r.Name, u.diff.Base, len(u.diff.Files),
+			min(u.diffTop+1, len(u.diffLines())), len(u.diffLines()))
+	}
+	b.WriteString(u.st.header.Render(cut(title, u.w)) + "\n")
+	n := u.h - 3
+	lines := u.diffLines()
+	end := min(len(lines), u.diffTop+n)
+	shown := 0
+	for _, l := range lines[min(u.diffTop, end):end] {
+		st := lipgloss.NewStyle()
+		switch {
+		case strings.HasPrefix(l, "+"):
+			st = u.st.good
+		case strings.HasPrefix(l, "-"):
+			st = u.st.bad
+		case strings.HasPrefix(l, "@@"):
+			st = u.st.dim
+		}
+		b.WriteString(st.Render(cut(l, u.w)) + "\n")
+		shown++
+	}
+	for ; shown < n; shown++ {
+		b.WriteString("\n")
+	}
 }
 
 // back is the mode a prompt returns to: the screen view when one is open.
@@ -565,7 +760,9 @@ func (u *ui) render() string {
 		b.WriteString(help)
 		return b.String()
 	}
-	if u.mode == modeScreen || (u.screen != nil && (u.mode == modeSend || u.mode == modeConfirm)) {
+	if u.mode == modeDiff {
+		u.renderDiff(&b)
+	} else if u.mode == modeScreen || (u.screen != nil && (u.mode == modeSend || u.mode == modeConfirm || u.mode == modeNew)) {
 		r := u.current()
 		title := "(gone)"
 		if r != nil {
@@ -598,6 +795,9 @@ const help = `  up/down k/j PgUp/PgDn g/G  select an agent
   x         kill                        S  stop a loop
   p         pause a loop                r  resume a loop
   a         attach to its tmux pane     l  its log in $PAGER
+  D         its changes against its base (a diff pane: files, then the diff; esc back)
+  !         a shell in its worktree (a tmux split where top runs in tmux)
+  n         a new worker like it: NAME PROMPT (its prompt typed once it is ready)
   /         filter by text              f  next kind   t  live/ended
   o         next order                  q  quit
   Each of i, d, x and S asks first (y to go on).
@@ -607,6 +807,8 @@ func (u *ui) status() string {
 	switch u.mode {
 	case modeSend:
 		return "send> " + u.input + "_"
+	case modeNew:
+		return "new worker like the selected, NAME PROMPT> " + u.input + "_"
 	case modeFilter:
 		return "filter> " + u.input + "_"
 	case modeConfirm:
@@ -628,6 +830,9 @@ func (u *ui) status() string {
 		parts = append(parts, "/"+f.Text)
 	}
 	parts = append(parts, "sort="+u.o.Sort)
+	for _, h := range u.m.Hosts() {
+		parts = append(parts, h.Words(time.Now()))
+	}
 	s := strings.Join(parts, "  ")
 	if u.message != "" {
 		s += "  | " + u.message
@@ -636,22 +841,34 @@ func (u *ui) status() string {
 }
 
 func (u *ui) footer() string {
-	if u.mode == modeScreen {
-		return "esc back  s send  i int  d eof  x kill  p/r/S loop  a attach  l log"
+	switch u.mode {
+	case modeScreen:
+		return "esc back  s send  i/d int/eof  x kill  D diff  ! shell  n new  a attach  l log"
+	case modeDiff:
+		return "esc back  up/down PgUp/PgDn g/G scroll"
 	}
-	return "enter screen  s send  i int  d eof  x kill  p/r/S loop  a attach  l log  / f t o  ? q"
+	// 80 columns: the rest of the keys (p/r/S, a, l, / f t o) are in the help.
+	return "enter screen  s send  i/d int/eof  x kill  D diff  ! shell  n new  ? keys  q"
 }
 
 // table renders the rows that fit, columns cut to the width: LAST takes what is left.
 func (u *ui) table(now time.Time) string {
+	hosts := u.m.Hosts() != nil
 	cells := [][]string{top.Columns}
+	if hosts {
+		cells[0] = top.HostColumns
+	}
 	n := u.listHeight()
 	end := min(len(u.rows), u.top+n)
 	for _, r := range u.rows[u.top:end] {
-		cells = append(cells, r.Cells(now))
+		if hosts {
+			cells = append(cells, r.HostCells(now))
+		} else {
+			cells = append(cells, r.Cells(now))
+		}
 	}
-	last := len(top.Columns) - 1
-	widths := make([]int, len(top.Columns))
+	last := len(cells[0]) - 1
+	widths := make([]int, len(cells[0]))
 	for _, row := range cells {
 		for i, c := range row[:last] {
 			widths[i] = max(widths[i], ansi.StringWidth(c))

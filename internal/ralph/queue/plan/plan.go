@@ -15,11 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/statedir"
+	"github.com/agentfleet/fleet/internal/taskgraph"
 )
 
 // Task is one task of a plan.
@@ -182,10 +184,6 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 		}
 		lines[t.ID] = t.Line
 	}
-	deps := map[string][]string{}
-	for id, k := range known {
-		deps[id] = k.Dependencies
-	}
 	for _, t := range tasks {
 		for _, d := range t.Dependencies {
 			if _, ok := lines[d]; ok {
@@ -196,13 +194,17 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 			}
 			return errorf(file, t.Line, "task %q depends on %q, which is not in the plan; add it, or fix the id", t.ID, d)
 		}
-		deps[t.ID] = t.Dependencies
 	}
-	order := make([]string, len(tasks))
-	for i, t := range tasks {
-		order[i] = t.ID
+	// The walk starts from the new tasks and goes on through the known ones: a cycle among the
+	// known tasks alone is the queue's, not this plan's.
+	nodes := make([]taskgraph.Node, 0, len(tasks)+len(known))
+	for _, t := range tasks {
+		nodes = append(nodes, taskgraph.Node{ID: t.ID, Deps: t.Dependencies})
 	}
-	if cycle := findCycle(order, deps); cycle != nil {
+	for _, id := range sortedKeys(known) {
+		nodes = append(nodes, taskgraph.Node{ID: id, Deps: known[id].Dependencies})
+	}
+	if cycle := taskgraph.New(nodes).CycleFrom(len(tasks)); cycle != nil {
 		line := lines[cycle[0]]
 		for _, id := range cycle {
 			if l, ok := lines[id]; ok && (line == 0 || l < line) {
@@ -214,56 +216,11 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 	return nil
 }
 
-// Colours of the depth-first walk.
-const (
-	white = iota // not seen
-	grey         // on the current path
-	black        // done: no cycle through it
-)
-
-type frame struct {
-	id   string
-	next int // the next dependency to follow
-}
-
-// findCycle returns a cycle reachable from the ids of order through deps (its path, the first
-// id repeated last), or nil. One depth-first walk over the whole graph, each task visited once,
-// without recursion, so a chain of 100,000 tasks cannot exhaust the stack.
-func findCycle(order []string, deps map[string][]string) []string {
-	color := map[string]int{}
-	for _, start := range order {
-		if color[start] != white {
-			continue
-		}
-		color[start] = grey
-		stack := []frame{{id: start}}
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			ds := deps[top.id]
-			if top.next == len(ds) {
-				color[top.id] = black
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			d := ds[top.next]
-			top.next++
-			switch color[d] {
-			case grey:
-				var path []string
-				for i := range stack {
-					if stack[i].id == d {
-						for _, f := range stack[i:] {
-							path = append(path, f.id)
-						}
-						break
-					}
-				}
-				return append(path, d)
-			case white:
-				color[d] = grey
-				stack = append(stack, frame{id: d})
-			}
-		}
+func sortedKeys(m map[string]Known) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return nil
+	sort.Strings(keys)
+	return keys
 }

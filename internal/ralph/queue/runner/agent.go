@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
@@ -21,7 +22,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // agentRun is one agent of the run: it claims task after task.
@@ -44,8 +44,8 @@ type agentRun struct {
 
 // hostSlot is one agent's place on a remote host.
 type hostSlot struct {
-	exec *swarmrun.Remote
-	slot swarmrun.Slot
+	exec *executor.Remote
+	slot executor.Slot
 }
 
 // claim is a task an agent holds, and the attempt that runs it (0 until launched).
@@ -456,15 +456,8 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
 	start := time.Now()
-	for {
-		live, entry := attempt.Alive(ctx, r.dir, r.where, bead)
-		if !live {
-			break
-		}
-		if ctx.Err() != nil {
-			return outcome{}
-		}
-		supervise.WaitExit(ctx, entry, 0)
+	if executor.Await(ctx, r.dir, r.where, bead) != nil {
+		return outcome{} // interrupted: the attempt runs on, and the next run adopts it
 	}
 	r.spent(&r.timing.Wait, time.Since(start))
 	start = time.Now()
@@ -495,30 +488,18 @@ func (a *agentRun) await(ctx context.Context, c *claim) outcome {
 // lost without recording its end is closed as supervisor-lost first), and its cost from its
 // output.
 func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) outcome {
-	v, err := attempt.Judge(ctx, r.dir, bead, n)
+	end, run, err := executor.Judge(ctx, r.dir, bead, n)
 	if err != nil {
 		return outcome{status: outFailed, reason: oneLine(err)}
 	}
-	run := v.Run
-	out := outcome{status: outFailed, reason: v.Reason}
-	if v.Done {
+	out := outcome{status: outFailed, reason: end.Reason}
+	if end.Status == record.StatusDone {
 		out.status = outDone
 	}
 	if run.DurationSeconds != nil {
 		out.duration = float64(*run.DurationSeconds)
 	}
-	finished := time.Now()
-	if run.FinishedAt != nil {
-		if t, ok := record.ParseTime(*run.FinishedAt); ok {
-			finished = t
-		}
-	}
-	var exit *int64
-	if run.ExitCode != nil {
-		e := int64(*run.ExitCode)
-		exit = &e
-	}
-	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), exit, finished, workdir)
+	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), run.ExitCode, end.Finished, workdir)
 	return out
 }
 

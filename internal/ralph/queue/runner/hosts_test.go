@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/executor"
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 	"github.com/agentfleet/fleet/internal/testenv"
 	"github.com/agentfleet/fleet/internal/testenv/labconn"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
@@ -39,9 +39,9 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 }
 
 // labHosts makes w's repository a git repository and a lab of n sshd hosts of one agent each,
-// each with a clone of it, our dispatch (built by the test, at the same path there: the hosts
-// share the file system) and the stand-in agent; it returns swarm run's executor per host.
-func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*swarmrun.Remote) {
+// each with a clone of it, our dispatch and the stand-in agent (labconn.Hosts); it returns the
+// executor of each host.
+func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*executor.Remote) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts sshd hosts in network namespaces")
@@ -51,37 +51,12 @@ func labHosts(t *testing.T, w *world, n int) (*sshlab.Lab, []*swarmrun.Remote) {
 	os.WriteFile(filepath.Join(w.repo, "README"), []byte("base\n"), 0o600)
 	gitIn(t, w.repo, "add", "README")
 	gitIn(t, w.repo, "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "base")
-	bin := t.TempDir()
-	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/agentfleet/fleet/internal/cli.version="+labVersion,
-		"-o", filepath.Join(bin, "dispatch"), "../../../../cmd/dispatch").CombinedOutput(); err != nil {
-		t.Fatalf("go build dispatch: %v: %s", err, out)
-	}
-	dir := t.TempDir()
 	sh, _ := filepath.Abs("testdata/agent.sh")
-	config := filepath.Join(dir, "agents.json")
+	config := filepath.Join(t.TempDir(), "agents.json")
 	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}}`, sh), 0o644)
-	d, err := remote.NewDialer(remote.Options{ConnectTimeout: 2 * time.Second, AliveInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	var execs []*swarmrun.Remote
-	for _, h := range lab.Hosts {
-		clone := filepath.Join(dir, h.Name, "repo")
-		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", w.repo, clone); err != nil {
-			t.Fatal(err)
-		}
-		host := &remote.Host{Name: h.Name, SSH: h.Dest, Identity: lab.Key, KnownHosts: lab.KnownHosts, MaxAgents: 1,
-			Repo: clone, AgentsConfig: config, Bin: bin, StateDir: filepath.Join(dir, h.Name, "state"),
-			Env: map[string]string{"DISPATCH_KILL_GRACE": "1", "DISPATCH_MIN_FREE_MB": "1"}}
-		c, err := d.Dial(context.Background(), host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.CheckVersion(context.Background(), "dispatch", "dispatch version "+labVersion); err != nil {
-			t.Fatal(err)
-		}
-		execs = append(execs, &swarmrun.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
+	var execs []*executor.Remote
+	for _, c := range labconn.Hosts(t, lab, w.repo, config, labVersion, 1) {
+		execs = append(execs, &executor.Remote{Conn: c, Repo: w.repo, StateDir: w.stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second})
 	}
 	return lab, execs
@@ -217,9 +192,9 @@ func killedHostsRunnerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var execs []*swarmrun.Remote
+	var execs []*executor.Remote
 	for _, c := range conns {
-		execs = append(execs, &swarmrun.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
+		execs = append(execs, &executor.Remote{Conn: c, Repo: repo, StateDir: stateDir, Every: 200 * time.Millisecond,
 			OfflineAfter: 3 * time.Second, KillGrace: time.Second, Log: os.Stderr})
 	}
 	s := store.New(store.In(repo), "p")

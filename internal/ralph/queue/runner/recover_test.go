@@ -11,10 +11,10 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // runRecord is the run record of bead's attempt n as Launch writes it, then ended with status.
@@ -159,7 +159,7 @@ func TestRecoverHoldsARemoteClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir,
-		Timeout: time.Hour, KillGrace: 10 * time.Second, Hosts: []*swarmrun.Remote{{}}},
+		Timeout: time.Hour, KillGrace: 10 * time.Second, Hosts: []*executor.Remote{{}}},
 		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess},
 		running: map[string]bool{}, hardStopped: map[string]bool{}, wake: make(chan struct{})}
 	if _, err := r.recover(ctx); err != nil {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // runRemote runs the claim's attempt on the agent's host (Config.Hosts) through swarm run's
@@ -40,7 +40,7 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	if r.cfg.Model.Resolved != "" {
 		model = r.cfg.Model.Name
 	}
-	job := swarmrun.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
+	job := executor.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
 		Prompt: promptOf(r.plan, &c.task), Dir: workdir, Branch: branch, Timeout: r.cfg.Timeout, MaxAttempts: r.cfg.MaxRetries,
 		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id, "RALPH_BRANCH=" + branch}}
 	slot := a.host.slot
@@ -88,12 +88,8 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	case out.Interrupted:
 		// Its agent is being stopped there (dispatch kill): held until the host's kill grace
 		// has passed, so that no other agent of it starts meanwhile.
-		grace := a.host.exec.KillGrace
-		if grace <= 0 {
-			grace = 10 * time.Second
-		}
 		return outcome{status: outStopped, reason: fmt.Sprintf("interrupted: its agent on %s was stopped", a.host.exec.Host()),
-			resetAt: time.Now().Add(grace + 2*time.Second)}
+			resetAt: time.Now().Add(a.host.exec.StopGrace())}
 	case out.Offline != nil:
 		o := outcome{status: outOffline, resetAt: out.Offline.NotBefore,
 			reason: fmt.Sprintf("host %s went offline during attempt %d (%s)", out.Offline.Host, out.Attempt, out.Reason)}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
@@ -28,7 +29,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/swarmrun"
 )
 
 // Config is what a run needs.
@@ -95,14 +95,14 @@ type Config struct {
 	// and the run's start and end; Run closes it (waits for it) before it returns.
 	Hook *hook.Hook
 	// Hosts, when set, run the tasks on other machines over OpenSSH (ralph queue run --hosts),
-	// each attempt through swarm run's per-host executor, swarmrun.Remote: the task's branch
+	// each attempt through swarm run's per-host executor, executor.Remote: the task's branch
 	// agent/<bead>, made here from HEAD in its worktree, is pushed to the host's clone, the
 	// host's dispatch runs the agent, its records come back into StateDir and its branch into
 	// the worktree. Agent i works in the i-th of the hosts' slots (NAME-1 … NAME-max_agents,
 	// host by host): Agents is at most their number. A host that stops answering is offline:
 	// its agents end, and their tasks go back to pending, held until the attempt's deadline
 	// there (Timeout and KillGrace, as the host's dispatch was given them) has passed.
-	Hosts []*swarmrun.Remote
+	Hosts []*executor.Remote
 }
 
 // DefaultLimitWait is how long a usage limit holds a task when its message names no reset, as

@@ -3,9 +3,12 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentfleet/fleet/internal/taskgraph"
 )
 
 // Queue is a task queue in memory: the file's document, an index by task id, and each task's
@@ -17,6 +20,14 @@ type Queue struct {
 	tasks     []Task
 	index     map[string]int
 	enc       []encoded
+	// g is the tasks' graph, and ready the ready set over it (taskgraph), made when first asked
+	// and kept in step by every change of a task's status; nil when they must be made again (a
+	// task added, its dependencies changed). A claim takes its next task from the ready set
+	// instead of scanning the queue.
+	g     *taskgraph.Graph
+	ready *taskgraph.Set
+	// limited are the tasks a usage limit may hold (held_until set), for Held.
+	limited map[int]bool
 }
 
 // encoded is a task's encoding (nil until it is made), and whether it was checked against the
@@ -37,8 +48,12 @@ func (q *Queue) reset(tasks []Task) {
 	q.tasks = tasks
 	q.index = make(map[string]int, len(tasks))
 	q.enc = make([]encoded, len(tasks))
+	q.g, q.ready, q.limited = nil, nil, map[int]bool{}
 	for i, t := range tasks {
 		q.index[t.ID] = i
+		if t.HeldUntil != "" {
+			q.limited[i] = true
+		}
 	}
 }
 
@@ -59,13 +74,90 @@ func (q *Queue) Get(id string) (Task, bool) {
 
 // Put replaces the task of t's id, or appends t as a new task.
 func (q *Queue) Put(t Task) {
-	if i, ok := q.index[t.ID]; ok {
-		q.tasks[i], q.enc[i] = t, encoded{}
+	i, ok := q.index[t.ID]
+	if !ok {
+		i = len(q.tasks)
+		q.index[t.ID] = i
+		q.tasks = append(q.tasks, Task{})
+		q.enc = append(q.enc, encoded{})
+		q.g, q.ready = nil, nil
+	}
+	if ok && !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
+		q.g, q.ready = nil, nil
+	}
+	q.tasks[i], q.enc[i] = t, encoded{}
+	q.changed(i)
+}
+
+// changed keeps the ready set and the limited tasks in step with task i, which changed.
+func (q *Queue) changed(i int) {
+	t := &q.tasks[i]
+	if t.HeldUntil != "" {
+		q.limited[i] = true
+	} else {
+		delete(q.limited, i)
+	}
+	if q.ready == nil {
 		return
 	}
-	q.index[t.ID] = len(q.tasks)
-	q.tasks = append(q.tasks, t)
-	q.enc = append(q.enc, encoded{})
+	switch st, until := readyState(t); {
+	case st == taskgraph.Done:
+		q.ready.Done(i)
+	case st == taskgraph.Taken:
+		q.ready.Take(i)
+	case !until.IsZero():
+		q.ready.Hold(i, until)
+	default:
+		q.ready.Requeue(i)
+	}
+}
+
+// readyState is task t's state in the ready set: a pending task waits for its dependencies
+// (and for the end of a usage limit that holds it: until); done and skipped tasks are done;
+// the claimed, failed and blocked ones are out of it (Taken): they are not claimed, and their
+// dependents never become ready through them (Reblock blocks those in the file).
+func readyState(t *Task) (st taskgraph.State, until time.Time) {
+	switch t.Status {
+	case Pending:
+		if t.HeldUntil != "" {
+			until, _ = time.Parse(time.RFC3339Nano, t.HeldUntil)
+		}
+		return taskgraph.Waiting, until
+	case Done, Skipped:
+		return taskgraph.Done, time.Time{}
+	}
+	return taskgraph.Taken, time.Time{}
+}
+
+// graph is the tasks as a taskgraph.Graph, in queue order, all of one rank: the queue has no
+// priorities.
+func (q *Queue) graph() *taskgraph.Graph {
+	if q.g != nil {
+		return q.g
+	}
+	nodes := make([]taskgraph.Node, len(q.tasks))
+	for i := range q.tasks {
+		nodes[i] = taskgraph.Node{ID: q.tasks[i].ID, Deps: q.tasks[i].Dependencies}
+	}
+	q.g = taskgraph.New(nodes)
+	return q.g
+}
+
+// readySet is the ready set, made when there is none.
+func (q *Queue) readySet() *taskgraph.Set {
+	if q.ready != nil {
+		return q.ready
+	}
+	q.ready, _ = taskgraph.NewSet(q.graph(), func(i int) taskgraph.State {
+		st, _ := readyState(&q.tasks[i])
+		return st
+	})
+	for i := range q.limited {
+		if st, until := readyState(&q.tasks[i]); st == taskgraph.Waiting && !until.IsZero() {
+			q.ready.Hold(i, until)
+		}
+	}
+	return q.ready
 }
 
 // Ready says whether a pending task can be claimed: every dependency is done or skipped.
@@ -86,36 +178,52 @@ func (q *Queue) Ready(t *Task) bool {
 }
 
 // Claim gives agent the first ready task (queue order) that no usage limit holds, claimed now
-// (RFC 3339), and returns it; false when no task is ready.
+// (RFC 3339), and returns it; false when no task is ready. The ready set gives it in O(log n).
 func (q *Queue) Claim(agent, now string) (Task, bool) {
 	at, _ := time.Parse(time.RFC3339Nano, now)
-	for i := range q.tasks {
-		t := &q.tasks[i]
-		if !q.Ready(t) || t.Held(at) {
+	i, ok := q.nextReady(at)
+	if !ok {
+		return Task{}, false
+	}
+	t := &q.tasks[i]
+	t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
+	t.HeldUntil = ""
+	q.enc[i] = encoded{}
+	q.changed(i)
+	return *t, true
+}
+
+// nextReady is the first ready task in queue order that no usage limit holds at at, left in
+// the ready set.
+func (q *Queue) nextReady(at time.Time) (int, bool) {
+	s := q.readySet()
+	s.Release(at)
+	for {
+		i, ok := s.Peek()
+		if !ok {
+			return 0, false
+		}
+		// Released by a later clock than at (AnyReady's): held again until its time.
+		if t := &q.tasks[i]; t.Held(at) {
+			_, until := readyState(t)
+			s.Hold(i, until)
 			continue
 		}
-		t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
-		t.HeldUntil = ""
-		q.enc[i] = encoded{}
-		return *t, true
+		s.TakeFresh() // the queue marks nothing when a task becomes ready
+		return i, true
 	}
-	return Task{}, false
 }
 
 // AnyReady says whether Claim would give a task at now, without claiming it.
 func (q *Queue) AnyReady(now time.Time) bool {
-	for i := range q.tasks {
-		if t := &q.tasks[i]; q.Ready(t) && !t.Held(now) {
-			return true
-		}
-	}
-	return false
+	_, ok := q.nextReady(now)
+	return ok
 }
 
 // Held is how many pending tasks a usage limit holds at now: they will be ready again.
 func (q *Queue) Held(now time.Time) int {
 	n := 0
-	for i := range q.tasks {
+	for i := range q.limited {
 		if q.tasks[i].Status == Pending && q.tasks[i].Held(now) {
 			n++
 		}
@@ -157,65 +265,35 @@ func (q *Queue) Counts() map[string]int {
 // by a merge conflict (ReasonConflict), which blocks its dependents as a failed one does. It
 // returns the ids it changed.
 func (q *Queue) Reblock() []string {
-	// doomed: failed, or depending on a doomed task; memoised, without recursion.
-	const (
-		unknown = iota
-		visiting
-		yes
-		no
-	)
-	state := make([]uint8, len(q.tasks))
-	var stack []int
-	for root := range q.tasks {
-		if state[root] != unknown {
-			continue
+	// doomed: failed, or depending on a doomed task, as the ready set blocks them; a claimed
+	// task is not changed, but blocks its dependents as a pending one would.
+	doomed := make([]bool, len(q.tasks))
+	_, blocked := taskgraph.NewSet(q.graph(), func(i int) taskgraph.State {
+		switch t := &q.tasks[i]; {
+		case t.Status == Failed || (t.Status == Blocked && t.Reason == ReasonConflict):
+			doomed[i] = true
+			return taskgraph.Failed
+		case t.Status == Done || t.Status == Skipped:
+			return taskgraph.Done // it ran (or need not): what it depended on no longer matters
 		}
-		stack = append(stack[:0], root)
-		for len(stack) > 0 {
-			i := stack[len(stack)-1]
-			t := &q.tasks[i]
-			if state[i] == unknown {
-				state[i] = visiting
-				if t.Status == Failed || (t.Status == Blocked && t.Reason == ReasonConflict) {
-					state[i] = yes
-					stack = stack[:len(stack)-1]
-					continue
-				}
-				for _, d := range t.Dependencies {
-					if j, ok := q.index[d]; ok && state[j] == unknown {
-						stack = append(stack, j)
-					}
-				}
-				continue
-			}
-			stack = stack[:len(stack)-1]
-			if state[i] != visiting {
-				continue
-			}
-			state[i] = no
-			if t.Status == Done || t.Status == Skipped {
-				continue // it ran (or need not): what it depended on no longer matters
-			}
-			for _, d := range t.Dependencies {
-				if j, ok := q.index[d]; ok && state[j] == yes {
-					state[i] = yes
-					break
-				}
-			}
-		}
+		return taskgraph.Waiting
+	})
+	for _, b := range blocked {
+		doomed[b.Task] = true
 	}
 	var changed []string
 	for i := range q.tasks {
 		t := &q.tasks[i]
 		switch {
-		case t.Status == Pending && state[i] == yes:
+		case t.Status == Pending && doomed[i]:
 			t.Status = Blocked
-		case t.Status == Blocked && state[i] != yes:
+		case t.Status == Blocked && !doomed[i]:
 			t.Status = Pending
 		default:
 			continue
 		}
 		q.enc[i] = encoded{}
+		q.changed(i)
 		changed = append(changed, t.ID)
 	}
 	return changed

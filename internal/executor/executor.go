@@ -1,4 +1,7 @@
-package swarmrun
+// Package executor runs task attempts: on this machine (Local), or on a host of hosts.yaml over
+// OpenSSH (Remote, dialed by DialHosts). swarm run's scheduler and ralph queue run hand each
+// attempt of a task to an Executor and read its Outcome.
+package executor
 
 import (
 	"context"
@@ -7,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
@@ -116,6 +118,9 @@ type Local struct {
 	MinFreeMB int64
 	// HostName is the host the state names (default: os.Hostname).
 	HostName string
+	// Template is the template name the run records carry (swarmrun.Template), so that
+	// analyze-runs groups the attempts of one kind of run.
+	Template string
 }
 
 // Host is ":" as GNU parallel's joblog names this machine.
@@ -249,9 +254,9 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 	run := record.Run{
 		SchemaVersion: record.SchemaVersion, Bead: job.Bead, Agent: job.Agent, Model: model.Name, Repo: job.Dir,
 		Prompt: record.Truncate(job.Prompt, 200), PromptHash: record.PromptHash(job.Prompt), PromptFull: job.Prompt,
-		StartedAt: now(), Status: record.StatusRunning, Attempt: n, MaxRetries: max,
+		StartedAt: record.FormatTime(time.Now()), Status: record.StatusRunning, Attempt: n, MaxRetries: max,
 		SessionName: record.SessionName(job.Bead), ResultFile: record.ResultFile(l.StateDir, job.Bead),
-		TemplateName: record.Str(Template),
+		TemplateName: record.Str(l.Template),
 	}
 	env := append(append([]string{}, l.Env...), job.Env...)
 	env = append(env, "DISPATCH_BEAD="+job.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n), "SWARM_AGENT_ID="+slot.ID)
@@ -266,63 +271,24 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 	}, nil
 }
 
-// Template is the template name the run records carry, so that analyze-runs groups the
-// executions' attempts.
-const Template = "swarm-run"
-
 // await waits for bead's supervisor to end and judges attempt n by its records. When ctx ends
 // first, the attempt is stopped (its supervisor records the end) and reported Interrupted.
 func (l *Local) await(ctx context.Context, bead string, n int) Outcome {
-	d := l.dir()
-	interrupted := false
-	for {
-		live, entry := attempt.Alive(context.WithoutCancel(ctx), d, l.where(), bead)
-		if !live {
-			break
-		}
-		if ctx.Err() != nil && !interrupted {
-			interrupted = true
-			attempt.Stop(context.Background(), nil, entry, "", syscall.SIGTERM)
-		}
-		if interrupted {
-			supervise.WaitExit(context.Background(), entry, l.KillGrace+10*time.Second)
-			continue
-		}
-		supervise.WaitExit(ctx, entry, 0)
+	interrupted := Await(ctx, l.dir(), l.where(), bead) != nil
+	if interrupted {
+		Halt(l.dir(), l.where(), bead)
 	}
 	out := l.judge(context.WithoutCancel(ctx), bead, n)
 	out.Interrupted = interrupted
 	return out
 }
 
-// judge reads the end of bead's attempt n from its records (one whose supervisor was lost is
-// closed as supervisor-lost first).
+// judge reads the end of bead's attempt n from its records (Judge), and the end of its output.
 func (l *Local) judge(ctx context.Context, bead string, n int) Outcome {
 	d := l.dir()
-	v, err := attempt.Judge(ctx, d, bead, n)
-	switch {
-	case errors.Is(err, attempt.ErrNotReconciled):
-		return failed(n, "reconcile-failed", err)
-	case errors.Is(err, attempt.ErrRecordsReplaced):
-		return failed(n, "records-replaced", err)
-	case err != nil:
-		return failed(n, "no-run-record", err)
-	}
-	run := v.Run
-	out := Outcome{Attempt: n, Status: run.Status, Reason: v.Reason}
-	if run.Status == record.StatusRunning {
-		out.Status = record.StatusFailed
-	}
-	if run.ExitCode != nil {
-		c := int(*run.ExitCode)
-		out.ExitCode = &c
-	}
-	out.Started, _ = record.ParseTime(run.StartedAt)
-	if run.FinishedAt != nil {
-		out.Finished, _ = record.ParseTime(*run.FinishedAt)
-	}
-	if out.Finished.IsZero() {
-		out.Finished = time.Now()
+	out, _, err := Judge(ctx, d, bead, n)
+	if err != nil {
+		return out
 	}
 	if b, err := fsx.ReadTail(d.Layout.LogPath(bead), 4096); err == nil {
 		out.Logs = strings.TrimSpace(screen.Strip(string(b)))

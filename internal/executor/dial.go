@@ -1,10 +1,9 @@
-package swarmrun
+package executor
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,9 @@ type DialOptions struct {
 	Version string
 	// OfflineAfter is how long a host may not answer before it is offline (0: 30 s).
 	OfflineAfter time.Duration
+	// KillGrace is a host's kill grace, as its dispatch reads it from its env
+	// (dispatchenv.HostKillGrace); nil: 10 s, dispatch's default.
+	KillGrace func(*remote.Host) time.Duration
 	// Log, if set, gets each host's dispatch's lines as "<LogPrefix><host>: <line>".
 	Log       io.Writer
 	LogPrefix string
@@ -31,7 +33,7 @@ type DialOptions struct {
 // our dispatch at o.Version, and returns an executor per host, in hosts' order, and the
 // function that closes their connections. Its error is the first host's that failed: an
 // unreachable one (remote.ErrUnreachable), one without our binaries or at another version
-// (remote.ErrVersion). A host's kill grace is its env's DISPATCH_KILL_GRACE (seconds, 10).
+// (remote.ErrVersion). A host's kill grace is o.KillGrace's.
 // swarm run --hosts and ralph queue run --hosts both dial this way.
 func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remote, func(), error) {
 	offline := orDur(o.OfflineAfter, 30*time.Second)
@@ -56,8 +58,8 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 				return
 			}
 			grace := 10 * time.Second
-			if g, err := strconv.Atoi(h.Env["DISPATCH_KILL_GRACE"]); err == nil && g > 0 {
-				grace = time.Duration(g) * time.Second
+			if o.KillGrace != nil {
+				grace = o.KillGrace(h)
 			}
 			var log io.Writer
 			if o.Log != nil {

@@ -1,4 +1,4 @@
-package swarmrun
+package executor
 
 import (
 	"context"
@@ -55,9 +55,9 @@ type Remote struct {
 	offline atomic.Bool
 }
 
-// leaseMargin is added to a remote attempt's deadline and kill grace before its task runs
+// LeaseMargin is added to a remote attempt's deadline and kill grace before its task runs
 // elsewhere: the host's clock for the deadline starts after the start was sent.
-const leaseMargin = 2 * time.Second
+const LeaseMargin = 2 * time.Second
 
 // Host is the host's name in hosts.yaml.
 func (r *Remote) Host() string { return r.Conn.Host.Name }
@@ -76,6 +76,11 @@ func (r *Remote) Slots() []Slot {
 	}
 	return out
 }
+
+// StopGrace is how long after its deadline there (or after it was told to stop) an attempt on
+// the host may still run: the host's kill grace (0: 10 s) and LeaseMargin. Its task must not
+// run elsewhere before.
+func (r *Remote) StopGrace() time.Duration { return orDur(r.KillGrace, 10*time.Second) + LeaseMargin }
 
 // Offline says whether the host stopped answering during the run.
 func (r *Remote) Offline() bool { return r.offline.Load() }
@@ -112,34 +117,10 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 	if r.offline.Load() {
 		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
 	}
-	hostWT := fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead)
-	log := r.Log
-	if log == nil {
-		log = io.Discard
-	}
-	agentArg := job.Agent
-	if job.Model != "" {
-		agentArg += ":" + job.Model
-	}
-	lease := r.lease(job)
-	args := remote.DispatchArgs{Branch: job.Branch, Worktree: true, NoTmux: true, NoContext: true, Timeout: lease,
-		Bead: job.Bead, Repo: h.Repo, Agent: agentArg}
-	var last time.Time
-	var lastMu sync.Mutex
-	// The host's dispatch's lines are the host's text: stripped of their control sequences
-	// as they stream, as an agent's output is (swarm logs), before they reach a terminal.
-	a := remote.Attempt{Args: args, Prompt: job.Prompt, Out: screen.NewStripWriter(log), ErrOut: screen.NewStripWriter(log),
-		Env: append(append([]string{}, job.Env...), "SWARM_AGENT_ID="+slot.ID),
-		Watch: remote.Watch{Every: r.Every, OfflineAfter: r.OfflineAfter, Heartbeat: func(t time.Time, _ *remote.Snapshot) {
-			lastMu.Lock()
-			last = t
-			lastMu.Unlock()
-			if job.Heartbeat != nil {
-				job.Heartbeat(t)
-			}
-		}}}
+	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead), lease: r.lease(job)}
+	a := r.attempt(slot, at)
 	if job.Adopt > 0 && !r.offline.Load() {
-		if out, ok := r.adopt(ctx, job, a.Watch, hostWT, lease, &last, &lastMu); ok {
+		if out, ok := r.adopt(ctx, at, a.Watch); ok {
 			return out
 		}
 	}
@@ -168,16 +149,9 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 			job.Checkpoint("launched")
 		}
 	}
-	// The host's worktree and branch of an earlier attempt of the task go: every attempt
-	// starts from the branch pushed now.
-	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
-	if _, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute}); err != nil {
+	if err := r.sendBranch(ctx, job, at.hostWT); err != nil {
 		unlock()
 		return r.lost(ctx, 0, time.Time{}, err)
-	}
-	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {
-		unlock()
-		return r.lost(ctx, 0, time.Time{}, fmt.Errorf("pushing %s to %s: %w", job.Branch, h.Name, err))
 	}
 	run, err := r.Conn.RunAttempt(ctx, a)
 	unlock()
@@ -192,17 +166,14 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 		// Its start was lost with the connection and it never began there: the host is
 		// offline for the run, as a connection lost before the start is, and the task runs
 		// elsewhere at once (no agent of it is at work there).
-		lastMu.Lock()
-		hb := last
-		lastMu.Unlock()
-		return r.offlineOutcome(n, hb, time.Now(), err)
+		return r.offlineOutcome(n, at.beat.get(), time.Now(), err)
 	}
 	sent := time.Time{}
 	var snap *remote.Snapshot
 	if run != nil {
 		sent, snap = run.Sent, run.Snapshot
 	}
-	out := r.settle(ctx, job, n, snap, err, sent, lease, hostWT, &last, &lastMu)
+	out := r.settle(ctx, at, n, snap, err, sent)
 	// The host's records keep whole seconds, on the host's clock: a task of 0.4 s would last
 	// 0 s and the run report no parallel speedup. An attempt started by this run is timed
 	// here, from its start sent to its end brought back, as a local one is.
@@ -212,17 +183,86 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 	return out
 }
 
+// hostAttempt is an attempt of a job on the host as Run follows it: what its end is settled by.
+type hostAttempt struct {
+	job Job
+	// hostWT is the task's worktree on the host, lease the attempt's deadline there.
+	hostWT string
+	lease  time.Duration
+	// beat is the last successful read of its records there, the heartbeat an offline
+	// Outcome reports.
+	beat heartbeat
+}
+
+// heartbeat is a time the watch of an attempt sets as it reads the records, and Run reads when
+// the host is found offline.
+type heartbeat struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (h *heartbeat) set(t time.Time) {
+	h.mu.Lock()
+	h.t = t
+	h.mu.Unlock()
+}
+
+func (h *heartbeat) get() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.t
+}
+
+// attempt is how the host's dispatch is asked to run the attempt: in a worktree of its own on
+// the task's branch, until the lease, its lines logged and its records' reads the heartbeat.
+func (r *Remote) attempt(slot Slot, at *hostAttempt) remote.Attempt {
+	job := at.job
+	agentArg := job.Agent
+	if job.Model != "" {
+		agentArg += ":" + job.Model
+	}
+	args := remote.DispatchArgs{Branch: job.Branch, Worktree: true, NoTmux: true, NoContext: true, Timeout: at.lease,
+		Bead: job.Bead, Repo: r.Conn.Host.Repo, Agent: agentArg}
+	log := orDiscard(r.Log)
+	// The host's dispatch's lines are the host's text: stripped of their control sequences
+	// as they stream, as an agent's output is (swarm logs), before they reach a terminal.
+	return remote.Attempt{Args: args, Prompt: job.Prompt, Out: screen.NewStripWriter(log), ErrOut: screen.NewStripWriter(log),
+		Env: append(append([]string{}, job.Env...), "SWARM_AGENT_ID="+slot.ID),
+		Watch: remote.Watch{Every: r.Every, OfflineAfter: r.OfflineAfter, Heartbeat: func(t time.Time, _ *remote.Snapshot) {
+			at.beat.set(t)
+			if job.Heartbeat != nil {
+				job.Heartbeat(t)
+			}
+		}}}
+}
+
+// sendBranch makes the task's branch the host's as it is here: the host's worktree and branch
+// of an earlier attempt of the task go (every attempt starts from the branch pushed now), and
+// the branch is pushed to the host's clone.
+func (r *Remote) sendBranch(ctx context.Context, job Job, hostWT string) error {
+	h := r.Conn.Host
+	script := `git -C "$1" worktree remove --force "$2" >/dev/null 2>&1; git -C "$1" worktree prune; git -C "$1" branch -D "$3" >/dev/null 2>&1; true`
+	if _, err := r.Conn.Run(ctx, remote.Cmd{Argv: []string{"sh", "-c", script, "sh", h.Repo, hostWT, job.Branch}, Timeout: time.Minute}); err != nil {
+		return err
+	}
+	if err := r.Conn.Push(ctx, r.Repo, job.Branch); err != nil {
+		return fmt.Errorf("pushing %s to %s: %w", job.Branch, h.Name, err)
+	}
+	return nil
+}
+
 // adopt looks on the host for attempt job.Adopt, which an earlier run started there: when the
 // host's records name it, it is followed to its end and settled (ok); when they name an
 // earlier attempt or none, it never reached the host, and the caller starts it (not ok).
-func (r *Remote) adopt(ctx context.Context, job Job, w remote.Watch, hostWT string, lease time.Duration, last *time.Time, lastMu *sync.Mutex) (Outcome, bool) {
+func (r *Remote) adopt(ctx context.Context, at *hostAttempt, w remote.Watch) (Outcome, bool) {
+	job := at.job
 	// Its start was sent before now (by the earlier run): a deadline counted from now, on this
 	// machine's clock, is later than the host's own.
 	sent := time.Now()
 	snap, err := r.Conn.Snapshot(ctx, job.Bead, orDur(r.OfflineAfter, 30*time.Second))
 	if err != nil {
 		// Not known whether it runs there: held until its deadline could have passed.
-		return r.settle(ctx, job, job.Adopt, nil, err, sent, lease, hostWT, last, lastMu), true
+		return r.settle(ctx, at, job.Adopt, nil, err, sent), true
 	}
 	if w.Heartbeat != nil {
 		w.Heartbeat(time.Now(), snap)
@@ -238,7 +278,7 @@ func (r *Remote) adopt(ctx context.Context, job Job, w remote.Watch, hostWT stri
 		fmt.Fprintf(orDiscard(r.Log), "%s: attempt %d of an earlier run still runs here: waiting for it\n", job.Bead, job.Adopt)
 		snap, err = r.Conn.Wait(ctx, job.Bead, job.Adopt, w)
 	}
-	return r.settle(ctx, job, job.Adopt, snap, err, sent, lease, hostWT, last, lastMu), true
+	return r.settle(ctx, at, job.Adopt, snap, err, sent), true
 }
 
 func orDiscard(w io.Writer) io.Writer {
@@ -252,20 +292,19 @@ func orDiscard(w io.Writer) io.Writer {
 // records and the branch brought back, or the host found offline (the task held until the
 // attempt's deadline there, sent plus lease and the kill grace, has passed), or the attempt
 // stopped there when ctx ended.
-func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapshot, err error, sent time.Time, lease time.Duration, hostWT string, last *time.Time, lastMu *sync.Mutex) Outcome {
+func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remote.Snapshot, err error, sent time.Time) Outcome {
+	job := at.job
 	switch {
 	case err != nil && ctx.Err() != nil:
 		r.stop(job.Bead)
 		return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "interrupted", Interrupted: true, Started: time.Now(), Finished: time.Now()}
 	case err != nil:
-		lastMu.Lock()
-		hb := *last
-		lastMu.Unlock()
+		hb := at.beat.get()
 		if sent.IsZero() {
 			return r.lost(ctx, n, hb, err)
 		}
 		if errors.Is(err, remote.ErrUnreachable) {
-			return r.offlineOutcome(n, hb, sent.Add(lease+orDur(r.KillGrace, 10*time.Second)+leaseMargin), err)
+			return r.offlineOutcome(n, hb, sent.Add(at.lease+r.StopGrace()), err)
 		}
 		return failed(n, "remote-failed", err)
 	}
@@ -279,7 +318,7 @@ func (r *Remote) settle(ctx context.Context, job Job, n int, snap *remote.Snapsh
 		err := remote.BringBack(bctx, record.Store{Dir: r.StateDir}, snap)
 		if err == nil && out.Status == record.StatusDone {
 			kind = "branch-not-brought-back"
-			err = r.bringBranch(bctx, job, hostWT)
+			err = r.bringBranch(bctx, job, at.hostWT)
 		}
 		var stray *fgit.StrayError
 		switch {
@@ -339,7 +378,7 @@ func (r *Remote) bringBranch(ctx context.Context, job Job, hostWT string) error 
 	if err != nil {
 		return err
 	}
-	_, err = gitCmd(ctx, job.Dir, "reset", "--hard", "--quiet", ref)
+	_, err = fgit.Cmd{Dir: job.Dir, Env: []string{"GIT_TERMINAL_PROMPT=0"}}.Output(ctx, "reset", "--hard", "--quiet", ref)
 	return err
 }
 

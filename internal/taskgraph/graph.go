@@ -1,0 +1,161 @@
+// Package taskgraph is the scheduling core shared by `swarm run` (package swarmrun) and
+// `ralph queue run` (package queue/store): a graph of tasks, each with its dependencies, a
+// priority rank and its position in the file that lists them; the ready set over it; and a
+// Scheduler that runs the ready tasks on slots, asking a Policy for what differs between
+// engines.
+//
+// Both engines used to keep their own copy of these rules, and both rescanned every task to
+// find the next one to run, which made a run of n tasks cost O(n²). Here a Graph is checked
+// once for a cycle (Cycle, which names the cycle's path for the error message), and a Set keeps
+// for each task the count of its unfinished dependencies and a heap of the tasks ready to run,
+// by priority then file order: a task that ends updates only its own dependents, so a whole run
+// costs O((n + edges) log n).
+//
+// A Set knows nothing of processes, slots, files or time beyond the not-before times it is
+// given: the engines decide what a task's end means (completed, failed, retried) and tell the
+// Set. A failed task blocks its transitive dependents; a retried one unblocks those that
+// nothing else blocks.
+//
+// A Scheduler owns the free slots (of every host: a slot is the Policy's type) and the count of
+// tasks at work, and loops: the best ready task goes to the first free slot the Policy's Place
+// accepts, until nothing runs and nothing can start. The Policy says when to stop starting
+// (swarm run's --halt), records the assignments (swarm run's state.json), and runs each task.
+// swarm run is its first Policy. The queue takes its tasks one claim at a time inside the
+// store's transaction (the budget is checked in the same transaction), from the same Set.
+//
+// What "interrupted" means. Today the two engines differ: swarm run stops the attempt (SIGTERM,
+// then SIGKILL after the grace) and its task goes back to pending for --resume, which starts it
+// afresh; the queue returns an empty outcome and leaves the attempt running, its task claimed,
+// for the next run to adopt by its records. The meaning proposed for both (issue 28), of which
+// the Set already holds its part: the run stops waiting, and the task goes back to the ready
+// set (Requeue), neither done nor failed, no retry counted; the attempt's process is stopped,
+// and what it left (its worktree, its branch) is kept for the next run to look at and continue.
+package taskgraph
+
+// Node is a task as the graph is made from it.
+type Node struct {
+	ID string
+	// Deps are the ids of the tasks it depends on. An id that is no node of the graph is a
+	// dependency that never finishes (the task is never ready), and a leaf for Cycle.
+	Deps []string
+	// Rank is its priority: lower runs first; tasks of one rank run in the order of the nodes.
+	Rank int
+}
+
+// Graph is a set of tasks and their dependencies, fixed once made. Tasks are named by their
+// position in the nodes it was made from.
+type Graph struct {
+	ids        []string
+	index      map[string]int
+	rank       []int
+	deps       [][]int // the dependencies that are nodes, in the order given
+	missing    []int   // how many dependencies are no node
+	dependents [][]int // the reverse edges, each list in node order
+}
+
+// New makes the graph of nodes; their order is the file's order.
+func New(nodes []Node) *Graph {
+	g := &Graph{ids: make([]string, len(nodes)), index: make(map[string]int, len(nodes)), rank: make([]int, len(nodes)),
+		deps: make([][]int, len(nodes)), missing: make([]int, len(nodes)), dependents: make([][]int, len(nodes))}
+	for i, n := range nodes {
+		g.ids[i], g.rank[i] = n.ID, n.Rank
+		if _, dup := g.index[n.ID]; !dup {
+			g.index[n.ID] = i
+		}
+	}
+	for i, n := range nodes {
+		for _, d := range n.Deps {
+			j, ok := g.index[d]
+			if !ok {
+				g.missing[i]++
+				continue
+			}
+			g.deps[i] = append(g.deps[i], j)
+			g.dependents[j] = append(g.dependents[j], i)
+		}
+	}
+	return g
+}
+
+// Len is the number of tasks.
+func (g *Graph) Len() int { return len(g.ids) }
+
+// ID is the id of task i.
+func (g *Graph) ID(i int) string { return g.ids[i] }
+
+// Index is the position of the task id.
+func (g *Graph) Index(id string) (int, bool) {
+	i, ok := g.index[id]
+	return i, ok
+}
+
+// Deps are the positions of task i's dependencies that are tasks of the graph, in the order
+// its node gave them (shared: not to be changed).
+func (g *Graph) Deps(i int) []int { return g.deps[i] }
+
+// Colours of the depth-first walk.
+const (
+	white = iota // not seen
+	grey         // on the current path
+	black        // done: no cycle through it
+)
+
+type frame struct {
+	node int
+	next int // the next dependency to follow
+}
+
+// Cycle returns a cycle of dependencies as the path around it (its first id repeated last), or
+// nil. The walk is depth first, from the tasks in node order and through each task's
+// dependencies in the order given, so the cycle named is the same on every run; it is one walk
+// over the whole graph, each task visited once, without recursion, so a chain of 100,000 tasks
+// cannot exhaust the stack.
+func (g *Graph) Cycle() []string { return g.CycleFrom(len(g.ids)) }
+
+// CycleFrom is Cycle with the walk started from the first n tasks only: a cycle that none of
+// them reaches is not looked for (the tasks a queue holds already, say, when new ones are
+// checked).
+func (g *Graph) CycleFrom(n int) []string {
+	color := make([]uint8, len(g.ids))
+	var stack []frame
+	for start := range g.ids[:n] {
+		if color[start] != white {
+			continue
+		}
+		color[start] = grey
+		stack = append(stack[:0], frame{node: start})
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			ds := g.deps[top.node]
+			if top.next == len(ds) {
+				color[top.node] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			d := ds[top.next]
+			top.next++
+			switch color[d] {
+			case grey:
+				return g.path(stack, d)
+			case white:
+				color[d] = grey
+				stack = append(stack, frame{node: d})
+			}
+		}
+	}
+	return nil
+}
+
+// path is the cycle closed by the edge from the top of stack to d, which is on stack.
+func (g *Graph) path(stack []frame, d int) []string {
+	var out []string
+	for i := range stack {
+		if stack[i].node == d {
+			for _, f := range stack[i:] {
+				out = append(out, g.ids[f.node])
+			}
+			break
+		}
+	}
+	return append(out, g.ids[d])
+}

@@ -1,0 +1,166 @@
+package taskgraph
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Policy is what an engine decides for the Scheduler: what a slot is (S: a slot of this
+// machine or of a host), which slot a task may start in, what starting and running a task
+// mean, and when no task may start any more. Every method but Launched and Run is called with
+// the engine's lock held (the one given to Loop).
+type Policy[S any] interface {
+	// Stopping says that no task may start any more: the run is interrupted, or a halt rule
+	// was met. It is asked at every wake.
+	Stopping() bool
+	// Queued is told the tasks that became ready since the last wake (swarm run marks them
+	// queued in its state).
+	Queued(tasks []int)
+	// Place is the index in free (never empty) of the slot task i starts in, -1 when it may
+	// not start in any of them now; then the Scheduler gives it back to the ready set, unless
+	// Place held it (Set.Hold). Without a hold, -1 is for a task that waits for a slot at
+	// work: the Scheduler looks again when a task ends.
+	Place(i int, free []S) int
+	// Assign records the tasks placed at this wake (none, often) before they start.
+	Assign(placed []Placed[S])
+	// Launched is told, without the lock, that the tasks assigned are about to start.
+	Launched(placed []Placed[S])
+	// Run runs task i in slot, on a goroutine of its own, without the lock. It ends the task
+	// (under the lock: Set.Done, Fail, Requeue or Hold, then Scheduler.Free) before it returns.
+	Run(i int, slot S)
+}
+
+// Placed is a task placed in a slot.
+type Placed[S any] struct {
+	Task int
+	Slot S
+}
+
+// Scheduler runs the tasks of a Set on slots, the best ready task first in the first slot the
+// Policy gives it, until none runs and none can start. Its state is guarded by the engine's
+// lock: its methods are called with it held, but for Loop.
+type Scheduler[S any] struct {
+	Set     *Set
+	free    []S
+	running int
+	wake    chan struct{}
+}
+
+// NewScheduler is a scheduler of set's tasks on slots.
+func NewScheduler[S any](set *Set, slots []S) *Scheduler[S] {
+	return &Scheduler[S]{Set: set, free: append([]S(nil), slots...), wake: make(chan struct{}, 1)}
+}
+
+// Free ends the task that ran in slot: the slot takes tasks again unless retire (its host went
+// offline, say).
+func (s *Scheduler[S]) Free(slot S, retire bool) {
+	s.running--
+	if !retire {
+		s.free = append(s.free, slot)
+	}
+}
+
+// Retire takes the free slots that match out of the schedule for good (a host gone offline),
+// and returns them.
+func (s *Scheduler[S]) Retire(match func(S) bool) []S {
+	var gone []S
+	free := s.free[:0]
+	for _, slot := range s.free {
+		if match(slot) {
+			gone = append(gone, slot)
+			continue
+		}
+		free = append(free, slot)
+	}
+	s.free = free
+	return gone
+}
+
+// notify wakes Loop.
+func (s *Scheduler[S]) notify() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Loop schedules until nothing runs and nothing can start: no task is ready or held, no slot
+// is left, or the policy stops (then it waits for the tasks at work to end). ctx ending wakes
+// it; the policy's Stopping should then say so. mu is the engine's lock.
+func (s *Scheduler[S]) Loop(ctx context.Context, mu sync.Locker, p Policy[S]) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		mu.Lock()
+		s.Set.Release(time.Now())
+		stopping := p.Stopping()
+		var placed []Placed[S]
+		if !stopping {
+			p.Queued(s.Set.TakeFresh())
+			placed = s.place(p)
+		}
+		p.Assign(placed)
+		held := s.Set.NextRelease()
+		// Idle: nothing runs and nothing can start (stopping, no task ready or held back, or no
+		// slot left).
+		idle := s.running == 0 && (stopping || len(s.free) == 0 || (s.Set.Len() == 0 && held.IsZero()))
+		mu.Unlock()
+		if len(placed) > 0 {
+			p.Launched(placed)
+		}
+		for _, pl := range placed {
+			wg.Add(1)
+			go func(pl Placed[S]) {
+				defer wg.Done()
+				defer s.notify()
+				p.Run(pl.Task, pl.Slot)
+			}(pl)
+		}
+		if idle {
+			return
+		}
+		s.wait(ctx, held)
+	}
+}
+
+// wait waits for a task's end, the next held task's time, or ctx's end: then for a task's end,
+// as the tasks see ctx end too and stop.
+func (s *Scheduler[S]) wait(ctx context.Context, held time.Time) {
+	var release <-chan time.Time
+	if !held.IsZero() {
+		tm := time.NewTimer(time.Until(held))
+		defer tm.Stop()
+		release = tm.C
+	}
+	select {
+	case <-release:
+	case <-s.wake:
+	case <-ctx.Done():
+		<-s.wake
+	}
+}
+
+// place takes the ready tasks, best first, for the free slots the policy gives them; a task
+// that may start in none of them now goes back to the ready set (unless the policy held it).
+func (s *Scheduler[S]) place(p Policy[S]) []Placed[S] {
+	var placed []Placed[S]
+	var back []int
+	for len(s.free) > 0 {
+		i, ok := s.Set.Pop()
+		if !ok {
+			break
+		}
+		if at := p.Place(i, s.free); at >= 0 {
+			placed = append(placed, Placed[S]{Task: i, Slot: s.free[at]})
+			s.free = append(s.free[:at:at], s.free[at+1:]...)
+			s.running++
+		} else if s.Set.State(i) == Taken {
+			back = append(back, i)
+		}
+	}
+	for _, i := range back {
+		s.Set.Requeue(i)
+	}
+	return placed
+}

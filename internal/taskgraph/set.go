@@ -1,0 +1,289 @@
+package taskgraph
+
+import "time"
+
+// State is where a task is in a Set.
+type State uint8
+
+const (
+	// Waiting: a dependency has not finished.
+	Waiting State = iota
+	// Ready: every dependency finished; in the ready heap.
+	Ready
+	// Held: ready, but not before a time (Hold); Release makes it ready.
+	Held
+	// Taken: popped from the ready set, at work.
+	Taken
+	// Done: finished (completed, or skipped): its dependents may run.
+	Done
+	// Failed: ended for good; its dependents are blocked.
+	Failed
+	// Blocked: a dependency failed or is blocked; it blocks its own dependents in turn.
+	Blocked
+)
+
+// Blocking is a task newly blocked, and the dependency (failed or blocked) that blocks it.
+type Blocking struct {
+	Task, By int
+}
+
+// Set is the ready set over a Graph: each task's state, the count of its dependencies that have
+// not finished, a heap of the ready tasks by rank then position, and a heap of the held ones by
+// their not-before time. Each change costs O(the changed tasks' edges · log n). A Set is not
+// safe for concurrent use: its engine guards it with its own lock.
+type Set struct {
+	g          *Graph
+	state      []State
+	unfinished []int // dependencies not Done, those that are no node included
+	ready      taskHeap
+	held       timeHeap
+	notBefore  []time.Time
+	fresh      []int // tasks become ready since the last TakeFresh
+}
+
+// NewSet makes the ready set of g with each task in the state initial gives: Waiting (the Set
+// makes it Ready when its dependencies are done), Taken, Done, Failed or Blocked (Ready and Held
+// are read as Waiting). The tasks that a failed or blocked dependency blocks are blocked at
+// once: the returned list says which, and by what.
+func NewSet(g *Graph, initial func(i int) State) (*Set, []Blocking) {
+	n := g.Len()
+	s := &Set{g: g, state: make([]State, n), unfinished: make([]int, n), notBefore: make([]time.Time, n)}
+	s.ready.init(g, n)
+	for i := 0; i < n; i++ {
+		st := initial(i)
+		if st == Ready || st == Held {
+			st = Waiting
+		}
+		s.state[i] = st
+	}
+	for i := 0; i < n; i++ {
+		s.unfinished[i] = g.missing[i]
+		for _, d := range g.deps[i] {
+			if s.state[d] != Done {
+				s.unfinished[i]++
+			}
+		}
+	}
+	var blocked []Blocking
+	for i := 0; i < n; i++ {
+		if s.state[i] == Failed || s.state[i] == Blocked {
+			blocked = s.propagate(i, blocked)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if s.state[i] == Waiting && s.unfinished[i] == 0 {
+			s.makeReady(i)
+		}
+	}
+	return s, blocked
+}
+
+// Order is g's tasks in a topological order: each after its dependencies, ties broken by rank,
+// then position. A task on a cycle, after one, or depending on an id that is no task is left
+// out. It is a run of the ready set with every task done as soon as it is taken.
+func (g *Graph) Order() []int {
+	s, _ := NewSet(g, func(int) State { return Waiting })
+	out := make([]int, 0, g.Len())
+	for {
+		i, ok := s.Pop()
+		if !ok {
+			return out
+		}
+		out = append(out, i)
+		s.Done(i)
+	}
+}
+
+// Graph is the graph the set is over.
+func (s *Set) Graph() *Graph { return s.g }
+
+// State is task i's state.
+func (s *Set) State(i int) State { return s.state[i] }
+
+// Len is how many tasks are ready (not counting the held ones).
+func (s *Set) Len() int { return s.ready.Len() }
+
+// Pop takes the ready task of the lowest rank (the first in node order among equals): it is
+// Taken. False when none is ready.
+func (s *Set) Pop() (int, bool) {
+	if s.ready.Len() == 0 {
+		return 0, false
+	}
+	i := s.ready.pop()
+	s.state[i] = Taken
+	return i, true
+}
+
+// Peek is the task Pop would take, without taking it.
+func (s *Set) Peek() (int, bool) {
+	if s.ready.Len() == 0 {
+		return 0, false
+	}
+	return s.ready.items[0], true
+}
+
+// Requeue puts task i back to be run again: ready, or waiting when a dependency is unfinished
+// (a retry, a task given back unstarted, an interrupted one).
+// A failed or blocked task's blocked dependents stay blocked: Unblock puts them back.
+func (s *Set) Requeue(i int) {
+	s.move(i, Waiting)
+	if s.unfinished[i] == 0 {
+		s.makeReady(i)
+	}
+}
+
+// Take takes task i out of the ready set without finishing it, from whatever state it was
+// in: it is Taken (the queue's task claimed, failed or blocked, whose dependents it does not
+// block itself: the queue blocks them in its file, Reblock).
+func (s *Set) Take(i int) { s.move(i, Taken) }
+
+// Hold keeps task i from the ready set until until: Release puts it back then, ready when its
+// dependencies have finished.
+func (s *Set) Hold(i int, until time.Time) {
+	s.move(i, Held)
+	s.notBefore[i] = until
+	s.held.push(heldTask{task: i, at: until})
+}
+
+// NotBefore is the time task i was last held until (zero: never held).
+func (s *Set) NotBefore(i int) time.Time { return s.notBefore[i] }
+
+// Release makes ready the held tasks whose time has come at now.
+func (s *Set) Release(now time.Time) {
+	for s.held.Len() > 0 && !now.Before(s.held.items[0].at) {
+		h := s.held.pop()
+		if s.state[h.task] == Held && s.notBefore[h.task].Equal(h.at) {
+			s.state[h.task] = Waiting
+			if s.unfinished[h.task] == 0 {
+				s.makeReady(h.task)
+			}
+		}
+	}
+}
+
+// NextRelease is the earliest time a held task may run, zero when none is held.
+func (s *Set) NextRelease() time.Time {
+	for s.held.Len() > 0 {
+		h := s.held.items[0]
+		if s.state[h.task] == Held && s.notBefore[h.task].Equal(h.at) {
+			return h.at
+		}
+		s.held.pop() // stale: the task left the held state since
+	}
+	return time.Time{}
+}
+
+// Done finishes task i (completed or skipped): the dependents whose last unfinished dependency
+// it was become ready.
+func (s *Set) Done(i int) {
+	if s.state[i] == Done {
+		return
+	}
+	s.move(i, Done)
+	for _, d := range s.g.dependents[i] {
+		s.unfinished[d]--
+		if s.unfinished[d] == 0 && s.state[d] == Waiting {
+			s.makeReady(d)
+		}
+	}
+}
+
+// Fail ends task i for good; its dependents that wait or are ready are blocked, transitively.
+// The returned list names them with the dependency that blocks each, in the order they were
+// reached.
+func (s *Set) Fail(i int) []Blocking { return s.end(i, Failed) }
+
+// Block blocks task i itself (a merge conflict, say): its dependents are blocked as by Fail.
+func (s *Set) Block(i int) []Blocking { return s.end(i, Blocked) }
+
+func (s *Set) end(i int, st State) []Blocking {
+	s.move(i, st)
+	return s.propagate(i, nil)
+}
+
+// Unblock puts back a blocked or failed task i (retried, say) to wait for its dependencies,
+// unless one of them still blocks it, and then its blocked dependents that nothing else blocks,
+// transitively. It returns the tasks it unblocked, i first when it was.
+func (s *Set) Unblock(i int) []int {
+	var out []int
+	stack := []int{i}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if (s.state[t] != Blocked && s.state[t] != Failed) || s.blockedBy(t) >= 0 {
+			continue
+		}
+		s.state[t] = Waiting
+		if s.unfinished[t] == 0 {
+			s.makeReady(t)
+		}
+		out = append(out, t)
+		for k := len(s.g.dependents[t]) - 1; k >= 0; k-- {
+			if d := s.g.dependents[t][k]; s.state[d] == Blocked {
+				stack = append(stack, d)
+			}
+		}
+	}
+	return out
+}
+
+// blockedBy is the first dependency of t that is failed or blocked, -1 when none is.
+func (s *Set) blockedBy(t int) int {
+	for _, d := range s.g.deps[t] {
+		if s.state[d] == Failed || s.state[d] == Blocked {
+			return d
+		}
+	}
+	return -1
+}
+
+// TakeFresh returns the tasks that became ready since the last call, in the order they did:
+// an engine marks them queued.
+func (s *Set) TakeFresh() []int {
+	out := s.fresh
+	s.fresh = nil
+	return out
+}
+
+// propagate blocks the waiting, ready and held dependents of the failed or blocked task i,
+// transitively, appending them to out.
+func (s *Set) propagate(i int, out []Blocking) []Blocking {
+	queue := []int{i}
+	for len(queue) > 0 {
+		t := queue[0]
+		queue = queue[1:]
+		for _, d := range s.g.dependents[t] {
+			switch s.state[d] {
+			case Waiting, Ready, Held:
+				s.move(d, Blocked)
+				out = append(out, Blocking{Task: d, By: t})
+				queue = append(queue, d)
+			}
+		}
+	}
+	return out
+}
+
+// move puts task i in state st, out of the ready heap (a held task leaves its heap lazily: a
+// stale entry is skipped), and counted unfinished again by its dependents when it was done (a
+// task retried after it completed). A dependent made unfinished stays ready no longer.
+func (s *Set) move(i int, st State) {
+	switch s.state[i] {
+	case Ready:
+		s.ready.remove(i)
+	case Done:
+		for _, d := range s.g.dependents[i] {
+			if s.unfinished[d]++; s.state[d] == Ready {
+				s.ready.remove(d)
+				s.state[d] = Waiting
+			}
+		}
+	}
+	s.state[i] = st
+}
+
+func (s *Set) makeReady(i int) {
+	s.state[i] = Ready
+	s.ready.push(i)
+	s.fresh = append(s.fresh, i)
+}

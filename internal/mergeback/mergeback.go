@@ -63,6 +63,9 @@ type Plan struct {
 	DryRun bool
 	// Log, when set, gets a line as each merge starts and ends.
 	Log io.Writer
+	// Landed, when set, is told of each merge landed, once Into has moved and the record says
+	// so (swarm run merge appends a merge event to the execution's events with it).
+	Landed func(Merged)
 }
 
 // Conflict is a merge that stopped on conflicts in the scratch worktree Dir, left in progress
@@ -488,7 +491,13 @@ func (m *merger) advance(ctx context.Context, b Branch, tip, merged, resolvedBy 
 	m.res.Merged = append(m.res.Merged, mg)
 	m.rec.Merges = append(m.rec.Merges, mg)
 	m.logf("landed %s on %s at %s", b.ID, p.Into, short(merged))
-	return m.writeRecord()
+	if err := m.writeRecord(); err != nil {
+		return err
+	}
+	if p.Landed != nil {
+		p.Landed(mg)
+	}
+	return nil
 }
 
 // stop records s and returns it as a *StoppedError.

@@ -242,9 +242,14 @@ func TestMergeInto(t *testing.T) {
 	g.branches = g.branches[:5]
 	p := g.plan(t)
 	p.Into = "integration"
+	var told []string
+	p.Landed = func(m Merged) { told = append(told, m.ID) }
 	base := git(t, g.repo, "rev-parse", "main")
 	if _, err := Merge(context.Background(), p); err != nil {
 		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(told, ids(1, 5)) {
+		t.Errorf("Landed told of %v, want %v", told, ids(1, 5))
 	}
 	if got := landedOn(t, g.repo, "integration"); !reflect.DeepEqual(got, ids(1, 5)) {
 		t.Fatalf("integration holds %v", got)

@@ -26,6 +26,7 @@ var manual = cli.Manual{
 		{Name: "$SWARM_DIR/ralph/NAME/state.json, iterations.log", Meaning: "a swarm loop's state and iteration log"},
 		{Name: ".aiwg/ralph/", Meaning: "AIWG's loops of the workspace (registry.json, loops/ID/state.json)"},
 		{Name: ".claude/ralph/task-queue-PLAN.json", Meaning: "a plan's task queue (with retry-queue-PLAN.json, progress-PLAN.json, agent-state-AGENT.json, archive/)"},
+		{Name: ".claude/ralph/merge-PLAN.json", Meaning: "what ralph queue merge landed, and where it stopped"},
 		{Name: "PROMPT.md", Meaning: "the starter prompt ralph init writes"},
 	},
 	Examples: []cli.Example{
@@ -33,5 +34,6 @@ var manual = cli.Manual{
 		{Command: "ralph status docs", Meaning: "Its progress: iteration i/N, average iteration time, ETA."},
 		{Command: "ralph start 'Make the tests pass' --completion 'go test ./...'", Meaning: "An AIWG loop: run the agent headless until go test passes."},
 		{Command: "ralph queue init plan.md && ralph queue run plan --agents 3", Meaning: "Queue a plan's tasks and work through them with 3 agents at once."},
+		{Command: "ralph queue merge plan --into integration --test 'go test ./...'", Meaning: "Land the done tasks' branches (a run with --worktree) on integration, tested after each merge."},
 	},
 }

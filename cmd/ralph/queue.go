@@ -22,13 +22,13 @@ func queueCommand() *cli.Command {
 		Name: "queue",
 		Commands: []*cli.Command{queueInitCommand(), queueRunCommand(), queueStatusCommand(), queueRetryCommand(),
 			queueSkipCommand(), queueAddCommand(), supervisorverb.Command(supervisorverb.Attempt, "run one task's supervisor (started by ralph queue run)",
-				"%s is started by ralph queue run, not by hand"), queueCheckpointCommand()},
+				"%s is started by ralph queue run, not by hand"), queueCheckpointCommand(), queueMergeCommand()},
 		CommandsUsage: func(w io.Writer) { fmt.Fprint(w, queueUsage) },
 		UnknownVerb: func(word string, _ []string) error {
 			if word == "" {
 				return nil // ralph queue alone: its help, on stderr
 			}
-			return cli.Usagef("no verb %q; the verbs are init, run, status, retry, skip, add", word)
+			return cli.Usagef("no verb %q; the verbs are init, run, status, retry, skip, add, merge", word)
 		},
 	}
 }
@@ -43,6 +43,7 @@ Usage:
    ralph queue status PLAN [--json] [--repo DIR]
    ralph queue retry|skip PLAN TASK [--repo DIR]
    ralph queue add PLAN TASK_ID DESCRIPTION [--after IDS] | --from FILE [--repo DIR]
+   ralph queue merge PLAN [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--repo DIR]
 
 A plan is a markdown task list ("- [ ] t1: description (after t0)") or a YAML or JSON list of
 {id, description, dependencies}; PLAN is its file or its id (the file's name without the

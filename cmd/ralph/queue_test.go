@@ -93,6 +93,8 @@ func killSupervisors(stateDir string) {
 }
 
 var queueCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	// exitcode N CMD ARGS...: CMD must exit with N.
+	"exitcode": testenv.ExitCode,
 	// smalldisk DIR MB: mount a tmpfs of MB megabytes on DIR (unmounted at the end); needs
 	// root (a script skips without it: [!root] skip).
 	"smalldisk": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -37,5 +37,6 @@ var manual = cli.Manual{
 		{Command: "swarm wait fix-io --timeout 3600; echo $?", Meaning: "Wait for it to exit, with its exit code."},
 		{Command: "swarm top --hosts hosts.yaml", Meaning: "Every agent here and on the hosts of hosts.yaml, live; a host that does not answer is marked offline."},
 		{Command: "swarm kill fix-io --rm-worktree", Meaning: "Stop it and remove its worktree (not when it has changes)."},
+		{Command: "swarm run work.yaml && swarm run merge --into integration --test 'go test ./...'", Meaning: "Run a manifest's tasks, then land their branches on integration, tested after each merge."},
 	},
 }

@@ -38,17 +38,15 @@ const exitInterrupted = 130
 // verbs status, history and the hidden __supervise (an attempt's supervisor). A word that is
 // none of them is the manifest.
 func runCommand() *cli.Command {
-	var docOptions runOptions
+	doc := runMainCommand()
 	return &cli.Command{
 		Name: "run", Usage: "run a work.yaml manifest of dependent tasks in parallel", OwnSignals: true,
-		// For the man page and the completions only (Raw reads the command line itself).
-		UsageText: runMainCommand().UsageText, Flags: docOptions.AddFlags(nil),
-		Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runWaitCommand(), runFollowCommand()},
+		// The synopsis, flags and verbs are the man page's and the completions' (cli's docs.go);
+		// Raw routes the command line itself.
+		UsageText: doc.UsageText, Flags: doc.Flags, Commands: runVerbs(),
 		Raw: func(ctx context.Context, s cli.Streams, args []string) error {
 			main := runMainCommand()
-			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled,
-				Commands: []*cli.Command{runStatusCommand(), runHistoryCommand(), runWaitCommand(), runFollowCommand(), supervisorverb.Command(supervisorverb.Attempt,
-					"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")},
+			t := &cli.Tool{Name: "swarm run", Dialect: cli.Labelled, Commands: runVerbs(),
 				Usage: func(w io.Writer) {
 					main.App("swarm run", cli.Streams{Out: w, Err: w}).Run([]string{"swarm run", "--help"})
 				},
@@ -58,11 +56,17 @@ func runCommand() *cli.Command {
 					return cli.Run(ctx, main.App("swarm run", s), append([]string{"swarm run"}, args...))
 				}}
 			if len(args) == 0 {
-				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history|wait|follow, swarm run --abort)")
+				return cli.Usagef("give a manifest: swarm run work.yaml (or swarm run status|history|merge|wait|follow, swarm run --abort)")
 			}
 			return t.Run(ctx, s, args)
 		},
 	}
+}
+
+// runVerbs are swarm run's verbs: status, history, merge and the hidden __supervise.
+func runVerbs() []*cli.Command {
+	return []*cli.Command{runStatusCommand(), runHistoryCommand(), runMergeCommand(), runWaitCommand(), runFollowCommand(), supervisorverb.Command(supervisorverb.Attempt,
+		"run one task attempt's supervisor (started by swarm run)", "%s is started by swarm run, not by hand")}
 }
 
 // runOptions are swarm run's flags (with a manifest, or --abort).
@@ -109,6 +113,7 @@ func runMainCommand() *cli.Command {
 			"          [--halt soon,fail=N%|now,fail=N] [--joblog FILE] [--forge auto|none|CMD] [--on-event CMD] [--quiet]\n" +
 			"          [--allow-outside-prompts] [--state-dir DIR]\n" +
 			"swarm run --abort [work.yaml]\nswarm run status [ID] [--json]\nswarm run history [ID] [--json]\n" +
+			"swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json]\n" +
 			"swarm run wait [ID]\nswarm run follow [ID] [--json]",
 		Flags: o.AddFlags(nil),
 		ExitCodes: []cli.ExitCode{{Code: 0, Meaning: "every task completed (or was skipped)"}, {Code: 1, Meaning: "a task failed or is blocked, or --halt stopped the run, or an agent's command is not there (nothing was started)"},

@@ -9,6 +9,7 @@
 //	name: Sprint 47
 //	repo: .                      # a path (relative to the manifest) or a git URL
 //	base_branch: main
+//	test: go test ./...          # optional: swarm run merge's test command (no shell)
 //	defaults: {agent: claude, model: sonnet, timeout: 30m, retries: 1}
 //	tasks:
 //	  - id: feature-a
@@ -88,7 +89,10 @@ type Manifest struct {
 	Defaults   Defaults
 	// MaxParallel is the manifest's max_parallel, 0 when it sets none.
 	MaxParallel int
-	Tasks       []Task
+	// Test is the repository's test command, as written ("" : none): swarm run merge runs it
+	// after each merge (its words split without a shell).
+	Test  string
+	Tasks []Task
 	// Path is the manifest file's path, as given to Load.
 	Path string
 	// index is where each task id is in Tasks (Task), made by Parse.
@@ -266,7 +270,7 @@ type ReadFunc func(name string) ([]byte, error)
 // taskKeys and topKeys are the keys the manifest knows; any other is an error (a typo would
 // otherwise be silently ignored: "depends-on" for "depends_on").
 var (
-	topKeys     = []string{"name", "repo", "base_branch", "defaults", "default_priority", "max_parallel", "tasks", "description"}
+	topKeys     = []string{"name", "repo", "base_branch", "defaults", "default_priority", "max_parallel", "test", "tasks", "description"}
 	defaultKeys = []string{"agent", "model", "timeout", "retries"}
 	taskKeys    = []string{"id", "prompt", "prompt_file", "branch", "priority", "depends_on", "agent", "model", "timeout", "retries", "agent_hint", "description"}
 )
@@ -327,6 +331,8 @@ func Parse(file string, data []byte, read ReadFunc) (*Manifest, error) {
 			defaultPriority = p.priority(v)
 		case "max_parallel":
 			m.MaxParallel = p.positive(v, "max_parallel")
+		case "test":
+			m.Test = p.line(v, "test")
 		case "defaults":
 			p.defaults(v, &m.Defaults)
 		case "tasks":

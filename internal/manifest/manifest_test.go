@@ -63,6 +63,19 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// TestParseTest reads the optional test command (swarm run merge's), one line as written.
+func TestParseTest(t *testing.T) {
+	doc := "name: x\ntest: go test ./...\ntasks:\n  - {id: a, prompt: p, branch: b}\n"
+	m, err := Parse("work.yaml", []byte(doc), nil)
+	if err != nil || m.Test != "go test ./..." {
+		t.Fatalf("Parse(%q) = %+v, %v; want test %q", doc, m, err, "go test ./...")
+	}
+	bad := "name: x\ntest: \"make\\ncheck\"\ntasks:\n  - {id: a, prompt: p, branch: b}\n"
+	if _, err := Parse("work.yaml", []byte(bad), nil); err == nil || !strings.Contains(err.Error(), "work.yaml:2: test") {
+		t.Errorf("Parse(%q) = %v, want an error at line 2", bad, err)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, doc, want string

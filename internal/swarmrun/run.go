@@ -1141,6 +1141,7 @@ func prBody(execID, id, agentID, prompt string) string {
 // finish ends the run: paused when interrupted; else the summary, the history file and the
 // report.
 func (r *runner) finish(ctx context.Context) (*Result, error) {
+	r.releaseSlots(context.WithoutCancel(ctx))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := &Result{State: r.st, Halted: r.halted}

@@ -188,3 +188,29 @@ func (r *runner) keepWorktree(id string, slot Slot) {
 	t.Trace.Worktree = kept
 	r.mu.Unlock()
 }
+
+// releaseSlots detaches the HEAD of each slot's worktree that a completed task left on its
+// branch (not under mu; no task runs any more): a run used to leave every task's branch checked
+// out in a worktree of its own; a slot's stays a worktree for the next run, but on no branch,
+// so the user (or swarm run merge's check) can check the branches out elsewhere. One git
+// process a slot; a worktree that is not a real directory below the repository is left alone.
+func (r *runner) releaseSlots(ctx context.Context) {
+	r.mu.Lock()
+	var paths []string
+	for id, ready := range r.trees.ready {
+		if ready {
+			paths = append(paths, r.trees.path[id])
+			delete(r.trees.ready, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, p := range paths {
+		if r.checkWorktree(p) != nil {
+			continue
+		}
+		// No hook: the tree does not change (a post-checkout hook ran once, when it was made).
+		if _, err := gitCmd(ctx, p, "-c", "core.hooksPath=/dev/null", "checkout", "-q", "--detach"); err != nil {
+			r.logf("releasing the slot's worktree %s: %v", p, oneLine(err))
+		}
+	}
+}

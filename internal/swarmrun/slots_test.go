@@ -58,6 +58,11 @@ func TestSlotWorktreeReusedForEachTask(t *testing.T) {
 	if _, err := ReadState(Paths{Root: w.repo}.State()); err != nil {
 		t.Errorf("the state naming the slot's worktree is not read back: %v", err)
 	}
+	// The run's end frees the branches: c's, the slot's last, is checked out nowhere, so the
+	// user (git switch c) or swarm run merge --into c can take it.
+	if list := git(t, w.repo, "worktree", "list", "--porcelain"); strings.Contains(list, "refs/heads/c") {
+		t.Errorf("after the run, c's branch is still checked out:\n%s", list)
+	}
 }
 
 // TestFailedTaskKeepsItsWorktree: a task that failed keeps what its agent left, in

@@ -206,11 +206,14 @@ func (l *lab) waitLog(name, re string) {
 // none and no monitor holds it (!alive), and returns the recorded pid.
 func (l *lab) waitMonitor(name string, alive bool) int {
 	l.t.Helper()
-	pid := 0
+	pid, seen := 0, 0
 	l.waitFor(fmt.Sprintf("%s's monitor alive=%v", name, alive), func() bool {
 		st, _ := (store{dir: l.dir, name: name}).load()
 		if st == nil {
 			return false
+		}
+		if st.MonitorPID != nil {
+			seen = *st.MonitorPID
 		}
 		held := (store{dir: l.dir, name: name}).monitorAlive()
 		if alive {
@@ -220,7 +223,8 @@ func (l *lab) waitMonitor(name string, alive bool) int {
 			pid = *st.MonitorPID
 			return true
 		}
-		return st.MonitorPID == nil && !held
+		// Gone: the lock let go, and the process too (it lets the lock go before it exits).
+		return st.MonitorPID == nil && !held && (seen == 0 || !isMonitor(seen, name))
 	})
 	return pid
 }

@@ -206,14 +206,11 @@ func (l *lab) waitLog(name, re string) {
 // none and no monitor holds it (!alive), and returns the recorded pid.
 func (l *lab) waitMonitor(name string, alive bool) int {
 	l.t.Helper()
-	pid, seen := 0, 0
+	pid := 0
 	l.waitFor(fmt.Sprintf("%s's monitor alive=%v", name, alive), func() bool {
 		st, _ := (store{dir: l.dir, name: name}).load()
 		if st == nil {
 			return false
-		}
-		if st.MonitorPID != nil {
-			seen = *st.MonitorPID
 		}
 		held := (store{dir: l.dir, name: name}).monitorAlive()
 		if alive {
@@ -223,10 +220,26 @@ func (l *lab) waitMonitor(name string, alive bool) int {
 			pid = *st.MonitorPID
 			return true
 		}
-		// Gone: the lock let go, and the process too (it lets the lock go before it exits).
-		return st.MonitorPID == nil && !held && (seen == 0 || !isMonitor(seen, name))
+		return st.MonitorPID == nil && !held
 	})
 	return pid
+}
+
+// waitMonitorExited is waitMonitor(name, false), and then the monitor's process gone too: the
+// monitor lets its lock go before it waits for its hook's last events (each bounded) and
+// exits, so "the lock free" is "the loop let go", not "nothing of the loop runs".
+func (l *lab) waitMonitorExited(name string) {
+	l.t.Helper()
+	seen := 0
+	l.waitFor(name+"'s monitor recorded", func() bool {
+		st, _ := (store{dir: l.dir, name: name}).load()
+		if st != nil && st.MonitorPID != nil {
+			seen = *st.MonitorPID
+		}
+		return seen != 0 || (st != nil && st.Status != StatusRunning)
+	})
+	l.waitMonitor(name, false)
+	l.waitFor(fmt.Sprintf("%s's monitor (pid %d) to exit", name, seen), func() bool { return seen == 0 || !isMonitor(seen, name) })
 }
 
 // TestPauseResume: a pause lets the current iteration end and starts no other, the monitor

@@ -427,7 +427,7 @@ func TestCommitEachLeavesTheSwarmDirectory(t *testing.T) {
 	gitRun(t, l.root, "init", "-q")
 	gitRun(t, l.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
 	l.spawnRails("g2", l.root, 2, &rails.Rails{CommitEach: true}, "touch notes.txt")
-	l.waitMonitor("g2", false)
+	l.waitMonitorExited("g2")
 	// A loop that says it ended has no worker's supervisor left (the last one outlived it,
 	// until the test binary's sweep killed it).
 	if left := supervisorsOf(l.ls.base.dir.Root); len(left) > 0 {

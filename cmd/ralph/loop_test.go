@@ -200,6 +200,23 @@ var loopCmds = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 		}
 		ts.Fatalf("%s is not %s after %s:\n%s", args[1], args[2], limit, last)
 	},
+	// monitorgone NAME: wait (at most 20 s) until no monitor runs the loop: its monitor.lock is
+	// free. The monitor clears monitor_pid before it lets the lock go (internal/ralph/loop's
+	// proc.go), so monitor_pid null says it has left the loop, not that it is gone: status
+	// reports a monitor alive for as long as it holds the lock.
+	"monitorgone": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 {
+			ts.Fatalf("usage: monitorgone NAME")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		lock := filepath.Join(statedir.Swarm{Root: ts.Getenv("SWARM_DIR")}.RalphDir(args[0]), "monitor.lock")
+		unlock, err := fsx.LockFile(ctx, lock)
+		if err != nil {
+			ts.Fatalf("the monitor of %s still holds %s after 20s: %v", args[0], lock, err)
+		}
+		unlock()
+	},
 	// agestate NAME KEY SECONDS: set the UTC timestamp KEY of the loop's state to SECONDS ago
 	// (as another process would write it: under the state's lock).
 	"agestate": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -164,22 +164,35 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		}
 		ts.Fatalf("%s does not match %q %d times after 15s:\n%s", args[0], args[1], n, last)
 	},
-	// waitfile PATH [SECONDS]: wait until PATH exists (an agent says it is ready by making it).
+	// waitfile PATH: wait (at most 20 s) until PATH exists (an agent says it is ready by making
+	// it).
 	"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
-		if len(args) < 1 {
-			ts.Fatalf("usage: waitfile PATH [SECONDS]")
+		if len(args) != 1 {
+			ts.Fatalf("usage: waitfile PATH")
 		}
-		limit := 15 * time.Second
-		if len(args) > 1 {
-			n, _ := strconv.Atoi(args[1])
-			limit = time.Duration(n) * time.Second
-		}
-		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
 				return
 			}
 		}
-		ts.Fatalf("%s does not exist after %s", args[0], limit)
+		ts.Fatalf("%s does not exist after 20s", args[0])
+	},
+	// waitmatch FILE REGEXP: wait (at most 20 s) until FILE exists and matches REGEXP (an empty
+	// one: until it exists).
+	"waitmatch": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 {
+			ts.Fatalf("usage: waitmatch FILE REGEXP")
+		}
+		re := regexp.MustCompile(args[1])
+		var last []byte
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			b, err := os.ReadFile(ts.MkAbs(args[0]))
+			if err == nil && re.Match(b) {
+				return
+			}
+			last = b
+		}
+		ts.Fatalf("%s does not match %q after 20s:\n%s", args[0], args[1], last)
 	},
 	// exitcode N CMD ARGS...: CMD must exit with N.
 	"exitcode": testenv.ExitCode,

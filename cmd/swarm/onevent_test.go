@@ -3,11 +3,9 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
@@ -15,21 +13,6 @@ import (
 )
 
 func init() {
-	// waitfile FILE REGEXP: wait (at most 20 s) until FILE exists and matches.
-	scriptCmds["waitfile"] = func(ts *testscript.TestScript, neg bool, args []string) {
-		if len(args) != 2 {
-			ts.Fatalf("usage: waitfile FILE REGEXP")
-		}
-		re := regexp.MustCompile(args[1])
-		var last []byte
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			last, _ = os.ReadFile(ts.MkAbs(args[0]))
-			if re.Match(last) {
-				return
-			}
-		}
-		ts.Fatalf("%s does not match %q after 20s:\n%s", args[0], args[1], last)
-	}
 	// supervisorgone NAME: the worker's supervisor process has ended.
 	scriptCmds["supervisorgone"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		sw, err := swarm.Open(ts.Getenv("SWARM_DIR"), swarm.Options{Warnings: os.Stderr})

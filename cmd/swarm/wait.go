@@ -81,7 +81,7 @@ func waitCommand() *cli.Command {
 						continue
 					}
 					if live.Supervised {
-						sw.WaitGone(w, 5*time.Second)
+						sw.WaitGone(ctx, w, 5*time.Second)
 						if live.Outcome == nil {
 							// Stopped before its end was recorded (its window killed, the
 							// agent still being stopped): the record is there now.

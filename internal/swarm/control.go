@@ -223,6 +223,14 @@ func (s *Swarm) Release(ctx context.Context, w *worker.Worker, limit time.Durati
 	for pause := time.Millisecond; pid > 0 && supervise.SupervisorAlive(pid, w.Name) && time.Now().Before(deadline); pause = min(2*pause, 20*time.Millisecond) {
 		time.Sleep(pause)
 	}
+	s.awaitWindowClosed(ctx, w, deadline)
+}
+
+// awaitWindowClosed waits until a tmux worker's window is gone, closing it itself once deadline
+// has passed (a pane kept by remain-on-exit, or a tmux that never reaped the supervisor). The
+// supervisor is the pane's process: tmux closes the window when it sees it exit, in its own
+// time, so a supervisor gone does not mean a window gone.
+func (s *Swarm) awaitWindowClosed(ctx context.Context, w *worker.Worker, deadline time.Time) {
 	if w.Tmux == nil {
 		return
 	}

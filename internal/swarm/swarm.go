@@ -454,19 +454,22 @@ func (s *Swarm) waitStarted(ctx context.Context, name string) bool {
 	return false
 }
 
-// WaitGone waits (at most limit) until w's supervisor has exited: its agent ended, it recorded
-// the end, and its tmux window is closed, so that `swarm wait w && swarm attach w` (or
-// respawn, or clean) finds the worker wholly gone.
-func (s *Swarm) WaitGone(w *worker.Worker, limit time.Duration) {
+// WaitGone waits (at most limit) until w's supervisor has exited (its agent ended, it recorded
+// the end) and its tmux window is closed, so that `swarm wait w && swarm attach w` (or respawn,
+// or clean) finds the worker wholly gone, as the Python swarm's wait did (it waited for the
+// window). A window still there at the limit is closed.
+func (s *Swarm) WaitGone(ctx context.Context, w *worker.Worker, limit time.Duration) {
+	deadline := time.Now().Add(limit)
 	var pid int
 	if e, _ := s.layout.ReadEntry(w.Name); e != nil && e.PID > 0 {
 		pid = e.PID
-	} else if !w.Meta(worker.MetaSupervisorPID, &pid) {
-		return
+	} else {
+		w.Meta(worker.MetaSupervisorPID, &pid)
 	}
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && supervise.SupervisorAlive(pid, w.Name); {
+	for pid > 0 && time.Now().Before(deadline) && supervise.SupervisorAlive(pid, w.Name) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	s.awaitWindowClosed(ctx, w, deadline)
 }
 
 // Control opens the control socket of a supervised worker's supervisor, once its agent has

@@ -214,7 +214,7 @@ const (
 // hardBudgetEvery is how often a hard budget reads the running agent's output for its cost.
 const hardBudgetEvery = time.Second
 
-// wait waits until bead's supervisor is gone, and says why it stopped the agent, if it did:
+// wait waits until bead's supervisor is gone (its process too), and says why it stopped the agent, if it did:
 // the loop stopped running meanwhile (ralph pause or abort, or a signal to the controller),
 // its log did not grow for the inactivity timeout, or, with a hard budget, the cost the agent
 // reported so far reached what the budget has left.
@@ -226,10 +226,21 @@ func (c *controller) wait(ctx context.Context, d attempt.Dir, where attempt.Wher
 	size, changed := int64(-1), time.Now()
 	var costRead time.Time
 	beat := time.Now()
+	seen := 0 // the supervisor's pid, last seen in its entry
 	for {
 		live, entry := attempt.Alive(ctx, d, where, bead)
+		if entry != nil && entry.PID > 0 {
+			seen = entry.PID
+		}
 		if !live {
-			return stopped
+			// The entry goes once the end is recorded, a moment before the supervisor exits:
+			// the iteration ends with its process, so that nothing of it runs on once the
+			// loop's state says it ended (a test's directory removed under it).
+			if seen == 0 || !supervise.SupervisorAlive(seen, bead) {
+				return stopped
+			}
+			supervise.WaitExit(ctx, &supervise.Entry{Name: bead, PID: seen}, pollEvery)
+			continue
 		}
 		if now := time.Now(); now.Sub(beat) >= c.rt.heartbeat() {
 			beat = now

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
+	"github.com/agentfleet/fleet/internal/supervise"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +220,11 @@ func TestCommitEach(t *testing.T) {
 	head := strings.TrimSpace(l.git("rev-parse", "HEAD"))
 	id := l.startRails(5, rails.Rails{CommitEach: true})
 	l.waitStatus(id, StatusCompleted)
+	// A loop that says it ended has no iteration's supervisor left (they outlived it, the last
+	// ones until the test binary's sweep killed them).
+	if left := l.supervisorsRunning(); len(left) > 0 {
+		t.Errorf("the loop completed with supervisors of its iterations still running: %v", left)
+	}
 	log := l.git("log", "--format=%s|%(trailers:key=Ralph-Loop,valueonly,separator=)|%(trailers:key=Ralph-Iteration,valueonly,separator=)", head+"..HEAD")
 	want := "ralph: " + id + ", iteration 3|" + id + "|3\n" + "ralph: " + id + ", iteration 1|" + id + "|1\n"
 	if strings.ReplaceAll(log, "\n\n", "\n") != want {
@@ -236,4 +244,27 @@ func TestCommitEach(t *testing.T) {
 	if _, err := os.Stat(plain.Dir()); err == nil {
 		t.Errorf("a refused start left %s", plain.Dir())
 	}
+}
+
+// supervisorsRunning is the pids of the processes that run a supervisor of the lab's state
+// directory (the supervise verb and --state-dir DIR on their command line).
+func (l *lab) supervisorsRunning() []int {
+	dir := l.ws.DefaultStateDir()
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if slices.Contains(args, supervise.SuperviseVerb) && slices.Contains(args, dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

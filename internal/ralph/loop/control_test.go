@@ -225,6 +225,23 @@ func (l *lab) waitMonitor(name string, alive bool) int {
 	return pid
 }
 
+// waitMonitorExited is waitMonitor(name, false), and then the monitor's process gone too: the
+// monitor lets its lock go before it waits for its hook's last events (each bounded) and
+// exits, so "the lock free" is "the loop let go", not "nothing of the loop runs".
+func (l *lab) waitMonitorExited(name string) {
+	l.t.Helper()
+	seen := 0
+	l.waitFor(name+"'s monitor recorded", func() bool {
+		st, _ := (store{dir: l.dir, name: name}).load()
+		if st != nil && st.MonitorPID != nil {
+			seen = *st.MonitorPID
+		}
+		return seen != 0 || (st != nil && st.Status != StatusRunning)
+	})
+	l.waitMonitor(name, false)
+	l.waitFor(fmt.Sprintf("%s's monitor (pid %d) to exit", name, seen), func() bool { return seen == 0 || !isMonitor(seen, name) })
+}
+
 // TestPauseResume: a pause lets the current iteration end and starts no other, the monitor
 // leaves; resume starts a monitor again, which starts the next iteration.
 func TestPauseResume(t *testing.T) {

@@ -726,6 +726,10 @@ func (l *app) stopped(ctx context.Context, it *iteration) {
 // afterIteration counts the cost iteration it's agent reported and, with --commit-each,
 // commits what it left in the working tree (before the no-progress breaker looks at it).
 func (l *app) afterIteration(ctx context.Context, it *iteration) {
+	// The worker's end is recorded a moment before its supervisor exits and tmux closes its
+	// window: the iteration ends with them, so that nothing of it runs on once the loop's
+	// state says it ended (the next launch waited for them; the last iteration's were left).
+	l.home.Release(ctx, it.w, 5*time.Second)
 	l.account(ctx, it)
 	l.commitIteration(ctx, it.n)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	gitx "github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // The rails of issue 19 on swarm's loops, against real processes (the lab of control_test.go):
@@ -425,7 +427,12 @@ func TestCommitEachLeavesTheSwarmDirectory(t *testing.T) {
 	gitRun(t, l.root, "init", "-q")
 	gitRun(t, l.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
 	l.spawnRails("g2", l.root, 2, &rails.Rails{CommitEach: true}, "touch notes.txt")
-	l.waitMonitor("g2", false)
+	l.waitMonitorExited("g2")
+	// A loop that says it ended has no worker's supervisor left (the last one outlived it,
+	// until the test binary's sweep killed it).
+	if left := supervisorsOf(l.ls.base.dir.Root); len(left) > 0 {
+		t.Errorf("the loop ended with its worker's supervisor still running: %v", left)
+	}
 	if got := gitRun(t, l.root, "log", "--format=%s"); got != "ralph: g2, iteration 2\nralph: g2, iteration 1\nstart" {
 		t.Fatalf("commits: %q:\n%s", got, l.log("g2"))
 	}
@@ -439,4 +446,26 @@ func TestCommitEachLeavesTheSwarmDirectory(t *testing.T) {
 func zombie(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	return err != nil || strings.Contains(string(b), ") Z ")
+}
+
+// supervisorsOf is the pids of the processes that run a worker's supervisor of the swarm
+// directory dir (the supervise verb and --swarm-dir DIR on their command line).
+func supervisorsOf(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if slices.Contains(args, supervise.SuperviseVerb) && slices.Contains(args, dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -55,7 +55,14 @@ func TestMergeARealRun(t *testing.T) {
 		t.Fatalf("after the first merge main holds %v, want %v", got, ids(1, 7))
 	}
 
-	wt10 := filepath.Join(repo, ".swarm", "worktrees", "t10")
+	// The run's slots let go of the branches at its end: each is fixed in a worktree of the
+	// user's own, as a user would.
+	worktreeOn := func(branch string) string {
+		dir := filepath.Join(t.TempDir(), filepath.Base(branch))
+		git(t, repo, "worktree", "add", "-q", dir, branch)
+		return dir
+	}
+	wt10 := worktreeOn("feature/t10")
 	git(t, wt10, "rm", "-q", "broken")
 	git(t, wt10, "commit", "-q", "-m", "t10: green")
 	_, err = Merge(ctx, p)
@@ -66,7 +73,7 @@ func TestMergeARealRun(t *testing.T) {
 		t.Fatalf("after the second merge main holds %v", got)
 	}
 
-	wt08 := filepath.Join(repo, ".swarm", "worktrees", "t08")
+	wt08 := worktreeOn("feature/t08")
 	runGit(wt08, "merge", "-q", "refs/heads/main") // stops on the conflict, resolved below
 	write(t, filepath.Join(wt08, "shared.txt"), "by-t06-and-t08\n")
 	git(t, wt08, "add", "-A")

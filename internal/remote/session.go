@@ -315,29 +315,25 @@ func (s *session) run(ctx context.Context, rc Cmd) (*Result, error) {
 
 // records is Conn.Snapshot through the server.
 func (s *session) records(ctx context.Context, bead string) (*Snapshot, error) {
-	resp, err := s.call(ctx, serveRequest{Op: "records", Bead: bead})
-	switch {
-	case err != nil:
-		return nil, err
-	case resp.Error != "":
-		return nil, fmt.Errorf("host %s: reading the records of %s: %s", s.c.Host.Name, bead, Printable(resp.Error))
-	case resp.Snapshot == nil:
-		return nil, fmt.Errorf("host %s: reading the records of %s: no snapshot", s.c.Host.Name, bead)
-	}
-	return resp.Snapshot, nil
+	return s.snapshot(ctx, serveRequest{Op: "records", Bead: bead})
 }
 
 // watch is a records read through the server that waits there for attempt number's end, at
 // most wait, reading them every poll.
 func (s *session) watch(ctx context.Context, bead string, number int, wait, poll time.Duration) (*Snapshot, error) {
-	resp, err := s.call(ctx, serveRequest{Op: "watch", Bead: bead, Number: number, WaitMS: max(1, wait.Milliseconds()), PollMS: poll.Milliseconds()})
+	return s.snapshot(ctx, serveRequest{Op: "watch", Bead: bead, Number: number, WaitMS: max(1, wait.Milliseconds()), PollMS: poll.Milliseconds()})
+}
+
+// snapshot sends req, a request answered by a bead's snapshot (records, watch), and reads it.
+func (s *session) snapshot(ctx context.Context, req serveRequest) (*Snapshot, error) {
+	resp, err := s.call(ctx, req)
 	switch {
 	case err != nil:
 		return nil, err
 	case resp.Error != "":
-		return nil, fmt.Errorf("host %s: reading the records of %s: %s", s.c.Host.Name, bead, Printable(resp.Error))
+		return nil, fmt.Errorf("host %s: reading the records of %s: %s", s.c.Host.Name, req.Bead, Printable(resp.Error))
 	case resp.Snapshot == nil:
-		return nil, fmt.Errorf("host %s: reading the records of %s: no snapshot", s.c.Host.Name, bead)
+		return nil, fmt.Errorf("host %s: reading the records of %s: no snapshot", s.c.Host.Name, req.Bead)
 	}
 	return resp.Snapshot, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/mergeback"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -20,22 +21,34 @@ import (
 // base (package mergeback), the test command run after each merge.
 func runMergeCommand() *cli.Command {
 	o := mergeverb.Options{TestDefault: "the manifest's test"}
+	var onEvent string
 	return &cli.Command{
 		Name: "merge", Usage: "merge an execution's completed branches into its base, testing each merge",
-		UsageText: "swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--state-dir DIR]",
-		Flags:     o.AddFlags(nil),
+		UsageText: "swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--on-event CMD] [--state-dir DIR]",
+		Flags: append(o.AddFlags(nil), &ucli.StringFlag{Name: "on-event", Destination: &onEvent,
+			Usage: "run `CMD` (no shell) at each merge landed, the merge event as one line of JSON on its stdin, as swarm run --on-event does"}),
 		ExitCodes: mergeverb.ExitCodes("no such execution"),
-		Action:    func(ctx context.Context, c *ucli.Context, s cli.Streams) error { return runMerge(ctx, c, s, &o) },
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			return runMerge(ctx, c, s, &o, onEvent)
+		},
 	}
 }
 
-func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.Options) error {
+func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.Options, onEvent string) error {
 	if c.NArg() > 1 {
 		return cli.Usagef("give at most one id: %s", strings.Join(c.Args().Slice(), " "))
 	}
 	if err := o.Check(); err != nil {
 		return err
 	}
+	told, err := hook.New(onEvent)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	told.Warn = func(err error) { fmt.Fprintf(s.Err, "swarm: warning: %v\n", err) }
+	// The hook is told each merge as it lands, off the merge's path; the verb gives it its
+	// bound once the merges are over, as swarm run does with its last events.
+	defer told.CloseWithin(hookDrain)
 	repo, err := repoOf(ctx, nil, ".")
 	if err != nil {
 		return err
@@ -56,10 +69,11 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.
 	// Each merge landed is an event of the execution (swarm run follow shows it); the events
 	// file is the run's account, not the merge's record: a failure to append is a warning.
 	p.Landed = func(m mergeback.Merged) {
-		e := swarmrun.Event{Event: swarmrun.EventMerge, Task: m.ID, Branch: m.Branch, Commit: m.Commit}
+		e := swarmrun.Event{Event: swarmrun.EventMerge, Execution: st.ExecutionID, Status: "merged", Task: m.ID, Branch: m.Branch, Commit: m.Commit}
 		if err := swarmrun.AppendEvent(paths, st.ExecutionID, e); err != nil {
 			fmt.Fprintf(s.Err, "swarm: warning: the merge of %s is not in the run's events: %v\n", m.ID, err)
 		}
+		told.Send(runHookEvent(e))
 	}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of swarm run's own: supervised by `swarm run __supervise`.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
-	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,23 +246,4 @@ func TestCommitEach(t *testing.T) {
 
 // supervisorsRunning is the pids of the processes that run a supervisor of the lab's state
 // directory (the supervise verb and --state-dir DIR on their command line).
-func (l *lab) supervisorsRunning() []int {
-	dir := l.ws.DefaultStateDir()
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if slices.Contains(args, supervise.SuperviseVerb) && slices.Contains(args, dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func (l *lab) supervisorsRunning() []int { return testenv.Supervisors(l.ws.DefaultStateDir()) }

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
+	"github.com/agentfleet/fleet/internal/testenv"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,7 +16,6 @@ import (
 	"time"
 
 	gitx "github.com/agentfleet/fleet/internal/git"
-	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // The rails of issue 19 on swarm's loops, against real processes (the lab of control_test.go):
@@ -450,22 +449,4 @@ func zombie(pid int) bool {
 
 // supervisorsOf is the pids of the processes that run a worker's supervisor of the swarm
 // directory dir (the supervise verb and --swarm-dir DIR on their command line).
-func supervisorsOf(dir string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if slices.Contains(args, supervise.SuperviseVerb) && slices.Contains(args, dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func supervisorsOf(dir string) []int { return testenv.Supervisors(dir) }

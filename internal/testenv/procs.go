@@ -1,0 +1,28 @@
+package testenv
+
+import (
+	"os"
+	"slices"
+	"strconv"
+
+	"github.com/agentfleet/fleet/internal/proc"
+	"github.com/agentfleet/fleet/internal/supervise"
+)
+
+// Supervisors is the pids of the processes running a supervisor whose command line names dir
+// (the supervise verb and dir as whole arguments: an attempt's --state-dir, a worker's
+// --swarm-dir): what a test checks is gone once the loop or run it started says it ended.
+func Supervisors(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if args, err := proc.Args(pid); err == nil && slices.Contains(args, supervise.SuperviseVerb) && slices.Contains(args, dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -34,16 +34,17 @@ func TestMain(m *testing.M) {
 
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	out, err := gitx.Cmd{Dir: dir}.Output(context.Background(), args...)
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return strings.TrimSpace(string(out))
+	return out
 }
 
 // runGit is git where a failure is expected (a merge stopping on its conflict).
 func runGit(dir string, args ...string) error {
-	return exec.Command("git", append([]string{"-C", dir}, args...)...).Run()
+	_, err := gitx.Cmd{Dir: dir}.Run(context.Background(), args...)
+	return err
 }
 
 func write(t testing.TB, path, content string) {
@@ -124,7 +125,7 @@ func landedOn(t testing.TB, repo, branch string) []string {
 			continue
 		}
 		ids = append(ids, strings.Fields(rest)[0])
-		if _, err := exec.Command("git", "-C", repo, "cat-file", "-e", sha+":broken").CombinedOutput(); err == nil {
+		if runGit(repo, "cat-file", "-e", sha+":broken") == nil {
 			t.Errorf("%s holds the merge %s, whose test fails", branch, subject)
 		}
 	}
@@ -201,7 +202,7 @@ func TestMergeStopsAndContinues(t *testing.T) {
 
 	// The user resolves t08's conflict on its branch.
 	git(t, g.repo, "switch", "-q", "feature/t08")
-	exec.Command("git", "-C", g.repo, "merge", "-q", "main").Run()
+	runGit(g.repo, "merge", "-q", "main") // stops on the conflict, resolved below
 	write(t, filepath.Join(g.repo, "shared.txt"), "one\nTWO by t06 and t08\nthree\n")
 	git(t, g.repo, "add", "-A")
 	git(t, g.repo, "commit", "-q", "--no-edit")

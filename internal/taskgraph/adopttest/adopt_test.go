@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	gitx "github.com/agentfleet/fleet/internal/git"
 	"io"
 	"os"
 	"os/exec"
@@ -258,10 +259,8 @@ func newWorld(t *testing.T, onHosts bool) *world {
 	}
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "test@example.com"},
 		{"config", "user.name", "test"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = w.repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
+		if _, err := (gitx.Cmd{Dir: w.repo}).Run(context.Background(), args...); err != nil {
+			t.Fatalf("git %v: %v", args, err)
 		}
 	}
 	t.Cleanup(func() { killSupervisors(w.stateDir) })

@@ -23,7 +23,7 @@ import (
 func newTool() *cli.Tool {
 	commands := []*cli.Command{spawnCommand(), lsCommand(), statusCommand(), peekCommand(), sendCommand(), interruptCommand(),
 		eofCommand(), killCommand(), waitCommand(), logsCommand(), cleanCommand(), respawnCommand(), attachCommand(),
-		initCommand(), heartbeatCommand(), runCommand(), ralphCommand(), topCommand(), agentsCommand(), supervisorverb.Command(supervisorverb.Worker,
+		initCommand(), heartbeatCommand(), runCommand(), ralphCommand(), topCommand(), agentsCommand(), actCommand(), supervisorverb.Command(supervisorverb.Worker,
 			"run a worker's supervisor (started by swarm spawn)", "%s is started by swarm spawn, not by hand")}
 	return &cli.Tool{Name: "swarm", Dialect: cli.Labelled, Commands: commands,
 		Usage: func(w io.Writer) { usage(w, commands) }, Manual: manual, Names: names}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/cmd/internal/swarmhost"
@@ -206,6 +207,48 @@ func agentsCommand() *cli.Command {
 				return err
 			}
 			return top.Answer(ctx, src, s.Out)
+		},
+	}
+}
+
+// actCommand is the hidden verb a host carries out an action of swarm top --hosts with
+// (top.ActVerb): the row named, acted on as swarm top acts on this machine's; the text of send
+// and the prompt of new on stdin; a refusal is the action's own one-line error, exit 1.
+func actCommand() *cli.Command {
+	var o topOptions
+	var q top.ActRequest
+	var kind string
+	return &cli.Command{
+		Name: top.ActVerb, Usage: "carry out an action of swarm top --hosts on an agent of this machine", Hidden: true,
+		UsageText: "swarm " + top.ActVerb + " [--state-dir DIR] [--workspace DIR] --kind K [--source S] [--row-dir DIR] [--key KEY] -- ACTION NAME [NEW]",
+		Flags: []ucli.Flag{
+			cli.StateDirFlagInto(&o.stateDir),
+			&ucli.StringFlag{Name: "workspace", Destination: &o.workspace, Usage: "where AIWG loops and queue tasks are looked for (`DIR`)"},
+			&ucli.StringFlag{Name: "kind", Destination: &kind, Usage: "the agent's kind (`K`)"},
+			&ucli.StringFlag{Name: "source", Destination: &q.Source, Usage: "the agent's source (`S`: swarm, aiwg, a plan)"},
+			&ucli.StringFlag{Name: "row-dir", Destination: &q.StateDir, Usage: "the agent's state directory (`DIR`), as __agents said it"},
+			&ucli.StringFlag{Name: "key", Destination: &q.Key, Usage: "the key of the key action (`KEY`: interrupt, eof, ...)"},
+		},
+		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
+			if c.NArg() < 2 || c.NArg() > 3 {
+				return cli.Usagef("ACTION NAME [NEW]: the action (%s) and the agent's name", strings.Join(top.Actions, ", "))
+			}
+			q.Action, q.Name, q.New, q.Kind = c.Args().Get(0), c.Args().Get(1), c.Args().Get(2), top.Kind(kind)
+			if err := q.Check(); err != nil {
+				return cli.Usagef("%v", err)
+			}
+			if q.Action == top.ActSend || q.Action == top.ActNew {
+				text, err := top.ReadActText(s.In)
+				if err != nil {
+					return err
+				}
+				q.Text = text
+			}
+			src, err := topSources(&o, s)
+			if err != nil {
+				return err
+			}
+			return top.Act(ctx, src, q, s.Out)
 		},
 	}
 }

@@ -189,6 +189,23 @@ func (c *Conn) ClientOptions() []string {
 	return append(c.Options(), "-o", "ControlMaster=no", "-o", "ProxyCommand=false")
 }
 
+// TerminalArgs is the command line of a person's own session on the host running command
+// there in a terminal (ssh -t; swarm top's shell split): the host's options (Options) on a
+// connection of its own, not through the master, since the session outlives the process whose
+// Dialer ends its masters. command is one line for the host's shell: its words quoted (Quote).
+func (c *Conn) TerminalArgs(command string) []string {
+	args := []string{c.opts.ssh()}
+	opts := c.Options()
+	for i := 0; i < len(opts); i++ {
+		if opts[i] == "-o" && i+1 < len(opts) && strings.HasPrefix(opts[i+1], "ControlPath=") {
+			i++
+			continue
+		}
+		args = append(args, opts[i])
+	}
+	return append(args, "-t", "--", c.Host.SSH, command)
+}
+
 // connect starts the master in the background (-f: ssh returns once it is authenticated,
 // and its exit status says whether it was) and checks that it answers. A master already
 // answering (another attempt on the host replaced it first) is kept; one that does not is

@@ -11,12 +11,28 @@ import (
 // pane, below it: swarm top's shell on a worker's worktree, beside top. Anything but a pane id
 // is refused: a name would be matched by prefix.
 func (c *Client) SplitFrom(ctx context.Context, pane, dir string) error {
-	args := []string{"split-window", "-v", "-c", dir}
+	return c.SplitRun(ctx, pane, dir)
+}
+
+// SplitRun is SplitFrom running argv in the new pane instead of the default shell (dir ""
+// leaves the directory to tmux). argv of two words or more is run as it is, no shell (tmux 3.2
+// and later); one word would be read by a shell, so it is refused.
+func (c *Client) SplitRun(ctx context.Context, pane, dir string, argv ...string) error {
+	args := []string{"split-window", "-v"}
+	if dir != "" {
+		args = append(args, "-c", dir)
+	}
 	if pane != "" {
 		if !isPaneID(pane) {
 			return fmt.Errorf("tmux pane %q is not a pane id (%%N)", pane)
 		}
 		args = append(args, "-t", pane)
+	}
+	if len(argv) == 1 {
+		return fmt.Errorf("tmux split: a command of one word %q would be read by a shell", argv[0])
+	}
+	if len(argv) > 0 {
+		args = append(append(args, "--"), argv...)
 	}
 	_, err := c.run(ctx, args...)
 	return err

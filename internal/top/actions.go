@@ -24,18 +24,30 @@ import (
 // ErrNotLive is an action that needs a live agent, on one that ended.
 var ErrNotLive = errors.New("the agent is not running")
 
-// onHost refuses an action on another host's agent: top reads the hosts, it does not act
-// there (their supervisors' sockets and panes are the host's).
+// A host's row (swarm top --hosts) is acted on by its host's swarm (hostAct): the same
+// method, run there.
+
+// onHost refuses what is not done on another host's agent from here: attaching to its pane
+// (its tmux server is the host's; the shell action opens a session there).
 func onHost(r *Row) error {
 	if r.Host == "" {
 		return nil
 	}
-	return fmt.Errorf("%s runs on host %s: act on it there (ssh to it and use swarm or dispatch)", r.Name, r.Host)
+	return fmt.Errorf("%s runs on host %s: attach to it there (ssh to it and use swarm attach or dispatch attach)", r.Name, r.Host)
+}
+
+// onHostDo carries out a host's row's action there; ok is false for a row of this machine's.
+func (m *Model) onHostDo(ctx context.Context, r *Row, q ActRequest) (ok bool, err error) {
+	if r.Host == "" {
+		return false, nil
+	}
+	_, err = m.hostAct(ctx, r, q)
+	return true, err
 }
 
 // Send types text into r's agent and presses Enter, as swarm send does.
 func (m *Model) Send(ctx context.Context, r *Row, text string) error {
-	if err := onHost(r); err != nil {
+	if ok, err := m.onHostDo(ctx, r, ActRequest{Action: ActSend, Text: text}); ok {
 		return err
 	}
 	if !r.Live {
@@ -50,7 +62,7 @@ func (m *Model) Send(ctx context.Context, r *Row, text string) error {
 // Key presses a named key (interrupt, eof, escape, ...) in r's agent, as swarm interrupt and
 // eof do.
 func (m *Model) Key(ctx context.Context, r *Row, key string) error {
-	if err := onHost(r); err != nil {
+	if ok, err := m.onHostDo(ctx, r, ActRequest{Action: ActKey, Key: key}); ok {
 		return err
 	}
 	if !r.Live {
@@ -83,7 +95,7 @@ func (m *Model) control(r *Row, reqs ...supervise.Request) error {
 // worker (and for a swarm loop, whose loop ends first), ralph abort for an AIWG loop, dispatch
 // kill for a bead or a task's claim.
 func (m *Model) Kill(ctx context.Context, r *Row) error {
-	if err := onHost(r); err != nil {
+	if ok, err := m.onHostDo(ctx, r, ActRequest{Action: ActKill}); ok {
 		return err
 	}
 	switch {
@@ -115,7 +127,7 @@ func (m *Model) Kill(ctx context.Context, r *Row) error {
 // Pause pauses a loop after its current iteration (swarm's loops), or at once (AIWG's), as
 // ralph pause does.
 func (m *Model) Pause(ctx context.Context, r *Row) error {
-	if err := onHost(r); err != nil {
+	if ok, err := m.onHostDo(ctx, r, ActRequest{Action: ActPause}); ok {
 		return err
 	}
 	switch {
@@ -134,7 +146,7 @@ func (m *Model) Pause(ctx context.Context, r *Row) error {
 // Resume resumes a paused swarm loop, as ralph resume does. An AIWG loop is resumed with
 // `ralph resume ID`: its controller is a ralph process.
 func (m *Model) Resume(ctx context.Context, r *Row) error {
-	if err := onHost(r); err != nil {
+	if ok, err := m.onHostDo(ctx, r, ActRequest{Action: ActResume}); ok {
 		return err
 	}
 	switch {
@@ -154,7 +166,7 @@ func (m *Model) Resume(ctx context.Context, r *Row) error {
 
 // Stop ends a loop for good (ralph stop; an AIWG loop: ralph abort), leaving its worktree.
 func (m *Model) Stop(ctx context.Context, r *Row) error {
-	if err := onHost(r); err != nil {
+	if ok, err := m.onHostDo(ctx, r, ActRequest{Action: ActStop}); ok {
 		return err
 	}
 	if r.Kind != KindLoop {

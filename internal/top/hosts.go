@@ -159,6 +159,7 @@ type hostPoll struct {
 	kick chan struct{}
 
 	// Under Hosts.mu:
+	conn     *remote.Conn // the poll's connection, for the actions (nil until one is made)
 	status   HostStatus
 	rows     []*Row
 	inflight bool
@@ -246,6 +247,9 @@ func (h *Hosts) poll(ctx context.Context, p *hostPoll, conn **remote.Conn) (*Hos
 			return nil, err
 		}
 		*conn = c
+		h.mu.Lock()
+		p.conn = c
+		h.mu.Unlock()
 	}
 	c := *conn
 	argv := []string{c.Program("swarm"), AgentsVerb, "--state-dir", p.host.StateDir, "--workspace", p.host.Repo}

@@ -41,8 +41,8 @@ type Diff struct {
 // workerOf is the worker a row's actions on its work go to: a worker's, or a swarm loop's
 // current one.
 func (m *Model) workerOf(r *Row) (*worker.Worker, error) {
-	if err := onHost(r); err != nil {
-		return nil, err
+	if r.Host != "" {
+		return nil, fmt.Errorf("%s runs on host %s: its work is there", r.Name, r.Host)
 	}
 	if r.worker == nil || m.sw == nil || r.aiwg {
 		return nil, fmt.Errorf("%s is not a swarm worker: its work is its tool's (select a worker or a swarm loop)", r.Name)
@@ -51,6 +51,8 @@ func (m *Model) workerOf(r *Row) (*worker.Worker, error) {
 }
 
 // WorkDir is where r's worker works: its worktree, else its working directory.
+//
+// A host's row's is the host's (ShellArgs opens a shell there).
 func (m *Model) WorkDir(r *Row) (string, error) {
 	w, err := m.workerOf(r)
 	if err != nil {
@@ -69,7 +71,16 @@ func (m *Model) WorkDir(r *Row) (string, error) {
 // commit where its branch left the base repository's checked-out branch (committed, staged,
 // not staged; new files too), as `git diff $(git merge-base HEAD BASE)` says it. A worker
 // without a worktree has no base: refused, saying so.
+//
+// A host's row's diff is read there, by the same method (ActVerb).
 func (m *Model) Diff(ctx context.Context, r *Row) (*Diff, error) {
+	if r.Host != "" {
+		a, err := m.hostAct(ctx, r, ActRequest{Action: ActDiff})
+		if err != nil {
+			return nil, err
+		}
+		return a.Diff, nil
+	}
 	w, err := m.workerOf(r)
 	if err != nil {
 		return nil, err
@@ -193,7 +204,13 @@ var ErrNoName = errors.New("a new worker needs a name: type NAME, then its promp
 // tags and tmux server and session (or a background process), in a new worktree beside r's on
 // a branch of its name when r's worker has one (else in its directory); once its agent is
 // ready (at most readyWait), prompt, if any, is typed into it as swarm send does.
+//
+// Like a host's row, the new worker starts on that host (ActVerb; nil worker).
 func (m *Model) SpawnLike(ctx context.Context, r *Row, name, prompt string, readyWait time.Duration) (*worker.Worker, error) {
+	if r.Host != "" {
+		_, err := m.hostAct(ctx, r, ActRequest{Action: ActNew, New: name, Text: prompt})
+		return nil, err
+	}
 	w, err := m.workerOf(r)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,9 @@
 // selected agent's screen view asks its supervisor for the screen four times a second while it
 // is shown. Every action asks for a confirmation before anything that stops or ends an agent.
 // With --hosts (top.Hosts) each host's rows are merged in as its poll answers, and the status
-// line says each host's state; another host's agents are shown, not acted on.
+// line says each host's state; an action on another host's agent is carried out there, by the
+// host's swarm over the poll's connection (top.ActVerb), in the background: a host that does
+// not answer fails the action with one line naming it, and never holds the view.
 //
 // Keys (the footer shows them; ? the whole list):
 //
@@ -26,7 +28,8 @@
 //	D                          its changes against its base: a diff pane (files, then the
 //	                           diff; up/down PgUp/PgDn g/G scroll, esc back)
 //	!                          a shell in its worktree: a tmux split where top runs in tmux,
-//	                           else the message says where (cd DIR)
+//	                           else the message says where (cd DIR); a host's agent's: ssh -t
+//	                           into its worktree there
 //	n                          a new worker like it: NAME PROMPT at the prompt (swarm spawn's
 //	                           checks; the prompt typed once the agent is ready)
 //	/                          filter by text (Enter keeps it, Esc clears it)
@@ -595,8 +598,12 @@ func (u *ui) spawn(line string) tea.Cmd {
 }
 
 // shell opens a shell in the selected agent's worktree (!): a pane split from top's own where
-// top runs inside tmux ($TMUX), else the message says how.
+// top runs inside tmux ($TMUX), else the message says how. A host's agent's shell is ssh -t
+// into its worktree there (hostShell).
 func (u *ui) shell(r *top.Row) tea.Cmd {
+	if r.Host != "" {
+		return u.hostShell(r)
+	}
 	dir, err := u.m.WorkDir(r)
 	if err != nil {
 		u.message = "shell " + r.Name + ": " + err.Error()
@@ -610,6 +617,30 @@ func (u *ui) shell(r *top.Row) tea.Cmd {
 	pane := lookup(u.o.Environ, "TMUX_PANE")
 	return func() tea.Msg {
 		return doneMsg{text: result("shell in "+dir, r.Name, tc.SplitFrom(u.ctx, pane, dir))}
+	}
+}
+
+// hostShell opens ssh -t into a host's agent's worktree (its directory asked of the host
+// first, in the background: a host that does not answer holds no key) in a split of top's
+// pane, or says the command line where top is not inside tmux.
+func (u *ui) hostShell(r *top.Row) tea.Cmd {
+	inTmux := lookup(u.o.Environ, "TMUX") != ""
+	tc := &tmux.Client{Socket: tmux.SocketOfEnv(lookup(u.o.Environ, "TMUX"))}
+	pane := lookup(u.o.Environ, "TMUX_PANE")
+	u.message = "shell " + r.Name + ": asking host " + r.Host + "…"
+	return func() tea.Msg {
+		argv, err := u.m.ShellArgs(u.ctx, r)
+		switch {
+		case err != nil:
+			return doneMsg{text: "shell " + r.Name + ": " + err.Error()}
+		case !inTmux:
+			quoted := make([]string, len(argv))
+			for i, a := range argv {
+				quoted[i] = shellQuote(a)
+			}
+			return doneMsg{text: "not inside tmux: open a shell there with: " + strings.Join(quoted, " ")}
+		}
+		return doneMsg{text: result("shell on "+r.Host, r.Name, tc.SplitRun(u.ctx, pane, "", argv...))}
 	}
 }
 

@@ -176,20 +176,26 @@ func BenchmarkHostsRefresh100(b *testing.B) {
 	}
 }
 
-// TestHostRowsRefused: an action on another host's agent is refused, naming the host.
+// TestHostRowsRefused: an action on another host's agent goes to that host; without the hosts
+// polled it is refused, naming the host; attaching to its pane is refused (the shell action
+// opens a session there).
 func TestHostRowsRefused(t *testing.T) {
 	m, err := top.Open(top.Sources{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &top.Row{Host: "h1", Kind: top.KindWorker, Name: "w", Live: true}
+	_, diffErr := m.Diff(context.Background(), r)
 	for what, err := range map[string]error{
 		"send": m.Send(context.Background(), r, "hi"), "key": m.Key(context.Background(), r, "interrupt"),
-		"kill": m.Kill(context.Background(), r),
+		"kill": m.Kill(context.Background(), r), "diff": diffErr,
 	} {
-		if err == nil || err.Error() != "w runs on host h1: act on it there (ssh to it and use swarm or dispatch)" {
+		if err == nil || err.Error() != "w runs on host h1, which this view does not poll" {
 			t.Errorf("%s on a host's row = %v", what, err)
 		}
+	}
+	if _, err := m.AttachArgs(r); err == nil || !strings.HasPrefix(err.Error(), "w runs on host h1: attach to it there") {
+		t.Errorf("attach on a host's row = %v", err)
 	}
 }
 

@@ -59,6 +59,9 @@ type Response struct {
 	Attempt  int      `json:"attempt,omitempty"`
 	AgentPID int      `json:"agent_pid,omitempty"`
 	Running  bool     `json:"running"`
+	// WaitingInput is since when the running agent waits for input (waiting.go); zero when
+	// it does not.
+	WaitingInput time.Time `json:"waiting_input,omitzero"`
 }
 
 // requestLimit bounds one request line: text typed into an agent is a prompt, not a file.
@@ -108,6 +111,9 @@ func (s *Supervisor) handle(req *Request) Response {
 	resp := Response{OK: true}
 	if cur != nil {
 		resp.Name, resp.Attempt, resp.AgentPID, resp.Running = cur.a.Name, cur.a.Number, cur.proc.pid(), true
+		if since := cur.waitingSince.Load(); since != 0 {
+			resp.WaitingInput = time.Unix(0, since)
+		}
 	}
 	fail := func(err error) Response {
 		resp.OK, resp.Error = false, err.Error()

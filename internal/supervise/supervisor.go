@@ -56,6 +56,9 @@ type running struct {
 	proc    *agentProc
 	screen  *screenSink
 	stopReq chan string
+	// waitingSince is when the agent began waiting for input (UnixNano; 0: it does not), for
+	// the control socket's answers: a bead's supervisor has no Watch to tell it to.
+	waitingSince atomic.Int64
 }
 
 // Open prepares the supervisor: it becomes the subreaper of what it starts, takes the
@@ -280,9 +283,10 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		watchTick = t.C
 	}
 	// Whether the agent waits for input is looked at once its output has been quiet
-	// (waiting.go), for a Watch to be told.
+	// (waiting.go), for a Watch to be told and the control socket to answer (every agent on a
+	// terminal: a bead's too, which has no Watch).
 	var inputLook <-chan time.Time
-	if ag.master != nil && a.Watch != nil {
+	if ag.master != nil {
 		t := time.NewTimer(inputQuiet)
 		defer t.Stop()
 		inputLook, w.inputTimer = t.C, t
@@ -362,6 +366,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 			}
 		case <-inputLook:
 			if w.lookInput(ag, act) {
+				cur.setWaiting(w.waiting)
 				if v := w.look(); v.Stop {
 					out = stopWith(orDefault(v.Status, StatusDone), v.Reason)
 				} else if v.Note != "" {
@@ -469,6 +474,15 @@ type watcher struct {
 	waiting    bool
 	inputTimer *time.Timer
 	prompt     promptLook
+}
+
+// setWaiting notes whether the agent waits for input now (since now, when it starts to).
+func (r *running) setWaiting(waiting bool) {
+	var since int64
+	if waiting {
+		since = time.Now().UnixNano()
+	}
+	r.waitingSince.Store(since)
 }
 
 // lookInput looks at whether the agent waits for input, once its output has been quiet for

@@ -56,8 +56,10 @@ type Row struct {
 	// became so.
 	Activity      string    `json:"activity,omitempty"`
 	ActivitySince time.Time `json:"activity_since,omitzero"`
-	// WaitingInput is since when a worker's agent waits for input, as its supervisor recorded
-	// it (docs/swarm.md, "Waiting for input"); zero when it does not, or is not live.
+	// WaitingInput is since when the agent waits for input, as its supervisor decided it
+	// (docs/swarm.md, "Waiting for input"): a worker's as it recorded it in state.json, a
+	// bead's, an AIWG loop's or a task's as its control socket last answered; zero when it
+	// does not, or is not live.
 	WaitingInput time.Time `json:"waiting_input,omitzero"`
 	Started      time.Time `json:"started,omitzero"`
 	// Iteration and MaxIterations for a loop; Attempt for a bead or a task.
@@ -353,6 +355,7 @@ func copyRows(rows []*Row) []*Row {
 // refresh).
 type reading struct {
 	lines    []string  // the last answer (nil: none yet)
+	waiting  time.Time // since when the agent waits for input, as the last answer said
 	err      error     // the last read's error, nil once one answers
 	inflight bool      // a read is in flight, since started
 	started  time.Time //
@@ -387,12 +390,12 @@ func (m *Model) look(ctx context.Context, rows []*Row, now time.Time, wait bool)
 		go func() {
 			defer wg.Done()
 			m.sem <- struct{}{}
-			lines, err := m.screenOf(ctx, &rc, 0)
+			a, err := m.screenAnswer(ctx, &rc, 0)
 			<-m.sem
 			m.mu.Lock()
 			rd.inflight = false
 			if err == nil {
-				rd.lines, rd.err = lines, nil
+				rd.lines, rd.waiting, rd.err = a.lines, a.waiting, nil
 			} else {
 				rd.err = err
 			}
@@ -434,6 +437,11 @@ func (m *Model) judge(rows []*Row, now time.Time) {
 		r.ScreenError, r.staleAct = "", false
 		if rd := m.reads[k]; rd != nil {
 			r.screen = rd.lines
+			if r.worker == nil {
+				// A bead's, an AIWG loop's or a task's agent: its supervisor says whether it
+				// waits for input (a worker's records it in state.json, read already).
+				r.WaitingInput = rd.waiting
+			}
 			switch {
 			case rd.inflight && time.Since(rd.started) > m.Timeout:
 				r.ScreenError = errNoAnswer.Error()

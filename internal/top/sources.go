@@ -398,22 +398,36 @@ var errNoSupervisor = errors.New("no supervisor to ask")
 // screenOf reads n lines of r's screen (0: all) from its supervisor's screen model; a worker
 // the Python swarm started, from its pane.
 func (m *Model) screenOf(ctx context.Context, r *Row, n int) ([]string, error) {
+	a, err := m.screenAnswer(ctx, r, n)
+	return a.lines, err
+}
+
+// screenAnswer is what r's supervisor says of its agent's screen: the lines, and since when
+// the agent waits for input (as the supervisor decides it, waiting.go; zero when it does not,
+// or when the screen is a pane's).
+type screenAnswer struct {
+	lines   []string
+	waiting time.Time
+}
+
+// screenAnswer reads r's screen and whether its agent waits for input (screenOf).
+func (m *Model) screenAnswer(ctx context.Context, r *Row, n int) (screenAnswer, error) {
 	if r.Control == "" {
 		if r.worker != nil && m.sw != nil && !r.worker.Supervised() && r.Live {
 			text, err := m.sw.Screen(ctx, r.worker, max(n, 50))
 			if err != nil {
-				return nil, err
+				return screenAnswer{}, err
 			}
-			return strings.Split(strings.TrimRight(text, "\n"), "\n"), nil
+			return screenAnswer{lines: strings.Split(strings.TrimRight(text, "\n"), "\n")}, nil
 		}
-		return nil, fmt.Errorf("%s: %w", r.Name, errNoSupervisor)
+		return screenAnswer{}, fmt.Errorf("%s: %w", r.Name, errNoSupervisor)
 	}
 	c, err := supervise.DialControl(r.Control, m.Timeout)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, errNoAnswer
+			return screenAnswer{}, errNoAnswer
 		}
-		return nil, err
+		return screenAnswer{}, err
 	}
 	defer c.Close()
 	// The whole read within Timeout: a supervisor that accepts and says nothing is let go of
@@ -424,11 +438,11 @@ func (m *Model) screenOf(ctx context.Context, r *Row, n int) ([]string, error) {
 	resp, err := c.Do(supervise.Request{Op: supervise.OpScreen, Lines: n})
 	if err != nil {
 		if late.Load() {
-			return nil, errNoAnswer
+			return screenAnswer{}, errNoAnswer
 		}
-		return nil, err
+		return screenAnswer{}, err
 	}
-	return resp.Screen, nil
+	return screenAnswer{lines: resp.Screen, waiting: resp.WaitingInput}, nil
 }
 
 // Screen is r's screen now, from its supervisor's screen model: what a person would see, blank

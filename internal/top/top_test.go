@@ -24,7 +24,7 @@ import (
 // scripted agents (sh: they print, read lines, exit with a chosen code), as cmd/swarm's
 // scripts use.
 
-// swarmBin is the swarm binary; dispatch's is beside it.
+// swarmBin is the swarm binary; dispatch's and ralph's are beside it.
 var swarmBin string
 
 func TestMain(m *testing.M) {
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		defer os.RemoveAll(dir)
 		if _, err := exec.LookPath("go"); err == nil {
-			out, err := exec.Command("go", "build", "-o", dir, "github.com/agentfleet/fleet/cmd/swarm", "github.com/agentfleet/fleet/cmd/dispatch").CombinedOutput()
+			out, err := exec.Command("go", "build", "-o", dir, "github.com/agentfleet/fleet/cmd/swarm", "github.com/agentfleet/fleet/cmd/dispatch", "github.com/agentfleet/fleet/cmd/ralph").CombinedOutput()
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "building swarm: %v\n%s", err, out)
 				return 1

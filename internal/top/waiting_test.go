@@ -87,6 +87,36 @@ func TestBeadWaitingForInput(t *testing.T) {
 		t.Errorf("swarm top --once --json lacks the bead's waiting_input:\n%s", out)
 	}
 
+	// A queue's task whose agent asks: its row is marked too (its attempt is a bead of the
+	// state directory, under the same supervisor).
+	if err := testenv.GitRepo(root); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(root, "asking.md")
+	if err := os.WriteFile(plan, []byte("- [ ] t1: ask for a name\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ralph := filepath.Join(filepath.Dir(swarmBin), "ralph")
+	run(ralph, "queue", "init", plan)
+	queue := exec.Command(ralph, "queue", "run", "asking", "--agents", "1", "--agent", "asker")
+	var queueOut strings.Builder
+	queue.Env, queue.Dir, queue.Stdout, queue.Stderr = env, root, &queueOut, &queueOut
+	if err := queue.Start(); err != nil {
+		t.Fatal(err)
+	}
+	queueDone := make(chan error, 1)
+	go func() { queueDone <- queue.Wait() }()
+	t.Cleanup(func() {
+		run(dispatch, "kill", "asking-t1")
+		queue.Process.Kill()
+		<-queueDone
+	})
+	mq, err := top.Open(top.Sources{StateDir: stateDir, Workspace: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRow(t, mq, top.KindTask, "t1", func(r *top.Row) bool { return r.Live && !r.WaitingInput.IsZero() })
+
 	if err := m.Send(context.Background(), asks, "top"); err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,8 @@ func TestActionsRefused(t *testing.T) {
 			t.Errorf("n %q: %q, want it refused (%q)", line, msg, want)
 		}
 	}
-	// Another host's agent: every action refused, naming the host.
+	// Another host's agent, the hosts not polled: every action refused, naming the host
+	// (TestActionsOnAHostsAgent acts on one).
 	d.SetRows([]*top.Row{{Host: "h1", Kind: top.KindWorker, Name: "far", Status: "running", Live: true}})
 	for _, k := range []string{"D", "!", "s"} {
 		d.Key(k)

@@ -94,3 +94,15 @@ func (d *Driver) DiffLen() int {
 	}
 	return len(d.u.diffLines())
 }
+
+// SelectOn selects host's row called name, and reports whether there is one.
+func (d *Driver) SelectOn(host, name string) bool {
+	for i, r := range d.u.rows {
+		if r.Name == name && r.Host == host {
+			d.u.cursor = i
+			d.u.clamp()
+			return true
+		}
+	}
+	return false
+}

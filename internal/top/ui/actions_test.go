@@ -122,8 +122,9 @@ func TestActionsRefused(t *testing.T) {
 	}
 	// Another host's agent, the hosts not polled: every action refused, naming the host
 	// (TestActionsOnAHostsAgent acts on one).
-	d.SetRows([]*top.Row{{Host: "h1", Kind: top.KindWorker, Name: "far", Status: "running", Live: true}})
 	for _, k := range []string{"D", "!", "s"} {
+		// Each time: an action done refreshes the rows, from this machine's model (no hosts).
+		d.SetRows([]*top.Row{{Host: "h1", Kind: top.KindWorker, Name: "far", Status: "running", Live: true}})
 		d.Key(k)
 		if k == "s" {
 			d.Type("hi")

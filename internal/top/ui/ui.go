@@ -832,6 +832,7 @@ const help = `  up/down k/j PgUp/PgDn g/G  select an agent
   /         filter by text              f  next kind   t  live/ended
   o         next order                  q  quit
   Each of i, d, x and S asks first (y to go on).
+  On another host's agent (--hosts) each runs there; ! opens ssh -t into it.
   any key: back`
 
 func (u *ui) status() string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,8 @@ import (
 )
 
 // TestBeadWaitingForInput: a dispatched bead whose agent (on a terminal, as dispatch runs it)
-// asks and waits is marked as a worker is: its supervisor's control socket says since when
+// asks and waits is marked as a worker is (and so are a queue's task and an AIWG loop whose
+// agents ask: their attempts are beads under the same supervisor): its supervisor's control socket says since when
 // (the same supervisor, internal/supervise/waiting.go), the row has WaitingInput and the
 // ACTIVITY "input N", swarm top --once --json has "waiting_input"; a bead busy printing is
 // never marked; answered, the mark goes.
@@ -116,6 +118,15 @@ func TestBeadWaitingForInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRow(t, mq, top.KindTask, "t1", func(r *top.Row) bool { return r.Live && !r.WaitingInput.IsZero() })
+
+	// An AIWG loop whose iteration's agent asks: its row is marked too.
+	out = run(ralph, "start", "Ask me", "--completion", "test -f done.txt", "--agent", "asker")
+	loopID := regexp.MustCompile(`ralph-ask-me-[0-9a-f]{8}`).FindString(out)
+	if loopID == "" {
+		t.Fatalf("ralph start said no loop id:\n%s", out)
+	}
+	t.Cleanup(func() { run(ralph, "abort", loopID) })
+	waitRow(t, mq, top.KindLoop, loopID, func(r *top.Row) bool { return r.Live && !r.WaitingInput.IsZero() })
 
 	if err := m.Send(context.Background(), asks, "top"); err != nil {
 		t.Fatal(err)

@@ -160,23 +160,6 @@ func (q *Queue) readySet() *taskgraph.Set {
 	return q.ready
 }
 
-// Ready says whether a pending task can be claimed: every dependency is done or skipped.
-func (q *Queue) Ready(t *Task) bool {
-	if t.Status != Pending {
-		return false
-	}
-	for _, d := range t.Dependencies {
-		i, ok := q.index[d]
-		if !ok {
-			return false
-		}
-		if s := q.tasks[i].Status; s != Done && s != Skipped {
-			return false
-		}
-	}
-	return true
-}
-
 // Claim gives agent the first ready task (queue order) that no usage limit holds, claimed now
 // (RFC 3339), and returns it; false when no task is ready. The ready set gives it in O(log n).
 func (q *Queue) Claim(agent, now string) (Task, bool) {

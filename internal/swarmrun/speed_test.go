@@ -36,6 +36,7 @@ func TestFlushGroupsConcurrentWrites(t *testing.T) {
 			defer wg.Done()
 			r.mu.Lock()
 			r.st.Tasks[fmt.Sprintf("t%d", i)].Status = Running
+			r.enc.mark(fmt.Sprintf("t%d", i))
 			r.mu.Unlock()
 			errs[i] = r.flush()
 		}()

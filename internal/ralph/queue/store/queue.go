@@ -298,19 +298,25 @@ func (q *Queue) AppendEncode(b []byte) []byte {
 	if cap(b)-len(b) < size {
 		b = append(make([]byte, 0, len(b)+size), b...)
 	}
+	return q.appendDoc(b, len(q.enc), func(i int) []byte { return q.enc[i].b })
+}
+
+// appendDoc appends the document of the plan's fields and the n tasks whose encodings task
+// gives.
+func (q *Queue) appendDoc(b []byte, n int, task func(int) []byte) []byte {
 	b = append(b, "{\n  \"plan_id\": "...)
 	b = appendString(b, q.PlanID)
 	b = append(b, ",\n  \"created_at\": "...)
 	b = appendString(b, q.CreatedAt)
 	b = append(b, ",\n  \"tasks\": ["...)
-	for i, e := range q.enc {
+	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, "\n    "...)
-		b = append(b, e.b...)
+		b = append(b, task(i)...)
 	}
-	if len(q.enc) > 0 {
+	if n > 0 {
 		b = append(b, "\n  "...)
 	}
 	return append(b, "]\n}\n"...)

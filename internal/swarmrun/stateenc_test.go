@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agentfleet/fleet/state/schemas"
 )
 
 // encState is a state of n tasks with every kind of field a running execution has set: null
@@ -158,5 +160,38 @@ func TestStateEncoderCatchesAnUnmarkedChange(t *testing.T) {
 	e.mark("t1")
 	if _, err := e.encode(st); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStateCheckedByTask: the state is checked as its changed tasks (stateEncoder) only
+// because the execution schema allows it: it says nothing of tasks but "an object whose values
+// are each a Task", and nothing at its top that could look into them.
+func TestStateCheckedByTask(t *testing.T) {
+	doc, err := schemas.Read("execution")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &top); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range top {
+		switch k {
+		case "$schema", "$id", "title", "description", "type", "required", "properties", "$defs":
+		case "additionalProperties":
+			if string(v) != "true" {
+				t.Errorf("the execution schema's additionalProperties is %s: a check of the changed tasks alone may not be the whole state's", v)
+			}
+		default:
+			t.Errorf("the execution schema has %q at its top: a check of the changed tasks alone may not be the whole state's", k)
+		}
+	}
+	var props struct {
+		Tasks map[string]any `json:"tasks"`
+	}
+	json.Unmarshal(top["properties"], &props)
+	want := map[string]any{"description": props.Tasks["description"], "type": "object", "additionalProperties": map[string]any{"$ref": "#/$defs/Task"}}
+	if fmt.Sprint(props.Tasks) != fmt.Sprint(want) {
+		t.Errorf("the execution schema's tasks are %v, want only %v: a check of the changed tasks alone may not be the whole state's", props.Tasks, want)
 	}
 }

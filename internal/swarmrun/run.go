@@ -789,12 +789,14 @@ func (r *runner) leaseEnd(t *Task) time.Time {
 	return start.Add(lease + 10*time.Second + leaseMargin)
 }
 
-// release gives slot back to the scheduler, unless its executor's host went offline: then its
-// agent is offline (under mu).
-func (r *runner) release(slot Slot) {
+// release gives slot back to the scheduler, its agent's status status and its task none,
+// unless its executor's host went offline: then its agent is offline (under mu).
+func (r *runner) release(slot Slot, status string) {
+	a := r.st.Agents[slot.ID]
+	a.Status, a.CurrentTask = status, nil
 	gone := r.gone[r.executorOf(slot)]
 	if gone {
-		r.st.Agents[slot.ID].Status = AgentOffline
+		a.Status = AgentOffline
 	}
 	r.sched.Free(slot, gone)
 }
@@ -990,9 +992,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.enc.mark(id)
 		r.set.Requeue(r.index(id))
 		tr.RetryCount++
-		a := r.st.Agents[slot.ID]
-		a.Status, a.CurrentTask = AgentFailed, nil
-		r.release(slot)
+		r.release(slot, AgentFailed)
 		r.emit(Event{Event: EventTaskRetry, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host, Status: Queued, Reason: msg, DurationSeconds: seconds(tr.DurationSeconds)})
 		r.writeOrLog()
 		r.mu.Unlock()
@@ -1092,11 +1092,12 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 		r.markBlocked(r.set.Block(r.index(id)))
 	}
 	a := r.st.Agents[slot.ID]
-	a.Status, a.CurrentTask, a.LastHeartbeat = AgentIdle, nil, strp(now())
+	a.LastHeartbeat = strp(now())
 	if status == Failed {
-		a.Status = AgentFailed // until it takes its next task
+		r.release(slot, AgentFailed) // until it takes its next task
+	} else {
+		r.release(slot, AgentIdle)
 	}
-	r.release(slot)
 	if t.Trace != nil && t.Trace.DurationSeconds != nil {
 		a.TotalExecutionTime += *t.Trace.DurationSeconds
 	}
@@ -1131,9 +1132,7 @@ func (r *runner) interrupted(id string, slot Slot) {
 	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
 	r.enc.mark(id)
 	r.set.Requeue(r.index(id))
-	a := r.st.Agents[slot.ID]
-	a.Status, a.CurrentTask = AgentIdle, nil
-	r.release(slot)
+	r.release(slot, AgentIdle)
 	r.writeOrLog()
 }
 

@@ -81,27 +81,6 @@ func trailers(execID, taskID, agentID string) []string {
 // a process of its own per task: the repository's housekeeping is not the run's to do.
 var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
 
-// commitTask makes the task's commit in its worktree, carrying the trailers: what the agent
-// left uncommitted is committed; else the agent's last commit is given the trailers (amended,
-// its author kept) unless it has them; else (no change at all) an empty commit records that
-// the task ran. ident prefixes the commit commands (identityFor). It returns the commit's SHA.
-// The commits are git commit's, so the repository's commit hooks run and commit.gpgSign signs
-// them; a hook that refuses the commit fails the task with its message. The empty commit is
-// the exception when full is false (commitAsks: no signing, no commit hook): it is then made
-// with commit-tree, which runs no hook and would not sign.
-// An agent that changed nothing costs three git processes (status, commit-tree, update-ref),
-// one that left changes four (status, add, commit, rev-parse): the trailers are written in the
-// message itself, as --trailer would add them to a one-line message, without the
-// interpret-trailers process --trailer starts.
-func commitTask(ctx context.Context, wt, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (sha string, ignored bool, err error) {
-	ws, err := readStatus(ctx, wt)
-	if err != nil {
-		return "", false, err
-	}
-	sha, err = commitStatus(ctx, wt, ws, baseSHA, execID, taskID, agentID, title, ident, full)
-	return sha, ws.ignored, err
-}
-
 // worktreeStatus is what one git status says of a task's worktree after its agent: HEAD's
 // commit and branch, whether the agent left changes, and whether files git ignores are there
 // (which the worktree's re-pointing for the slot's next task removes).
@@ -143,33 +122,42 @@ func readStatus(ctx context.Context, wt string) (worktreeStatus, error) {
 	return ws, nil
 }
 
-// commitStatus makes the task's commit (commitTask) from the worktree's status read before
-// (read here when there is none).
-func commitStatus(ctx context.Context, wt string, ws worktreeStatus, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
+// commitTask makes the task's commit in its worktree, carrying the trailers: what the agent
+// left uncommitted is committed; else the agent's last commit is given the trailers (amended,
+// its author kept) unless it has them; else (no change at all) an empty commit records that
+// the task ran. ws is the worktree's git status read before (readStatus; read here when it is
+// none), ident what prefixes the commit commands (identityFor). It returns the commit's SHA.
+// The commits are git commit's, so the repository's commit hooks run and commit.gpgSign signs
+// them; a hook that refuses the commit fails the task with its message. The empty commit is
+// the exception when full is false (commitAsks: no signing, no commit hook): it is then made
+// with commit-tree, which runs no hook and would not sign.
+// An agent that changed nothing costs three git processes (status, commit-tree, update-ref),
+// one that left changes four (status, add, commit, rev-parse): the trailers are written in the
+// message itself, as --trailer would add them to a one-line message, without the
+// interpret-trailers process --trailer starts.
+func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
 	if ws.head == "" {
 		var err error
 		if ws, err = readStatus(ctx, wt); err != nil {
 			return "", err
 		}
 	}
-	return commitChanges(ctx, wt, ws.head, ws.changed, baseSHA, execID, taskID, agentID, title, ident, full)
-}
-
-// commitChanges makes the task's commit (commitTask) once git status said whether the agent
-// changed anything and where HEAD is.
-func commitChanges(ctx context.Context, wt, head string, changed bool, baseSHA, execID, taskID, agentID, title string, ident []string, full bool) (string, error) {
 	tr := trailers(execID, taskID, agentID)
 	pre := append(append([]string{}, ident...), noMaintenance...)
 	trailerBlock := strings.Join(tr, "\n")
-	switch {
-	case changed:
-		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
-			return "", err
-		}
-		if _, err := gitCmd(ctx, wt, append(pre, "commit", "--quiet", "-m", title, "-m", trailerBlock)...); err != nil {
+	commit := func(args ...string) (string, error) {
+		if _, err := gitCmd(ctx, wt, append(pre, append([]string{"commit", "--quiet"}, args...)...)...); err != nil {
 			return "", err
 		}
 		return gitCmd(ctx, wt, "rev-parse", "HEAD")
+	}
+	head := ws.head
+	switch {
+	case ws.changed:
+		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
+			return "", err
+		}
+		return commit("-m", title, "-m", trailerBlock)
 	case head != baseSHA:
 		msg, _ := gitCmd(ctx, wt, "log", "-1", "--format=%B")
 		if strings.Contains(msg, "Swarm-Task-ID: "+taskID) {
@@ -177,19 +165,13 @@ func commitChanges(ctx context.Context, wt, head string, changed bool, baseSHA, 
 		}
 		// The agent's own message: --trailer adds the trailers to its trailer block, as git
 		// formats them.
-		args := append(pre, "commit", "--quiet", "--amend", "--no-edit")
+		args := []string{"--amend", "--no-edit"}
 		for _, t := range tr {
 			args = append(args, "--trailer", t)
 		}
-		if _, err := gitCmd(ctx, wt, args...); err != nil {
-			return "", err
-		}
-		return gitCmd(ctx, wt, "rev-parse", "HEAD")
+		return commit(args...)
 	case full:
-		if _, err := gitCmd(ctx, wt, append(pre, "commit", "--quiet", "--allow-empty", "-m", title+" (no change)", "-m", trailerBlock)...); err != nil {
-			return "", err
-		}
-		return gitCmd(ctx, wt, "rev-parse", "HEAD")
+		return commit("--allow-empty", "-m", title+" (no change)", "-m", trailerBlock)
 	}
 	// Nothing changed: the empty commit is made from HEAD's tree (the index and the files
 	// stay as they are) and HEAD, through the branch it names, moved onto it, if it is still

@@ -683,6 +683,7 @@ func (r *runner) markBlocked(blocked []taskgraph.Blocking) {
 			}
 		}
 		t.Status = Blocked
+		r.enc.mark(t.ID)
 		t.Error = &TaskError{Type: ErrDependency, Message: fmt.Sprintf("depends on %s, which is %s", d, r.st.Tasks[d].Status), Timestamp: now(), Recoverable: true}
 		r.emit(Event{Event: EventTaskBlocked, Task: t.ID, Status: Blocked, Reason: t.Error.Message})
 	}
@@ -695,6 +696,7 @@ func (r *runner) markQueued(ready []int) bool {
 	for _, i := range ready {
 		if t := r.st.Tasks[r.set.Graph().ID(i)]; t.Status == Pending {
 			t.Status, changed = Queued, true
+			r.enc.mark(t.ID)
 		}
 	}
 	return changed
@@ -717,6 +719,7 @@ func (r *runner) assigned(t *Task, slot Slot, ts string) {
 	// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is not the
 	// task's any more: seed 001's error is null unless the task failed.
 	t.Status, t.Error = Assigned, nil
+	r.enc.mark(t.ID)
 	r.claimAhead(t)
 	t.Trace = &Trace{AgentID: slot.ID, AgentHost: strp(slot.Host), AgentPort: slot.Port, AssignedAt: strp(ts),
 		RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.worktreeFor(slot, t), BaseSHA: base,
@@ -786,12 +789,14 @@ func (r *runner) leaseEnd(t *Task) time.Time {
 	return start.Add(lease + 10*time.Second + leaseMargin)
 }
 
-// release gives slot back to the scheduler, unless its executor's host went offline: then its
-// agent is offline (under mu).
-func (r *runner) release(slot Slot) {
+// release gives slot back to the scheduler, its agent's status status and its task none,
+// unless its executor's host went offline: then its agent is offline (under mu).
+func (r *runner) release(slot Slot, status string) {
+	a := r.st.Agents[slot.ID]
+	a.Status, a.CurrentTask = status, nil
 	gone := r.gone[r.executorOf(slot)]
 	if gone {
-		r.st.Agents[slot.ID].Status = AgentOffline
+		a.Status = AgentOffline
 	}
 	r.sched.Free(slot, gone)
 }
@@ -817,6 +822,7 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 		r.set.Requeue(r.index(id))
 	}
 	t.Status = Queued
+	r.enc.mark(id)
 	t.Error = &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
 	t.Trace.Requeued = append(t.Trace.Requeued, Requeue{AgentID: slot.ID, AgentHost: o.Host, Attempt: out.Attempt, At: now(),
 		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
@@ -884,6 +890,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.mu.Lock()
 		t.Status = Running
 		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, base, strp(now())
+		r.enc.mark(id)
 		r.emit(Event{Event: EventTaskStart, Task: id, Attempt: n, Agent: slot.ID, Host: slot.Host, Status: Running})
 		r.mu.Unlock()
 		// Written before the supervisor starts: a resume must know the attempt to adopt.
@@ -902,6 +909,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	if adopt > 0 {
 		r.mu.Lock()
 		t.Status, t.Trace.BaseSHA = Running, base
+		r.enc.mark(id)
 		r.emit(Event{Event: EventTaskStart, Task: id, Attempt: adopt, Agent: slot.ID, Host: slot.Host, Status: Running, Reason: "adopted: started by an earlier run"})
 		r.writeOrLog()
 		r.mu.Unlock()
@@ -939,7 +947,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	if out.Status == record.StatusDone {
 		sha, err := "", worktreeErr
 		if err == nil {
-			sha, err = commitStatus(context.WithoutCancel(ctx), trace.Worktree, ws, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
+			sha, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, ws, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
 		}
 		if err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
@@ -949,6 +957,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.checkpoint("committed")
 		r.mu.Lock()
 		tr.CommitSHA = &sha
+		r.enc.mark(id)
 		r.mu.Unlock()
 		if r.cfg.Forge != nil {
 			n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: trace.Worktree, Branch: t.Branch, Base: r.mf.BaseBranch,
@@ -958,6 +967,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 				r.logf("%s: pull request: %v", id, err)
 			} else {
 				tr.PRNumber, tr.PRURL = n, &url
+				r.enc.mark(id)
 			}
 			r.mu.Unlock()
 		}
@@ -979,11 +989,10 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.keepWorktree(id, slot)
 		r.mu.Lock()
 		t.Status, t.Error = Queued, te
+		r.enc.mark(id)
 		r.set.Requeue(r.index(id))
 		tr.RetryCount++
-		a := r.st.Agents[slot.ID]
-		a.Status, a.CurrentTask = AgentFailed, nil
-		r.release(slot)
+		r.release(slot, AgentFailed)
 		r.emit(Event{Event: EventTaskRetry, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host, Status: Queued, Reason: msg, DurationSeconds: seconds(tr.DurationSeconds)})
 		r.writeOrLog()
 		r.mu.Unlock()
@@ -1044,6 +1053,7 @@ func (r *runner) traceEnd(t *Task, out Outcome) *Trace {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tr := t.Trace
+	r.enc.mark(t.ID)
 	if !out.Started.IsZero() {
 		tr.StartedAt = strp(record.FormatTime(out.Started))
 	}
@@ -1071,6 +1081,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]
 	t.Status, t.Error = status, te
+	r.enc.mark(id)
 	r.emit(taskEndEvent(t, slot))
 	switch status {
 	case Completed:
@@ -1081,11 +1092,12 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 		r.markBlocked(r.set.Block(r.index(id)))
 	}
 	a := r.st.Agents[slot.ID]
-	a.Status, a.CurrentTask, a.LastHeartbeat = AgentIdle, nil, strp(now())
+	a.LastHeartbeat = strp(now())
 	if status == Failed {
-		a.Status = AgentFailed // until it takes its next task
+		r.release(slot, AgentFailed) // until it takes its next task
+	} else {
+		r.release(slot, AgentIdle)
 	}
-	r.release(slot)
 	if t.Trace != nil && t.Trace.DurationSeconds != nil {
 		a.TotalExecutionTime += *t.Trace.DurationSeconds
 	}
@@ -1118,10 +1130,9 @@ func (r *runner) interrupted(id string, slot Slot) {
 		why, kind = "stopped by --halt now", ErrHalted
 	}
 	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
+	r.enc.mark(id)
 	r.set.Requeue(r.index(id))
-	a := r.st.Agents[slot.ID]
-	a.Status, a.CurrentTask = AgentIdle, nil
-	r.release(slot)
+	r.release(slot, AgentIdle)
 	r.writeOrLog()
 }
 

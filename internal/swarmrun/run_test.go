@@ -29,6 +29,7 @@ import (
 // TestMain makes the test binary the attempts' supervisor too: Local starts it as
 // "BINARY __supervise --state-dir DIR --handoff H BEAD", as swarm's `run __supervise` verb.
 func TestMain(m *testing.M) {
+	verifyWrites = true
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {
 		os.Exit(superviseMain(os.Args[2:]))
 	}

@@ -186,6 +186,7 @@ func (r *runner) keepWorktree(id string, slot Slot) {
 	}
 	r.mu.Lock()
 	t.Trace.Worktree = kept
+	r.enc.mark(id)
 	r.mu.Unlock()
 }
 

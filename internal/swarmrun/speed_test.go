@@ -36,6 +36,7 @@ func TestFlushGroupsConcurrentWrites(t *testing.T) {
 			defer wg.Done()
 			r.mu.Lock()
 			r.st.Tasks[fmt.Sprintf("t%d", i)].Status = Running
+			r.enc.mark(fmt.Sprintf("t%d", i))
 			r.mu.Unlock()
 			errs[i] = r.flush()
 		}()
@@ -106,7 +107,7 @@ func TestCommitTaskGitProcesses(t *testing.T) {
 		var sha string
 		n := gitStarts(t, func() {
 			var err error
-			sha, _, err = commitTask(context.Background(), wt, base, "2026-01-01-x-abcd", "t1", "local-1", "t1: do it", nil, false)
+			sha, err = commitTask(context.Background(), wt, worktreeStatus{}, base, "2026-01-01-x-abcd", "t1", "local-1", "t1: do it", nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}

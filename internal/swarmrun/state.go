@@ -274,17 +274,13 @@ func writeStateBytes(path string, b []byte) error {
 	return fsx.WriteFileAtomic(path, b, 0o600)
 }
 
-// writeFile writes the state to path atomically (a link there is replaced, never written
-// through), in a real directory of the user's.
+// writeFile writes the state, encoded whole (Encode), to path as writeStateBytes does.
 func (s *State) writeFile(path string) error {
 	b, err := s.Encode()
 	if err != nil {
 		return err
 	}
-	if err := statedir.MkdirFor(path); err != nil {
-		return err
-	}
-	return fsx.WriteFileAtomic(path, b, 0o600)
+	return writeStateBytes(path, b)
 }
 
 // counts counts the tasks by status.
@@ -294,16 +290,6 @@ func (s *State) counts() map[string]int {
 		c[t.Status]++
 	}
 	return c
-}
-
-// sortedAgents lists the agents' ids, sorted.
-func (s *State) sortedAgents() []string {
-	ids := make([]string, 0, len(s.Agents))
-	for id := range s.Agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // History lists the executions kept in .swarm/history, newest first.

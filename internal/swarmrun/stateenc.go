@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 
 	"github.com/agentfleet/fleet/internal/schema"
@@ -12,10 +11,14 @@ import (
 
 // stateEncoder writes a running execution's state as the tasks that changed: the state file is
 // json.MarshalIndent's bytes of the whole State (seed 001's format, unchanged), but a task is
-// encoded and checked against the execution schema only when it changed since its last
-// write; the other tasks' bytes are the ones written before. A run wrote its state two or
-// three times a task, each time encoding and checking every task: quadratic in the number of
-// tasks (at 1,000 tasks most of the run's own CPU time).
+// encoded and checked against the execution schema only when it is new or was marked changed
+// (mark) since its last write; the other tasks' bytes are the ones written before. A run wrote
+// its state two or three times a task, each time encoding and checking every task: quadratic in
+// the number of tasks (at 1,000 tasks most of the run's own CPU time). The runner marks a task
+// where it changes it, under the lock the encoder runs under: finding the changed tasks by
+// comparing each with a copy of its last write cost O(tasks) a write again (5% of the runner's
+// CPU at 200 tasks). The package's tests compare every write with the whole state's encoding
+// (verifyWrites), so a change left unmarked fails them.
 //
 // The bytes are MarshalIndent's because a task's value at its depth in the file is
 // MarshalIndent of the task with the prefix of that depth (json.Indent indents every nested
@@ -27,16 +30,27 @@ import (
 // tasks in it.
 type stateEncoder struct {
 	tasks map[string]*encodedTask
+	// changed are the tasks marked changed since the last write that succeeded.
+	changed map[string]bool
 	// encoded counts the tasks encoded by the last encode (tests).
 	encoded int
 }
 
-// encodedTask is a task's bytes as written (the key and the value, at their depth) and the
-// task they were made from (decoded from those bytes: a deep copy that shares nothing with
-// the live task).
+// verifyWrites makes every encode check its bytes against the whole state's, and panic when
+// they differ (tests).
+var verifyWrites bool
+
+// encodedTask is a task's bytes as written: the key and the value, at their depth.
 type encodedTask struct {
 	key, value []byte
-	was        Task
+}
+
+// mark says task id changed since the state was last written (under the lock of the state).
+func (e *stateEncoder) mark(id string) {
+	if e.changed == nil {
+		e.changed = map[string]bool{}
+	}
+	e.changed[id] = true
 }
 
 // Indentation of the tasks in the state file: "tasks" is a key of the top object, its values
@@ -48,7 +62,8 @@ const (
 
 // encode returns the state's bytes as State.Encode makes them (json.MarshalIndent and a
 // newline), checked against the execution schema as described above, re-encoding only the
-// tasks that changed. On an error nothing of its cache changed.
+// tasks that are new or marked changed. On an error nothing of its cache changed, and the
+// tasks marked stay marked.
 func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	if e.tasks == nil {
 		e.tasks = map[string]*encodedTask{}
@@ -61,7 +76,7 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 		return nil, err
 	}
 	at := bytes.Index(skeleton, []byte(tasksField))
-	if at < 0 || bytes.Index(skeleton[at+1:], []byte(tasksField)) >= 0 {
+	if at < 0 || bytes.Contains(skeleton[at+1:], []byte(tasksField)) {
 		return nil, fmt.Errorf("encoding the state: no single tasks field")
 	}
 	ids := make([]string, 0, len(st.Tasks))
@@ -73,7 +88,7 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	var changed []string
 	for _, id := range ids {
 		t := st.Tasks[id]
-		if c := e.tasks[id]; c != nil && t != nil && reflect.DeepEqual(&c.was, t) {
+		if c := e.tasks[id]; c != nil && !e.changed[id] {
 			continue
 		}
 		c, err := encodeTask(id, t)
@@ -98,6 +113,13 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	if err := sch.Check(check); err != nil {
 		return nil, fmt.Errorf("the execution state would not be valid, so it is not written: %w", err)
 	}
+	b := splice(skeleton, at, ids, task)
+	if verifyWrites {
+		// A panic: a failed write is only logged, and the test must not go on.
+		if whole, err := json.MarshalIndent(st, "", "  "); err != nil || !bytes.Equal(append(whole, '\n'), b) {
+			panic(fmt.Sprintf("the state encoded as its changed tasks is not the whole state's encoding: a task changed unmarked (%v)", err))
+		}
+	}
 	for id, c := range fresh {
 		e.tasks[id] = c
 	}
@@ -108,8 +130,9 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 			}
 		}
 	}
+	clear(e.changed)
 	e.encoded = len(changed)
-	return splice(skeleton, at, ids, task), nil
+	return b, nil
 }
 
 // encodeTask is task t's bytes in the state file, under key id.
@@ -122,15 +145,7 @@ func encodeTask(id string, t *Task) (*encodedTask, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &encodedTask{key: key, value: value}
-	if t != nil {
-		// The copy compared with at the next write: decoded from the bytes, so that it is
-		// exactly what was written, and shares no pointer with the live task.
-		if err := json.Unmarshal(value, &c.was); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	return &encodedTask{key: key, value: value}, nil
 }
 
 // splice is skeleton with the tasks ids (sorted) in its empty tasks object at at, and the

@@ -19,23 +19,25 @@ import (
 // worktree is two directories below): through it the tasks' worktrees would be made, and an
 // earlier attempt's removed, wherever it points. Refused, with what to do.
 func checkWorktreesDir(p Paths) error {
-	err := p.makeDir(p.Worktrees())
+	err := dirBeneath(p.Root, p.Worktrees(), true)
 	if errors.Is(err, fsx.ErrLinkBeneath) {
 		return usagef("%v; swarm run never works through a link under .swarm: remove it (rm %s) and run again", err, p.Worktrees())
 	}
 	return err
 }
 
-// makeDir makes the directory dir below the repository's top (.swarm/history,
-// .swarm/worktrees), or checks it: every directory from the top down a real one, never a link
-// (fsx.OpenDirBeneath), so that the run's files are not written, nor its worktrees made,
-// through a link an agent or the repository put under .swarm.
-func (p Paths) makeDir(dir string) error {
-	rel, err := filepath.Rel(p.Root, dir)
+// dirBeneath makes (mkdir) or checks the directory dir below root (the repository's top):
+// every directory from the top down a real one, never a link (fsx.OpenDirBeneath), so that the
+// run's files are not written, its worktrees made, nor an agent started, committed for or a
+// pull request opened, through a link an agent or the repository put there (an agent can put
+// one in place of its worktree, another task's or .swarm/worktrees between two steps of the
+// run).
+func dirBeneath(root, dir string, mkdir bool) error {
+	rel, err := filepath.Rel(root, dir)
 	if err != nil || !filepath.IsLocal(rel) {
-		return fmt.Errorf("%s is not below %s", dir, p.Root)
+		return fmt.Errorf("%s is not below %s", dir, root)
 	}
-	d, err := fsx.OpenDirBeneath(p.Root, rel, true)
+	d, err := fsx.OpenDirBeneath(root, rel, mkdir)
 	if err != nil {
 		return err
 	}
@@ -43,19 +45,12 @@ func (p Paths) makeDir(dir string) error {
 }
 
 // checkWorktree returns an error unless the task's worktree at path is a real directory below
-// the repository's top, no link on the way (fsx.OpenDirBeneath): an agent can put a link in
-// place of its worktree, another task's or .swarm/worktrees between two steps of the run, and
-// the agent's start, its commit and its pull request would then work wherever it points.
+// the repository's top, no link on the way (dirBeneath).
 func (r *runner) checkWorktree(path string) error {
-	rel, err := filepath.Rel(r.cfg.Repo, path)
-	if err != nil || !filepath.IsLocal(rel) {
-		return fmt.Errorf("the task's worktree %s is not below %s", path, r.cfg.Repo)
-	}
-	d, err := fsx.OpenDirBeneath(r.cfg.Repo, rel, false)
-	if err != nil {
+	if err := dirBeneath(r.cfg.Repo, path, false); err != nil {
 		return fmt.Errorf("the task's worktree: %w", err)
 	}
-	return d.Close()
+	return nil
 }
 
 // excludeSwarmDir adds /.swarm/ to the repository's info/exclude (in the common git directory,

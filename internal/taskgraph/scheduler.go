@@ -89,10 +89,7 @@ func (s *Scheduler[S]) notify() {
 // is left, or the policy stops (then it waits for the tasks at work to end). ctx ending wakes
 // it; the policy's Stopping should then say so. mu is the engine's lock.
 func (s *Scheduler[S]) Loop(ctx context.Context, mu sync.Locker, p Policy[S]) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		mu.Lock()
+	s.loop(ctx, mu, func() ([]Placed[S], time.Time, bool) {
 		s.Set.Release(time.Now())
 		stopping := p.Stopping()
 		var placed []Placed[S]
@@ -104,17 +101,30 @@ func (s *Scheduler[S]) Loop(ctx context.Context, mu sync.Locker, p Policy[S]) {
 		held := s.Set.NextRelease()
 		// Idle: nothing runs and nothing can start (stopping, no task ready or held back, or no
 		// slot left).
-		idle := s.running == 0 && (stopping || len(s.free) == 0 || (s.Set.Len() == 0 && held.IsZero()))
+		return placed, held, s.running == 0 && (stopping || len(s.free) == 0 || (s.Set.Len() == 0 && held.IsZero()))
+	}, p.Launched, p.Run)
+}
+
+// loop is Loop's and ClaimLoop's: at each wake, under mu, step says which tasks start
+// (placed), the time to wake at the latest (zero: a task's end) and whether nothing runs and
+// nothing can start (idle: the loop returns); the tasks placed start (launched told first,
+// without the lock), and the loop waits.
+func (s *Scheduler[S]) loop(ctx context.Context, mu sync.Locker, step func() ([]Placed[S], time.Time, bool), launched func([]Placed[S]), run func(int, S)) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		mu.Lock()
+		placed, next, idle := step()
 		busy := s.running > 0
 		mu.Unlock()
-		if len(placed) > 0 {
-			p.Launched(placed)
+		if len(placed) > 0 && launched != nil {
+			launched(placed)
 		}
-		s.start(&wg, placed, p.Run)
+		s.start(&wg, placed, run)
 		if idle {
 			return
 		}
-		s.wait(ctx, held, busy)
+		s.wait(ctx, next, busy)
 	}
 }
 
@@ -149,25 +159,15 @@ type Take struct {
 // slot is left: every free slot retired. ctx ending wakes it; the policy's Stopping should
 // then say so. mu is the engine's lock.
 func (s *Scheduler[S]) ClaimLoop(ctx context.Context, mu sync.Locker, c Claimer[S]) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		mu.Lock()
+	s.loop(ctx, mu, func() ([]Placed[S], time.Time, bool) {
 		stopping := c.Stopping()
 		var placed []Placed[S]
 		var again time.Time
 		if !stopping {
 			placed, again = s.claim(c)
 		}
-		idle := s.running == 0 && (stopping || len(s.free) == 0)
-		busy := s.running > 0
-		mu.Unlock()
-		s.start(&wg, placed, c.Run)
-		if idle {
-			return
-		}
-		s.wait(ctx, again, busy)
-	}
+		return placed, again, s.running == 0 && (stopping || len(s.free) == 0)
+	}, nil, c.Run)
 }
 
 // claim offers each free slot, in order, to c: it returns the tasks taken, and the earliest

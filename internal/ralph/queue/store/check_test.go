@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -105,15 +106,15 @@ func TestWritesRefuseInvalid(t *testing.T) {
 	}
 }
 
-// The task queue is checked a task at a time only because the schema allows it; the verdict is
-// the whole document's.
+// The task queue is checked as its changed tasks only because the schema allows it; the
+// verdict is the whole document's.
 func TestQueueCheckedByTask(t *testing.T) {
 	doc, err := schemas.Read(KindTaskQueue)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if splitQueueSchema(doc) == nil {
-		t.Fatal("the embedded task-queue schema is not split: every claim checks 2 MB")
+		t.Fatal("the embedded task-queue schema says more of tasks than what each must be: a check of the changed tasks alone is not the whole document's (appendChecked)")
 	}
 	for _, change := range []struct{ from, to string }{
 		{`"type": "array",`, `"type": "array", "minItems": 1,`},
@@ -146,6 +147,24 @@ func TestQueueCheckedByTask(t *testing.T) {
 		if werr := whole.Check(want); (gerr == nil) != (werr == nil) || (gerr == nil && !bytes.Equal(got, want)) {
 			t.Errorf("appendChecked(%+v) = %v; the whole document's check: %v", tasks, gerr, werr)
 		}
+	}
+}
+
+// TestQueueCheckNamesTheTask: a refused task among several changed ones is named by its place
+// in the whole document, not in the document of the changed tasks that was checked.
+func TestQueueCheckNamesTheTask(t *testing.T) {
+	q := NewQueue("p", "now", newTasks(5, nil))
+	if _, err := q.appendChecked(nil); err != nil {
+		t.Fatal(err)
+	}
+	for id, status := range map[string]string{"t1": Done, "t3": "exploded"} {
+		task, _ := q.Get(id)
+		task.Status = status
+		q.Put(task)
+	}
+	var ie *schema.InvalidError
+	if _, err := q.appendChecked(nil); !errors.As(err, &ie) || len(ie.Problems) == 0 || !strings.HasPrefix(ie.Problems[0].Pointer, "/tasks/3/status") {
+		t.Fatalf("appendChecked with t3 exploded = %v, want its problem at /tasks/3/status", err)
 	}
 }
 
@@ -187,4 +206,47 @@ func BenchmarkQueueEncode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// splitQueueSchema returns the schema of one task (tasks/items) when the task-queue schema doc
+// says nothing else of tasks and nothing at its top that could look into them (only the
+// annotations, type, required, properties and additionalProperties: true, and for tasks only
+// type "array", items and annotations), and nil otherwise: when it does not, the document with
+// only its changed tasks (appendChecked) could be valid where the whole one is not.
+func splitQueueSchema(doc []byte) []byte {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(doc, &top) != nil {
+		return nil
+	}
+	for k, v := range top {
+		switch k {
+		case "$schema", "$id", "title", "description", "type", "required", "properties":
+		case "additionalProperties":
+			if string(v) != "true" {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	var props map[string]json.RawMessage
+	if json.Unmarshal(top["properties"], &props) != nil {
+		return nil
+	}
+	var tasks map[string]json.RawMessage
+	if json.Unmarshal(props["tasks"], &tasks) != nil {
+		return nil
+	}
+	for k, v := range tasks {
+		switch k {
+		case "description", "items":
+		case "type":
+			if string(v) != `"array"` {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	return tasks["items"]
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// TestReady: a pending task is ready when every dependency is done or skipped; nothing else
-// is ever ready.
+// TestReady: a pending task is ready (Claim takes it) when every dependency is done or
+// skipped; nothing else is ever ready.
 func TestReady(t *testing.T) {
 	statuses := []string{Pending, Claimed, Done, Failed, Blocked, Skipped}
 	for _, own := range statuses {
@@ -22,16 +22,16 @@ func TestReady(t *testing.T) {
 				tasks = append(tasks, Task{ID: "d", Status: dep, Dependencies: []string{}})
 			}
 			q := NewQueue("p", "x", tasks)
-			task, _ := q.Get("t")
 			want := own == Pending && (dep == Done || dep == Skipped)
-			if got := q.Ready(&task); got != want {
-				t.Errorf("Ready(%s task, dependency %s) = %v, want %v", own, dep, got, want)
+			// t comes first in the queue: Claim takes it when it is ready (else d, or none).
+			if got, _ := q.Claim("agent-1", "2026-01-01T00:00:00Z"); (got.ID == "t") != want {
+				t.Errorf("a %s task with its dependency %s: claimed %q, want t ready %v", own, dep, got.ID, want)
 			}
 		}
 	}
 	free := NewQueue("p", "x", []Task{{ID: "t", Status: Pending, Dependencies: []string{}}})
-	if task, _ := free.Get("t"); !free.Ready(&task) {
-		t.Errorf("Ready(pending task without dependencies) = false, want true")
+	if got, _ := free.Claim("agent-1", "2026-01-01T00:00:00Z"); got.ID != "t" {
+		t.Errorf("a pending task without dependencies is not claimed")
 	}
 }
 

@@ -160,23 +160,6 @@ func (q *Queue) readySet() *taskgraph.Set {
 	return q.ready
 }
 
-// Ready says whether a pending task can be claimed: every dependency is done or skipped.
-func (q *Queue) Ready(t *Task) bool {
-	if t.Status != Pending {
-		return false
-	}
-	for _, d := range t.Dependencies {
-		i, ok := q.index[d]
-		if !ok {
-			return false
-		}
-		if s := q.tasks[i].Status; s != Done && s != Skipped {
-			return false
-		}
-	}
-	return true
-}
-
 // Claim gives agent the first ready task (queue order) that no usage limit holds, claimed now
 // (RFC 3339), and returns it; false when no task is ready. The ready set gives it in O(log n).
 func (q *Queue) Claim(agent, now string) (Task, bool) {
@@ -315,19 +298,25 @@ func (q *Queue) AppendEncode(b []byte) []byte {
 	if cap(b)-len(b) < size {
 		b = append(make([]byte, 0, len(b)+size), b...)
 	}
+	return q.appendDoc(b, len(q.enc), func(i int) []byte { return q.enc[i].b })
+}
+
+// appendDoc appends the document of the plan's fields and the n tasks whose encodings task
+// gives.
+func (q *Queue) appendDoc(b []byte, n int, task func(int) []byte) []byte {
 	b = append(b, "{\n  \"plan_id\": "...)
 	b = appendString(b, q.PlanID)
 	b = append(b, ",\n  \"created_at\": "...)
 	b = appendString(b, q.CreatedAt)
 	b = append(b, ",\n  \"tasks\": ["...)
-	for i, e := range q.enc {
+	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, "\n    "...)
-		b = append(b, e.b...)
+		b = append(b, task(i)...)
 	}
-	if len(q.enc) > 0 {
+	if n > 0 {
 		b = append(b, "\n  "...)
 	}
 	return append(b, "]\n}\n"...)

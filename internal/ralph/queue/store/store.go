@@ -312,17 +312,21 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 	if err := fn(tx); err != nil {
 		return err
 	}
-	var retry, progress []byte
+	// The retry queue and the progress, when changed, in the order they are written.
+	type file struct {
+		path, kind string
+		doc        []byte
+	}
+	var files []file
 	if tx.rDirty {
-		retry = marshal(tx.r)
-		if err := Check(KindRetryQueue, retry); err != nil {
-			return fmt.Errorf("not writing %s: %w", s.Dir.RetryQueue(s.Plan), err)
-		}
+		files = append(files, file{s.Dir.RetryQueue(s.Plan), KindRetryQueue, marshal(tx.r)})
 	}
 	if tx.pDirty {
-		progress = marshal(tx.p)
-		if err := Check(KindProgress, progress); err != nil {
-			return fmt.Errorf("not writing %s: %w", s.Dir.Progress(s.Plan), err)
+		files = append(files, file{s.Dir.Progress(s.Plan), KindProgress, marshal(tx.p)})
+	}
+	for _, f := range files {
+		if err := Check(f.kind, f.doc); err != nil {
+			return fmt.Errorf("not writing %s: %w", f.path, err)
 		}
 	}
 	var changed []int // the tasks whose encoding is new: the ones this transaction changed
@@ -356,15 +360,8 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 			syncDir()
 		}
 	}()
-	if tx.rDirty {
-		sync, err := fsx.WriteFileAtomicLazy(s.Dir.RetryQueue(s.Plan), retry, 0o600)
-		if err != nil {
-			return err
-		}
-		syncDir = sync
-	}
-	if tx.pDirty {
-		sync, err := fsx.WriteFileAtomicLazy(s.Dir.Progress(s.Plan), progress, 0o600)
+	for _, f := range files {
+		sync, err := fsx.WriteFileAtomicLazy(f.path, f.doc, 0o600)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/mergeback"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/runevents"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -69,11 +70,11 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.
 	// Each merge landed is an event of the execution (swarm run follow shows it); the events
 	// file is the run's account, not the merge's record: a failure to append is a warning.
 	p.Landed = func(m mergeback.Merged) {
-		e := swarmrun.Event{Event: swarmrun.EventMerge, Execution: st.ExecutionID, Status: "merged", Task: m.ID, Branch: m.Branch, Commit: m.Commit}
-		if err := swarmrun.AppendEvent(paths, st.ExecutionID, e); err != nil {
+		e := runevents.Event{Event: runevents.Merge, Execution: st.ExecutionID, Status: "merged", Task: m.ID, Branch: m.Branch, Commit: m.Commit}
+		if err := runevents.Append(paths.Root, st.ExecutionID, e); err != nil {
 			fmt.Fprintf(s.Err, "swarm: warning: the merge of %s is not in the run's events: %v\n", m.ID, err)
 		}
-		told.Send(runHookEvent(e))
+		told.Send(runevents.HookEvent(e))
 	}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of swarm run's own: supervised by `swarm run __supervise`.

@@ -45,6 +45,8 @@ type Event struct {
 	Counts *Counts `json:"counts,omitempty"`
 	// Halted: --halt stopped the run (run-end).
 	Halted bool `json:"halted,omitempty"`
+	// WallSeconds is how long this run took, from its start to its end (run-end).
+	WallSeconds float64 `json:"wall_seconds,omitempty"`
 }
 
 // Counts counts an execution's tasks.
@@ -55,6 +57,8 @@ type Counts struct {
 	Skipped   int `json:"skipped"`
 	// Pending is every task that did not end (not run, queued, or at work).
 	Pending int `json:"pending"`
+	// Retries counts the attempts that failed with attempts left, over the execution's runs.
+	Retries int `json:"retries"`
 }
 
 // The events of a run.

@@ -5,6 +5,12 @@ import "github.com/agentfleet/fleet/internal/ralph/hook"
 // HookEvent is e as an --on-event hook reads it (ralph's hook.Event, kind "run"; the attempt
 // is its iteration, as the queue's tasks have it).
 func HookEvent(e Event) hook.Event {
-	return hook.Event{Kind: "run", Event: e.Event, Execution: e.Execution, Task: e.Task, Iteration: e.Attempt, Agent: e.Agent,
-		Host: e.Host, Status: e.Status, Reason: e.Reason, Commit: e.Commit, Time: e.Time}
+	h := hook.Event{Kind: "run", Event: e.Event, Execution: e.Execution, Task: e.Task, Iteration: e.Attempt, Agent: e.Agent,
+		Host: e.Host, Status: e.Status, Reason: e.Reason, Commit: e.Commit, Time: e.Time,
+		Tasks: e.Tasks, Slots: e.Slots, WallSeconds: e.WallSeconds}
+	if c := e.Counts; c != nil {
+		h.Counts = &hook.Counts{Completed: c.Completed, Failed: c.Failed, Blocked: c.Blocked, Skipped: c.Skipped,
+			Pending: c.Pending, Retries: c.Retries}
+	}
+	return h
 }

@@ -40,6 +40,7 @@ type Options struct {
 type Log struct {
 	execution string
 	opts      Options
+	started   time.Time // when the run began (Open): its wall time at RunEnd
 	// file is the events file, appended to, held locked while the run runs (readers tell a
 	// run at work from one gone by it, locked or not); nil when it could not be opened.
 	file    *os.File
@@ -59,7 +60,7 @@ func Open(root, id string, o Options) *Log {
 	if o.Drain == 0 {
 		o.Drain = DefaultDrain
 	}
-	l := &Log{execution: id, opts: o}
+	l := &Log{execution: id, opts: o, started: time.Now()}
 	f, err := openFile(root, id)
 	if err != nil {
 		l.logf("not keeping the run's events (swarm run follow and wait will not see them): %v", err)

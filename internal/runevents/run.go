@@ -1,5 +1,7 @@
 package runevents
 
+import "time"
+
 // The statuses the events name: a task's after its event (the states' own words), and the
 // execution's while its run runs.
 const (
@@ -29,9 +31,13 @@ func (l *Log) RunStart(tasks, slots int, c Counts) {
 }
 
 // RunEnd: the run ended, the execution's status final (halted: --halt stopped it), its tasks
-// counted.
+// counted, with how long the run took since Open (to the millisecond).
 func (l *Log) RunEnd(status string, halted bool, c Counts) {
-	l.Emit(Event{Event: RunEnd, Status: status, Halted: halted, Counts: &c})
+	if l == nil {
+		return
+	}
+	wall := time.Since(l.started).Round(time.Millisecond).Seconds()
+	l.Emit(Event{Event: RunEnd, Status: status, Halted: halted, Counts: &c, WallSeconds: wall})
 }
 
 // TaskStart: an attempt started (reason: why it is not a new one, an adopted attempt).

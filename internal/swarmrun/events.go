@@ -20,11 +20,17 @@ func (r *runner) openEvents() *runevents.Log {
 	return runevents.Open(r.paths.Root, r.st.ExecutionID, runevents.Options{Consumer: r.cfg.Events, Logf: r.logf, Drain: eventDrain})
 }
 
-// eventCounts counts the state's tasks (under mu).
+// eventCounts counts the state's tasks, and their retries (under mu).
 func (r *runner) eventCounts() runevents.Counts {
 	c := r.st.counts()
+	retries := 0
+	for _, t := range r.st.Tasks {
+		if t.Trace != nil {
+			retries += t.Trace.RetryCount
+		}
+	}
 	return runevents.Counts{Completed: c[Completed], Failed: c[Failed], Blocked: c[Blocked], Skipped: c[Skipped],
-		Pending: c[Pending] + c[Queued] + c[Assigned] + c[Running]}
+		Pending: c[Pending] + c[Queued] + c[Assigned] + c[Running], Retries: retries}
 }
 
 // taskEnded tells the events of task t's end with its status (under mu): completed, failed or

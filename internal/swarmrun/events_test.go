@@ -37,7 +37,7 @@ func eventLine(e runevents.Event) string {
 }
 
 var eventsWant = []string{
-	`run-start  0 running tasks=4 slots=1 counts={"completed":0,"failed":0,"blocked":0,"skipped":0,"pending":4}`,
+	`run-start  0 running tasks=4 slots=1 counts={"completed":0,"failed":0,"blocked":0,"skipped":0,"pending":4,"retries":0}`,
 	"task-start a 1 running",
 	"task-end a 1 completed",
 	"task-start k 1 running",
@@ -49,7 +49,7 @@ var eventsWant = []string{
 	"task-start f 2 running",
 	"task-failed f 2 failed",
 	"task-blocked g 0 blocked",
-	`run-end  0 failed tasks=0 slots=0 counts={"completed":2,"failed":1,"blocked":1,"skipped":0,"pending":0}`,
+	`run-end  0 failed tasks=0 slots=0 counts={"completed":2,"failed":1,"blocked":1,"skipped":0,"pending":0,"retries":2}`,
 }
 
 // TestRunEvents: every event of a run with a retry that succeeds, a task failed for good and
@@ -77,6 +77,10 @@ func TestRunEvents(t *testing.T) {
 		case runevents.TaskEnd:
 			if e.Commit != *res.State.Tasks[e.Task].Trace.CommitSHA || e.Agent != "local-1" || e.Host != "testhost" || e.DurationSeconds <= 0 {
 				t.Errorf("task-end = %+v", e)
+			}
+		case runevents.RunEnd:
+			if e.WallSeconds <= 0 {
+				t.Errorf("run-end's wall time = %v", e.WallSeconds)
 			}
 		case runevents.TaskFailed:
 			if e.Reason != "attempt 2: agent-exit-3" {

@@ -69,6 +69,23 @@ type Event struct {
 	Log     string   `json:"log,omitempty"`
 	// Time is when it happened (RFC 3339, UTC).
 	Time string `json:"time"`
+	// Tasks and Slots are a swarm run's tasks and slots (run-start); Counts its tasks by where
+	// they stand (run-start: what earlier runs ended; run-end: the end); WallSeconds how long
+	// the run took (run-end).
+	Tasks       int     `json:"tasks,omitempty"`
+	Slots       int     `json:"slots,omitempty"`
+	Counts      *Counts `json:"counts,omitempty"`
+	WallSeconds float64 `json:"wall_seconds,omitempty"`
+}
+
+// Counts counts a swarm run's tasks (kind "run": run-start and run-end).
+type Counts struct {
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Blocked   int `json:"blocked"`
+	Skipped   int `json:"skipped"`
+	Pending   int `json:"pending"` // not ended: not run, queued or at work
+	Retries   int `json:"retries"` // attempts failed with attempts left
 }
 
 // DefaultTimeout bounds each run of the hook.

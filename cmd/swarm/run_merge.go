@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/agentfleet/fleet/internal/mergeback"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/runevents"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -66,7 +70,7 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.
 	}
 	p := mergeback.Plan{Repo: repo, Owner: st.ExecutionID, Base: st.BaseBranch, Into: o.Into, Branches: completedBranches(st),
 		Test: o.Test, Scratch: filepath.Join(paths.Worktrees(), mergeverb.ScratchName(st.ExecutionID)), Beneath: repo,
-		Record: filepath.Join(paths.Dir(), "history", st.ExecutionID+".merge.json"), Label: "swarm run merge", DryRun: o.DryRun}
+		Record: mergeRecordPath(paths, st.ExecutionID), Label: "swarm run merge", DryRun: o.DryRun}
 	// Each merge landed is an event of the execution (swarm run follow shows it); the events
 	// file is the run's account, not the merge's record: a failure to append is a warning.
 	p.Landed = func(m mergeback.Merged) {
@@ -83,6 +87,60 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.
 		}
 	}
 	return mergeverb.Run(ctx, s, "swarm: run merge: ", o, p)
+}
+
+// mergeRecordPath is execution id's merge record, .swarm/history/<ID>.merge.json: what swarm
+// run merge landed, and where it stopped.
+func mergeRecordPath(p swarmrun.Paths, id string) string {
+	return filepath.Join(p.Dir(), "history", id+".merge.json")
+}
+
+// mergeRecord is execution id's merge record for status and history (nil: none); one that
+// cannot be read is said on stderr as a warning, the execution shown without it.
+func mergeRecord(stderr io.Writer, p swarmrun.Paths, id string) *mergeback.Record {
+	if statedir.CheckName(statedir.KindBead, id) != nil {
+		return nil
+	}
+	rec, err := mergeback.ReadRecord(mergeRecordPath(p, id))
+	if err != nil {
+		fmt.Fprintf(stderr, "swarm: warning: its merges are not shown: %v\n", err)
+		return nil
+	}
+	return rec
+}
+
+// printWithMerges prints the state document st as indented JSON, with its merge record (rec,
+// when there is one) as its "merge" key: status --json and history ID --json.
+func printWithMerges(w io.Writer, st *swarmrun.State, rec *mergeback.Record) error {
+	if rec == nil {
+		return printIndented(w, st)
+	}
+	doc, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	merge, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	// The state document is an object: its last byte the closing brace.
+	doc = append(append(append(doc[:len(doc)-1], `,"merge":`...), merge...), '}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = out.WriteTo(w)
+	return err
+}
+
+// printMerges prints rec (nil: nothing) after an execution's tasks or report.
+func printMerges(w io.Writer, rec *mergeback.Record) {
+	if rec == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	mergeverb.WriteRecord(w, rec)
 }
 
 // completedBranches are the execution's completed tasks' branches, in the manifest's order.

@@ -245,3 +245,46 @@ func (p prefixed) Write(b []byte) (int, error) {
 	fmt.Fprintf(p.w, "%s%s", p.prefix, b)
 	return len(b), nil
 }
+
+// WriteRecord writes a run's merge record as `swarm run status` and `history` show it: a row
+// per merge landed (its task, branch, the branch it landed on, that branch's commit before, the
+// merge, when, tested or not), and why the last merge stopped, if it did.
+func WriteRecord(w io.Writer, rec *mergeback.Record) {
+	p := record.Printable
+	rows := [][]string{{"MERGED", "BRANCH", "INTO", "ONTO", "MERGE", "AT", "TESTED"}}
+	for _, m := range rec.Merges {
+		tested := "no"
+		if m.Tested {
+			tested = "yes"
+		}
+		if m.ResolvedBy != "" {
+			tested += ", resolved by " + p(m.ResolvedBy)
+		}
+		rows = append(rows, []string{p(m.ID), p(m.Branch), p(m.Into), short(m.Onto), short(m.Commit), p(m.At), tested})
+	}
+	if len(rec.Merges) > 0 {
+		cli.Table(w, rows)
+	} else {
+		fmt.Fprintln(w, "merged: none")
+	}
+	if s := rec.Stopped; s != nil {
+		fmt.Fprintf(w, "merge stopped at %s (%s) into %s: %s", p(s.ID), p(s.Branch), p(s.Into), p(s.Reason))
+		if len(s.Files) > 0 {
+			fmt.Fprintf(w, " in %s", p(strings.Join(s.Files, ", ")))
+		}
+		if s.At != "" {
+			fmt.Fprintf(w, " (%s)", p(s.At))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Landed is how many merges rec has landed, and the task the last merge stopped at ("" : it
+// went to the end), for a list's column.
+func Landed(rec *mergeback.Record) string {
+	s := fmt.Sprint(len(rec.Merges))
+	if rec.Stopped != nil {
+		s += ", stopped at " + record.Printable(rec.Stopped.ID)
+	}
+	return s
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/mergeback"
-	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/runevents"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarmrun"
@@ -26,34 +25,31 @@ import (
 // base (package mergeback), the test command run after each merge.
 func runMergeCommand() *cli.Command {
 	o := mergeverb.Options{TestDefault: "the manifest's test"}
-	var onEvent string
 	return &cli.Command{
 		Name: "merge", Usage: "merge an execution's completed branches into its base, testing each merge",
 		UsageText: "swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--on-event CMD] [--state-dir DIR]",
-		Flags: append(o.AddFlags(nil), &ucli.StringFlag{Name: "on-event", Destination: &onEvent,
-			Usage: "run `CMD` (no shell) at each merge landed, the merge event as one line of JSON on its stdin, as swarm run --on-event does"}),
+		Flags:     o.AddFlags(nil),
 		ExitCodes: mergeverb.ExitCodes("no such execution"),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			return runMerge(ctx, c, s, &o, onEvent)
+			return runMerge(ctx, c, s, &o)
 		},
 	}
 }
 
-func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.Options, onEvent string) error {
+func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.Options) error {
 	if c.NArg() > 1 {
 		return cli.Usagef("give at most one id: %s", strings.Join(c.Args().Slice(), " "))
 	}
 	if err := o.Check(); err != nil {
 		return err
 	}
-	told, err := hook.New(onEvent)
+	told, err := o.Hook(s.Err, "swarm: ")
 	if err != nil {
-		return cli.Usagef("%v", err)
+		return err
 	}
-	told.Warn = func(err error) { fmt.Fprintf(s.Err, "swarm: warning: %v\n", err) }
 	// The hook is told each merge as it lands, off the merge's path; the verb gives it its
 	// bound once the merges are over, as swarm run does with its last events.
-	defer told.CloseWithin(hookDrain)
+	defer told.CloseWithin(mergeverb.HookDrain)
 	repo, err := repoOf(ctx, nil, ".")
 	if err != nil {
 		return err

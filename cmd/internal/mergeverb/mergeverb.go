@@ -33,6 +33,8 @@ type Options struct {
 	DryRun      bool
 	JSON        bool
 	StateDir    string
+	// OnEvent is --on-event's command line: the hook told each merge landed (Hook).
+	OnEvent string
 
 	// Test is --test's argv, nil when it is not given (the verb's own default applies); Into,
 	// Agent and Model are --into and --agent NAME[:MODEL]. Check fills them.
@@ -56,9 +58,28 @@ func (o *Options) AddFlags(flags []ucli.Flag) []ucli.Flag {
 			Usage: "hand a conflict to agent `NAME` (as a task of its own, supervised and recorded) instead of stopping; NAME:MODEL picks its model"},
 		&ucli.BoolFlag{Name: "dry-run", Destination: &o.DryRun, Usage: "print the merge order and the conflict ahead, and change nothing"},
 		&ucli.BoolFlag{Name: "json", Destination: &o.JSON, Usage: "print the result as JSON"},
+		&ucli.StringFlag{Name: "on-event", Destination: &o.OnEvent,
+			Usage: "run `CMD` (no shell) at each merge landed, the merge event as one line of JSON on its stdin, as the run's --on-event hook is told its events"},
 		cli.StateDirFlagInto(&o.StateDir),
 	)
 }
+
+// Hook is --on-event's hook (one that does nothing without it), its failures said on stderr
+// as warnings (warn: the tool's prefix, "swarm: "); a command line that does not split is a
+// usage error. The verb tells it each merge landed (mergeback.Plan.Landed), off the merge's
+// path, and gives it HookDrain once the merges are over (Hook.CloseWithin).
+func (o *Options) Hook(stderr io.Writer, warn string) (*hook.Hook, error) {
+	h, err := hook.New(o.OnEvent)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	h.Warn = func(err error) { fmt.Fprintf(stderr, "%swarning: %v\n", warn, err) }
+	return h, nil
+}
+
+// HookDrain bounds how long a merge verb, its merges over, waits for its hook to be told the
+// last of them: a hook that hangs holds its end that long at most.
+const HookDrain = hook.DefaultTimeout
 
 // ExitCodes are the merge verbs' exit codes; notFound is what the verb's 2 means besides a
 // usage error.

@@ -53,6 +53,9 @@ type Event struct {
 	Loop string `json:"loop,omitempty"`
 	Plan string `json:"plan,omitempty"`
 	Task string `json:"task,omitempty"`
+	// Branch is the task's branch a merge landed (event "merge": swarm run merge, ralph queue
+	// merge).
+	Branch string `json:"branch,omitempty"`
 	// Execution names a swarm run's execution (kind "run"), Agent the slot a task ran in,
 	// Host its host (or the host that went offline), Commit a completed task's commit.
 	Execution string `json:"execution_id,omitempty"`

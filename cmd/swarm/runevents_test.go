@@ -51,8 +51,8 @@ var everyEventWant = []string{
 	"task-failed f 2 h2-1 h2 failed",
 	"task-blocked g 0   blocked",
 	`run-end  0   failed counts={"completed":2,"failed":1,"blocked":1,"skipped":0,"pending":0,"retries":2} wall`,
-	"merge a 0   merged",
-	"merge k 0   merged",
+	"merge a 0   merged branch=a",
+	"merge k 0   merged branch=k",
 }
 
 // TestRunEveryEvent: every event of a real `swarm run` on two sshd hosts of the test lab
@@ -143,16 +143,16 @@ func TestRunEveryEvent(t *testing.T) {
 	var told []string
 	for _, line := range strings.Split(strings.TrimSpace(readFileOr(hookLog)), "\n") {
 		var e struct {
-			Event, Task, Agent, Host, Status string
-			Iteration                        int
-			Tasks, Slots                     int
-			Counts                           json.RawMessage
-			WallSeconds                      float64 `json:"wall_seconds"`
+			Event, Task, Agent, Host, Status, Branch string
+			Iteration                                int
+			Tasks, Slots                             int
+			Counts                                   json.RawMessage
+			WallSeconds                              float64 `json:"wall_seconds"`
 		}
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("the hook read %q: %v", line, err)
 		}
-		told = append(told, eventWords(e.Event, e.Task, e.Iteration, e.Agent, e.Host, e.Status, e.Tasks, e.Slots, e.Counts, e.WallSeconds))
+		told = append(told, eventWords(e.Event, e.Task, e.Iteration, e.Agent, e.Host, e.Status, e.Branch, e.Tasks, e.Slots, e.Counts, e.WallSeconds))
 	}
 	checkEventList(t, "what the --on-event hooks read", told, out.String())
 
@@ -184,15 +184,18 @@ func TestRunEveryEvent(t *testing.T) {
 		if e.Counts == nil {
 			counts = nil
 		}
-		kept = append(kept, eventWords(e.Event, e.Task, e.Attempt, e.Agent, e.Host, e.Status, e.Tasks, e.Slots, counts, e.WallSeconds))
+		kept = append(kept, eventWords(e.Event, e.Task, e.Attempt, e.Agent, e.Host, e.Status, e.Branch, e.Tasks, e.Slots, counts, e.WallSeconds))
 	}
 	checkEventList(t, "the events file", kept, out.String())
 }
 
 // eventWords is what TestRunEveryEvent compares of an event (its times masked: the wall time
 // only said to be there).
-func eventWords(event, task string, attempt int, agent, host, status string, tasks, slots int, counts []byte, wall float64) string {
+func eventWords(event, task string, attempt int, agent, host, status, branch string, tasks, slots int, counts []byte, wall float64) string {
 	s := fmt.Sprintf("%s %s %d %s %s %s", event, task, attempt, agent, host, status)
+	if branch != "" {
+		s += " branch=" + branch
+	}
 	if tasks > 0 || slots > 0 {
 		s += fmt.Sprintf(" tasks=%d slots=%d", tasks, slots)
 	}

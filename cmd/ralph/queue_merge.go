@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/mergeback"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -22,7 +23,7 @@ func queueMergeCommand() *cli.Command {
 	o.merge.TestDefault = "none"
 	return &cli.Command{
 		Name: "merge", Operand: "plans", Usage: "merge a plan's done branches into its base, testing each merge",
-		UsageText: "ralph queue merge PLAN [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--repo DIR] [--state-dir DIR]",
+		UsageText: "ralph queue merge PLAN [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--on-event CMD] [--repo DIR] [--state-dir DIR]",
 		Description: "Merges the branches of the plan's done tasks (a run with --worktree) into the branch their worktrees started from, " +
 			"one at a time in a scratch worktree, in the merge order status shows; the branch moves only over merges whose test passed. " +
 			"The first conflict or failed test stops it; the next merge continues where it stopped.",
@@ -56,6 +57,13 @@ func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams, qo *queueMe
 	if err := o.Check(); err != nil {
 		return err
 	}
+	told, err := o.Hook(s.Err, "ralph: ")
+	if err != nil {
+		return err
+	}
+	// Each merge landed is told the hook as it lands, off the merge's path; it is given
+	// mergeverb.HookDrain once the merges are over.
+	defer told.CloseWithin(mergeverb.HookDrain)
 	dir, repo, err := queueDir(qo.repo)
 	if err != nil {
 		return err
@@ -67,7 +75,8 @@ func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams, qo *queueMe
 	top := git.Repo{Dir: repo}
 	p := mergeback.Plan{Repo: repo, Owner: id, Base: base, Into: o.Into, Branches: branches, Test: o.Test,
 		Scratch: top.WorktreePath(mergeverb.ScratchName(id)), Beneath: filepath.Dir(repo),
-		Record: filepath.Join(dir.Root, "merge-"+id+".json"), Label: "ralph queue merge", DryRun: o.DryRun}
+		Record: filepath.Join(dir.Root, "merge-"+id+".json"), Label: "ralph queue merge", DryRun: o.DryRun,
+		Landed: func(m mergeback.Merged) { told.Send(mergeEvent(id, m)) }}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of the queue's own: supervised by `ralph queue __supervise`.
 		if p.Resolver, err = mergeverb.Resolver(o, repo, "queue"); err != nil {
@@ -75,6 +84,12 @@ func queueMerge(ctx context.Context, c *ucli.Context, s cli.Streams, qo *queueMe
 		}
 	}
 	return mergeverb.Run(ctx, s, "ralph: queue merge: ", o, p)
+}
+
+// mergeEvent is merge m of plan's branches as the --on-event hook reads it: kind "queue" as
+// the plan's run's events, event "merge", status "merged".
+func mergeEvent(plan string, m mergeback.Merged) hook.Event {
+	return hook.Event{Kind: "queue", Event: "merge", Plan: plan, Task: m.ID, Branch: m.Branch, Commit: m.Commit, Status: "merged", Time: m.At}
 }
 
 // doneBranches are plan id's base branch and its done tasks' branches, in the queue's order;

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/agentfleet/fleet/cmd/internal/dispatchenv"
+	"github.com/agentfleet/fleet/cmd/internal/mergeverb"
 	"github.com/agentfleet/fleet/cmd/internal/supervisorverb"
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/cli"
@@ -441,12 +442,14 @@ func runStatusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			st, err := findExecution(swarmrun.Paths{Root: repo}, c.Args().First())
+			p := swarmrun.Paths{Root: repo}
+			st, err := findExecution(p, c.Args().First())
 			if err != nil {
 				return err
 			}
+			merges := mergeRecord(s.Err, p, st.ExecutionID)
 			if asJSON {
-				return printIndented(s.Out, st)
+				return printWithMerges(s.Out, st, merges)
 			}
 			fmt.Fprintf(s.Out, "%s  %s  %q  started %s\n", st.ExecutionID, st.Status, st.ManifestName, st.StartedAt)
 			rows := [][]string{{"TASK", "STATUS", "AGENT", "ATTEMPT", "RETRIES", "DURATION", "COMMIT", "ERROR"}}
@@ -468,6 +471,7 @@ func runStatusCommand() *cli.Command {
 				rows = append(rows, row)
 			}
 			cli.Table(s.Out, rows)
+			printMerges(s.Out, merges)
 			return nil
 		},
 	}
@@ -510,10 +514,12 @@ func runHistoryCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
+				merges := mergeRecord(s.Err, p, st.ExecutionID)
 				if asJSON {
-					return printIndented(s.Out, st)
+					return printWithMerges(s.Out, st, merges)
 				}
 				fmt.Fprint(s.Out, swarmrun.Report(st))
+				printMerges(s.Out, merges)
 				return nil
 			}
 			all, err := swarmrun.History(p)
@@ -529,11 +535,14 @@ func runHistoryCommand() *cli.Command {
 				fmt.Fprintf(s.Out, "%s\n", b)
 				return nil
 			}
-			rows := [][]string{{"EXECUTION", "STATUS", "TASKS", "COMPLETED", "FAILED", "BLOCKED", "STARTED"}}
+			rows := [][]string{{"EXECUTION", "STATUS", "TASKS", "COMPLETED", "FAILED", "BLOCKED", "STARTED", "MERGED"}}
 			for _, st := range all {
-				row := []string{st.ExecutionID, st.Status, strconv.Itoa(len(st.Tasks)), "-", "-", "-", st.StartedAt}
+				row := []string{st.ExecutionID, st.Status, strconv.Itoa(len(st.Tasks)), "-", "-", "-", st.StartedAt, "-"}
 				if sm := st.Summary; sm != nil {
 					row[3], row[4], row[5] = strconv.Itoa(sm.Completed), strconv.Itoa(sm.Failed), strconv.Itoa(sm.Blocked)
+				}
+				if rec := mergeRecord(s.Err, p, st.ExecutionID); rec != nil {
+					row[7] = mergeverb.Landed(rec)
 				}
 				rows = append(rows, row)
 			}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +15,8 @@ import (
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/mergeback"
-	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/runevents"
+	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -21,34 +25,31 @@ import (
 // base (package mergeback), the test command run after each merge.
 func runMergeCommand() *cli.Command {
 	o := mergeverb.Options{TestDefault: "the manifest's test"}
-	var onEvent string
 	return &cli.Command{
 		Name: "merge", Usage: "merge an execution's completed branches into its base, testing each merge",
 		UsageText: "swarm run merge [ID] [--test CMD] [--into BRANCH] [--agent NAME] [--dry-run] [--json] [--on-event CMD] [--state-dir DIR]",
-		Flags: append(o.AddFlags(nil), &ucli.StringFlag{Name: "on-event", Destination: &onEvent,
-			Usage: "run `CMD` (no shell) at each merge landed, the merge event as one line of JSON on its stdin, as swarm run --on-event does"}),
+		Flags:     o.AddFlags(nil),
 		ExitCodes: mergeverb.ExitCodes("no such execution"),
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			return runMerge(ctx, c, s, &o, onEvent)
+			return runMerge(ctx, c, s, &o)
 		},
 	}
 }
 
-func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.Options, onEvent string) error {
+func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.Options) error {
 	if c.NArg() > 1 {
 		return cli.Usagef("give at most one id: %s", strings.Join(c.Args().Slice(), " "))
 	}
 	if err := o.Check(); err != nil {
 		return err
 	}
-	told, err := hook.New(onEvent)
+	told, err := o.Hook(s.Err, "swarm: ")
 	if err != nil {
-		return cli.Usagef("%v", err)
+		return err
 	}
-	told.Warn = func(err error) { fmt.Fprintf(s.Err, "swarm: warning: %v\n", err) }
 	// The hook is told each merge as it lands, off the merge's path; the verb gives it its
 	// bound once the merges are over, as swarm run does with its last events.
-	defer told.CloseWithin(hookDrain)
+	defer told.CloseWithin(mergeverb.HookDrain)
 	repo, err := repoOf(ctx, nil, ".")
 	if err != nil {
 		return err
@@ -65,15 +66,15 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.
 	}
 	p := mergeback.Plan{Repo: repo, Owner: st.ExecutionID, Base: st.BaseBranch, Into: o.Into, Branches: completedBranches(st),
 		Test: o.Test, Scratch: filepath.Join(paths.Worktrees(), mergeverb.ScratchName(st.ExecutionID)), Beneath: repo,
-		Record: filepath.Join(paths.Dir(), "history", st.ExecutionID+".merge.json"), Label: "swarm run merge", DryRun: o.DryRun}
+		Record: mergeRecordPath(paths, st.ExecutionID), Label: "swarm run merge", DryRun: o.DryRun}
 	// Each merge landed is an event of the execution (swarm run follow shows it); the events
 	// file is the run's account, not the merge's record: a failure to append is a warning.
 	p.Landed = func(m mergeback.Merged) {
-		e := swarmrun.Event{Event: swarmrun.EventMerge, Execution: st.ExecutionID, Status: "merged", Task: m.ID, Branch: m.Branch, Commit: m.Commit}
-		if err := swarmrun.AppendEvent(paths, st.ExecutionID, e); err != nil {
+		e := runevents.Event{Event: runevents.Merge, Execution: st.ExecutionID, Status: "merged", Task: m.ID, Branch: m.Branch, Commit: m.Commit}
+		if err := runevents.Append(paths.Root, st.ExecutionID, e); err != nil {
 			fmt.Fprintf(s.Err, "swarm: warning: the merge of %s is not in the run's events: %v\n", m.ID, err)
 		}
-		told.Send(runHookEvent(e))
+		told.Send(runevents.HookEvent(e))
 	}
 	if o.Agent != "" && !o.DryRun {
 		// The agent's attempt is one of swarm run's own: supervised by `swarm run __supervise`.
@@ -82,6 +83,60 @@ func runMerge(ctx context.Context, c *ucli.Context, s cli.Streams, o *mergeverb.
 		}
 	}
 	return mergeverb.Run(ctx, s, "swarm: run merge: ", o, p)
+}
+
+// mergeRecordPath is execution id's merge record, .swarm/history/<ID>.merge.json: what swarm
+// run merge landed, and where it stopped.
+func mergeRecordPath(p swarmrun.Paths, id string) string {
+	return filepath.Join(p.Dir(), "history", id+".merge.json")
+}
+
+// mergeRecord is execution id's merge record for status and history (nil: none); one that
+// cannot be read is said on stderr as a warning, the execution shown without it.
+func mergeRecord(stderr io.Writer, p swarmrun.Paths, id string) *mergeback.Record {
+	if statedir.CheckName(statedir.KindBead, id) != nil {
+		return nil
+	}
+	rec, err := mergeback.ReadRecord(mergeRecordPath(p, id))
+	if err != nil {
+		fmt.Fprintf(stderr, "swarm: warning: its merges are not shown: %v\n", err)
+		return nil
+	}
+	return rec
+}
+
+// printWithMerges prints the state document st as indented JSON, with its merge record (rec,
+// when there is one) as its "merge" key: status --json and history ID --json.
+func printWithMerges(w io.Writer, st *swarmrun.State, rec *mergeback.Record) error {
+	if rec == nil {
+		return printIndented(w, st)
+	}
+	doc, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	merge, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	// The state document is an object: its last byte the closing brace.
+	doc = append(append(append(doc[:len(doc)-1], `,"merge":`...), merge...), '}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = out.WriteTo(w)
+	return err
+}
+
+// printMerges prints rec (nil: nothing) after an execution's tasks or report.
+func printMerges(w io.Writer, rec *mergeback.Record) {
+	if rec == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	mergeverb.WriteRecord(w, rec)
 }
 
 // completedBranches are the execution's completed tasks' branches, in the manifest's order.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/runevents"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	"golang.org/x/term"
 )
@@ -81,11 +82,11 @@ func (p *progress) Write(b []byte) (int, error) {
 }
 
 // Event takes an event of the run: the counts, and its line unless quiet.
-func (p *progress) Event(e swarmrun.Event) {
+func (p *progress) Event(e runevents.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.count(e)
-	if line := eventText(e); line != "" && !p.quiet && e.Event != swarmrun.EventRunEnd {
+	if line := eventText(e); line != "" && !p.quiet && e.Event != runevents.RunEnd {
 		p.clear()
 		fmt.Fprintf(p.w, "swarm: run: %s\n", line)
 	}
@@ -93,28 +94,28 @@ func (p *progress) Event(e swarmrun.Event) {
 }
 
 // count keeps the status line's numbers (under mu).
-func (p *progress) count(e swarmrun.Event) {
+func (p *progress) count(e runevents.Event) {
 	if e.DurationSeconds > 0 {
 		p.ended++
 		p.spent += e.DurationSeconds
 	}
 	switch e.Event {
-	case swarmrun.EventRunStart:
+	case runevents.RunStart:
 		p.tasks, p.slots = e.Tasks, e.Slots
 		if c := e.Counts; c != nil {
 			p.done = c.Completed + c.Skipped
 		}
-	case swarmrun.EventTaskStart:
+	case runevents.TaskStart:
 		p.running[e.Task] = true
-	case swarmrun.EventTaskRetry, swarmrun.EventTaskRequeued:
+	case runevents.TaskRetry, runevents.TaskRequeued:
 		delete(p.running, e.Task)
-	case swarmrun.EventTaskEnd:
+	case runevents.TaskEnd:
 		delete(p.running, e.Task)
 		p.done++
-	case swarmrun.EventTaskFailed:
+	case runevents.TaskFailed:
 		delete(p.running, e.Task)
 		p.failed++
-	case swarmrun.EventTaskBlocked:
+	case runevents.TaskBlocked:
 		delete(p.running, e.Task)
 		p.blocked++
 	}
@@ -186,38 +187,38 @@ func (p *progress) Close() {
 
 // eventText is an event as a line of words (without the time), its text from the events file
 // made printable: what swarm run prints as it works and swarm run follow prints.
-func eventText(e swarmrun.Event) string {
+func eventText(e runevents.Event) string {
 	q := record.Printable
 	switch e.Event {
-	case swarmrun.EventRunStart:
+	case runevents.RunStart:
 		s := fmt.Sprintf("execution %s: %d tasks on %d slots", q(e.Execution), e.Tasks, e.Slots)
 		if c := e.Counts; c != nil && c.Completed+c.Skipped > 0 {
 			s += fmt.Sprintf(" (%d done before)", c.Completed+c.Skipped)
 		}
 		return s
-	case swarmrun.EventTaskStart:
+	case runevents.TaskStart:
 		if e.Reason != "" {
 			return fmt.Sprintf("%s: %s: waiting for attempt %d, from an earlier run", q(e.Agent), q(e.Task), e.Attempt)
 		}
 		return fmt.Sprintf("%s: %s: started (attempt %d)", q(e.Agent), q(e.Task), e.Attempt)
-	case swarmrun.EventTaskEnd:
+	case runevents.TaskEnd:
 		return fmt.Sprintf("%s: %s: completed (attempt %d, %s)", q(e.Agent), q(e.Task), e.Attempt, q(e.Commit))
-	case swarmrun.EventTaskRetry:
+	case runevents.TaskRetry:
 		return fmt.Sprintf("%s: %s: %s; retrying", q(e.Agent), q(e.Task), q(e.Reason))
-	case swarmrun.EventTaskFailed:
+	case runevents.TaskFailed:
 		if e.Agent == "" {
 			return fmt.Sprintf("%s: failed: %s", q(e.Task), q(e.Reason))
 		}
 		return fmt.Sprintf("%s: %s: failed: %s", q(e.Agent), q(e.Task), q(e.Reason))
-	case swarmrun.EventTaskBlocked:
+	case runevents.TaskBlocked:
 		return fmt.Sprintf("%s: blocked: %s", q(e.Task), q(e.Reason))
-	case swarmrun.EventHostOffline:
+	case runevents.HostOffline:
 		return fmt.Sprintf("host %s went offline (%s)", q(e.Host), q(e.Reason))
-	case swarmrun.EventTaskRequeued:
+	case runevents.TaskRequeued:
 		return fmt.Sprintf("%s: %s: %s", q(e.Agent), q(e.Task), q(e.Reason))
-	case swarmrun.EventMerge:
+	case runevents.Merge:
 		return fmt.Sprintf("%s: merged %s (%s)", q(e.Task), q(e.Branch), q(e.Commit))
-	case swarmrun.EventRunEnd:
+	case runevents.RunEnd:
 		s := fmt.Sprintf("execution %s %s", q(e.Execution), q(e.Status))
 		if c := e.Counts; c != nil {
 			s += fmt.Sprintf(": %d completed, %d failed, %d blocked, %d skipped, %d not run", c.Completed, c.Failed, c.Blocked, c.Skipped, c.Pending)
@@ -228,13 +229,6 @@ func eventText(e swarmrun.Event) string {
 		return s
 	}
 	return strings.TrimSpace(q(e.Event + " " + e.Task + " " + e.Reason))
-}
-
-// runHookEvent is a run's event as the --on-event hook reads it (ralph's hook.Event, kind
-// "run"; the attempt is its iteration, as the queue's tasks have it).
-func runHookEvent(e swarmrun.Event) hook.Event {
-	return hook.Event{Kind: "run", Event: e.Event, Execution: e.Execution, Task: e.Task, Iteration: e.Attempt, Agent: e.Agent,
-		Host: e.Host, Status: e.Status, Reason: e.Reason, Commit: e.Commit, Time: e.Time}
 }
 
 // hookDrain bounds how long swarm run, its work over, waits for its --on-event hook to be told
@@ -258,9 +252,9 @@ func tellRun(o *runOptions, stderr io.Writer, cfg *swarmrun.Config) *runTold {
 	t.hook, _ = hook.New(o.onEvent)
 	t.hook.Warn = func(err error) { fmt.Fprintf(t.progress, "swarm: warning: %v\n", err) }
 	cfg.Log = prefixed{w: t.progress}
-	cfg.Events = func(e swarmrun.Event) {
+	cfg.Events = func(e runevents.Event) {
 		t.progress.Event(e)
-		t.hook.Send(runHookEvent(e))
+		t.hook.Send(runevents.HookEvent(e))
 	}
 	return t
 }

@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/swarmrun"
+	"github.com/agentfleet/fleet/internal/runevents"
 	"github.com/creack/pty"
 )
 
 // runEvents are a run of three tasks on two slots: a completes in 10 s, b fails once.
-func runEvents() []swarmrun.Event {
-	return []swarmrun.Event{
-		{Event: swarmrun.EventRunStart, Execution: "x", Tasks: 3, Slots: 2, Counts: &swarmrun.EventCounts{Pending: 3}},
-		{Event: swarmrun.EventTaskStart, Task: "a", Attempt: 1, Agent: "local-1"},
-		{Event: swarmrun.EventTaskStart, Task: "b", Attempt: 1, Agent: "local-2"},
-		{Event: swarmrun.EventTaskEnd, Task: "a", Attempt: 1, Agent: "local-1", Commit: "abc", DurationSeconds: 10},
-		{Event: swarmrun.EventTaskRetry, Task: "b", Attempt: 1, Agent: "local-2", Reason: "attempt 1: agent-exit-3", DurationSeconds: 20},
-		{Event: swarmrun.EventTaskStart, Task: "b", Attempt: 2, Agent: "local-2"},
+func runEvents() []runevents.Event {
+	return []runevents.Event{
+		{Event: runevents.RunStart, Execution: "x", Tasks: 3, Slots: 2, Counts: &runevents.Counts{Pending: 3}},
+		{Event: runevents.TaskStart, Task: "a", Attempt: 1, Agent: "local-1"},
+		{Event: runevents.TaskStart, Task: "b", Attempt: 1, Agent: "local-2"},
+		{Event: runevents.TaskEnd, Task: "a", Attempt: 1, Agent: "local-1", Commit: "abc", DurationSeconds: 10},
+		{Event: runevents.TaskRetry, Task: "b", Attempt: 1, Agent: "local-2", Reason: "attempt 1: agent-exit-3", DurationSeconds: 20},
+		{Event: runevents.TaskStart, Task: "b", Attempt: 2, Agent: "local-2"},
 	}
 }
 
@@ -38,8 +38,8 @@ func TestProgressStatus(t *testing.T) {
 			t.Errorf("status() = %q, want %q in it", st, want)
 		}
 	}
-	p.Event(swarmrun.Event{Event: swarmrun.EventTaskFailed, Task: "b", Attempt: 2, Agent: "local-2", Reason: "attempt 2: agent-exit-3", DurationSeconds: 30})
-	p.Event(swarmrun.Event{Event: swarmrun.EventTaskBlocked, Task: "c", Reason: "depends on b, which is failed"})
+	p.Event(runevents.Event{Event: runevents.TaskFailed, Task: "b", Attempt: 2, Agent: "local-2", Reason: "attempt 2: agent-exit-3", DurationSeconds: 30})
+	p.Event(runevents.Event{Event: runevents.TaskBlocked, Task: "c", Reason: "depends on b, which is failed"})
 	if st := p.status(); !strings.Contains(st, "1/3 done, 1 failed, 1 blocked | 0/2 slots busy") || strings.Contains(st, "left") {
 		t.Errorf("status() at the end = %q", st)
 	}

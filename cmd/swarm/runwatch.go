@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/cli"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/runevents"
 	"github.com/agentfleet/fleet/internal/swarmrun"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -26,7 +27,7 @@ func runWaitCommand() *cli.Command {
 		Name: "wait", Usage: "wait until the current (or a given) execution's run ends; exit with its status",
 		UsageText: "swarm run wait [ID]", ExitCodes: runEndExitCodes,
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			return watchRun(ctx, c, s, "wait", func(swarmrun.Event) {})
+			return watchRun(ctx, c, s, "wait", func(runevents.Event) {})
 		},
 	}
 }
@@ -40,14 +41,14 @@ func runFollowCommand() *cli.Command {
 		UsageText: "swarm run follow [ID] [--json]", ExitCodes: runEndExitCodes,
 		Flags: []ucli.Flag{&ucli.BoolFlag{Name: "json", Destination: &asJSON, Usage: "print each event as a line of JSON (docs/swarm-run.md)"}},
 		Action: func(ctx context.Context, c *ucli.Context, s cli.Streams) error {
-			return watchRun(ctx, c, s, "follow", func(e swarmrun.Event) { printEvent(s.Out, e, asJSON) })
+			return watchRun(ctx, c, s, "follow", func(e runevents.Event) { printEvent(s.Out, e, asJSON) })
 		},
 	}
 }
 
 // watchRun watches the execution named by the verb's argument (swarmrun.Watch), telling fn
 // each event, and ends as the execution's run did.
-func watchRun(ctx context.Context, c *ucli.Context, s cli.Streams, verb string, fn func(swarmrun.Event)) error {
+func watchRun(ctx context.Context, c *ucli.Context, s cli.Streams, verb string, fn func(runevents.Event)) error {
 	if c.NArg() > 1 {
 		return cli.Usagef("give at most one execution id: swarm run %s [ID]", verb)
 	}
@@ -96,7 +97,7 @@ func summaryLine(st *swarmrun.State) string {
 // printEvent prints an event read back from the events file: its time and words, or (asJSON)
 // the event as one line of JSON, made again from the fields read (what else the line held is
 // not passed on).
-func printEvent(w io.Writer, e swarmrun.Event, asJSON bool) {
+func printEvent(w io.Writer, e runevents.Event, asJSON bool) {
 	if asJSON {
 		b, err := json.Marshal(e)
 		if err == nil {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/runevents"
 )
 
 // eventsManifest is a chain of four tasks on one slot, so that its events come in one order:
@@ -26,16 +28,16 @@ tasks:
 `
 
 // eventLine is what a test compares of an event: the transition, its task, attempt, status.
-func eventLine(e Event) string {
+func eventLine(e runevents.Event) string {
 	s := fmt.Sprintf("%s %s %d %s", e.Event, e.Task, e.Attempt, e.Status)
-	if e.Event == EventRunStart || e.Event == EventRunEnd {
+	if e.Event == runevents.RunStart || e.Event == runevents.RunEnd {
 		s += fmt.Sprintf(" tasks=%d slots=%d counts=%s", e.Tasks, e.Slots, jsonOf(e.Counts))
 	}
 	return s
 }
 
 var eventsWant = []string{
-	`run-start  0 running tasks=4 slots=1 counts={"completed":0,"failed":0,"blocked":0,"skipped":0,"pending":4}`,
+	`run-start  0 running tasks=4 slots=1 counts={"completed":0,"failed":0,"blocked":0,"skipped":0,"pending":4,"retries":0}`,
 	"task-start a 1 running",
 	"task-end a 1 completed",
 	"task-start k 1 running",
@@ -47,7 +49,7 @@ var eventsWant = []string{
 	"task-start f 2 running",
 	"task-failed f 2 failed",
 	"task-blocked g 0 blocked",
-	`run-end  0 failed tasks=0 slots=0 counts={"completed":2,"failed":1,"blocked":1,"skipped":0,"pending":0}`,
+	`run-end  0 failed tasks=0 slots=0 counts={"completed":2,"failed":1,"blocked":1,"skipped":0,"pending":0,"retries":2}`,
 }
 
 // TestRunEvents: every event of a run with a retry that succeeds, a task failed for good and
@@ -57,8 +59,8 @@ func TestRunEvents(t *testing.T) {
 	w := newWorld(t)
 	cfg := w.config(t, eventsManifest, 1)
 	var mu sync.Mutex
-	var got []Event
-	cfg.Events = func(e Event) {
+	var got []runevents.Event
+	cfg.Events = func(e runevents.Event) {
 		mu.Lock()
 		got = append(got, e)
 		mu.Unlock()
@@ -72,22 +74,26 @@ func TestRunEvents(t *testing.T) {
 	checkEvents(t, "Config.Events", got, res.State.ExecutionID)
 	for _, e := range got {
 		switch e.Event {
-		case EventTaskEnd:
+		case runevents.TaskEnd:
 			if e.Commit != *res.State.Tasks[e.Task].Trace.CommitSHA || e.Agent != "local-1" || e.Host != "testhost" || e.DurationSeconds <= 0 {
 				t.Errorf("task-end = %+v", e)
 			}
-		case EventTaskFailed:
+		case runevents.RunEnd:
+			if e.WallSeconds <= 0 {
+				t.Errorf("run-end's wall time = %v", e.WallSeconds)
+			}
+		case runevents.TaskFailed:
 			if e.Reason != "attempt 2: agent-exit-3" {
 				t.Errorf("task-failed's reason = %q", e.Reason)
 			}
-		case EventTaskBlocked:
+		case runevents.TaskBlocked:
 			if e.Reason != "depends on f, which is failed" {
 				t.Errorf("task-blocked's reason = %q", e.Reason)
 			}
 		}
 	}
 	p := Paths{Root: w.repo}
-	b, err := os.ReadFile(p.Events(res.State.ExecutionID))
+	b, err := os.ReadFile(runevents.Path(p.Root, res.State.ExecutionID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,15 +105,15 @@ func TestRunEvents(t *testing.T) {
 	if want := append(bytes.Join(lines, []byte("\n")), '\n'); !bytes.Equal(b, want) {
 		t.Errorf("the events file:\n%s\nwant what Config.Events was told:\n%s", b, want)
 	}
-	var watched []Event
-	st, err := Watch(context.Background(), p, "", func(e Event) { watched = append(watched, e) })
+	var watched []runevents.Event
+	st, err := Watch(context.Background(), p, "", func(e runevents.Event) { watched = append(watched, e) })
 	if err != nil || st.ExecutionID != res.State.ExecutionID || st.Status != ExecFailed {
 		t.Fatalf("Watch = %+v, %v", st, err)
 	}
 	checkEvents(t, "Watch", watched, res.State.ExecutionID)
 }
 
-func checkEvents(t *testing.T, what string, got []Event, id string) {
+func checkEvents(t *testing.T, what string, got []runevents.Event, id string) {
 	t.Helper()
 	var lines []string
 	for i, e := range got {
@@ -131,7 +137,7 @@ func TestRunEventsConsumerHangs(t *testing.T) {
 	cfg := w.config(t, eventsManifest, 1)
 	hang := make(chan struct{})
 	defer close(hang)
-	cfg.Events = func(Event) { <-hang }
+	cfg.Events = func(runevents.Event) { <-hang }
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, w.log.String())
@@ -139,8 +145,8 @@ func TestRunEventsConsumerHangs(t *testing.T) {
 	if s := res.State.Summary; s.Completed != 2 || s.Failed != 1 || s.Blocked != 1 {
 		t.Errorf("summary %+v", s)
 	}
-	var watched []Event
-	if _, err := Watch(context.Background(), Paths{Root: w.repo}, res.State.ExecutionID, func(e Event) { watched = append(watched, e) }); err != nil {
+	var watched []runevents.Event
+	if _, err := Watch(context.Background(), Paths{Root: w.repo}, res.State.ExecutionID, func(e runevents.Event) { watched = append(watched, e) }); err != nil {
 		t.Fatal(err)
 	}
 	checkEvents(t, "the events file", watched, res.State.ExecutionID)
@@ -170,8 +176,8 @@ func TestEventsFileLinkRefused(t *testing.T) {
 	st := checkValid(t, p.State())
 	target := filepath.Join(t.TempDir(), "elsewhere")
 	os.WriteFile(target, []byte("theirs\n"), 0o600)
-	os.Remove(p.Events(st.ExecutionID))
-	if err := os.Symlink(target, p.Events(st.ExecutionID)); err != nil {
+	os.Remove(runevents.Path(p.Root, st.ExecutionID))
+	if err := os.Symlink(target, runevents.Path(p.Root, st.ExecutionID)); err != nil {
 		t.Fatal(err)
 	}
 	cfg := w.config(t, strings.Replace(doc, " hang", "", 1), 1)
@@ -186,7 +192,7 @@ func TestEventsFileLinkRefused(t *testing.T) {
 	if !strings.Contains(w.log.String(), "not keeping the run's events") {
 		t.Errorf("the log does not say the events are not kept:\n%s", w.log.String())
 	}
-	if _, err := Watch(context.Background(), p, st.ExecutionID, func(Event) {}); err == nil {
+	if _, err := Watch(context.Background(), p, st.ExecutionID, func(runevents.Event) {}); err == nil {
 		t.Errorf("Watch read the events through a link")
 	}
 }
@@ -210,8 +216,8 @@ tasks:
 	cfg := w.config(t, doc, 0)
 	cfg.Executors = []Executor{execs[0], execs[1]}
 	var mu sync.Mutex
-	var got []Event
-	cfg.Events = func(e Event) {
+	var got []runevents.Event
+	cfg.Events = func(e runevents.Event) {
 		mu.Lock()
 		got = append(got, e)
 		mu.Unlock()
@@ -257,8 +263,8 @@ tasks:
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the events:\n%s\nwant:\n%s\nthe run's log:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"), w.log.String())
 	}
-	var watched []Event
-	if _, err := Watch(context.Background(), Paths{Root: w.repo}, res.State.ExecutionID, func(e Event) { watched = append(watched, e) }); err != nil || len(watched) != len(got) {
+	var watched []runevents.Event
+	if _, err := Watch(context.Background(), Paths{Root: w.repo}, res.State.ExecutionID, func(e runevents.Event) { watched = append(watched, e) }); err != nil || len(watched) != len(got) {
 		t.Errorf("Watch read %d events (%v), want %d", len(watched), err, len(got))
 	}
 }

@@ -30,6 +30,7 @@ import (
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/runevents"
 	"github.com/agentfleet/fleet/internal/statedir"
 	"github.com/agentfleet/fleet/internal/taskgraph"
 )
@@ -59,11 +60,11 @@ type Config struct {
 	// Log gets the run's warnings, and a line per task's transition unless Events is set
 	// (then its consumer has them).
 	Log io.Writer
-	// Events, when set, is told each event of the run (events.go), in order, from a goroutine
-	// of its own: it may be slow, but the events that come while EventBuffer of them wait are
-	// dropped (their count logged at the end), and at the end it is given a few seconds to
-	// take those waiting. The events file keeps them all whatever it does.
-	Events func(Event)
+	// Events, when set, is told each event of the run (package runevents), in order, from a
+	// goroutine of its own: it may be slow, but the events that come while runevents.Buffer
+	// of them wait are dropped (their count logged at the end), and at the end it is given a
+	// few seconds to take those waiting. The events file keeps them all whatever it does.
+	Events func(runevents.Event)
 	// PID is the running process's id, which --abort signals.
 	PID int
 	// Checkpoint, when set, is called at each named step of the run, from the goroutine taking
@@ -198,8 +199,8 @@ type runner struct {
 	joblog  *os.File
 	seq     int
 	started time.Time
-	// events are the run's events (events.go), emitted under mu.
-	events *eventLog
+	// events are the run's events (package runevents), told under mu.
+	events *runevents.Log
 	// activeBefore is how long the execution's earlier runs were at work (State.ActiveSeconds
 	// when this run began): this run's time is added to it at each write.
 	activeBefore float64
@@ -581,14 +582,14 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 	go r.writer(stopWriter, writerDone)
 	r.mu.Lock()
 	r.events = r.openEvents()
-	r.emit(Event{Event: EventRunStart, Status: ExecRunning, Tasks: len(r.st.Tasks), Slots: len(r.slots), Counts: r.eventCounts()})
+	r.events.RunStart(len(r.st.Tasks), len(r.slots), r.eventCounts())
 	r.openSet()
 	r.sched = taskgraph.NewScheduler(r.set, r.slots)
 	r.mu.Unlock()
 	r.sched.Loop(ctx, &r.mu, &schedule{r: r, ctx: ctx, tasks: tctx, stopTasks: stopTasks})
 	close(stopWriter)
 	<-writerDone
-	defer r.closeEvents()
+	defer r.events.Close()
 	return r.finish(ctx)
 }
 
@@ -685,7 +686,7 @@ func (r *runner) markBlocked(blocked []taskgraph.Blocking) {
 		t.Status = Blocked
 		r.enc.mark(t.ID)
 		t.Error = &TaskError{Type: ErrDependency, Message: fmt.Sprintf("depends on %s, which is %s", d, r.st.Tasks[d].Status), Timestamp: now(), Recoverable: true}
-		r.emit(Event{Event: EventTaskBlocked, Task: t.ID, Status: Blocked, Reason: t.Error.Message})
+		r.events.TaskBlocked(t.ID, t.Error.Message)
 	}
 }
 
@@ -828,9 +829,9 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
 	r.sched.Free(slot, true)
 	if !r.gone[exec] {
-		r.emit(Event{Event: EventHostOffline, Host: o.Host, Reason: out.Reason})
+		r.events.HostOffline(o.Host, out.Reason)
 	}
-	r.emit(Event{Event: EventTaskRequeued, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: o.Host, Status: Queued, Reason: msg})
+	r.events.TaskRequeued(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: o.Host}, msg)
 	r.gone[exec] = true
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = AgentOffline, nil
@@ -891,7 +892,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		t.Status = Running
 		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, base, strp(now())
 		r.enc.mark(id)
-		r.emit(Event{Event: EventTaskStart, Task: id, Attempt: n, Agent: slot.ID, Host: slot.Host, Status: Running})
+		r.events.TaskStart(runevents.At{Task: id, Attempt: n, Agent: slot.ID, Host: slot.Host}, "")
 		r.mu.Unlock()
 		// Written before the supervisor starts: a resume must know the attempt to adopt.
 		if err := r.flush(); err != nil {
@@ -910,7 +911,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.mu.Lock()
 		t.Status, t.Trace.BaseSHA = Running, base
 		r.enc.mark(id)
-		r.emit(Event{Event: EventTaskStart, Task: id, Attempt: adopt, Agent: slot.ID, Host: slot.Host, Status: Running, Reason: "adopted: started by an earlier run"})
+		r.events.TaskStart(runevents.At{Task: id, Attempt: adopt, Agent: slot.ID, Host: slot.Host}, "adopted: started by an earlier run")
 		r.writeOrLog()
 		r.mu.Unlock()
 		r.logTransition("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
@@ -993,7 +994,7 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.set.Requeue(r.index(id))
 		tr.RetryCount++
 		r.release(slot, AgentFailed)
-		r.emit(Event{Event: EventTaskRetry, Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host, Status: Queued, Reason: msg, DurationSeconds: seconds(tr.DurationSeconds)})
+		r.events.TaskRetry(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host}, msg, seconds(tr.DurationSeconds))
 		r.writeOrLog()
 		r.mu.Unlock()
 		r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
@@ -1082,7 +1083,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	t := r.st.Tasks[id]
 	t.Status, t.Error = status, te
 	r.enc.mark(id)
-	r.emit(taskEndEvent(t, slot))
+	r.taskEnded(t, slot)
 	switch status {
 	case Completed:
 		r.set.Done(r.index(id))
@@ -1174,7 +1175,7 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	}
 	// Told once the state is final: a reader of the events file that sees the run's end
 	// finds the state (or its history copy) saying so.
-	r.emit(Event{Event: EventRunEnd, Status: r.st.Status, Halted: r.halted, Counts: r.eventCounts()})
+	r.events.RunEnd(r.st.Status, r.halted, r.eventCounts())
 	return res, err
 }
 

@@ -33,6 +33,8 @@ type Options struct {
 	DryRun      bool
 	JSON        bool
 	StateDir    string
+	// OnEvent is --on-event's command line: the hook told each merge landed (Hook).
+	OnEvent string
 
 	// Test is --test's argv, nil when it is not given (the verb's own default applies); Into,
 	// Agent and Model are --into and --agent NAME[:MODEL]. Check fills them.
@@ -56,9 +58,28 @@ func (o *Options) AddFlags(flags []ucli.Flag) []ucli.Flag {
 			Usage: "hand a conflict to agent `NAME` (as a task of its own, supervised and recorded) instead of stopping; NAME:MODEL picks its model"},
 		&ucli.BoolFlag{Name: "dry-run", Destination: &o.DryRun, Usage: "print the merge order and the conflict ahead, and change nothing"},
 		&ucli.BoolFlag{Name: "json", Destination: &o.JSON, Usage: "print the result as JSON"},
+		&ucli.StringFlag{Name: "on-event", Destination: &o.OnEvent,
+			Usage: "run `CMD` (no shell) at each merge landed, the merge event as one line of JSON on its stdin, as the run's --on-event hook is told its events"},
 		cli.StateDirFlagInto(&o.StateDir),
 	)
 }
+
+// Hook is --on-event's hook (one that does nothing without it), its failures said on stderr
+// as warnings (warn: the tool's prefix, "swarm: "); a command line that does not split is a
+// usage error. The verb tells it each merge landed (mergeback.Plan.Landed), off the merge's
+// path, and gives it HookDrain once the merges are over (Hook.CloseWithin).
+func (o *Options) Hook(stderr io.Writer, warn string) (*hook.Hook, error) {
+	h, err := hook.New(o.OnEvent)
+	if err != nil {
+		return nil, cli.Usagef("%v", err)
+	}
+	h.Warn = func(err error) { fmt.Fprintf(stderr, "%swarning: %v\n", warn, err) }
+	return h, nil
+}
+
+// HookDrain bounds how long a merge verb, its merges over, waits for its hook to be told the
+// last of them: a hook that hangs holds its end that long at most.
+const HookDrain = hook.DefaultTimeout
 
 // ExitCodes are the merge verbs' exit codes; notFound is what the verb's 2 means besides a
 // usage error.
@@ -244,4 +265,47 @@ type prefixed struct {
 func (p prefixed) Write(b []byte) (int, error) {
 	fmt.Fprintf(p.w, "%s%s", p.prefix, b)
 	return len(b), nil
+}
+
+// WriteRecord writes a run's merge record as `swarm run status` and `history` show it: a row
+// per merge landed (its task, branch, the branch it landed on, that branch's commit before, the
+// merge, when, tested or not), and why the last merge stopped, if it did.
+func WriteRecord(w io.Writer, rec *mergeback.Record) {
+	p := record.Printable
+	rows := [][]string{{"MERGED", "BRANCH", "INTO", "ONTO", "MERGE", "AT", "TESTED"}}
+	for _, m := range rec.Merges {
+		tested := "no"
+		if m.Tested {
+			tested = "yes"
+		}
+		if m.ResolvedBy != "" {
+			tested += ", resolved by " + p(m.ResolvedBy)
+		}
+		rows = append(rows, []string{p(m.ID), p(m.Branch), p(m.Into), short(m.Onto), short(m.Commit), p(m.At), tested})
+	}
+	if len(rec.Merges) > 0 {
+		cli.Table(w, rows)
+	} else {
+		fmt.Fprintln(w, "merged: none")
+	}
+	if s := rec.Stopped; s != nil {
+		fmt.Fprintf(w, "merge stopped at %s (%s) into %s: %s", p(s.ID), p(s.Branch), p(s.Into), p(s.Reason))
+		if len(s.Files) > 0 {
+			fmt.Fprintf(w, " in %s", p(strings.Join(s.Files, ", ")))
+		}
+		if s.At != "" {
+			fmt.Fprintf(w, " (%s)", p(s.At))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Landed is how many merges rec has landed, and the task the last merge stopped at ("" : it
+// went to the end), for a list's column.
+func Landed(rec *mergeback.Record) string {
+	s := fmt.Sprint(len(rec.Merges))
+	if rec.Stopped != nil {
+		s += ", stopped at " + record.Printable(rec.Stopped.ID)
+	}
+	return s
 }

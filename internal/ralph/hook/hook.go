@@ -53,6 +53,9 @@ type Event struct {
 	Loop string `json:"loop,omitempty"`
 	Plan string `json:"plan,omitempty"`
 	Task string `json:"task,omitempty"`
+	// Branch is the task's branch a merge landed (event "merge": swarm run merge, ralph queue
+	// merge).
+	Branch string `json:"branch,omitempty"`
 	// Execution names a swarm run's execution (kind "run"), Agent the slot a task ran in,
 	// Host its host (or the host that went offline), Commit a completed task's commit.
 	Execution string `json:"execution_id,omitempty"`
@@ -69,6 +72,23 @@ type Event struct {
 	Log     string   `json:"log,omitempty"`
 	// Time is when it happened (RFC 3339, UTC).
 	Time string `json:"time"`
+	// Tasks and Slots are a swarm run's tasks and slots (run-start); Counts its tasks by where
+	// they stand (run-start: what earlier runs ended; run-end: the end); WallSeconds how long
+	// the run took (run-end).
+	Tasks       int     `json:"tasks,omitempty"`
+	Slots       int     `json:"slots,omitempty"`
+	Counts      *Counts `json:"counts,omitempty"`
+	WallSeconds float64 `json:"wall_seconds,omitempty"`
+}
+
+// Counts counts a swarm run's tasks (kind "run": run-start and run-end).
+type Counts struct {
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Blocked   int `json:"blocked"`
+	Skipped   int `json:"skipped"`
+	Pending   int `json:"pending"` // not ended: not run, queued or at work
+	Retries   int `json:"retries"` // attempts failed with attempts left
 }
 
 // DefaultTimeout bounds each run of the hook.

@@ -113,8 +113,8 @@ type Result struct {
 	Stopped *Stop `json:"stopped"`
 	// Head is Into's commit at the end.
 	Head string `json:"head"`
-	// CheckedOut is the worktree Into is checked out in, when one is: Merge refuses to move
-	// it (a dry run tells it).
+	// CheckedOut is the worktree Into is checked out in, when one is: Into is moved there as
+	// git merge --ff-only moves it, the checkout's files following each merge.
 	CheckedOut string `json:"checked_out,omitempty"`
 }
 
@@ -155,9 +155,9 @@ func checkTest(repo, name string) error {
 	return nil
 }
 
-// ErrCheckedOut is a target branch checked out in a worktree: git would see the merges as
-// that checkout's own changes, reverted.
-var ErrCheckedOut = errors.New("the branch is checked out")
+// ErrCheckedOut is a target branch checked out in a worktree whose files have uncommitted
+// changes: the merges would be mixed with them there.
+var ErrCheckedOut = errors.New("the branch is checked out with uncommitted changes")
 
 // Merge lands p.Branches on p.Into (p.Base), as the package says. A stop is a *StoppedError
 // with the Result filled; any other error leaves the branch where the last good merge put it.
@@ -232,13 +232,38 @@ func (m *merger) check(ctx context.Context) error {
 	}
 	m.res.CheckedOut = at
 	if at != "" && !p.DryRun {
-		return fmt.Errorf("%w: %s is checked out in %s, and moving it would show the merges there as changes undone: run 'git switch --detach' (or switch to another branch) there first, or land the merges on another branch with --into BRANCH", ErrCheckedOut, p.Into, at)
+		if err := checkClean(ctx, at, p.Into); err != nil {
+			return err
+		}
 	}
 	m.ident = m.repo.Identity(ctx, p.Label, "mergeback@localhost")
 	if len(p.Test) > 0 {
 		return checkTest(p.Repo, p.Test[0])
 	}
 	return nil
+}
+
+// checkClean refuses a checkout of into (the user's, most often) whose tracked files have
+// uncommitted changes: its files follow each merge, and git merge --ff-only would refuse (or
+// carry the changes over) only when it comes to it, the first merges landed.
+func checkClean(ctx context.Context, at, into string) error {
+	out, err := gitx.Cmd{Dir: at}.Run(ctx, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=dirty")
+	if err != nil {
+		return fmt.Errorf("reading the checkout of %s in %s: %w", into, at, err)
+	}
+	var files []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if len(l) > 3 {
+			files = append(files, l[3:])
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if len(files) > 3 {
+		files = append(files[:3], fmt.Sprintf("and %d more", len(files)-3))
+	}
+	return fmt.Errorf("%w: %s is checked out in %s with changes not committed (%s): commit or stash them there, or land the merges on another branch with --into BRANCH", ErrCheckedOut, into, at, strings.Join(files, ", "))
 }
 
 // DependencyOrder is bs with each branch after those of its dependencies among bs, the given
@@ -481,8 +506,8 @@ func (m *merger) advance(ctx context.Context, b Branch, tip, merged, resolvedBy 
 	if m.intoMissing {
 		old = "" // git update-ref: the branch must not exist yet
 	}
-	if _, err := m.git.Run(ctx, "update-ref", "-m", p.Label+": merge "+b.Branch, "refs/heads/"+p.Into, merged, old); err != nil {
-		return fmt.Errorf("moving %s to the merge of %s (was it moved meanwhile? merge again): %w", p.Into, b.Branch, err)
+	if err := m.move(ctx, b, merged, old); err != nil {
+		return err
 	}
 	mg := Merged{ID: b.ID, Branch: b.Branch, BranchCommit: tip, Into: p.Into, Onto: m.head, Commit: merged,
 		At: record.FormatTime(time.Now()), Tested: len(p.Test) > 0, ResolvedBy: resolvedBy}
@@ -496,6 +521,28 @@ func (m *merger) advance(ctx context.Context, b Branch, tip, merged, resolvedBy 
 	}
 	if p.Landed != nil {
 		p.Landed(mg)
+	}
+	return nil
+}
+
+// move points Into at merged, checking it is still at old. Where Into is checked out, it moves
+// as git merge --ff-only moves it (the checkout's files follow, and it does not see the merge
+// as changes undone), the checkout's hooks not run: a merge back is not the user's merge.
+func (m *merger) move(ctx context.Context, b Branch, merged, old string) error {
+	p := m.p
+	at := m.res.CheckedOut
+	if at == "" {
+		if _, err := m.git.Run(ctx, "update-ref", "-m", p.Label+": merge "+b.Branch, "refs/heads/"+p.Into, merged, old); err != nil {
+			return fmt.Errorf("moving %s to the merge of %s (was it moved meanwhile? merge again): %w", p.Into, b.Branch, err)
+		}
+		return nil
+	}
+	co := gitx.Cmd{Dir: at}
+	if head, err := co.Output(ctx, "rev-parse", "--verify", "HEAD"); err != nil || head != old {
+		return fmt.Errorf("%s moved meanwhile in %s (it is not at %s): merge again", p.Into, at, short(old))
+	}
+	if _, err := co.Run(ctx, "-c", "core.hooksPath=/dev/null", "merge", "--ff-only", "--quiet", merged); err != nil {
+		return fmt.Errorf("moving %s in %s to the merge of %s: %s", p.Into, at, b.Branch, oneLine(err))
 	}
 	return nil
 }

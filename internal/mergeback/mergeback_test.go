@@ -260,20 +260,59 @@ func TestMergeInto(t *testing.T) {
 	}
 }
 
-// TestMergeRefusesACheckedOutTarget: the base checked out in the user's checkout is not moved
-// under it; nothing is written.
-func TestMergeRefusesACheckedOutTarget(t *testing.T) {
-	g := newGraph(t, false)
+// TestMergeMovesACheckedOutTarget: main checked out in the user's checkout (where a new user
+// stands after swarm run) moves as git merge --ff-only moves it: its files hold each landed
+// merge, the checkout shows no change, and a stop leaves it at the last good merge.
+func TestMergeMovesACheckedOutTarget(t *testing.T) {
+	g := newGraph(t, true)
 	git(t, g.repo, "switch", "-q", "main")
 	p := g.plan(t)
-	_, err := Merge(context.Background(), p)
-	if !errors.Is(err, ErrCheckedOut) {
-		t.Fatalf("err = %v, want ErrCheckedOut", err)
-	}
-	p.DryRun = true
-	res, err := Merge(context.Background(), p)
+	dry := p
+	dry.DryRun = true
+	res, err := Merge(context.Background(), dry)
 	if err != nil || res.CheckedOut != g.repo || len(res.Order) != 12 {
 		t.Fatalf("dry run: %+v, %v; want the plan and the checkout named", res, err)
+	}
+	res, err = Merge(context.Background(), p)
+	var stopped *StoppedError
+	if !errors.As(err, &stopped) || stopped.Stop.ID != "t10" {
+		t.Fatalf("err = %v, want the red test of t10", err)
+	}
+	if got := landedOn(t, g.repo, "main"); !reflect.DeepEqual(got, ids(1, 7)) {
+		t.Fatalf("main holds %v, want %v", got, ids(1, 7))
+	}
+	if head := git(t, g.repo, "rev-parse", "HEAD"); head != res.Head || git(t, g.repo, "symbolic-ref", "HEAD") != "refs/heads/main" {
+		t.Errorf("the checkout is at %s, want main at %s", head, res.Head)
+	}
+	if st := git(t, g.repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
+		t.Errorf("the checkout shows changes after the merges:\n%s", st)
+	}
+	for _, id := range ids(1, 7) {
+		if _, err := os.Stat(filepath.Join(g.repo, id+".txt")); err != nil {
+			t.Errorf("the checkout's files miss %s's: %v", id, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(g.repo, "broken")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the red merge reached the checkout: %v", err)
+	}
+}
+
+// TestMergeRefusesADirtyCheckout: main checked out with a tracked file changed is not moved
+// under it; nothing is written, and the change stays.
+func TestMergeRefusesADirtyCheckout(t *testing.T) {
+	g := newGraph(t, false)
+	git(t, g.repo, "switch", "-q", "main")
+	write(t, filepath.Join(g.repo, "shared.txt"), "one\nmine, not committed\nthree\n")
+	before := git(t, g.repo, "rev-parse", "main")
+	_, err := Merge(context.Background(), g.plan(t))
+	if !errors.Is(err, ErrCheckedOut) || !strings.Contains(err.Error(), "shared.txt") {
+		t.Fatalf("err = %v, want ErrCheckedOut naming shared.txt", err)
+	}
+	if git(t, g.repo, "rev-parse", "main") != before {
+		t.Error("main moved")
+	}
+	if b, _ := os.ReadFile(filepath.Join(g.repo, "shared.txt")); !strings.Contains(string(b), "mine") {
+		t.Errorf("the user's change is gone: %q", b)
 	}
 	if _, err := os.Stat(filepath.Join(g.repo, ".swarm")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("something was written: %v", err)

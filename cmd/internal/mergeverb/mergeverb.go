@@ -85,8 +85,8 @@ const HookDrain = hook.DefaultTimeout
 // usage error.
 func ExitCodes(notFound string) []cli.ExitCode {
 	return []cli.ExitCode{{Code: 0, Meaning: "every completed branch is merged (or would merge, with --dry-run)"},
-		{Code: 1, Meaning: "a conflict or a failed test stopped it (the base is at the last good merge), or git failed"},
-		{Code: 2, Meaning: "usage error, a test command that is not there, a target checked out, or " + notFound}}
+		{Code: 1, Meaning: "a conflict or a failed test stopped it (the base is at the last good merge), the target is checked out with uncommitted changes, or git failed"},
+		{Code: 2, Meaning: "usage error, a test command that is not there, or " + notFound}}
 }
 
 // Check reads --test, --into and --agent; a bad one is a usage error.
@@ -182,7 +182,7 @@ func Run(ctx context.Context, s cli.Streams, prefix string, o *Options, p mergeb
 	res, err := mergeback.Merge(ctx, p)
 	var stopped *mergeback.StoppedError
 	if err != nil && !errors.As(err, &stopped) {
-		if errors.Is(err, mergeback.ErrCheckedOut) || errors.Is(err, mergeback.ErrTestCommand) {
+		if errors.Is(err, mergeback.ErrTestCommand) {
 			return cli.Usagef("%v", err)
 		}
 		return err
@@ -225,7 +225,7 @@ func report(w io.Writer, res *mergeback.Result) {
 			fmt.Fprintf(w, "conflict ahead: %s (%s) in %s\n", p(c.ID), p(c.Branch), p(strings.Join(c.Files, ", ")))
 		}
 		if res.CheckedOut != "" {
-			fmt.Fprintf(w, "%s is checked out in %s: switch that checkout off it (git switch --detach), or pass --into BRANCH\n", p(res.Into), p(res.CheckedOut))
+			fmt.Fprintf(w, "%s is checked out in %s: its files will follow the merges (as git merge --ff-only)\n", p(res.Into), p(res.CheckedOut))
 		}
 		return
 	}
@@ -245,6 +245,10 @@ func report(w io.Writer, res *mergeback.Result) {
 		for _, l := range s.TestTail {
 			fmt.Fprintf(w, "  | %s\n", p(l))
 		}
+	}
+	if res.CheckedOut != "" && len(res.Merged) > 0 {
+		fmt.Fprintf(w, "%s is at %s, its checkout in %s too\n", p(res.Into), short(res.Head), p(res.CheckedOut))
+		return
 	}
 	fmt.Fprintf(w, "%s is at %s\n", p(res.Into), short(res.Head))
 }

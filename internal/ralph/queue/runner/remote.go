@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
@@ -36,13 +35,7 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	if r.cfg.NoProgress > 0 {
 		c.before, _ = r.fingerprint(lctx, workdir)
 	}
-	model := ""
-	if r.cfg.Model.Resolved != "" {
-		model = r.cfg.Model.Name
-	}
-	job := executor.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
-		Prompt: promptOf(r.plan, &c.task), Dir: workdir, Branch: branch, Timeout: r.cfg.Timeout, MaxAttempts: r.cfg.MaxRetries,
-		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id, "RALPH_BRANCH=" + branch}}
+	job := r.job(a.id, c, workdir, branch)
 	slot := a.host.slot
 	if c.on != nil {
 		// Started by an earlier runner: its attempt is looked for on the host first, and
@@ -66,16 +59,14 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
 	tctx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
-	r.running[bead] = true
-	r.stopRemote[bead] = cancel
+	r.stop[bead] = cancel // --hard-budget
 	r.mu.Unlock()
 	start = time.Now()
 	out := a.host.exec.Run(tctx, slot, job)
 	cancel()
 	r.spent(&r.timing.Wait, time.Since(start))
 	r.mu.Lock()
-	delete(r.running, bead)
-	delete(r.stopRemote, bead)
+	delete(r.stop, bead)
 	stopped := r.hardStopped[bead]
 	delete(r.hardStopped, bead)
 	r.mu.Unlock()

@@ -86,27 +86,15 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, adopt bool) outcome {
 		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, c.attempt)
 		r.event(hook.Start, c.task.ID, c.attempt, store.Claimed, "", c.task.CostUSD)
 	}
-	tctx, cancel := context.WithCancel(ctx)
-	if !adopt {
-		r.mu.Lock()
-		r.stop[bead] = cancel // --hard-budget
-		r.mu.Unlock()
-	}
 	start := time.Now()
-	end := r.local.Run(tctx, a.slot, job)
-	cancel()
+	end, stopped := r.execute(ctx, r.local, a.slot, job)
 	r.spendRun(start, launched, queued)
-	r.mu.Lock()
-	delete(r.stop, bead)
-	stopped := r.hardStopped[bead]
-	delete(r.hardStopped, bead)
-	r.mu.Unlock()
 	if !adopt && !launching {
 		// Never launched: the attempt could not be opened or prepared.
 		if errors.Is(end.Err, errNotMine) {
 			return outcome{status: outGone}
 		}
-		return outcome{status: outFailed, reason: oneLine(end.Err)}
+		return outcome{status: outFailed, reason: cause(end)}
 	}
 	if launching && launched.IsZero() && end.Err != nil && end.Run != nil {
 		r.logf("%s: %s: %v", a.id, c.task.ID, end.Err)
@@ -136,6 +124,23 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, adopt bool) outcome {
 	return out
 }
 
+// execute runs job in slot of ex, stopped by its context when --hard-budget stops the
+// attempts at work (stopAll), and says whether that stopped it.
+func (r *runner) execute(ctx context.Context, ex executor.Executor, slot executor.Slot, job executor.Job) (executor.Outcome, bool) {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	r.stop[job.Bead] = cancel
+	r.mu.Unlock()
+	out := ex.Run(tctx, slot, job)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.stop, job.Bead)
+	stopped := r.hardStopped[job.Bead]
+	delete(r.hardStopped, job.Bead)
+	return out, stopped
+}
+
 // spendRun adds an attempt's time in the executor, from start, to the run's timing: its
 // launch until launched (zero: never launched) less the queue's own part, then the wait.
 func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
@@ -159,7 +164,7 @@ const interruptStop = "interrupted: its agent was stopped"
 func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, n int, workdir string) outcome {
 	run := end.Run
 	if run == nil {
-		return outcome{status: outFailed, reason: oneLine(end.Err)}
+		return outcome{status: outFailed, reason: cause(end)}
 	}
 	out := outcome{status: outFailed, reason: end.Reason}
 	if end.Status == record.StatusDone {
@@ -177,6 +182,15 @@ func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, 
 	}
 	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), run.ExitCode, finished, workdir)
 	return out
+}
+
+// cause is why an attempt could not be launched or judged, as the queue words it: the error
+// alone, without the executor's step.
+func cause(end executor.Outcome) string {
+	if end.Err == nil {
+		return end.Reason
+	}
+	return oneLine(end.Err)
 }
 
 // withHookSettings is a claude agent's command line with the attempt's hook settings (its

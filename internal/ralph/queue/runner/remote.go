@@ -57,19 +57,9 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	}
 	// Each successful read of the records there is the agent's sign of life.
 	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
-	tctx, cancel := context.WithCancel(ctx)
-	r.mu.Lock()
-	r.stop[bead] = cancel // --hard-budget
-	r.mu.Unlock()
 	start = time.Now()
-	out := a.host.exec.Run(tctx, slot, job)
-	cancel()
+	out, stopped := r.execute(ctx, a.host.exec, slot, job)
 	r.spent(&r.timing.Wait, time.Since(start))
-	r.mu.Lock()
-	delete(r.stop, bead)
-	stopped := r.hardStopped[bead]
-	delete(r.hardStopped, bead)
-	r.mu.Unlock()
 	if out.Attempt > 0 && out.Attempt != c.attempt && out.Offline == nil {
 		c.attempt = out.Attempt
 	}

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
@@ -75,11 +74,12 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, adopt bool) outcome {
 		a.done = store.AgentContext{}
 		a.state(lctx, store.AgentWorking, &c.task, n)
 		queued = time.Since(start)
-		return r.withHookSettings(argv, a.id, c.task.ID, bead, n)
-	}
-	job.Launched = func(int) {
-		launching = true
-		c.head = r.headBefore(lctx, c, job.Dir)
+		argv, err := r.withHookSettings(argv, a.id, c.task.ID, bead, n)
+		if err == nil {
+			launching = true
+			c.head = r.headBefore(lctx, c, job.Dir)
+		}
+		return argv, err
 	}
 	job.Checkpoint = func(string) {
 		launched = time.Now()
@@ -144,15 +144,15 @@ func (r *runner) execute(ctx context.Context, ex executor.Executor, slot executo
 // spendRun adds an attempt's time in the executor, from start, to the run's timing: its
 // launch until launched (zero: never launched) less the queue's own part, then the wait.
 func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
+	launch := time.Since(start)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.timing.Queue += queued
-	if launched.IsZero() {
-		r.timing.Launch += time.Since(start) - queued
-		return
+	if !launched.IsZero() {
+		launch = launched.Sub(start)
+		r.timing.Wait += time.Since(launched)
 	}
-	r.timing.Launch += launched.Sub(start) - queued
-	r.timing.Wait += time.Since(launched)
+	r.timing.Queue += queued
+	r.timing.Launch += launch - queued
 }
 
 // interruptStop is the reason of an attempt an interrupt stopped.
@@ -174,11 +174,12 @@ func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, 
 		out.duration = float64(*run.DurationSeconds)
 	}
 	// The end as the record has it (the executor times a launched attempt by its own clock).
-	finished := time.Now()
+	finished, ok := time.Time{}, false
 	if run.FinishedAt != nil {
-		if t, ok := record.ParseTime(*run.FinishedAt); ok {
-			finished = t
-		}
+		finished, ok = record.ParseTime(*run.FinishedAt)
+	}
+	if !ok {
+		finished = time.Now()
 	}
 	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), run.ExitCode, finished, workdir)
 	return out
@@ -191,17 +192,4 @@ func cause(end executor.Outcome) string {
 		return end.Reason
 	}
 	return oneLine(end.Err)
-}
-
-// withHookSettings is a claude agent's command line with the attempt's hook settings (its
-// tool uses stamp the agent's state file: seed 004's pre/post tool use checkpoints).
-func (r *runner) withHookSettings(argv []string, agentID, task, bead string, n int) ([]string, error) {
-	if r.cfg.Profile.Name != "claude" {
-		return argv, nil
-	}
-	settings, err := r.hookSettings(agentID, task, bead, n)
-	if err != nil {
-		return nil, fmt.Errorf("writing the attempt's hook settings: %w", err)
-	}
-	return withSettings(argv, settings), nil
 }

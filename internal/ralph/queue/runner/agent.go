@@ -336,25 +336,32 @@ type outcome struct {
 
 // run launches the task's attempt and waits for its end.
 func (a *agentRun) run(ctx context.Context, c *claim) outcome {
-	r := a.r
 	if a.host != nil {
 		return a.runRemote(ctx, c)
 	}
-	if r.cfg.Worktree {
-		// Before the attempt is opened: a task its dependencies' conflict blocks never ran.
-		// Once claimed, it is made whatever happens to ctx (an interrupt).
-		start := time.Now()
-		err := r.worktree(context.WithoutCancel(ctx), c)
-		r.spent(&r.timing.Launch, time.Since(start))
-		if err != nil {
-			var conflict *git.ConflictError
-			if errors.As(err, &conflict) {
-				return outcome{status: outBlocked, reason: oneLine(err)}
-			}
-			return outcome{status: outFailed, reason: "--worktree: " + oneLine(err)}
+	if a.r.cfg.Worktree {
+		if out, ok := a.r.madeWorktree(ctx, c, "--worktree: "); !ok {
+			return out
 		}
 	}
 	return a.runLocal(ctx, c, false)
+}
+
+// madeWorktree makes the claim's worktree (worktree) before its attempt is opened, whatever
+// happens to ctx (an interrupt) once claimed; when it cannot, the outcome says why: blocked by
+// its dependencies' conflict (it never ran), or failed, the reason after prefix.
+func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
+	start := time.Now()
+	err := r.worktree(context.WithoutCancel(ctx), c)
+	r.spent(&r.timing.Launch, time.Since(start))
+	var conflict *git.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return outcome{status: outBlocked, reason: oneLine(err)}, false
+	case err != nil:
+		return outcome{status: outFailed, reason: prefix + oneLine(err)}, false
+	}
+	return outcome{}, true
 }
 
 var errNotMine = errors.New("the claim is no longer this agent's")

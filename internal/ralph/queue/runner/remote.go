@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,23 +13,16 @@ import (
 )
 
 // runRemote runs the claim's attempt on the agent's host (Config.Hosts) through swarm run's
-// executor, and reads its outcome as judge reads a local one's.
+// executor, and reads its outcome as judged reads a local one's.
 func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
 	lctx := context.WithoutCancel(ctx)
 	repo := git.Repo{Dir: r.cfg.Repo}
 	branch, workdir := "agent/"+bead, repo.WorktreePath(bead)
-	start := time.Now()
-	// As a local task's: the base merged with its done dependencies' branches (r.worktree).
-	err := r.worktree(lctx, c)
-	r.spent(&r.timing.Launch, time.Since(start))
-	var conflict *git.ConflictError
-	if errors.As(err, &conflict) {
-		return outcome{status: outBlocked, reason: oneLine(err)}
-	}
-	if err != nil {
-		return outcome{status: outFailed, reason: "the task's worktree: " + oneLine(err)}
+	// As a local task's: the base merged with its done dependencies' branches.
+	if out, ok := r.madeWorktree(ctx, c, "the task's worktree: "); !ok {
+		return out
 	}
 	if r.cfg.NoProgress > 0 {
 		c.before, _ = r.fingerprint(lctx, workdir)
@@ -57,7 +49,7 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	}
 	// Each successful read of the records there is the agent's sign of life.
 	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
-	start = time.Now()
+	start := time.Now()
 	out, stopped := r.execute(ctx, a.host.exec, slot, job)
 	r.spent(&r.timing.Wait, time.Since(start))
 	if out.Attempt > 0 && out.Attempt != c.attempt && out.Offline == nil {

@@ -41,7 +41,8 @@ type Config struct {
 	// Agents is how many agents work at once.
 	Agents int
 	// Profile is the agent type every task runs with; AgentName and Model as the records keep
-	// them (Model.Resolved goes on the command line).
+	// them (Model.Resolved goes on the command line). Model is Profile.Model's choice: the
+	// executors resolve its name through the profile again (a host's through its own config).
 	Profile   *agent.Profile
 	AgentName string
 	Model     agent.Model

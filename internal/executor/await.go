@@ -59,7 +59,7 @@ func Judge(ctx context.Context, d attempt.Dir, bead string, n int) (Outcome, *re
 		return failed(n, "no-run-record", err), nil, err
 	}
 	run := v.Run
-	out := Outcome{Attempt: n, Status: run.Status, Reason: v.Reason}
+	out := Outcome{Attempt: n, Status: run.Status, Reason: v.Reason, Run: run}
 	if run.Status == record.StatusRunning {
 		out.Status = record.StatusFailed
 	}

@@ -37,10 +37,15 @@ type Job struct {
 	// Agent and Model name the agent profile and model the task runs with.
 	Agent, Model string
 	Prompt       string
-	// Dir is the task's worktree, where the agent works.
+	// Dir is the task's worktree, where the agent works; Repo is the repository its run record
+	// names (default Dir).
 	Dir     string
+	Repo    string
 	Branch  string
 	Timeout time.Duration
+	// Inactivity, when above 0, stops a local attempt whose agent printed nothing for that
+	// long (status timeout, as Timeout does). A remote host's dispatch has no such setting.
+	Inactivity time.Duration
 	// MaxAttempts is how many attempts the task gets (the records' max_retries).
 	MaxAttempts int
 	// Adopt, when above 0, is the attempt an earlier run of the execution launched: if the
@@ -49,6 +54,13 @@ type Job struct {
 	Adopt int
 	// Env is what the attempt adds to the agent's environment.
 	Env []string
+	// Prepare, when set, is given a local attempt's number and its agent's command line once
+	// it is numbered, before Launched: it returns the command line to run (ralph queue run adds
+	// claude's --settings), or an error that refuses the launch (the queue finds the task taken
+	// from its agent meanwhile): the attempt is closed without running, and the failed Outcome
+	// carries the error in Err. Remote does not call it: the host's dispatch makes the
+	// command line there.
+	Prepare func(n int, argv []string) ([]string, error)
 	// Launched is called with the attempt's number once it is numbered, before it starts, so
 	// that the state names it before any agent of it runs.
 	Launched func(n int)
@@ -84,6 +96,12 @@ type Outcome struct {
 	// Offline, when set, says the executor's host stopped answering: the attempt does not
 	// count as a try, the executor gets no more tasks.
 	Offline *Offline
+	// Run is the run record a local attempt was judged by (nil when none could be read): what
+	// a policy reads besides (its duration in whole seconds, as the records keep it).
+	Run *record.Run
+	// Err is why the attempt could not be launched or judged, when that is so (Reason names
+	// it too, after the step that failed).
+	Err error
 }
 
 // Executor runs task attempts: this machine (Local), or a remote host. Run blocks until the
@@ -180,6 +198,9 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		if out.Reason == "" {
 			out.Reason = oneLine(err)
 		}
+		if out.Err == nil {
+			out.Err = err
+		}
 		return out
 	}
 	if job.Checkpoint != nil {
@@ -251,8 +272,18 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 	if n > max {
 		max = n
 	}
+	argv := profile.JSONOutput(inv.Argv)
+	if job.Prepare != nil {
+		if argv, err = job.Prepare(n, argv); err != nil {
+			return nil, err
+		}
+	}
+	repo := job.Repo
+	if repo == "" {
+		repo = job.Dir
+	}
 	run := record.Run{
-		SchemaVersion: record.SchemaVersion, Bead: job.Bead, Agent: job.Agent, Model: model.Name, Repo: job.Dir,
+		SchemaVersion: record.SchemaVersion, Bead: job.Bead, Agent: job.Agent, Model: model.Name, Repo: repo,
 		Prompt: record.Truncate(job.Prompt, 200), PromptHash: record.PromptHash(job.Prompt), PromptFull: job.Prompt,
 		StartedAt: record.FormatTime(time.Now()), Status: record.StatusRunning, Attempt: n, MaxRetries: max,
 		SessionName: record.SessionName(job.Bead), ResultFile: record.ResultFile(l.StateDir, job.Bead),
@@ -262,9 +293,9 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 	env = append(env, "DISPATCH_BEAD="+job.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n), "SWARM_AGENT_ID="+slot.ID)
 	return &attempt.Spec{
 		Attempt: supervise.Attempt{
-			Name: job.Bead, Number: n, Dir: job.Dir, Argv: profile.JSONOutput(inv.Argv), Env: env,
+			Name: job.Bead, Number: n, Dir: job.Dir, Argv: argv, Env: env,
 			Prompt: job.Prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
-			Timeout: job.Timeout, KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB,
+			Timeout: job.Timeout, Inactivity: job.Inactivity, KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB,
 			DiskDirs: []string{l.StateDir, job.Dir}, LogPath: d.Layout.LogPath(job.Bead),
 		},
 		Backend: supervise.BackendProcess, Run: run,
@@ -302,7 +333,7 @@ func (l *Local) judge(ctx context.Context, bead string, n int) Outcome {
 // failed is an attempt that could not run.
 func failed(n int, reason string, err error) Outcome {
 	t := time.Now()
-	return Outcome{Attempt: n, Status: record.StatusFailed, Reason: reason + ": " + oneLine(err), Started: t, Finished: t}
+	return Outcome{Attempt: n, Status: record.StatusFailed, Reason: reason + ": " + oneLine(err), Started: t, Finished: t, Err: err}
 }
 
 // oneLine is err's message on one line.

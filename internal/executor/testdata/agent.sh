@@ -8,7 +8,8 @@
 #   once:F     appends "TASK start ATTEMPT" to F, and "TASK end ATTEMPT CODE" when it ends;
 #              "TASK overlap" when another run of the task's agent is at work meanwhile;
 #   waitfor:F  waits until the file F exists;
-#   spew:N     prints N lines of 100 characters, the last one "the last line".
+#   spew:N     prints N lines of 100 characters, the last one "the last line";
+#   args:F     writes its arguments into F, one a line.
 prompt=$(cat)
 code=0
 log=
@@ -26,6 +27,7 @@ for word in $prompt; do
 		mkdir "$log.$SWARM_TASK_ID.running" 2>/dev/null || echo "$SWARM_TASK_ID overlap" >> "$log"
 		echo "$SWARM_TASK_ID start $DISPATCH_ATTEMPT" >> "$log"
 		;;
+	args:*) printf '%s\n' "$@" > "${word#args:}" ;;
 	waitfor:*) while [ ! -e "${word#waitfor:}" ]; do sleep 0.05; done ;;
 	spew:*)
 		i=0

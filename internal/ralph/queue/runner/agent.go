@@ -8,21 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
-	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/supervise"
 	"github.com/agentfleet/fleet/internal/taskgraph"
 )
 
@@ -40,8 +36,10 @@ type agentRun struct {
 	// done is its state file's context (seed 004): what its last attempt did (the commits
 	// made, the files changed, a note of the outcome); empty while an attempt runs.
 	done store.AgentContext
-	// host is the slot of a remote host the agent's attempts run in (Config.Hosts), nil here.
+	// host is the slot of a remote host the agent's attempts run in (Config.Hosts), nil here;
+	// slot is its slot of the local executor.
 	host *hostSlot
+	slot executor.Slot
 	// cur is the task Claim gave the agent, run by Run; resumed says it is an adopted one.
 	cur     *claim
 	resumed bool
@@ -170,7 +168,7 @@ func (q *queue) Run(_ int, a *agentRun) {
 }
 
 // resume waits for the attempt an earlier runner started for c (here, or on the host its
-// agent's state names), then records its end (interrupted, it is stopped, as await says).
+// agent's state names), then records its end (interrupted, it is stopped, as runLocal says).
 func (a *agentRun) resume(ctx context.Context, c *claim) {
 	r := a.r
 	var out outcome
@@ -187,7 +185,7 @@ func (a *agentRun) resume(ctx context.Context, c *claim) {
 		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
 		a.current(ctx, c.task.ID)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
-		out = a.await(ctx, c)
+		out = a.runLocal(ctx, c, true)
 	}
 	a.finish(ctx, c, out)
 	r.letGo()
@@ -338,75 +336,32 @@ type outcome struct {
 
 // run launches the task's attempt and waits for its end.
 func (a *agentRun) run(ctx context.Context, c *claim) outcome {
-	r := a.r
 	if a.host != nil {
 		return a.runRemote(ctx, c)
 	}
-	bead := plan.Bead(r.plan, c.task.ID)
-	// Once claimed, the attempt is set up and started whatever happens to ctx (an interrupt):
-	// half a launch would be counted as a failed attempt; a whole one is stopped by await,
-	// its task pending again.
-	launchCtx := context.WithoutCancel(ctx)
-	if r.cfg.Worktree {
-		// Before the attempt is opened: a task its dependencies' conflict blocks never ran.
-		wstart := time.Now()
-		err := r.worktree(launchCtx, c)
-		r.spent(&r.timing.Launch, time.Since(wstart))
-		if err != nil {
-			var conflict *git.ConflictError
-			if errors.As(err, &conflict) {
-				return outcome{status: outBlocked, reason: oneLine(err)}
-			}
-			return outcome{status: outFailed, reason: "--worktree: " + oneLine(err)}
+	if a.r.cfg.Worktree {
+		if out, ok := a.r.madeWorktree(ctx, c, "--worktree: "); !ok {
+			return out
 		}
 	}
+	return a.runLocal(ctx, c, false)
+}
+
+// madeWorktree makes the claim's worktree (worktree) before its attempt is opened, whatever
+// happens to ctx (an interrupt) once claimed; when it cannot, the outcome says why: blocked by
+// its dependencies' conflict (it never ran), or failed, the reason after prefix.
+func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
 	start := time.Now()
-	opened, err := attempt.Open(launchCtx, r.dir, bead, r.where, false)
+	err := r.worktree(context.WithoutCancel(ctx), c)
 	r.spent(&r.timing.Launch, time.Since(start))
-	if err != nil {
-		return outcome{status: outFailed, reason: oneLine(err)}
+	var conflict *git.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return outcome{status: outBlocked, reason: oneLine(err)}, false
+	case err != nil:
+		return outcome{status: outFailed, reason: prefix + oneLine(err)}, false
 	}
-	n := opened.Number
-	if n != c.attempt {
-		// Someone dispatched the bead since the claim: the queue must name this attempt
-		// before it starts.
-		if err := a.setAttempt(launchCtx, c, n); err != nil {
-			opened.Close()
-			if errors.Is(err, errNotMine) {
-				return outcome{status: outGone}
-			}
-			return outcome{status: outFailed, reason: oneLine(err)}
-		}
-		c.attempt = n
-	}
-	start = time.Now()
-	a.done = store.AgentContext{}
-	a.state(launchCtx, store.AgentWorking, &c.task, n)
-	r.spent(&r.timing.Queue, time.Since(start))
-	start = time.Now()
-	spec, err := r.spec(launchCtx, a.id, c, bead, n)
-	if err != nil {
-		opened.Close()
-		return outcome{status: outFailed, reason: oneLine(err)}
-	}
-	c.head = r.headBefore(launchCtx, c, spec.Attempt.Dir)
-	r.mu.Lock()
-	r.running[bead] = true
-	r.mu.Unlock()
-	_, err = opened.Launch(launchCtx, spec, r.cfg.Self)
-	opened.Close()
-	r.spent(&r.timing.Launch, time.Since(start))
-	if err != nil {
-		r.logf("%s: %s: %v", a.id, c.task.ID, err)
-	} else {
-		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, n)
-		r.event(hook.Start, c.task.ID, n, store.Claimed, "", c.task.CostUSD)
-	}
-	out := a.await(ctx, c)
-	if out.status != "" {
-		a.checkpoint(context.WithoutCancel(ctx), c, out)
-	}
-	return out
+	return outcome{}, true
 }
 
 var errNotMine = errors.New("the claim is no longer this agent's")
@@ -437,54 +392,6 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 	})
 }
 
-// spec is the dispatch of the task's attempt n: the agent's command line from its profile,
-// the task as its prompt, the run record as dispatch writes it.
-func (r *runner) spec(ctx context.Context, agentID string, c *claim, bead string, n int) (*attempt.Spec, error) {
-	workdir := r.workdir(bead)
-	branch := ""
-	if r.cfg.Worktree {
-		branch = branchOf(r.plan, c.task.ID)
-	}
-	prompt := promptOf(r.plan, &c.task)
-	inv := r.cfg.Profile.Invoke(agent.Call{Model: r.cfg.Model.Resolved, Prompt: prompt,
-		PromptFile: r.dir.Layout.PromptPath(bead), Dir: workdir})
-	maxRetries := r.cfg.MaxRetries
-	if n > maxRetries {
-		maxRetries = n // attempts before a 'ralph queue retry' count in the records' numbering
-	}
-	run := record.Run{
-		SchemaVersion: record.SchemaVersion, Bead: bead, Agent: r.cfg.AgentName, Model: r.cfg.Model.Name, Repo: r.cfg.Repo,
-		Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
-		StartedAt: now(), Status: record.StatusRunning, Attempt: n, MaxRetries: maxRetries,
-		SessionName: record.SessionName(bead), ResultFile: record.ResultFile(r.cfg.StateDir, bead),
-		TemplateName: record.Str(Template),
-	}
-	env := append(append([]string{}, r.cfg.Env...),
-		"DISPATCH_BEAD="+bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n),
-		"RALPH_PLAN="+r.plan, "RALPH_TASK="+c.task.ID, "RALPH_AGENT="+agentID)
-	if branch != "" {
-		env = append(env, "RALPH_BRANCH="+branch)
-	}
-	argv := r.cfg.Profile.JSONOutput(inv.Argv)
-	if r.cfg.Profile.Name == "claude" {
-		// Its tool uses stamp the agent's state file (seed 004's pre/post tool use checkpoints).
-		settings, err := r.hookSettings(agentID, c.task.ID, bead, n)
-		if err != nil {
-			return nil, fmt.Errorf("writing the attempt's hook settings: %w", err)
-		}
-		argv = withSettings(argv, settings)
-	}
-	return &attempt.Spec{
-		Attempt: supervise.Attempt{
-			Name: bead, Number: n, Dir: workdir, Argv: argv, Env: env,
-			Prompt: prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: r.cfg.Profile.Terminal,
-			Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, KillGrace: r.cfg.KillGrace, MinFreeMB: r.cfg.MinFreeMB,
-			DiskDirs: []string{r.cfg.StateDir, workdir}, LogPath: r.dir.Layout.LogPath(bead),
-		},
-		Backend: supervise.BackendProcess, Run: run,
-	}, nil
-}
-
 // Template is the template name the queue's run records carry, so that analyze-runs groups
 // the queue's attempts together.
 const Template = "ralph-queue"
@@ -492,69 +399,6 @@ const Template = "ralph-queue"
 // promptOf is what the agent is asked: the task, with its plan and id for context.
 func promptOf(planID string, t *store.Task) string {
 	return fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", t.Description, t.ID, planID)
-}
-
-// await waits for the supervisor of the claim's attempt to end, then judges the attempt by its
-// records. Interrupted (ctx ends first), it stops the attempt, as swarm run does (taskgraph's
-// meaning of interrupted): its supervisor records its end, and the task goes back to pending,
-// no retry counted, what the agent left in its working tree kept for the next run's attempt.
-func (a *agentRun) await(ctx context.Context, c *claim) outcome {
-	r := a.r
-	bead := plan.Bead(r.plan, c.task.ID)
-	start := time.Now()
-	interrupted := false
-	if executor.Await(ctx, r.dir, r.where, bead) != nil {
-		executor.Halt(r.dir, r.where, bead)
-		interrupted, ctx = true, context.WithoutCancel(ctx)
-	}
-	r.spent(&r.timing.Wait, time.Since(start))
-	start = time.Now()
-	defer func() { r.spent(&r.timing.Queue, time.Since(start)) }()
-	r.mu.Lock()
-	delete(r.running, bead)
-	stopped := r.hardStopped[bead]
-	delete(r.hardStopped, bead)
-	r.mu.Unlock()
-	var stray error
-	if r.cfg.Worktree {
-		stray = r.returnToBranch(ctx, bead, c)
-	}
-	if r.cfg.CommitEach {
-		r.commitAttempt(ctx, bead, c.attempt)
-	}
-	out := r.judge(ctx, bead, c.attempt, r.workdir(bead))
-	if stray != nil && out.status == outDone {
-		out.status, out.reason = outFailed, oneLine(stray)
-	}
-	switch {
-	case stopped && out.status == outFailed:
-		out.status, out.reason = outStopped, budgetStop
-	case interrupted && out.status == outFailed:
-		out.status, out.reason = outStopped, interruptStop
-	}
-	return out
-}
-
-// interruptStop is the reason of an attempt an interrupt stopped.
-const interruptStop = "interrupted: its agent was stopped"
-
-// judge reads the end of bead's attempt n from its records, once its supervisor is gone (one
-// lost without recording its end is closed as supervisor-lost first), and its cost from its
-// output.
-func (r *runner) judge(ctx context.Context, bead string, n int, workdir string) outcome {
-	end, run, err := executor.Judge(ctx, r.dir, bead, n)
-	if err != nil {
-		return outcome{status: outFailed, reason: oneLine(err)}
-	}
-	out := outcome{status: outFailed, reason: end.Reason}
-	if end.Status == record.StatusDone {
-		out.status = outDone
-	}
-	if run.DurationSeconds != nil {
-		out.duration = float64(*run.DurationSeconds)
-	}
-	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), run.ExitCode, end.Finished, workdir)
-	return out
 }
 
 // assess reads what an attempt's output says of its end: a failure that is a usage limit (held
@@ -826,26 +670,13 @@ func (a *agentRun) end(ctx context.Context, status string) {
 	}
 }
 
-// stopAll stops every attempt of this run at work (--hard-budget): each supervisor records its
-// end, and its task goes back to pending.
-func (r *runner) stopAll(ctx context.Context) {
+// stopAll stops every attempt of this run at work (--hard-budget), by its context: its
+// executor stops the agent (its supervisor records the end), and its task goes back to pending.
+func (r *runner) stopAll() {
 	r.mu.Lock()
-	var beads []string
-	for bead := range r.running {
+	defer r.mu.Unlock()
+	for bead, cancel := range r.stop {
 		r.hardStopped[bead] = true
-		beads = append(beads, bead)
-	}
-	r.mu.Unlock()
-	for _, bead := range beads {
-		r.mu.Lock()
-		cancel := r.stopRemote[bead]
-		r.mu.Unlock()
-		if cancel != nil {
-			cancel() // its executor stops the agent on its host
-			continue
-		}
-		if live, entry := attempt.Alive(ctx, r.dir, r.where, bead); live {
-			attempt.Stop(ctx, nil, entry, "", syscall.SIGTERM)
-		}
+		cancel()
 	}
 }

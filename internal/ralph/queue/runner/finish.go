@@ -158,7 +158,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		}
 	}
 	if r.budgetReached() && r.cfg.HardBudget {
-		r.stopAll(ctx)
+		r.stopAll()
 	}
 }
 

@@ -46,7 +46,7 @@ func testRunner(t *testing.T, maxRetries int, tasks []store.Task, retries []stor
 	}
 	r := &runner{cfg: Config{Store: s, Agents: 1, Profile: &agent.Profile{Name: "fake"}, MaxRetries: maxRetries, StateDir: stateDir},
 		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess},
-		running: map[string]bool{}, hardStopped: map[string]bool{}}
+		hardStopped: map[string]bool{}}
 	return r, s
 }
 

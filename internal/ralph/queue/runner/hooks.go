@@ -33,42 +33,36 @@ const (
 	PostToolUse = "PostToolUse"
 )
 
-// hookSettings writes the settings file of bead's attempt n of task, whose hooks run the
-// checkpoint verb (Config.Checkpoint), and returns its path; "" when the run has no checkpoint
-// verb. It is made afresh for each attempt (atomically, never through a link).
-func (r *runner) hookSettings(agentID, task, bead string, n int) (string, error) {
-	if len(r.cfg.Checkpoint) == 0 {
-		return "", nil
-	}
-	dir := filepath.Join(r.cfg.StateDir, "queue-hooks")
-	if err := statedir.Mkdir(dir); err != nil {
-		return "", err
+// withHookSettings writes the settings file of a claude agent's attempt n of task (bead), whose
+// hooks run the checkpoint verb (Config.Checkpoint), and adds it to the agent's command line
+// argv unless that names settings of its own. Other agents, or a run without the verb, get
+// argv as it is. The file is made afresh for each attempt (atomically, never through a link).
+func (r *runner) withHookSettings(argv []string, agentID, task, bead string, n int) ([]string, error) {
+	if r.cfg.Profile.Name != "claude" || len(r.cfg.Checkpoint) == 0 {
+		return argv, nil
 	}
 	hooks := map[string]any{}
 	for _, event := range []string{PreToolUse, PostToolUse} {
-		argv := append(append([]string{}, r.cfg.Checkpoint...), "--repo", r.cfg.Repo, r.plan, agentID, task, strconv.Itoa(n), event)
+		hook := append(append([]string{}, r.cfg.Checkpoint...), "--repo", r.cfg.Repo, r.plan, agentID, task, strconv.Itoa(n), event)
 		hooks[event] = []any{map[string]any{"matcher": "*",
-			"hooks": []any{map[string]any{"type": "command", "command": shellWords(argv)}}}}
+			"hooks": []any{map[string]any{"type": "command", "command": shellWords(hook)}}}}
 	}
-	b, err := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
-	if err != nil {
-		return "", err
-	}
+	b, _ := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ") // strings only: no error
+	dir := filepath.Join(r.cfg.StateDir, "queue-hooks")
 	path := filepath.Join(dir, bead+".settings.json")
-	return path, fsx.WriteFileAtomic(path, append(b, '\n'), 0o600)
-}
-
-// withSettings adds --settings path to a claude command line that names no settings of its own.
-func withSettings(argv []string, path string) []string {
-	if path == "" {
-		return argv
+	err := statedir.Mkdir(dir)
+	if err == nil {
+		err = fsx.WriteFileAtomic(path, append(b, '\n'), 0o600)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the attempt's hook settings: %w", err)
 	}
 	for _, a := range argv {
 		if a == "--settings" || strings.HasPrefix(a, "--settings=") {
-			return argv
+			return argv, nil
 		}
 	}
-	return append(append([]string{}, argv...), "--settings", path)
+	return append(append([]string{}, argv...), "--settings", path), nil
 }
 
 // shellWords is argv as one shell command (Claude Code runs a hook's command with a shell):

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
@@ -84,7 +85,8 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			continue
 		}
 		a := &agentRun{r: r, id: agentID}
-		out := r.judge(ctx, bead, t.Attempt, r.workdir(bead))
+		end, _, _ := executor.Judge(ctx, r.dir, bead, t.Attempt)
+		out := r.judged(ctx, end, bead, t.Attempt, r.workdir(bead))
 		r.logf("recovered: %s (attempt %d) ended while no runner watched it", t.ID, t.Attempt)
 		a.finish(ctx, c, out)
 	}

@@ -90,7 +90,7 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 
 	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir},
 		plan: "p", dir: d, where: attempt.Where{Backend: supervise.BackendProcess},
-		running: map[string]bool{}, hardStopped: map[string]bool{}}
+		hardStopped: map[string]bool{}}
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestRecoverHoldsARemoteClaim(t *testing.T) {
 	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir,
 		Timeout: time.Hour, KillGrace: 10 * time.Second, Hosts: []*executor.Remote{{}}},
 		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess},
-		running: map[string]bool{}, hardStopped: map[string]bool{}}
+		hardStopped: map[string]bool{}}
 	if _, err := r.recover(ctx); err != nil {
 		t.Fatal(err)
 	}

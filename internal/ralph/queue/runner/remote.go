@@ -2,11 +2,9 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
@@ -15,34 +13,21 @@ import (
 )
 
 // runRemote runs the claim's attempt on the agent's host (Config.Hosts) through swarm run's
-// executor, and reads its outcome as judge reads a local one's.
+// executor, and reads its outcome as judged reads a local one's.
 func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
 	lctx := context.WithoutCancel(ctx)
 	repo := git.Repo{Dir: r.cfg.Repo}
 	branch, workdir := "agent/"+bead, repo.WorktreePath(bead)
-	start := time.Now()
-	// As a local task's: the base merged with its done dependencies' branches (r.worktree).
-	err := r.worktree(lctx, c)
-	r.spent(&r.timing.Launch, time.Since(start))
-	var conflict *git.ConflictError
-	if errors.As(err, &conflict) {
-		return outcome{status: outBlocked, reason: oneLine(err)}
-	}
-	if err != nil {
-		return outcome{status: outFailed, reason: "the task's worktree: " + oneLine(err)}
+	// As a local task's: the base merged with its done dependencies' branches.
+	if out, ok := r.madeWorktree(ctx, c, "the task's worktree: "); !ok {
+		return out
 	}
 	if r.cfg.NoProgress > 0 {
 		c.before, _ = r.fingerprint(lctx, workdir)
 	}
-	model := ""
-	if r.cfg.Model.Resolved != "" {
-		model = r.cfg.Model.Name
-	}
-	job := executor.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
-		Prompt: promptOf(r.plan, &c.task), Dir: workdir, Branch: branch, Timeout: r.cfg.Timeout, MaxAttempts: r.cfg.MaxRetries,
-		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id, "RALPH_BRANCH=" + branch}}
+	job := r.job(a.id, c, workdir, branch)
 	slot := a.host.slot
 	if c.on != nil {
 		// Started by an earlier runner: its attempt is looked for on the host first, and
@@ -64,21 +49,9 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	}
 	// Each successful read of the records there is the agent's sign of life.
 	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
-	tctx, cancel := context.WithCancel(ctx)
-	r.mu.Lock()
-	r.running[bead] = true
-	r.stopRemote[bead] = cancel
-	r.mu.Unlock()
-	start = time.Now()
-	out := a.host.exec.Run(tctx, slot, job)
-	cancel()
+	start := time.Now()
+	out, stopped := r.execute(ctx, a.host.exec, slot, job)
 	r.spent(&r.timing.Wait, time.Since(start))
-	r.mu.Lock()
-	delete(r.running, bead)
-	delete(r.stopRemote, bead)
-	stopped := r.hardStopped[bead]
-	delete(r.hardStopped, bead)
-	r.mu.Unlock()
 	if out.Attempt > 0 && out.Attempt != c.attempt && out.Offline == nil {
 		c.attempt = out.Attempt
 	}

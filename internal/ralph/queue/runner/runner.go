@@ -1,7 +1,8 @@
 // Package runner works through a plan's task queue with N agents at once. Each agent (agent-1 …
 // agent-N) claims the next task whose dependencies are done (one lock, one atomic write: see
-// package store), runs it as a dispatched attempt of bead <plan>-<task> on the shared supervisor
-// (package attempt: run and result records, the supervisor detached, so it outlives the runner),
+// package store), runs it as a dispatched attempt of bead <plan>-<task> through swarm run's local
+// executor (executor.Local, on package attempt: run and result records, the supervisor
+// detached, so it outlives the runner; the queue's own steps are the Job's hooks, local.go),
 // waits for it, reads its cost from its output (agent.Profile.ParseUsage) and marks the task
 // done, or failed: back to pending with retries + 1 through the retry queue until max_retries,
 // then failed, its dependents blocked. The budget is checked before each agent starts a task.
@@ -40,7 +41,8 @@ type Config struct {
 	// Agents is how many agents work at once.
 	Agents int
 	// Profile is the agent type every task runs with; AgentName and Model as the records keep
-	// them (Model.Resolved goes on the command line).
+	// them (Model.Resolved goes on the command line). Model is Profile.Model's choice: the
+	// executors resolve its name through the profile again (a host's through its own config).
 	Profile   *agent.Profile
 	AgentName string
 	Model     agent.Model
@@ -160,10 +162,12 @@ type runner struct {
 	// git worktree add under gitMu, which runs it as git always did (git.MergeSpec.Hooked).
 	checkoutHook bool
 
-	running     map[string]bool // beads of this run at work now
-	hardStopped map[string]bool // beads stopped by --hard-budget
-	// stopRemote stops the bead's attempt at work on a host (--hard-budget), by its context.
-	stopRemote map[string]context.CancelFunc
+	// local runs the attempts on this machine (without Config.Hosts).
+	local *executor.Local
+	// stop stops the attempt of a bead at work, by its context (--hard-budget); hardStopped
+	// are the beads stopped so.
+	stop        map[string]context.CancelFunc
+	hardStopped map[string]bool
 	// slots are the host slots of Config.Hosts in order: agent-N works in the Nth.
 	slots []hostSlot
 	// gitMu registers and removes the tasks' worktrees here one at a time (--worktree, Hosts):
@@ -217,8 +221,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.CallWindow = time.Hour
 	}
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
-		where:   attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
-		running: map[string]bool{}, hardStopped: map[string]bool{}, stopRemote: map[string]context.CancelFunc{},
+		where: attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
+		local: localExecutor(cfg), stop: map[string]context.CancelFunc{}, hardStopped: map[string]bool{},
 		rails: rails.Rails{BudgetUSD: cfg.Budget, HardBudget: cfg.HardBudget, MaxCallsPerHour: cfg.MaxCallsPerHour, CommitEach: cfg.CommitEach},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	var slots []hostSlot
@@ -250,10 +254,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cfg.Hook.Close()
 	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
 	r.inflight = len(adopted)
+	local := r.local.Slots()
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
 	for i := 1; i <= cfg.Agents; i++ {
 		id := AgentID(i)
-		a := &agentRun{r: r, id: id, adopted: adopted[id]}
+		a := &agentRun{r: r, id: id, adopted: adopted[id], slot: local[i-1]}
 		if len(slots) > 0 {
 			a.host = &slots[i-1]
 		}
@@ -268,7 +273,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	for id, c := range adopted {
 		// An agent of an earlier run that had more agents: it finishes its task, no more.
-		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true})
+		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true, slot: executor.Slot{ID: id}})
 	}
 	(&queue{r: r, ctx: ctx}).run(agents)
 	res := &Result{Interrupted: ctx.Err() != nil}

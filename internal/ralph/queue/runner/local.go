@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentfleet/fleet/internal/agent"
+	"github.com/agentfleet/fleet/internal/executor"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
+	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
+	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/record"
+)
+
+// localExecutor is this machine as the run's executor: each attempt one of dispatch's
+// (executor.Local), with the queue's records, its agent and model as Config chose them.
+func localExecutor(cfg Config) *executor.Local {
+	return &executor.Local{N: cfg.Agents, StateDir: cfg.StateDir, Self: cfg.Self,
+		Agents: &agent.Config{Agents: map[string]*agent.Profile{cfg.AgentName: cfg.Profile}},
+		Env:    cfg.Env, KillGrace: cfg.KillGrace, MinFreeMB: cfg.MinFreeMB, Template: Template}
+}
+
+// job is the claim's attempt as an executor runs it, in dir, on branch ("": none). The model
+// is named only when the config names one: the executor resolves it through the profile
+// again, as Config.Model was.
+func (r *runner) job(agentID string, c *claim, dir, branch string) executor.Job {
+	model := ""
+	if r.cfg.Model.Resolved != "" {
+		model = r.cfg.Model.Name
+	}
+	env := []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + agentID}
+	if branch != "" {
+		env = append(env, "RALPH_BRANCH="+branch)
+	}
+	return executor.Job{Execution: r.plan, Task: c.task.ID, Bead: plan.Bead(r.plan, c.task.ID), Agent: r.cfg.AgentName,
+		Model: model, Prompt: promptOf(r.plan, &c.task), Dir: dir, Branch: branch, Timeout: r.cfg.Timeout,
+		MaxAttempts: r.cfg.MaxRetries, Env: env}
+}
+
+// runLocal runs the claim's attempt on this machine (executor.Local), or, adopting, waits
+// for the one an earlier runner started for it, and judges its end as the queue does: the
+// agent's commits brought back onto the task's branch, --commit-each, the cost and a usage
+// limit read from its output. Interrupted (ctx ends first), the attempt is stopped, as swarm
+// run's are (taskgraph's meaning of interrupted): its supervisor records its end, and the task
+// goes back to pending, no retry counted, what the agent left in its working tree kept for the
+// next run's attempt.
+func (a *agentRun) runLocal(ctx context.Context, c *claim, adopt bool) outcome {
+	r := a.r
+	bead := plan.Bead(r.plan, c.task.ID)
+	lctx := context.WithoutCancel(ctx)
+	branch := ""
+	if r.cfg.Worktree {
+		branch = branchOf(r.plan, c.task.ID)
+	}
+	job := r.job(a.id, c, r.workdir(bead), branch)
+	job.Repo, job.Inactivity = r.cfg.Repo, r.cfg.Inactivity
+	if adopt {
+		job.Adopt = c.attempt
+	}
+	var queued time.Duration // of the launch, the queue's own part
+	var launching bool
+	var launched time.Time
+	job.Prepare = func(n int, argv []string) ([]string, error) {
+		if n != c.attempt {
+			// Someone dispatched the bead since the claim: the queue must name this attempt
+			// before it starts.
+			if err := a.setAttempt(lctx, c, n); err != nil {
+				return nil, err
+			}
+			c.attempt = n
+		}
+		start := time.Now()
+		a.done = store.AgentContext{}
+		a.state(lctx, store.AgentWorking, &c.task, n)
+		queued = time.Since(start)
+		argv, err := r.withHookSettings(argv, a.id, c.task.ID, bead, n)
+		if err == nil {
+			launching = true
+			c.head = r.headBefore(lctx, c, job.Dir)
+		}
+		return argv, err
+	}
+	job.Checkpoint = func(string) {
+		launched = time.Now()
+		r.logf("%s: started %s (attempt %d)", a.id, c.task.ID, c.attempt)
+		r.event(hook.Start, c.task.ID, c.attempt, store.Claimed, "", c.task.CostUSD)
+	}
+	start := time.Now()
+	end, stopped := r.execute(ctx, r.local, a.slot, job)
+	r.spendRun(start, launched, queued)
+	if !adopt && !launching {
+		// Never launched: the attempt could not be opened or prepared.
+		if errors.Is(end.Err, errNotMine) {
+			return outcome{status: outGone}
+		}
+		return outcome{status: outFailed, reason: cause(end)}
+	}
+	if launching && launched.IsZero() && end.Err != nil && end.Run != nil {
+		r.logf("%s: %s: %v", a.id, c.task.ID, end.Err)
+	}
+	start = time.Now()
+	defer func() { r.spent(&r.timing.Queue, time.Since(start)) }()
+	var stray error
+	if r.cfg.Worktree {
+		stray = r.returnToBranch(lctx, bead, c)
+	}
+	if r.cfg.CommitEach {
+		r.commitAttempt(lctx, bead, c.attempt)
+	}
+	out := r.judged(lctx, end, bead, c.attempt, r.workdir(bead))
+	if stray != nil && out.status == outDone {
+		out.status, out.reason = outFailed, oneLine(stray)
+	}
+	switch {
+	case stopped && out.status == outFailed:
+		out.status, out.reason = outStopped, budgetStop
+	case end.Interrupted && out.status == outFailed:
+		out.status, out.reason = outStopped, interruptStop
+	}
+	if !adopt {
+		a.checkpoint(lctx, c, out)
+	}
+	return out
+}
+
+// execute runs job in slot of ex, stopped by its context when --hard-budget stops the
+// attempts at work (stopAll), and says whether that stopped it.
+func (r *runner) execute(ctx context.Context, ex executor.Executor, slot executor.Slot, job executor.Job) (executor.Outcome, bool) {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	r.stop[job.Bead] = cancel
+	r.mu.Unlock()
+	out := ex.Run(tctx, slot, job)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.stop, job.Bead)
+	stopped := r.hardStopped[job.Bead]
+	delete(r.hardStopped, job.Bead)
+	return out, stopped
+}
+
+// spendRun adds an attempt's time in the executor, from start, to the run's timing: its
+// launch until launched (zero: never launched) less the queue's own part, then the wait.
+func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
+	launch := time.Since(start)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !launched.IsZero() {
+		launch = launched.Sub(start)
+		r.timing.Wait += time.Since(launched)
+	}
+	r.timing.Queue += queued
+	r.timing.Launch += launch - queued
+}
+
+// interruptStop is the reason of an attempt an interrupt stopped.
+const interruptStop = "interrupted: its agent was stopped"
+
+// judged is the queue's reading of an attempt's end as the executor judged it by its run
+// record (end.Run; nil when it could not be read): done or failed, its duration as the record
+// keeps it, and what assess reads from its output.
+func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, n int, workdir string) outcome {
+	run := end.Run
+	if run == nil {
+		return outcome{status: outFailed, reason: cause(end)}
+	}
+	out := outcome{status: outFailed, reason: end.Reason}
+	if end.Status == record.StatusDone {
+		out.status = outDone
+	}
+	if run.DurationSeconds != nil {
+		out.duration = float64(*run.DurationSeconds)
+	}
+	// The end as the record has it (the executor times a launched attempt by its own clock).
+	finished, ok := time.Time{}, false
+	if run.FinishedAt != nil {
+		finished, ok = record.ParseTime(*run.FinishedAt)
+	}
+	if !ok {
+		finished = time.Now()
+	}
+	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), run.ExitCode, finished, workdir)
+	return out
+}
+
+// cause is why an attempt could not be launched or judged, as the queue words it: the error
+// alone, without the executor's step.
+func cause(end executor.Outcome) string {
+	if end.Err == nil {
+		return end.Reason
+	}
+	return oneLine(end.Err)
+}

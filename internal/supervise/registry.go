@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,10 +82,14 @@ func (l Layout) Lock(ctx context.Context, name string, wait time.Duration) (func
 // Entry is the registry entry of a live supervisor.
 type Entry struct {
 	// Tool is the tool whose recorder owns the attempt ("dispatch"), for Reconcile.
-	Tool     string `json:"tool"`
-	Name     string `json:"name"`
-	Attempt  int    `json:"attempt"`
-	PID      int    `json:"pid"`       // the supervisor; 0 while it is being launched
+	Tool    string `json:"tool"`
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt"`
+	PID     int    `json:"pid"` // the supervisor; 0 while it is being launched
+	// Start is the start time (clock ticks since boot) of a supervisor that serves a slot
+	// (ServeHandoff), which its command line does not name: with the pid, it says this entry is
+	// that process's, not a reused pid's (SupervisorAlive).
+	Start    uint64 `json:"start,omitempty"`
 	AgentPID int    `json:"agent_pid"` // the agent, leader of its own session; 0 until started
 	// AgentStart is the agent's start time (clock ticks since boot), so that a pid reused by
 	// another process is never taken for the agent.
@@ -210,10 +218,64 @@ func (l Layout) Registered(valid func(string) bool) []string {
 	return kept
 }
 
+// ServeHandoff is the --handoff of a supervisor that serves a slot: it takes one attempt after
+// another over descriptor 3, a connection its runner holds (attempt.StartServer), not one spec
+// from a handoff socket.
+const ServeHandoff = "fd:3"
+
 // SupervisorAlive reports whether pid is a live supervisor of name. The command line is
-// checked, not only the pid, because a pid is reused once its process is gone.
+// checked, not only the pid, because a pid is reused once its process is gone. A supervisor
+// that serves a slot names no attempt on its command line: it is name's while name's registry
+// entry (in the state directory of its command line) names it, pid and start time, which it
+// writes itself once it has claimed the attempt and removes once the attempt is recorded.
 func SupervisorAlive(pid int, name string) bool {
-	return proc.Holds(pid, []string{SuperviseVerb}, []string{name})
+	if !proc.Holds(pid, []string{SuperviseVerb}) {
+		return false
+	}
+	args, err := proc.Args(pid)
+	if err != nil || slices.Contains(args, name) {
+		return true
+	}
+	return servesNow(pid, args, name)
+}
+
+// servesNow says whether pid, a supervisor whose command line is args, serves a slot and
+// runs name's attempt now (SupervisorAlive).
+func servesNow(pid int, args []string, name string) bool {
+	i := slices.Index(args, SuperviseVerb)
+	if i < 0 || !slices.Contains(args[i:], ServeHandoff) || !ownProcess(pid) {
+		return false
+	}
+	dir := stateDirArg(args[i+1:])
+	if dir == "" || !filepath.IsAbs(dir) {
+		return false
+	}
+	e, err := Layout{Dir: dir}.ReadEntry(name)
+	if err != nil || e == nil || e.PID != pid || e.Start == 0 {
+		return false
+	}
+	start, ok := proc.StartTime(pid)
+	return ok && start == e.Start
+}
+
+// stateDirArg is the --state-dir of a supervisor verb's arguments, "" when there is none.
+func stateDirArg(args []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--state-dir="); ok {
+			return v
+		}
+		if a == "--state-dir" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// ownProcess says whether pid runs as this user: another user's process, whatever its command
+// line says, is never taken for a supervisor of ours.
+func ownProcess(pid int) bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/"+strconv.Itoa(pid), &st) == nil && int(st.Uid) == os.Getuid()
 }
 
 // WaitExit waits until the supervisor of entry has exited, ctx is done, or limit has passed

@@ -109,6 +109,9 @@ func TestLocalSupervisorCrashLosesItsAttempt(t *testing.T) {
 	if !supervise.SupervisorAlive(sup, "x-crash") {
 		t.Fatalf("the serving supervisor %d is not taken for x-crash's", sup)
 	}
+	if supervise.SupervisorAlive(sup, "x-after") {
+		t.Fatalf("the serving supervisor %d is taken for x-after's, which it does not run", sup)
+	}
 	syscall.Kill(sup, syscall.SIGKILL)
 	var out executor.Outcome
 	select {

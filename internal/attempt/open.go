@@ -468,6 +468,14 @@ func (o *Opened) Launch(ctx context.Context, spec *Spec, self []string) (int, er
 	if err != nil {
 		return 0, err
 	}
+	// dispatch.sh wrote a running result at each launch, which dispatch's readers still see.
+	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.Bead, Agent: spec.Run.Agent,
+		Status: record.StatusRunning, Reason: ReasonDispatched, StartedAt: spec.Run.StartedAt, Attempt: spec.Run.Attempt,
+		MaxRetries: spec.Run.MaxRetries, SessionName: spec.Run.SessionName}
+	if err := o.Dir.Store.WriteResult(ctx, &res); err != nil {
+		o.Dir.Layout.RemoveEntry(o.Bead)
+		return 0, err
+	}
 	pid, err := o.start(ctx, spec, self)
 	if err != nil {
 		o.LaunchFailed(ctx, spec, err)
@@ -479,9 +487,11 @@ func (o *Opened) Launch(ctx context.Context, spec *Spec, self []string) (int, er
 }
 
 // Register registers the launch of spec's attempt (its entry, pid 0) and writes its running
-// records: what Launch does before it starts a supervisor, for a starter that hands the
+// run record: what Launch does before it starts a supervisor, for a starter that hands the
 // attempt to one serving a slot (Server.Hand) once it has let go of the bead's lock. It returns
-// the entry written.
+// the entry written. The result record is written once, final: the previous attempt's (kept
+// in the archive by Open) is removed, so that no reader takes it for this attempt's end, and a
+// run record without a result reads as running (analyze-runs, dispatch wait and ps).
 func (o *Opened) Register(ctx context.Context, spec *Spec) (*supervise.Entry, error) {
 	l := o.Dir.Layout
 	// Registered before the records say "running" (pid 0: launching), so that reconcile, which
@@ -491,14 +501,12 @@ func (o *Opened) Register(ctx context.Context, spec *Spec) (*supervise.Entry, er
 	if err := l.WriteEntry(entry); err != nil {
 		return nil, fmt.Errorf("registering the supervisor: %w", err)
 	}
-	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.Bead, Agent: spec.Run.Agent,
-		Status: record.StatusRunning, Reason: ReasonDispatched, StartedAt: spec.Run.StartedAt, Attempt: spec.Run.Attempt,
-		MaxRetries: spec.Run.MaxRetries, SessionName: spec.Run.SessionName}
-	if err := o.Dir.Store.WriteRun(ctx, &spec.Run); err != nil {
+	// Removing never follows a link: a link planted there goes, its target stays.
+	if err := os.Remove(o.Dir.Store.ResultPath(o.Bead)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		l.RemoveEntry(o.Bead)
-		return nil, err
+		return nil, fmt.Errorf("removing the previous attempt's result: %w", err)
 	}
-	if err := o.Dir.Store.WriteResult(ctx, &res); err != nil {
+	if err := o.Dir.Store.WriteRun(ctx, &spec.Run); err != nil {
 		l.RemoveEntry(o.Bead)
 		return nil, err
 	}

@@ -48,7 +48,9 @@ const (
 
 // SlotName is the operand of a supervisor serving slot: no bead has a ':' in its name, so it
 // is never taken for one's supervisor by its command line.
-func SlotName(slot string) string { return "slot:" + slot }
+func SlotName(slot string) string { return slotPrefix + slot }
+
+const slotPrefix = "slot:"
 
 // Server is the runner's side of a supervisor serving a slot.
 type Server struct {
@@ -157,6 +159,16 @@ func (s *Server) Kill() {
 // hands it, one at a time, until conn ends or a signal stops it.
 func serve(ctx context.Context, stateDir, slot string, conn io.ReadWriteCloser, sigs chan os.Signal, console io.Writer, input *os.File) error {
 	defer conn.Close()
+	if !strings.HasPrefix(slot, slotPrefix) || strings.ContainsAny(slot, "/\x00") || len(slot) > 128 {
+		return fmt.Errorf("%q is no slot's name", slot)
+	}
+	d := NewDir(stateDir)
+	reserve, err := supervise.OpenReserve(d.Layout.ReservePath(slot))
+	if err == nil {
+		defer reserve.Close()
+	} else {
+		reserve = nil // each attempt holds its own (Supervisor.Run)
+	}
 	specs := make(chan *Spec)
 	bad := make(chan error, 1)
 	go func() {
@@ -172,7 +184,6 @@ func serve(ctx context.Context, stateDir, slot string, conn io.ReadWriteCloser, 
 			specs <- spec
 		}
 	}()
-	d := NewDir(stateDir)
 	for {
 		var spec *Spec
 		select {
@@ -192,7 +203,7 @@ func serve(ctx context.Context, stateDir, slot string, conn io.ReadWriteCloser, 
 			}
 			return nil // stopped while idle: nothing to record
 		}
-		if stopping := runServed(ctx, d, spec, conn, sigs, console, input); stopping {
+		if stopping := runServed(ctx, d, spec, reserve, conn, sigs, console, input); stopping {
 			return nil
 		}
 	}
@@ -200,7 +211,7 @@ func serve(ctx context.Context, stateDir, slot string, conn io.ReadWriteCloser, 
 
 // runServed claims, runs and records one attempt handed to a serving supervisor, and tells the
 // runner. It reports whether a signal stopped the supervisor as a whole.
-func runServed(ctx context.Context, d Dir, spec *Spec, conn io.Writer, sigs chan os.Signal, console io.Writer, input *os.File) bool {
+func runServed(ctx context.Context, d Dir, spec *Spec, reserve *supervise.Reserve, conn io.Writer, sigs chan os.Signal, console io.Writer, input *os.File) bool {
 	bead := spec.Run.Bead
 	if spec.Attempt.Name != bead || !validBead(bead) || spec.Run.Attempt <= 0 {
 		fmt.Fprintf(conn, "%s: a spec for %q\n", replyRefused, bead)
@@ -208,7 +219,7 @@ func runServed(ctx context.Context, d Dir, spec *Spec, conn io.Writer, sigs chan
 	}
 	s := &supervise.Supervisor{Layout: d.Layout, Tool: Tool, Name: bead, Backend: spec.Backend,
 		Socket: spec.Socket, Session: spec.Session, Console: console, Input: input, Once: true, Signals: sigs,
-		Claims: spec.Run.Attempt}
+		Claims: spec.Run.Attempt, Reserve: reserve}
 	if err := s.Open(ctx); err != nil {
 		fmt.Fprintf(conn, "%s: %s\n", replyRefused, strings.Join(strings.Fields(err.Error()), " "))
 		return false

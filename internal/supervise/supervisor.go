@@ -46,6 +46,9 @@ type Supervisor struct {
 	// lost in between, and the entry is written once for the claim and the agent together.
 	// Signals is the serving loop's, and outlives Close.
 	Claims int
+	// Reserve, when set, is the disk held for the final records, kept by a supervisor serving
+	// a slot from attempt to attempt; else a file of the name's is created for each attempt.
+	Reserve *Reserve
 	// Registered, when set, is called once the running attempt's agent has started and the
 	// entry names it (and a claim's lock is let go).
 	Registered func()
@@ -206,11 +209,19 @@ func (s *Supervisor) Run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		return out
 	}
 	reserve := s.Layout.ReservePath(s.Name)
-	if err := holdReserve(reserve); err != nil {
+	hold := func() error { return holdReserve(reserve) }
+	if s.Reserve != nil {
+		hold = s.Reserve.hold
+	}
+	if err := hold(); err != nil {
 		s.warnf("no disk reserve for the final records: %v", err)
 	}
 	out := s.run(ctx, a, rec)
-	os.Remove(reserve)
+	if s.Reserve != nil {
+		s.Reserve.free()
+	} else {
+		os.Remove(reserve)
+	}
 	if s.Once && s.ln != nil {
 		// The agent is gone, and once its end is recorded the name's next supervisor may start
 		// at once (a loop's next iteration): it must find the socket's path free, not this

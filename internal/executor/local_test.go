@@ -193,3 +193,27 @@ func TestLocalFilesPerAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalSupervisorOutlivesItsRunner SIGKILLs a runner once its slot's supervisor has the
+// attempt: the supervisor runs it to its recorded end, then exits, having no runner to serve.
+func TestLocalSupervisorOutlivesItsRunner(t *testing.T) {
+	w := newWorld(t)
+	self, _ := os.Executable()
+	w.setup = setup{Kind: "local", StateDir: w.stateDir, Repo: w.repo, Agents: w.agents,
+		Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir}}
+	tmp := t.TempDir()
+	ppids, gate := filepath.Join(tmp, "ppids"), filepath.Join(tmp, "gate")
+	j := w.job(t, "orphan", "ppid:"+ppids+" waitfor:"+gate)
+	n := w.killedRun(t, j, "launched")
+	waitFor(t, ppids, "\n")
+	sup := supervisorsOf(t, ppids)[0]
+	if !supervise.SupervisorAlive(sup, j.Bead) {
+		t.Fatalf("the slot's supervisor %d is gone with its runner", sup)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	waitGone(t, sup, "the slot's supervisor, its runner gone and its attempt ended")
+	run, err := record.ReadRun(record.Store{Dir: w.stateDir}.RunPath(j.Bead))
+	if err != nil || run.Attempt != n || run.Status != record.StatusDone {
+		t.Fatalf("the run record: %+v, %v; want attempt %d done", run, err, n)
+	}
+}

@@ -229,14 +229,17 @@ const ServeHandoff = "fd:3"
 // entry (in the state directory of its command line) names it, pid and start time, which it
 // writes itself once it has claimed the attempt and removes once the attempt is recorded.
 func SupervisorAlive(pid int, name string) bool {
-	if !proc.Holds(pid, []string{SuperviseVerb}) {
+	if !proc.Alive(pid) {
 		return false
 	}
 	args, err := proc.Args(pid)
-	if err != nil || slices.Contains(args, name) {
-		return true
+	if err != nil {
+		return true // as proc.Holds: a live pid whose command line cannot be read
 	}
-	return servesNow(pid, args, name)
+	if !slices.Contains(args, SuperviseVerb) {
+		return false
+	}
+	return slices.Contains(args, name) || servesNow(pid, args, name)
 }
 
 // servesNow says whether pid, a supervisor whose command line is args, serves a slot and

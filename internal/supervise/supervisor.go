@@ -301,7 +301,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	if s.Input == nil {
 		// No pane, so no terminal but the screen model to answer the agent's questions (the
 		// cursor position, the terminal's attributes); in a pane, tmux answers them.
-		scr.scr.ReplyTo(writerFunc(ag.write))
+		scr.ReplyTo(writerFunc(ag.write))
 	}
 	cur := &running{a: a, proc: ag, screen: scr, stopReq: make(chan string, 1)}
 	s.mu.Lock()

@@ -106,6 +106,19 @@ type Entry struct {
 
 // WriteEntry records a live supervisor.
 func (l Layout) WriteEntry(e *Entry) error {
+	return l.writeEntry(e, true)
+}
+
+// rewriteEntry replaces the entry of a supervisor that is registered already (by WriteEntry,
+// its own or its starter's) with what it learnt since: its agent, its outcome. Its content is
+// on disk before the rename, as always, but the rename's durability is not waited for (the
+// directory's fsync): a power cut may undo it, which leaves the entry before it, naming the
+// same attempt, whose running record reconcile then closes as lost. An fsync a write less.
+func (l Layout) rewriteEntry(e *Entry) error {
+	return l.writeEntry(e, false)
+}
+
+func (l Layout) writeEntry(e *Entry, durable bool) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
@@ -113,7 +126,11 @@ func (l Layout) WriteEntry(e *Entry) error {
 	if err := statedir.MkdirFor(l.EntryPath(e.Name)); err != nil {
 		return err
 	}
-	return fsx.WriteFileAtomic(l.EntryPath(e.Name), append(b, '\n'), 0o600)
+	if durable {
+		return fsx.WriteFileAtomic(l.EntryPath(e.Name), append(b, '\n'), 0o600)
+	}
+	_, err = fsx.WriteFileAtomicLazy(l.EntryPath(e.Name), append(b, '\n'), 0o600)
+	return err
 }
 
 // entryLimit bounds what is read of an entry: a few hundred bytes are expected. (A hand-over

@@ -312,7 +312,8 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		s.entry.StartedAt = started.UTC().Format(time.RFC3339)
 	}
 	s.mu.Unlock()
-	s.Layout.WriteEntry(s.entry)
+	// It replaces an entry written durably: Open's, or for a claim the starter's launch.
+	s.Layout.rewriteEntry(s.entry)
 	s.releaseClaim()
 	if s.Registered != nil {
 		s.Registered()
@@ -476,7 +477,7 @@ func (s *Supervisor) record(ctx context.Context, a *Attempt, rec Recorder, out *
 	s.mu.Lock()
 	s.entry.Attempt, s.entry.AgentPID, s.entry.AgentStart, s.entry.Outcome = a.Number, 0, 0, out
 	s.mu.Unlock()
-	s.Layout.WriteEntry(s.entry)
+	s.Layout.rewriteEntry(s.entry)
 	delay := 250 * time.Millisecond
 	for try := 1; ; try++ {
 		err := rec.Finished(ctx, a, out, console)

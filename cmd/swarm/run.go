@@ -220,6 +220,8 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOpti
 	}
 	local := &executor.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
 		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free), Template: swarmrun.Template}
+	// The slots' supervisors are let go and waited for: none outlives the run.
+	defer local.Close()
 	return runWith(ctx, o, s, m, path, repo, n, halt, []swarmrun.Executor{local})
 }
 

@@ -464,38 +464,64 @@ func copyTo(path string, r io.Reader) error {
 // supervisor verb: self, supervise.SuperviseVerb, --state-dir, …) and hands it spec. It returns
 // the supervisor's pid. A supervisor that cannot be started is recorded as a failed attempt.
 func (o *Opened) Launch(ctx context.Context, spec *Spec, self []string) (int, error) {
+	entry, err := o.Register(ctx, spec)
+	if err != nil {
+		return 0, err
+	}
+	// dispatch.sh wrote a running result at each launch, which dispatch's readers still see.
+	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.Bead, Agent: spec.Run.Agent,
+		Status: record.StatusRunning, Reason: ReasonDispatched, StartedAt: spec.Run.StartedAt, Attempt: spec.Run.Attempt,
+		MaxRetries: spec.Run.MaxRetries, SessionName: spec.Run.SessionName}
+	if err := o.Dir.Store.WriteResult(ctx, &res); err != nil {
+		o.Dir.Layout.RemoveEntry(o.Bead)
+		return 0, err
+	}
+	pid, err := o.start(ctx, spec, self)
+	if err != nil {
+		o.LaunchFailed(ctx, spec, err)
+		return 0, fmt.Errorf("starting the supervisor: %w", err)
+	}
+	entry.PID = pid
+	o.Dir.Layout.WriteEntry(entry)
+	return pid, nil
+}
+
+// Register registers the launch of spec's attempt (its entry, pid 0) and writes its running
+// run record: what Launch does before it starts a supervisor, for a starter that hands the
+// attempt to one serving a slot (Server.Hand) once it has let go of the bead's lock. It returns
+// the entry written. The result record is written once, final: the previous attempt's (kept
+// in the archive by Open) is removed, so that no reader takes it for this attempt's end, and a
+// run record without a result reads as running (analyze-runs, dispatch wait and ps).
+func (o *Opened) Register(ctx context.Context, spec *Spec) (*supervise.Entry, error) {
 	l := o.Dir.Layout
 	// Registered before the records say "running" (pid 0: launching), so that reconcile, which
 	// looks only at the registry, can never miss a running record.
 	entry := &supervise.Entry{Tool: Tool, Name: o.Bead, Attempt: spec.Run.Attempt, Backend: spec.Backend,
 		StartedAt: spec.Run.StartedAt, Socket: spec.Socket, Session: spec.Session}
 	if err := l.WriteEntry(entry); err != nil {
-		return 0, fmt.Errorf("registering the supervisor: %w", err)
+		return nil, fmt.Errorf("registering the supervisor: %w", err)
 	}
-	res := record.Result{SchemaVersion: record.SchemaVersion, Bead: o.Bead, Agent: spec.Run.Agent,
-		Status: record.StatusRunning, Reason: ReasonDispatched, StartedAt: spec.Run.StartedAt, Attempt: spec.Run.Attempt,
-		MaxRetries: spec.Run.MaxRetries, SessionName: spec.Run.SessionName}
+	// Removing never follows a link: a link planted there goes, its target stays.
+	if err := os.Remove(o.Dir.Store.ResultPath(o.Bead)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.RemoveEntry(o.Bead)
+		return nil, fmt.Errorf("removing the previous attempt's result: %w", err)
+	}
 	if err := o.Dir.Store.WriteRun(ctx, &spec.Run); err != nil {
 		l.RemoveEntry(o.Bead)
-		return 0, err
+		return nil, err
 	}
-	if err := o.Dir.Store.WriteResult(ctx, &res); err != nil {
-		l.RemoveEntry(o.Bead)
-		return 0, err
-	}
-	pid, err := o.start(ctx, spec, self)
-	if err != nil {
-		out := &supervise.Outcome{Status: record.StatusFailed, Reason: ReasonLaunchFailed, Finished: time.Now(),
-			UnknownExit: true, Summary: err.Error()}
-		r, res := Complete(spec.Run, out, nil)
-		o.Dir.Store.WriteRun(ctx, &r)
-		o.Dir.Store.WriteResult(ctx, &res)
-		l.RemoveEntry(o.Bead)
-		return 0, fmt.Errorf("starting the supervisor: %w", err)
-	}
-	entry.PID = pid
-	l.WriteEntry(entry)
-	return pid, nil
+	return entry, nil
+}
+
+// LaunchFailed records a registered attempt whose supervisor could not be started as failed
+// (launch-failed) and removes its entry. The caller holds the bead's lock.
+func (o *Opened) LaunchFailed(ctx context.Context, spec *Spec, err error) {
+	out := &supervise.Outcome{Status: record.StatusFailed, Reason: ReasonLaunchFailed, Finished: time.Now(),
+		UnknownExit: true, Summary: err.Error()}
+	r, res := Complete(spec.Run, out, nil)
+	o.Dir.Store.WriteRun(ctx, &r)
+	o.Dir.Store.WriteResult(ctx, &res)
+	o.Dir.Layout.RemoveEntry(o.Bead)
 }
 
 // handoffWait is how long a starting supervisor has to take its spec.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
@@ -115,9 +117,11 @@ type Executor interface {
 	Run(ctx context.Context, slot Slot, job Job) Outcome
 }
 
-// Local is this machine as an executor: each attempt is one of dispatch's (attempt.Open and
-// Launch, bead <execution>-<task>), its supervisor detached so that it outlives the run, its
-// run and result records in StateDir (analyze-runs reports them).
+// Local is this machine as an executor: each attempt is one of dispatch's (attempt.Open,
+// bead <execution>-<task>), its run and result records in StateDir (analyze-runs reports them).
+// Each slot keeps one supervisor, detached so that its attempt outlives the run, serving the
+// slot's attempts one after another (attempt.StartServer); one that is lost is replaced at the
+// slot's next attempt. Close lets them go.
 type Local struct {
 	// N is how many attempts run at once.
 	N int
@@ -139,6 +143,9 @@ type Local struct {
 	// Template is the template name the run records carry (swarmrun.Template), so that
 	// analyze-runs groups the attempts of one kind of run.
 	Template string
+
+	mu      sync.Mutex
+	servers map[string]*attempt.Server // by slot
 }
 
 // Host is ":" as GNU parallel's joblog names this machine.
@@ -179,6 +186,10 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	lctx := context.WithoutCancel(ctx)
 	opened, err := attempt.Open(lctx, d, job.Bead, l.where(), false)
 	if err != nil {
+		if job.Adopt > 0 && errors.Is(err, attempt.ErrRunning) {
+			// Judged cut short, but its serving supervisor claimed it meanwhile: adopted.
+			return l.await(ctx, job.Bead, job.Adopt)
+		}
 		return failed(0, "launch-failed", err)
 	}
 	n := opened.Number
@@ -191,8 +202,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		job.Launched(n)
 	}
 	launched := time.Now()
-	_, err = opened.Launch(lctx, spec, l.Self)
-	opened.Close()
+	srv, err := l.launch(lctx, slot, opened, spec)
 	if err != nil {
 		out := l.judge(lctx, job.Bead, n)
 		if out.Reason == "" {
@@ -206,11 +216,117 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if job.Checkpoint != nil {
 		job.Checkpoint("launched")
 	}
-	out := l.await(ctx, job.Bead, n)
+	var out Outcome
+	if srv != nil {
+		out = l.awaitServed(ctx, slot, srv, job.Bead, n)
+	} else {
+		out = l.await(ctx, job.Bead, n)
+	}
 	// The records keep whole seconds (dispatch.sh's format): a task of 0.4 s would last 0 s
 	// and a run of such tasks report no parallel speedup. An attempt launched here is timed by
 	// this clock, from its launch to its judged end.
 	out.Started, out.Finished = launched, time.Now()
+	return out
+}
+
+// launch hands the opened attempt to the slot's serving supervisor and returns it; it closes
+// opened. When no serving supervisor can be started, the attempt gets a supervisor of its own
+// (attempt.Launch), and the returned server is nil. An error is an attempt that did not start:
+// the caller judges it by its records.
+func (l *Local) launch(ctx context.Context, slot Slot, opened *attempt.Opened, spec *attempt.Spec) (*attempt.Server, error) {
+	srv, err := l.server(slot)
+	if err != nil {
+		defer opened.Close()
+		_, err := opened.Launch(ctx, spec, l.Self)
+		return nil, err
+	}
+	_, err = opened.Register(ctx, spec)
+	// The supervisor claims the attempt under the bead's lock: let go first.
+	opened.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Hand(ctx, spec); err != nil {
+		// It refused or is gone: the attempt, registered and never claimed (or claimed and
+		// lost with it), is judged by its records; the slot's next attempt gets a new one.
+		l.drop(slot, srv)
+		return nil, err
+	}
+	return srv, nil
+}
+
+// server is slot's serving supervisor, started when it has none or its last one is gone.
+func (l *Local) server(slot Slot) (*attempt.Server, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.servers[slot.ID]; s != nil {
+		select {
+		case <-s.Gone():
+		default:
+			return s, nil
+		}
+	}
+	s, err := attempt.StartServer(l.Self, l.StateDir, slot.ID)
+	if err != nil {
+		return nil, err
+	}
+	if l.servers == nil {
+		l.servers = map[string]*attempt.Server{}
+	}
+	l.servers[slot.ID] = s
+	return s, nil
+}
+
+// drop ends and forgets slot's serving supervisor srv (its attempt, if any, is lost with it).
+func (l *Local) drop(slot Slot, srv *attempt.Server) {
+	srv.Kill()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.servers[slot.ID] == srv {
+		delete(l.servers, slot.ID)
+	}
+}
+
+// closeWait is how long Close waits for an idle serving supervisor to exit.
+const closeWait = 10 * time.Second
+
+// Close lets the slots' serving supervisors go and waits for them to exit: they have no
+// attempt once the run has waited for every one. (A runner that dies lets them go as well:
+// each exits once its attempt is recorded.)
+func (l *Local) Close() {
+	l.mu.Lock()
+	servers := l.servers
+	l.servers = nil
+	l.mu.Unlock()
+	deadline := time.After(closeWait)
+	for _, s := range servers {
+		s.Close()
+	}
+	for _, s := range servers {
+		select {
+		case <-s.Gone():
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// awaitServed waits for the attempt slot's serving supervisor srv runs to be recorded, and
+// judges it. When ctx ends first, the supervisor is stopped (SIGTERM: it stops the agent,
+// records the end and exits) and the attempt reported Interrupted. A supervisor lost meanwhile
+// is forgotten: its attempt is judged by its records (supervisor-lost).
+func (l *Local) awaitServed(ctx context.Context, slot Slot, srv *attempt.Server, bead string, n int) Outcome {
+	err := srv.Wait(ctx)
+	interrupted := err != nil && ctx.Err() != nil
+	if interrupted {
+		syscall.Kill(srv.Pid, syscall.SIGTERM)
+		err = srv.Wait(context.Background())
+	}
+	if err != nil || interrupted {
+		l.drop(slot, srv)
+	}
+	out := l.judge(context.WithoutCancel(ctx), bead, n)
+	out.Interrupted = interrupted
 	return out
 }
 

@@ -17,7 +17,8 @@ import (
 )
 
 // TestMain makes the test binary the local attempts' supervisor (Local starts it as
-// "BINARY __supervise --state-dir DIR --handoff H BEAD", as swarm's `run __supervise` verb) and
+// "BINARY __supervise --state-dir DIR --handoff fd:3 slot:SLOT", serving a slot, as swarm's `run
+// __supervise` verb; "--handoff H BEAD" for one attempt) and
 // the runner the adoption case kills (killedRunVerb).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervise.SuperviseVerb {

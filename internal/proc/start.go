@@ -43,6 +43,8 @@ type Detached struct {
 	// Output is the file its standard output and error go to (the caller opens it as it needs:
 	// appended to, or new); nil is /dev/null. Its standard input is always /dev/null.
 	Output *os.File
+	// Files are given to it as descriptors 3, 4, …: a connection to its starter, say.
+	Files []*os.File
 }
 
 // Child is a process StartDetached started.
@@ -71,6 +73,7 @@ func StartDetached(argv []string, o Detached) (*Child, error) {
 		// An *os.File is given to the child as it is: no goroutine of ours copies its output.
 		cmd.Stdout, cmd.Stderr = o.Output, o.Output
 	}
+	cmd.ExtraFiles = o.Files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err

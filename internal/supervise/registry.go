@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,10 +82,14 @@ func (l Layout) Lock(ctx context.Context, name string, wait time.Duration) (func
 // Entry is the registry entry of a live supervisor.
 type Entry struct {
 	// Tool is the tool whose recorder owns the attempt ("dispatch"), for Reconcile.
-	Tool     string `json:"tool"`
-	Name     string `json:"name"`
-	Attempt  int    `json:"attempt"`
-	PID      int    `json:"pid"`       // the supervisor; 0 while it is being launched
+	Tool    string `json:"tool"`
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt"`
+	PID     int    `json:"pid"` // the supervisor; 0 while it is being launched
+	// Start is the start time (clock ticks since boot) of a supervisor that serves a slot
+	// (ServeHandoff), which its command line does not name: with the pid, it says this entry is
+	// that process's, not a reused pid's (SupervisorAlive).
+	Start    uint64 `json:"start,omitempty"`
 	AgentPID int    `json:"agent_pid"` // the agent, leader of its own session; 0 until started
 	// AgentStart is the agent's start time (clock ticks since boot), so that a pid reused by
 	// another process is never taken for the agent.
@@ -98,6 +106,19 @@ type Entry struct {
 
 // WriteEntry records a live supervisor.
 func (l Layout) WriteEntry(e *Entry) error {
+	return l.writeEntry(e, true)
+}
+
+// rewriteEntry replaces the entry of a supervisor that is registered already (by WriteEntry,
+// its own or its starter's) with what it learnt since: its agent, its outcome. Its content is
+// on disk before the rename, as always, but the rename's durability is not waited for (the
+// directory's fsync): a power cut may undo it, which leaves the entry before it, naming the
+// same attempt, whose running record reconcile then closes as lost. An fsync a write less.
+func (l Layout) rewriteEntry(e *Entry) error {
+	return l.writeEntry(e, false)
+}
+
+func (l Layout) writeEntry(e *Entry, durable bool) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
@@ -105,7 +126,11 @@ func (l Layout) WriteEntry(e *Entry) error {
 	if err := statedir.MkdirFor(l.EntryPath(e.Name)); err != nil {
 		return err
 	}
-	return fsx.WriteFileAtomic(l.EntryPath(e.Name), append(b, '\n'), 0o600)
+	if durable {
+		return fsx.WriteFileAtomic(l.EntryPath(e.Name), append(b, '\n'), 0o600)
+	}
+	_, err = fsx.WriteFileAtomicLazy(l.EntryPath(e.Name), append(b, '\n'), 0o600)
+	return err
 }
 
 // entryLimit bounds what is read of an entry: a few hundred bytes are expected. (A hand-over
@@ -210,10 +235,67 @@ func (l Layout) Registered(valid func(string) bool) []string {
 	return kept
 }
 
+// ServeHandoff is the --handoff of a supervisor that serves a slot: it takes one attempt after
+// another over descriptor 3, a connection its runner holds (attempt.StartServer), not one spec
+// from a handoff socket.
+const ServeHandoff = "fd:3"
+
 // SupervisorAlive reports whether pid is a live supervisor of name. The command line is
-// checked, not only the pid, because a pid is reused once its process is gone.
+// checked, not only the pid, because a pid is reused once its process is gone. A supervisor
+// that serves a slot names no attempt on its command line: it is name's while name's registry
+// entry (in the state directory of its command line) names it, pid and start time, which it
+// writes itself once it has claimed the attempt and removes once the attempt is recorded.
 func SupervisorAlive(pid int, name string) bool {
-	return proc.Holds(pid, []string{SuperviseVerb}, []string{name})
+	if !proc.Alive(pid) {
+		return false
+	}
+	args, err := proc.Args(pid)
+	if err != nil {
+		return true // as proc.Holds: a live pid whose command line cannot be read
+	}
+	if !slices.Contains(args, SuperviseVerb) {
+		return false
+	}
+	return slices.Contains(args, name) || servesNow(pid, args, name)
+}
+
+// servesNow says whether pid, a supervisor whose command line is args, serves a slot and
+// runs name's attempt now (SupervisorAlive).
+func servesNow(pid int, args []string, name string) bool {
+	i := slices.Index(args, SuperviseVerb)
+	if i < 0 || !slices.Contains(args[i:], ServeHandoff) || !ownProcess(pid) {
+		return false
+	}
+	dir := stateDirArg(args[i+1:])
+	if dir == "" || !filepath.IsAbs(dir) {
+		return false
+	}
+	e, err := Layout{Dir: dir}.ReadEntry(name)
+	if err != nil || e == nil || e.PID != pid || e.Start == 0 {
+		return false
+	}
+	start, ok := proc.StartTime(pid)
+	return ok && start == e.Start
+}
+
+// stateDirArg is the --state-dir of a supervisor verb's arguments, "" when there is none.
+func stateDirArg(args []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--state-dir="); ok {
+			return v
+		}
+		if a == "--state-dir" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// ownProcess says whether pid runs as this user: another user's process, whatever its command
+// line says, is never taken for a supervisor of ours.
+func ownProcess(pid int) bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/"+strconv.Itoa(pid), &st) == nil && int(st.Uid) == os.Getuid()
 }
 
 // WaitExit waits until the supervisor of entry has exited, ctx is done, or limit has passed

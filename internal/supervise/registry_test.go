@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/proc"
 )
 
 // TestReadEntryAndClearNotEntry: what sits at an entry's path and is no entry (issue 9, items
@@ -115,4 +117,45 @@ func TestWaitExit(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	<-done
+}
+
+// TestSupervisorAliveServing: a supervisor serving a slot (its command line names no bead) is a
+// bead's while the bead's entry, in the state directory of its command line, names its pid and
+// its start time; not another bead's, not with another start time (a pid reused), and not once
+// the entry names someone else.
+func TestSupervisorAliveServing(t *testing.T) {
+	dir := t.TempDir()
+	l := Layout{Dir: dir}
+	// bash keeps running itself (the trailing ':' keeps it from exec'ing sleep), its command
+	// line a serving supervisor's.
+	cmd := exec.Command("bash", "-c", "sleep 600; :", SuperviseVerb, "--state-dir", dir, "--handoff", ServeHandoff, "slot:local-1")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no bash: %v", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	start, ok := proc.StartTime(pid)
+	if !ok {
+		t.Fatal("no start time for the stand-in supervisor")
+	}
+	for _, c := range []struct {
+		name  string
+		entry *Entry
+		bead  string
+		alive bool
+	}{
+		{"its entry", &Entry{Name: "x-a", PID: pid, Start: start}, "x-a", true},
+		{"another bead", &Entry{Name: "x-a", PID: pid, Start: start}, "x-b", false},
+		{"a reused pid", &Entry{Name: "x-a", PID: pid, Start: start + 1}, "x-a", false},
+		{"no start time", &Entry{Name: "x-a", PID: pid}, "x-a", false},
+		{"someone else's entry", &Entry{Name: "x-a", PID: pid + 1, Start: start}, "x-a", false},
+	} {
+		if err := l.WriteEntry(c.entry); err != nil {
+			t.Fatal(err)
+		}
+		if got := SupervisorAlive(pid, c.bead); got != c.alive {
+			t.Errorf("%s: SupervisorAlive = %v, want %v", c.name, got, c.alive)
+		}
+		l.RemoveEntry(c.entry.Name)
+	}
 }

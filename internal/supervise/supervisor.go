@@ -39,8 +39,22 @@ type Supervisor struct {
 	// Signals, when set, is the channel of CatchSignals, taken before the supervisor was
 	// made, so that a stop sent while it starts is not lost; Open catches them otherwise.
 	Signals chan os.Signal
+	// Claims, when above 0, is the attempt of Name a supervisor serving a slot was handed by a
+	// starter that has let go of the name's lock and registered the launch (pid 0): Open claims
+	// it under the lock (the entry must still be that launch's) and holds the lock until the
+	// agent has started and the entry names this process, so that no one judges the attempt
+	// lost in between, and the entry is written once for the claim and the agent together.
+	// Signals is the serving loop's, and outlives Close.
+	Claims int
+	// Reserve, when set, is the disk held for the final records, kept by a supervisor serving
+	// a slot from attempt to attempt; else a file of the name's is created for each attempt.
+	Reserve *Reserve
+	// Registered, when set, is called once the running attempt's agent has started and the
+	// entry names it (and a claim's lock is let go).
+	Registered func()
 
 	mu       sync.Mutex
+	claimed  func() error // the name's lock, held from the claim to the agent's registration
 	cur      *running
 	entry    *Entry
 	ln       net.Listener
@@ -76,15 +90,21 @@ func (s *Supervisor) Open(ctx context.Context) error {
 		s.sigs = CatchSignals()
 	}
 
-	// Registration waits for whoever started the supervisor (it holds the name's lock until
-	// it has registered the launch) to let go, so this entry is the last word.
-	if unlock, err := s.Layout.Lock(ctx, s.Name, 30*time.Second); err == nil {
-		unlock()
-	}
 	s.entry = &Entry{Tool: s.Tool, Name: s.Name, PID: os.Getpid(), Backend: s.Backend, Socket: s.Socket,
 		Session: s.Session, Control: s.Layout.SocketPath(s.Name)}
-	if old, _ := s.Layout.ReadEntry(s.Name); old != nil {
-		s.entry.Attempt, s.entry.StartedAt = old.Attempt, old.StartedAt
+	if s.Claims > 0 {
+		if err := s.claim(ctx); err != nil {
+			return err
+		}
+	} else {
+		// Registration waits for whoever started the supervisor (it holds the name's lock
+		// until it has registered the launch) to let go, so this entry is the last word.
+		if unlock, err := s.Layout.Lock(ctx, s.Name, 30*time.Second); err == nil {
+			unlock()
+		}
+		if old, _ := s.Layout.ReadEntry(s.Name); old != nil {
+			s.entry.Attempt, s.entry.StartedAt = old.Attempt, old.StartedAt
+		}
 	}
 	ln, err := s.listenControl(ctx)
 	if err != nil {
@@ -94,8 +114,10 @@ func (s *Supervisor) Open(ctx context.Context) error {
 		s.ln = ln
 		go s.serveControl(ln)
 	}
-	if err := s.Layout.WriteEntry(s.entry); err != nil {
-		s.warnf("%v", err)
+	if s.claimed == nil {
+		if err := s.Layout.WriteEntry(s.entry); err != nil {
+			s.warnf("%v", err)
+		}
 	}
 	if s.Input != nil {
 		s.size = paneSize(s.Input)
@@ -105,6 +127,36 @@ func (s *Supervisor) Open(ctx context.Context) error {
 		go s.relayKeys()
 	}
 	return nil
+}
+
+// ErrNotClaimed is Open's error for an attempt handed to a serving supervisor (Claims) whose
+// launch is no longer registered as the starter left it: it was judged lost, or replaced.
+var ErrNotClaimed = errors.New("the attempt is no longer the one launched")
+
+// claim takes the name's lock and checks the registry entry is still the launch of attempt
+// Claims (pid 0), keeping the lock (releaseClaim lets go of it).
+func (s *Supervisor) claim(ctx context.Context) error {
+	unlock, err := s.Layout.Lock(ctx, s.Name, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("claiming %s: %w", s.Name, err)
+	}
+	old, _ := s.Layout.ReadEntry(s.Name)
+	if old == nil || old.Attempt != s.Claims || old.PID != 0 {
+		unlock()
+		return fmt.Errorf("claiming attempt %d of %s: %w", s.Claims, s.Name, ErrNotClaimed)
+	}
+	s.entry.Attempt, s.entry.StartedAt = old.Attempt, old.StartedAt
+	s.entry.Start, _ = proc.StartTime(os.Getpid())
+	s.claimed = unlock
+	return nil
+}
+
+// releaseClaim lets go of the lock claim took, once the entry names this process.
+func (s *Supervisor) releaseClaim() {
+	if s.claimed != nil {
+		s.claimed()
+		s.claimed = nil
+	}
 }
 
 // CatchSignals starts catching the signals that stop a supervisor's attempt (and the pane's
@@ -119,10 +171,13 @@ func CatchSignals() chan os.Signal {
 // Close stops serving, restores the pane's terminal and removes the registry entry, unless a
 // newer attempt of the name has registered since (a --force dispatch replaced this one).
 func (s *Supervisor) Close() {
+	s.releaseClaim()
 	if s.ln != nil {
 		s.ln.Close()
 	}
-	signal.Stop(s.sigs)
+	if s.Claims == 0 {
+		signal.Stop(s.sigs)
+	}
 	if s.restore != nil {
 		s.restore()
 	}
@@ -157,11 +212,19 @@ func (s *Supervisor) Run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		return out
 	}
 	reserve := s.Layout.ReservePath(s.Name)
-	if err := holdReserve(reserve); err != nil {
+	hold := func() error { return holdReserve(reserve) }
+	if s.Reserve != nil {
+		hold = s.Reserve.hold
+	}
+	if err := hold(); err != nil {
 		s.warnf("no disk reserve for the final records: %v", err)
 	}
 	out := s.run(ctx, a, rec)
-	os.Remove(reserve)
+	if s.Reserve != nil {
+		s.Reserve.free()
+	} else {
+		os.Remove(reserve)
+	}
 	if s.Once && s.ln != nil {
 		// The agent is gone, and once its end is recorded the name's next supervisor may start
 		// at once (a loop's next iteration): it must find the socket's path free, not this
@@ -232,6 +295,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	}
 	ag, err := startAgent(a, size, sink)
 	if err != nil {
+		s.releaseClaim()
 		fmt.Fprintf(sink, "supervisor: cannot start the agent: %v\r\n", err)
 		return Outcome{Status: StatusFailed, ExitCode: 127, Reason: ReasonStartFailed, Started: started,
 			Finished: time.Now(), Summary: summarize(last.Bytes())}
@@ -240,7 +304,7 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 	if s.Input == nil {
 		// No pane, so no terminal but the screen model to answer the agent's questions (the
 		// cursor position, the terminal's attributes); in a pane, tmux answers them.
-		scr.scr.ReplyTo(writerFunc(ag.write))
+		scr.ReplyTo(writerFunc(ag.write))
 	}
 	cur := &running{a: a, proc: ag, screen: scr, stopReq: make(chan string, 1)}
 	s.mu.Lock()
@@ -251,7 +315,12 @@ func (s *Supervisor) run(ctx context.Context, a *Attempt, rec Recorder) Outcome 
 		s.entry.StartedAt = started.UTC().Format(time.RFC3339)
 	}
 	s.mu.Unlock()
-	s.Layout.WriteEntry(s.entry)
+	// It replaces an entry written durably: Open's, or for a claim the starter's launch.
+	s.Layout.rewriteEntry(s.entry)
+	s.releaseClaim()
+	if s.Registered != nil {
+		s.Registered()
+	}
 	if err := rec.Started(ctx, a, ag.pid()); err != nil {
 		s.warnf("recording the start: %v", err)
 	}
@@ -413,7 +482,7 @@ func (s *Supervisor) record(ctx context.Context, a *Attempt, rec Recorder, out *
 	s.mu.Lock()
 	s.entry.Attempt, s.entry.AgentPID, s.entry.AgentStart, s.entry.Outcome = a.Number, 0, 0, out
 	s.mu.Unlock()
-	s.Layout.WriteEntry(s.entry)
+	s.Layout.rewriteEntry(s.entry)
 	delay := 250 * time.Millisecond
 	for try := 1; ; try++ {
 		err := rec.Finished(ctx, a, out, console)

@@ -77,11 +77,11 @@ type promptLook struct {
 
 // shown tells whether the screen shows a prompt with the cursor after it, at the end.
 func (l *promptLook) shown(scr *screenSink) bool {
-	n := scr.scr.Written()
+	n := scr.Written()
 	if n == l.written && n > 0 {
 		return l.prompt
 	}
-	row, atEnd, last := scr.scr.CursorRow()
+	row, atEnd, last := scr.CursorRow()
 	l.written, l.prompt = n, atEnd && last && promptLike(row)
 	return l.prompt
 }

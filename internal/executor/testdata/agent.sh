@@ -5,6 +5,7 @@
 #   fail       exits 3 at the end;
 #   hang       sleeps until killed;
 #   pid:F      writes its pid into F (a test's signal that it runs, and what to look for after);
+#   ppid:F     appends its parent's pid (its supervisor's) to F;
 #   once:F     appends "TASK start ATTEMPT" to F, and "TASK end ATTEMPT CODE" when it ends;
 #              "TASK overlap" when another run of the task's agent is at work meanwhile;
 #   waitfor:F  waits until the file F exists;
@@ -21,6 +22,7 @@ for word in $prompt; do
 		;;
 	fail) code=3 ;;
 	hang) sleep 3600 ;;
+	ppid:*) echo "$PPID" >> "${word#ppid:}" ;;
 	pid:*) echo $$ > "${word#pid:}.tmp" && mv "${word#pid:}.tmp" "${word#pid:}" ;;
 	once:*)
 		log=${word#once:}

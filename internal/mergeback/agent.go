@@ -25,6 +25,14 @@ type AgentResolver struct {
 	Env []string
 }
 
+// Close lets go of what the executor keeps between attempts (executor.Local's slot
+// supervisors), once the merge is over.
+func (a *AgentResolver) Close() {
+	if c, ok := a.Exec.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
+
 // Template is the template name the resolving attempts' run records carry, so that
 // analyze-runs groups them apart from the runs' own tasks.
 const Template = "merge-back"

@@ -179,6 +179,9 @@ func Run(ctx context.Context, s cli.Streams, prefix string, o *Options, p mergeb
 	if !o.JSON {
 		p.Log = prefixed{w: s.Err, prefix: prefix}
 	}
+	if c, ok := p.Resolver.(interface{ Close() }); ok {
+		defer c.Close() // the resolving agent's slot supervisor: none outlives the merge
+	}
 	res, err := mergeback.Merge(ctx, p)
 	var stopped *mergeback.StoppedError
 	if err != nil && !errors.As(err, &stopped) {

@@ -276,6 +276,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true, slot: executor.Slot{ID: id}})
 	}
 	(&queue{r: r, ctx: ctx}).run(agents)
+	// The slots' supervisors, idle now, are let go (an attempt still at work, interrupted, is
+	// recorded by its supervisor before it exits).
+	if r.local != nil {
+		r.local.Close()
+	}
 	res := &Result{Interrupted: ctx.Err() != nil}
 	r.mu.Lock()
 	res.CostUSD, res.BudgetReached, res.Timing = r.cost, r.budgetHit, r.timing

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func newRepo(t *testing.T) Repo {
+func newRepo(t testing.TB) Repo {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")

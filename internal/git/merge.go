@@ -369,6 +369,9 @@ func (r Repo) MergeOrder(ctx context.Context, base string, order []string, branc
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(order) >= commitGraphFrom {
+		r.writeCommitGraph(ctx)
+	}
 	merged := map[string]bool{}
 	inOrder := map[string]bool{}
 	for _, id := range order {
@@ -399,6 +402,10 @@ func (r Repo) MergeOrder(ctx context.Context, base string, order []string, branc
 			cur = c
 			merged[id] = true
 			out = append(out, id)
+			if len(out)%commitGraphFrom == 0 {
+				// The merges made so far join the graph too: the next walks cross them there.
+				r.writeCommitGraphOf(ctx, cur)
+			}
 			took = true
 			break
 		}
@@ -407,6 +414,28 @@ func (r Repo) MergeOrder(ctx context.Context, base string, order []string, branc
 		}
 	}
 	return out, nil, nil
+}
+
+// commitGraphFrom is how many branches a merge order must have before it writes the
+// repository's commit-graph first: below it the walks are short.
+const commitGraphFrom = 64
+
+// writeCommitGraph adds the repository's commits to its commit-graph (an incremental layer,
+// --split, as git maintenance writes it). Each merge-tree of a merge order walks from the
+// merges made so far down to the merge base: without the graph every commit on that walk is
+// inflated from its object, and the order's cost per branch grew with the run (git 2.39,
+// BenchmarkMergeOrder: 9.6 ms a branch at 200, 32.8 at 1,000). With the branches in the graph,
+// and the order's own merges added every commitGraphFrom (writeCommitGraphOf), it stays flat
+// (9.6 and 9.1). The graph is a cache git keeps itself (git gc writes it too); a failure costs
+// only speed.
+func (r Repo) writeCommitGraph(ctx context.Context) {
+	r.git(ctx, "commit-graph", "write", "--reachable", "--split")
+}
+
+// writeCommitGraphOf adds commit and the commits it reaches to the commit-graph (the merge
+// order's merges, which no ref points at).
+func (r Repo) writeCommitGraphOf(ctx context.Context, commit string) {
+	Cmd{Dir: r.Dir, Stdin: commit + "\n"}.Run(ctx, "commit-graph", "write", "--stdin-commits", "--split")
 }
 
 // depsMerged says whether every dependency that is part of the order is merged already.

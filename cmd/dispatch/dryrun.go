@@ -27,7 +27,7 @@ func printPlan(ctx context.Context, s *settings, t *attempt.Task, w io.Writer) e
 	}
 	branch, workdir := planBranch(ctx, t), workdirOf(t)
 	sent, inv := t.Invocation(d, branch, workdir)
-	env := append(slices.Clip(t.Env), "DISPATCH_BEAD="+t.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number))
+	env := t.AttemptEnv(number)
 
 	fmt.Fprintf(w, "Dry run: %s would start attempt %d/%d of %s; nothing was started or written\n", tool, number, s.maxRetries, t.Bead)
 	if number > s.maxRetries {

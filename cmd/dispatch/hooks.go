@@ -16,8 +16,9 @@ func (s *settings) local(stdout, stderr io.Writer) (*attempt.Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &attempt.Local{Dir: s.dir(), StateDir: s.stateDir, Backend: s.backend, Tmux: s.tmux(),
-		KillGrace: s.killGrace, MaxRetries: s.maxRetries, MinFreeMB: s.minFreeMB,
+	m := attempt.Machine{Dir: s.dir(), StateDir: s.stateDir, Backend: s.backend, Tmux: s.tmux(),
+		KillGrace: s.killGrace, MinFreeMB: s.minFreeMB}
+	return &attempt.Local{Machine: m,
 		Self: []string{exe, supervise.SuperviseVerb, "--state-dir", s.stateDir},
 		Site: s.site(), Stdout: stdout, Stderr: stderr, Tool: tool, Note: s.relayLine()}, nil
 }

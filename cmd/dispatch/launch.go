@@ -69,7 +69,7 @@ func task(ctx context.Context, o *dispatchOptions, s *settings, stdin io.Reader,
 	if fi, err := os.Stat(repo); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("repository %s is not a directory", o.repo)
 	}
-	t := &attempt.Task{Bead: o.bead, Repo: repo, Template: o.template, Branch: o.branch, Worktree: o.worktree,
+	t := &attempt.Task{Bead: o.bead, Repo: repo, Template: o.template, MaxRetries: s.maxRetries, Branch: o.branch, Worktree: o.worktree,
 		Bare: o.noContext, Force: o.force || s.force, Verify: o.verify, Timeout: s.timeout, Effort: s.effort}
 	if o.timeout > 0 {
 		t.Timeout = o.timeout

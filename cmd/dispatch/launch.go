@@ -25,8 +25,8 @@ type launched struct {
 }
 
 // launch starts one attempt of the dispatch form's task: it resolves the command line into an
-// attempt.Task (task), and the library runs it on this machine (attempt.Local.Dispatch), or
-// only shows what it would run (--dry-run).
+// attempt.Task (task), and the library launches it on this machine and tells of it, without
+// waiting for it (attempt.Local.Dispatch), or only shows what it would run (--dry-run).
 func launch(ctx context.Context, o *dispatchOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) (*launched, error) {
 	t, err := task(ctx, o, s, stdin, stderr)
 	if err != nil {
@@ -42,12 +42,6 @@ func launch(ctx context.Context, o *dispatchOptions, s *settings, stdin io.Reade
 	started, err := l.Dispatch(ctx, t)
 	if err != nil {
 		return nil, refusalExit(err)
-	}
-	fmt.Fprintf(stdout, "Agent dispatched. Background watcher PID: %d\n", started.PID)
-	if started.Session != "" {
-		fmt.Fprintf(stdout, "To attach: tmux -S %s attach -t %s\n", s.socket, started.Session)
-	} else {
-		fmt.Fprintf(stdout, "Output: %s\n", started.Log)
 	}
 	return &launched{bead: o.bead, attempt: started.Attempt}, nil
 }

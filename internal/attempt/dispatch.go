@@ -41,12 +41,13 @@ type Dispatched struct {
 	Log     string // the agent's output
 }
 
-// Dispatch runs t as the bead's next attempt: the preflight (free disk, the workspace's
-// pre-launch scripts), the attempt opened under the bead's lock, the repository prepared
-// (--branch, --worktree), the prompt's additions, the supervisor launched with the site's
-// hooks. It holds the bead's lock from reading the previous attempt to writing the
-// supervisor's registry entry, so concurrent dispatches of one bead count each attempt once
-// and never start two agents.
+// Dispatch launches t as the bead's next attempt, and does not wait for it: the preflight
+// (free disk, the workspace's pre-launch scripts), the attempt opened under the bead's lock,
+// the repository prepared (--branch, --worktree), its spec (Machine.Spec, as executor.Local
+// builds its attempts'), the prompt's additions, the supervisor launched with the site's
+// hooks, and the launch told on Stdout. It holds the bead's lock from reading the previous
+// attempt to writing the supervisor's registry entry, so concurrent dispatches of one bead
+// count each attempt once and never start two agents.
 //
 // A pre-launch script's refusal is a *workspace.Refusal; an attempt over MaxRetries is a
 // *Refusal, already told on Stderr (and to the site's hooks) when it is returned.
@@ -75,8 +76,20 @@ func (l *Local) Dispatch(ctx context.Context, t *Task) (*Dispatched, error) {
 	}
 	opened.Close()
 	l.Site.Dispatched(ctx, spec.Hooks, &spec.Run, l.Stderr)
+	l.launched(spec, pid)
 	return &Dispatched{Bead: t.Bead, Attempt: opened.Number, PID: pid, Session: spec.Session,
 		Log: l.Dir.Layout.LogPath(t.Bead)}, nil
+}
+
+// launched is dispatch.sh's console lines for an attempt whose supervisor pid was started:
+// how to attach to its session, or where its output goes.
+func (l *Local) launched(spec *Spec, pid int) {
+	fmt.Fprintf(l.Stdout, "Agent dispatched. Background watcher PID: %d\n", pid)
+	if spec.Session != "" {
+		fmt.Fprintf(l.Stdout, "To attach: tmux -S %s attach -t %s\n", spec.Socket, spec.Session)
+	} else {
+		fmt.Fprintf(l.Stdout, "Output: %s\n", spec.Attempt.LogPath)
+	}
 }
 
 // quietByDefault is l with io.Discard for a nil Stdout or Stderr.

@@ -72,7 +72,7 @@ type Machine struct {
 // and where it runs. workdir is where the agent works, on branch. What runs around the agent
 // (the verification, the workspace's hooks) is the caller's to add: dispatch adds them.
 func (m *Machine) Spec(t *Task, n int, workdir, branch string) *Spec {
-	sent, inv := t.Invocation(m.Dir, branch, workdir)
+	sent, inv := t.invocation(m.Dir, branch, workdir)
 	spec := &Spec{
 		Attempt: supervise.Attempt{
 			Name: t.Bead, Number: n, Dir: workdir, Argv: inv.Argv, Env: t.AttemptEnv(n),
@@ -102,9 +102,9 @@ func (m *Machine) runRecord(t *Task, n int) record.Run {
 	}
 }
 
-// Invocation is what t's agent is sent in workdir on branch (the prompt with its additions,
-// unless Bare) and how it is started with it. A dry run shows it; Machine.Spec starts it.
-func (t *Task) Invocation(d Dir, branch, workdir string) (sent string, inv agent.Invocation) {
+// invocation is what t's agent is sent in workdir on branch (the prompt with its additions,
+// unless Bare) and how it is started with it, for Machine.Spec.
+func (t *Task) invocation(d Dir, branch, workdir string) (sent string, inv agent.Invocation) {
 	sent = t.Prompt
 	if !t.Bare {
 		sent = WithContext(t.Prompt, t.Bead, branch, Peers(d, t.Bead, t.Repo))

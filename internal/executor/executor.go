@@ -117,8 +117,9 @@ type Executor interface {
 	Run(ctx context.Context, slot Slot, job Job) Outcome
 }
 
-// Local is this machine as an executor: each attempt is one of dispatch's (attempt.Open,
-// bead <execution>-<task>), its run and result records in StateDir (analyze-runs reports them).
+// Local is this machine as an executor: each attempt is one of dispatch's (attempt.Open, its
+// spec built by attempt.Machine.Spec as a dispatch's is, bead <execution>-<task>), its run and
+// result records in StateDir (analyze-runs reports them).
 // Each slot keeps one supervisor, detached so that its attempt outlives the run, serving the
 // slot's attempts one after another (attempt.StartServer); one that is lost is replaced at the
 // slot's next attempt. Close lets them go.

@@ -15,44 +15,46 @@ import (
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
-// printPlan prints, for dispatch --dry-run, the exact argv the agent of t would be started
+// printPlan prints, for dispatch --dry-run, from the spec its supervisor would be handed
+// (attempt.Machine.Spec, as Dispatch builds it), the exact argv the agent of t would be started
 // with, the keys of its environment (never the values: they hold API keys), and the files and
 // places the attempt would use. It starts nothing, writes nothing and takes no lock: the
 // attempt's number is read, not claimed.
 func printPlan(ctx context.Context, s *settings, t *attempt.Task, w io.Writer) error {
-	d := s.dir()
+	m := s.machine()
+	d := m.Dir
 	number := 1
 	if prev, err := record.ReadRun(d.Store.RunPath(t.Bead)); err == nil {
 		number = prev.Attempt + 1
 	}
 	branch, workdir := planBranch(ctx, t), workdirOf(t)
-	sent, inv := t.Invocation(d, branch, workdir)
-	env := append(slices.Clip(t.Env), "DISPATCH_BEAD="+t.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", number))
+	spec := m.Spec(t, number, workdir, branch)
+	a := &spec.Attempt
 
 	fmt.Fprintf(w, "Dry run: %s would start attempt %d/%d of %s; nothing was started or written\n", tool, number, s.maxRetries, t.Bead)
 	if number > s.maxRetries {
 		fmt.Fprintf(w, "(it would be refused: attempt %d is over DISPATCH_MAX_RETRIES=%d)\n", number, s.maxRetries)
 	}
 	fmt.Fprintf(w, "agent: %s | model: %s (%s)\n", t.Profile.Name, orNone(t.Model.Name), modelPassing(t.Profile, t.Model))
-	command, _ := findCommand(t.Profile.Command, workdir, pathsOf(env, s.getenv("PATH"))...)
+	command, _ := findCommand(t.Profile.Command, workdir, pathsOf(a.Env, s.getenv("PATH"))...)
 	fmt.Fprintf(w, "command: %s\n", command)
-	fmt.Fprintf(w, "argv (%d, each Go-quoted):\n", len(inv.Argv))
-	for i, a := range inv.Argv {
-		fmt.Fprintf(w, "  [%d] %s\n", i, strconv.Quote(a))
+	fmt.Fprintf(w, "argv (%d, each Go-quoted):\n", len(a.Argv))
+	for i, arg := range a.Argv {
+		fmt.Fprintf(w, "  [%d] %s\n", i, strconv.Quote(arg))
 	}
 	fmt.Fprintf(w, "dir: %s\n", workdir)
 	fmt.Fprintf(w, "branch: %s\n", branch)
 	switch {
-	case inv.Stdin:
-		fmt.Fprintf(w, "stdin: the prompt (%d bytes)\n", len(sent))
-	case inv.PromptFile != "":
-		fmt.Fprintf(w, "stdin: none; the prompt (%d bytes) in the prompt file\n", len(sent))
+	case a.Stdin:
+		fmt.Fprintf(w, "stdin: the prompt (%d bytes)\n", len(a.Prompt))
+	case a.PromptFile != "":
+		fmt.Fprintf(w, "stdin: none; the prompt (%d bytes) in the prompt file\n", len(a.Prompt))
 	default:
-		fmt.Fprintf(w, "stdin: none; the prompt (%d bytes) in argv\n", len(sent))
+		fmt.Fprintf(w, "stdin: none; the prompt (%d bytes) in argv\n", len(a.Prompt))
 	}
-	fmt.Fprintf(w, "terminal: %v\n", t.Profile.Terminal)
-	fmt.Fprintf(w, "env (%d keys; values not shown): %s\n", len(env), strings.Join(envKeys(env), " "))
-	fmt.Fprintf(w, "timeout: %s\n", t.Timeout)
+	fmt.Fprintf(w, "terminal: %v\n", a.Terminal)
+	fmt.Fprintf(w, "env (%d keys; values not shown): %s\n", len(a.Env), strings.Join(envKeys(a.Env), " "))
+	fmt.Fprintf(w, "timeout: %s\n", a.Timeout)
 	fmt.Fprintln(w, "files:")
 	config := "built in (no config file)"
 	if t.Config.Path != "" {
@@ -63,11 +65,11 @@ func printPlan(ctx context.Context, s *settings, t *attempt.Task, w io.Writer) e
 		{"state directory", s.stateDir},
 		{"run record", d.Store.RunPath(t.Bead)},
 		{"result record", d.Store.ResultPath(t.Bead)},
-		{"output log", d.Layout.LogPath(t.Bead)},
+		{"output log", a.LogPath},
 		{"supervisor entry", d.Layout.EntryPath(t.Bead)},
 	}
-	if inv.PromptFile != "" {
-		files = append(files, [2]string{"prompt file", inv.PromptFile})
+	if a.PromptFile != "" {
+		files = append(files, [2]string{"prompt file", a.PromptFile})
 	}
 	if t.Worktree {
 		files = append(files, [2]string{"worktree", workdir})
@@ -78,8 +80,8 @@ func printPlan(ctx context.Context, s *settings, t *attempt.Task, w io.Writer) e
 	for _, f := range files {
 		fmt.Fprintf(w, "  %s: %s\n", f[0], f[1])
 	}
-	if s.backend == supervise.BackendTmux {
-		fmt.Fprintf(w, "tmux: socket %s, session %s\n", s.socket, attempt.Session(t.Bead))
+	if spec.Backend == supervise.BackendTmux {
+		fmt.Fprintf(w, "tmux: socket %s, session %s\n", spec.Socket, spec.Session)
 	} else {
 		fmt.Fprintln(w, "tmux: none (a detached process)")
 	}

@@ -16,10 +16,16 @@ func (s *settings) local(stdout, stderr io.Writer) (*attempt.Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &attempt.Local{Dir: s.dir(), StateDir: s.stateDir, Backend: s.backend, Tmux: s.tmux(),
-		KillGrace: s.killGrace, MaxRetries: s.maxRetries, MinFreeMB: s.minFreeMB,
+	return &attempt.Local{Machine: *s.machine(),
 		Self: []string{exe, supervise.SuperviseVerb, "--state-dir", s.stateDir},
 		Site: s.site(), Stdout: stdout, Stderr: stderr, Tool: tool, Note: s.relayLine()}, nil
+}
+
+// machine is this machine as the settings have it: the state directory, the supervisor's
+// backend and limits.
+func (s *settings) machine() *attempt.Machine {
+	return &attempt.Machine{Dir: s.dir(), StateDir: s.stateDir, Backend: s.backend, Tmux: s.tmux(),
+		KillGrace: s.killGrace, MinFreeMB: s.minFreeMB}
 }
 
 // site is what surrounds a launch under these settings: the workspace a shim named

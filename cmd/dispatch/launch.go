@@ -25,8 +25,8 @@ type launched struct {
 }
 
 // launch starts one attempt of the dispatch form's task: it resolves the command line into an
-// attempt.Task (task), and the library runs it on this machine (attempt.Local.Dispatch), or
-// only shows what it would run (--dry-run).
+// attempt.Task (task), and the library launches it on this machine and tells of it, without
+// waiting for it (attempt.Local.Dispatch), or only shows what it would run (--dry-run).
 func launch(ctx context.Context, o *dispatchOptions, s *settings, stdin io.Reader, stdout, stderr io.Writer) (*launched, error) {
 	t, err := task(ctx, o, s, stdin, stderr)
 	if err != nil {
@@ -42,12 +42,6 @@ func launch(ctx context.Context, o *dispatchOptions, s *settings, stdin io.Reade
 	started, err := l.Dispatch(ctx, t)
 	if err != nil {
 		return nil, refusalExit(err)
-	}
-	fmt.Fprintf(stdout, "Agent dispatched. Background watcher PID: %d\n", started.PID)
-	if started.Session != "" {
-		fmt.Fprintf(stdout, "To attach: tmux -S %s attach -t %s\n", s.socket, started.Session)
-	} else {
-		fmt.Fprintf(stdout, "Output: %s\n", started.Log)
 	}
 	return &launched{bead: o.bead, attempt: started.Attempt}, nil
 }
@@ -69,7 +63,7 @@ func task(ctx context.Context, o *dispatchOptions, s *settings, stdin io.Reader,
 	if fi, err := os.Stat(repo); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("repository %s is not a directory", o.repo)
 	}
-	t := &attempt.Task{Bead: o.bead, Repo: repo, Template: o.template, Branch: o.branch, Worktree: o.worktree,
+	t := &attempt.Task{Bead: o.bead, Repo: repo, Template: o.template, MaxRetries: s.maxRetries, Branch: o.branch, Worktree: o.worktree,
 		Bare: o.noContext, Force: o.force || s.force, Verify: o.verify, Timeout: s.timeout, Effort: s.effort}
 	if o.timeout > 0 {
 		t.Timeout = o.timeout

@@ -13,55 +13,14 @@ import (
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
-	"github.com/agentfleet/fleet/internal/tmux"
 	"github.com/agentfleet/fleet/internal/workspace"
 )
 
-// Task is one task to run as one attempt, resolved by its caller: the agent looked up, the
-// repository made absolute, the prompt read. dispatch makes one of its command line; a task of
-// swarm run or of the queue is one too.
-type Task struct {
-	Bead string
-	// Profile is the agent's profile in Config; Model is the model it runs with.
-	Profile *agent.Profile
-	Config  *agent.Config
-	Model   agent.Model
-	// Repo is the repository, absolute; the agent works there, or in its worktree.
-	Repo   string
-	Prompt string
-	// Template is the run record's template name; "" is record.DefaultTemplate.
-	Template string
-	// Branch is checked out (or created) in Repo; with Worktree, the branch of the bead's own
-	// worktree (agent/<bead> when "").
-	Branch   string
-	Worktree bool
-	// Bare sends the prompt as it is, without WithContext's additions.
-	Bare bool
-	// Force replaces a running agent of the bead.
-	Force bool
-	// Verify is the shell command run in the repository after the agent; "" is the agents
-	// config's test_cmd for Repo, when the config asks for it (runsTestCmd).
-	Verify  string
-	Timeout time.Duration
-	// Effort is codex's reasoning effort (DISPATCH_CODEX_EFFORT); other agents get none.
-	Effort string
-	// Env is the agent's environment, to which the attempt adds DISPATCH_BEAD and
-	// DISPATCH_ATTEMPT.
-	Env []string
-}
-
-// Local is this machine as dispatch runs an attempt on it: the state directory, the
-// supervisor's backend and limits, what surrounds a launch (the workspace's hooks, the relay,
-// Truthsayer), and where it tells what it does, in dispatch.sh's words.
+// Local is this machine as dispatch runs an attempt on it: the supervisor's place and limits
+// (Machine), what surrounds a launch (the workspace's hooks, the relay, Truthsayer), and where
+// it tells what it does, in dispatch.sh's words.
 type Local struct {
-	Dir      Dir
-	StateDir string // absolute
-	// Backend is supervise.BackendTmux (a session on Tmux's server) or BackendProcess.
-	Backend    string
-	Tmux       *tmux.Client
-	KillGrace  time.Duration
-	MaxRetries int
-	MinFreeMB  int64
+	Machine
 	// Self is the supervisor verb's command line; Launch adds the handoff and the bead.
 	Self []string
 	Site workspace.Site
@@ -82,12 +41,13 @@ type Dispatched struct {
 	Log     string // the agent's output
 }
 
-// Dispatch runs t as the bead's next attempt: the preflight (free disk, the workspace's
-// pre-launch scripts), the attempt opened under the bead's lock, the repository prepared
-// (--branch, --worktree), the prompt's additions, the supervisor launched with the site's
-// hooks. It holds the bead's lock from reading the previous attempt to writing the
-// supervisor's registry entry, so concurrent dispatches of one bead count each attempt once
-// and never start two agents.
+// Dispatch launches t as the bead's next attempt, and does not wait for it: the preflight
+// (free disk, the workspace's pre-launch scripts), the attempt opened under the bead's lock,
+// the repository prepared (--branch, --worktree), its spec (Machine.Spec, as executor.Local
+// builds its attempts'), the prompt's additions, the supervisor launched with the site's
+// hooks, and the launch told on Stdout. It holds the bead's lock from reading the previous
+// attempt to writing the supervisor's registry entry, so concurrent dispatches of one bead
+// count each attempt once and never start two agents.
 //
 // A pre-launch script's refusal is a *workspace.Refusal; an attempt over MaxRetries is a
 // *Refusal, already told on Stderr (and to the site's hooks) when it is returned.
@@ -105,10 +65,9 @@ func (l *Local) Dispatch(ctx context.Context, t *Task) (*Dispatched, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := l.runRecord(t, opened.Number)
-	l.banner(&run, branch)
-	spec := l.spec(t, run, workdir, branch)
-	spec.Hooks = l.Site.Hooks(t.Bead, workdir, l.Stderr)
+	spec := l.Spec(t, opened.Number, workdir, branch)
+	l.banner(&spec.Run, branch)
+	l.surround(t, spec, workdir)
 	pid, err := opened.Launch(ctx, spec, l.Self)
 	if err != nil {
 		opened.Close()
@@ -117,8 +76,20 @@ func (l *Local) Dispatch(ctx context.Context, t *Task) (*Dispatched, error) {
 	}
 	opened.Close()
 	l.Site.Dispatched(ctx, spec.Hooks, &spec.Run, l.Stderr)
+	l.launched(spec, pid)
 	return &Dispatched{Bead: t.Bead, Attempt: opened.Number, PID: pid, Session: spec.Session,
 		Log: l.Dir.Layout.LogPath(t.Bead)}, nil
+}
+
+// launched is dispatch.sh's console lines for an attempt whose supervisor pid was started:
+// how to attach to its session, or where its output goes.
+func (l *Local) launched(spec *Spec, pid int) {
+	fmt.Fprintf(l.Stdout, "Agent dispatched. Background watcher PID: %d\n", pid)
+	if spec.Session != "" {
+		fmt.Fprintf(l.Stdout, "To attach: tmux -S %s attach -t %s\n", spec.Socket, spec.Session)
+	} else {
+		fmt.Fprintf(l.Stdout, "Output: %s\n", spec.Attempt.LogPath)
+	}
 }
 
 // quietByDefault is l with io.Discard for a nil Stdout or Stderr.
@@ -161,10 +132,10 @@ func (l *Local) where(bead string) Where {
 // open opens the bead's next attempt (OpenWithin), saying first what it is about to replace.
 // A refusal over MaxRetries is told; a previous run record set aside is warned of.
 func (l *Local) open(ctx context.Context, t *Task) (*Opened, error) {
-	if line := l.replacingLine(ctx, t.Bead, t.Force); line != "" {
+	if line := l.replacingLine(ctx, t); line != "" {
 		fmt.Fprintln(l.Stdout, line)
 	}
-	opened, err := OpenWithin(ctx, l.Dir, t.Bead, l.where(t.Bead), t.Force, l.MaxRetries)
+	opened, err := OpenWithin(ctx, l.Dir, t.Bead, l.where(t.Bead), t.Force, t.MaxRetries)
 	var refusal *Refusal
 	if errors.As(err, &refusal) {
 		l.refuse(ctx, refusal, t)
@@ -185,13 +156,14 @@ func (l *Local) open(ctx context.Context, t *Task) (*Opened, error) {
 // run record is final is stale and cleaned up, a running one is killed with force (as
 // OpenWithin decides); "" when there is none, or it will be refused. It is read before
 // OpenWithin takes the bead's lock: it only says what OpenWithin is about to do.
-func (l *Local) replacingLine(ctx context.Context, bead string, force bool) string {
+func (l *Local) replacingLine(ctx context.Context, t *Task) string {
+	bead := t.Bead
 	if live, _ := Alive(ctx, l.Dir, l.where(bead), bead); !live {
 		return ""
 	}
 	runStatus, resultStatus := "", ""
 	if r, err := record.ReadRun(l.Dir.Store.RunPath(bead)); err == nil {
-		if r.Attempt+1 > l.MaxRetries {
+		if r.Attempt+1 > t.MaxRetries {
 			return "" // refused over DISPATCH_MAX_RETRIES before anything is replaced
 		}
 		runStatus = r.Status
@@ -202,7 +174,7 @@ func (l *Local) replacingLine(ctx context.Context, bead string, force bool) stri
 	switch {
 	case runStatus != "" && runStatus != record.StatusRunning:
 		return fmt.Sprintf("Cleaning up stale tmux session '%s' (status: result=%s, run=%s)", Session(bead), resultStatus, runStatus)
-	case force:
+	case t.Force:
 		return fmt.Sprintf("Force-killing existing session '%s'", Session(bead))
 	}
 	return ""
@@ -268,20 +240,6 @@ func prepareRepo(ctx context.Context, t *Task, stderr io.Writer, tool string) (d
 	return t.Repo, NoBranch, nil
 }
 
-// runRecord is the run record of t's attempt number, as it starts.
-func (l *Local) runRecord(t *Task, number int) record.Run {
-	template := t.Template
-	if template == "" {
-		template = record.DefaultTemplate // dispatch.sh recorded "custom", never null
-	}
-	return record.Run{
-		SchemaVersion: record.SchemaVersion, Bead: t.Bead, Agent: t.Profile.Name, Model: t.Model.Name, Repo: t.Repo,
-		Prompt: record.Truncate(t.Prompt, 200), PromptHash: record.PromptHash(t.Prompt), PromptFull: t.Prompt,
-		StartedAt: record.FormatTime(time.Now()), Status: record.StatusRunning, Attempt: number, MaxRetries: l.MaxRetries,
-		SessionName: record.SessionName(t.Bead), ResultFile: record.ResultFile(l.StateDir, t.Bead), TemplateName: record.Str(template),
-	}
-}
-
 // banner is dispatch.sh's console lines for an attempt about to start, and the Note.
 func (l *Local) banner(run *record.Run, branch string) {
 	fmt.Fprintf(l.Stdout, "Starting agent session: %s\n", run.SessionName)
@@ -294,44 +252,16 @@ func (l *Local) banner(run *record.Run, branch string) {
 	}
 }
 
-// Invocation is what t's agent is sent in workdir on branch (the prompt with its additions,
-// unless Bare) and how it is started with it. A dry run shows it; Dispatch starts it.
-func (t *Task) Invocation(d Dir, branch, workdir string) (sent string, inv agent.Invocation) {
-	sent = t.Prompt
-	if !t.Bare {
-		sent = WithContext(t.Prompt, t.Bead, branch, Peers(d, t.Bead, t.Repo))
+// surround adds to t's spec what dispatch runs around its agent: the verification (--verify,
+// else the agents config's test_cmd for the repository when the config asks for it), the
+// site's hooks, and dispatch's own environment for them.
+func (l *Local) surround(t *Task, spec *Spec, workdir string) {
+	spec.Verify = t.Verify
+	if r, ok := t.Config.Verify(t.Repo); ok && t.Verify == "" && runsTestCmd(t.Config) {
+		spec.Verify, spec.VerifyTimeout = r.TestCmd, int64(r.Timeout)
 	}
-	effort := ""
-	if t.Profile.Name == "codex" {
-		effort = t.Effort
-	}
-	return sent, t.Profile.Invoke(agent.Call{Model: t.Model.Resolved, Prompt: sent, PromptFile: d.Layout.PromptPath(t.Bead),
-		Effort: effort, Dir: workdir})
-}
-
-// spec is the attempt's spec for its supervisor (its hooks are added by Dispatch).
-func (l *Local) spec(t *Task, run record.Run, workdir, branch string) *Spec {
-	sent, inv := t.Invocation(l.Dir, branch, workdir)
-	verifyCmd, verifyTimeout := t.Verify, 0
-	if r, ok := t.Config.Verify(t.Repo); ok && verifyCmd == "" && runsTestCmd(t.Config) {
-		verifyCmd, verifyTimeout = r.TestCmd, r.Timeout
-	}
-	n := run.Attempt
-	spec := &Spec{
-		Attempt: supervise.Attempt{
-			Name: t.Bead, Number: n, Dir: workdir, Argv: inv.Argv,
-			Env:    append(t.Env, "DISPATCH_BEAD="+t.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n)),
-			Prompt: sent, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: t.Profile.Terminal,
-			Timeout: t.Timeout, KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB, DiskDirs: []string{l.StateDir, workdir},
-			LogPath: l.Dir.Layout.LogPath(t.Bead),
-		},
-		Backend: l.Backend, Verify: verifyCmd, VerifyTimeout: int64(verifyTimeout), Run: run,
-		HookEnv: l.Site.Env, // dispatch.sh's watcher ran the hooks in the caller's environment
-	}
-	if l.Backend == supervise.BackendTmux {
-		spec.Socket, spec.Session = l.Tmux.Socket, Session(t.Bead)
-	}
-	return spec
+	spec.Hooks = l.Site.Hooks(t.Bead, workdir, l.Stderr)
+	spec.HookEnv = l.Site.Env // dispatch.sh's watcher ran the hooks in the caller's environment
 }
 
 // runsTestCmd says whether the agents config asks for its repositories' test_cmd after each

@@ -32,10 +32,10 @@ func dispatchLab(t *testing.T) (*Local, *Task, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Local{Dir: NewDir(state), StateDir: state, Backend: supervise.BackendProcess, MaxRetries: 2,
+	l := &Local{Machine: Machine{Dir: NewDir(state), StateDir: state, Backend: supervise.BackendProcess},
 		Self: []string{"false"}, Site: workspace.Site{Root: ws, StateDir: state, Tool: "dispatch"},
 		Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Tool: "dispatch"}
-	task := &Task{Bead: "bd-1", Profile: profile, Config: cfg, Model: agent.Model{Name: "m"}, Repo: repo, Prompt: "fix it"}
+	task := &Task{Bead: "bd-1", Profile: profile, Config: cfg, Model: agent.Model{Name: "m"}, Repo: repo, Prompt: "fix it", MaxRetries: 2}
 	return l, task, ws
 }
 

@@ -117,8 +117,9 @@ type Executor interface {
 	Run(ctx context.Context, slot Slot, job Job) Outcome
 }
 
-// Local is this machine as an executor: each attempt is one of dispatch's (attempt.Open,
-// bead <execution>-<task>), its run and result records in StateDir (analyze-runs reports them).
+// Local is this machine as an executor: each attempt is one of dispatch's (attempt.Open, its
+// spec built by attempt.Machine.Spec as a dispatch's is, bead <execution>-<task>), its run and
+// result records in StateDir (analyze-runs reports them).
 // Each slot keeps one supervisor, detached so that its attempt outlives the run, serving the
 // slot's attempts one after another (attempt.StartServer); one that is lost is replaced at the
 // slot's next attempt. Close lets them go.
@@ -368,8 +369,29 @@ func supervisorOf(bead string) int {
 	return 0
 }
 
-// spec is the dispatch of the job's attempt n.
+// spec is the job's attempt n as its supervisor is handed it (attempt.Machine.Spec, as a
+// dispatch's), with the job's Prepare applied to the agent's command line.
 func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
+	t, err := l.task(slot, job, n)
+	if err != nil {
+		return nil, err
+	}
+	m := attempt.Machine{Dir: l.dir(), StateDir: l.StateDir, Backend: supervise.BackendProcess,
+		KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB}
+	spec := m.Spec(t, n, job.Dir, job.Branch)
+	if job.Prepare != nil {
+		if spec.Attempt.Argv, err = job.Prepare(n, spec.Attempt.Argv); err != nil {
+			return nil, err
+		}
+	}
+	return spec, nil
+}
+
+// task is the job's attempt n as a task of its own: its agent looked up with its model, the
+// prompt sent as it is (no dispatch additions) asking claude for its JSON result, the
+// records' max_retries never below n, and the agents' environment with the job's and the
+// slot's (SWARM_AGENT_ID).
+func (l *Local) task(slot Slot, job Job, n int) (*attempt.Task, error) {
 	if l.Agents == nil {
 		return nil, errors.New("no agents config")
 	}
@@ -381,41 +403,15 @@ func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	model := profile.Model(job.Model, getenv)
-	d := l.dir()
-	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: job.Prompt, PromptFile: d.Layout.PromptPath(job.Bead), Dir: job.Dir})
-	max := job.MaxAttempts
-	if n > max {
-		max = n
-	}
-	argv := profile.JSONOutput(inv.Argv)
-	if job.Prepare != nil {
-		if argv, err = job.Prepare(n, argv); err != nil {
-			return nil, err
-		}
-	}
 	repo := job.Repo
 	if repo == "" {
 		repo = job.Dir
 	}
-	run := record.Run{
-		SchemaVersion: record.SchemaVersion, Bead: job.Bead, Agent: job.Agent, Model: model.Name, Repo: repo,
-		Prompt: record.Truncate(job.Prompt, 200), PromptHash: record.PromptHash(job.Prompt), PromptFull: job.Prompt,
-		StartedAt: record.FormatTime(time.Now()), Status: record.StatusRunning, Attempt: n, MaxRetries: max,
-		SessionName: record.SessionName(job.Bead), ResultFile: record.ResultFile(l.StateDir, job.Bead),
-		TemplateName: record.Str(l.Template),
-	}
 	env := append(append([]string{}, l.Env...), job.Env...)
-	env = append(env, "DISPATCH_BEAD="+job.Bead, fmt.Sprintf("DISPATCH_ATTEMPT=%d", n), "SWARM_AGENT_ID="+slot.ID)
-	return &attempt.Spec{
-		Attempt: supervise.Attempt{
-			Name: job.Bead, Number: n, Dir: job.Dir, Argv: argv, Env: env,
-			Prompt: job.Prompt, Stdin: inv.Stdin, PromptFile: inv.PromptFile, Terminal: profile.Terminal,
-			Timeout: job.Timeout, Inactivity: job.Inactivity, KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB,
-			DiskDirs: []string{l.StateDir, job.Dir}, LogPath: d.Layout.LogPath(job.Bead),
-		},
-		Backend: supervise.BackendProcess, Run: run,
-	}, nil
+	return &attempt.Task{Bead: job.Bead, Profile: profile, Config: l.Agents, Model: profile.Model(job.Model, getenv),
+		Repo: repo, Prompt: job.Prompt, Template: l.Template, MaxRetries: max(job.MaxAttempts, n), Bare: true,
+		JSONOutput: true, Timeout: job.Timeout, Inactivity: job.Inactivity,
+		Env: append(env, "SWARM_AGENT_ID="+slot.ID)}, nil
 }
 
 // await waits for bead's supervisor to end and judges attempt n by its records. When ctx ends

@@ -374,9 +374,13 @@ func nextAttempt(d attempt.Dir, bead string) int {
 	return 1
 }
 
-// setAttempt records the attempt number of the agent's claim.
+// setAttempt makes attempt n the claim's, in the queue too, when the executor numbered it
+// otherwise than the claim did (someone dispatched the bead since, or a host numbers its own).
 func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
-	return a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+	if n == c.attempt {
+		return nil
+	}
+	err := a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
 			return err
@@ -390,6 +394,10 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 		tx.ChangedQueue()
 		return nil
 	})
+	if err == nil {
+		c.attempt = n
+	}
+	return err
 }
 
 // Template is the template name the queue's run records carry, so that analyze-runs groups

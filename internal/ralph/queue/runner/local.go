@@ -62,13 +62,9 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, adopt bool) outcome {
 	var launching bool
 	var launched time.Time
 	job.Prepare = func(n int, argv []string) ([]string, error) {
-		if n != c.attempt {
-			// Someone dispatched the bead since the claim: the queue must name this attempt
-			// before it starts.
-			if err := a.setAttempt(lctx, c, n); err != nil {
-				return nil, err
-			}
-			c.attempt = n
+		// The queue must name this attempt before it starts.
+		if err := a.setAttempt(lctx, c, n); err != nil {
+			return nil, err
 		}
 		start := time.Now()
 		a.done = store.AgentContext{}

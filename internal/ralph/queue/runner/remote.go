@@ -36,12 +36,8 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	}
 	job.Launched = func(n int) {
 		// The host numbers its own attempts: the claim names the one started there.
-		if n != c.attempt {
-			if err := a.setAttempt(lctx, c, n); err != nil {
-				r.logf("%s: %s: naming attempt %d in the queue: %v", a.id, c.task.ID, n, err)
-			} else {
-				c.attempt = n
-			}
+		if err := a.setAttempt(lctx, c, n); err != nil {
+			r.logf("%s: %s: naming attempt %d in the queue: %v", a.id, c.task.ID, n, err)
 		}
 		a.state(lctx, store.AgentWorking, &c.task, n)
 		r.logf("%s: started %s (attempt %d) on %s", a.id, c.task.ID, n, slot.ID)

@@ -372,9 +372,6 @@ func (r *runner) logf(format string, args ...any) {
 // takeCall reserves a start under --max-calls-per-hour: 0 when one is free (taken now), else
 // how long until the oldest start leaves the window.
 func (r *runner) takeCall(now time.Time) time.Duration {
-	if r.cfg.MaxCallsPerHour <= 0 {
-		return 0
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	wait := r.calls.Take(now)
@@ -386,9 +383,6 @@ func (r *runner) takeCall(now time.Time) time.Duration {
 
 // giveCall gives back the start takeCall reserved at t (no task was claimed).
 func (r *runner) giveCall(t time.Time) {
-	if r.cfg.MaxCallsPerHour <= 0 {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls.Give(t)

@@ -88,6 +88,9 @@ type queue struct {
 	ctx   context.Context
 	mu    sync.Mutex // the scheduler's lock; r.mu is taken inside it, never around it
 	sched *taskgraph.Scheduler[*agentRun]
+	// adopting counts the agents whose adopted attempt Claim has not given them yet: held
+	// already, as the tasks of the agents at work (Scheduler.Running) are.
+	adopting int
 }
 
 // pollEvery is how often an agent without a task looks at the queue again: another process
@@ -96,6 +99,11 @@ const pollEvery = 500 * time.Millisecond
 
 // run schedules the agents until none may take a task any more, or ctx ends.
 func (q *queue) run(agents []*agentRun) {
+	for _, a := range agents {
+		if a.adopted != nil {
+			q.adopting++
+		}
+	}
 	q.sched = taskgraph.NewScheduler[*agentRun](nil, agents)
 	q.sched.ClaimLoop(q.ctx, &q.mu, q)
 }
@@ -109,6 +117,7 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	r, ctx := q.r, q.ctx
 	if a.adopted != nil {
 		a.cur, a.resumed, a.adopted = a.adopted, true, nil
+		q.adopting--
 		return taskgraph.Take{Took: true}
 	}
 	if a.extra || ctx.Err() != nil {
@@ -126,7 +135,7 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 		return taskgraph.Take{Retire: true}
 	}
 	start := time.Now()
-	c, left, err := a.claim(ctx)
+	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
 	r.spent(&r.timing.Queue, time.Since(start))
 	switch {
 	case errors.Is(err, errBudget):
@@ -188,7 +197,6 @@ func (a *agentRun) resume(ctx context.Context, c *claim) {
 		out = a.runLocal(ctx, c, true)
 	}
 	a.finish(ctx, c, out)
-	r.letGo()
 }
 
 // runClaimed runs the attempt of a task a claimed, and records its end.
@@ -197,7 +205,6 @@ func (a *agentRun) runClaimed(ctx context.Context, c *claim) {
 	out := a.run(ctx, c)
 	start := time.Now()
 	a.finish(ctx, c, out)
-	r.letGo()
 	r.spent(&r.timing.Queue, time.Since(start))
 	r.mu.Lock()
 	r.timing.Tasks++
@@ -210,26 +217,21 @@ var errBudget = errors.New("the budget is reached")
 // claim takes the next ready task; without one, it returns how many tasks may still become
 // ready (pending or claimed). The budget is checked in the same transaction, against the cost
 // the progress file holds, which every task's end adds to under the same lock: so the agents at
-// work when the budget is reached are exactly those whose claims came before.
-func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
+// work when the budget is reached are exactly those whose claims came before. held is how many
+// tasks this run's other agents hold (claimed or adopted, not yet recorded): while none is
+// held, a pending task that is not ready never will be. The Scheduler counts it, and offers
+// its agents to Claim one at a time: a claim is counted before another agent looks (an agent
+// that counted it unheld in between took its dependents for stuck and ended, issue 19).
+func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 	var c *claim
 	left := 0
 	t := now()
 	r := a.r
-	claimed := false
 	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
-		if r.cfg.Budget != nil {
-			// The total this run holds (every end adds to it under the same lock), not the
-			// progress file's, which the agents can write (holdTotal).
-			r.mu.Lock()
-			hit := r.rails.Reached(r.cost)
-			if hit {
-				r.budgetHit = true
-			}
-			r.mu.Unlock()
-			if hit {
-				return errBudget
-			}
+		// The total this run holds (every end adds to it under the same lock), not the
+		// progress file's, which the agents can write (holdTotal).
+		if r.budgetReached() {
+			return errBudget
 		}
 		q, err := tx.Queue()
 		if err != nil {
@@ -274,13 +276,6 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			p.Phase = q.Phase()
 			tx.ChangedProgress()
 			tx.Lazy()
-			// Held from the claim on, in the same transaction: another agent that looks
-			// between this commit and a later count took the task's dependents for stuck
-			// behind a claim no agent holds, and ended (issue 19).
-			r.mu.Lock()
-			r.inflight++
-			r.mu.Unlock()
-			claimed = true
 			return nil
 		}
 		if wait == 0 {
@@ -290,9 +285,6 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			tx.ChangedQueue()
 		}
 		counts := q.Counts()
-		r.mu.Lock()
-		held := r.inflight
-		r.mu.Unlock()
 		if limited := q.Held(time.Now()); held > 0 || limited > 0 {
 			// Tasks a usage limit holds are ready again at their reset: waited for.
 			left = counts[store.Pending] + held
@@ -305,19 +297,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 		}
 		return nil
 	})
-	if err != nil && claimed {
-		// The claim was not recorded: nothing is held.
-		r.letGo()
-		c = nil
-	}
 	return c, left, err
-}
-
-// letGo says an agent's task is recorded: it holds it no more.
-func (r *runner) letGo() {
-	r.mu.Lock()
-	r.inflight--
-	r.mu.Unlock()
 }
 
 // outcome is how an attempt ended.

@@ -179,9 +179,7 @@ type runner struct {
 	// (--max-calls-per-hour); callsWaiting says the limit's wait was told.
 	calls        rails.Calls
 	callsWaiting bool
-	// inflight counts the tasks this run's agents hold (claimed or adopted, not yet recorded):
-	// while none is held, a pending task that is not ready never will be.
-	inflight  int
+	// stuckOnce tells once of the tasks pending behind claims no agent holds.
 	stuckOnce sync.Once
 	// errors counts what could not be recorded (under mu); lastError is the last one.
 	errors    int
@@ -253,7 +251,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer cfg.Hook.Close()
 	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
-	r.inflight = len(adopted)
 	local := r.local.Slots()
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
 	for i := 1; i <= cfg.Agents; i++ {

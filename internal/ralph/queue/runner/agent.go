@@ -176,33 +176,30 @@ func (q *queue) Run(_ int, a *agentRun) {
 	q.mu.Unlock()
 }
 
-// resume waits for the attempt an earlier runner started for c (here, or on the host its
-// agent's state names), then records its end (interrupted, it is stopped, as runLocal says).
+// resume waits for the attempt an earlier runner started for c, here or on the host its
+// agent's state names (claim.on: on that host's slot while it lasts), then records its end
+// (interrupted, it is stopped, as runLocal says).
 func (a *agentRun) resume(ctx context.Context, c *claim) {
 	r := a.r
-	var out outcome
+	own := a.host
 	if on := c.on; on != nil {
-		// Its attempt was started on a host: looked for there (runRemote adopts it), on
-		// that host's slot while it lasts.
-		own := a.host
 		a.host = on
 		a.current(ctx, c.task.ID)
 		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
-		out = a.runRemote(ctx, c)
-		a.host = own
 	} else {
 		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
 		a.current(ctx, c.task.ID)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
-		out = a.runLocal(ctx, c, true)
 	}
+	out := a.run(ctx, c, true)
+	a.host = own
 	a.finish(ctx, c, out)
 }
 
 // runClaimed runs the attempt of a task a claimed, and records its end.
 func (a *agentRun) runClaimed(ctx context.Context, c *claim) {
 	r := a.r
-	out := a.run(ctx, c)
+	out := a.run(ctx, c, false)
 	start := time.Now()
 	a.finish(ctx, c, out)
 	r.spent(&r.timing.Queue, time.Since(start))
@@ -312,19 +309,6 @@ type outcome struct {
 	resetAt time.Time
 	// obs is a failed attempt as the no-progress breaker sees it (nil: the breaker is off).
 	obs *breaker.Observation
-}
-
-// run launches the task's attempt and waits for its end.
-func (a *agentRun) run(ctx context.Context, c *claim) outcome {
-	if a.host != nil {
-		return a.runRemote(ctx, c)
-	}
-	if a.r.cfg.Worktree {
-		if out, ok := a.r.madeWorktree(ctx, c, "--worktree: "); !ok {
-			return out
-		}
-	}
-	return a.runLocal(ctx, c, false)
 }
 
 // madeWorktree makes the claim's worktree (worktree) before its attempt is opened, whatever

@@ -103,7 +103,7 @@ type Config struct {
 	// each attempt through swarm run's per-host executor, executor.Remote: the task's branch
 	// agent/<bead>, made here from HEAD in its worktree, is pushed to the host's clone, the
 	// host's dispatch runs the agent, its records come back into StateDir and its branch into
-	// the worktree. Agent i works in the i-th of the hosts' slots (NAME-1 … NAME-max_agents,
+	// the worktree (Hosts implies Worktree). Agent i works in the i-th of the hosts' slots (NAME-1 … NAME-max_agents,
 	// host by host): Agents is at most their number. A host that stops answering is offline:
 	// its agents end, and their tasks go back to pending, held until the attempt's deadline
 	// there (Timeout and KillGrace, as the host's dispatch was given them) has passed.
@@ -218,6 +218,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.CallWindow <= 0 {
 		cfg.CallWindow = time.Hour
 	}
+	// A host's task works on its branch, fetched back into its worktree here.
+	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where: attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
 		local: localExecutor(cfg), stop: map[string]context.CancelFunc{}, hardStopped: map[string]bool{},

@@ -647,8 +647,10 @@ func (a *agentRun) end(ctx context.Context, status string) {
 func (r *runner) stopAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for bead, cancel := range r.stop {
-		r.hardStopped[bead] = true
-		cancel()
+	for _, cancel := range r.stop {
+		cancel(errHardBudget)
 	}
 }
+
+// errHardBudget is the cause of the end of an attempt's context that stopAll stopped.
+var errHardBudget = errors.New(budgetStop)

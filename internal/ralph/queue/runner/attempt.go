@@ -132,18 +132,16 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 // execute runs job in slot of ex, stopped by its context when --hard-budget stops the
 // attempts at work (stopAll), and says whether that stopped it.
 func (r *runner) execute(ctx context.Context, ex executor.Executor, slot executor.Slot, job executor.Job) (executor.Outcome, bool) {
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	r.mu.Lock()
 	r.stop[job.Bead] = cancel
 	r.mu.Unlock()
 	out := ex.Run(tctx, slot, job)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	delete(r.stop, job.Bead)
-	stopped := r.hardStopped[job.Bead]
-	delete(r.hardStopped, job.Bead)
-	return out, stopped
+	r.mu.Unlock()
+	return out, errors.Is(context.Cause(tctx), errHardBudget)
 }
 
 // spendRun adds an attempt's time in the executor, from start, to the run's timing: its

@@ -164,10 +164,8 @@ type runner struct {
 
 	// local runs the attempts on this machine (without Config.Hosts).
 	local *executor.Local
-	// stop stops the attempt of a bead at work, by its context (--hard-budget); hardStopped
-	// are the beads stopped so.
-	stop        map[string]context.CancelFunc
-	hardStopped map[string]bool
+	// stop stops the attempt of a bead at work, by its context (--hard-budget: errHardBudget).
+	stop map[string]context.CancelCauseFunc
 	// slots are the host slots of Config.Hosts in order: agent-N works in the Nth.
 	slots []hostSlot
 	// gitMu registers and removes the tasks' worktrees here one at a time (--worktree, Hosts):
@@ -222,7 +220,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where: attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
-		local: localExecutor(cfg), stop: map[string]context.CancelFunc{}, hardStopped: map[string]bool{},
+		local: localExecutor(cfg), stop: map[string]context.CancelCauseFunc{},
 		rails: rails.Rails{BudgetUSD: cfg.Budget, HardBudget: cfg.HardBudget, MaxCallsPerHour: cfg.MaxCallsPerHour, CommitEach: cfg.CommitEach},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	var slots []hostSlot

@@ -2,7 +2,7 @@
 // agent-N) claims the next task whose dependencies are done (one lock, one atomic write: see
 // package store), runs it as a dispatched attempt of bead <plan>-<task> through swarm run's local
 // executor (executor.Local, on package attempt: run and result records, the supervisor
-// detached, so it outlives the runner; the queue's own steps are the Job's hooks, local.go),
+// detached, so it outlives the runner; the queue's own steps are the Job's hooks, attempt.go),
 // waits for it, reads its cost from its output (agent.Profile.ParseUsage) and marks the task
 // done, or failed: back to pending with retries + 1 through the retry queue until max_retries,
 // then failed, its dependents blocked. The budget is checked before each agent starts a task.

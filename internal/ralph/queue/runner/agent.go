@@ -162,13 +162,23 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	return taskgraph.Take{Took: true}
 }
 
-// Run runs the task Claim gave agent a and records its end; an agent of an earlier run is
-// done then.
+// Run runs the task Claim gave agent a (an adopted one: resume) and records its end; an agent
+// of an earlier run is done then. The run's timing counts the tasks this run claimed.
 func (q *queue) Run(_ int, a *agentRun) {
+	r, c := q.r, a.cur
+	var out outcome
 	if a.resumed {
-		a.resume(q.ctx, a.cur)
+		out = a.resume(q.ctx, c)
 	} else {
-		a.runClaimed(q.ctx, a.cur)
+		out = a.run(q.ctx, c, false)
+	}
+	start := time.Now()
+	a.finish(q.ctx, c, out)
+	if !a.resumed {
+		r.spent(&r.timing.Queue, time.Since(start))
+		r.mu.Lock()
+		r.timing.Tasks++
+		r.mu.Unlock()
 	}
 	a.cur = nil
 	q.mu.Lock()
@@ -177,11 +187,12 @@ func (q *queue) Run(_ int, a *agentRun) {
 }
 
 // resume waits for the attempt an earlier runner started for c, here or on the host its
-// agent's state names (claim.on: on that host's slot while it lasts), then records its end
+// agent's state names (claim.on: on that host's slot while it lasts), and returns its end
 // (interrupted, it is stopped, as runLocal says).
-func (a *agentRun) resume(ctx context.Context, c *claim) {
+func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
 	r := a.r
 	own := a.host
+	defer func() { a.host = own }()
 	if on := c.on; on != nil {
 		a.host = on
 		a.current(ctx, c.task.ID)
@@ -191,21 +202,7 @@ func (a *agentRun) resume(ctx context.Context, c *claim) {
 		a.current(ctx, c.task.ID)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
 	}
-	out := a.run(ctx, c, true)
-	a.host = own
-	a.finish(ctx, c, out)
-}
-
-// runClaimed runs the attempt of a task a claimed, and records its end.
-func (a *agentRun) runClaimed(ctx context.Context, c *claim) {
-	r := a.r
-	out := a.run(ctx, c, false)
-	start := time.Now()
-	a.finish(ctx, c, out)
-	r.spent(&r.timing.Queue, time.Since(start))
-	r.mu.Lock()
-	r.timing.Tasks++
-	r.mu.Unlock()
+	return a.run(ctx, c, true)
 }
 
 // errBudget is claim's error once the budget is reached.

@@ -178,7 +178,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		// A launch cut short (the run died before its supervisor had the spec) never ran its
 		// agent: it is closed (supervisor-lost, archived) by the next Open, and the task
 		// launches its next attempt, not counted as a try.
-		if run, err := record.ReadRun(d.Store.RunPath(job.Bead)); err == nil && run.Attempt == job.Adopt && !l.launchCut(ctx, job.Bead, job.Adopt) {
+		if run, err := record.ReadRun(d.Store.RunPath(job.Bead)); err == nil && run.Attempt == job.Adopt && !LaunchCut(ctx, d, job.Bead, job.Adopt) {
 			return l.await(ctx, job.Bead, job.Adopt)
 		}
 	}
@@ -331,12 +331,12 @@ func (l *Local) awaitServed(ctx context.Context, slot Slot, srv *attempt.Server,
 	return out
 }
 
-// launchCut says whether attempt n of bead was registered but never handed to a supervisor:
-// its registry entry still says launching (pid 0) and no supervisor of the bead is alive. A
-// supervisor of the bead found alive (it took its spec as its starter died) is waited for
-// until it registers itself or is gone.
-func (l *Local) launchCut(ctx context.Context, bead string, n int) bool {
-	d := l.dir()
+// LaunchCut says whether attempt n of bead in d was registered but never handed to a
+// supervisor: its registry entry still says launching (pid 0) and no supervisor of the bead is
+// alive. A supervisor of the bead found alive (it took its spec as its starter died) is waited
+// for until it registers itself or is gone. Such an attempt never ran its agent: an adoption
+// (Local.Run's, the queue's recovery) starts the task again, no try counted.
+func LaunchCut(ctx context.Context, d attempt.Dir, bead string, n int) bool {
 	for ctx.Err() == nil {
 		e, _ := d.Layout.ReadEntry(bead)
 		if e == nil || e.Attempt != n || e.PID != 0 {

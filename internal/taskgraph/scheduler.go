@@ -61,6 +61,9 @@ func (s *Scheduler[S]) Free(slot S, retire bool) {
 	}
 }
 
+// Running is how many slots hold a task (taken, not yet freed).
+func (s *Scheduler[S]) Running() int { return s.running }
+
 // Retire takes the free slots that match out of the schedule for good (a host gone offline),
 // and returns them.
 func (s *Scheduler[S]) Retire(match func(S) bool) []S {

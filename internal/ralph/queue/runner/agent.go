@@ -88,6 +88,9 @@ type queue struct {
 	ctx   context.Context
 	mu    sync.Mutex // the scheduler's lock; r.mu is taken inside it, never around it
 	sched *taskgraph.Scheduler[*agentRun]
+	// adopting counts the agents whose adopted attempt Claim has not given them yet: held
+	// already, as the tasks of the agents at work (Scheduler.Running) are.
+	adopting int
 }
 
 // pollEvery is how often an agent without a task looks at the queue again: another process
@@ -96,6 +99,11 @@ const pollEvery = 500 * time.Millisecond
 
 // run schedules the agents until none may take a task any more, or ctx ends.
 func (q *queue) run(agents []*agentRun) {
+	for _, a := range agents {
+		if a.adopted != nil {
+			q.adopting++
+		}
+	}
 	q.sched = taskgraph.NewScheduler[*agentRun](nil, agents)
 	q.sched.ClaimLoop(q.ctx, &q.mu, q)
 }
@@ -109,6 +117,7 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	r, ctx := q.r, q.ctx
 	if a.adopted != nil {
 		a.cur, a.resumed, a.adopted = a.adopted, true, nil
+		q.adopting--
 		return taskgraph.Take{Took: true}
 	}
 	if a.extra || ctx.Err() != nil {
@@ -126,7 +135,7 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 		return taskgraph.Take{Retire: true}
 	}
 	start := time.Now()
-	c, left, err := a.claim(ctx)
+	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
 	r.spent(&r.timing.Queue, time.Since(start))
 	switch {
 	case errors.Is(err, errBudget):
@@ -153,13 +162,23 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	return taskgraph.Take{Took: true}
 }
 
-// Run runs the task Claim gave agent a and records its end; an agent of an earlier run is
-// done then.
+// Run runs the task Claim gave agent a (an adopted one: resume) and records its end; an agent
+// of an earlier run is done then. The run's timing counts the tasks this run claimed.
 func (q *queue) Run(_ int, a *agentRun) {
+	r, c := q.r, a.cur
+	var out outcome
 	if a.resumed {
-		a.resume(q.ctx, a.cur)
+		out = a.resume(q.ctx, c)
 	} else {
-		a.runClaimed(q.ctx, a.cur)
+		out = a.run(q.ctx, c, false)
+	}
+	start := time.Now()
+	a.finish(q.ctx, c, out)
+	if !a.resumed {
+		r.spent(&r.timing.Queue, time.Since(start))
+		r.mu.Lock()
+		r.timing.Tasks++
+		r.mu.Unlock()
 	}
 	a.cur = nil
 	q.mu.Lock()
@@ -167,41 +186,23 @@ func (q *queue) Run(_ int, a *agentRun) {
 	q.mu.Unlock()
 }
 
-// resume waits for the attempt an earlier runner started for c (here, or on the host its
-// agent's state names), then records its end (interrupted, it is stopped, as runLocal says).
-func (a *agentRun) resume(ctx context.Context, c *claim) {
+// resume waits for the attempt an earlier runner started for c, here or on the host its
+// agent's state names (claim.on: on that host's slot while it lasts), and returns its end
+// (interrupted, it is stopped, as runLocal says).
+func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
 	r := a.r
-	var out outcome
+	own := a.host
+	defer func() { a.host = own }()
 	if on := c.on; on != nil {
-		// Its attempt was started on a host: looked for there (runRemote adopts it), on
-		// that host's slot while it lasts.
-		own := a.host
 		a.host = on
 		a.current(ctx, c.task.ID)
 		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
-		out = a.runRemote(ctx, c)
-		a.host = own
 	} else {
 		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
 		a.current(ctx, c.task.ID)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
-		out = a.runLocal(ctx, c, true)
 	}
-	a.finish(ctx, c, out)
-	r.letGo()
-}
-
-// runClaimed runs the attempt of a task a claimed, and records its end.
-func (a *agentRun) runClaimed(ctx context.Context, c *claim) {
-	r := a.r
-	out := a.run(ctx, c)
-	start := time.Now()
-	a.finish(ctx, c, out)
-	r.letGo()
-	r.spent(&r.timing.Queue, time.Since(start))
-	r.mu.Lock()
-	r.timing.Tasks++
-	r.mu.Unlock()
+	return a.run(ctx, c, true)
 }
 
 // errBudget is claim's error once the budget is reached.
@@ -210,26 +211,21 @@ var errBudget = errors.New("the budget is reached")
 // claim takes the next ready task; without one, it returns how many tasks may still become
 // ready (pending or claimed). The budget is checked in the same transaction, against the cost
 // the progress file holds, which every task's end adds to under the same lock: so the agents at
-// work when the budget is reached are exactly those whose claims came before.
-func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
+// work when the budget is reached are exactly those whose claims came before. held is how many
+// tasks this run's other agents hold (claimed or adopted, not yet recorded): while none is
+// held, a pending task that is not ready never will be. The Scheduler counts it, and offers
+// its agents to Claim one at a time: a claim is counted before another agent looks (an agent
+// that counted it unheld in between took its dependents for stuck and ended, issue 19).
+func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 	var c *claim
 	left := 0
 	t := now()
 	r := a.r
-	claimed := false
 	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
-		if r.cfg.Budget != nil {
-			// The total this run holds (every end adds to it under the same lock), not the
-			// progress file's, which the agents can write (holdTotal).
-			r.mu.Lock()
-			hit := r.rails.Reached(r.cost)
-			if hit {
-				r.budgetHit = true
-			}
-			r.mu.Unlock()
-			if hit {
-				return errBudget
-			}
+		// The total this run holds (every end adds to it under the same lock), not the
+		// progress file's, which the agents can write (holdTotal).
+		if r.budgetReached() {
+			return errBudget
 		}
 		q, err := tx.Queue()
 		if err != nil {
@@ -274,13 +270,6 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			p.Phase = q.Phase()
 			tx.ChangedProgress()
 			tx.Lazy()
-			// Held from the claim on, in the same transaction: another agent that looks
-			// between this commit and a later count took the task's dependents for stuck
-			// behind a claim no agent holds, and ended (issue 19).
-			r.mu.Lock()
-			r.inflight++
-			r.mu.Unlock()
-			claimed = true
 			return nil
 		}
 		if wait == 0 {
@@ -290,9 +279,6 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 			tx.ChangedQueue()
 		}
 		counts := q.Counts()
-		r.mu.Lock()
-		held := r.inflight
-		r.mu.Unlock()
 		if limited := q.Held(time.Now()); held > 0 || limited > 0 {
 			// Tasks a usage limit holds are ready again at their reset: waited for.
 			left = counts[store.Pending] + held
@@ -305,19 +291,7 @@ func (a *agentRun) claim(ctx context.Context) (*claim, int, error) {
 		}
 		return nil
 	})
-	if err != nil && claimed {
-		// The claim was not recorded: nothing is held.
-		r.letGo()
-		c = nil
-	}
 	return c, left, err
-}
-
-// letGo says an agent's task is recorded: it holds it no more.
-func (r *runner) letGo() {
-	r.mu.Lock()
-	r.inflight--
-	r.mu.Unlock()
 }
 
 // outcome is how an attempt ended.
@@ -332,19 +306,6 @@ type outcome struct {
 	resetAt time.Time
 	// obs is a failed attempt as the no-progress breaker sees it (nil: the breaker is off).
 	obs *breaker.Observation
-}
-
-// run launches the task's attempt and waits for its end.
-func (a *agentRun) run(ctx context.Context, c *claim) outcome {
-	if a.host != nil {
-		return a.runRemote(ctx, c)
-	}
-	if a.r.cfg.Worktree {
-		if out, ok := a.r.madeWorktree(ctx, c, "--worktree: "); !ok {
-			return out
-		}
-	}
-	return a.runLocal(ctx, c, false)
 }
 
 // madeWorktree makes the claim's worktree (worktree) before its attempt is opened, whatever
@@ -374,9 +335,13 @@ func nextAttempt(d attempt.Dir, bead string) int {
 	return 1
 }
 
-// setAttempt records the attempt number of the agent's claim.
+// setAttempt makes attempt n the claim's, in the queue too, when the executor numbered it
+// otherwise than the claim did (someone dispatched the bead since, or a host numbers its own).
 func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
-	return a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+	if n == c.attempt {
+		return nil
+	}
+	err := a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
 			return err
@@ -390,6 +355,10 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 		tx.ChangedQueue()
 		return nil
 	})
+	if err == nil {
+		c.attempt = n
+	}
+	return err
 }
 
 // Template is the template name the queue's run records carry, so that analyze-runs groups
@@ -675,8 +644,10 @@ func (a *agentRun) end(ctx context.Context, status string) {
 func (r *runner) stopAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for bead, cancel := range r.stop {
-		r.hardStopped[bead] = true
-		cancel()
+	for _, cancel := range r.stop {
+		cancel(errHardBudget)
 	}
 }
+
+// errHardBudget is the cause of the end of an attempt's context that stopAll stopped.
+var errHardBudget = errors.New(budgetStop)

@@ -45,8 +45,7 @@ func testRunner(t *testing.T, maxRetries int, tasks []store.Task, retries []stor
 		t.Fatal(err)
 	}
 	r := &runner{cfg: Config{Store: s, Agents: 1, Profile: &agent.Profile{Name: "fake"}, MaxRetries: maxRetries, StateDir: stateDir},
-		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess},
-		hardStopped: map[string]bool{}}
+		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess}}
 	return r, s
 }
 

@@ -14,13 +14,14 @@ import (
 )
 
 // recover finds the claims an earlier runner left (it died: an interrupted one stops its
-// attempts and leaves none, but for a claim it could not record) and settles
-// them before any new claim: a claim whose attempt's supervisor is alive is returned, by agent,
-// to be waited for; one whose attempt ended is judged by its records, as if the runner had seen
-// it end; one whose attempt never started (no attempt number, or records of an older attempt)
-// goes back to pending, its retries unchanged. With hosts, a claim whose attempt was started
-// on one of them (hostOf) is returned, by agent, to be looked for there (claim.on); one whose
-// host is unknown or not reached goes back to pending, held until its deadline there.
+// attempts and leaves none, but for a claim it could not record) and settles them before any
+// new claim: a claim whose attempt's supervisor is alive is returned, by agent, to be waited
+// for; one whose attempt ended is judged by its records, as if the runner had seen it end; one
+// whose attempt never started (no attempt number, records of an older attempt, or a launch
+// cut short: executor.LaunchCut) goes back to pending, its retries unchanged. With hosts, a
+// claim whose attempt was started on one of them (hostOf) is returned, by agent, to be looked
+// for there (claim.on); one whose host is unknown or not reached goes back to pending, held
+// until its deadline there.
 func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 	q, err := r.cfg.Store.View()
 	if err != nil {
@@ -52,6 +53,11 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 				adopted[agentID] = c
 				continue
 			}
+		}
+		if launched && executor.LaunchCut(ctx, r.dir, bead, t.Attempt) {
+			// Registered, never handed to a supervisor: its agent never ran (executor.Local's
+			// adoption starts such a task again too, no try counted).
+			launched = false
 		}
 		if launched {
 			if live, _ := attempt.Alive(ctx, r.dir, r.where, bead); live {

@@ -36,7 +36,10 @@ func runRecord(stateDir, bead string, n int, status string) record.Run {
 // TestRecoverSettlesWhatADeadRunnerLeft: a claim never launched goes back to pending; one whose
 // attempt ended done while no runner watched is done (its cost read from its log), not run
 // again; one whose supervisor died without recording is closed as lost and counts as a failed
-// attempt (retry queue); a claim whose supervisor is alive is handed back to be waited for.
+// attempt (retry queue); a claim whose supervisor is alive is handed back to be waited for. One
+// whose launch was cut short (registered, never handed to a supervisor: its agent never ran)
+// goes back to pending, no try counted, as executor.Local's adoption has it (before, it was
+// closed as lost and counted).
 func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 	ctx := context.Background()
 	tmp := t.TempDir()
@@ -44,13 +47,14 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 	d := attempt.NewDir(stateDir)
 	os.MkdirAll(stateDir, 0o700)
 	s := store.New(store.In(tmp), "p")
-	a1, a2, a3, a4 := "agent-1", "agent-2", "agent-3", "agent-4"
+	a1, a2, a3, a4, a5 := "agent-1", "agent-2", "agent-3", "agent-4", "agent-5"
 	at := record.FormatTime(time.Now())
 	tasks := []store.Task{
 		{ID: "never", ClaimedBy: &a1, Attempt: 2}, // its records are attempt 1's: never launched
 		{ID: "ended", ClaimedBy: &a2, Attempt: 1},
 		{ID: "lost", ClaimedBy: &a3, Attempt: 1},
 		{ID: "alive", ClaimedBy: &a4, Attempt: 1},
+		{ID: "cut", ClaimedBy: &a5, Attempt: 1},
 	}
 	err := s.Create(ctx, func(tx *store.Tx) error {
 		q := store.NewQueue("p", at, nil)
@@ -75,8 +79,16 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 	os.WriteFile(d.Layout.LogPath("p-ended"), []byte(`{"type":"result","total_cost_usd":0.25}`+"\n"), 0o600)
 	lost := runRecord(stateDir, "p-lost", 1, record.StatusRunning)
 	write(lost)
-	// Its supervisor registered, long dead (pid 0 never is one).
-	d.Layout.WriteEntry(&supervise.Entry{Tool: attempt.Tool, Name: "p-lost", Attempt: 1, StartedAt: lost.StartedAt})
+	// Its supervisor registered, dead since (a process that exited).
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	d.Layout.WriteEntry(&supervise.Entry{Tool: attempt.Tool, Name: "p-lost", Attempt: 1, PID: gone.Process.Pid, StartedAt: lost.StartedAt})
+	// Registered launching (pid 0), and no supervisor of it ever started.
+	cut := runRecord(stateDir, "p-cut", 1, record.StatusRunning)
+	write(cut)
+	d.Layout.WriteEntry(&supervise.Entry{Tool: attempt.Tool, Name: "p-cut", Attempt: 1, StartedAt: cut.StartedAt})
 	// A live one: a shell stands in, its command line holding the verb and the bead as a
 	// supervisor's does.
 	alive := runRecord(stateDir, "p-alive", 1, record.StatusRunning)
@@ -89,8 +101,7 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 	d.Layout.WriteEntry(&supervise.Entry{Tool: attempt.Tool, Name: "p-alive", Attempt: 1, PID: sup.Process.Pid, StartedAt: alive.StartedAt})
 
 	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir},
-		plan: "p", dir: d, where: attempt.Where{Backend: supervise.BackendProcess},
-		hardStopped: map[string]bool{}}
+		plan: "p", dir: d, where: attempt.Where{Backend: supervise.BackendProcess}}
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +113,8 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 	want := map[string]struct {
 		status  string
 		retries int
-	}{"never": {store.Pending, 0}, "ended": {store.Done, 0}, "lost": {store.Pending, 1}, "alive": {store.Claimed, 0}}
+	}{"never": {store.Pending, 0}, "ended": {store.Done, 0}, "lost": {store.Pending, 1}, "alive": {store.Claimed, 0},
+		"cut": {store.Pending, 0}}
 	for id, w := range want {
 		got, _ := q.Get(id)
 		if got.Status != w.status || got.Retries != w.retries {
@@ -160,8 +172,7 @@ func TestRecoverHoldsARemoteClaim(t *testing.T) {
 	}
 	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir,
 		Timeout: time.Hour, KillGrace: 10 * time.Second, Hosts: []*executor.Remote{{}}},
-		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess},
-		hardStopped: map[string]bool{}}
+		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess}}
 	if _, err := r.recover(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,43 +5,31 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
-	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 )
 
-// runRemote runs the claim's attempt on the agent's host (Config.Hosts) through swarm run's
-// executor, and reads its outcome as judged reads a local one's.
-func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
+// runRemote runs job on the agent's host (Config.Hosts) through swarm run's executor, and
+// reads its outcome as judged reads a local one's. An attempt to adopt is looked for on the
+// host first, and followed there when it runs or has ended; started afresh only when it never
+// got there.
+func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) outcome {
 	r := a.r
-	bead := plan.Bead(r.plan, c.task.ID)
 	lctx := context.WithoutCancel(ctx)
-	repo := git.Repo{Dir: r.cfg.Repo}
-	branch, workdir := "agent/"+bead, repo.WorktreePath(bead)
 	// As a local task's: the base merged with its done dependencies' branches.
 	if out, ok := r.madeWorktree(ctx, c, "the task's worktree: "); !ok {
 		return out
 	}
 	if r.cfg.NoProgress > 0 {
-		c.before, _ = r.fingerprint(lctx, workdir)
+		c.before, _ = r.fingerprint(lctx, job.Dir)
 	}
-	job := r.job(a.id, c, workdir, branch)
 	slot := a.host.slot
-	if c.on != nil {
-		// Started by an earlier runner: its attempt is looked for on the host first, and
-		// followed there when it runs or has ended; started afresh only when it never got there.
-		job.Adopt = c.attempt
-	}
 	job.Launched = func(n int) {
 		// The host numbers its own attempts: the claim names the one started there.
-		if n != c.attempt {
-			if err := a.setAttempt(lctx, c, n); err != nil {
-				r.logf("%s: %s: naming attempt %d in the queue: %v", a.id, c.task.ID, n, err)
-			} else {
-				c.attempt = n
-			}
+		if err := a.setAttempt(lctx, c, n); err != nil {
+			r.logf("%s: %s: naming attempt %d in the queue: %v", a.id, c.task.ID, n, err)
 		}
 		a.state(lctx, store.AgentWorking, &c.task, n)
 		r.logf("%s: started %s (attempt %d) on %s", a.id, c.task.ID, n, slot.ID)
@@ -82,6 +70,6 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim) outcome {
 	}
 	// The output's end as the host's result record keeps it (its log stays there); the
 	// working tree here is not the agent's, so the breaker sees no tree.
-	r.assess(lctx, &res, bead, c.attempt, []byte(out.Logs), exit, out.Finished, "")
+	r.assess(lctx, &res, job.Bead, c.attempt, []byte(out.Logs), exit, out.Finished, "")
 	return res
 }

@@ -2,7 +2,7 @@
 // agent-N) claims the next task whose dependencies are done (one lock, one atomic write: see
 // package store), runs it as a dispatched attempt of bead <plan>-<task> through swarm run's local
 // executor (executor.Local, on package attempt: run and result records, the supervisor
-// detached, so it outlives the runner; the queue's own steps are the Job's hooks, local.go),
+// detached, so it outlives the runner; the queue's own steps are the Job's hooks, attempt.go),
 // waits for it, reads its cost from its output (agent.Profile.ParseUsage) and marks the task
 // done, or failed: back to pending with retries + 1 through the retry queue until max_retries,
 // then failed, its dependents blocked. The budget is checked before each agent starts a task.
@@ -103,7 +103,7 @@ type Config struct {
 	// each attempt through swarm run's per-host executor, executor.Remote: the task's branch
 	// agent/<bead>, made here from HEAD in its worktree, is pushed to the host's clone, the
 	// host's dispatch runs the agent, its records come back into StateDir and its branch into
-	// the worktree. Agent i works in the i-th of the hosts' slots (NAME-1 … NAME-max_agents,
+	// the worktree (Hosts implies Worktree). Agent i works in the i-th of the hosts' slots (NAME-1 … NAME-max_agents,
 	// host by host): Agents is at most their number. A host that stops answering is offline:
 	// its agents end, and their tasks go back to pending, held until the attempt's deadline
 	// there (Timeout and KillGrace, as the host's dispatch was given them) has passed.
@@ -164,10 +164,8 @@ type runner struct {
 
 	// local runs the attempts on this machine (without Config.Hosts).
 	local *executor.Local
-	// stop stops the attempt of a bead at work, by its context (--hard-budget); hardStopped
-	// are the beads stopped so.
-	stop        map[string]context.CancelFunc
-	hardStopped map[string]bool
+	// stop stops the attempt of a bead at work, by its context (--hard-budget: errHardBudget).
+	stop map[string]context.CancelCauseFunc
 	// slots are the host slots of Config.Hosts in order: agent-N works in the Nth.
 	slots []hostSlot
 	// gitMu registers and removes the tasks' worktrees here one at a time (--worktree, Hosts):
@@ -179,9 +177,7 @@ type runner struct {
 	// (--max-calls-per-hour); callsWaiting says the limit's wait was told.
 	calls        rails.Calls
 	callsWaiting bool
-	// inflight counts the tasks this run's agents hold (claimed or adopted, not yet recorded):
-	// while none is held, a pending task that is not ready never will be.
-	inflight  int
+	// stuckOnce tells once of the tasks pending behind claims no agent holds.
 	stuckOnce sync.Once
 	// errors counts what could not be recorded (under mu); lastError is the last one.
 	errors    int
@@ -220,9 +216,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.CallWindow <= 0 {
 		cfg.CallWindow = time.Hour
 	}
+	// A host's task works on its branch, fetched back into its worktree here.
+	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where: attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
-		local: localExecutor(cfg), stop: map[string]context.CancelFunc{}, hardStopped: map[string]bool{},
+		local: localExecutor(cfg), stop: map[string]context.CancelCauseFunc{},
 		rails: rails.Rails{BudgetUSD: cfg.Budget, HardBudget: cfg.HardBudget, MaxCallsPerHour: cfg.MaxCallsPerHour, CommitEach: cfg.CommitEach},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	var slots []hostSlot
@@ -253,7 +251,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer cfg.Hook.Close()
 	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
-	r.inflight = len(adopted)
 	local := r.local.Slots()
 	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
 	for i := 1; i <= cfg.Agents; i++ {
@@ -372,9 +369,6 @@ func (r *runner) logf(format string, args ...any) {
 // takeCall reserves a start under --max-calls-per-hour: 0 when one is free (taken now), else
 // how long until the oldest start leaves the window.
 func (r *runner) takeCall(now time.Time) time.Duration {
-	if r.cfg.MaxCallsPerHour <= 0 {
-		return 0
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	wait := r.calls.Take(now)
@@ -386,9 +380,6 @@ func (r *runner) takeCall(now time.Time) time.Duration {
 
 // giveCall gives back the start takeCall reserved at t (no task was claimed).
 func (r *runner) giveCall(t time.Time) {
-	if r.cfg.MaxCallsPerHour <= 0 {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls.Give(t)

@@ -21,54 +21,59 @@ func localExecutor(cfg Config) *executor.Local {
 		Env:    cfg.Env, KillGrace: cfg.KillGrace, MinFreeMB: cfg.MinFreeMB, Template: Template}
 }
 
-// job is the claim's attempt as an executor runs it, in dir, on branch ("": none). The model
-// is named only when the config names one: the executor resolves it through the profile
-// again, as Config.Model was.
-func (r *runner) job(agentID string, c *claim, dir, branch string) executor.Job {
+// run runs the claim's attempt in the agent's executor (executor.Local, or the executor.Remote
+// of its host with Config.Hosts), in the task's worktree (--worktree) or the repository.
+// Adopting, the attempt is the one an earlier runner started for the claim (Job.Adopt), where
+// it started it (on the host claim.on names, else here): the executor waits for it, or judges
+// its end, instead of starting another. The model is named only when the config names one:
+// the executor resolves it through the profile again, as Config.Model was.
+func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
+	r := a.r
+	bead := plan.Bead(r.plan, c.task.ID)
 	model := ""
 	if r.cfg.Model.Resolved != "" {
 		model = r.cfg.Model.Name
 	}
-	env := []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + agentID}
-	if branch != "" {
-		env = append(env, "RALPH_BRANCH="+branch)
+	job := executor.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
+		Prompt: promptOf(r.plan, &c.task), Dir: r.workdir(bead), Repo: r.cfg.Repo, Timeout: r.cfg.Timeout,
+		Inactivity: r.cfg.Inactivity, MaxAttempts: r.cfg.MaxRetries,
+		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id}}
+	if r.cfg.Worktree {
+		job.Branch = branchOf(r.plan, c.task.ID)
+		job.Env = append(job.Env, "RALPH_BRANCH="+job.Branch)
 	}
-	return executor.Job{Execution: r.plan, Task: c.task.ID, Bead: plan.Bead(r.plan, c.task.ID), Agent: r.cfg.AgentName,
-		Model: model, Prompt: promptOf(r.plan, &c.task), Dir: dir, Branch: branch, Timeout: r.cfg.Timeout,
-		MaxAttempts: r.cfg.MaxRetries, Env: env}
+	if adopt {
+		job.Adopt = c.attempt
+	}
+	if a.host == nil || (adopt && c.on == nil) {
+		return a.runLocal(ctx, c, job)
+	}
+	return a.runRemote(ctx, c, job)
 }
 
-// runLocal runs the claim's attempt on this machine (executor.Local), or, adopting, waits
-// for the one an earlier runner started for it, and judges its end as the queue does: the
-// agent's commits brought back onto the task's branch, --commit-each, the cost and a usage
+// runLocal runs job on this machine (executor.Local), and judges its end as the queue does:
+// the agent's commits brought back onto the task's branch, --commit-each, the cost and a usage
 // limit read from its output. Interrupted (ctx ends first), the attempt is stopped, as swarm
 // run's are (taskgraph's meaning of interrupted): its supervisor records its end, and the task
 // goes back to pending, no retry counted, what the agent left in its working tree kept for the
 // next run's attempt.
-func (a *agentRun) runLocal(ctx context.Context, c *claim, adopt bool) outcome {
+func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) outcome {
 	r := a.r
-	bead := plan.Bead(r.plan, c.task.ID)
+	bead, adopt := job.Bead, job.Adopt > 0
+	if r.cfg.Worktree && !adopt {
+		// Made before the attempt is opened; an adopted attempt's is the one it works in.
+		if out, ok := r.madeWorktree(ctx, c, "--worktree: "); !ok {
+			return out
+		}
+	}
 	lctx := context.WithoutCancel(ctx)
-	branch := ""
-	if r.cfg.Worktree {
-		branch = branchOf(r.plan, c.task.ID)
-	}
-	job := r.job(a.id, c, r.workdir(bead), branch)
-	job.Repo, job.Inactivity = r.cfg.Repo, r.cfg.Inactivity
-	if adopt {
-		job.Adopt = c.attempt
-	}
 	var queued time.Duration // of the launch, the queue's own part
 	var launching bool
 	var launched time.Time
 	job.Prepare = func(n int, argv []string) ([]string, error) {
-		if n != c.attempt {
-			// Someone dispatched the bead since the claim: the queue must name this attempt
-			// before it starts.
-			if err := a.setAttempt(lctx, c, n); err != nil {
-				return nil, err
-			}
-			c.attempt = n
+		// The queue must name this attempt before it starts.
+		if err := a.setAttempt(lctx, c, n); err != nil {
+			return nil, err
 		}
 		start := time.Now()
 		a.done = store.AgentContext{}
@@ -127,18 +132,16 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, adopt bool) outcome {
 // execute runs job in slot of ex, stopped by its context when --hard-budget stops the
 // attempts at work (stopAll), and says whether that stopped it.
 func (r *runner) execute(ctx context.Context, ex executor.Executor, slot executor.Slot, job executor.Job) (executor.Outcome, bool) {
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	r.mu.Lock()
 	r.stop[job.Bead] = cancel
 	r.mu.Unlock()
 	out := ex.Run(tctx, slot, job)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	delete(r.stop, job.Bead)
-	stopped := r.hardStopped[job.Bead]
-	delete(r.hardStopped, job.Bead)
-	return out, stopped
+	r.mu.Unlock()
+	return out, errors.Is(context.Cause(tctx), errHardBudget)
 }
 
 // spendRun adds an attempt's time in the executor, from start, to the run's timing: its

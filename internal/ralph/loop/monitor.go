@@ -133,9 +133,8 @@ func (l *app) sendStart(ctx context.Context) {
 	}
 }
 
-// obey acts on the signals the monitor catches: SIGTERM pauses the loop
-// (after the current iteration), SIGINT and SIGHUP and a stop (signalLook) cancel the monitor;
-// each wakes it.
+// obey acts on the signals the monitor catches: SIGTERM pauses the loop (after the current
+// iteration), SIGINT and SIGHUP and a stop (signalLook) cancel the monitor; each wakes it.
 func (l *app) obey(sigs chan os.Signal, wake chan struct{}, cancel context.CancelFunc) {
 	for sig := range sigs {
 		switch sig {

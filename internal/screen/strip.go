@@ -115,8 +115,17 @@ func strip(b []byte, s string, i, st int, final bool) ([]byte, int, int) {
 			}
 			continue
 		}
-		b, st = stripByte(b, c, st)
 		i++
+		// Transitions from any state (Williams' "anywhere"): ESC starts a new escape, even
+		// inside a string, where it is the first byte of ST; CAN and SUB abort.
+		switch c {
+		case 0x1b:
+			st = escape
+		case 0x18, 0x1a:
+			st = ground
+		default:
+			b, st = stripByte(b, c, st)
+		}
 	}
 	return b, st, i
 }
@@ -146,17 +155,10 @@ func stripRune(b []byte, s string, i, st int, final bool) (_ []byte, _ int, _ in
 	return b, st, i + size, true
 }
 
-// stripByte moves Strip's machine over the ASCII byte c that the runs skipped in one go did
-// not take, and returns b and the new state.
+// stripByte moves Strip's machine in state st over the ASCII byte c, one that neither the
+// runs skipped in one go nor the transitions from any state took, and returns b and the new
+// state.
 func stripByte(b []byte, c byte, st int) ([]byte, int) {
-	// Transitions from any state (Williams' "anywhere"): ESC starts a new escape, even
-	// inside a string, where it is the first byte of ST; CAN and SUB abort.
-	switch c {
-	case 0x1b:
-		return b, escape
-	case 0x18, 0x1a:
-		return b, ground
-	}
 	switch st {
 	case ground:
 		// The other C0 controls and DEL: dropped.

@@ -195,6 +195,7 @@ func now() time.Time {
 	return time.Now().UTC()
 }
 
+// analyze reads the records o selects and writes the report o asks for.
 func analyze(o options, stdout, stderr io.Writer) error {
 	filter, err := report.NewFilter(o.since, o.until, o.agents.Value(), o.models.Value(), o.templates.Value())
 	if err != nil {
@@ -204,20 +205,9 @@ func analyze(o options, stdout, stderr io.Writer) error {
 	if o.format == "html" && period == "" {
 		period = report.PeriodDay // the success-rate-over-time chart
 	}
-	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < ioProcs {
-		runtime.GOMAXPROCS(ioProcs)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit)
-	}
+	tuneRuntime()
 	agg := report.NewAggregator(period)
-	src := report.Source{Dir: o.stateDir, Attempts: o.attempts, Raw: o.format == "json" && !o.scores}
-	if !o.noCache && !src.Raw {
-		src.Cache = report.NewCache(statedir.Dir{Root: o.stateDir}.ReportCache(), tool+" "+cli.Version())
-		src.Cache.Rebuild, src.Cache.Verify, src.Cache.Fresh = o.rebuildCache, o.verifyCache, cacheFresh
-		src.Cache.Reusing = tuneForCache(os.Getenv("GOGC") == "", os.Getenv("GOMEMLIMIT") == "")
-	}
-
+	src := newSource(o)
 	var spool *report.Spool
 	if src.Raw {
 		spool = &report.Spool{}
@@ -233,8 +223,64 @@ func analyze(o options, stdout, stderr io.Writer) error {
 		// Every bead is counted and none written out: the unchanged chunks' totals will do.
 		src.Merge = agg.Merge
 	}
+	warned, err := scan(src, filter, agg, spool, rows, stderr)
+	if errors.Is(err, report.ErrNoStateDir) {
+		return fmt.Errorf("state directory %s not found; pass --state-dir DIR or set STATE_DIR", o.stateDir)
+	}
+	if err != nil {
+		return err
+	}
+	if src.Cache != nil {
+		warnCache(stderr, src.Cache.Stats)
+	}
+	warnSkipped(stderr, warned)
+
+	at := now()
+	rep := report.NewReport(agg, filter, at)
+	rep.Detailed = o.detailed
+	rep.Raw = spool
+	scores := agg.TemplateScores(at)
+	scoresPath := ""
+	if o.writeScores {
+		scoresPath = filepath.Join(o.stateDir, "template-scores.json")
+		if err := writeScores(scoresPath, scores); err != nil {
+			return err
+		}
+	}
+	if err := writeReport(out, o, rep, scores, scoresPath, rows); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return judge(o, rep.Stats, stderr)
+}
+
+// tuneRuntime sets the runtime for a scan that waits on the disk more than it computes: more
+// threads than cores and a soft memory limit, unless GOMAXPROCS or GOMEMLIMIT say otherwise.
+func tuneRuntime() {
+	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < ioProcs {
+		runtime.GOMAXPROCS(ioProcs)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
+}
+
+// newSource is where o's records are read from: with the cache unless o reads every record.
+func newSource(o options) report.Source {
+	src := report.Source{Dir: o.stateDir, Attempts: o.attempts, Raw: o.format == "json" && !o.scores}
+	if !o.noCache && !src.Raw {
+		src.Cache = report.NewCache(statedir.Dir{Root: o.stateDir}.ReportCache(), tool+" "+cli.Version())
+		src.Cache.Rebuild, src.Cache.Verify, src.Cache.Fresh = o.rebuildCache, o.verifyCache, cacheFresh
+		src.Cache.Reusing = tuneForCache(os.Getenv("GOGC") == "", os.Getenv("GOMEMLIMIT") == "")
+	}
+	return src
+}
+
+// scan counts in agg every bead of src that filter matches, adding its records to spool and
+// its row to rows when they are not nil, and warns of the first maxWarnings files it could not
+// read. It returns how many it could not read.
+func scan(src report.Source, filter report.Filter, agg *report.Aggregator, spool *report.Spool, rows *report.CSVWriter, stderr io.Writer) (int, error) {
 	warned := 0
-	err = src.Scan(func(b *report.Bead) {
+	err := src.Scan(func(b *report.Bead) {
 		if !filter.Match(b) {
 			return
 		}
@@ -254,56 +300,58 @@ func analyze(o options, stdout, stderr io.Writer) error {
 		}
 		warned++
 	})
-	if errors.Is(err, report.ErrNoStateDir) {
-		return fmt.Errorf("state directory %s not found; pass --state-dir DIR or set STATE_DIR", o.stateDir)
+	return warned, err
+}
+
+// warnCache warns of a cache that could not be read or used, and of the records that differed
+// from it.
+func warnCache(stderr io.Writer, st report.CacheStats) {
+	switch {
+	case st.Unreadable != "" && st.Off == "":
+		fmt.Fprintf(stderr, "%s: warning: the cache cannot be read (%s): it is written anew from the records\n", tool, record.Printable(st.Unreadable))
+	case st.Unreadable != "":
+		fmt.Fprintf(stderr, "%s: warning: the cache cannot be read (%s): %s\n", tool, record.Printable(st.Unreadable), record.Printable(st.Off))
+	case st.Warn:
+		fmt.Fprintf(stderr, "%s: warning: the cache is not used: %s\n", tool, record.Printable(st.Off))
 	}
-	if err != nil {
+	for _, path := range st.Differences {
+		fmt.Fprintf(stderr, "%s: warning: the cache had %s otherwise: it was changed in place, its size and times kept\n", tool, record.QuoteName(path))
+	}
+	if st.Differ > 0 {
+		fmt.Fprintf(stderr, "%s: warning: %d record pair(s) differed from the cache (%d not named above); the report and the cache are the records'\n",
+			tool, st.Differ, st.Differ-len(st.Differences))
+	}
+}
+
+// warnSkipped sums up the warned record files left out of the report, if any.
+func warnSkipped(stderr io.Writer, warned int) {
+	if warned == 0 {
+		return
+	}
+	more := ""
+	if warned > maxWarnings {
+		more = fmt.Sprintf(" (%d not named above)", warned-maxWarnings)
+	}
+	fmt.Fprintf(stderr, "%s: warning: %d unreadable record file(s) left out of the report%s\n", tool, warned, more)
+}
+
+// writeScores writes the template scores to path (--write-scores).
+func writeScores(path string, scores report.TemplateScores) error {
+	var doc bytes.Buffer
+	if err := report.WriteTemplatesJSON(&doc, scores); err != nil {
 		return err
 	}
-	if c := src.Cache; c != nil {
-		switch {
-		case c.Stats.Unreadable != "" && c.Stats.Off == "":
-			fmt.Fprintf(stderr, "%s: warning: the cache cannot be read (%s): it is written anew from the records\n", tool, record.Printable(c.Stats.Unreadable))
-		case c.Stats.Unreadable != "":
-			fmt.Fprintf(stderr, "%s: warning: the cache cannot be read (%s): %s\n", tool, record.Printable(c.Stats.Unreadable), record.Printable(c.Stats.Off))
-		case c.Stats.Warn:
-			fmt.Fprintf(stderr, "%s: warning: the cache is not used: %s\n", tool, record.Printable(c.Stats.Off))
-		}
-		for _, path := range c.Stats.Differences {
-			fmt.Fprintf(stderr, "%s: warning: the cache had %s otherwise: it was changed in place, its size and times kept\n", tool, record.QuoteName(path))
-		}
-		if c.Stats.Differ > 0 {
-			fmt.Fprintf(stderr, "%s: warning: %d record pair(s) differed from the cache (%d not named above); the report and the cache are the records'\n",
-				tool, c.Stats.Differ, c.Stats.Differ-len(c.Stats.Differences))
-		}
+	// Atomic, as the original's mktemp and mv: select-template.sh may be reading it.
+	if err := fsx.WriteFileAtomic(path, doc.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing template scores: %w", err)
 	}
-	if warned > 0 {
-		more := ""
-		if warned > maxWarnings {
-			more = fmt.Sprintf(" (%d not named above)", warned-maxWarnings)
-		}
-		fmt.Fprintf(stderr, "%s: warning: %d unreadable record file(s) left out of the report%s\n", tool, warned, more)
-	}
+	return nil
+}
 
-	at := now()
-	rep := report.NewReport(agg, filter, at)
-	rep.Detailed = o.detailed
-	rep.Raw = spool
-	scores := agg.TemplateScores(at)
-
-	scoresPath := ""
-	if o.writeScores {
-		scoresPath = filepath.Join(o.stateDir, "template-scores.json")
-		var doc bytes.Buffer
-		if err := report.WriteTemplatesJSON(&doc, scores); err != nil {
-			return err
-		}
-		// Atomic, as the original's mktemp and mv: select-template.sh may be reading it.
-		if err := fsx.WriteFileAtomic(scoresPath, doc.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("writing template scores: %w", err)
-		}
-	}
-
+// writeReport writes the report in o's format to out and flushes it. CSV rows went out during
+// the scan: they are only flushed.
+func writeReport(out *bufio.Writer, o options, rep *report.Report, scores report.TemplateScores, scoresPath string, rows *report.CSVWriter) error {
+	var err error
 	switch {
 	case o.scores && o.format == "json":
 		err = report.WriteTemplatesJSON(out, scores)
@@ -322,22 +370,23 @@ func analyze(o options, stdout, stderr io.Writer) error {
 	default:
 		err = report.WriteText(out, rep)
 	}
-	if err == nil {
-		err = out.Flush()
-	}
 	if err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+		return err
 	}
+	return out.Flush()
+}
 
-	if o.hasFailUnder {
-		s := rep.Stats
-		switch {
-		case s.TotalRuns == 0:
-			fmt.Fprintf(stderr, "%s: no runs to judge against --fail-under\n", tool)
-		case s.SuccessRate < o.failUnder:
-			return &cli.ExitError{Code: exitBelow, Err: fmt.Errorf("success rate %s%% is below --fail-under %s%% (%d of %d runs succeeded)",
-				strconv.FormatFloat(s.SuccessRate, 'f', 1, 64), strconv.FormatFloat(o.failUnder, 'f', -1, 64), s.Success, s.TotalRuns)}
-		}
+// judge holds the success rate against --fail-under, when given: below it is exitBelow.
+func judge(o options, s report.Statistics, stderr io.Writer) error {
+	if !o.hasFailUnder {
+		return nil
+	}
+	switch {
+	case s.TotalRuns == 0:
+		fmt.Fprintf(stderr, "%s: no runs to judge against --fail-under\n", tool)
+	case s.SuccessRate < o.failUnder:
+		return &cli.ExitError{Code: exitBelow, Err: fmt.Errorf("success rate %s%% is below --fail-under %s%% (%d of %d runs succeeded)",
+			strconv.FormatFloat(s.SuccessRate, 'f', 1, 64), strconv.FormatFloat(o.failUnder, 'f', -1, 64), s.Success, s.TotalRuns)}
 	}
 	return nil
 }

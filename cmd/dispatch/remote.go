@@ -60,49 +60,19 @@ func dispatchRemote(ctx context.Context, o *dispatchOptions, h hostOptions, s *s
 	if err != nil {
 		return usage2(err)
 	}
-	repoDir, err := filepath.Abs(o.repo)
+	repoDir, branch, err := pushableBranch(ctx, o, host)
 	if err != nil {
 		return err
-	}
-	repo := git.Repo{Dir: repoDir}
-	if !repo.IsRepo(ctx) {
-		return usage2(fmt.Errorf("%s is not a git repository: --host pushes its branch to %s's clone", o.repo, host.Name))
-	}
-	branch := o.branch
-	if branch == "" {
-		if branch, err = repo.Branch(ctx); err != nil || branch == "HEAD" {
-			return usage2(fmt.Errorf("%s has no branch checked out; name one with --branch", o.repo))
-		}
-	}
-	if err := repo.CheckBranch(ctx, branch); err != nil {
-		return usage2(err)
-	}
-	if !repo.HasBranch(ctx, branch) {
-		return usage2(fmt.Errorf("no branch %s in %s to push to %s", branch, o.repo, host.Name))
 	}
 	prompt, err := readPrompt(o.prompt, stdin, stderr)
 	if err != nil {
 		return err
 	}
-
-	// Here: the bead's lock for the whole remote attempt, taken without waiting.
-	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
-		return fmt.Errorf("creating the state directory: %w", err)
-	}
-	d := s.dir()
-	if err := statedir.MkdirFor(d.Store.Paths().BeadLock(o.bead)); err != nil {
+	unlock, err := lockRemoteBead(ctx, o.bead, s)
+	if err != nil {
 		return err
 	}
-	lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	unlock, err := fsx.LockFile(lctx, d.Store.Paths().BeadLock(o.bead))
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%s is being dispatched from this state directory (its lock is held); wait for it to end", o.bead)
-	}
 	defer unlock()
-	if live, _ := attempt.Alive(ctx, d, s.where(o.bead), o.bead); live {
-		return fmt.Errorf("%s runs here already; 'dispatch kill %s' first, or wait for it", o.bead, o.bead)
-	}
 
 	dialer, err := remote.NewDialer(remote.Options{ConnectTimeout: min(10*time.Second, h.offlineAfter/2),
 		AliveInterval: max(time.Second, h.offlineAfter/4)})
@@ -128,17 +98,8 @@ func dispatchRemote(ctx context.Context, o *dispatchOptions, h hostOptions, s *s
 	// they stream, as swarm run strips them, before they reach the terminal.
 	run, err := conn.RunAttempt(ctx, remote.Attempt{Args: da, Prompt: prompt, Out: screen.NewStripWriter(stdout), ErrOut: screen.NewStripWriter(stderr),
 		Watch: remote.Watch{Every: time.Second, OfflineAfter: h.offlineAfter}})
-	var offline *remote.OfflineError
-	var refused *remote.StartError
-	switch {
-	case errors.As(err, &refused):
-		return &cli.ExitError{Code: refused.Code, Err: refused.Err}
-	case errors.As(err, &offline):
-		return fmt.Errorf("%v; the agent may still run there, its records stay on %s until it answers", offline, host.Name)
-	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("stopped waiting for %s (the agent goes on on %s; its records stay there)", o.bead, host.Name)
-	case err != nil:
-		return err
+	if err != nil {
+		return remoteAttemptError(ctx, err, o.bead, host)
 	}
 	final, number := run.Snapshot, run.Number
 	if err := remote.BringBack(ctx, record.Store{Dir: s.stateDir}, final); err != nil {
@@ -155,6 +116,70 @@ func dispatchRemote(ctx context.Context, o *dispatchOptions, h hostOptions, s *s
 	shown.Reason = remote.Printable(shown.Reason)
 	fmt.Fprintln(stdout, outcomeLine(&shown))
 	return exitFor(res)
+}
+
+// pushableBranch returns the repository of --repo, made absolute, and the branch to push to
+// host: --branch, else the one checked out; a branch the repository has and git takes.
+func pushableBranch(ctx context.Context, o *dispatchOptions, host *remote.Host) (repoDir, branch string, err error) {
+	if repoDir, err = filepath.Abs(o.repo); err != nil {
+		return "", "", err
+	}
+	repo := git.Repo{Dir: repoDir}
+	if !repo.IsRepo(ctx) {
+		return "", "", usage2(fmt.Errorf("%s is not a git repository: --host pushes its branch to %s's clone", o.repo, host.Name))
+	}
+	branch = o.branch
+	if branch == "" {
+		if branch, err = repo.Branch(ctx); err != nil || branch == "HEAD" {
+			return "", "", usage2(fmt.Errorf("%s has no branch checked out; name one with --branch", o.repo))
+		}
+	}
+	if err := repo.CheckBranch(ctx, branch); err != nil {
+		return "", "", usage2(err)
+	}
+	if !repo.HasBranch(ctx, branch) {
+		return "", "", usage2(fmt.Errorf("no branch %s in %s to push to %s", branch, o.repo, host.Name))
+	}
+	return repoDir, branch, nil
+}
+
+// lockRemoteBead takes bead's lock here for the whole remote attempt, without waiting, and
+// refuses a bead that runs here already.
+func lockRemoteBead(ctx context.Context, bead string, s *settings) (unlock func() error, err error) {
+	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	d := s.dir()
+	if err := statedir.MkdirFor(d.Store.Paths().BeadLock(bead)); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	unlock, err = fsx.LockFile(lctx, d.Store.Paths().BeadLock(bead))
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%s is being dispatched from this state directory (its lock is held); wait for it to end", bead)
+	}
+	if live, _ := attempt.Alive(ctx, d, s.where(bead), bead); live {
+		unlock()
+		return nil, fmt.Errorf("%s runs here already; 'dispatch kill %s' first, or wait for it", bead, bead)
+	}
+	return unlock, nil
+}
+
+// remoteAttemptError is dispatchRemote's error for RunAttempt's err: the host's dispatch's
+// own exit code when it refused, and what became of the agent when the wait ended early.
+func remoteAttemptError(ctx context.Context, err error, bead string, host *remote.Host) error {
+	var offline *remote.OfflineError
+	var refused *remote.StartError
+	switch {
+	case errors.As(err, &refused):
+		return &cli.ExitError{Code: refused.Code, Err: refused.Err}
+	case errors.As(err, &offline):
+		return fmt.Errorf("%v; the agent may still run there, its records stay on %s until it answers", offline, host.Name)
+	case ctx.Err() != nil:
+		return fmt.Errorf("stopped waiting for %s (the agent goes on on %s; its records stay there)", bead, host.Name)
+	}
+	return err
 }
 
 // hostSettings reads --host, --hosts (else DISPATCH_HOSTS, else hosts.yaml) and

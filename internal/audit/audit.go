@@ -323,6 +323,7 @@ func (a *Auditor) Run(targets []Target, emit func(Report)) {
 // buffers recycles read buffers: a document is not kept once checked (--fix copies what it keeps).
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
+// check checks the i-th file of ls: reads it, migrates it with --fix, and validates it.
 func (a *Auditor) check(ls listing, i int) Report {
 	path, kind := ls.path(i), ls.kind
 	r := Report{Path: path, Kind: kind}
@@ -337,32 +338,12 @@ func (a *Auditor) check(ls listing, i int) Report {
 		return nil
 	}
 	defer func() { a.budget.Release(held) }()
-	limit := int64(record.MaxSize)
-	if isYAML(path) {
-		limit = MaxManifestSize
-	}
-	var doc []byte
-	var err error
-	if ls.dir == "" {
-		// A file named on the command line is read where it points: the user chose it.
-		if doc, err = fsx.ReadFileAt(fsx.Cwd, ls.names[i], limit, *bufp); err == nil {
-			reserve(int64(len(doc)))
-		}
-	} else {
-		doc, err = record.ReadAt(ls.dirfd, ls.names[i], limit, *bufp, reserve)
-	}
+	doc, err := readDoc(ls, i, *bufp, reserve)
 	if err == nil && cap(doc) <= 1<<20 {
 		*bufp = doc[:0] // keep a grown buffer for the next file, but not a huge one
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, fsx.ErrTooLarge):
-			r.Error = "cannot be checked: " + err.Error()
-		case errors.Is(err, record.ErrLink):
-			r.Error = "cannot be read: " + err.Error()
-		default:
-			r.Error = describe(err)
-		}
+		r.Error = readError(err)
 		return r
 	}
 	source := doc // what the problems' lines and columns are counted in
@@ -380,37 +361,73 @@ func (a *Auditor) check(ls listing, i int) Report {
 			return r
 		}
 	}
+	if r.Fixed {
+		source = doc // the file as --fix rewrote it
+	}
+	a.validate(&r, doc, source, planned, reserve)
+	return r
+}
+
+// readDoc reads the i-th file of ls into buf, bounded by the size its kind may have, reserving
+// its bytes.
+func readDoc(ls listing, i int, buf []byte, reserve func(int64) error) ([]byte, error) {
+	limit := int64(record.MaxSize)
+	if isYAML(ls.path(i)) {
+		limit = MaxManifestSize
+	}
+	if ls.dir != "" {
+		return record.ReadAt(ls.dirfd, ls.names[i], limit, buf, reserve)
+	}
+	// A file named on the command line is read where it points: the user chose it.
+	doc, err := fsx.ReadFileAt(fsx.Cwd, ls.names[i], limit, buf)
+	if err == nil {
+		reserve(int64(len(doc)))
+	}
+	return doc, err
+}
+
+// readError is a report's error for a file that could not be read.
+func readError(err error) string {
+	switch {
+	case errors.Is(err, fsx.ErrTooLarge):
+		return "cannot be checked: " + err.Error()
+	case errors.Is(err, record.ErrLink):
+		return "cannot be read: " + err.Error()
+	}
+	return describe(err)
+}
+
+// validate validates doc, a file of r's kind as JSON (source as it is written: the problems'
+// lines and columns are counted in it), and planned, what --fix would write, when not nil.
+func (a *Auditor) validate(r *Report, doc, source, planned []byte, reserve func(int64) error) {
 	admit := func(cost int64) func() {
 		reserve(cost)
 		return func() {}
 	}
-	problems, err := a.schemas[kind].ValidateWithin(doc, admit)
+	problems, err := a.schemas[r.Kind].ValidateWithin(doc, admit)
 	switch {
 	case errors.Is(err, schema.ErrNotJSON):
 		r.Error, r.NotJSON = "is "+err.Error(), true
-		return r
+		return
 	case err != nil: // too many values, or the validator failed
 		r.Error = "cannot be checked: " + err.Error()
-		return r
+		return
 	}
 	if len(problems) > MaxProblems {
 		r.MoreProblems = len(problems) - MaxProblems
 		problems = append([]schema.Problem(nil), problems[:MaxProblems]...)
 	}
-	if r.Fixed {
-		source = doc // the file as --fix rewrote it
-	}
-	if isYAML(path) && len(problems) > 0 {
+	asYAML := isYAML(r.Path)
+	if asYAML && len(problems) > 0 {
 		reserve(yamlCost * int64(len(source))) // the manifest decoded again, as nodes
 	}
-	locate(problems, source, isYAML(path))
+	locate(problems, source, asYAML)
 	r.Problems = problems
 	r.Valid = len(problems) == 0
 	if planned != nil {
-		after, err := a.schemas[kind].ValidateWithin(planned, admit)
+		after, err := a.schemas[r.Kind].ValidateWithin(planned, admit)
 		r.FixWouldMend = err == nil && len(after) == 0
 	}
-	return r
 }
 
 func isYAML(path string) bool {

@@ -527,14 +527,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 		seen[k.Value] = true
 		switch k.Value {
 		case "id":
-			t.ID = p.line(v, "id")
-			if t.ID != "" {
-				if err := statedir.CheckName(taskKind, t.ID); err != nil {
-					p.errorf(v.Line, "%v", err)
-				} else if len(t.ID) > MaxTaskID {
-					p.errorf(v.Line, "task id %q is %d characters long; at most %d are allowed (the bead <execution>-<task> must stay a name of at most %d)", t.ID, len(t.ID), MaxTaskID, statedir.MaxName)
-				}
-			}
+			t.ID = p.taskID(v)
 		case "prompt":
 			prompt = v
 		case "prompt_file":
@@ -545,18 +538,7 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 		case "priority":
 			t.Priority = p.priority(v)
 		case "depends_on":
-			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-				continue
-			}
-			if v.Kind != yaml.SequenceNode {
-				p.errorf(v.Line, "depends_on must be a list of task ids, like [a, b]")
-				continue
-			}
-			for _, dep := range v.Content {
-				if s := p.line(dep, "a dependency"); s != "" {
-					t.DependsOn = append(t.DependsOn, s)
-				}
-			}
+			t.DependsOn = append(t.DependsOn, p.dependsOn(v)...)
 		case "agent":
 			t.Agent = p.line(v, "agent")
 		case "model":
@@ -588,27 +570,65 @@ func (p *parser) task(item *yaml.Node, d Defaults, priority string) (Task, bool)
 	case prompt != nil:
 		t.Prompt = p.str(prompt, "prompt")
 	case promptFile != nil:
-		file := p.line(promptFile, "prompt_file")
-		if file == "" {
-			break
-		}
-		if p.read == nil {
-			p.errorf(promptFile.Line, "prompt_file %q cannot be read here; write the prompt inline", file)
-			break
-		}
-		b, err := p.read(file)
-		switch {
-		case err != nil:
-			p.errorf(promptFile.Line, "prompt_file %q: %v", file, oneLine(err))
-		case strings.TrimSpace(string(b)) == "":
-			p.errorf(promptFile.Line, "prompt_file %q is empty", file)
-		default:
-			t.Prompt = string(b)
-		}
+		t.Prompt = p.promptFile(promptFile)
 	default:
 		p.errorf(item.Line, "%s has no prompt (or prompt_file)", name)
 	}
 	return t, true
+}
+
+// taskID reads a task's id: a name by statedir's rule, short enough for its bead's name.
+func (p *parser) taskID(v *yaml.Node) string {
+	id := p.line(v, "id")
+	if id == "" {
+		return id
+	}
+	if err := statedir.CheckName(taskKind, id); err != nil {
+		p.errorf(v.Line, "%v", err)
+	} else if len(id) > MaxTaskID {
+		p.errorf(v.Line, "task id %q is %d characters long; at most %d are allowed (the bead <execution>-<task> must stay a name of at most %d)", id, len(id), MaxTaskID, statedir.MaxName)
+	}
+	return id
+}
+
+// dependsOn reads a task's depends_on: a list of task ids, or null for none.
+func (p *parser) dependsOn(v *yaml.Node) []string {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		p.errorf(v.Line, "depends_on must be a list of task ids, like [a, b]")
+		return nil
+	}
+	var deps []string
+	for _, dep := range v.Content {
+		if s := p.line(dep, "a dependency"); s != "" {
+			deps = append(deps, s)
+		}
+	}
+	return deps
+}
+
+// promptFile reads the prompt of a task's prompt_file, v; "" when it cannot (and says why).
+func (p *parser) promptFile(v *yaml.Node) string {
+	file := p.line(v, "prompt_file")
+	if file == "" {
+		return ""
+	}
+	if p.read == nil {
+		p.errorf(v.Line, "prompt_file %q cannot be read here; write the prompt inline", file)
+		return ""
+	}
+	b, err := p.read(file)
+	switch {
+	case err != nil:
+		p.errorf(v.Line, "prompt_file %q: %v", file, oneLine(err))
+	case strings.TrimSpace(string(b)) == "":
+		p.errorf(v.Line, "prompt_file %q is empty", file)
+	default:
+		return string(b)
+	}
+	return ""
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -100,20 +100,48 @@ func ParseHosts(path, home string) (*Hosts, error) {
 
 // ParseHostsBytes is ParseHosts on the file's bytes; path names it in errors.
 func ParseHostsBytes(path string, b []byte, home string) (*Hosts, error) {
-	at := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%s:%d: %s", path, line, fmt.Sprintf(format, args...))
+	p := &hostsParser{path: path, home: home, seen: map[string]int{}}
+	list, err := p.hostList(b)
+	if err != nil {
+		return nil, err
 	}
+	hs := &Hosts{File: path}
+	for _, n := range list.Content {
+		h, err := p.host(n)
+		if err != nil {
+			return nil, err
+		}
+		hs.Hosts = append(hs.Hosts, h)
+	}
+	return hs, nil
+}
+
+// hostsParser is one ParseHostsBytes: the file's path and home for messages and ~, and the
+// line each host name was first given at.
+type hostsParser struct {
+	path, home string
+	seen       map[string]int
+}
+
+// at is an error at line of the file.
+func (p *hostsParser) at(line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", p.path, line, fmt.Sprintf(format, args...))
+}
+
+// hostList decodes b and returns its 'hosts:' list: a top-level mapping of that key alone,
+// holding a list of at least one host.
+func (p *hostsParser) hostList(b []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		var te *yaml.TypeError
 		if errors.As(err, &te) || strings.HasPrefix(err.Error(), "yaml: line ") {
-			return nil, fmt.Errorf("%s:%s", path, strings.TrimPrefix(err.Error(), "yaml: line "))
+			return nil, fmt.Errorf("%s:%s", p.path, strings.TrimPrefix(err.Error(), "yaml: line "))
 		}
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %v", p.path, err)
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, at(1, "expected a mapping with a 'hosts:' list")
+		return nil, p.at(1, "expected a mapping with a 'hosts:' list")
 	}
 	top := doc.Content[0]
 	var list *yaml.Node
@@ -122,7 +150,7 @@ func ParseHostsBytes(path string, b []byte, home string) (*Hosts, error) {
 		case "hosts":
 			list = top.Content[i+1]
 		default:
-			return nil, at(k.Line, "unknown key %q; hosts.yaml has 'hosts:'", k.Value)
+			return nil, p.at(k.Line, "unknown key %q; hosts.yaml has 'hosts:'", k.Value)
 		}
 	}
 	if list == nil || list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
@@ -130,82 +158,100 @@ func ParseHostsBytes(path string, b []byte, home string) (*Hosts, error) {
 		if list != nil {
 			line = list.Line
 		}
-		return nil, at(line, "'hosts:' must be a list of at least one host")
+		return nil, p.at(line, "'hosts:' must be a list of at least one host")
 	}
-	hs := &Hosts{File: path}
-	seen := map[string]int{}
-	for _, n := range list.Content {
-		if n.Kind != yaml.MappingNode {
-			return nil, at(n.Line, "a host is a mapping (name:, ssh:, repo:, ...)")
-		}
-		// Unknown keys are refused: a misspelt 'identiy:' must not silently mean ssh's default.
-		keyLine := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			switch k.Value {
-			case "name", "ssh", "port", "identity", "known_hosts", "max_agents", "repo", "agents_config", "bin", "state_dir", "env":
-				keyLine[k.Value] = k.Line
-			default:
-				return nil, at(k.Line, "unknown key %q in a host (name, ssh, port, identity, known_hosts, max_agents, repo, agents_config, bin, state_dir, env)", k.Value)
-			}
-		}
-		lineOf := func(key string) int {
-			if l, ok := keyLine[key]; ok {
-				return l
-			}
-			return n.Line
-		}
-		var r rawHost
-		if err := n.Decode(&r); err != nil {
-			var te *yaml.TypeError
-			if errors.As(err, &te) && len(te.Errors) > 0 {
-				return nil, fmt.Errorf("%s:%s", path, strings.TrimPrefix(te.Errors[0], "line "))
-			}
-			return nil, at(n.Line, "%v", err)
-		}
-		h := Host{Name: r.Name, SSH: r.SSH, Port: r.Port, Repo: r.Repo, AgentsConfig: r.AgentsConfig,
-			Bin: r.Bin, StateDir: r.StateDir, Env: r.Env, MaxAgents: 1, Line: n.Line,
-			Identity: expandHome(r.Identity, home), KnownHosts: expandHome(r.KnownHosts, home)}
-		switch {
-		case h.Name == "":
-			return nil, at(n.Line, "a host needs a name")
-		case statedir.CheckName(statedir.KindWorker, h.Name) != nil:
-			return nil, at(lineOf("name"), "host name %q: use letters, digits, '.', '_' and '-'", h.Name)
-		case seen[h.Name] != 0:
-			return nil, at(lineOf("name"), "host %q is named twice (first at line %d)", h.Name, seen[h.Name])
-		case h.SSH == "":
-			return nil, at(n.Line, "host %q needs ssh: (an ssh destination, user@host)", h.Name)
-		case strings.HasPrefix(h.SSH, "-") || strings.ContainsAny(h.SSH, " \t\r\n'\"\\;&|$`<>()*?[]{}!#~") || strings.Contains(h.SSH, "://"):
-			return nil, at(lineOf("ssh"), "host %q: ssh %q is not an ssh destination ([user@]host)", h.Name, h.SSH)
-		case h.Port < 0 || h.Port > 65535:
-			return nil, at(lineOf("port"), "host %q: port %d is not a TCP port", h.Name, h.Port)
-		case h.Repo == "":
-			return nil, at(n.Line, "host %q needs repo: (the path of the repository's clone there)", h.Name)
-		case !strings.HasPrefix(h.Repo, "/"):
-			return nil, at(lineOf("repo"), "host %q: repo %q must be an absolute path", h.Name, h.Repo)
-		case h.Bin != "" && !strings.HasPrefix(h.Bin, "/"):
-			return nil, at(lineOf("bin"), "host %q: bin %q must be an absolute path", h.Name, h.Bin)
-		case strings.ContainsAny(h.Repo+h.Bin+h.StateDir+h.AgentsConfig, "\x00\n"):
-			return nil, at(n.Line, "host %q: a path holds a newline or NUL", h.Name)
-		}
-		if r.MaxAgents != nil {
-			if *r.MaxAgents < 1 {
-				return nil, at(lineOf("max_agents"), "host %q: max_agents must be at least 1, got %d", h.Name, *r.MaxAgents)
-			}
-			h.MaxAgents = *r.MaxAgents
-		}
-		for k := range h.Env {
-			if !envName.MatchString(k) {
-				return nil, at(lineOf("env"), "host %q: env name %q: use capitals, digits and _", h.Name, k)
-			}
-		}
-		if h.StateDir == "" {
-			h.StateDir = DefaultStateDir
-		}
-		seen[h.Name] = lineOf("name")
-		hs.Hosts = append(hs.Hosts, h)
+	return list, nil
+}
+
+// host reads and checks the host n of the list.
+func (p *hostsParser) host(n *yaml.Node) (Host, error) {
+	if n.Kind != yaml.MappingNode {
+		return Host{}, p.at(n.Line, "a host is a mapping (name:, ssh:, repo:, ...)")
 	}
-	return hs, nil
+	keyLine, err := p.hostKeys(n)
+	if err != nil {
+		return Host{}, err
+	}
+	lineOf := func(key string) int {
+		if l, ok := keyLine[key]; ok {
+			return l
+		}
+		return n.Line
+	}
+	var r rawHost
+	if err := n.Decode(&r); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return Host{}, fmt.Errorf("%s:%s", p.path, strings.TrimPrefix(te.Errors[0], "line "))
+		}
+		return Host{}, p.at(n.Line, "%v", err)
+	}
+	h := Host{Name: r.Name, SSH: r.SSH, Port: r.Port, Repo: r.Repo, AgentsConfig: r.AgentsConfig,
+		Bin: r.Bin, StateDir: r.StateDir, Env: r.Env, MaxAgents: 1, Line: n.Line,
+		Identity: expandHome(r.Identity, p.home), KnownHosts: expandHome(r.KnownHosts, p.home)}
+	if err := p.checkHost(h, n.Line, lineOf); err != nil {
+		return Host{}, err
+	}
+	if r.MaxAgents != nil {
+		if *r.MaxAgents < 1 {
+			return Host{}, p.at(lineOf("max_agents"), "host %q: max_agents must be at least 1, got %d", h.Name, *r.MaxAgents)
+		}
+		h.MaxAgents = *r.MaxAgents
+	}
+	for k := range h.Env {
+		if !envName.MatchString(k) {
+			return Host{}, p.at(lineOf("env"), "host %q: env name %q: use capitals, digits and _", h.Name, k)
+		}
+	}
+	if h.StateDir == "" {
+		h.StateDir = DefaultStateDir
+	}
+	p.seen[h.Name] = lineOf("name")
+	return h, nil
+}
+
+// hostKeys returns the line of each key of the host n. Unknown keys are refused: a misspelt
+// 'identiy:' must not silently mean ssh's default.
+func (p *hostsParser) hostKeys(n *yaml.Node) (map[string]int, error) {
+	keyLine := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		switch k.Value {
+		case "name", "ssh", "port", "identity", "known_hosts", "max_agents", "repo", "agents_config", "bin", "state_dir", "env":
+			keyLine[k.Value] = k.Line
+		default:
+			return nil, p.at(k.Line, "unknown key %q in a host (name, ssh, port, identity, known_hosts, max_agents, repo, agents_config, bin, state_dir, env)", k.Value)
+		}
+	}
+	return keyLine, nil
+}
+
+// checkHost checks the name, destination, port and paths of h, the host at line; lineOf is
+// the line of one of its keys.
+func (p *hostsParser) checkHost(h Host, line int, lineOf func(key string) int) error {
+	switch {
+	case h.Name == "":
+		return p.at(line, "a host needs a name")
+	case statedir.CheckName(statedir.KindWorker, h.Name) != nil:
+		return p.at(lineOf("name"), "host name %q: use letters, digits, '.', '_' and '-'", h.Name)
+	case p.seen[h.Name] != 0:
+		return p.at(lineOf("name"), "host %q is named twice (first at line %d)", h.Name, p.seen[h.Name])
+	case h.SSH == "":
+		return p.at(line, "host %q needs ssh: (an ssh destination, user@host)", h.Name)
+	case strings.HasPrefix(h.SSH, "-") || strings.ContainsAny(h.SSH, " \t\r\n'\"\\;&|$`<>()*?[]{}!#~") || strings.Contains(h.SSH, "://"):
+		return p.at(lineOf("ssh"), "host %q: ssh %q is not an ssh destination ([user@]host)", h.Name, h.SSH)
+	case h.Port < 0 || h.Port > 65535:
+		return p.at(lineOf("port"), "host %q: port %d is not a TCP port", h.Name, h.Port)
+	case h.Repo == "":
+		return p.at(line, "host %q needs repo: (the path of the repository's clone there)", h.Name)
+	case !strings.HasPrefix(h.Repo, "/"):
+		return p.at(lineOf("repo"), "host %q: repo %q must be an absolute path", h.Name, h.Repo)
+	case h.Bin != "" && !strings.HasPrefix(h.Bin, "/"):
+		return p.at(lineOf("bin"), "host %q: bin %q must be an absolute path", h.Name, h.Bin)
+	case strings.ContainsAny(h.Repo+h.Bin+h.StateDir+h.AgentsConfig, "\x00\n"):
+		return p.at(line, "host %q: a path holds a newline or NUL", h.Name)
+	}
+	return nil
 }
 
 // expandHome expands a leading ~/ (or a lone ~) to home.

@@ -203,100 +203,146 @@ type chunkOut struct {
 // rather than held until it is emitted: the budget bounds the bytes being read at once, and a
 // job's beads are a few hundred bytes each.
 func (s Source) scanChunks(entries []entry, workers int, fds dirs, cr *cacheRun, budget *record.Budget, emit func(*Bead), skip func(Skipped)) {
-	var starts []int
+	cs := &chunkScan{s: s, entries: entries, fds: fds, cr: cr, budget: budget, emit: emit, skip: skip}
 	if cr != nil {
-		starts = cr.starts
+		cs.starts = cr.starts
 	} else {
-		starts = chunkStarts(entries, defaultChunkBits)
+		cs.starts = chunkStarts(entries, defaultChunkBits)
 	}
-	bounds := func(c int) (lo, hi int) {
-		if c+1 < len(starts) {
-			return starts[c], starts[c+1]
-		}
-		return starts[c], len(entries)
+	ordered.Map(len(cs.starts), workers, 2*workers, cs.read, cs.yield)
+}
+
+// chunkScan is one scanChunks: what its workers read chunks with (read) and what the calling
+// goroutine hands their beads on with (yield).
+type chunkScan struct {
+	s       Source
+	entries []entry
+	starts  []int // the first entry of each chunk
+	fds     dirs
+	cr      *cacheRun // nil without a cache
+	budget  *record.Budget
+	emit    func(*Bead)
+	skip    func(Skipped)
+}
+
+// bounds returns the entries of chunk c, entries[lo:hi].
+func (cs *chunkScan) bounds(c int) (lo, hi int) {
+	if c+1 < len(cs.starts) {
+		return cs.starts[c], cs.starts[c+1]
 	}
-	ordered.Map(len(starts), workers, 2*workers, func(c int) chunkOut {
-		lo, hi := bounds(c)
-		var scratch []byte
-		var pre []statted
-		if cr != nil && cr.merge {
-			pre = make([]statted, hi-lo)
-			if totals := cr.sum(fds, c, lo, hi, pre, &scratch); totals != nil {
-				return chunkOut{totals: totals, op: cacheOp{kind: opKeep}}
-			}
+	return cs.starts[c], len(cs.entries)
+}
+
+// read reads chunk c, on a worker: as its totals from the cache when Source.Merge may take
+// them and none of its files changed, else entry by entry.
+func (cs *chunkScan) read(c int) chunkOut {
+	cr := cs.cr
+	lo, hi := cs.bounds(c)
+	var scratch []byte
+	var pre []statted
+	if cr != nil && cr.merge {
+		pre = make([]statted, hi-lo)
+		if totals := cr.sum(cs.fds, c, lo, hi, pre, &scratch); totals != nil {
+			return chunkOut{totals: totals, op: cacheOp{kind: opKeep}}
 		}
-		out := chunkOut{batches: make([]batch, hi-lo)}
-		var slab *beadSlab
-		if cr != nil && cr.cached != nil && cr.reuse {
-			n := 0
-			for i := lo; i < hi; i++ {
-				if cr.cached[i] != nil {
-					n++
-				}
-			}
-			slab = newBeadSlab(n)
+	}
+	out := chunkOut{batches: cs.readEntries(c, lo, hi, pre, &scratch)}
+	if cr != nil {
+		var totals *Aggregator
+		out.op, totals = cr.chunkOp(c, lo, hi, out.batches)
+		if cs.s.Merge != nil && out.op.kind == opPut {
+			// Counted here, on the worker, once: the emitting goroutine only merges them
+			// (a first run, which builds the cache, counted each bead twice, 2.5% of its CPU).
+			out.totals = totals
 		}
-		for i := lo; i < hi; i++ {
-			res := &reservation{budget: budget, seq: c}
-			if cr != nil {
-				var p *statted
-				if pre != nil {
-					p = &pre[i-lo]
-				}
-				out.batches[i-lo] = cr.read(s, fds, entries[i], i, res, &scratch, p, slab)
-			} else {
-				out.batches[i-lo] = s.read(fds, entries[i], res, nil)
+	}
+	return out
+}
+
+// readEntries reads entries[lo:hi] of chunk c one by one, through the cache if there is one
+// (pre holds what cacheRun.sum already learnt of them, or is nil), giving each entry's
+// reservation back as soon as it is read.
+func (cs *chunkScan) readEntries(c, lo, hi int, pre []statted, scratch *[]byte) []batch {
+	batches := make([]batch, hi-lo)
+	slab := cs.slab(lo, hi)
+	for i := lo; i < hi; i++ {
+		res := &reservation{budget: cs.budget, seq: c}
+		if cs.cr != nil {
+			var p *statted
+			if pre != nil {
+				p = &pre[i-lo]
 			}
-			budget.Release(out.batches[i-lo].held)
-			out.batches[i-lo].held = 0
+			batches[i-lo] = cs.cr.read(cs.s, cs.fds, cs.entries[i], i, res, scratch, p, slab)
+		} else {
+			batches[i-lo] = cs.s.read(cs.fds, cs.entries[i], res, nil)
 		}
+		cs.budget.Release(batches[i-lo].held)
+		batches[i-lo].held = 0
+	}
+	return batches
+}
+
+// slab returns one allocation for the beads of entries[lo:hi] the cache holds, when the cache
+// lets its beads be reused, else nil.
+func (cs *chunkScan) slab(lo, hi int) *beadSlab {
+	cr := cs.cr
+	if cr == nil || cr.cached == nil || !cr.reuse {
+		return nil
+	}
+	n := 0
+	for i := lo; i < hi; i++ {
+		if cr.cached[i] != nil {
+			n++
+		}
+	}
+	return newBeadSlab(n)
+}
+
+// yield hands chunk c on, in chunk order on the calling goroutine: its totals to Source.Merge
+// or its beads to emit, its unreadable files to skip, and what the cache is to keep of it.
+func (cs *chunkScan) yield(c int, o chunkOut) {
+	cr := cs.cr
+	cs.budget.SetHead(c + 1)
+	lo, hi := cs.bounds(c)
+	if cr != nil && lo/releaseEvery != hi/releaseEvery {
+		cr.release()
+	}
+	if o.totals != nil {
+		cs.s.Merge(o.totals)
+	}
+	if o.totals != nil && o.batches == nil {
+		cs.noteSummed(lo, hi)
+	}
+	for k, b := range o.batches {
 		if cr != nil {
-			var totals *Aggregator
-			out.op, totals = cr.chunkOp(c, lo, hi, out.batches)
-			if s.Merge != nil && out.op.kind == opPut {
-				// Counted here, on the worker, once: the emitting goroutine only merges them
-				// (a first run, which builds the cache, counted each bead twice, 2.5% of its CPU).
-				out.totals = totals
-			}
+			cr.note(lo+k, cs.entries[lo+k], b)
 		}
-		return out
-	}, func(c int, o chunkOut) {
-		budget.SetHead(c + 1)
-		lo, hi := bounds(c)
-		if cr != nil && lo/releaseEvery != hi/releaseEvery {
-			cr.release()
+		for _, sk := range b.skipped {
+			cs.skip(sk)
 		}
 		if o.totals != nil {
-			s.Merge(o.totals)
+			continue // counted in them
 		}
-		if o.totals != nil && o.batches == nil {
-			for i := lo; i < hi; i++ {
-				op := cacheOp{kind: opDrop}
-				if entries[i].run {
-					op.kind = opKeep
-					cr.c.Stats.Summed++
-				}
-				cr.note(i, entries[i], batch{cache: op})
-			}
+		for _, bd := range b.beads {
+			cs.emit(bd)
 		}
-		for k, b := range o.batches {
-			if cr != nil {
-				cr.note(lo+k, entries[lo+k], b)
-			}
-			for _, sk := range b.skipped {
-				skip(sk)
-			}
-			if o.totals != nil {
-				continue // counted in them
-			}
-			for _, bd := range b.beads {
-				emit(bd)
-			}
+	}
+	if cr != nil {
+		cr.noteChunk(c, o.op)
+	}
+}
+
+// noteSummed tells the cache about entries[lo:hi], a chunk added as its cached totals: every
+// bead with a run is kept as it is, the rest dropped.
+func (cs *chunkScan) noteSummed(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		op := cacheOp{kind: opDrop}
+		if cs.entries[i].run {
+			op.kind = opKeep
+			cs.cr.c.Stats.Summed++
 		}
-		if cr != nil {
-			cr.noteChunk(c, o.op)
-		}
-	})
+		cs.cr.note(i, cs.entries[i], batch{cache: op})
+	}
 }
 
 // dirs are the open runs/ and results/ directories (-1 for one that does not exist).

@@ -260,105 +260,121 @@ func (c *fastCompiler) node(v any) (*fastNode, bool) {
 		}
 		return &fastNode{reject: true}, true
 	case map[string]any:
-		// $ref and oneOf only alone (annotations aside): draft 7 ignores the siblings of a
-		// $ref, and a oneOf beside other keywords would need both checked at once.
-		if _, has := s["$ref"]; has {
-			if only(s) != "$ref" {
-				return nil, false
-			}
-			return c.ref(s["$ref"])
-		}
-		if _, has := s["oneOf"]; has {
-			if only(s) != "oneOf" {
-				return nil, false
-			}
-			return c.nullOr(s["oneOf"])
-		}
-		n := &fastNode{}
-		constrained := false
-		// Visit keywords in a fixed order so that property indexes do not depend on map order.
-		kws := make([]string, 0, len(s))
-		for k := range s {
-			kws = append(kws, k)
-		}
-		sort.Strings(kws)
-		var required []string
-		for _, k := range kws {
-			val := s[k]
-			if annotations[k] || holders[k] {
-				continue
-			}
-			constrained = true
-			var ok bool
-			switch k {
-			case "type":
-				n.types, ok = typesOf(val)
-			case "properties":
-				ok = n.compileProperties(c, val)
-			case "required":
-				required, ok = stringsOf(val)
-			case "additionalProperties":
-				n.hasObject = true
-				switch a := val.(type) {
-				case bool:
-					n.addlDeny, ok = !a, true
-				case map[string]any:
-					n.addlNode, ok = c.node(a)
-				}
-			case "const":
-				n.hasConst = true
-				n.constVal, ok = literalOf(val)
-			case "enum":
-				// gojsonschema treats an empty enum as no constraint while the drafts forbid
-				// it; such a schema is odd enough to leave to gojsonschema.
-				n.hasEnum = true
-				n.enum, ok = literalsOf(val)
-			case "minLength":
-				n.hasMinLen = true
-				n.minLen, ok = countOf(val)
-			case "maxLength":
-				n.hasMaxLen = true
-				n.maxLen, ok = countOf(val)
-			case "minimum":
-				n.hasMin = true
-				n.min, ok = boundOf(val)
-			case "maximum":
-				n.hasMax = true
-				n.max, ok = boundOf(val)
-			case "pattern":
-				// gojsonschema compiles patterns with regexp.Compile, so RE2 syntax applies here
-				// exactly as there.
-				if p, isStr := val.(string); isStr {
-					re, err := regexp.Compile(p)
-					n.pattern, ok = re, err == nil
-					n.patternDFA = compileASCIIDFA(p)
-				}
-			case "items":
-				// Only the single-schema form; the tuple form brings in additionalItems.
-				switch val.(type) {
-				case bool, map[string]any:
-					n.items, ok = c.node(val)
-				}
-			case "minItems":
-				n.hasMinItems = true
-				n.minItems, ok = countOf(val)
-			case "maxItems":
-				n.hasMaxItems = true
-				n.maxItems, ok = countOf(val)
-			}
-			if !ok {
-				return nil, false
-			}
-		}
-		if required != nil && !n.addRequired(required) {
-			return nil, false
-		}
-		if !constrained {
-			return nil, true
-		}
-		return n, true
+		return c.schemaObject(s)
 	}
 	return nil, false
+}
+
+// schemaObject compiles a schema written as an object (not as true or false), keyword by keyword.
+func (c *fastCompiler) schemaObject(s map[string]any) (*fastNode, bool) {
+	// $ref and oneOf only alone (annotations aside): draft 7 ignores the siblings of a
+	// $ref, and a oneOf beside other keywords would need both checked at once.
+	if _, has := s["$ref"]; has {
+		if only(s) != "$ref" {
+			return nil, false
+		}
+		return c.ref(s["$ref"])
+	}
+	if _, has := s["oneOf"]; has {
+		if only(s) != "oneOf" {
+			return nil, false
+		}
+		return c.nullOr(s["oneOf"])
+	}
+	n := &fastNode{}
+	constrained := false
+	// Visit keywords in a fixed order so that property indexes do not depend on map order.
+	kws := make([]string, 0, len(s))
+	for k := range s {
+		kws = append(kws, k)
+	}
+	sort.Strings(kws)
+	var required []string
+	for _, k := range kws {
+		val := s[k]
+		if annotations[k] || holders[k] {
+			continue
+		}
+		constrained = true
+		ok := false
+		if k == "required" {
+			// Added once every property is known (addRequired).
+			required, ok = stringsOf(val)
+		} else {
+			ok = n.keyword(c, k, val)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	if required != nil && !n.addRequired(required) {
+		return nil, false
+	}
+	if !constrained {
+		return nil, true
+	}
+	return n, true
+}
+
+// keyword compiles the keyword k, of value val, into n. It is false for a keyword or value
+// with no fast path.
+func (n *fastNode) keyword(c *fastCompiler, k string, val any) bool {
+	var ok bool
+	switch k {
+	case "type":
+		n.types, ok = typesOf(val)
+	case "properties":
+		ok = n.compileProperties(c, val)
+	case "additionalProperties":
+		n.hasObject = true
+		switch a := val.(type) {
+		case bool:
+			n.addlDeny, ok = !a, true
+		case map[string]any:
+			n.addlNode, ok = c.node(a)
+		}
+	case "const":
+		n.hasConst = true
+		n.constVal, ok = literalOf(val)
+	case "enum":
+		// gojsonschema treats an empty enum as no constraint while the drafts forbid
+		// it; such a schema is odd enough to leave to gojsonschema.
+		n.hasEnum = true
+		n.enum, ok = literalsOf(val)
+	case "minLength":
+		n.hasMinLen = true
+		n.minLen, ok = countOf(val)
+	case "maxLength":
+		n.hasMaxLen = true
+		n.maxLen, ok = countOf(val)
+	case "minimum":
+		n.hasMin = true
+		n.min, ok = boundOf(val)
+	case "maximum":
+		n.hasMax = true
+		n.max, ok = boundOf(val)
+	case "pattern":
+		// gojsonschema compiles patterns with regexp.Compile, so RE2 syntax applies here
+		// exactly as there.
+		if p, isStr := val.(string); isStr {
+			re, err := regexp.Compile(p)
+			n.pattern, ok = re, err == nil
+			n.patternDFA = compileASCIIDFA(p)
+		}
+	case "items":
+		// Only the single-schema form; the tuple form brings in additionalItems.
+		switch val.(type) {
+		case bool, map[string]any:
+			n.items, ok = c.node(val)
+		}
+	case "minItems":
+		n.hasMinItems = true
+		n.minItems, ok = countOf(val)
+	case "maxItems":
+		n.hasMaxItems = true
+		n.maxItems, ok = countOf(val)
+	}
+	return ok
 }
 
 func (n *fastNode) compileProperties(c *fastCompiler, v any) bool {

@@ -317,88 +317,112 @@ func stripIDs(tree any) {
 // checkCycles returns an error when a $ref leads back to itself through references and in-place
 // applicators only: checking a value against it would never end.
 func (b *bundler) checkCycles() error {
-	const (
-		unseen = iota
-		onPath
-		done
-	)
-	state := map[string]int{}
-	var path []string
-	var visit func(ptr string, node any) error
-	visit = func(ptr string, node any) error {
-		switch state[ptr] {
-		case onPath:
-			start := 0
-			for i, p := range path {
-				if p == ptr {
-					start = i
-				}
-			}
-			cycle := append(append([]string{}, path[start:]...), ptr)
-			for i, p := range cycle {
-				if p == "" {
-					cycle[i] = "#"
-				} else {
-					cycle[i] = "#" + p
-				}
-			}
-			return fmt.Errorf("schema %s: $ref cycle %s never reaches into the document: checking a value against it would never end", b.source, strings.Join(cycle, " → "))
-		case done:
-			return nil
-		}
-		obj, ok := node.(map[string]any)
-		if !ok {
-			state[ptr] = done
-			return nil
-		}
-		state[ptr] = onPath
-		path = append(path, ptr)
-		defer func() { path = path[:len(path)-1] }()
-		if ref, ok := obj["$ref"].(string); ok && strings.HasPrefix(ref, "#") {
-			target, tptr, err := b.lookup(ref)
-			if err != nil {
-				return err
-			}
-			if err := visit(tptr, target); err != nil {
-				return err
-			}
-		}
-		for _, k := range inPlace {
-			switch sub := obj[k].(type) {
-			case map[string]any:
-				if err := visit(ptr+"/"+k, sub); err != nil {
-					return err
-				}
-			case []any:
-				for i, s := range sub {
-					if err := visit(ptr+"/"+k+"/"+strconv.Itoa(i), s); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		for _, k := range inPlaceMaps {
-			if m, ok := obj[k].(map[string]any); ok {
-				for _, name := range sortedNames(m) {
-					if err := visit(ptr+"/"+k+"/"+escapeToken(name), m[name]); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		state[ptr] = done
-		return nil
-	}
+	cc := &cycleCheck{b: b, state: map[string]int{}}
 	// Every schema of the document is a possible start: a cycle anywhere is an error, even one
 	// no value reaches today.
 	var err error
 	walkPointers(b.root, "", func(ptr string, node map[string]any) bool {
-		if state[ptr] == unseen {
-			err = visit(ptr, node)
+		if cc.state[ptr] == cycleUnseen {
+			err = cc.visit(ptr, node)
 		}
 		return err == nil
 	})
 	return err
+}
+
+// The states of a schema in checkCycles' depth-first walk.
+const (
+	cycleUnseen = iota
+	cycleOnPath // being visited: met again, it closes a cycle
+	cycleDone
+)
+
+// cycleCheck is one checkCycles: the state of every schema met, by pointer, and the path of
+// pointers from the start to the schema being visited.
+type cycleCheck struct {
+	b     *bundler
+	state map[string]int
+	path  []string
+}
+
+// visit walks the schema node at ptr, then what it refers to and its in-place applicators.
+func (cc *cycleCheck) visit(ptr string, node any) error {
+	switch cc.state[ptr] {
+	case cycleOnPath:
+		return cc.cycleError(ptr)
+	case cycleDone:
+		return nil
+	}
+	obj, ok := node.(map[string]any)
+	if !ok {
+		cc.state[ptr] = cycleDone
+		return nil
+	}
+	cc.state[ptr] = cycleOnPath
+	cc.path = append(cc.path, ptr)
+	defer func() { cc.path = cc.path[:len(cc.path)-1] }()
+	if ref, ok := obj["$ref"].(string); ok && strings.HasPrefix(ref, "#") {
+		target, tptr, err := cc.b.lookup(ref)
+		if err != nil {
+			return err
+		}
+		if err := cc.visit(tptr, target); err != nil {
+			return err
+		}
+	}
+	if err := cc.visitInPlace(ptr, obj); err != nil {
+		return err
+	}
+	cc.state[ptr] = cycleDone
+	return nil
+}
+
+// visitInPlace visits the schemas obj, at ptr, applies to the value itself (allOf, not,
+// dependencies…), in a fixed order.
+func (cc *cycleCheck) visitInPlace(ptr string, obj map[string]any) error {
+	for _, k := range inPlace {
+		switch sub := obj[k].(type) {
+		case map[string]any:
+			if err := cc.visit(ptr+"/"+k, sub); err != nil {
+				return err
+			}
+		case []any:
+			for i, s := range sub {
+				if err := cc.visit(ptr+"/"+k+"/"+strconv.Itoa(i), s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, k := range inPlaceMaps {
+		if m, ok := obj[k].(map[string]any); ok {
+			for _, name := range sortedNames(m) {
+				if err := cc.visit(ptr+"/"+k+"/"+escapeToken(name), m[name]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// cycleError is the error for the cycle that ptr, met again, closes on the path.
+func (cc *cycleCheck) cycleError(ptr string) error {
+	start := 0
+	for i, p := range cc.path {
+		if p == ptr {
+			start = i
+		}
+	}
+	cycle := append(append([]string{}, cc.path[start:]...), ptr)
+	for i, p := range cycle {
+		if p == "" {
+			cycle[i] = "#"
+		} else {
+			cycle[i] = "#" + p
+		}
+	}
+	return fmt.Errorf("schema %s: $ref cycle %s never reaches into the document: checking a value against it would never end", cc.b.source, strings.Join(cycle, " → "))
 }
 
 // lookup resolves a fragment reference ("#/definitions/a%20b") in the bundle, returning the

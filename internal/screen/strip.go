@@ -108,28 +108,11 @@ func strip(b []byte, s string, i, st int, final bool) ([]byte, int, int) {
 			}
 			continue
 		}
-		size := 1
 		if c >= 0x80 {
-			if !final && !utf8.FullRuneInString(s[i:]) {
+			var whole bool
+			if b, st, i, whole = stripRune(b, s, i, st, final); !whole {
 				return b, st, i // the rest of the character comes with the next piece
 			}
-			var r rune
-			r, size = utf8.DecodeRuneInString(s[i:])
-			switch {
-			case r == utf8.RuneError && size == 1:
-				// Not UTF-8: dropped whatever the state.
-			case r < 0xa0:
-				st = c1(r)
-			case st == ground:
-				b = append(b, s[i:i+size]...)
-			case st == oscStr || st == ctrlStr:
-				// Part of the string's payload (a title in UTF-8, say).
-			default:
-				// A character cuts an escape or CSI short, as in xterm, and is shown.
-				st = ground
-				b = append(b, s[i:i+size]...)
-			}
-			i += size
 			continue
 		}
 		i++
@@ -138,54 +121,86 @@ func strip(b []byte, s string, i, st int, final bool) ([]byte, int, int) {
 		switch c {
 		case 0x1b:
 			st = escape
-			continue
 		case 0x18, 0x1a:
 			st = ground
-			continue
-		}
-		switch st {
-		case ground:
-			// The other C0 controls and DEL: dropped.
-		case escape:
-			switch {
-			case c == '[':
-				st = csiSeq
-			case c == ']':
-				st = oscStr
-			case c == 'P' || c == 'X' || c == '^' || c == '_': // DCS, SOS, PM, APC
-				st = ctrlStr
-			case c >= 0x20 && c <= 0x2f:
-				st = escInter // ESC ( B and the like: one byte more
-			case c >= 0x30 && c <= 0x7e:
-				st = ground // ESC 7, ESC =, ESC c…: complete
-			default:
-				b = executeC0(b, c)
-			}
-		case escInter:
-			switch {
-			case c >= 0x20 && c <= 0x2f:
-			case c >= 0x30 && c <= 0x7e:
-				st = ground
-			default:
-				b = executeC0(b, c)
-			}
-		case csiSeq:
-			switch {
-			case c >= 0x20 && c <= 0x3f: // parameters, private markers, intermediates
-			case c >= 0x40 && c <= 0x7e:
-				st = ground
-			default:
-				b = executeC0(b, c)
-			}
-		case oscStr:
-			if c == 0x07 {
-				st = ground // xterm's BEL terminator, the usual one for titles
-			}
-		case ctrlStr:
-			// Payload: only ST (or CAN, SUB) ends it.
+		default:
+			b, st = stripByte(b, c, st)
 		}
 	}
 	return b, st, i
+}
+
+// stripRune moves Strip's machine over the character from 0x80 on that starts at s[i] and
+// returns b, the new state and the index after the character. Unless final, a character cut
+// off at the end of s is left for the next piece: whole is false and i does not move.
+func stripRune(b []byte, s string, i, st int, final bool) (_ []byte, _ int, _ int, whole bool) {
+	if !final && !utf8.FullRuneInString(s[i:]) {
+		return b, st, i, false
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && size == 1:
+		// Not UTF-8: dropped whatever the state.
+	case r < 0xa0:
+		st = c1(r)
+	case st == ground:
+		b = append(b, s[i:i+size]...)
+	case st == oscStr || st == ctrlStr:
+		// Part of the string's payload (a title in UTF-8, say).
+	default:
+		// A character cuts an escape or CSI short, as in xterm, and is shown.
+		st = ground
+		b = append(b, s[i:i+size]...)
+	}
+	return b, st, i + size, true
+}
+
+// stripByte moves Strip's machine in state st over the ASCII byte c, one that neither the
+// runs skipped in one go nor the transitions from any state took, and returns b and the new
+// state.
+func stripByte(b []byte, c byte, st int) ([]byte, int) {
+	switch st {
+	case ground:
+		// The other C0 controls and DEL: dropped.
+	case escape:
+		switch {
+		case c == '[':
+			st = csiSeq
+		case c == ']':
+			st = oscStr
+		case c == 'P' || c == 'X' || c == '^' || c == '_': // DCS, SOS, PM, APC
+			st = ctrlStr
+		case c >= 0x20 && c <= 0x2f:
+			st = escInter // ESC ( B and the like: one byte more
+		case c >= 0x30 && c <= 0x7e:
+			st = ground // ESC 7, ESC =, ESC c…: complete
+		default:
+			b = executeC0(b, c)
+		}
+	case escInter:
+		switch {
+		case c >= 0x20 && c <= 0x2f:
+		case c >= 0x30 && c <= 0x7e:
+			st = ground
+		default:
+			b = executeC0(b, c)
+		}
+	case csiSeq:
+		switch {
+		case c >= 0x20 && c <= 0x3f: // parameters, private markers, intermediates
+		case c >= 0x40 && c <= 0x7e:
+			st = ground
+		default:
+			b = executeC0(b, c)
+		}
+	case oscStr:
+		if c == 0x07 {
+			st = ground // xterm's BEL terminator, the usual one for titles
+		}
+	case ctrlStr:
+		// Payload: only ST (or CAN, SUB) ends it.
+	}
+	return b, st
 }
 
 // textRun returns the end of the text that starts at s[i]: printable ASCII, newline, tab and

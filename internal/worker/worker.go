@@ -210,32 +210,13 @@ func decodeWorker(b json.RawMessage) (*Worker, error) {
 		return nil, errors.New("not an object")
 	}
 	w := &Worker{}
-	field := func(key string, dst any, required bool) error {
-		v := o.Get(key)
-		if v == nil {
-			if required {
-				return fmt.Errorf("no %q", key)
-			}
-			return nil
-		}
-		if string(v) == "null" {
-			if required {
-				return fmt.Errorf("%q is null", key)
-			}
-			return nil
-		}
-		if err := fastUnmarshal(v, dst); err != nil {
-			return fmt.Errorf("%q: %v", key, err)
-		}
-		return nil
-	}
 	var env Object
 	var tmux, worktree Object
 	errs := []error{
-		field("name", &w.Name, true), field("status", &w.Status, true), field("cmd", &w.Cmd, true),
-		field("started", &w.Started, true), field("cwd", &w.Cwd, true),
-		field("env", &env, false), field("tags", &w.Tags, false), field("pid", &w.PID, false),
-		field("metadata", &w.Metadata, false), field("tmux", &tmux, false), field("worktree", &worktree, false),
+		o.decodeField("name", &w.Name, true), o.decodeField("status", &w.Status, true), o.decodeField("cmd", &w.Cmd, true),
+		o.decodeField("started", &w.Started, true), o.decodeField("cwd", &w.Cwd, true),
+		o.decodeField("env", &env, false), o.decodeField("tags", &w.Tags, false), o.decodeField("pid", &w.PID, false),
+		o.decodeField("metadata", &w.Metadata, false), o.decodeField("tmux", &tmux, false), o.decodeField("worktree", &worktree, false),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -246,56 +227,19 @@ func decodeWorker(b json.RawMessage) (*Worker, error) {
 	if err := statedir.CheckName(statedir.KindWorker, w.Name); err != nil {
 		return nil, err
 	}
-	for _, m := range env {
-		var v string
-		if err := json.Unmarshal(m.Value, &v); err != nil {
-			return nil, fmt.Errorf("env %q is not a string", m.Key)
-		}
-		w.Env = append(w.Env, EnvVar{m.Key, v})
+	if w.Env, err = decodeEnv(env); err != nil {
+		return nil, err
 	}
 	// Python: TmuxInfo(**d) if d.get("tmux") else None, so an empty object is no window.
 	if len(tmux) > 0 {
-		t := &Tmux{}
-		for _, m := range tmux {
-			var err error
-			switch m.Key {
-			case "session":
-				err = json.Unmarshal(m.Value, &t.Session)
-			case "window":
-				err = json.Unmarshal(m.Value, &t.Window)
-			case "socket":
-				err = json.Unmarshal(m.Value, &t.Socket)
-			default:
-				t.Extra = append(t.Extra, m)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("tmux %q: %v", m.Key, err)
-			}
+		if w.Tmux, err = decodeTmux(tmux); err != nil {
+			return nil, err
 		}
-		if t.Session == "" || t.Window == "" {
-			return nil, errors.New("tmux has no session or window")
-		}
-		w.Tmux = t
 	}
 	if len(worktree) > 0 {
-		t := &Worktree{}
-		for _, m := range worktree {
-			var err error
-			switch m.Key {
-			case "path":
-				err = json.Unmarshal(m.Value, &t.Path)
-			case "branch":
-				err = json.Unmarshal(m.Value, &t.Branch)
-			case "base_repo":
-				err = json.Unmarshal(m.Value, &t.BaseRepo)
-			default:
-				t.Extra = append(t.Extra, m)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("worktree %q: %v", m.Key, err)
-			}
+		if w.Worktree, err = decodeWorktree(worktree); err != nil {
+			return nil, err
 		}
-		w.Worktree = t
 	}
 	for _, m := range o {
 		if !knownKeys[m.Key] {
@@ -303,6 +247,88 @@ func decodeWorker(b json.RawMessage) (*Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// decodeField decodes o's member key into dst. A member missing or null is left out, unless
+// required: then it is an error.
+func (o Object) decodeField(key string, dst any, required bool) error {
+	v := o.Get(key)
+	if v == nil {
+		if required {
+			return fmt.Errorf("no %q", key)
+		}
+		return nil
+	}
+	if string(v) == "null" {
+		if required {
+			return fmt.Errorf("%q is null", key)
+		}
+		return nil
+	}
+	if err := fastUnmarshal(v, dst); err != nil {
+		return fmt.Errorf("%q: %v", key, err)
+	}
+	return nil
+}
+
+// decodeEnv reads a worker's env: every value a string, kept in the file's order.
+func decodeEnv(env Object) ([]EnvVar, error) {
+	var vars []EnvVar
+	for _, m := range env {
+		var v string
+		if err := json.Unmarshal(m.Value, &v); err != nil {
+			return nil, fmt.Errorf("env %q is not a string", m.Key)
+		}
+		vars = append(vars, EnvVar{m.Key, v})
+	}
+	return vars, nil
+}
+
+// decodeTmux reads a worker's tmux window, which must name a session and a window.
+func decodeTmux(tmux Object) (*Tmux, error) {
+	t := &Tmux{}
+	for _, m := range tmux {
+		var err error
+		switch m.Key {
+		case "session":
+			err = json.Unmarshal(m.Value, &t.Session)
+		case "window":
+			err = json.Unmarshal(m.Value, &t.Window)
+		case "socket":
+			err = json.Unmarshal(m.Value, &t.Socket)
+		default:
+			t.Extra = append(t.Extra, m)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tmux %q: %v", m.Key, err)
+		}
+	}
+	if t.Session == "" || t.Window == "" {
+		return nil, errors.New("tmux has no session or window")
+	}
+	return t, nil
+}
+
+// decodeWorktree reads a worker's worktree.
+func decodeWorktree(worktree Object) (*Worktree, error) {
+	t := &Worktree{}
+	for _, m := range worktree {
+		var err error
+		switch m.Key {
+		case "path":
+			err = json.Unmarshal(m.Value, &t.Path)
+		case "branch":
+			err = json.Unmarshal(m.Value, &t.Branch)
+		case "base_repo":
+			err = json.Unmarshal(m.Value, &t.BaseRepo)
+		default:
+			t.Extra = append(t.Extra, m)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("worktree %q: %v", m.Key, err)
+		}
+	}
+	return t, nil
 }
 
 // fastUnmarshal is json.Unmarshal for a value of valid JSON, without its checks and

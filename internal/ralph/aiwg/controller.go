@@ -269,110 +269,134 @@ func (c *controller) next() (action, *State, error) {
 		c.holdStatus(st)
 		c.refresh()
 		c.holdRails(st)
-		if c.stop.Load() && (st.Status == StatusRunning || st.Status == StatusPaused) {
-			if st.Status == StatusRunning {
-				st.Transition(StatusPaused)
-			}
-			// Interrupted, even while it waited out a usage limit: no controller is left to
-			// continue it at resume_at, ralph resume does.
-			st.PauseReason, st.ResumeAt = PauseInterrupted, nil
-			st.PID, st.PIDStart = nil, 0
-			act = actExit
-			return c.ws.save(reg, st)
-		}
-		now := time.Now()
-		switch st.Status {
-		case StatusPaused:
-			if !selfResuming(st.PauseReason) {
-				// A person paused it: ralph resume starts a controller again.
-				st.PID, st.PIDStart = nil, 0
-				act = actExit
-				return c.ws.save(reg, st)
-			}
-			if at, ok := parseStamp(deref(st.ResumeAt)); ok && now.Before(at) {
-				act = actWait
-				return nil
-			}
-			if st.PauseReason == PauseCalls {
-				fmt.Fprintf(c.log, "%s loop %s: an hour has passed since the oldest call; the loop goes on\n", stamp(now), c.id)
-			} else {
-				fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration)
-			}
-			if err := st.Transition(StatusRunning); err != nil {
-				return err
-			}
-		case StatusRunning:
-		default:
-			act = actExit
-			return nil
-		}
-		// An iteration that started and did not end counted (paused, interrupted, held by a
-		// usage limit, or in flight at a crash) runs again under its own number: the counter
-		// never goes down.
-		rerun := st.NextIteration() == st.Iteration
-		if reason, msg := c.limitReached(st, now, rerun); reason != "" {
-			if err := st.Transition(StatusFailed); err != nil {
-				return err
-			}
-			st.ExitReason = reason
-			st.ErrorContext = &ErrorContext{ErrorMessage: msg, ErrorTimestamp: stamp(now)}
-			act = actExit
-			c.finalCheckpoint(st)
-			if err := c.ws.save(reg, st); err != nil {
-				return err
-			}
-			c.event(hook.End, st, st.Iteration, reason, "")
-			return nil
-		}
-		if c.budgetReached() {
-			// A person raises it (ralph resume --budget): no controller waits.
-			if err := st.Transition(StatusPaused); err != nil {
-				return err
-			}
-			st.PauseReason, st.PID, st.PIDStart = PauseBudget, nil, 0
-			act = actExit
-			b := *c.ledger.rails.BudgetUSD
-			fmt.Fprintf(c.log, "%s loop %s: its budget is spent ($%.4f of $%.2f); paused: 'ralph resume %s --budget USD' raises it\n", stamp(now), c.id, c.ledger.spent, b, c.id)
-			if err := c.ws.save(reg, st); err != nil {
-				return err
-			}
-			c.event(hook.Limit, st, st.Iteration, fmt.Sprintf("budget: $%.4f of $%.2f spent", c.ledger.spent, b), "")
-			return nil
-		}
-		if at, full := c.callsFull(now); full {
-			if err := st.Transition(StatusPaused); err != nil {
-				return err
-			}
-			s := stamp(at)
-			st.PauseReason, st.ResumeAt = PauseCalls, &s
-			act = actWait
-			fmt.Fprintf(c.log, "%s loop %s: %d calls within the hour; paused until %s\n", stamp(now), c.id, c.ledger.rails.MaxCallsPerHour, s)
-			if err := c.ws.save(reg, st); err != nil {
-				return err
-			}
-			c.event(hook.Limit, st, st.Iteration, fmt.Sprintf("calls-per-hour: %d calls within the hour; resumes at %s", c.ledger.rails.MaxCallsPerHour, s), "")
-			return nil
-		}
-		if !rerun {
-			st.Iteration++
-		}
-		if n := c.ledger.rails.MaxCallsPerHour; n > 0 {
-			// The last n starts are all the limit needs.
-			c.ledger.calls.Max = n
-			c.ledger.calls.Note(now)
-			c.saveLedger()
-		}
-		act = actIterate
-		if err := c.ws.save(reg, st); err != nil {
-			return err
-		}
-		if !c.started {
-			c.started = true
-			c.event(hook.Start, st, st.Iteration, "", "")
-		}
-		return nil
+		act, err = c.decide(reg, st)
+		return err
 	})
 	return act, out, err
+}
+
+// decide is next's decision on st, read under the lock, saved in reg unless it leaves st as
+// it is.
+func (c *controller) decide(reg *Registry, st *State) (action, error) {
+	if c.stop.Load() && (st.Status == StatusRunning || st.Status == StatusPaused) {
+		if st.Status == StatusRunning {
+			st.Transition(StatusPaused)
+		}
+		// Interrupted, even while it waited out a usage limit: no controller is left to
+		// continue it at resume_at, ralph resume does.
+		st.PauseReason, st.ResumeAt = PauseInterrupted, nil
+		st.PID, st.PIDStart = nil, 0
+		return actExit, c.ws.save(reg, st)
+	}
+	now := time.Now()
+	switch st.Status {
+	case StatusPaused:
+		if act, resumed, err := c.resumeIfDue(reg, st, now); !resumed || err != nil {
+			return act, err
+		}
+	case StatusRunning:
+	default:
+		return actExit, nil
+	}
+	// An iteration that started and did not end counted (paused, interrupted, held by a
+	// usage limit, or in flight at a crash) runs again under its own number: the counter
+	// never goes down.
+	rerun := st.NextIteration() == st.Iteration
+	if reason, msg := c.limitReached(st, now, rerun); reason != "" {
+		return actExit, c.endAtLimit(reg, st, now, reason, msg)
+	}
+	if c.budgetReached() {
+		return actExit, c.pauseForBudget(reg, st, now)
+	}
+	if at, full := c.callsFull(now); full {
+		return actWait, c.pauseForCalls(reg, st, now, at)
+	}
+	if !rerun {
+		st.Iteration++
+	}
+	if n := c.ledger.rails.MaxCallsPerHour; n > 0 {
+		// The last n starts are all the limit needs.
+		c.ledger.calls.Max = n
+		c.ledger.calls.Note(now)
+		c.saveLedger()
+	}
+	if err := c.ws.save(reg, st); err != nil {
+		return actIterate, err
+	}
+	if !c.started {
+		c.started = true
+		c.event(hook.Start, st, st.Iteration, "", "")
+	}
+	return actIterate, nil
+}
+
+// resumeIfDue looks at a paused loop: one a person paused is left (ralph resume starts a
+// controller again), one paused by a limit waits until its resume_at and then runs again
+// (resumed).
+func (c *controller) resumeIfDue(reg *Registry, st *State, now time.Time) (act action, resumed bool, err error) {
+	if !selfResuming(st.PauseReason) {
+		st.PID, st.PIDStart = nil, 0
+		return actExit, false, c.ws.save(reg, st)
+	}
+	if at, ok := parseStamp(deref(st.ResumeAt)); ok && now.Before(at) {
+		return actWait, false, nil
+	}
+	if st.PauseReason == PauseCalls {
+		fmt.Fprintf(c.log, "%s loop %s: an hour has passed since the oldest call; the loop goes on\n", stamp(now), c.id)
+	} else {
+		fmt.Fprintf(c.log, "%s loop %s: the usage limit has reset; iteration %d again\n", stamp(now), c.id, st.Iteration)
+	}
+	if err := st.Transition(StatusRunning); err != nil {
+		return actExit, false, err
+	}
+	return actIterate, true, nil
+}
+
+// endAtLimit ends the loop failed for reason (its timeout, or its iterations used up).
+func (c *controller) endAtLimit(reg *Registry, st *State, now time.Time, reason, msg string) error {
+	if err := st.Transition(StatusFailed); err != nil {
+		return err
+	}
+	st.ExitReason = reason
+	st.ErrorContext = &ErrorContext{ErrorMessage: msg, ErrorTimestamp: stamp(now)}
+	c.finalCheckpoint(st)
+	if err := c.ws.save(reg, st); err != nil {
+		return err
+	}
+	c.event(hook.End, st, st.Iteration, reason, "")
+	return nil
+}
+
+// pauseForBudget pauses the loop whose budget is spent. A person raises it (ralph resume
+// --budget): no controller waits.
+func (c *controller) pauseForBudget(reg *Registry, st *State, now time.Time) error {
+	if err := st.Transition(StatusPaused); err != nil {
+		return err
+	}
+	st.PauseReason, st.PID, st.PIDStart = PauseBudget, nil, 0
+	b := *c.ledger.rails.BudgetUSD
+	fmt.Fprintf(c.log, "%s loop %s: its budget is spent ($%.4f of $%.2f); paused: 'ralph resume %s --budget USD' raises it\n", stamp(now), c.id, c.ledger.spent, b, c.id)
+	if err := c.ws.save(reg, st); err != nil {
+		return err
+	}
+	c.event(hook.Limit, st, st.Iteration, fmt.Sprintf("budget: $%.4f of $%.2f spent", c.ledger.spent, b), "")
+	return nil
+}
+
+// pauseForCalls pauses the loop until at, when the oldest of its calls within the hour is an
+// hour old; this controller waits for it.
+func (c *controller) pauseForCalls(reg *Registry, st *State, now, at time.Time) error {
+	if err := st.Transition(StatusPaused); err != nil {
+		return err
+	}
+	s := stamp(at)
+	st.PauseReason, st.ResumeAt = PauseCalls, &s
+	fmt.Fprintf(c.log, "%s loop %s: %d calls within the hour; paused until %s\n", stamp(now), c.id, c.ledger.rails.MaxCallsPerHour, s)
+	if err := c.ws.save(reg, st); err != nil {
+		return err
+	}
+	c.event(hook.Limit, st, st.Iteration, fmt.Sprintf("calls-per-hour: %d calls within the hour; resumes at %s", c.ledger.rails.MaxCallsPerHour, s), "")
+	return nil
 }
 
 // limitReached says whether the loop must end before another iteration: its timeout passed, or
@@ -406,10 +430,28 @@ func deadline(st *State) (time.Time, bool) {
 // finish records iteration i's outcome under the lock; if it counts, it runs the completion
 // command and records its check, and a pass ends the loop: completing, then completed.
 func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
-	var counted bool
-	var cur *State
-	var ev *hookEvent
-	err := c.ws.Locked(ctx, func(reg *Registry) error {
+	counted, cur, err := c.recordIteration(ctx, i, res)
+	if err != nil || !counted || !c.mine(cur) {
+		return err
+	}
+	fmt.Fprintf(c.log, "%s iteration %d: %s (exit %s, %.1f s, cost %s)\n", stamp(time.Now()), i, res.it.Outcome,
+		exitOf(res.it.ExitCode), res.it.DurationSeconds, cost(res.it.CostUSD))
+	// --no-auto-test: the tests run only after an iteration whose agent ended done, not after
+	// one that failed (it cannot have finished the task).
+	checked := c.limits.autoTest || res.it.Outcome == OutcomeDone
+	var check Check
+	if checked {
+		check = c.check(ctx, cur, i)
+	} else {
+		fmt.Fprintf(c.log, "%s iteration %d: the completion command is not run after a failed iteration (--no-auto-test)\n", stamp(time.Now()), i)
+	}
+	return c.recordCheck(ctx, i, res, check, checked)
+}
+
+// recordIteration adds iteration i to the loop's state, under the lock, and says whether it
+// counts (it was not interrupted or held by a usage limit). cur is the state as read.
+func (c *controller) recordIteration(ctx context.Context, i int, res iterResult) (counted bool, cur *State, err error) {
+	err = c.ws.Locked(ctx, func(reg *Registry) error {
 		st, err := c.ws.ReadState(c.id)
 		if err != nil {
 			return err
@@ -424,45 +466,24 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		c.spend(res.it)
 		c.saveLedger()
 		st.Iterations = append(st.Iterations, res.it)
+		var ev *hookEvent
 		switch {
 		case res.it.Outcome == OutcomeUsageLimit:
 			// The same iteration again, not a failure: its number stays (next runs it again).
 			addCost(&st.Metrics, res.it)
 			if st.Status == StatusRunning {
-				if err := st.Transition(StatusPaused); err != nil {
+				if ev, err = c.pauseForUsage(st, res.resetAt); err != nil {
 					return err
 				}
-				at := res.resetAt
-				if at.IsZero() {
-					at = time.Now().Add(defaultLimitWait)
-				}
-				s := stamp(at)
-				st.PauseReason, st.ResumeAt = PauseUsageLimit, &s
-				fmt.Fprintf(c.log, "%s loop %s: the agent hit a usage limit; paused until %s\n", stamp(time.Now()), c.id, s)
-				ev = &hookEvent{hook.Limit, "usage limit; resumes at " + s}
 			}
 		case res.it.Outcome == OutcomeInterrupted:
 			addCost(&st.Metrics, res.it) // what it spent was spent
 		default:
 			counted = true
-			m := &st.Metrics
-			m.TotalIterations++
-			if res.madeProgress() {
-				m.SuccessfulIterations++
-			}
 			if res.it.Outcome != OutcomeDone {
-				m.FailedIterations++
 				ev = &hookEvent{hook.Failure, res.it.Reason}
 			}
-			addCost(m, res.it)
-			var secs float64
-			for _, it := range st.Iterations {
-				if it.Outcome == OutcomeDone || it.Outcome == OutcomeFailed {
-					secs += it.DurationSeconds
-				}
-			}
-			m.TotalDurationSeconds = int64(secs + 0.5)
-			m.AverageIterationTimeSeconds = round2(secs / float64(m.TotalIterations))
+			countIteration(st, res)
 		}
 		if err := c.ws.save(reg, st); err != nil {
 			return err
@@ -472,30 +493,66 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		}
 		return nil
 	})
-	if err != nil || !counted || !c.mine(cur) {
-		return err
+	return counted, cur, err
+}
+
+// pauseForUsage pauses the running loop whose agent hit a usage limit, until resetAt (or
+// defaultLimitWait from now when the message named no time), and returns the hook's event.
+func (c *controller) pauseForUsage(st *State, resetAt time.Time) (*hookEvent, error) {
+	if err := st.Transition(StatusPaused); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(c.log, "%s iteration %d: %s (exit %s, %.1f s, cost %s)\n", stamp(time.Now()), i, res.it.Outcome,
-		exitOf(res.it.ExitCode), res.it.DurationSeconds, cost(res.it.CostUSD))
-	// --no-auto-test: the tests run only after an iteration whose agent ended done, not after
-	// one that failed (it cannot have finished the task).
-	checked := c.limits.autoTest || res.it.Outcome == OutcomeDone
-	var check Check
-	if checked {
-		check = runCheck(ctx, cur, i, c.rt.Env, func() bool {
-			st, err := c.ws.ReadState(c.id)
-			return c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st)))
-		})
-		verdict := "failed"
-		if check.Passed {
-			verdict = "passed"
+	at := resetAt
+	if at.IsZero() {
+		at = time.Now().Add(defaultLimitWait)
+	}
+	s := stamp(at)
+	st.PauseReason, st.ResumeAt = PauseUsageLimit, &s
+	fmt.Fprintf(c.log, "%s loop %s: the agent hit a usage limit; paused until %s\n", stamp(time.Now()), c.id, s)
+	return &hookEvent{hook.Limit, "usage limit; resumes at " + s}, nil
+}
+
+// countIteration adds a counted iteration, the last of st.Iterations, to the loop's metrics.
+func countIteration(st *State, res iterResult) {
+	m := &st.Metrics
+	m.TotalIterations++
+	if res.madeProgress() {
+		m.SuccessfulIterations++
+	}
+	if res.it.Outcome != OutcomeDone {
+		m.FailedIterations++
+	}
+	addCost(m, res.it)
+	var secs float64
+	for _, it := range st.Iterations {
+		if it.Outcome == OutcomeDone || it.Outcome == OutcomeFailed {
+			secs += it.DurationSeconds
 		}
-		fmt.Fprintf(c.log, "%s iteration %d: the completion command %s (exit %d)\n", stamp(time.Now()), i, verdict, check.ExitCode)
-	} else {
-		fmt.Fprintf(c.log, "%s iteration %d: the completion command is not run after a failed iteration (--no-auto-test)\n", stamp(time.Now()), i)
 	}
-	var passed bool
-	err = c.ws.Locked(ctx, func(reg *Registry) error {
+	m.TotalDurationSeconds = int64(secs + 0.5)
+	m.AverageIterationTimeSeconds = round2(secs / float64(m.TotalIterations))
+}
+
+// check runs the completion command after iteration i (cur is the loop's state), stopping it
+// when the loop is interrupted, no longer runs or is taken over, and logs its verdict.
+func (c *controller) check(ctx context.Context, cur *State, i int) Check {
+	check := runCheck(ctx, cur, i, c.rt.Env, func() bool {
+		st, err := c.ws.ReadState(c.id)
+		return c.stop.Load() || (err == nil && (st.Status != StatusRunning || !c.mine(st)))
+	})
+	verdict := "failed"
+	if check.Passed {
+		verdict = "passed"
+	}
+	fmt.Fprintf(c.log, "%s iteration %d: the completion command %s (exit %d)\n", stamp(time.Now()), i, verdict, check.ExitCode)
+	return check
+}
+
+// recordCheck records, under the lock, the check run after iteration i (when checked): a pass
+// completes the loop, and a loop that made no progress for too long fails. Either ends with a
+// checkpoint, as every CheckpointInterval-th iteration does.
+func (c *controller) recordCheck(ctx context.Context, i int, res iterResult, check Check, checked bool) error {
+	return c.ws.Locked(ctx, func(reg *Registry) error {
 		st, err := c.ws.ReadState(c.id)
 		if err != nil {
 			return err
@@ -504,19 +561,13 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			return nil
 		}
 		c.holdCriteria(st)
-		// The last check's output is kept whole (maxCheckOutput) for the next prompt; older
-		// ones shrink to their end, so a long loop's state stays small to read.
-		if n := len(st.Progress.CompletionChecks); n > 0 && checked {
-			prev := &st.Progress.CompletionChecks[n-1]
-			prev.Output = tailString(prev.Output, maxOldCheckOutput)
-		}
 		if checked {
-			st.Progress.CompletionChecks = append(st.Progress.CompletionChecks, check)
-			last := check
-			st.Progress.LastCompletionCheck = &last
+			addCheck(st, check)
 		}
+		var ev *hookEvent
+		ended := false
 		if check.Passed && st.Status == StatusRunning {
-			passed = true
+			ended = true
 			if err := st.Transition(StatusCompleting); err != nil {
 				return err
 			}
@@ -528,19 +579,16 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 			}
 			st.ExitReason = StatusCompleted
 			c.ended = true
-		}
-		var ev *hookEvent
-		if passed {
 			ev = &hookEvent{hook.End, StatusCompleted}
 		}
-		if !passed && st.Status == StatusRunning && c.noProgress(st, res) {
+		if !ended && st.Status == StatusRunning && c.noProgress(st, res) {
 			if err := st.Transition(StatusFailed); err != nil {
 				return err
 			}
-			passed = true // ends: its final checkpoint below
+			ended = true // its final checkpoint below
 			ev = &hookEvent{hook.Breaker, breaker.Reason + ": " + st.ErrorContext.ErrorMessage}
 		}
-		if every := st.Configuration.CheckpointInterval; passed || (every > 0 && i%every == 0) {
+		if every := st.Configuration.CheckpointInterval; ended || (every > 0 && i%every == 0) {
 			if err := c.ws.checkpoint(st, i); err != nil {
 				return err
 			}
@@ -553,7 +601,19 @@ func (c *controller) finish(ctx context.Context, i int, res iterResult) error {
 		}
 		return nil
 	})
-	return err
+}
+
+// addCheck adds check to the loop's progress. The last check's output is kept whole
+// (maxCheckOutput) for the next prompt; older ones shrink to their end, so a long loop's state
+// stays small to read.
+func addCheck(st *State, check Check) {
+	if n := len(st.Progress.CompletionChecks); n > 0 {
+		prev := &st.Progress.CompletionChecks[n-1]
+		prev.Output = tailString(prev.Output, maxOldCheckOutput)
+	}
+	st.Progress.CompletionChecks = append(st.Progress.CompletionChecks, check)
+	last := check
+	st.Progress.LastCompletionCheck = &last
 }
 
 // hookEvent is a transition to tell the hook once it is recorded.

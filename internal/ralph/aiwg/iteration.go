@@ -97,16 +97,7 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	prompt := Prompt(st, i)
 	inv := profile.Invoke(agent.Call{Model: model.Resolved, Prompt: prompt, PromptFile: d.Layout.PromptPath(bead), Dir: st.WorkingDirectory})
 	res.log = d.Layout.LogPath(bead)
-	// The loop's time left, or the iteration's own, whichever ends first.
-	timeout, byIteration := time.Duration(0), false
-	if dl, ok := deadline(st); ok {
-		if timeout = time.Until(dl); timeout < time.Second {
-			timeout = time.Second
-		}
-	}
-	if it := time.Duration(c.ledger.rails.IterationTimeoutSeconds) * time.Second; it > 0 && (timeout == 0 || it < timeout) {
-		timeout, byIteration = it, true
-	}
+	timeout, byIteration := c.iterationTimeout(st)
 	run := record.Run{SchemaVersion: record.SchemaVersion, Bead: bead, Agent: profile.Name, Model: model.Name,
 		Repo: st.WorkingDirectory, Prompt: record.Truncate(prompt, 200), PromptHash: record.PromptHash(prompt), PromptFull: prompt,
 		StartedAt: stamp(started), Status: record.StatusRunning, Attempt: opened.Number, MaxRetries: opened.Number,
@@ -142,7 +133,25 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	}
 	res.it.ExitCode = r.ExitCode
 	res.it.Reason = deref(r.FailureReason)
-	out := logTail(d.Layout.LogPath(bead))
+	out := res.noteOutput(profile, d.Layout.LogPath(bead))
+	limited, resetAt := profile.UsageLimit(string(out), finished)
+	iterTimeout := time.Duration(0)
+	if byIteration {
+		iterTimeout = timeout
+	}
+	c.judge(&res, r, stopped, limited, resetAt, iterTimeout)
+	if c.ledger.rails.CommitEach && (res.it.Outcome == OutcomeDone || res.it.Outcome == OutcomeFailed) {
+		c.commitEach(ctx, st, i)
+	}
+	// After the commit: the breaker compares the trees the iterations leave, HEAD included.
+	res.after, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
+	return res
+}
+
+// noteOutput notes what the end of the agent's output log, at logPath, says: its last words
+// (for the no-progress breaker), its tokens and cost. It returns that end.
+func (res *iterResult) noteOutput(profile *agent.Profile, logPath string) []byte {
+	out := logTail(logPath)
 	res.tail = string(out[max(0, len(out)-4096):])
 	u := profile.ParseUsage(out)
 	if u.HasCost {
@@ -150,7 +159,27 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 		res.it.CostUSD = &cost
 	}
 	res.it.InputTokens, res.it.OutputTokens = u.InputTokens, u.OutputTokens
-	limited, resetAt := profile.UsageLimit(string(out), finished)
+	return out
+}
+
+// iterationTimeout is the timeout of an iteration of the loop st: the loop's time left, or the
+// iteration's own (byIteration), whichever ends first; 0 for none.
+func (c *controller) iterationTimeout(st *State) (timeout time.Duration, byIteration bool) {
+	if dl, ok := deadline(st); ok {
+		if timeout = time.Until(dl); timeout < time.Second {
+			timeout = time.Second
+		}
+	}
+	if it := time.Duration(c.ledger.rails.IterationTimeoutSeconds) * time.Second; it > 0 && (timeout == 0 || it < timeout) {
+		timeout, byIteration = it, true
+	}
+	return timeout, byIteration
+}
+
+// judge sets the outcome of the iteration res whose run record is r: how the controller
+// stopped it (stopped), whether its agent's output is a usage limit (limited, resetting at
+// resetAt), and the iteration's own timeout (iterTimeout, 0 when the loop's ended it).
+func (c *controller) judge(res *iterResult, r *record.Run, stopped int, limited bool, resetAt time.Time, iterTimeout time.Duration) {
 	switch {
 	case stopped == stopInterrupted:
 		res.it.Outcome, res.it.Reason = OutcomeInterrupted, "stopped by "+interruptCause(c)
@@ -162,9 +191,9 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 	case stopped == stopBudget:
 		res.it.Outcome = OutcomeFailed
 		res.it.Reason = fmt.Sprintf("hard-budget: the agent's cost so far reached the budget ($%.2f)", *c.ledger.rails.BudgetUSD)
-	case r.Status == record.StatusTimeout && byIteration:
+	case r.Status == record.StatusTimeout && iterTimeout > 0:
 		res.it.Outcome = OutcomeFailed
-		res.it.Reason = fmt.Sprintf("iteration-timeout: the iteration ran %s", timeout)
+		res.it.Reason = fmt.Sprintf("iteration-timeout: the iteration ran %s", iterTimeout)
 	case r.Status == record.StatusDone:
 		res.it.Outcome = OutcomeDone
 	default:
@@ -173,12 +202,6 @@ func (c *controller) iterate(ctx context.Context, st *State, i int) iterResult {
 			res.it.Reason = r.Status
 		}
 	}
-	if c.ledger.rails.CommitEach && (res.it.Outcome == OutcomeDone || res.it.Outcome == OutcomeFailed) {
-		c.commitEach(ctx, st, i)
-	}
-	// After the commit: the breaker compares the trees the iterations leave, HEAD included.
-	res.after, _ = breaker.Fingerprint(ctx, st.WorkingDirectory, ".aiwg")
-	return res
 }
 
 // commitEach commits what iteration i left in the working tree (--commit-each), .aiwg and the
@@ -350,30 +373,7 @@ func runCheck(ctx context.Context, st *State, i int, env []string, stop func() b
 		io.Copy(out, pr)
 		close(read)
 	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	var note string
-wait:
-	for {
-		select {
-		case err = <-done:
-			break wait
-		case <-ctx.Done():
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			err = <-done
-			note = fmt.Sprintf("\nralph: the completion command did not finish in %s and was killed\n", limit)
-			break wait
-		case <-tick.C:
-			if stop != nil && stop() {
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				err = <-done
-				note = "\nralph: the completion command was stopped: the loop no longer runs\n"
-				break wait
-			}
-		}
-	}
+	note, err := waitCheck(ctx, cmd, limit, stop)
 	// What it left in its group goes with it.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	select {
@@ -384,19 +384,51 @@ wait:
 	pr.Close()
 	<-read
 	out.WriteString(note)
+	code = exitCodeOf(err)
+	return Check{Iteration: i, Timestamp: stamp(time.Now()), Passed: code == 0 && note == "", Output: tailString(out.String(), maxCheckOutput),
+		ExitCode: code, DurationSeconds: round2(time.Since(started).Seconds())}
+}
+
+// waitCheck waits for the completion command cmd to exit, and kills its group when ctx ends
+// (its time, limit, is up) or stop says the loop no longer runs; note then says which, for its
+// output. err is cmd.Wait's.
+func waitCheck(ctx context.Context, cmd *exec.Cmd, limit time.Duration, stop func() bool) (note string, err error) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err = <-done:
+			return "", err
+		case <-ctx.Done():
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			err = <-done
+			return fmt.Sprintf("\nralph: the completion command did not finish in %s and was killed\n", limit), err
+		case <-tick.C:
+			if stop != nil && stop() {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				err = <-done
+				return "\nralph: the completion command was stopped: the loop no longer runs\n", err
+			}
+		}
+	}
+}
+
+// exitCodeOf is the exit code of a command that Wait returned err for: a signal's as the shell
+// counts it (128 + SIGKILL, the only one sent), 1 when it cannot be known.
+func exitCodeOf(err error) int {
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
+		return 0
 	case errors.As(err, &ee):
-		code = ee.ExitCode()
-		if code < 0 {
-			code = 128 + int(syscall.SIGKILL)
+		if code := ee.ExitCode(); code >= 0 {
+			return code
 		}
-	default:
-		code = 1
+		return 128 + int(syscall.SIGKILL)
 	}
-	return Check{Iteration: i, Timestamp: stamp(time.Now()), Passed: code == 0 && note == "", Output: tailString(out.String(), maxCheckOutput),
-		ExitCode: code, DurationSeconds: round2(time.Since(started).Seconds())}
+	return 1
 }
 
 // shellChars are what makes a completion command shell syntax: quoting, expansion,

@@ -109,24 +109,15 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 	if spec.Interactive && !spec.Foreground {
 		return nil, errors.New("an interactive loop asks before each iteration on this terminal: run it with --foreground")
 	}
-	profile, _, err := rt.agent(spec.Agent)
-	if err != nil {
+	if err := w.checkRunnable(ctx, spec, rt); err != nil {
 		return nil, err
-	}
-	// An agent that cannot start would fail every iteration at full speed: refused now.
-	if _, err := exec.LookPath(profile.Command); err != nil {
-		return nil, fmt.Errorf("agent %s: its command %q cannot be run (%v); install it, or fix its entry in the agents config", profile.Name, profile.Command, err)
-	}
-	if spec.Rails.CommitEach {
-		if _, err := git(ctx, w.Root, "rev-parse", "--is-inside-work-tree"); err != nil {
-			return nil, fmt.Errorf("--commit-each: %s is not in a git repository; run git init there, or leave --commit-each out", w.Root)
-		}
 	}
 	stateDir := spec.StateDir
 	if stateDir == "" {
 		stateDir = w.DefaultStateDir()
 	}
-	if stateDir, err = filepath.Abs(stateDir); err != nil {
+	stateDir, err := filepath.Abs(stateDir)
+	if err != nil {
 		return nil, err
 	}
 
@@ -141,17 +132,9 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 		StartCommit: headCommit(ctx, w.Root), Iterations: []Iteration{}}
 	st.setTimeout(spec.Timeout)
 
-	var child *proc.Child
 	err = w.Locked(ctx, func(reg *Registry) error {
-		// The next look at the loops: a dead one frees its place before the count.
-		for _, e := range append([]RegistryEntry{}, reg.ActiveLoops...) {
-			if cur, err := w.ReadState(e.LoopID); err == nil && looksDead(cur) {
-				if err := w.markDead(reg, cur); err != nil {
-					return err
-				}
-			} else if err != nil && os.IsNotExist(err) {
-				reg.drop(e.LoopID) // its directory is gone: nothing to count
-			}
+		if err := w.sweepDead(reg); err != nil {
+			return err
 		}
 		if n := reg.activeCount(); n >= MaxConcurrent {
 			if !spec.Force {
@@ -160,42 +143,83 @@ func (w Workspace) Start(ctx context.Context, spec StartSpec, rt Runtime) (*Stat
 			}
 			rt.warn(fmt.Sprintf("%d loops already active (max: %d); --force starts another", n, MaxConcurrent))
 		}
-		if err := statedir.Mkdir(filepath.Join(w.Dir(), "loops")); err != nil {
-			return err
-		}
-		if err := os.Mkdir(w.LoopDir(st.LoopID), 0o700); err != nil {
-			return err
-		}
-		if err := w.writeSeal(rt, st, recordStart(ctx, w, st)); err != nil {
-			os.RemoveAll(w.LoopDir(st.LoopID))
-			return err
-		}
-		if spec.Foreground {
-			setController(st, os.Getpid())
-		} else {
-			// Started under the lock, so it is registered with its pid before anyone can look;
-			// it waits for the lock before it reads its state.
-			c, err := w.spawnController(st.LoopID, rt)
-			if err != nil {
-				os.RemoveAll(w.LoopDir(st.LoopID))
-				return err
-			}
-			child = c
-			setController(st, c.Pid)
-		}
-		if err := w.save(reg, st); err != nil {
-			if child != nil {
-				child.Kill()
-			}
-			os.RemoveAll(w.LoopDir(st.LoopID))
-			return err
-		}
-		return nil
+		return w.register(ctx, reg, st, spec.Foreground, rt)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// checkRunnable refuses a loop whose iterations would all fail at full speed: its agent's
+// command cannot be run, or --commit-each is asked for outside a git repository.
+func (w Workspace) checkRunnable(ctx context.Context, spec StartSpec, rt Runtime) error {
+	profile, _, err := rt.agent(spec.Agent)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(profile.Command); err != nil {
+		return fmt.Errorf("agent %s: its command %q cannot be run (%v); install it, or fix its entry in the agents config", profile.Name, profile.Command, err)
+	}
+	if spec.Rails.CommitEach {
+		if _, err := git(ctx, w.Root, "rev-parse", "--is-inside-work-tree"); err != nil {
+			return fmt.Errorf("--commit-each: %s is not in a git repository; run git init there, or leave --commit-each out", w.Root)
+		}
+	}
+	return nil
+}
+
+// sweepDead is the next look at the registry's active loops, under the lock: a dead one frees
+// its place before the count, and one whose directory is gone is dropped.
+func (w Workspace) sweepDead(reg *Registry) error {
+	for _, e := range append([]RegistryEntry{}, reg.ActiveLoops...) {
+		if cur, err := w.ReadState(e.LoopID); err == nil && looksDead(cur) {
+			if err := w.markDead(reg, cur); err != nil {
+				return err
+			}
+		} else if err != nil && os.IsNotExist(err) {
+			reg.drop(e.LoopID) // its directory is gone: nothing to count
+		}
+	}
+	return nil
+}
+
+// register makes the new loop st's directory and seal, gives it a controller (this process,
+// foreground, else one started now) and saves it in reg, under the lock. Whatever fails
+// leaves no directory and no controller behind.
+func (w Workspace) register(ctx context.Context, reg *Registry, st *State, foreground bool, rt Runtime) error {
+	if err := statedir.Mkdir(filepath.Join(w.Dir(), "loops")); err != nil {
+		return err
+	}
+	if err := os.Mkdir(w.LoopDir(st.LoopID), 0o700); err != nil {
+		return err
+	}
+	if err := w.writeSeal(rt, st, recordStart(ctx, w, st)); err != nil {
+		os.RemoveAll(w.LoopDir(st.LoopID))
+		return err
+	}
+	var child *proc.Child
+	if foreground {
+		setController(st, os.Getpid())
+	} else {
+		// Started under the lock, so it is registered with its pid before anyone can look;
+		// it waits for the lock before it reads its state.
+		c, err := w.spawnController(st.LoopID, rt)
+		if err != nil {
+			os.RemoveAll(w.LoopDir(st.LoopID))
+			return err
+		}
+		child = c
+		setController(st, c.Pid)
+	}
+	if err := w.save(reg, st); err != nil {
+		if child != nil {
+			child.Kill()
+		}
+		os.RemoveAll(w.LoopDir(st.LoopID))
+		return err
+	}
+	return nil
 }
 
 // setTimeout sets the loop's time: timeout_seconds exactly, configuration.timeout_minutes

@@ -71,6 +71,30 @@ func (l *app) monitor(ctx context.Context) error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, signalLook)
 	defer signal.Stop(sigs)
 	pid := os.Getpid()
+	st, err := l.claim(ctx, pid)
+	if err != nil {
+		return err
+	}
+	l.hold(st)
+	if !st.StartEventSent {
+		l.sendStart(ctx)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go l.obey(sigs, wake, cancel)
+
+	runErr := l.run(ctx, wake)
+	l.leave(pid)
+	if st, err := l.st.load(); err == nil {
+		l.endEvent(st)
+	}
+	return runErr
+}
+
+// claim records pid as the loop's monitor, unless the loop is not running (then the error
+// says what to do).
+func (l *app) claim(ctx context.Context, pid int) (*State, error) {
 	var refuse error
 	st, err := l.st.update(ctx, func(st *State) error {
 		switch st.Status {
@@ -87,61 +111,57 @@ func (l *app) monitor(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if refuse != nil {
-		return refuse
+		return nil, refuse
 	}
-	l.hold(st)
-	if !st.StartEventSent {
-		if st, err := l.st.update(ctx, func(st *State) error {
-			if st.StartEventSent {
-				return fsx.ErrUnchanged
-			}
-			st.StartEventSent = true
-			return nil
-		}); err == nil && st.StartEventSent {
-			l.event(hook.Start, st.CurrentIteration, st.Status, "")
-		}
-	}
+	return st, nil
+}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		for sig := range sigs {
-			switch sig {
-			case syscall.SIGTERM:
-				l.sayf("received SIGTERM, pausing loop (current agent will complete)")
-				l.st.update(context.Background(), func(st *State) error {
-					if st.Status != StatusRunning {
-						return fsx.ErrUnchanged
-					}
-					st.Status = StatusPaused
-					l.st.logEvent("PAUSE", "loop paused reason=sigterm")
-					return nil
-				})
-			case syscall.SIGINT, syscall.SIGHUP:
-				cancel()
-			case signalLook:
-				// Stopped, killed or cleaned: whatever the monitor is doing (starting a worker,
-				// waiting for it to be ready, a backoff) ends now; the stopper waits for it.
-				if st, err := l.st.load(); err != nil || st.Status == StatusStopped || st.Status == StatusFailed {
-					cancel()
+// sendStart sends the loop's start event, once in its life: the state notes it was sent, so a
+// monitor started again does not send it twice.
+func (l *app) sendStart(ctx context.Context) {
+	if st, err := l.st.update(ctx, func(st *State) error {
+		if st.StartEventSent {
+			return fsx.ErrUnchanged
+		}
+		st.StartEventSent = true
+		return nil
+	}); err == nil && st.StartEventSent {
+		l.event(hook.Start, st.CurrentIteration, st.Status, "")
+	}
+}
+
+// obey acts on the signals the monitor catches: SIGTERM pauses the loop (after the current
+// iteration), SIGINT and SIGHUP and a stop (signalLook) cancel the monitor; each wakes it.
+func (l *app) obey(sigs chan os.Signal, wake chan struct{}, cancel context.CancelFunc) {
+	for sig := range sigs {
+		switch sig {
+		case syscall.SIGTERM:
+			l.sayf("received SIGTERM, pausing loop (current agent will complete)")
+			l.st.update(context.Background(), func(st *State) error {
+				if st.Status != StatusRunning {
+					return fsx.ErrUnchanged
 				}
-			}
-			select {
-			case wake <- struct{}{}:
-			default:
+				st.Status = StatusPaused
+				l.st.logEvent("PAUSE", "loop paused reason=sigterm")
+				return nil
+			})
+		case syscall.SIGINT, syscall.SIGHUP:
+			cancel()
+		case signalLook:
+			// Stopped, killed or cleaned: whatever the monitor is doing (starting a worker,
+			// waiting for it to be ready, a backoff) ends now; the stopper waits for it.
+			if st, err := l.st.load(); err != nil || st.Status == StatusStopped || st.Status == StatusFailed {
+				cancel()
 			}
 		}
-	}()
-
-	runErr := l.run(ctx, wake)
-	l.leave(pid)
-	if st, err := l.st.load(); err == nil {
-		l.endEvent(st)
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
 	}
-	return runErr
 }
 
 // leave is the monitor's last step: its pid goes from the state, and a loop left running with
@@ -276,9 +296,31 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 	if err := l.waitCalls(ctx, wake, rerun); err != nil {
 		return nil, err
 	}
+	st, n, err := l.countIteration(ctx, rerun)
+	if err != nil {
+		return nil, err
+	}
+	l.sayf("starting iteration %d/%d", n, st.MaxIterations)
+	it, err := l.launch(ctx, st, n, prompt)
+	if err == nil {
+		return it, nil
+	}
+	if ctx.Err() != nil {
+		return nil, errStop
+	}
+	// A start that failed: counted as a failure, with the backoff; 5 in a row end the loop.
+	fmt.Fprintf(l.stderr, "%s: error: failed to spawn worker: %v\n", l.prog, err)
+	l.st.logEvent("ERROR", "iteration %d: failed to spawn worker: %s", n, oneLine(err.Error()))
+	return nil, l.failed(ctx, wake, n, 1, true)
+}
+
+// countIteration counts the iteration to start (the next, or with rerun the current one again)
+// in one locked update of the state, and returns the state and its number; errStop, said why,
+// when the loop is not running or ends here (at its maximum, or over its budget).
+func (l *app) countIteration(ctx context.Context, rerun bool) (*State, int, error) {
 	var n int
 	var why string
-	st, err = l.st.update(ctx, func(st *State) error {
+	st, err := l.st.update(ctx, func(st *State) error {
 		n, why = 0, ""
 		switch {
 		case st.Status != StatusRunning:
@@ -312,34 +354,19 @@ func (l *app) startIteration(ctx context.Context, wake chan struct{}, rerun bool
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	switch why {
 	case "":
+		return st, n, nil
 	case StatusPaused:
 		l.sayf("paused, exiting loop")
-		return nil, errStop
 	case ReasonMax:
 		l.sayf("loop complete after %d iterations", st.CurrentIteration)
-		return nil, errStop
 	case ReasonBudget:
 		l.sayf("budget reached ($%s of $%s), stopping loop", rails.Money(l.held.cost), rails.Money(*l.held.budget()))
-		return nil, errStop
-	default:
-		return nil, errStop
 	}
-	l.sayf("starting iteration %d/%d", n, st.MaxIterations)
-	it, err := l.launch(ctx, st, n, prompt)
-	if err == nil {
-		return it, nil
-	}
-	if ctx.Err() != nil {
-		return nil, errStop
-	}
-	// A start that failed: counted as a failure, with the backoff; 5 in a row end the loop.
-	fmt.Fprintf(l.stderr, "%s: error: failed to spawn worker: %v\n", l.prog, err)
-	l.st.logEvent("ERROR", "iteration %d: failed to spawn worker: %s", n, oneLine(err.Error()))
-	return nil, l.failed(ctx, wake, n, 1, true)
+	return nil, 0, errStop
 }
 
 // failed counts a failed iteration (a start that failed, or an agent that exited non-zero)
@@ -525,55 +552,16 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		l.stopped(ctx, it)
 		return nextIteration, errStop
 	case resBudget:
-		l.sayf("budget reached during iteration %d (--hard-budget), stopping it", n)
-		it.stopped = true
-		l.home.Stop(ctx, it.w)
-		if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
-			res.out, _ = w.Ended()
-		}
-		l.afterIteration(ctx, it)
-		l.endLoop(ctx, it, res, res.exitCode(), int64(time.Since(it.started).Seconds()), ReasonBudget, "failed")
+		l.finishBudget(ctx, it, res)
 		return nextIteration, errStop
 	case resDone:
-		if res.exited {
-			l.sayf("done pattern matched (agent exited), stopping loop")
-		} else {
-			l.sayf("done pattern matched, stopping loop")
-		}
-		if !res.exited {
-			// Found while the agent runs: it is stopped, and its end recorded like any other.
-			it.stopped = true
-			l.home.Stop(ctx, it.w)
-			// The signal ralph sent is not how the agent did: the iteration that said it is
-			// done succeeded (exit=0, not the SIGTERM's 143).
-			out := &worker.Outcome{ExitCode: new(int64)}
-			if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
-				if o, ok := w.Ended(); ok {
-					out.Finished, out.Reason = o.Finished, o.Reason
-				}
-			}
-			res.out = out
-		}
-		l.afterIteration(ctx, it)
-		code := res.exitCode()
-		dur := int64(time.Since(it.started).Seconds())
-		l.endLoop(ctx, it, res, code, dur, ReasonDone, "done")
+		l.finishDone(ctx, it, res)
 		return nextIteration, errStop
 	case resInactive:
 		l.sayf("inactivity timeout (%ds), restarting", res.timeout)
-		it.stopped = true
-		l.home.Stop(ctx, it.w)
-		l.afterIteration(ctx, it)
-		st, _ := l.st.update(ctx, func(st *State) error {
-			st.EndedIter = max(st.EndedIter, n)
+		return nextIteration, l.cutShort(ctx, it, res, "timeout", func() {
 			l.st.logEvent("TIMEOUT", "iteration %d inactivity_timeout=%ds", n, res.timeout)
-			return nil
 		})
-		l.endRecord(ctx, st, it, res, "timeout")
-		if l.noProgress(ctx, it, nil, false) {
-			return nextIteration, errStop
-		}
-		return nextIteration, nil
 	case resCompaction, resContext:
 		what := "compaction detected"
 		if res.kind == resContext {
@@ -582,40 +570,100 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		} else {
 			l.sayf("compaction detected, killing iteration %d", n)
 		}
-		it.stopped = true
-		l.home.Stop(ctx, it.w)
-		l.afterIteration(ctx, it)
 		// Not a failure, and not the loop's exit reason: the loop goes on (the Python swarm set
 		// exit_reason on a running loop, which hid a later disconnect).
-		st, _ := l.st.update(ctx, func(st *State) error {
-			st.EndedIter = max(st.EndedIter, n)
+		return nextIteration, l.cutShort(ctx, it, res, "failed", func() {
 			l.st.logEvent("FATAL", "iteration %d -- %s, killing", n, what)
-			return nil
 		})
-		l.endRecord(ctx, st, it, res, "failed")
-		if l.noProgress(ctx, it, nil, false) {
-			return nextIteration, errStop
-		}
-		return nextIteration, nil
 	case resLimited:
-		// The agent exited on a usage limit: the same iteration again once it resets, and no
-		// failure counted.
-		until := res.resetAt
-		l.afterIteration(ctx, it)
-		st, _ := l.st.update(ctx, func(st *State) error {
-			st.LimitedUntil, st.LimitReason = utcISO(until), LimitUsage
-			st.EndedIter = max(st.EndedIter, n)
-			return nil
-		})
-		if st != nil {
-			l.event(hook.Limit, n, st.Status, LimitUsage)
-		}
-		l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", n, until.Local().Format("2006-01-02T15:04:05"))
-		l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
-		l.endRecord(ctx, st, it, res, "failed")
+		l.finishLimited(ctx, it, res)
 		return nextRerun, nil
 	}
-	// The agent exited on its own.
+	return nextIteration, l.finishExited(ctx, wake, it, res)
+}
+
+// finishBudget ends the loop whose budget its iteration reached (--hard-budget): the
+// iteration is stopped and recorded as failed.
+func (l *app) finishBudget(ctx context.Context, it *iteration, res result) {
+	l.sayf("budget reached during iteration %d (--hard-budget), stopping it", it.n)
+	it.stopped = true
+	l.home.Stop(ctx, it.w)
+	if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
+		res.out, _ = w.Ended()
+	}
+	l.afterIteration(ctx, it)
+	l.endLoop(ctx, it, res, res.exitCode(), int64(time.Since(it.started).Seconds()), ReasonBudget, "failed")
+}
+
+// finishDone ends the loop whose iteration matched the done pattern, stopping the agent if it
+// still runs.
+func (l *app) finishDone(ctx context.Context, it *iteration, res result) {
+	if res.exited {
+		l.sayf("done pattern matched (agent exited), stopping loop")
+	} else {
+		l.sayf("done pattern matched, stopping loop")
+	}
+	if !res.exited {
+		// Found while the agent runs: it is stopped, and its end recorded like any other.
+		it.stopped = true
+		l.home.Stop(ctx, it.w)
+		// The signal ralph sent is not how the agent did: the iteration that said it is
+		// done succeeded (exit=0, not the SIGTERM's 143).
+		out := &worker.Outcome{ExitCode: new(int64)}
+		if w, _ := l.home.Worker(it.w.Name); w != nil && w.Started == it.w.Started {
+			if o, ok := w.Ended(); ok {
+				out.Finished, out.Reason = o.Finished, o.Reason
+			}
+		}
+		res.out = out
+	}
+	l.afterIteration(ctx, it)
+	code := res.exitCode()
+	dur := int64(time.Since(it.started).Seconds())
+	l.endLoop(ctx, it, res, code, dur, ReasonDone, "done")
+}
+
+// cutShort ends an iteration the monitor stops while the loop goes on (inactivity,
+// compaction, context): its worker is stopped, its end logged by logEnd (under the state's
+// lock) and recorded with outcome. errStop when the no-progress breaker ends the loop.
+func (l *app) cutShort(ctx context.Context, it *iteration, res result, outcome string, logEnd func()) error {
+	it.stopped = true
+	l.home.Stop(ctx, it.w)
+	l.afterIteration(ctx, it)
+	st, _ := l.st.update(ctx, func(st *State) error {
+		st.EndedIter = max(st.EndedIter, it.n)
+		logEnd()
+		return nil
+	})
+	l.endRecord(ctx, st, it, res, outcome)
+	if l.noProgress(ctx, it, nil, false) {
+		return errStop
+	}
+	return nil
+}
+
+// finishLimited records an iteration whose agent exited on a usage limit: the same iteration
+// runs again once it resets, and no failure is counted.
+func (l *app) finishLimited(ctx context.Context, it *iteration, res result) {
+	n, until := it.n, res.resetAt
+	l.afterIteration(ctx, it)
+	st, _ := l.st.update(ctx, func(st *State) error {
+		st.LimitedUntil, st.LimitReason = utcISO(until), LimitUsage
+		st.EndedIter = max(st.EndedIter, n)
+		return nil
+	})
+	if st != nil {
+		l.event(hook.Limit, n, st.Status, LimitUsage)
+	}
+	l.st.logEvent("WARN", "iteration %d: usage limit reached, waiting until %s", n, until.Local().Format("2006-01-02T15:04:05"))
+	l.sayf("usage limit reached, waiting until %s", until.Local().Format("15:04:05"))
+	l.endRecord(ctx, st, it, res, "failed")
+}
+
+// finishExited records an iteration whose agent exited on its own: a success, or a failure
+// counted with its backoff; a worker killed from outside the loop ends the loop.
+func (l *app) finishExited(ctx context.Context, wake chan struct{}, it *iteration, res result) error {
+	n := it.n
 	l.afterIteration(ctx, it)
 	code := res.exitCode()
 	dur := int64(time.Since(it.started).Seconds())
@@ -623,7 +671,7 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		// Stopped from outside the loop (swarm kill through its supervisor): the loop ends,
 		// killed, rather than start the next iteration (the Python swarm's bug).
 		l.endLoop(ctx, it, res, code, dur, ReasonKilled, "failed")
-		return nextIteration, errStop
+		return errStop
 	}
 	l.sayf("iteration %d completed (exit: %s, duration: %s)", n, exitWord(code), formatDuration(dur))
 	st, err := l.st.update(ctx, func(st *State) error {
@@ -635,7 +683,7 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 		return nil
 	})
 	if err != nil {
-		return nextIteration, err
+		return err
 	}
 	status := "done"
 	if code == nil || *code != 0 {
@@ -643,16 +691,16 @@ func (l *app) finish(ctx context.Context, wake chan struct{}, it *iteration, res
 	}
 	l.endRecord(ctx, st, it, res, status)
 	if l.noProgress(ctx, it, code, status == "failed") {
-		return nextIteration, errStop
+		return errStop
 	}
 	if code == nil || *code != 0 {
 		c := int64(1)
 		if code != nil {
 			c = *code
 		}
-		return nextIteration, l.failed(ctx, wake, n, c, false)
+		return l.failed(ctx, wake, n, c, false)
 	}
-	return nextIteration, nil
+	return nil
 }
 
 // noProgress counts iteration it (its exit code, failed or not) into the loop's no-progress

@@ -31,7 +31,7 @@ func (st *State) atWork() bool { return st.Status == StatusRunning || st.Status 
 
 // WriteText writes the status as `ralph status` prints it, the Python swarm's lines.
 func (s *Status) WriteText(out io.Writer) {
-	st, ws := s.State, s.WorkerStatus
+	st := s.State
 	ago := st.screenAge()
 	fmt.Fprintf(out, "Ralph Loop: %s\n", st.WorkerName)
 	line := "Status: " + st.Status
@@ -40,20 +40,56 @@ func (s *Status) WriteText(out io.Writer) {
 		line += fmt.Sprintf(" (possibly stuck — no output change for %ds)", ago)
 	}
 	fmt.Fprintln(out, line)
-	line = fmt.Sprintf("Iteration: %d/%d", st.CurrentIteration, st.MaxIterations)
-	if n := len(st.IterationDurations); n > 0 {
-		var sum int64
-		for _, d := range st.IterationDurations {
-			sum += d
-		}
-		avg := float64(sum) / float64(n)
-		if rem := st.MaxIterations - st.CurrentIteration; rem > 0 && st.Status == StatusRunning {
-			line += fmt.Sprintf(" (avg %s/iter, ~%s remaining)", formatDuration(int64(avg)), formatDuration(int64(avg*float64(rem))))
-		} else {
-			line += fmt.Sprintf(" (avg %s/iter)", formatDuration(int64(avg)))
+	fmt.Fprintln(out, st.iterationLine())
+	st.writeTimes(out)
+	fmt.Fprintf(out, "Consecutive failures: %d\n", st.ConsecutiveFailures)
+	fmt.Fprintf(out, "Total failures: %d\n", st.TotalFailures)
+	fmt.Fprintf(out, "Inactivity timeout: %ds\n", st.InactivityTimeout)
+	switch {
+	case ago >= 0:
+		fmt.Fprintf(out, "Last screen change: %ds ago\n", ago)
+	case st.LastScreenChange != nil:
+		fmt.Fprintln(out, "Last screen change: (unknown)")
+	default:
+		fmt.Fprintln(out, "Last screen change: (none)")
+	}
+	if st.DonePattern != nil && *st.DonePattern != "" {
+		fmt.Fprintf(out, "Done pattern: %s\n", *st.DonePattern)
+	}
+	fmt.Fprintln(out, st.breakerLine())
+	st.writeRails(out)
+	st.writeLimit(out)
+	if stuck && len(s.LastOutput) > 0 {
+		fmt.Fprintln(out, "Last output:")
+		for _, l := range s.LastOutput {
+			fmt.Fprintf(out, "  %s\n", l)
 		}
 	}
-	fmt.Fprintln(out, line)
+	st.writeExitReason(out, s.WorkerStatus)
+}
+
+// iterationLine is the Iteration: line, with the average iteration's duration once one ended
+// and, for a running loop, the time its remaining iterations would take.
+func (st *State) iterationLine() string {
+	line := fmt.Sprintf("Iteration: %d/%d", st.CurrentIteration, st.MaxIterations)
+	n := len(st.IterationDurations)
+	if n == 0 {
+		return line
+	}
+	var sum int64
+	for _, d := range st.IterationDurations {
+		sum += d
+	}
+	avg := float64(sum) / float64(n)
+	if rem := st.MaxIterations - st.CurrentIteration; rem > 0 && st.Status == StatusRunning {
+		return line + fmt.Sprintf(" (avg %s/iter, ~%s remaining)", formatDuration(int64(avg)), formatDuration(int64(avg*float64(rem))))
+	}
+	return line + fmt.Sprintf(" (avg %s/iter)", formatDuration(int64(avg)))
+}
+
+// writeTimes writes when the loop and its current iteration started, and, for a stopped loop,
+// when its last iteration ended.
+func (st *State) writeTimes(out io.Writer) {
 	stamp := func(s string) string {
 		if t, ok := parseISO(s); ok {
 			return t.Format("2006-01-02 15:04:05")
@@ -69,45 +105,38 @@ func (s *Status) WriteText(out io.Writer) {
 	if st.LastIterationEnded != "" && st.Status == StatusStopped {
 		fmt.Fprintf(out, "Last iteration ended: %s\n", stamp(st.LastIterationEnded))
 	}
-	fmt.Fprintf(out, "Consecutive failures: %d\n", st.ConsecutiveFailures)
-	fmt.Fprintf(out, "Total failures: %d\n", st.TotalFailures)
-	fmt.Fprintf(out, "Inactivity timeout: %ds\n", st.InactivityTimeout)
-	switch {
-	case ago >= 0:
-		fmt.Fprintf(out, "Last screen change: %ds ago\n", ago)
-	case st.LastScreenChange != nil:
-		fmt.Fprintln(out, "Last screen change: (unknown)")
-	default:
-		fmt.Fprintln(out, "Last screen change: (none)")
+}
+
+// breakerLine is the No-progress breaker: line, its counts against its threshold.
+func (st *State) breakerLine() string {
+	n := st.NoProgressN()
+	if n <= 0 {
+		return "No-progress breaker: off"
 	}
-	if st.DonePattern != nil && *st.DonePattern != "" {
-		fmt.Fprintf(out, "Done pattern: %s\n", *st.DonePattern)
+	var b breaker.State
+	if st.Breaker != nil {
+		b = *st.Breaker
 	}
-	if n := st.NoProgressN(); n <= 0 {
-		fmt.Fprintln(out, "No-progress breaker: off")
-	} else {
-		var b breaker.State
-		if st.Breaker != nil {
-			b = *st.Breaker
+	return fmt.Sprintf("No-progress breaker: %d/%d unchanged, %d/%d same failure", b.Unchanged, n, b.SameFailure, n)
+}
+
+// writeLimit writes the limit (usage, or calls per hour) the loop waits for, if any.
+func (st *State) writeLimit(out io.Writer) {
+	if st.LimitedUntil == "" {
+		return
+	}
+	if t, ok := parseISO(st.LimitedUntil); ok && time.Until(t) > 0 {
+		what := "Usage limit"
+		if st.LimitReason == LimitCalls {
+			what = "Calls per hour"
 		}
-		fmt.Fprintf(out, "No-progress breaker: %d/%d unchanged, %d/%d same failure\n", b.Unchanged, n, b.SameFailure, n)
+		fmt.Fprintf(out, "%s: waiting until %s\n", what, t.Local().Format("2006-01-02 15:04:05"))
 	}
-	st.writeRails(out)
-	if st.LimitedUntil != "" {
-		if t, ok := parseISO(st.LimitedUntil); ok && time.Until(t) > 0 {
-			what := "Usage limit"
-			if st.LimitReason == LimitCalls {
-				what = "Calls per hour"
-			}
-			fmt.Fprintf(out, "%s: waiting until %s\n", what, t.Local().Format("2006-01-02 15:04:05"))
-		}
-	}
-	if stuck && len(s.LastOutput) > 0 {
-		fmt.Fprintln(out, "Last output:")
-		for _, l := range s.LastOutput {
-			fmt.Fprintf(out, "  %s\n", l)
-		}
-	}
+}
+
+// writeExitReason writes why the loop ended (with its worker's status ws when its monitor was
+// disconnected), or that it still runs.
+func (st *State) writeExitReason(out io.Writer, ws string) {
 	switch {
 	case st.ExitReason != nil && *st.ExitReason == ReasonDisconnected:
 		fmt.Fprintf(out, "Exit reason: monitor_disconnected (worker %s)\n", ws)

@@ -87,27 +87,8 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 	if err != nil {
 		return result{kind: resControl}
 	}
-	var done *regexp.Regexp
-	if st.DonePattern != nil && *st.DonePattern != "" {
-		done, _ = regexp.Compile(*st.DonePattern) // an invalid pattern checks nothing, as before
-	}
-	prompt, _ := readPrompt(st.PromptFile)
-	lr := &logReader{path: l.home.LogPath(l.st.name), pos: it.offset, prompt: normalize(prompt)}
-	defer lr.close()
-	var prof *agent.Profile
-	if st.Worker != nil {
-		prof, _ = l.home.Profile(st.Worker.Profile, st.Worker.Cmd)
-	}
-	timeout := time.Duration(st.InactivityTimeout) * time.Second
-	var ctl *supervise.Control
-	defer func() {
-		if ctl != nil {
-			ctl.Close()
-		}
-	}()
-	var lastHash uint64
-	lastChange, lastSaved, lastCost := time.Now(), time.Time{}, time.Time{}
-	warned := map[string]bool{}
+	w := l.newWatcher(st, it)
+	defer w.close()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for first := true; ; first = false {
@@ -122,85 +103,157 @@ func (l *app) watch(ctx context.Context, wake chan struct{}, it *iteration) resu
 		if cur, err := l.st.load(); err != nil || cur.Status == StatusStopped || cur.Status == StatusFailed {
 			return result{kind: resControl}
 		} else {
-			st = cur
+			w.st = cur
 		}
-		if ctl == nil {
-			ctl, _ = l.home.Control(it.w)
-		}
-		var scr []string
-		running := false
-		if ctl != nil {
-			resp, err := ctl.Do(supervise.Request{Op: supervise.OpScreen})
-			if err == nil {
-				running, scr = resp.Running, resp.Screen
-			} else {
-				ctl.Close()
-				ctl = nil
-			}
-		}
+		scr, running := w.screen()
 		if !running {
-			live := l.home.Live(ctx, it.w)
-			if live.Running {
-				continue // starting, or its socket is busy: look again
+			if res, ended := w.ended(ctx); ended {
+				return res
 			}
-			out := l.outcome(ctx, it.w, live.Outcome)
-			words := lr.final()
-			if done != nil && lr.matchesText(done, words) {
-				return result{kind: resDone, out: out, exited: true}
+			continue // starting, or its socket is busy: look again
+		}
+		if res, ended := w.look(ctx, wake, scr); ended {
+			return res
+		}
+	}
+}
+
+// watcher is one watch: what it looks for in the iteration's agent, and what it saw so far.
+type watcher struct {
+	l       *app
+	it      *iteration
+	st      *State         // the loop's state, as of the last poll
+	done    *regexp.Regexp // the done pattern, or nil
+	lr      *logReader     // the agent's words in its output log
+	prof    *agent.Profile
+	timeout time.Duration // inactivity timeout; 0: none
+	ctl     *supervise.Control
+
+	lastHash                        uint64 // of the screen's last lines
+	lastChange, lastSaved, lastCost time.Time
+	warned                          map[string]bool // the stuck patterns warned about
+}
+
+func (l *app) newWatcher(st *State, it *iteration) *watcher {
+	w := &watcher{l: l, it: it, st: st, lastChange: time.Now(), warned: map[string]bool{},
+		timeout: time.Duration(st.InactivityTimeout) * time.Second}
+	if st.DonePattern != nil && *st.DonePattern != "" {
+		w.done, _ = regexp.Compile(*st.DonePattern) // an invalid pattern checks nothing, as before
+	}
+	prompt, _ := readPrompt(st.PromptFile)
+	w.lr = &logReader{path: l.home.LogPath(l.st.name), pos: it.offset, prompt: normalize(prompt)}
+	if st.Worker != nil {
+		w.prof, _ = l.home.Profile(st.Worker.Profile, st.Worker.Cmd)
+	}
+	return w
+}
+
+func (w *watcher) close() {
+	if w.ctl != nil {
+		w.ctl.Close()
+	}
+	w.lr.close()
+}
+
+// screen asks the worker's supervisor for the agent's screen, and whether the agent runs (false
+// too when the supervisor cannot be asked: the connection is opened again at the next poll).
+func (w *watcher) screen() ([]string, bool) {
+	if w.ctl == nil {
+		w.ctl, _ = w.l.home.Control(w.it.w)
+	}
+	if w.ctl == nil {
+		return nil, false
+	}
+	resp, err := w.ctl.Do(supervise.Request{Op: supervise.OpScreen})
+	if err != nil {
+		w.ctl.Close()
+		w.ctl = nil
+		return nil, false
+	}
+	return resp.Screen, resp.Running
+}
+
+// ended judges the end of an agent its supervisor says is not running: done when its last words
+// match the done pattern, limited when they are a usage limit and it did not succeed, else
+// exited. Not ended when the worker still runs (starting, or its socket busy).
+func (w *watcher) ended(ctx context.Context) (result, bool) {
+	live := w.l.home.Live(ctx, w.it.w)
+	if live.Running {
+		return result{}, false
+	}
+	out := w.l.outcome(ctx, w.it.w, live.Outcome)
+	words := w.lr.final()
+	if w.done != nil && w.lr.matchesText(w.done, words) {
+		return result{kind: resDone, out: out, exited: true}, true
+	}
+	if limited, at := w.prof.UsageLimit(words, time.Now()); limited && (out == nil || out.ExitCode == nil || *out.ExitCode != 0) {
+		return result{kind: resLimited, out: out, resetAt: w.l.resetOrDefault(at)}, true
+	}
+	return result{kind: resExited, out: out}, true
+}
+
+// look reads the screen scr of the running agent: it notes a change, warns of a stuck screen,
+// nudges at the context threshold and waits out a usage limit; it ends the watch on the done
+// pattern (--check-done-continuous), compaction, the context's hard threshold, the hard budget
+// or inactivity.
+func (w *watcher) look(ctx context.Context, wake chan struct{}, scr []string) (result, bool) {
+	l, st, it := w.l, w.st, w.it
+	w.noteChange(ctx, scr)
+	text := strings.Join(scr, "\n")
+	for _, p := range stuckPatterns {
+		if !w.warned[p.text] && strings.Contains(text, p.text) {
+			w.warned[p.text] = true
+			l.st.logEvent("WARN", "iteration %d: %s", it.n, p.msg)
+		}
+	}
+	if w.done != nil && st.CheckDoneContinuous && w.lr.matches(w.done, w.lr.more()) {
+		return result{kind: resDone}, true
+	}
+	if strings.Contains(text, fatalPattern) {
+		return result{kind: resCompaction}, true
+	}
+	if st.MaxContext != nil {
+		if pct, ok := contextUse(scr); ok {
+			if pct >= *st.MaxContext+15 {
+				return result{kind: resContext, pct: *st.MaxContext + 15}, true
 			}
-			if limited, at := prof.UsageLimit(words, time.Now()); limited && (out == nil || out.ExitCode == nil || *out.ExitCode != 0) {
-				return result{kind: resLimited, out: out, resetAt: l.resetOrDefault(at)}
-			}
-			return result{kind: resExited, out: out}
-		}
-		if h, now := hashTail(scr, 20), time.Now(); h != lastHash {
-			lastHash, lastChange = h, now
-			// At most once a second: a chatty agent changes its screen every poll.
-			if now.Sub(lastSaved) >= time.Second {
-				lastSaved = now
-				l.st.update(ctx, func(s *State) error {
-					s.LastScreenChange = strp(utcISO(now))
-					return nil
-				})
+			if pct >= *st.MaxContext && !st.ContextNudgeSent {
+				l.nudge(ctx, it, *st.MaxContext)
 			}
 		}
-		text := strings.Join(scr, "\n")
-		for _, p := range stuckPatterns {
-			if !warned[p.text] && strings.Contains(text, p.text) {
-				warned[p.text] = true
-				l.st.logEvent("WARN", "iteration %d: %s", it.n, p.msg)
-			}
+	}
+	if limited, at := w.prof.UsageLimit(text, time.Now()); limited {
+		l.holdForLimit(ctx, wake, it, w.ctl, l.resetOrDefault(at))
+		w.lastChange = time.Now()
+		return result{}, false
+	}
+	if now := time.Now(); now.Sub(w.lastCost) >= time.Second {
+		w.lastCost = now
+		if l.hardBudgetHit(it, w.prof) {
+			return result{kind: resBudget}, true
 		}
-		if done != nil && st.CheckDoneContinuous && lr.matches(done, lr.more()) {
-			return result{kind: resDone}
-		}
-		if strings.Contains(text, fatalPattern) {
-			return result{kind: resCompaction}
-		}
-		if st.MaxContext != nil {
-			if pct, ok := contextUse(scr); ok {
-				if pct >= *st.MaxContext+15 {
-					return result{kind: resContext, pct: *st.MaxContext + 15}
-				}
-				if pct >= *st.MaxContext && !st.ContextNudgeSent {
-					l.nudge(ctx, it, *st.MaxContext)
-				}
-			}
-		}
-		if limited, at := prof.UsageLimit(text, time.Now()); limited {
-			l.holdForLimit(ctx, wake, it, ctl, l.resetOrDefault(at))
-			lastChange = time.Now()
-			continue
-		}
-		if now := time.Now(); now.Sub(lastCost) >= time.Second {
-			lastCost = now
-			if l.hardBudgetHit(it, prof) {
-				return result{kind: resBudget}
-			}
-		}
-		if timeout > 0 && time.Since(lastChange) >= timeout {
-			return result{kind: resInactive, timeout: st.InactivityTimeout}
-		}
+	}
+	if w.timeout > 0 && time.Since(w.lastChange) >= w.timeout {
+		return result{kind: resInactive, timeout: st.InactivityTimeout}, true
+	}
+	return result{}, false
+}
+
+// noteChange notes when the screen's last lines last changed (the inactivity timeout's clock),
+// and saves it in the loop's state at most once a second: a chatty agent changes its screen
+// every poll.
+func (w *watcher) noteChange(ctx context.Context, scr []string) {
+	h, now := hashTail(scr, 20), time.Now()
+	if h == w.lastHash {
+		return
+	}
+	w.lastHash, w.lastChange = h, now
+	if now.Sub(w.lastSaved) >= time.Second {
+		w.lastSaved = now
+		w.l.st.update(ctx, func(s *State) error {
+			s.LastScreenChange = strp(utcISO(now))
+			return nil
+		})
 	}
 }
 

@@ -54,42 +54,16 @@ const prefix = "fleetlab-"
 // New makes n hosts, or skips t with one line saying why it cannot.
 func New(t testing.TB, n int) *Lab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("sshlab: needs root for ip netns (network namespaces)")
-	}
-	sshd, err := exec.LookPath("sshd")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
-			need.Missing(t, "sshlab: sshd not installed (openssh-server: make sshd, or apt-get install openssh-server)")
-		}
-		sshd = "/usr/sbin/sshd"
-	}
-	for _, tool := range []string{"ip", "ssh", "ssh-keygen"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			need.Missing(t, "sshlab: "+tool+" not installed (make sshd, or apt-get install openssh-server iproute2)")
-		}
-	}
+	sshd := requireTools(t)
 	sweep()
 	pid := os.Getpid()
-	probe := fmt.Sprintf("%s%d-probe", prefix, pid)
-	if out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput(); err != nil {
-		t.Skipf("sshlab: network namespaces not permitted here: %s", strings.TrimSpace(string(out)))
-	}
-	exec.Command("ip", "netns", "del", probe).Run()
+	requireNetns(t, pid)
 
 	l := &Lab{Dir: t.TempDir(), User: "root"}
 	// go test's timeout runs no cleanup: the watchdog of procsweep.Guard closes the lab then.
 	forget := procsweep.AtTimeout(l.close)
 	t.Cleanup(func() { forget(); l.close() })
-	l.Key = filepath.Join(l.Dir, "id_ed25519")
-	keygen(t, l.Key, "fleet-test-user")
-	pub, err := os.ReadFile(l.Key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(l.Dir, "authorized_keys"), pub, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	l.userKey(t)
 	// sshd refuses to start without its privilege separation directory, which the Debian
 	// package leaves to its service to make.
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
@@ -108,22 +82,8 @@ func New(t testing.TB, n int) *Lab {
 		h := &Host{Name: "h" + strconv.Itoa(i), NS: fmt.Sprintf("%s%d-%d", prefix, pid, i),
 			Link: fmt.Sprintf("fl%dh%d", pid, i), Addr: fmt.Sprintf("10.%d.%d.2", net, i)}
 		h.Dest = l.User + "@" + h.Addr
-		peer := fmt.Sprintf("fl%dp%d", pid, i)
 		l.Hosts = append(l.Hosts, h)
-		for _, args := range [][]string{
-			{"netns", "add", h.NS},
-			{"link", "add", h.Link, "type", "veth", "peer", "name", peer},
-			{"link", "set", peer, "netns", h.NS},
-			{"addr", "add", fmt.Sprintf("10.%d.%d.1/24", net, i), "dev", h.Link},
-			{"link", "set", h.Link, "up"},
-			{"netns", "exec", h.NS, "ip", "addr", "add", h.Addr + "/24", "dev", peer},
-			{"netns", "exec", h.NS, "ip", "link", "set", peer, "up"},
-			{"netns", "exec", h.NS, "ip", "link", "set", "lo", "up"},
-		} {
-			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-				t.Fatalf("sshlab: ip %s: %v: %s", strings.Join(args, " "), err, out)
-			}
-		}
+		wire(t, h, fmt.Sprintf("fl%dp%d", pid, i), fmt.Sprintf("10.%d.%d.1/24", net, i))
 		hostKey := filepath.Join(l.Dir, h.Name+"_host_ed25519")
 		keygen(t, hostKey, h.Name)
 		hpub, err := os.ReadFile(hostKey + ".pub")
@@ -132,37 +92,109 @@ func New(t testing.TB, n int) *Lab {
 		}
 		f := strings.Fields(string(hpub))
 		fmt.Fprintf(&known, "%s %s %s\n", h.Addr, f[0], f[1])
-		cfg := filepath.Join(l.Dir, h.Name+"_sshd_config")
-		conf := strings.Join([]string{
-			"ListenAddress " + h.Addr, "Port 22", "HostKey " + hostKey,
-			"AuthorizedKeysFile " + filepath.Join(l.Dir, "authorized_keys"),
-			"PidFile none", "StrictModes no", "UsePAM no", "PermitRootLogin prohibit-password",
-			"PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-			"MaxSessions 64", "MaxStartups 64", "LogLevel ERROR", "SetEnv HOME=" + home, "",
-		}, "\n")
-		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("ip", "netns", "exec", h.NS, sshd, "-D", "-e", "-f", cfg)
-		logf, err := os.Create(filepath.Join(l.Dir, h.Name+"_sshd.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			logf.Close()
-			t.Fatalf("sshlab: starting sshd for %s: %v", h.Name, err)
-		}
-		logf.Close()
-		h.sshd, h.done = cmd.Process, make(chan error, 1)
-		go func() { h.done <- cmd.Wait() }()
-		waitListening(t, h, filepath.Join(l.Dir, h.Name+"_sshd.log"))
+		l.startSSHD(t, h, sshd, hostKey, home)
 	}
 	l.KnownHosts = filepath.Join(l.Dir, "known_hosts")
 	if err := os.WriteFile(l.KnownHosts, known.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// requireTools returns sshd's path, or skips t when it is not root or lacks a tool.
+func requireTools(t testing.TB) (sshd string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("sshlab: needs root for ip netns (network namespaces)")
+	}
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/sshd"); serr != nil {
+			need.Missing(t, "sshlab: sshd not installed (openssh-server: make sshd, or apt-get install openssh-server)")
+		}
+		sshd = "/usr/sbin/sshd"
+	}
+	for _, tool := range []string{"ip", "ssh", "ssh-keygen"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			need.Missing(t, "sshlab: "+tool+" not installed (make sshd, or apt-get install openssh-server iproute2)")
+		}
+	}
+	return sshd
+}
+
+// requireNetns skips t unless a network namespace can be made here (a container may forbid it).
+func requireNetns(t testing.TB, pid int) {
+	t.Helper()
+	probe := fmt.Sprintf("%s%d-probe", prefix, pid)
+	if out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput(); err != nil {
+		t.Skipf("sshlab: network namespaces not permitted here: %s", strings.TrimSpace(string(out)))
+	}
+	exec.Command("ip", "netns", "del", probe).Run()
+}
+
+// userKey makes the user's key, which every host's sshd authorizes.
+func (l *Lab) userKey(t testing.TB) {
+	t.Helper()
+	l.Key = filepath.Join(l.Dir, "id_ed25519")
+	keygen(t, l.Key, "fleet-test-user")
+	pub, err := os.ReadFile(l.Key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(l.Dir, "authorized_keys"), pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wire makes h's network namespace and a veth pair to it: h.Link on this side with address
+// local, peer on the host's with h.Addr.
+func wire(t testing.TB, h *Host, peer, local string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"netns", "add", h.NS},
+		{"link", "add", h.Link, "type", "veth", "peer", "name", peer},
+		{"link", "set", peer, "netns", h.NS},
+		{"addr", "add", local, "dev", h.Link},
+		{"link", "set", h.Link, "up"},
+		{"netns", "exec", h.NS, "ip", "addr", "add", h.Addr + "/24", "dev", peer},
+		{"netns", "exec", h.NS, "ip", "link", "set", peer, "up"},
+		{"netns", "exec", h.NS, "ip", "link", "set", "lo", "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("sshlab: ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// startSSHD starts h's sshd in its namespace, with the host key hostKey and the sessions'
+// HOME home, and waits until it listens.
+func (l *Lab) startSSHD(t testing.TB, h *Host, sshd, hostKey, home string) {
+	t.Helper()
+	cfg := filepath.Join(l.Dir, h.Name+"_sshd_config")
+	conf := strings.Join([]string{
+		"ListenAddress " + h.Addr, "Port 22", "HostKey " + hostKey,
+		"AuthorizedKeysFile " + filepath.Join(l.Dir, "authorized_keys"),
+		"PidFile none", "StrictModes no", "UsePAM no", "PermitRootLogin prohibit-password",
+		"PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
+		"MaxSessions 64", "MaxStartups 64", "LogLevel ERROR", "SetEnv HOME=" + home, "",
+	}, "\n")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", h.NS, sshd, "-D", "-e", "-f", cfg)
+	logf, err := os.Create(filepath.Join(l.Dir, h.Name+"_sshd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("sshlab: starting sshd for %s: %v", h.Name, err)
+	}
+	logf.Close()
+	h.sshd, h.done = cmd.Process, make(chan error, 1)
+	go func() { h.done <- cmd.Wait() }()
+	waitListening(t, h, filepath.Join(l.Dir, h.Name+"_sshd.log"))
 }
 
 // Cut takes host i (0-based) off the network: its link goes down, and nothing it sends or is

@@ -14,6 +14,7 @@ import (
 	gitx "github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/runevents"
 	"github.com/agentfleet/fleet/internal/testenv"
+	"github.com/agentfleet/fleet/internal/testenv/labconn"
 	"github.com/agentfleet/fleet/internal/testenv/sshlab"
 )
 
@@ -79,19 +80,7 @@ func TestRunEveryEvent(t *testing.T) {
 	agentSh, _ := filepath.Abs("../../internal/swarmrun/testdata/agent.sh")
 	config := filepath.Join(tmp, "agents.json")
 	os.WriteFile(config, fmt.Appendf(nil, `{"fake": {"command": %q, "terminal": false}}`, agentSh), 0o644)
-	var hosts strings.Builder
-	hosts.WriteString("hosts:\n")
-	for _, h := range lab.Hosts {
-		clone := filepath.Join(tmp, h.Name, "repo")
-		if _, err := gitx.Run(context.Background(), "", "", "clone", "-q", repo, clone); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&hosts, "  - name: %s\n    ssh: %s\n    identity: %s\n    known_hosts: %s\n    max_agents: 1\n    repo: %s\n"+
-			"    agents_config: %s\n    bin: %s\n    state_dir: %s\n    env: {DISPATCH_KILL_GRACE: \"1\", DISPATCH_MIN_FREE_MB: \"1\"}\n",
-			h.Name, h.Dest, lab.Key, lab.KnownHosts, clone, config, bin, filepath.Join(tmp, h.Name, "state"))
-	}
-	hostsFile := filepath.Join(tmp, "hosts.yaml")
-	os.WriteFile(hostsFile, []byte(hosts.String()), 0o600)
+	hostsFile := labconn.HostsFile(t, lab, tmp, repo, config, bin)
 	alog := filepath.Join(tmp, "agents.log")
 	os.WriteFile(filepath.Join(tmp, "go-h2"), nil, 0o600) // h2's agents are not held
 	manifest := filepath.Join(tmp, "work.yaml")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +83,29 @@ func Hosts(t testing.TB, lab *sshlab.Lab, repo, agents, version string, maxAgent
 		conns = append(conns, c)
 	}
 	return conns
+}
+
+// HostsFile writes dir/hosts.yaml for the command-line tests that run a binary with --hosts:
+// each host of lab with a clone of repo of its own (dir/<host>/repo), its state directory
+// dir/<host>/state, one agent, the agents config at agents, the toolkit's binaries in bin (the
+// hosts share the file system), and the short kill grace and free-disk floor the tests run
+// with. It returns the file's path.
+func HostsFile(t testing.TB, lab *sshlab.Lab, dir, repo, agents, bin string) string {
+	t.Helper()
+	var y strings.Builder
+	y.WriteString("hosts:\n")
+	for _, h := range lab.Hosts {
+		clone := filepath.Join(dir, h.Name, "repo")
+		if _, err := git.Run(context.Background(), "", "", "clone", "-q", repo, clone); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&y, "  - name: %s\n    ssh: %s\n    identity: %s\n    known_hosts: %s\n    max_agents: 1\n    repo: %s\n"+
+			"    agents_config: %s\n    bin: %s\n    state_dir: %s\n    env: {DISPATCH_KILL_GRACE: \"1\", DISPATCH_MIN_FREE_MB: \"1\"}\n",
+			h.Name, h.Dest, lab.Key, lab.KnownHosts, clone, agents, bin, filepath.Join(dir, h.Name, "state"))
+	}
+	path := filepath.Join(dir, "hosts.yaml")
+	if err := os.WriteFile(path, []byte(y.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -18,10 +18,7 @@ import (
 func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	r := a.r
 	t := now()
-	max := r.cfg.MaxRetries
-	var line string
-	var ev *hook.Event // the task's transition, told the hook once recorded
-	failedForGood := false
+	var v verdict
 	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
@@ -40,107 +37,14 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		mine := ok && task.Status == store.Claimed && task.ClaimedBy != nil && c.task.ClaimedBy != nil &&
 			*task.ClaimedBy == *c.task.ClaimedBy && task.Attempt == c.attempt
 		if mine && out.status != outGone {
-			task.CostUSD += out.cost
-			switch out.status {
-			case outDone:
-				task.Status, task.CompletedAt, task.Error = store.Done, &t, ""
-				if dropRetries(rq, task.ID) {
-					tx.ChangedRetry()
-				}
-				line = "done"
-				ev = &hook.Event{Event: hook.End}
-			case outBlocked:
-				task.Status, task.ClaimedBy, task.ClaimedAt, task.CompletedAt = store.Blocked, nil, nil, &t
-				task.Reason, task.Error = store.ReasonConflict, out.reason
-				line = "blocked: " + out.reason + " (not run; 'ralph queue retry' once the branches agree)"
-				ev = &hook.Event{Event: hook.Failure, Reason: store.ReasonConflict}
-			case outStopped:
-				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-				line = "stopped by the budget, pending again"
-				if out.reason != budgetStop {
-					line = out.reason + "; pending again"
-				}
-				if out.resetAt.After(time.Now()) {
-					task.HeldUntil = record.FormatTime(out.resetAt)
-				}
-			case outOffline:
-				// Not the task's failure: it runs elsewhere, once its attempt there cannot run
-				// any more (its deadline on the host has passed).
-				task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-				line = out.reason + "; pending again (no retry counted)"
-				if out.resetAt.After(time.Now()) {
-					task.HeldUntil = record.FormatTime(out.resetAt)
-					task.Error += "; held until " + task.HeldUntil + ", the attempt's deadline there"
-					line = out.reason + "; pending, held until " + task.HeldUntil + " (the attempt's deadline there; no retry counted)"
-				}
-			case outLimited:
-				until := record.FormatTime(out.resetAt)
-				task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
-				task.Error = "usage limit, held until " + until
-				line = "usage limit, held until " + until + " (no retry counted)"
-				ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
-			default:
-				// Seed 004's retries counts the retry attempts (0 on the first try): a
-				// failure that is retried adds one; the last failure adds none.
-				attempts := task.Retries + 1
-				task.Error = out.reason
-				open, why := false, ""
-				if out.obs != nil && r.cfg.NoProgress > 0 {
-					b := breaker.State{Tree: c.before}
-					if task.Breaker != nil {
-						b = *task.Breaker
-					}
-					open, why = b.Observe(*out.obs, r.cfg.NoProgress)
-					task.Breaker = &b
-				}
-				if open && attempts < max {
-					task.Status, task.CompletedAt, task.Reason = store.Failed, &t, breaker.Reason
-					task.Error = "no progress: " + why + "; last: " + out.reason
-					failedForGood = true
-					dropRetries(rq, task.ID)
-					tx.ChangedRetry()
-					line = "failed (" + out.reason + "), no progress: " + why + "; not retried"
-					ev = &hook.Event{Event: hook.Breaker, Reason: breaker.Reason}
-				} else if attempts >= max {
-					task.Status, task.CompletedAt = store.Failed, &t
-					failedForGood = true
-					dropRetries(rq, task.ID)
-					tx.ChangedRetry()
-					line = "failed (" + out.reason + "), out of retries"
-					ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
-				} else {
-					task.Retries++
-					task.Status, task.ClaimedBy, task.ClaimedAt = store.Pending, nil, nil
-					rq.Retries = append(rq.Retries, store.Retry{TaskID: task.ID, AgentID: a.id, Attempt: task.Retries,
-						Error: out.reason, QueuedAt: t, MaxRetries: max})
-					tx.ChangedRetry()
-					line = "failed (" + out.reason + "), queued for a retry"
-					ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
-				}
-			}
-			if ev != nil {
-				ev.Status, ev.CostUSD = task.Status, &task.CostUSD
-			}
+			a.settle(tx, rq, &task, c, out, t, &v)
 			q.Put(task)
 			if task.Status == store.Failed || task.Status == store.Blocked {
 				q.Reblock()
 			}
 			tx.ChangedQueue()
 		}
-		r.holdTotal(p)
-		p.TotalCostUSD += out.cost
-		e := agentEntry(p, a.id)
-		e.CostUSD += out.cost
-		e.NumTurns += out.turns
-		e.DurationSeconds += out.duration
-		if failedForGood {
-			e.TasksFailed++ // an agent run of the seed's, failed after its retries
-		}
-		if out.status != outBlocked {
-			e.Tasks++ // an attempt ran
-		}
-		e.TaskID = nil // at work on no task until its next claim
-		p.UpdatedAt = t
+		a.charge(p, out, v.failedForGood, t)
 		p.Phase = q.Phase()
 		recount(p)
 		tx.ChangedProgress()
@@ -151,15 +55,143 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	})
 	if err != nil {
 		r.failed("%s: recording %s: %v", a.id, c.task.ID, err)
-	} else if line != "" {
-		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, line)
-		if ev != nil {
-			r.event(ev.Event, c.task.ID, c.attempt, ev.Status, ev.Reason, *ev.CostUSD)
+	} else if v.line != "" {
+		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, v.line)
+		if v.ev != nil {
+			r.event(v.ev.Event, c.task.ID, c.attempt, v.ev.Status, v.ev.Reason, *v.ev.CostUSD)
 		}
 	}
 	if r.budgetReached() && r.cfg.HardBudget {
 		r.stopAll()
 	}
+}
+
+// verdict is what settling an outcome decided: the line logged, the task's transition told the
+// hook once recorded (nil: none), and whether the task failed for good (out of retries, or the
+// breaker opened).
+type verdict struct {
+	line          string
+	ev            *hook.Event
+	failedForGood bool
+}
+
+// settle applies out to the task of the claim this attempt ran for, and its retry-queue entries.
+func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, c *claim, out outcome, t string, v *verdict) {
+	task.CostUSD += out.cost
+	switch out.status {
+	case outDone:
+		task.Status, task.CompletedAt, task.Error = store.Done, &t, ""
+		if dropRetries(rq, task.ID) {
+			tx.ChangedRetry()
+		}
+		v.line = "done"
+		v.ev = &hook.Event{Event: hook.End}
+	case outBlocked:
+		task.Status, task.ClaimedBy, task.ClaimedAt, task.CompletedAt = store.Blocked, nil, nil, &t
+		task.Reason, task.Error = store.ReasonConflict, out.reason
+		v.line = "blocked: " + out.reason + " (not run; 'ralph queue retry' once the branches agree)"
+		v.ev = &hook.Event{Event: hook.Failure, Reason: store.ReasonConflict}
+	case outStopped:
+		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
+		v.line = "stopped by the budget, pending again"
+		if out.reason != budgetStop {
+			v.line = out.reason + "; pending again"
+		}
+		if out.resetAt.After(time.Now()) {
+			task.HeldUntil = record.FormatTime(out.resetAt)
+		}
+	case outOffline:
+		// Not the task's failure: it runs elsewhere, once its attempt there cannot run
+		// any more (its deadline on the host has passed).
+		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
+		v.line = out.reason + "; pending again (no retry counted)"
+		if out.resetAt.After(time.Now()) {
+			task.HeldUntil = record.FormatTime(out.resetAt)
+			task.Error += "; held until " + task.HeldUntil + ", the attempt's deadline there"
+			v.line = out.reason + "; pending, held until " + task.HeldUntil + " (the attempt's deadline there; no retry counted)"
+		}
+	case outLimited:
+		until := record.FormatTime(out.resetAt)
+		task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
+		task.Error = "usage limit, held until " + until
+		v.line = "usage limit, held until " + until + " (no retry counted)"
+		v.ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
+	default:
+		a.settleFailure(tx, rq, task, c, out, t, v)
+	}
+	if v.ev != nil {
+		v.ev.Status, v.ev.CostUSD = task.Status, &task.CostUSD
+	}
+}
+
+// settleFailure applies a failed attempt: the task is retried, or fails for good when it is
+// out of retries or the no-progress breaker opened.
+func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store.Task, c *claim, out outcome, t string, v *verdict) {
+	max := a.r.cfg.MaxRetries
+	// Seed 004's retries counts the retry attempts (0 on the first try): a
+	// failure that is retried adds one; the last failure adds none.
+	attempts := task.Retries + 1
+	task.Error = out.reason
+	open, why := a.observe(task, c, out)
+	switch {
+	case open && attempts < max:
+		task.Status, task.CompletedAt, task.Reason = store.Failed, &t, breaker.Reason
+		task.Error = "no progress: " + why + "; last: " + out.reason
+		v.failedForGood = true
+		dropRetries(rq, task.ID)
+		tx.ChangedRetry()
+		v.line = "failed (" + out.reason + "), no progress: " + why + "; not retried"
+		v.ev = &hook.Event{Event: hook.Breaker, Reason: breaker.Reason}
+	case attempts >= max:
+		task.Status, task.CompletedAt = store.Failed, &t
+		v.failedForGood = true
+		dropRetries(rq, task.ID)
+		tx.ChangedRetry()
+		v.line = "failed (" + out.reason + "), out of retries"
+		v.ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
+	default:
+		task.Retries++
+		task.Status, task.ClaimedBy, task.ClaimedAt = store.Pending, nil, nil
+		rq.Retries = append(rq.Retries, store.Retry{TaskID: task.ID, AgentID: a.id, Attempt: task.Retries,
+			Error: out.reason, QueuedAt: t, MaxRetries: max})
+		tx.ChangedRetry()
+		v.line = "failed (" + out.reason + "), queued for a retry"
+		v.ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
+	}
+}
+
+// observe feeds a failed attempt to the task's no-progress breaker (--no-progress) and says
+// whether it opened, and why. The breaker is off without an observation or the flag.
+func (a *agentRun) observe(task *store.Task, c *claim, out outcome) (open bool, why string) {
+	if out.obs == nil || a.r.cfg.NoProgress <= 0 {
+		return false, ""
+	}
+	b := breaker.State{Tree: c.before}
+	if task.Breaker != nil {
+		b = *task.Breaker
+	}
+	open, why = b.Observe(*out.obs, a.r.cfg.NoProgress)
+	task.Breaker = &b
+	return open, why
+}
+
+// charge adds the attempt to the progress file: the plan's cost, and the agent's cost, turns,
+// time and counts; the agent is at work on no task until its next claim.
+func (a *agentRun) charge(p *store.Progress, out outcome, failedForGood bool, t string) {
+	a.r.holdTotal(p)
+	p.TotalCostUSD += out.cost
+	e := agentEntry(p, a.id)
+	e.CostUSD += out.cost
+	e.NumTurns += out.turns
+	e.DurationSeconds += out.duration
+	if failedForGood {
+		e.TasksFailed++ // an agent run of the seed's, failed after its retries
+	}
+	if out.status != outBlocked {
+		e.Tasks++ // an attempt ran
+	}
+	e.TaskID = nil // at work on no task until its next claim
+	p.UpdatedAt = t
 }
 
 // budgetStop is the reason of an attempt --hard-budget stopped.

@@ -204,8 +204,47 @@ func (r *runner) spent(sum *time.Duration, d time.Duration) {
 // Run works through the queue until no task can run any more (all done, failed, blocked or
 // skipped), the budget is reached, or ctx ends. The caller holds the directory's runner lock.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	r, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Worktree {
+		if err := r.resolveBase(ctx); err != nil {
+			return nil, err
+		}
+	}
+	adopted, err := r.recover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	defer cfg.Hook.Close()
+	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
+	(&queue{r: r, ctx: ctx}).run(r.agents(ctx, adopted))
+	// The slots' supervisors, idle now, are let go (an attempt still at work, interrupted, is
+	// recorded by its supervisor before it exits).
+	if r.local != nil {
+		r.local.Close()
+	}
+	res, err := r.result(ctx)
+	if err != nil {
+		return res, err
+	}
+	if !res.Interrupted {
+		r.end(ctx, res)
+	}
+	return res, nil
+}
+
+// withDefaults checks cfg and fills in what it leaves at zero.
+func (cfg *Config) withDefaults() error {
 	if cfg.Agents < 1 {
-		return nil, errors.New("at least one agent is needed")
+		return errors.New("at least one agent is needed")
 	}
 	if cfg.MaxRetries < 1 {
 		cfg.MaxRetries = 1
@@ -218,6 +257,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// A host's task works on its branch, fetched back into its worktree here.
 	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
+	return nil
+}
+
+// newRunner makes the run's runner, with the hosts' slots in order, and sets the store's guard.
+func newRunner(cfg Config) (*runner, error) {
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		where: attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
 		local: localExecutor(cfg), stop: map[string]context.CancelCauseFunc{},
@@ -237,27 +281,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// run holds are checked against what another process writes there (store.Guard).
 	cfg.Store.Guard = true
 	cfg.Store.Warn = func(msg string) { r.logf("warning: %s", msg) }
-	if cfg.Worktree {
-		if err := r.resolveBase(ctx); err != nil {
-			return nil, err
-		}
-	}
-	adopted, err := r.recover(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.start(ctx); err != nil {
-		return nil, err
-	}
-	defer cfg.Hook.Close()
-	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
+	return r, nil
+}
+
+// agents are the run's agents, agent-1 to agent-N each in its slot, then an agent for each
+// adopted claim of an agent this run does not have.
+func (r *runner) agents(ctx context.Context, adopted map[string]*claim) []*agentRun {
 	local := r.local.Slots()
-	agents := make([]*agentRun, 0, cfg.Agents+len(adopted))
-	for i := 1; i <= cfg.Agents; i++ {
+	agents := make([]*agentRun, 0, r.cfg.Agents+len(adopted))
+	for i := 1; i <= r.cfg.Agents; i++ {
 		id := AgentID(i)
 		a := &agentRun{r: r, id: id, adopted: adopted[id], slot: local[i-1]}
-		if len(slots) > 0 {
-			a.host = &slots[i-1]
+		if len(r.slots) > 0 {
+			a.host = &r.slots[i-1]
 		}
 		if a.adopted == nil {
 			// Seed 004: the agent's state file is created when the agent starts, initializing
@@ -272,19 +308,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// An agent of an earlier run that had more agents: it finishes its task, no more.
 		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true, slot: executor.Slot{ID: id}})
 	}
-	(&queue{r: r, ctx: ctx}).run(agents)
-	// The slots' supervisors, idle now, are let go (an attempt still at work, interrupted, is
-	// recorded by its supervisor before it exits).
-	if r.local != nil {
-		r.local.Close()
-	}
+	return agents
+}
+
+// result is the run's result once its agents are done: its cost, errors and the tasks counted.
+func (r *runner) result(ctx context.Context) (*Result, error) {
 	res := &Result{Interrupted: ctx.Err() != nil}
 	r.mu.Lock()
 	res.CostUSD, res.BudgetReached, res.Timing = r.cost, r.budgetHit, r.timing
 	res.Errors, res.LastError = r.errors, r.lastError
 	r.mu.Unlock()
 	// Counted under the guard: a queue an agent rewrote after the last task is put back first.
-	err = cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
 			return err
@@ -292,31 +327,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Counts = q.Counts()
 		return nil
 	})
-	if err != nil {
-		return res, err
+	return res, err
+}
+
+// end closes a run that was not interrupted: the queue is archived when every task is done,
+// and the hook told how the run ended.
+func (r *runner) end(ctx context.Context, res *Result) {
+	status, reason := "completed", ""
+	switch {
+	case res.BudgetReached:
+		status, reason = "stopped", "budget"
+	case res.Counts[store.Failed]+res.Counts[store.Blocked]+res.Counts[store.Pending]+res.Counts[store.Claimed] > 0:
+		status = "failed"
 	}
-	if !res.Interrupted {
-		status, reason := "completed", ""
-		switch {
-		case res.BudgetReached:
-			status, reason = "stopped", "budget"
-		case res.Counts[store.Failed]+res.Counts[store.Blocked]+res.Counts[store.Pending]+res.Counts[store.Claimed] > 0:
-			status = "failed"
+	if status == "completed" {
+		// Every task done (or skipped): the queue is archived, as the seed's lifecycle has it.
+		if path, err := r.cfg.Store.ArchiveQueue(context.WithoutCancel(ctx), time.Now()); err != nil {
+			r.failed("%v", err)
+			res.Errors, res.LastError = res.Errors+1, oneLine(err)
+		} else {
+			res.Archived = path
+			r.logf("plan %s completed: its task queue is archived in %s", r.plan, path)
 		}
-		if status == "completed" {
-			// Every task done (or skipped): the queue is archived, as the seed's lifecycle has it.
-			if path, err := cfg.Store.ArchiveQueue(context.WithoutCancel(ctx), time.Now()); err != nil {
-				r.failed("%v", err)
-				res.Errors, res.LastError = res.Errors+1, oneLine(err)
-			} else {
-				res.Archived = path
-				r.logf("plan %s completed: its task queue is archived in %s", r.plan, path)
-			}
-		}
-		cost := res.CostUSD
-		cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})
 	}
-	return res, nil
+	cost := res.CostUSD
+	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})
 }
 
 // resolveBase finds the branch the worktrees start from, and its commit now: every task's

@@ -176,54 +176,24 @@ func flagDuration(name, v string) (time.Duration, error) {
 // runConfig reads run's flags and settings into the runner's Config for plan id: the agent of
 // the agents config (agent.FindConfig's order, from the current directory), dispatch's DISPATCH_WATCH_TIMEOUT, DISPATCH_KILL_GRACE and
 // DISPATCH_MIN_FREE_MB (from env) for each attempt, this program's `queue __supervise` verb.
+// The flags are checked in a fixed order, so that a command line with several mistakes is
+// told the same first one every time.
 func runConfig(o *queueRunOptions, id string, env dispatchenv.Settings) (runner.Config, *remote.Hosts, error) {
 	var cfg runner.Config
-	var hosts *remote.Hosts
-	agentsN := o.agents
-	if hf := o.hosts; hf != "" {
-		home, _ := os.UserHomeDir()
-		h, err := remote.ParseHosts(hf, home)
-		if err != nil {
-			return cfg, nil, &cli.ExitError{Code: cli.ExitUsage, Err: err}
-		}
-		hosts = h
-		slots := 0
-		for _, h := range hosts.Hosts {
-			slots += h.MaxAgents
-		}
-		if !o.agentsGiven {
-			agentsN = slots
-		} else if agentsN > slots {
-			return cfg, nil, cli.Usagef("--agents %d: the hosts of %s run %d agents at once (their max_agents); give at most %d", agentsN, hf, slots, slots)
-		}
-	} else if !o.agentsGiven {
-		agentsN = 0
+	agentsN, hosts, err := o.agentCount()
+	if err != nil {
+		return cfg, nil, err
 	}
-	if agentsN < 1 {
-		return cfg, nil, cli.Usagef("--agents N is needed: how many agents work at once (1 or more)")
-	}
-	if o.maxRetries < 1 {
-		return cfg, nil, cli.Usagef("--max-retries %d: a task needs at least 1 attempt", o.maxRetries)
-	}
-	if o.maxCallsPerHour < 0 {
-		return cfg, nil, cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", o.maxCallsPerHour)
-	}
-	if o.noProgress < 0 {
-		return cfg, nil, cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", o.noProgress)
+	if err := o.checkCounts(); err != nil {
+		return cfg, nil, err
 	}
 	onEvent, err := hook.New(o.onEvent)
 	if err != nil {
 		return cfg, nil, cli.Usagef("%v", err)
 	}
 	onEvent.Warn = func(err error) { fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err) }
-	if o.budgetGiven {
-		v, err := strconv.ParseFloat(o.budget, 64)
-		if err != nil || v < 0 || v != v {
-			return cfg, nil, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", o.budget)
-		}
-		cfg.Budget = &v
-	} else if o.hardBudget {
-		return cfg, nil, cli.Usagef("--hard-budget needs --budget USD")
+	if cfg.Budget, err = o.budgetUSD(); err != nil {
+		return cfg, nil, err
 	}
 	dir, repo, err := queueDir(o.repo)
 	if err != nil {
@@ -233,44 +203,16 @@ func runConfig(o *queueRunOptions, id string, env dispatchenv.Settings) (runner.
 	if err != nil {
 		return cfg, nil, err
 	}
-	agents, err := agent.LoadConfig(os.LookupEnv, "")
-	if errors.Is(err, agent.ErrConfigEnvEmpty) {
-		return cfg, nil, cli.Usagef("%v", err)
-	}
+	profile, name, modelArg, err := o.agentProfile()
 	if err != nil {
 		return cfg, nil, err
 	}
-	name, modelArg, err := agent.ParseSpec(o.agent)
-	if err != nil {
-		return cfg, nil, cli.Usagef("%v", err)
-	}
-	profile, err := agents.Lookup(name)
-	if err != nil {
-		return cfg, nil, cli.Usagef("%v", err)
-	}
-	iteration, err := env.WatchTimeout.Seconds()
+	iteration, idle, err := o.timeouts(env, hosts)
 	if err != nil {
 		return cfg, nil, err
 	}
-	if o.iterationTimeoutGiven {
-		if iteration, err = flagDuration("iteration-timeout", o.iterationTimeout); err != nil {
-			return cfg, nil, err
-		}
-	}
-	idle, err := flagDuration("inactivity-timeout", o.inactivityTimeout)
-	if err != nil {
+	if err := o.checkCommitEach(hosts, agentsN); err != nil {
 		return cfg, nil, err
-	}
-	if idle > 0 && hosts != nil {
-		return cfg, nil, cli.Usagef("--inactivity-timeout does not reach the hosts of --hosts yet; drop one of them")
-	}
-	if o.commitEach {
-		switch {
-		case hosts != nil:
-			return cfg, nil, cli.Usagef("--commit-each does not reach the hosts of --hosts (each task's branch is committed there already); drop one of them")
-		case agentsN > 1 && !o.worktree:
-			return cfg, nil, cli.Usagef("--commit-each with %d agents needs --worktree: in one shared tree a task's commit would take the other tasks' work", agentsN)
-		}
 	}
 	grace, err := env.KillGrace.Seconds()
 	if err != nil {
@@ -293,4 +235,120 @@ func runConfig(o *queueRunOptions, id string, env dispatchenv.Settings) (runner.
 		MinFreeMB: int64(free), NoProgress: o.noProgress, Hook: onEvent, MaxCallsPerHour: o.maxCallsPerHour,
 		CommitEach: o.commitEach, Checkpoint: []string{exe, "queue", runner.CheckpointVerb},
 	}, hosts, nil
+}
+
+// agentCount is how many agents work at once, and the hosts of --hosts (nil without): --agents,
+// which defaults to the hosts' max_agents and may not exceed them.
+func (o *queueRunOptions) agentCount() (int, *remote.Hosts, error) {
+	var hosts *remote.Hosts
+	agentsN := o.agents
+	if hf := o.hosts; hf != "" {
+		home, _ := os.UserHomeDir()
+		h, err := remote.ParseHosts(hf, home)
+		if err != nil {
+			return 0, nil, &cli.ExitError{Code: cli.ExitUsage, Err: err}
+		}
+		hosts = h
+		slots := 0
+		for _, h := range hosts.Hosts {
+			slots += h.MaxAgents
+		}
+		if !o.agentsGiven {
+			agentsN = slots
+		} else if agentsN > slots {
+			return 0, nil, cli.Usagef("--agents %d: the hosts of %s run %d agents at once (their max_agents); give at most %d", agentsN, hf, slots, slots)
+		}
+	} else if !o.agentsGiven {
+		agentsN = 0
+	}
+	if agentsN < 1 {
+		return 0, nil, cli.Usagef("--agents N is needed: how many agents work at once (1 or more)")
+	}
+	return agentsN, hosts, nil
+}
+
+// checkCounts checks the flags that count attempts.
+func (o *queueRunOptions) checkCounts() error {
+	if o.maxRetries < 1 {
+		return cli.Usagef("--max-retries %d: a task needs at least 1 attempt", o.maxRetries)
+	}
+	if o.maxCallsPerHour < 0 {
+		return cli.Usagef("--max-calls-per-hour %d: a whole number of attempts, 0 or more (0: no limit)", o.maxCallsPerHour)
+	}
+	if o.noProgress < 0 {
+		return cli.Usagef("--no-progress %d: a whole number of attempts, 0 or more (0 turns the breaker off)", o.noProgress)
+	}
+	return nil
+}
+
+// budgetUSD reads --budget (nil: none); --hard-budget needs it.
+func (o *queueRunOptions) budgetUSD() (*float64, error) {
+	if !o.budgetGiven {
+		if o.hardBudget {
+			return nil, cli.Usagef("--hard-budget needs --budget USD")
+		}
+		return nil, nil
+	}
+	v, err := strconv.ParseFloat(o.budget, 64)
+	if err != nil || v < 0 || v != v {
+		return nil, cli.Usagef("--budget %q: give an amount in USD, like 5 or 2.50", o.budget)
+	}
+	return &v, nil
+}
+
+// agentProfile finds --agent's profile in the agents config, with its name and the model
+// --agent names ("" for the profile's own).
+func (o *queueRunOptions) agentProfile() (profile *agent.Profile, name, modelArg string, err error) {
+	agents, err := agent.LoadConfig(os.LookupEnv, "")
+	if errors.Is(err, agent.ErrConfigEnvEmpty) {
+		return nil, "", "", cli.Usagef("%v", err)
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	name, modelArg, err = agent.ParseSpec(o.agent)
+	if err != nil {
+		return nil, "", "", cli.Usagef("%v", err)
+	}
+	profile, err = agents.Lookup(name)
+	if err != nil {
+		return nil, "", "", cli.Usagef("%v", err)
+	}
+	return profile, name, modelArg, nil
+}
+
+// timeouts are an attempt's: --iteration-timeout (else DISPATCH_WATCH_TIMEOUT) and
+// --inactivity-timeout, which the hosts' attempts do not have yet.
+func (o *queueRunOptions) timeouts(env dispatchenv.Settings, hosts *remote.Hosts) (iteration, idle time.Duration, err error) {
+	iteration, err = env.WatchTimeout.Seconds()
+	if err != nil {
+		return 0, 0, err
+	}
+	if o.iterationTimeoutGiven {
+		if iteration, err = flagDuration("iteration-timeout", o.iterationTimeout); err != nil {
+			return 0, 0, err
+		}
+	}
+	idle, err = flagDuration("inactivity-timeout", o.inactivityTimeout)
+	if err != nil {
+		return 0, 0, err
+	}
+	if idle > 0 && hosts != nil {
+		return 0, 0, cli.Usagef("--inactivity-timeout does not reach the hosts of --hosts yet; drop one of them")
+	}
+	return iteration, idle, nil
+}
+
+// checkCommitEach checks that --commit-each can keep each task's commit to its own work.
+func (o *queueRunOptions) checkCommitEach(hosts *remote.Hosts, agentsN int) error {
+	if !o.commitEach {
+		return nil
+	}
+	switch {
+	case hosts != nil:
+		return cli.Usagef("--commit-each does not reach the hosts of --hosts (each task's branch is committed there already); drop one of them")
+	case agentsN > 1 && !o.worktree:
+		return cli.Usagef("--commit-each with %d agents needs --worktree: in one shared tree a task's commit would take the other tasks' work", agentsN)
+	}
+	return nil
 }

@@ -67,53 +67,79 @@ func queueRunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			env := dispatchenv.Read(os.Getenv)
-			cfg, hosts, err := runConfig(&o, id, env)
-			if err != nil {
-				return err
-			}
-			cfg.Log = s.Out
-			if hosts != nil {
-				// Every host answers, at our version, before anything is claimed.
-				off, err := env.HostOffline.Seconds()
-				if err != nil {
-					return err
-				}
-				execs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
-					Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: s.Err, LogPrefix: "ralph: queue: "})
-				if err != nil {
-					return &cli.ExitError{Code: cli.ExitUsage, Err: err}
-				}
-				defer closeHosts()
-				cfg.Hosts = execs
-			}
-			res, err := queue.Run(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			if os.Getenv("RALPH_QUEUE_TIMING") == "1" && res.Timing.Tasks > 0 {
-				tm := res.Timing
-				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(tm.Tasks) }
-				fmt.Fprintf(s.Err, "%s: timing: %d tasks; per task: queue %.2f ms, dispatch launch %.2f ms, the attempt until its end %.2f ms\n",
-					tool, tm.Tasks, per(tm.Queue), per(tm.Launch), per(tm.Wait))
-			}
-			fmt.Fprintln(s.Out, queue.Summary(id, res, cfg.Budget))
-			n := res.Counts
-			switch {
-			case res.Interrupted:
-				return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("interrupted; the agents at work were stopped, their tasks pending again: the next 'ralph queue run' continues them")}
-			case res.BudgetReached && n[store.Pending]+n[store.Claimed] > 0:
-				return &cli.ExitError{Code: exitBudget, Err: fmt.Errorf("the budget is reached ($%s of $%s); raise --budget and run again to go on", queue.Money(res.CostUSD), queue.Money(*cfg.Budget))}
-			case n[store.Failed]+n[store.Blocked] > 0:
-				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d tasks failed and %d are blocked; 'ralph queue status %s' lists them, 'ralph queue retry %s TASK' tries one again", n[store.Failed], n[store.Blocked], id, id)}
-			case res.Errors > 0:
-				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d changes of the queue could not be recorded (the last: %s); %d tasks are left pending and %d claimed: fix that, then run again", res.Errors, res.LastError, n[store.Pending], n[store.Claimed])}
-			case n[store.Pending]+n[store.Claimed] > 0:
-				return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d tasks are left pending and %d claimed; 'ralph queue status %s' lists them, run again to go on", n[store.Pending], n[store.Claimed], id)}
-			}
-			return nil
+			return runQueue(ctx, &o, id, s)
 		},
 	}
+}
+
+// runQueue runs plan id's queue with o's flags, prints its summary on s.Out, and says with its
+// error how the run ended (queue run's exit codes).
+func runQueue(ctx context.Context, o *queueRunOptions, id string, s cli.Streams) error {
+	env := dispatchenv.Read(os.Getenv)
+	cfg, hosts, err := runConfig(o, id, env)
+	if err != nil {
+		return err
+	}
+	cfg.Log = s.Out
+	if hosts != nil {
+		execs, closeHosts, err := dialQueueHosts(ctx, hosts, env, cfg, s)
+		if err != nil {
+			return err
+		}
+		defer closeHosts()
+		cfg.Hosts = execs
+	}
+	res, err := queue.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if os.Getenv("RALPH_QUEUE_TIMING") == "1" && res.Timing.Tasks > 0 {
+		printTiming(s, res.Timing)
+	}
+	fmt.Fprintln(s.Out, queue.Summary(id, res, cfg.Budget))
+	return runEnd(id, res, cfg)
+}
+
+// dialQueueHosts connects to the hosts of --hosts: every host answers, at our version, before
+// anything is claimed.
+func dialQueueHosts(ctx context.Context, hosts *remote.Hosts, env dispatchenv.Settings, cfg runner.Config, s cli.Streams) ([]*executor.Remote, func(), error) {
+	off, err := env.HostOffline.Seconds()
+	if err != nil {
+		return nil, nil, err
+	}
+	execs, closeHosts, err := executor.DialHosts(ctx, hosts, executor.DialOptions{Repo: cfg.Repo, StateDir: cfg.StateDir,
+		Version: "dispatch version " + cli.Version(), OfflineAfter: off, KillGrace: dispatchenv.HostKillGrace, Log: s.Err, LogPrefix: "ralph: queue: "})
+	if err != nil {
+		return nil, nil, &cli.ExitError{Code: cli.ExitUsage, Err: err}
+	}
+	return execs, closeHosts, nil
+}
+
+// printTiming prints where a task's time went, per task (RALPH_QUEUE_TIMING=1).
+func printTiming(s cli.Streams, tm runner.Timing) {
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(tm.Tasks) }
+	fmt.Fprintf(s.Err, "%s: timing: %d tasks; per task: queue %.2f ms, dispatch launch %.2f ms, the attempt until its end %.2f ms\n",
+		tool, tm.Tasks, per(tm.Queue), per(tm.Launch), per(tm.Wait))
+}
+
+// runEnd is how the run of plan id ended, as an error with its exit code: nil when every task
+// is done (or skipped). The first that applies wins: interrupted, the budget reached with tasks
+// left, tasks failed or blocked, changes not recorded, tasks left.
+func runEnd(id string, res *runner.Result, cfg runner.Config) error {
+	n := res.Counts
+	switch {
+	case res.Interrupted:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("interrupted; the agents at work were stopped, their tasks pending again: the next 'ralph queue run' continues them")}
+	case res.BudgetReached && n[store.Pending]+n[store.Claimed] > 0:
+		return &cli.ExitError{Code: exitBudget, Err: fmt.Errorf("the budget is reached ($%s of $%s); raise --budget and run again to go on", queue.Money(res.CostUSD), queue.Money(*cfg.Budget))}
+	case n[store.Failed]+n[store.Blocked] > 0:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d tasks failed and %d are blocked; 'ralph queue status %s' lists them, 'ralph queue retry %s TASK' tries one again", n[store.Failed], n[store.Blocked], id, id)}
+	case res.Errors > 0:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d changes of the queue could not be recorded (the last: %s); %d tasks are left pending and %d claimed: fix that, then run again", res.Errors, res.LastError, n[store.Pending], n[store.Claimed])}
+	case n[store.Pending]+n[store.Claimed] > 0:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d tasks are left pending and %d claimed; 'ralph queue status %s' lists them, run again to go on", n[store.Pending], n[store.Claimed], id)}
+	}
+	return nil
 }
 
 // queueRunOptions are queue run's flags.

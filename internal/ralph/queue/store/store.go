@@ -312,24 +312,37 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 	if err := fn(tx); err != nil {
 		return err
 	}
-	// The retry queue and the progress, when changed, in the order they are written.
-	type file struct {
-		path, kind string
-		doc        []byte
+	files, changed, err := s.encode(tx)
+	if err != nil {
+		return err
 	}
-	var files []file
+	// Written while the lock is held: write returns once the directory's fsync is done (or,
+	// for a lazy transaction, handed to a goroutine), before unlock.
+	return s.write(tx, files, changed)
+}
+
+// txFile is the retry queue or the progress as a transaction writes it.
+type txFile struct {
+	path, kind string
+	doc        []byte
+}
+
+// encode encodes what tx changed and checks every document against its schema before the first
+// is written: the retry queue and the progress, when changed, in the order they are written,
+// then the task queue, into s.buf. changed are the tasks whose encoding is new, the ones the
+// transaction changed (with s.Guard; nil without).
+func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	if tx.rDirty {
-		files = append(files, file{s.Dir.RetryQueue(s.Plan), KindRetryQueue, marshal(tx.r)})
+		files = append(files, txFile{s.Dir.RetryQueue(s.Plan), KindRetryQueue, marshal(tx.r)})
 	}
 	if tx.pDirty {
-		files = append(files, file{s.Dir.Progress(s.Plan), KindProgress, marshal(tx.p)})
+		files = append(files, txFile{s.Dir.Progress(s.Plan), KindProgress, marshal(tx.p)})
 	}
 	for _, f := range files {
 		if err := Check(f.kind, f.doc); err != nil {
-			return fmt.Errorf("not writing %s: %w", f.path, err)
+			return nil, nil, fmt.Errorf("not writing %s: %w", f.path, err)
 		}
 	}
-	var changed []int // the tasks whose encoding is new: the ones this transaction changed
 	if tx.qDirty {
 		s.cached = nil
 		if s.Guard {
@@ -339,11 +352,15 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 				}
 			}
 		}
-		var err error
 		if s.buf, err = tx.q.appendChecked(s.buf[:0]); err != nil {
-			return fmt.Errorf("not writing %s: %w", s.Dir.TaskQueue(s.Plan), err)
+			return nil, nil, fmt.Errorf("not writing %s: %w", s.Dir.TaskQueue(s.Plan), err)
 		}
 	}
+	return files, changed, nil
+}
+
+// write writes files, then the task queue (the truth) last when tx changed it.
+func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 	// The files are written (each fsynced, then renamed into place) in this order, and their
 	// directory, where all three are, is fsynced once after the last rename: the transaction is
 	// durable when Update returns, for one directory fsync where each file cost its own. A lazy
@@ -367,34 +384,53 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 		}
 		syncDir = sync
 	}
-	if tx.qDirty {
-		path := s.Dir.TaskQueue(s.Plan)
-		release := s.holdOld(path)
-		sync, err := fsx.WriteFileAtomicLazy(path, s.buf, 0o600)
-		release()
-		if err != nil {
-			return err
+	if !tx.qDirty {
+		s.keepRead(tx)
+		return nil
+	}
+	sync, err := s.writeQueue(tx, changed)
+	if err != nil {
+		return err
+	}
+	syncDir = sync
+	return nil
+}
+
+// writeQueue writes the task queue encoded in s.buf, and keeps it in memory as the version of
+// the file just written; with s.Guard, the changed tasks are the ones the guard holds now.
+// sync is the directory's fsync, left to the caller.
+func (s *Store) writeQueue(tx *Tx, changed []int) (sync func(), err error) {
+	path := s.Dir.TaskQueue(s.Plan)
+	release := s.holdOld(path)
+	sync, err = fsx.WriteFileAtomicLazy(path, s.buf, 0o600)
+	release()
+	if err != nil {
+		return nil, err
+	}
+	if s.Guard {
+		if s.held == nil {
+			s.hold(tx.q)
 		}
-		syncDir = sync
-		if s.Guard {
-			if s.held == nil {
-				s.hold(tx.q)
-			}
-			for _, i := range changed {
-				s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
-			}
-		}
-		if fi, err := os.Lstat(path); err == nil {
-			s.cached, s.stamp = tx.q, stampOf(fi)
-		}
-	} else if tx.q != nil && s.cached == nil {
-		if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
-			// Read and not changed: kept, as the version of the file it was read from, unless
-			// the file changed after it was read (the stamp would then be the newer one's).
-			s.cached, s.stamp = tx.q, stampOf(fi)
+		for _, i := range changed {
+			s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
 		}
 	}
-	return nil
+	if fi, err := os.Lstat(path); err == nil {
+		s.cached, s.stamp = tx.q, stampOf(fi)
+	}
+	return sync, nil
+}
+
+// keepRead keeps in memory a task queue tx read and did not change, when none is kept.
+func (s *Store) keepRead(tx *Tx) {
+	if tx.q == nil || s.cached != nil {
+		return
+	}
+	if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
+		// Read and not changed: kept, as the version of the file it was read from, unless
+		// the file changed after it was read (the stamp would then be the newer one's).
+		s.cached, s.stamp = tx.q, stampOf(fi)
+	}
 }
 
 // View reads the task queue without the lock (readers need none: every write is a rename).

@@ -107,88 +107,122 @@ func OpenWithin(ctx context.Context, d Dir, bead string, where Where, force bool
 	if err := makeStateDirs(d); err != nil {
 		return nil, err
 	}
+	if err := o.lockAlone(ctx, force, maxRetries); err != nil {
+		return nil, err
+	}
+	if err := o.takeNumber(ctx, maxRetries); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// lockAlone takes the bead's lock, held in o until Close, once no supervisor of an earlier
+// attempt is alive: a running one is stopped (with force), and killed if it does not stop.
+func (o *Opened) lockAlone(ctx context.Context, force bool, maxRetries int) error {
 	replaced := false
 	for try := 0; ; try++ {
-		unlock, err := d.Layout.Lock(ctx, bead, 15*time.Second)
+		unlock, err := o.Dir.Layout.Lock(ctx, o.Bead, 15*time.Second)
 		if errors.Is(err, fsx.ErrLocked) {
-			return nil, fmt.Errorf("another dispatch of %s holds its lock; retry in a moment", bead)
+			return fmt.Errorf("another dispatch of %s holds its lock; retry in a moment", o.Bead)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		live, entry := o.alive(ctx)
 		if !live {
 			o.unlock = unlock
 			// A predecessor whose supervisor is gone without recording its end is closed
 			// now, so that it is archived as what it was, not as running for ever.
-			if _, err := reconcileLocked(ctx, d, where.Tmux, bead, where.Session, replaced); err != nil {
+			if _, err := reconcileLocked(ctx, o.Dir, o.where.Tmux, o.Bead, o.where.Session, replaced); err != nil {
 				o.Close()
-				return nil, fmt.Errorf("closing the previous attempt of %s: %w", bead, err)
+				return fmt.Errorf("closing the previous attempt of %s: %w", o.Bead, err)
 			}
-			break
+			return nil
 		}
-		c := o.count()
-		// Final if either record says so, as dispatch.sh judged a session stale.
-		terminal := c.prev != nil && c.prev.Status != record.StatusRunning
-		if c.res != nil && c.res.Status != record.StatusRunning {
-			terminal = true
-		}
-		if !terminal && !force {
-			unlock()
-			attempt := 0
-			if c.prev != nil {
-				attempt = c.prev.Attempt
-			}
-			return nil, fmt.Errorf("%s is %w (attempt %d); pass --force to replace it, or run 'dispatch wait %s'", where.Session, ErrRunning, attempt, bead)
-		}
-		if try == 0 && maxRetries > 0 && c.number > maxRetries {
-			// Refused before the live agent is stopped: a refusal must leave it at work.
-			unlock()
-			return nil, &Refusal{Bead: bead, MaxRetries: maxRetries, Last: c.prev, LastResult: c.res, Running: !terminal}
-		}
-		// The old supervisor needs the lock to write its final records: let go while it stops.
+		terminal, err := o.mayReplace(try, force, maxRetries)
+		// The old supervisor needs the lock to write its final records: let go while it stops
+		// (or, refused, for good).
 		unlock()
-		switch try {
-		case 0:
-			Stop(ctx, where.Tmux, entry, where.Session, syscall.SIGHUP)
-			o.waitGone(ctx, where.KillGrace+5*time.Second)
-		case 1:
-			// It did not stop (stopped, or stuck), so it cannot record its own end either:
-			// killed, and its attempt closed as replaced once it is gone.
-			kill(ctx, where.Tmux, entry, where.Session)
-			o.waitGone(ctx, 5*time.Second)
-		default:
-			return nil, fmt.Errorf("%s did not stop, even killed; stop its processes and retry", where.Session)
+		if err != nil {
+			return err
+		}
+		if err := o.stopPredecessor(ctx, try, entry); err != nil {
+			return err
 		}
 		replaced = !terminal
 	}
+}
+
+// mayReplace judges the live predecessor of the bead, under its lock: terminal when its records
+// are final. One at work is ErrRunning without force.
+func (o *Opened) mayReplace(try int, force bool, maxRetries int) (terminal bool, err error) {
+	c := o.count()
+	// Final if either record says so, as dispatch.sh judged a session stale.
+	terminal = c.prev != nil && c.prev.Status != record.StatusRunning
+	if c.res != nil && c.res.Status != record.StatusRunning {
+		terminal = true
+	}
+	if !terminal && !force {
+		attempt := 0
+		if c.prev != nil {
+			attempt = c.prev.Attempt
+		}
+		return false, fmt.Errorf("%s is %w (attempt %d); pass --force to replace it, or run 'dispatch wait %s'", o.where.Session, ErrRunning, attempt, o.Bead)
+	}
+	if try == 0 && maxRetries > 0 && c.number > maxRetries {
+		// Refused before the live agent is stopped: a refusal must leave it at work.
+		return false, &Refusal{Bead: o.Bead, MaxRetries: maxRetries, Last: c.prev, LastResult: c.res, Running: !terminal}
+	}
+	return terminal, nil
+}
+
+// stopPredecessor stops the live supervisor of the bead's earlier attempt, the lock let go:
+// asked first, killed on the second try, given up on the third.
+func (o *Opened) stopPredecessor(ctx context.Context, try int, entry *supervise.Entry) error {
+	where := o.where
+	switch try {
+	case 0:
+		Stop(ctx, where.Tmux, entry, where.Session, syscall.SIGHUP)
+		o.waitGone(ctx, where.KillGrace+5*time.Second)
+	case 1:
+		// It did not stop (stopped, or stuck), so it cannot record its own end either:
+		// killed, and its attempt closed as replaced once it is gone.
+		kill(ctx, where.Tmux, entry, where.Session)
+		o.waitGone(ctx, 5*time.Second)
+	default:
+		return fmt.Errorf("%s did not stop, even killed; stop its processes and retry", where.Session)
+	}
+	return nil
+}
+
+// takeNumber numbers the new attempt, under the bead's lock, and archives the previous one's
+// records, or sets its unreadable run record aside.
+func (o *Opened) takeNumber(ctx context.Context, maxRetries int) error {
 	c := o.count()
 	if maxRetries > 0 && c.number > maxRetries {
-		o.Close()
-		return nil, &Refusal{Bead: bead, MaxRetries: maxRetries, Last: c.prev, LastResult: c.res}
+		return &Refusal{Bead: o.Bead, MaxRetries: maxRetries, Last: c.prev, LastResult: c.res}
 	}
 	o.Number = c.number
 	if c.unreadable != nil {
 		aside, err := o.setAside(ctx)
 		if err != nil {
-			o.Close()
-			return nil, fmt.Errorf("the previous run record of %s cannot be read (%v), and setting it aside failed: %w", bead, c.unreadable, err)
+			return fmt.Errorf("the previous run record of %s cannot be read (%v), and setting it aside failed: %w", o.Bead, c.unreadable, err)
 		}
 		o.Aside, o.Unreadable = aside, c.unreadable
-		return o, nil
+		return nil
 	}
 	if c.prev != nil {
 		o.Previous = c.prev
 		// A refusal is no attempt: it recorded the capped attempt over the real one, which
 		// the first refusal archived already.
-		if !refused(d, c.prev) {
-			if err := archive(d, c.prev); err != nil {
-				o.Close()
-				return nil, err
+		if !refused(o.Dir, c.prev) {
+			if err := archive(o.Dir, c.prev); err != nil {
+				return err
 			}
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // counted is what the bead's records say of its last attempt, and the next one's number.

@@ -153,22 +153,9 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOpti
 			return usage2(err)
 		}
 	}
-	n := o.maxParallel
-	switch {
-	case o.maxParallelGiven:
-	case hosts != nil:
-		n = 0
-		for _, h := range hosts.Hosts {
-			n += h.MaxAgents
-		}
-	default:
-		n = m.MaxParallel
-		if n == 0 {
-			n = 4
-		}
-	}
-	if n < 1 {
-		return cli.Usagef("--max-parallel %d: give at least 1", n)
+	n, err := maxParallel(o, m, hosts)
+	if err != nil {
+		return err
 	}
 	if o.dryRun {
 		return dryRun(s.Out, m, repo, n)
@@ -191,38 +178,70 @@ func runManifest(ctx context.Context, c *ucli.Context, s cli.Streams, o *runOpti
 		defer closeHosts()
 		return runWith(ctx, o, s, m, path, repo, n, halt, executors)
 	}
-	agents, err := agent.LoadConfig(os.LookupEnv, "")
-	if errors.Is(err, agent.ErrConfigEnvEmpty) {
-		return cli.Usagef("%v", err)
-	}
+	local, err := localExecutor(m, path, repo, stateDir, n, env)
 	if err != nil {
 		return err
 	}
-	for _, t := range m.Tasks {
-		if _, err := agents.Lookup(t.Agent); err != nil {
-			return cli.Usagef("%s:%d: task %q: %v", path, t.Line, t.ID, err)
-		}
-	}
-	if err := checkAgentCommands(m, agents, repo, path); err != nil {
-		return err
-	}
-	exe, err := proc.Self()
-	if err != nil {
-		return err
-	}
-	grace, err := env.KillGrace.Seconds()
-	if err != nil {
-		return err
-	}
-	free, err := env.MinFreeMB.Int()
-	if err != nil {
-		return err
-	}
-	local := &executor.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
-		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free), Template: swarmrun.Template}
 	// The slots' supervisors are let go and waited for: none outlives the run.
 	defer local.Close()
 	return runWith(ctx, o, s, m, path, repo, n, halt, []swarmrun.Executor{local})
+}
+
+// maxParallel is how many tasks the run runs at once: --max-parallel when given, else the
+// hosts' agents together, else the manifest's (4 when it says none).
+func maxParallel(o *runOptions, m *manifest.Manifest, hosts *remote.Hosts) (int, error) {
+	n := o.maxParallel
+	switch {
+	case o.maxParallelGiven:
+	case hosts != nil:
+		n = 0
+		for _, h := range hosts.Hosts {
+			n += h.MaxAgents
+		}
+	default:
+		n = m.MaxParallel
+		if n == 0 {
+			n = 4
+		}
+	}
+	if n < 1 {
+		return 0, cli.Usagef("--max-parallel %d: give at least 1", n)
+	}
+	return n, nil
+}
+
+// localExecutor is the executor of n slots on this machine, once every task's agent is known
+// to the agents' configuration and its command is found.
+func localExecutor(m *manifest.Manifest, path, repo, stateDir string, n int, env dispatchenv.Settings) (*executor.Local, error) {
+	agents, err := agent.LoadConfig(os.LookupEnv, "")
+	if errors.Is(err, agent.ErrConfigEnvEmpty) {
+		return nil, cli.Usagef("%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range m.Tasks {
+		if _, err := agents.Lookup(t.Agent); err != nil {
+			return nil, cli.Usagef("%s:%d: task %q: %v", path, t.Line, t.ID, err)
+		}
+	}
+	if err := checkAgentCommands(m, agents, repo, path); err != nil {
+		return nil, err
+	}
+	exe, err := proc.Self()
+	if err != nil {
+		return nil, err
+	}
+	grace, err := env.KillGrace.Seconds()
+	if err != nil {
+		return nil, err
+	}
+	free, err := env.MinFreeMB.Int()
+	if err != nil {
+		return nil, err
+	}
+	return &executor.Local{N: n, StateDir: stateDir, Self: []string{exe, "run", supervise.SuperviseVerb, "--state-dir", stateDir},
+		Agents: agents, Getenv: os.Getenv, Env: os.Environ(), KillGrace: grace, MinFreeMB: int64(free), Template: swarmrun.Template}, nil
 }
 
 // checkAgentCommands refuses, before anything is written, a task whose agent's command is not

@@ -845,79 +845,39 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	r.writeOrLog()
 }
 
+// taskRun is what runTask's steps share about the task it runs: read under mu when it starts.
+type taskRun struct {
+	id     string
+	slot   Slot
+	t      *Task
+	trace  *Trace
+	mt     *manifest.Task
+	execID string
+	base   string // the commit the task's branch starts from
+}
+
 // runTask runs task id in slot until it completes, fails for good, is blocked, or ctx ends.
 func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	exec := r.executorOf(slot)
-	mt := r.mf.Task(id)
 	r.mu.Lock()
 	t := r.st.Tasks[id]
-	trace := t.Trace
+	tk := &taskRun{id: id, slot: slot, t: t, trace: t.Trace, mt: r.mf.Task(id), execID: r.st.ExecutionID, base: t.Trace.BaseSHA}
 	adopt := r.adopt[id]
 	delete(r.adopt, id)
-	execID := r.st.ExecutionID
 	deps := r.depBranches(t)
 	r.mu.Unlock()
 
-	base := trace.BaseSHA
-	if adopt == 0 || base == "" {
-		newBranch, err := r.claimBranch(ctx, t)
-		if err != nil {
-			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: oneLine(err), Timestamp: now()})
-			return
-		}
-		// The slot's worktree re-pointed, or registered one at a time (gitMu), checked out and
-		// merged at once; nothing below the repository's top is resolved through a link.
-		base, err = r.makeWorktree(ctx, slot, t, trace.Worktree, deps, newBranch)
-		if errors.Is(err, gitx.ErrBranchExists) {
-			err = r.unclaimBranch(t, err)
-		}
-		var conflict *conflictError
-		switch {
-		case errors.As(err, &conflict):
-			r.end(id, slot, Blocked, &TaskError{Type: ErrConflict, Message: conflict.Error(), Files: conflict.Files, Timestamp: now()})
-			return
-		case err != nil && ctx.Err() != nil:
-			r.interrupted(id, slot)
-			return
-		case err != nil:
-			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "making the task's worktree: " + oneLine(err), Timestamp: now()})
+	if adopt == 0 || tk.base == "" {
+		if !r.prepareWorktree(ctx, tk, deps) {
 			return
 		}
 	}
-	job := Job{Execution: execID, Task: id, Bead: trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: trace.Worktree,
-		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt,
-		Env: []string{"SWARM_EXECUTION_ID=" + execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
-	job.Launched = func(n int) {
-		r.mu.Lock()
-		t.Status = Running
-		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, base, strp(now())
-		r.enc.mark(id)
-		r.events.TaskStart(runevents.At{Task: id, Attempt: n, Agent: slot.ID, Host: slot.Host}, "")
-		r.mu.Unlock()
-		// Written before the supervisor starts: a resume must know the attempt to adopt.
-		if err := r.flush(); err != nil {
-			r.logf("writing the state: %v", err)
-		}
-		r.checkpoint("launching")
-	}
-	job.Checkpoint = r.cfg.Checkpoint
-	job.Heartbeat = func(at time.Time) {
-		r.mu.Lock()
-		r.st.Agents[slot.ID].LastHeartbeat = strp(record.FormatTime(at))
-		r.writeOrLog()
-		r.mu.Unlock()
-	}
+	job := r.taskJob(tk, adopt)
 	if adopt > 0 {
-		r.mu.Lock()
-		t.Status, t.Trace.BaseSHA = Running, base
-		r.enc.mark(id)
-		r.events.TaskStart(runevents.At{Task: id, Attempt: adopt, Agent: slot.ID, Host: slot.Host}, "adopted: started by an earlier run")
-		r.writeOrLog()
-		r.mu.Unlock()
-		r.logTransition("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
+		r.adopted(tk, adopt)
 	}
 	if adopt == 0 {
-		if err := r.checkWorktree(trace.Worktree); err != nil {
+		if err := r.checkWorktree(tk.trace.Worktree); err != nil {
 			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "starting the agent: " + oneLine(err), Timestamp: now()})
 			return
 		}
@@ -940,42 +900,135 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	tr := r.traceEnd(t, out)
 	// The agent (or another task's) may have put a link in place of the worktree: git -C would
 	// bring branches and commit wherever it points.
-	worktreeErr := r.checkWorktree(trace.Worktree)
+	worktreeErr := r.checkWorktree(tk.trace.Worktree)
 	var ws worktreeStatus
 	if out.Status == record.StatusDone && worktreeErr == nil {
-		out, ws = r.onTaskBranch(ctx, id, slot, trace.Worktree, t.Branch, out)
+		out, ws = r.onTaskBranch(ctx, id, slot, tk.trace.Worktree, t.Branch, out)
 	}
 	if out.Status == record.StatusDone {
-		sha, err := "", worktreeErr
-		if err == nil {
-			sha, err = commitTask(context.WithoutCancel(ctx), trace.Worktree, ws, base, execID, id, slot.ID, commitTitle(id, mt.Prompt), r.ident, r.fullCommit)
-		}
-		if err != nil {
-			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
-			return
-		}
-		r.slotCommitted(slot, trace.Worktree, ws.ignored)
-		r.checkpoint("committed")
-		r.mu.Lock()
-		tr.CommitSHA = &sha
-		r.enc.mark(id)
-		r.mu.Unlock()
-		if r.cfg.Forge != nil {
-			n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: trace.Worktree, Branch: t.Branch, Base: r.mf.BaseBranch,
-				Title: commitTitle(id, mt.Prompt), Body: prBody(execID, id, slot.ID, mt.Prompt), TaskID: id, Execution: execID})
-			r.mu.Lock()
-			if err != nil {
-				r.logf("%s: pull request: %v", id, err)
-			} else {
-				tr.PRNumber, tr.PRURL = n, &url
-				r.enc.mark(id)
-			}
-			r.mu.Unlock()
-		}
-		r.logTransition("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
-		r.end(id, slot, Completed, nil)
+		r.completed(ctx, tk, tr, out, ws, worktreeErr)
 		return
 	}
+	r.attemptFailed(tk, tr, out, tries)
+}
+
+// prepareWorktree claims the task's branch and makes its worktree, setting tk.base; when it
+// cannot, it ends the task (failed, blocked on a conflict, or interrupted) and says false.
+func (r *runner) prepareWorktree(ctx context.Context, tk *taskRun, deps []string) bool {
+	id, slot, t := tk.id, tk.slot, tk.t
+	newBranch, err := r.claimBranch(ctx, t)
+	if err != nil {
+		r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: oneLine(err), Timestamp: now()})
+		return false
+	}
+	// The slot's worktree re-pointed, or registered one at a time (gitMu), checked out and
+	// merged at once; nothing below the repository's top is resolved through a link.
+	tk.base, err = r.makeWorktree(ctx, slot, t, tk.trace.Worktree, deps, newBranch)
+	if errors.Is(err, gitx.ErrBranchExists) {
+		err = r.unclaimBranch(t, err)
+	}
+	var conflict *conflictError
+	switch {
+	case errors.As(err, &conflict):
+		r.end(id, slot, Blocked, &TaskError{Type: ErrConflict, Message: conflict.Error(), Files: conflict.Files, Timestamp: now()})
+		return false
+	case err != nil && ctx.Err() != nil:
+		r.interrupted(id, slot)
+		return false
+	case err != nil:
+		r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "making the task's worktree: " + oneLine(err), Timestamp: now()})
+		return false
+	}
+	return true
+}
+
+// taskJob is the job the executor runs for the task, attempt adopt of an earlier run to be
+// waited for (0: none), its hooks recording the launch and the heartbeats in the state.
+func (r *runner) taskJob(tk *taskRun, adopt int) Job {
+	id, slot, t, mt := tk.id, tk.slot, tk.t, tk.mt
+	job := Job{Execution: tk.execID, Task: id, Bead: tk.trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: tk.trace.Worktree,
+		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt,
+		Env: []string{"SWARM_EXECUTION_ID=" + tk.execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
+	job.Launched = func(n int) {
+		r.mu.Lock()
+		t.Status = Running
+		t.Trace.Attempt, t.Trace.BaseSHA, t.Trace.StartedAt = n, tk.base, strp(now())
+		r.enc.mark(id)
+		r.events.TaskStart(runevents.At{Task: id, Attempt: n, Agent: slot.ID, Host: slot.Host}, "")
+		r.mu.Unlock()
+		// Written before the supervisor starts: a resume must know the attempt to adopt.
+		if err := r.flush(); err != nil {
+			r.logf("writing the state: %v", err)
+		}
+		r.checkpoint("launching")
+	}
+	job.Checkpoint = r.cfg.Checkpoint
+	job.Heartbeat = func(at time.Time) {
+		r.mu.Lock()
+		r.st.Agents[slot.ID].LastHeartbeat = strp(record.FormatTime(at))
+		r.writeOrLog()
+		r.mu.Unlock()
+	}
+	return job
+}
+
+// adopted marks the task running again, waiting for attempt adopt that an earlier run started.
+func (r *runner) adopted(tk *taskRun, adopt int) {
+	r.mu.Lock()
+	tk.t.Status, tk.t.Trace.BaseSHA = Running, tk.base
+	r.enc.mark(tk.id)
+	r.events.TaskStart(runevents.At{Task: tk.id, Attempt: adopt, Agent: tk.slot.ID, Host: tk.slot.Host}, "adopted: started by an earlier run")
+	r.writeOrLog()
+	r.mu.Unlock()
+	r.logTransition("%s: %s: waiting for attempt %d, from an earlier run", tk.slot.ID, tk.id, adopt)
+}
+
+// completed commits the work of an attempt that ended well (failing the task when it cannot,
+// or when worktreeErr says the worktree is not one to commit in), opens its pull request when
+// a forge is set, and ends the task completed.
+func (r *runner) completed(ctx context.Context, tk *taskRun, tr *Trace, out Outcome, ws worktreeStatus, worktreeErr error) {
+	id, slot, wt := tk.id, tk.slot, tk.trace.Worktree
+	sha, err := "", worktreeErr
+	if err == nil {
+		sha, err = commitTask(context.WithoutCancel(ctx), wt, ws, tk.base, tk.execID, id, slot.ID, commitTitle(id, tk.mt.Prompt), r.ident, r.fullCommit)
+	}
+	if err != nil {
+		r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
+		return
+	}
+	r.slotCommitted(slot, wt, ws.ignored)
+	r.checkpoint("committed")
+	r.mu.Lock()
+	tr.CommitSHA = &sha
+	r.enc.mark(id)
+	r.mu.Unlock()
+	if r.cfg.Forge != nil {
+		r.openPR(ctx, tk, tr)
+	}
+	r.logTransition("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
+	r.end(id, slot, Completed, nil)
+}
+
+// openPR opens the task's pull request on the forge and records it in the trace; a forge's
+// error is logged and leaves the task completed.
+func (r *runner) openPR(ctx context.Context, tk *taskRun, tr *Trace) {
+	id, t, mt := tk.id, tk.t, tk.mt
+	n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: tk.trace.Worktree, Branch: t.Branch, Base: r.mf.BaseBranch,
+		Title: commitTitle(id, mt.Prompt), Body: prBody(tk.execID, id, tk.slot.ID, mt.Prompt), TaskID: id, Execution: tk.execID})
+	r.mu.Lock()
+	if err != nil {
+		r.logf("%s: pull request: %v", id, err)
+	} else {
+		tr.PRNumber, tr.PRURL = n, &url
+		r.enc.mark(id)
+	}
+	r.mu.Unlock()
+}
+
+// attemptFailed puts the task back in the queue when it has tries left (its worktree kept,
+// its slot freed), else ends it failed.
+func (r *runner) attemptFailed(tk *taskRun, tr *Trace, out Outcome, tries int) {
+	id, slot, t, mt := tk.id, tk.slot, tk.t, tk.mt
 	kind := ErrExecution
 	msg := fmt.Sprintf("attempt %d: %s", out.Attempt, out.Reason)
 	if out.Status == record.StatusTimeout {

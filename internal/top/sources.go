@@ -15,10 +15,12 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/aiwg"
+	"github.com/agentfleet/fleet/internal/ralph/loop"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
+	"github.com/agentfleet/fleet/internal/swarm"
 	"github.com/agentfleet/fleet/internal/worker"
 )
 
@@ -33,53 +35,9 @@ func (m *Model) swarmRows(ctx context.Context, now time.Time) ([]*Row, error) {
 	var rows []*Row
 	lives := m.sw.LiveAll(ctx, st.Workers) // the lost ones closed in one write
 	for i, w := range st.Workers {
-		live := lives[i]
-		r := &Row{Kind: KindWorker, Name: w.Name, Status: worker.StatusStopped, Live: live.Running,
-			Tags: w.Tags, worker: w}
-		if live.Running {
-			r.Status = worker.StatusRunning
-		}
-		if t, ok := worker.ParseTimestamp(w.Started); ok {
-			r.Started = t
-		}
-		o := live.Outcome
-		if o == nil {
-			if e, ok := w.Ended(); ok {
-				o = e
-			}
-		}
-		if o != nil && !live.Running {
-			r.ExitCode, r.Reason = o.ExitCode, o.Reason
-		}
-		if !live.Running && !recent(o, r.Started, now, m.src.Recent) {
-			// Ended long ago: not listed (swarm ls has it).
-			if !w.Meta("ralph", new(bool)) {
-				continue
-			}
-		}
-		if live.Running {
-			if a, ok := w.Activity(); ok {
-				r.recAct = &a
-			}
-			r.WaitingInput = live.WaitingInput
-			if w.Supervised() {
-				if e, _ := layout.ReadEntry(w.Name); e != nil {
-					r.Control = e.Control
-					if r.Control == "" {
-						r.Control = layout.SocketPath(w.Name)
-					}
-				}
-			}
-		}
-		if w.Tmux != nil {
-			p := &Pane{Session: w.Tmux.Session, Window: w.Tmux.Window}
-			if w.Tmux.Socket != nil {
-				p.Socket, p.Named = *w.Tmux.Socket, true
-			}
-			r.Tmux = p
-			r.Log = m.sw.LogPath(w.Name)
-		} else {
-			r.Log = m.sw.Dir().StdoutLog(w.Name)
+		r := m.workerRow(w, lives[i], layout, now)
+		if r == nil {
+			continue
 		}
 		byName[w.Name] = r
 		rows = append(rows, r)
@@ -89,34 +47,12 @@ func (m *Model) swarmRows(ctx context.Context, now time.Time) ([]*Row, error) {
 		return rows, err
 	}
 	for _, l := range listed {
-		s := l.State
-		r := &Row{Kind: KindLoop, Source: "swarm", Name: s.WorkerName, Status: s.Status,
-			Iteration: s.CurrentIteration, MaxIterations: s.MaxIterations, ExitCode: s.LastExitCode}
-		if s.ExitReason != nil {
-			r.Reason = *s.ExitReason
+		r, folded := loopRow(l.State, byName[l.State.WorkerName])
+		if folded != nil {
+			rows = slices.DeleteFunc(rows, func(x *Row) bool { return x == folded })
 		}
-		if t, ok := worker.ParseTimestamp(s.Started); ok {
-			r.Started = t
-		}
-		if w := byName[s.WorkerName]; w != nil && w.worker.Meta("ralph", new(bool)) {
-			// The loop's current iteration: its row becomes the loop's.
-			r.Live, r.Control, r.Tmux, r.Log, r.Tags, r.recAct = w.Live, w.Control, w.Tmux, w.Log, w.Tags, w.recAct
-			r.WaitingInput = w.WaitingInput
-			r.worker = w.worker
-			if w.Live && r.ExitCode == nil {
-				r.ExitCode = nil
-			}
-			rows = slices.DeleteFunc(rows, func(x *Row) bool { return x == w })
-		}
-		ended := s.Status != "running" && s.Status != "paused"
-		if ended && !r.Live {
-			end, ok := worker.ParseTimestamp(s.LastIterationEnded)
-			if !ok {
-				end = r.Started
-			}
-			if now.Sub(end) > m.src.Recent {
-				continue
-			}
+		if m.loopEndedLongAgo(l.State, r, now) {
+			continue
 		}
 		rows = append(rows, r)
 	}
@@ -125,6 +61,104 @@ func (m *Model) swarmRows(ctx context.Context, now time.Time) ([]*Row, error) {
 		return x.Kind == KindWorker && !x.Live && x.ExitCode == nil && x.Reason == "" && x.Started.Before(now.Add(-m.src.Recent))
 	})
 	return rows, nil
+}
+
+// workerRow is worker w's row, nil when it ended long ago and is no loop's (swarm ls has it).
+func (m *Model) workerRow(w *worker.Worker, live swarm.Liveness, layout supervise.Layout, now time.Time) *Row {
+	r := &Row{Kind: KindWorker, Name: w.Name, Status: worker.StatusStopped, Live: live.Running,
+		Tags: w.Tags, worker: w}
+	if live.Running {
+		r.Status = worker.StatusRunning
+	}
+	if t, ok := worker.ParseTimestamp(w.Started); ok {
+		r.Started = t
+	}
+	o := live.Outcome
+	if o == nil {
+		if e, ok := w.Ended(); ok {
+			o = e
+		}
+	}
+	if o != nil && !live.Running {
+		r.ExitCode, r.Reason = o.ExitCode, o.Reason
+	}
+	if !live.Running && !recent(o, r.Started, now, m.src.Recent) {
+		// Ended long ago: not listed (swarm ls has it).
+		if !w.Meta("ralph", new(bool)) {
+			return nil
+		}
+	}
+	if live.Running {
+		if a, ok := w.Activity(); ok {
+			r.recAct = &a
+		}
+		r.WaitingInput = live.WaitingInput
+		if w.Supervised() {
+			r.Control = controlOf(w, layout)
+		}
+	}
+	if w.Tmux != nil {
+		p := &Pane{Session: w.Tmux.Session, Window: w.Tmux.Window}
+		if w.Tmux.Socket != nil {
+			p.Socket, p.Named = *w.Tmux.Socket, true
+		}
+		r.Tmux = p
+		r.Log = m.sw.LogPath(w.Name)
+	} else {
+		r.Log = m.sw.Dir().StdoutLog(w.Name)
+	}
+	return r
+}
+
+// controlOf is the control socket of supervised worker w: its entry's, else the layout's
+// path for it; "" when it has no entry.
+func controlOf(w *worker.Worker, layout supervise.Layout) string {
+	e, _ := layout.ReadEntry(w.Name)
+	if e == nil {
+		return ""
+	}
+	if e.Control != "" {
+		return e.Control
+	}
+	return layout.SocketPath(w.Name)
+}
+
+// loopRow is swarm loop s's row; when w, the row of its worker, is a loop's current iteration
+// it is folded into the loop's and returned, to be taken out of the rows.
+func loopRow(s *loop.State, w *Row) (r *Row, folded *Row) {
+	r = &Row{Kind: KindLoop, Source: "swarm", Name: s.WorkerName, Status: s.Status,
+		Iteration: s.CurrentIteration, MaxIterations: s.MaxIterations, ExitCode: s.LastExitCode}
+	if s.ExitReason != nil {
+		r.Reason = *s.ExitReason
+	}
+	if t, ok := worker.ParseTimestamp(s.Started); ok {
+		r.Started = t
+	}
+	if w == nil || !w.worker.Meta("ralph", new(bool)) {
+		return r, nil
+	}
+	// The loop's current iteration: its row becomes the loop's.
+	r.Live, r.Control, r.Tmux, r.Log, r.Tags, r.recAct = w.Live, w.Control, w.Tmux, w.Log, w.Tags, w.recAct
+	r.WaitingInput = w.WaitingInput
+	r.worker = w.worker
+	if w.Live && r.ExitCode == nil {
+		r.ExitCode = nil
+	}
+	return r, w
+}
+
+// loopEndedLongAgo reports whether loop s, whose row is r, ended (and its worker with it)
+// longer ago than the recent window: its last iteration's end, else its start.
+func (m *Model) loopEndedLongAgo(s *loop.State, r *Row, now time.Time) bool {
+	ended := s.Status != "running" && s.Status != "paused"
+	if !ended || r.Live {
+		return false
+	}
+	end, ok := worker.ParseTimestamp(s.LastIterationEnded)
+	if !ok {
+		end = r.Started
+	}
+	return now.Sub(end) > m.src.Recent
 }
 
 // recent reports whether an ended worker ended within d (its finish time, else its start).

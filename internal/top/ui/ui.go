@@ -411,69 +411,91 @@ func (u *ui) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return u, nil
 }
 
+// key dispatches key k by mode: the diff view, a line being typed, a question, the help, and
+// the list (or screen view), each reading its keys in a function of its own.
 func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	s := k.String()
 	switch u.mode {
 	case modeDiff:
 		return u, u.diffKey(s)
 	case modeSend, modeFilter, modeNew:
-		switch s {
-		case "enter":
-			text := u.input
-			if u.mode == modeFilter {
-				u.mode = modeList
-				return u, nil
-			}
-			if u.mode == modeNew {
-				u.mode = u.back()
-				// Its agent is given up to newReadyWait to be ready for the prompt.
-				u.message = "starting a new worker: " + text
-				return u, u.spawn(text)
-			}
-			u.mode = u.back()
-			return u, u.do("sent", func(r *top.Row) error { return u.m.Send(u.ctx, r, text) })
-		case "esc":
-			if u.mode == modeFilter {
-				u.o.Filter.Text = ""
-				u.apply()
-			}
-			u.mode = u.back()
-		case "backspace":
-			if u.input != "" {
-				rs := []rune(u.input)
-				u.input = string(rs[:len(rs)-1])
-			}
-		case "ctrl+c":
-			return u, tea.Quit
-		default:
-			if k.Text != "" {
-				u.input += k.Text
-			}
-		}
-		if u.mode == modeFilter {
-			u.o.Filter.Text = u.input
-			u.apply()
-		}
-		return u, nil
+		return u, u.inputKey(k)
 	case modeConfirm:
-		u.mode = u.back()
-		if s == "y" || s == "Y" {
-			u.message = u.confirm + ": ..."
-			return u, u.act
-		}
-		u.message = "cancelled"
-		return u, nil
+		return u, u.confirmKey(s)
 	case modeHelp:
 		u.mode = modeList
 		return u, nil
+	}
+	return u, u.listKey(s)
+}
+
+// inputKey edits the line typed to send (s), filter by (/) or start a new worker with (n);
+// enter acts on it, esc gives it up. The filter applies as it is typed.
+func (u *ui) inputKey(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "enter":
+		text := u.input
+		if u.mode == modeFilter {
+			u.mode = modeList
+			return nil
+		}
+		if u.mode == modeNew {
+			u.mode = u.back()
+			// Its agent is given up to newReadyWait to be ready for the prompt.
+			u.message = "starting a new worker: " + text
+			return u.spawn(text)
+		}
+		u.mode = u.back()
+		return u.do("sent", func(r *top.Row) error { return u.m.Send(u.ctx, r, text) })
+	case "esc":
+		if u.mode == modeFilter {
+			u.o.Filter.Text = ""
+			u.apply()
+		}
+		u.mode = u.back()
+	case "backspace":
+		if u.input != "" {
+			rs := []rune(u.input)
+			u.input = string(rs[:len(rs)-1])
+		}
+	case "ctrl+c":
+		return tea.Quit
+	default:
+		if k.Text != "" {
+			u.input += k.Text
+		}
+	}
+	if u.mode == modeFilter {
+		u.o.Filter.Text = u.input
+		u.apply()
+	}
+	return nil
+}
+
+// confirmKey answers the question asked before an action: y or Y does it, any other key not.
+func (u *ui) confirmKey(s string) tea.Cmd {
+	u.mode = u.back()
+	if s == "y" || s == "Y" {
+		u.message = u.confirm + ": ..."
+		return u.act
+	}
+	u.message = "cancelled"
+	return nil
+}
+
+// listKey reads a key of the list or the screen view: the keys that act on the selected row
+// (rowKey), else those that move, filter, sort, or leave.
+func (u *ui) listKey(s string) tea.Cmd {
+	if cmd, done := u.rowKey(s); done {
+		return cmd
 	}
 	switch s {
 	case "q", "ctrl+c":
 		if u.mode == modeScreen && s == "q" {
 			u.mode, u.screen = modeList, nil
-			return u, nil
+			return nil
 		}
-		return u, tea.Quit
+		return tea.Quit
 	case "esc":
 		// The screen view is left for good: a prompt opened from the list goes back to it.
 		u.mode, u.screen = modeList, nil
@@ -489,68 +511,8 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		u.cursor = 0
 	case "G", "end":
 		u.cursor = len(u.rows) - 1
-	case "enter", "v":
-		if u.current() != nil {
-			u.mode, u.screen = modeScreen, nil
-			return u, tea.Batch(u.screenCmd(), tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return screenTk{} }))
-		}
-	case "s":
-		if u.current() != nil {
-			u.mode, u.input = modeSend, ""
-		}
 	case "/":
 		u.mode, u.input = modeFilter, u.o.Filter.Text
-	case "i":
-		return u, u.ask("interrupt", func(r *top.Row) error { return u.m.Key(u.ctx, r, "interrupt") })
-	case "d":
-		return u, u.ask("end of input", func(r *top.Row) error { return u.m.Key(u.ctx, r, "eof") })
-	case "x":
-		return u, u.ask("kill", func(r *top.Row) error { return u.m.Kill(u.ctx, r) })
-	case "S":
-		return u, u.ask("stop loop", func(r *top.Row) error { return u.m.Stop(u.ctx, r) })
-	case "p":
-		return u, u.do("paused", func(r *top.Row) error { return u.m.Pause(u.ctx, r) })
-	case "r":
-		return u, u.do("resumed", func(r *top.Row) error { return u.m.Resume(u.ctx, r) })
-	case "D":
-		if r := u.current(); r != nil {
-			u.mode, u.diff, u.diffTop, u.screen = modeDiff, nil, 0, nil
-			key := r.Key()
-			return u, func() tea.Msg {
-				d, err := u.m.Diff(u.ctx, r)
-				return diffMsg{key, d, err}
-			}
-		}
-	case "!":
-		if r := u.current(); r != nil {
-			return u, u.shell(r)
-		}
-	case "n":
-		if r := u.current(); r != nil {
-			u.mode, u.input = modeNew, ""
-		}
-	case "a":
-		if r := u.current(); r != nil {
-			argv, err := u.m.AttachArgs(r)
-			if err != nil {
-				u.message = err.Error()
-				return u, nil
-			}
-			c := exec.Command(argv[0], argv[1:]...)
-			c.Env = withoutTMUX(u.o.Environ)
-			return u, tea.ExecProcess(c, func(err error) tea.Msg { return doneMsg{text: result("attach", r.Name, err)} })
-		}
-	case "l":
-		if r := u.current(); r != nil && r.Log != "" {
-			pager := lookup(u.o.Environ, "PAGER")
-			if pager == "" {
-				pager = "less"
-			}
-			argv := strings.Fields(pager)
-			c := exec.Command(argv[0], append(argv[1:], r.Log)...)
-			c.Env = u.o.Environ
-			return u, tea.ExecProcess(c, func(err error) tea.Msg { return doneMsg{text: result("log", r.Name, err)} })
-		}
 	case "f":
 		i := slices.Index(top.Kinds, u.o.Filter.Kind)
 		if i+1 < len(top.Kinds) {
@@ -572,9 +534,82 @@ func (u *ui) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	u.clamp()
 	if u.mode == modeScreen {
-		return u, u.screenCmd()
+		return u.screenCmd()
 	}
-	return u, nil
+	return nil
+}
+
+// rowKey acts on the selected row for the keys that do; done says the key was one and its
+// command is all there is to do (false: the list is clamped and redrawn as for any key).
+func (u *ui) rowKey(s string) (cmd tea.Cmd, done bool) {
+	r := u.current()
+	switch s {
+	case "i":
+		return u.ask("interrupt", func(r *top.Row) error { return u.m.Key(u.ctx, r, "interrupt") }), true
+	case "d":
+		return u.ask("end of input", func(r *top.Row) error { return u.m.Key(u.ctx, r, "eof") }), true
+	case "x":
+		return u.ask("kill", func(r *top.Row) error { return u.m.Kill(u.ctx, r) }), true
+	case "S":
+		return u.ask("stop loop", func(r *top.Row) error { return u.m.Stop(u.ctx, r) }), true
+	case "p":
+		return u.do("paused", func(r *top.Row) error { return u.m.Pause(u.ctx, r) }), true
+	case "r":
+		return u.do("resumed", func(r *top.Row) error { return u.m.Resume(u.ctx, r) }), true
+	}
+	if r == nil {
+		return nil, false
+	}
+	switch s {
+	case "enter", "v":
+		u.mode, u.screen = modeScreen, nil
+		return tea.Batch(u.screenCmd(), tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return screenTk{} })), true
+	case "s":
+		u.mode, u.input = modeSend, ""
+	case "n":
+		u.mode, u.input = modeNew, ""
+	case "D":
+		u.mode, u.diff, u.diffTop, u.screen = modeDiff, nil, 0, nil
+		key := r.Key()
+		return func() tea.Msg {
+			d, err := u.m.Diff(u.ctx, r)
+			return diffMsg{key, d, err}
+		}, true
+	case "!":
+		return u.shell(r), true
+	case "a":
+		return u.attach(r), true
+	case "l":
+		if r.Log != "" {
+			return u.pager(r), true
+		}
+	}
+	return nil, false
+}
+
+// attach runs the command that attaches to row r's agent (Model.AttachArgs) in the terminal,
+// top suspended until it ends.
+func (u *ui) attach(r *top.Row) tea.Cmd {
+	argv, err := u.m.AttachArgs(r)
+	if err != nil {
+		u.message = err.Error()
+		return nil
+	}
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = withoutTMUX(u.o.Environ)
+	return tea.ExecProcess(c, func(err error) tea.Msg { return doneMsg{text: result("attach", r.Name, err)} })
+}
+
+// pager shows row r's log in $PAGER (less when unset), top suspended until it ends.
+func (u *ui) pager(r *top.Row) tea.Cmd {
+	pager := lookup(u.o.Environ, "PAGER")
+	if pager == "" {
+		pager = "less"
+	}
+	argv := strings.Fields(pager)
+	c := exec.Command(argv[0], append(argv[1:], r.Log)...)
+	c.Env = u.o.Environ
+	return tea.ExecProcess(c, func(err error) tea.Msg { return doneMsg{text: result("log", r.Name, err)} })
 }
 
 // newReadyWait is how long a worker started from the view (n) is given to show its ready

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -27,13 +29,7 @@ func Guard(m TestingM) TestingM { return guarded{m} }
 type guarded struct{ m TestingM }
 
 func (g guarded) Run() int {
-	// The mark goes into this process's own environment on purpose, and only here, in what a
-	// TestMain runs: what it marks are the processes the libraries under test start (tmux
-	// servers, detached supervisors, agents), which inherit the environment without any library
-	// knowing of tests. A typed value would have to be threaded through every library that
-	// starts a process, for the tests' sake alone.
-	mark := NewMark(os.Getenv(Var))
-	os.Setenv(Var, mark)
+	mark := ownMark()
 	if !flag.Parsed() {
 		flag.Parse() // m.Run parses them too; -test.timeout is wanted before
 	}
@@ -46,6 +42,33 @@ func (g guarded) Run() int {
 		fmt.Fprintf(os.Stderr, "sweep: killed %d processes the tests left running: %s\n", len(killed), names(killed))
 	}
 	return code
+}
+
+// ownerVar names the process a mark was made for: the pid, which exec keeps.
+const ownerVar = "FLEET_TEST_MARK_OWNER"
+
+// ownMark is this binary's mark, in its environment. What it marks are the processes the
+// libraries under test start (tmux servers, detached supervisors, agents), which inherit the
+// environment without any library knowing of tests. So the first time, the binary executes
+// itself again (same pid, same arguments) with a fresh mark below the one it was given, handed
+// to exec as its environment rather than set into the running process; the second time the
+// owner variable names this pid, and the mark is the one it was given. A child the tests start
+// from this binary (another pid) makes a mark of its own below it the same way.
+func ownMark() string {
+	mark := os.Getenv(Var)
+	if os.Getenv(ownerVar) == strconv.Itoa(os.Getpid()) {
+		return mark
+	}
+	// The given ones are left out: of a name given twice, Go's Getenv reads the first.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, Var+"=") && !strings.HasPrefix(kv, ownerVar+"=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, Var+"="+NewMark(mark), ownerVar+"="+strconv.Itoa(os.Getpid()))
+	err := syscall.Exec("/proc/self/exe", os.Args, env)
+	panic(fmt.Sprintf("sweep: executing the test binary again with its mark: %v", err))
 }
 
 // margin is how long before go test's timeout the watchdog fires: long enough to print the

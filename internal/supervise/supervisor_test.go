@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentfleet/fleet/internal/testenv/lockedbuf"
+
 	"github.com/agentfleet/fleet/internal/testenv/postmortem"
 	"github.com/creack/pty"
 )
@@ -54,23 +56,8 @@ func (r *memRecorder) Annotate(_ context.Context, _ *Attempt, note string) {
 	r.notes = append(r.notes, note)
 }
 
-// syncBuffer is a pane for the tests: what the supervisor shows.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log written by several goroutines and read while they write.
+type syncBuffer = lockedbuf.Buffer
 
 // newSupervisor opens a supervisor on a fresh state directory, closed when the test ends.
 func newSupervisor(t *testing.T, name string, input *os.File, console io.Writer) *Supervisor {

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentfleet/fleet/internal/testenv/lockedbuf"
 
 	"github.com/agentfleet/fleet/internal/cli"
 	gitx "github.com/agentfleet/fleet/internal/git"
@@ -78,22 +79,8 @@ func options(sockDir string, out, errw io.Writer) Options {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log written by several goroutines and read while they write.
+type syncBuffer = lockedbuf.Buffer
 
 // lab is a test's swarm directory with its loops.
 type lab struct {

@@ -1,21 +1,21 @@
 package adopttest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	gitx "github.com/agentfleet/fleet/internal/git"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/testenv/lockedbuf"
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
@@ -301,23 +301,8 @@ func killSupervisors(stateDir string) {
 	}
 }
 
-// logBuf is a run's log, written by the engine's goroutines.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// logBuf is a log written by several goroutines and read while they write.
+type logBuf = lockedbuf.Buffer
 
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)

@@ -443,6 +443,11 @@ func TestUIInTmux(t *testing.T) {
 	t.Cleanup(func() {
 		queue.Process.Kill()
 		<-queueDone
+		if t.Failed() {
+			// Once under load in CI its task was on attempt 2 when the screen was looked at: what
+			// the queue said of attempt 1 is the first thing to read.
+			t.Logf("ralph queue run's output:\n%s", queueOut.String())
+		}
 	})
 	l.shownWithin("the task's row", ch, rowShows(top.KindTask, "topq:t1", "claimed"))
 

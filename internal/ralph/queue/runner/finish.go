@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
@@ -18,7 +19,8 @@ import (
 func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	r := a.r
 	t := now()
-	var v verdict
+	var line string
+	var ev *hook.Event
 	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
@@ -37,14 +39,16 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		mine := ok && task.Status == store.Claimed && task.ClaimedBy != nil && c.task.ClaimedBy != nil &&
 			*task.ClaimedBy == *c.task.ClaimedBy && task.Attempt == c.attempt
 		if mine && out.status != outGone {
-			a.settle(tx, rq, &task, c, out, t, &v)
+			line, ev = a.settle(tx, rq, &task, c, out, t)
 			q.Put(task)
 			if task.Status == store.Failed || task.Status == store.Blocked {
 				q.Reblock()
 			}
 			tx.ChangedQueue()
 		}
-		a.charge(p, out, v.failedForGood, t)
+		// The task failed for good (out of retries, or the breaker opened) when settling its
+		// claim left it failed: only settleFailure makes a task failed.
+		a.charge(p, out, mine && task.Status == store.Failed, t)
 		p.Phase = q.Phase()
 		recount(p)
 		tx.ChangedProgress()
@@ -55,10 +59,10 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	})
 	if err != nil {
 		r.failed("%s: recording %s: %v", a.id, c.task.ID, err)
-	} else if v.line != "" {
-		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, v.line)
-		if v.ev != nil {
-			r.event(v.ev.Event, c.task.ID, c.attempt, v.ev.Status, v.ev.Reason, *v.ev.CostUSD)
+	} else if line != "" {
+		r.logf("%s: %s (attempt %d): %s", a.id, c.task.ID, c.attempt, line)
+		if ev != nil {
+			r.event(ev.Event, c.task.ID, c.attempt, ev.Status, ev.Reason, *ev.CostUSD)
 		}
 	}
 	if r.budgetReached() && r.cfg.HardBudget {
@@ -66,17 +70,10 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	}
 }
 
-// verdict is what settling an outcome decided: the line logged, the task's transition told the
-// hook once recorded (nil: none), and whether the task failed for good (out of retries, or the
-// breaker opened).
-type verdict struct {
-	line          string
-	ev            *hook.Event
-	failedForGood bool
-}
-
-// settle applies out to the task of the claim this attempt ran for, and its retry-queue entries.
-func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, c *claim, out outcome, t string, v *verdict) {
+// settle applies out to the task of the claim this attempt ran for, and its retry-queue entries,
+// and says what was decided: the line logged, and the task's transition told the hook once
+// recorded (nil: none).
+func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, c *claim, out outcome, t string) (line string, ev *hook.Event) {
 	task.CostUSD += out.cost
 	switch out.status {
 	case outDone:
@@ -84,18 +81,18 @@ func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, 
 		if dropRetries(rq, task.ID) {
 			tx.ChangedRetry()
 		}
-		v.line = "done"
-		v.ev = &hook.Event{Event: hook.End}
+		line = "done"
+		ev = &hook.Event{Event: hook.End}
 	case outBlocked:
 		task.Status, task.ClaimedBy, task.ClaimedAt, task.CompletedAt = store.Blocked, nil, nil, &t
 		task.Reason, task.Error = store.ReasonConflict, out.reason
-		v.line = "blocked: " + out.reason + " (not run; 'ralph queue retry' once the branches agree)"
-		v.ev = &hook.Event{Event: hook.Failure, Reason: store.ReasonConflict}
+		line = "blocked: " + out.reason + " (not run; 'ralph queue retry' once the branches agree)"
+		ev = &hook.Event{Event: hook.Failure, Reason: store.ReasonConflict}
 	case outStopped:
 		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-		v.line = "stopped by the budget, pending again"
+		line = "stopped by the budget, pending again"
 		if out.reason != budgetStop {
-			v.line = out.reason + "; pending again"
+			line = out.reason + "; pending again"
 		}
 		if out.resetAt.After(time.Now()) {
 			task.HeldUntil = record.FormatTime(out.resetAt)
@@ -104,60 +101,57 @@ func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, 
 		// Not the task's failure: it runs elsewhere, once its attempt there cannot run
 		// any more (its deadline on the host has passed).
 		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-		v.line = out.reason + "; pending again (no retry counted)"
+		line = out.reason + "; pending again (no retry counted)"
 		if out.resetAt.After(time.Now()) {
 			task.HeldUntil = record.FormatTime(out.resetAt)
 			task.Error += "; held until " + task.HeldUntil + ", the attempt's deadline there"
-			v.line = out.reason + "; pending, held until " + task.HeldUntil + " (the attempt's deadline there; no retry counted)"
+			line = out.reason + "; pending, held until " + task.HeldUntil + " (the attempt's deadline there; no retry counted)"
 		}
 	case outLimited:
 		until := record.FormatTime(out.resetAt)
 		task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
 		task.Error = "usage limit, held until " + until
-		v.line = "usage limit, held until " + until + " (no retry counted)"
-		v.ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
+		line = "usage limit, held until " + until + " (no retry counted)"
+		ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
 	default:
-		a.settleFailure(tx, rq, task, c, out, t, v)
+		line, ev = a.settleFailure(tx, rq, task, c, out, t)
 	}
-	if v.ev != nil {
-		v.ev.Status, v.ev.CostUSD = task.Status, &task.CostUSD
+	if ev != nil {
+		ev.Status, ev.CostUSD = task.Status, &task.CostUSD
 	}
+	return line, ev
 }
 
 // settleFailure applies a failed attempt: the task is retried, or fails for good when it is
 // out of retries or the no-progress breaker opened.
-func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store.Task, c *claim, out outcome, t string, v *verdict) {
+func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store.Task, c *claim, out outcome, t string) (line string, ev *hook.Event) {
 	max := a.r.cfg.MaxRetries
 	// Seed 004's retries counts the retry attempts (0 on the first try): a
 	// failure that is retried adds one; the last failure adds none.
 	attempts := task.Retries + 1
 	task.Error = out.reason
+	tx.ChangedRetry()
 	open, why := a.observe(task, c, out)
 	switch {
 	case open && attempts < max:
-		task.Status, task.CompletedAt, task.Reason = store.Failed, &t, breaker.Reason
+		task.Reason = breaker.Reason
 		task.Error = "no progress: " + why + "; last: " + out.reason
-		v.failedForGood = true
-		dropRetries(rq, task.ID)
-		tx.ChangedRetry()
-		v.line = "failed (" + out.reason + "), no progress: " + why + "; not retried"
-		v.ev = &hook.Event{Event: hook.Breaker, Reason: breaker.Reason}
+		line = "failed (" + out.reason + "), no progress: " + why + "; not retried"
+		ev = &hook.Event{Event: hook.Breaker, Reason: breaker.Reason}
 	case attempts >= max:
-		task.Status, task.CompletedAt = store.Failed, &t
-		v.failedForGood = true
-		dropRetries(rq, task.ID)
-		tx.ChangedRetry()
-		v.line = "failed (" + out.reason + "), out of retries"
-		v.ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
+		line = "failed (" + out.reason + "), out of retries"
+		ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
 	default:
 		task.Retries++
 		task.Status, task.ClaimedBy, task.ClaimedAt = store.Pending, nil, nil
 		rq.Retries = append(rq.Retries, store.Retry{TaskID: task.ID, AgentID: a.id, Attempt: task.Retries,
 			Error: out.reason, QueuedAt: t, MaxRetries: max})
-		tx.ChangedRetry()
-		v.line = "failed (" + out.reason + "), queued for a retry"
-		v.ev = &hook.Event{Event: hook.Failure, Reason: out.reason}
+		return "failed (" + out.reason + "), queued for a retry", &hook.Event{Event: hook.Failure, Reason: out.reason}
 	}
+	// Failed for good: its retries are done with.
+	task.Status, task.CompletedAt = store.Failed, &t
+	dropRetries(rq, task.ID)
+	return line, ev
 }
 
 // observe feeds a failed attempt to the task's no-progress breaker (--no-progress) and says
@@ -201,12 +195,6 @@ const budgetStop = "stopped: the budget was reached (--hard-budget)"
 // retries) and says whether there were any.
 func dropRetries(rq *store.RetryQueue, id string) bool {
 	n := len(rq.Retries)
-	kept := rq.Retries[:0]
-	for _, e := range rq.Retries {
-		if e.TaskID != id {
-			kept = append(kept, e)
-		}
-	}
-	rq.Retries = kept
-	return len(kept) != n
+	rq.Retries = slices.DeleteFunc(rq.Retries, func(e store.Retry) bool { return e.TaskID == id })
+	return len(rq.Retries) != n
 }

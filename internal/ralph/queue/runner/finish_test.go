@@ -11,7 +11,6 @@ import (
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // testRunner is a runner of plan p in a new directory, with maxRetries attempts a task, and
@@ -45,7 +44,7 @@ func testRunner(t *testing.T, maxRetries int, tasks []store.Task, retries []stor
 		t.Fatal(err)
 	}
 	r := &runner{cfg: Config{Store: s, Agents: 1, Profile: &agent.Profile{Name: "fake"}, MaxRetries: maxRetries, StateDir: stateDir},
-		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess}}
+		plan: "p", dir: attempt.NewDir(stateDir)}
 	return r, s
 }
 

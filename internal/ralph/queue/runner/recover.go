@@ -2,7 +2,7 @@ package runner
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"regexp"
 	"time"
 
@@ -48,19 +48,17 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			// Its attempt was started on a host its agent's state names: looked for there,
 			// even when its records came back here already (its branch may not have): adopted
 			// when it runs or has ended, started there when it never arrived.
-			if on := r.hostOf(agentID, bead, t.Attempt); on != nil {
-				c.on = on
+			if c.on = r.hostOf(agentID, bead, t.Attempt); c.on != nil {
 				adopted[agentID] = c
 				continue
 			}
 		}
-		if launched && executor.LaunchCut(ctx, r.dir, bead, t.Attempt) {
-			// Registered, never handed to a supervisor: its agent never ran (executor.Local's
-			// adoption starts such a task again too, no try counted).
-			launched = false
-		}
+		// A launch cut short was registered, never handed to a supervisor: its agent never ran
+		// (executor.Local's adoption starts such a task again too, no try counted).
+		launched = launched && !executor.LaunchCut(ctx, r.dir, bead, t.Attempt)
 		if launched {
-			if live, _ := attempt.Alive(ctx, r.dir, r.where, bead); live {
+			// The queue's attempts run without tmux: a live supervisor is all there is to see.
+			if live, _ := attempt.Alive(ctx, r.dir, attempt.Where{}, bead); live {
 				adopted[agentID] = c
 				continue
 			}
@@ -70,24 +68,10 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			run, err := record.ReadRun(r.dir.Store.RunPath(bead))
 			launched = err == nil && run.Attempt >= t.Attempt
 		}
-		if !launched && len(r.cfg.Hosts) > 0 && t.Attempt > 0 && t.ClaimedAt != nil {
-			// Its attempt may run on a host (its records come back only at its end): held
-			// until its deadline there has passed, as a task taken back from a host offline.
-			hold := time.Time{}
-			if at, ok := record.ParseTime(*t.ClaimedAt); ok {
-				hold = at.Add(r.cfg.Timeout + r.cfg.KillGrace + 2*time.Second)
-			}
-			if err := r.release(ctx, t, hold); err != nil {
-				return nil, err
-			}
-			r.logf("recovered: %s back to pending, held until %s (its attempt %d may still run on a host until its deadline)", t.ID, record.FormatTime(hold), t.Attempt)
-			continue
-		}
 		if !launched {
-			if err := r.release(ctx, t, time.Time{}); err != nil {
+			if err := r.release(ctx, t); err != nil {
 				return nil, err
 			}
-			r.logf("recovered: %s back to pending (its attempt never started)", t.ID)
 			continue
 		}
 		a := &agentRun{r: r, id: agentID}
@@ -124,9 +108,17 @@ func (r *runner) hostOf(agentID, bead string, n int) *hostSlot {
 	return first
 }
 
-// release puts a claim whose attempt never started back to pending, held until hold when it
-// is later than now.
-func (r *runner) release(ctx context.Context, t store.Task, hold time.Time) error {
+// release puts a claim whose attempt never started back to pending. With hosts, its attempt
+// may run on one (its records come back only at its end): it is held until its deadline there
+// has passed, as a task taken back from a host offline.
+func (r *runner) release(ctx context.Context, t store.Task) error {
+	hold, line := time.Time{}, fmt.Sprintf("recovered: %s back to pending (its attempt never started)", t.ID)
+	if len(r.cfg.Hosts) > 0 && t.Attempt > 0 && t.ClaimedAt != nil {
+		if at, ok := record.ParseTime(*t.ClaimedAt); ok {
+			hold = at.Add(r.cfg.Timeout + r.cfg.KillGrace + executor.LeaseMargin)
+		}
+		line = fmt.Sprintf("recovered: %s back to pending, held until %s (its attempt %d may still run on a host until its deadline)", t.ID, record.FormatTime(hold), t.Attempt)
+	}
 	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		q, err := tx.Queue()
 		if err != nil {
@@ -134,7 +126,7 @@ func (r *runner) release(ctx context.Context, t store.Task, hold time.Time) erro
 		}
 		cur, ok := q.Get(t.ID)
 		if !ok || cur.Status != store.Claimed || cur.Attempt != t.Attempt {
-			return errChanged
+			return nil // changed meanwhile: left as it is
 		}
 		cur.Status, cur.ClaimedBy, cur.ClaimedAt = store.Pending, nil, nil
 		if hold.After(time.Now()) {
@@ -144,13 +136,11 @@ func (r *runner) release(ctx context.Context, t store.Task, hold time.Time) erro
 		tx.ChangedQueue()
 		return nil
 	})
-	if errors.Is(err, errChanged) {
-		return nil
+	if err == nil {
+		r.logf("%s", line)
 	}
 	return err
 }
-
-var errChanged = errors.New("changed meanwhile")
 
 // agentPattern is the seed's agent id: agent-<N>.
 var agentPattern = regexp.MustCompile(`^agent-[0-9]+$`)

@@ -101,7 +101,7 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 	d.Layout.WriteEntry(&supervise.Entry{Tool: attempt.Tool, Name: "p-alive", Attempt: 1, PID: sup.Process.Pid, StartedAt: alive.StartedAt})
 
 	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir},
-		plan: "p", dir: d, where: attempt.Where{Backend: supervise.BackendProcess}}
+		plan: "p", dir: d}
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestRecoverHoldsARemoteClaim(t *testing.T) {
 	}
 	r := &runner{cfg: Config{Store: s, Agents: 2, Profile: &agent.Profile{Name: "fake"}, MaxRetries: 3, StateDir: stateDir,
 		Timeout: time.Hour, KillGrace: 10 * time.Second, Hosts: []*executor.Remote{{}}},
-		plan: "p", dir: attempt.NewDir(stateDir), where: attempt.Where{Backend: supervise.BackendProcess}}
+		plan: "p", dir: attempt.NewDir(stateDir)}
 	if _, err := r.recover(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // Config is what a run needs.
@@ -143,10 +142,9 @@ type Timing struct {
 
 // runner is one run's shared state.
 type runner struct {
-	cfg   Config
-	plan  string
-	dir   attempt.Dir
-	where attempt.Where
+	cfg  Config
+	plan string
+	dir  attempt.Dir
 
 	mu   sync.Mutex
 	cost float64
@@ -263,7 +261,6 @@ func (cfg *Config) withDefaults() error {
 // newRunner makes the run's runner, with the hosts' slots in order, and sets the store's guard.
 func newRunner(cfg Config) (*runner, error) {
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
-		where: attempt.Where{Backend: supervise.BackendProcess, KillGrace: cfg.KillGrace},
 		local: localExecutor(cfg), stop: map[string]context.CancelCauseFunc{},
 		rails: rails.Rails{BudgetUSD: cfg.Budget, HardBudget: cfg.HardBudget, MaxCallsPerHour: cfg.MaxCallsPerHour, CommitEach: cfg.CommitEach},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}

@@ -148,9 +148,8 @@ type runner struct {
 
 	mu   sync.Mutex
 	cost float64
-	// rails are the run's budget and calls per hour, as internal/ralph/rails applies them to
-	// every loop (from Config); budgetHit says the budget was found reached.
-	rails     rails.Rails
+	// budgetHit says the budget (Config.Budget, as internal/ralph/rails applies it to every
+	// loop) was found reached.
 	budgetHit bool
 	// base is the branch the worktrees start from, baseSHA its commit when the run started,
 	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
@@ -202,17 +201,9 @@ func (r *runner) spent(sum *time.Duration, d time.Duration) {
 // Run works through the queue until no task can run any more (all done, failed, blocked or
 // skipped), the budget is reached, or ctx ends. The caller holds the directory's runner lock.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if err := cfg.withDefaults(); err != nil {
-		return nil, err
-	}
-	r, err := newRunner(cfg)
+	r, err := newRunner(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Worktree {
-		if err := r.resolveBase(ctx); err != nil {
-			return nil, err
-		}
 	}
 	adopted, err := r.recover(ctx)
 	if err != nil {
@@ -226,9 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	(&queue{r: r, ctx: ctx}).run(r.agents(ctx, adopted))
 	// The slots' supervisors, idle now, are let go (an attempt still at work, interrupted, is
 	// recorded by its supervisor before it exits).
-	if r.local != nil {
-		r.local.Close()
-	}
+	r.local.Close()
 	res, err := r.result(ctx)
 	if err != nil {
 		return res, err
@@ -239,10 +228,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// withDefaults checks cfg and fills in what it leaves at zero.
-func (cfg *Config) withDefaults() error {
+// newRunner checks cfg and fills in what it leaves at zero, makes the run's runner, with the
+// hosts' slots in order, sets the store's guard, and finds the worktrees' base (--worktree).
+func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	if cfg.Agents < 1 {
-		return errors.New("at least one agent is needed")
+		return nil, errors.New("at least one agent is needed")
 	}
 	if cfg.MaxRetries < 1 {
 		cfg.MaxRetries = 1
@@ -255,29 +245,26 @@ func (cfg *Config) withDefaults() error {
 	}
 	// A host's task works on its branch, fetched back into its worktree here.
 	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
-	return nil
-}
-
-// newRunner makes the run's runner, with the hosts' slots in order, and sets the store's guard.
-func newRunner(cfg Config) (*runner, error) {
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
 		local: localExecutor(cfg), stop: map[string]context.CancelCauseFunc{},
-		rails: rails.Rails{BudgetUSD: cfg.Budget, HardBudget: cfg.HardBudget, MaxCallsPerHour: cfg.MaxCallsPerHour, CommitEach: cfg.CommitEach},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
-	var slots []hostSlot
 	for _, h := range cfg.Hosts {
 		for _, s := range h.Slots() {
-			slots = append(slots, hostSlot{h, s})
+			r.slots = append(r.slots, hostSlot{h, s})
 		}
 	}
-	r.slots = slots
-	if len(cfg.Hosts) > 0 && cfg.Agents > len(slots) {
-		return nil, fmt.Errorf("%d agents, but the hosts run %d at once (their max_agents)", cfg.Agents, len(slots))
+	if len(cfg.Hosts) > 0 && cfg.Agents > len(r.slots) {
+		return nil, fmt.Errorf("%d agents, but the hosts run %d at once (their max_agents)", cfg.Agents, len(r.slots))
 	}
 	// The agents work in the repository that holds the queue's files: the task states this
 	// run holds are checked against what another process writes there (store.Guard).
 	cfg.Store.Guard = true
 	cfg.Store.Warn = func(msg string) { r.logf("warning: %s", msg) }
+	if cfg.Worktree {
+		if err := r.resolveBase(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -438,7 +425,7 @@ func (r *runner) waitCalls(agentID string, resume time.Time) {
 func (r *runner) budgetReached() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.rails.Reached(r.cost) {
+	if (&rails.Rails{BudgetUSD: r.cfg.Budget}).Reached(r.cost) {
 		r.budgetHit = true
 	}
 	return r.budgetHit

@@ -21,11 +21,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 	t := now()
 	var line string
 	var ev *hook.Event
-	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		q, err := tx.Queue()
-		if err != nil {
-			return err
-		}
+	err := r.updateQueue(context.WithoutCancel(ctx), func(tx *store.Tx, q *store.Queue) error {
 		rq, err := tx.Retry()
 		if err != nil {
 			return err
@@ -53,7 +49,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		recount(p)
 		tx.ChangedProgress()
 		r.mu.Lock()
-		r.cost = p.TotalCostUSD
+		r.res.CostUSD = p.TotalCostUSD
 		r.mu.Unlock()
 		return nil
 	})

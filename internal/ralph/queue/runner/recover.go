@@ -119,11 +119,7 @@ func (r *runner) release(ctx context.Context, t store.Task) error {
 		}
 		line = fmt.Sprintf("recovered: %s back to pending, held until %s (its attempt %d may still run on a host until its deadline)", t.ID, record.FormatTime(hold), t.Attempt)
 	}
-	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
-		q, err := tx.Queue()
-		if err != nil {
-			return err
-		}
+	err := r.updateQueue(ctx, func(tx *store.Tx, q *store.Queue) error {
 		cur, ok := q.Get(t.ID)
 		if !ok || cur.Status != store.Claimed || cur.Attempt != t.Attempt {
 			return nil // changed meanwhile: left as it is

@@ -146,11 +146,12 @@ type runner struct {
 	plan string
 	dir  attempt.Dir
 
-	mu   sync.Mutex
-	cost float64
-	// budgetHit says the budget (Config.Budget, as internal/ralph/rails applies it to every
-	// loop) was found reached.
-	budgetHit bool
+	mu sync.Mutex
+	// res is the run's result as it goes (under mu): CostUSD the plan's total this run holds,
+	// BudgetReached once the budget (Config.Budget, as internal/ralph/rails applies it to every
+	// loop) was found reached, Errors and LastError what could not be recorded. The timing is
+	// kept apart; the tasks are counted at the end.
+	res Result
 	// base is the branch the worktrees start from, baseSHA its commit when the run started,
 	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
 	base, baseSHA string
@@ -176,9 +177,6 @@ type runner struct {
 	callsWaiting bool
 	// stuckOnce tells once of the tasks pending behind claims no agent holds.
 	stuckOnce sync.Once
-	// errors counts what could not be recorded (under mu); lastError is the last one.
-	errors    int
-	lastError string
 }
 
 // failed logs what could not be recorded and counts it: the run then cannot end well.
@@ -186,8 +184,8 @@ func (r *runner) failed(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.logf("%s", msg)
 	r.mu.Lock()
-	r.errors++
-	r.lastError = msg
+	r.res.Errors++
+	r.res.LastError = msg
 	r.mu.Unlock()
 }
 
@@ -297,21 +295,17 @@ func (r *runner) agents(ctx context.Context, adopted map[string]*claim) []*agent
 
 // result is the run's result once its agents are done: its cost, errors and the tasks counted.
 func (r *runner) result(ctx context.Context) (*Result, error) {
-	res := &Result{Interrupted: ctx.Err() != nil}
 	r.mu.Lock()
-	res.CostUSD, res.BudgetReached, res.Timing = r.cost, r.budgetHit, r.timing
-	res.Errors, res.LastError = r.errors, r.lastError
+	res := r.res
+	res.Timing = r.timing
 	r.mu.Unlock()
+	res.Interrupted = ctx.Err() != nil
 	// Counted under the guard: a queue an agent rewrote after the last task is put back first.
-	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		q, err := tx.Queue()
-		if err != nil {
-			return err
-		}
+	err := r.updateQueue(context.WithoutCancel(ctx), func(_ *store.Tx, q *store.Queue) error {
 		res.Counts = q.Counts()
 		return nil
 	})
-	return res, err
+	return &res, err
 }
 
 // end closes a run that was not interrupted: the queue is archived when every task is done,
@@ -425,10 +419,10 @@ func (r *runner) waitCalls(agentID string, resume time.Time) {
 func (r *runner) budgetReached() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if (&rails.Rails{BudgetUSD: r.cfg.Budget}).Reached(r.cost) {
-		r.budgetHit = true
+	if (&rails.Rails{BudgetUSD: r.cfg.Budget}).Reached(r.res.CostUSD) {
+		r.res.BudgetReached = true
 	}
-	return r.budgetHit
+	return r.res.BudgetReached
 }
 
 // now is the time as the queue's files write it.
@@ -438,7 +432,7 @@ func now() string { return record.FormatTime(time.Now()) }
 // so far is the plan's, kept across runs, and the budget counts it.
 func (r *runner) start(ctx context.Context) error {
 	t := now()
-	return r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+	return r.updateQueue(ctx, func(tx *store.Tx, q *store.Queue) error {
 		p, err := tx.Progress()
 		if err != nil {
 			return err
@@ -452,10 +446,6 @@ func (r *runner) start(ctx context.Context) error {
 		if r.base != "" {
 			p.BaseBranch = r.base
 		}
-		q, err := tx.Queue()
-		if err != nil {
-			return err
-		}
 		p.Phase = q.Phase()
 		for i := 1; i <= r.cfg.Agents; i++ {
 			a := agentEntry(p, AgentID(i))
@@ -466,19 +456,30 @@ func (r *runner) start(ctx context.Context) error {
 			r.logf("warning: %s's total_cost_usd (%v) is not a cost; counted from $0", r.cfg.Store.Dir.Progress(r.plan), p.TotalCostUSD)
 			p.TotalCostUSD = 0
 		}
-		r.cost = p.TotalCostUSD
+		r.res.CostUSD = p.TotalCostUSD
 		tx.ChangedProgress()
 		return nil
 	})
 }
 
-// holdTotal makes the progress file's total the one this run holds (r.cost: the total at its
+// updateQueue runs fn in a transaction of the store, the task queue read.
+func (r *runner) updateQueue(ctx context.Context, fn func(tx *store.Tx, q *store.Queue) error) error {
+	return r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+		q, err := tx.Queue()
+		if err != nil {
+			return err
+		}
+		return fn(tx, q)
+	})
+}
+
+// holdTotal makes the progress file's total the one this run holds (res.CostUSD: the total at its
 // start, plus every cost it recorded since), saying so when someone else changed it: the
 // agents work in the repository, and a total they lower would give the budget back. The
 // caller holds the store's lock; r.mu is free.
 func (r *runner) holdTotal(p *store.Progress) {
 	r.mu.Lock()
-	held := r.cost
+	held := r.res.CostUSD
 	r.mu.Unlock()
 	if p.TotalCostUSD != held {
 		r.logf("warning: %s's total_cost_usd was changed behind the runner's back ($%v); kept the run's $%v",

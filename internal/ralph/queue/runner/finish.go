@@ -127,7 +127,17 @@ func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store
 	attempts := task.Retries + 1
 	task.Error = out.reason
 	tx.ChangedRetry()
-	open, why := a.observe(task, c, out)
+	// The failure is fed to the task's no-progress breaker (--no-progress), which is off
+	// without an observation or the flag.
+	open, why := false, ""
+	if out.obs != nil && a.r.cfg.NoProgress > 0 {
+		b := breaker.State{Tree: c.before}
+		if task.Breaker != nil {
+			b = *task.Breaker
+		}
+		open, why = b.Observe(*out.obs, a.r.cfg.NoProgress)
+		task.Breaker = &b
+	}
 	switch {
 	case open && attempts < max:
 		task.Reason = breaker.Reason
@@ -148,21 +158,6 @@ func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store
 	task.Status, task.CompletedAt = store.Failed, &t
 	dropRetries(rq, task.ID)
 	return line, ev
-}
-
-// observe feeds a failed attempt to the task's no-progress breaker (--no-progress) and says
-// whether it opened, and why. The breaker is off without an observation or the flag.
-func (a *agentRun) observe(task *store.Task, c *claim, out outcome) (open bool, why string) {
-	if out.obs == nil || a.r.cfg.NoProgress <= 0 {
-		return false, ""
-	}
-	b := breaker.State{Tree: c.before}
-	if task.Breaker != nil {
-		b = *task.Breaker
-	}
-	open, why = b.Observe(*out.obs, a.r.cfg.NoProgress)
-	task.Breaker = &b
-	return open, why
 }
 
 // charge adds the attempt to the progress file: the plan's cost, and the agent's cost, turns,

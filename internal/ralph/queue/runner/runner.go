@@ -317,8 +317,7 @@ func (r *runner) end(ctx context.Context, res *Result) {
 		status, reason = "stopped", "budget"
 	case res.Counts[store.Failed]+res.Counts[store.Blocked]+res.Counts[store.Pending]+res.Counts[store.Claimed] > 0:
 		status = "failed"
-	}
-	if status == "completed" {
+	default:
 		// Every task done (or skipped): the queue is archived, as the seed's lifecycle has it.
 		if path, err := r.cfg.Store.ArchiveQueue(context.WithoutCancel(ctx), time.Now()); err != nil {
 			r.failed("%v", err)

@@ -217,13 +217,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// recorded by its supervisor before it exits).
 	r.local.Close()
 	res, err := r.result(ctx)
-	if err != nil {
-		return res, err
-	}
-	if !res.Interrupted {
+	if err == nil && !res.Interrupted {
 		r.end(ctx, res)
 	}
-	return res, nil
+	return res, err
 }
 
 // newRunner checks cfg and fills in what it leaves at zero, makes the run's runner, with the

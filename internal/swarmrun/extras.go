@@ -95,8 +95,8 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
+	rep := strings.NewReplacer("{branch}", req.Branch, "{base}", req.Base, "{title}", req.Title, "{body}", req.Body)
 	expand := func(argv []string) []string {
-		rep := strings.NewReplacer("{branch}", req.Branch, "{base}", req.Base, "{title}", req.Title, "{body}", req.Body)
 		out := make([]string, len(argv))
 		for i, a := range argv {
 			out[i] = rep.Replace(a)
@@ -105,19 +105,6 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 	}
 	env := append(append([]string{}, f.Env...), "SWARM_PR_BRANCH="+req.Branch, "SWARM_PR_BASE="+req.Base, "SWARM_PR_TITLE="+req.Title,
 		"SWARM_PR_BODY="+req.Body, "SWARM_TASK_ID="+req.TaskID, "SWARM_EXECUTION_ID="+req.Execution)
-	run := func(argv []string) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-		cmd.Dir = req.Dir
-		cmd.Env = env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s: %v: %s", argv[0], err, firstLines(strings.TrimSpace(errb.String()), 2))
-		}
-		return out.String(), nil
-	}
 	if len(f.Push) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		// The forge's environment is the process's (GitHub): git's is added to the process's.
@@ -127,11 +114,20 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 			return nil, "", err
 		}
 	}
-	out, err := run(expand(f.Argv))
-	if err != nil {
-		return nil, "", err
+	argv := expand(f.Argv)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	cmd.Dir = req.Dir
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		// The first two lines of what it said, on one line.
+		said := strings.SplitN(strings.TrimSpace(errb.String()), "\n", 3)
+		return nil, "", fmt.Errorf("%s: %v: %s", argv[0], err, strings.Join(said[:min(len(said), 2)], "; "))
 	}
-	urls := urlRE.FindAllString(out, -1)
+	urls := urlRE.FindAllString(out.String(), -1)
 	if len(urls) == 0 {
 		return nil, "", fmt.Errorf("%s printed no pull request URL", f.Argv[0])
 	}

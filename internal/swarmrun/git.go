@@ -3,6 +3,7 @@ package swarmrun
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -17,15 +18,6 @@ import (
 // you are".
 func gitCmd(ctx context.Context, dir string, args ...string) (string, error) {
 	return gitx.Cmd{Dir: dir, Env: []string{"GIT_TERMINAL_PROMPT=0"}}.Output(ctx, args...)
-}
-
-// firstLines is s's first n lines, joined on one line.
-func firstLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	return strings.Join(lines, "; ")
 }
 
 // identityFor is what a commit command in dir is prefixed with: nothing when the repository
@@ -50,27 +42,15 @@ func refNames(ctx context.Context, dir string) (map[string]bool, error) {
 		return nil, err
 	}
 	set := map[string]bool{}
-	for _, ref := range strings.Split(out, "\n") {
-		if ref != "" {
-			set[ref] = true
-		}
+	// A ref's name holds no white space (git check-ref-format).
+	for _, ref := range strings.Fields(out) {
+		set[ref] = true
 	}
 	return set, nil
 }
 
 // conflictError is a merge of dependency branches that conflicts.
 type conflictError = gitx.ConflictError
-
-// prepareWorktree makes the task's worktree at path on branch, fresh from the commit base with
-// each of deps' branches merged in (in order); ident prefixes the merge commands
-// (identityFor). how gives the lock held while the worktree is registered, whether the
-// repository has a post-checkout hook, and the registration's crash point (gitx.MergeSpec).
-// It returns that commit; a conflict is a *conflictError (gitx.Repo.PrepareWorktree, shared
-// with ralph queue's worktrees).
-func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps []string, ident []string, how gitx.MergeSpec) (string, error) {
-	how.Base, how.Deps, how.Ident, how.Label = base, deps, ident, "swarm run"
-	return gitx.Repo{Dir: repo}.PrepareWorktree(ctx, path, branch, how)
-}
 
 // Trailers are the commit trailers every task's commit carries.
 func trailers(execID, taskID, agentID string) []string {
@@ -221,42 +201,39 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 	r.mu.Lock()
 	at, ahead := r.claimedAt[t.ID]
 	delete(r.claimedAt, t.ID)
-	made := r.st.madeBranch(t.Branch)
+	made := slices.Contains(r.st.BranchesMade, t.Branch)
 	execID := r.st.ExecutionID
-	r.mu.Unlock()
-	if ahead {
-		// Claimed with the task's assignment (claimAhead): the write that named the
-		// assignment names the branch too.
-		if err := r.flushSince(at); err != nil {
-			return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
-		}
-		return true, nil
-	}
-	if made {
-		return false, nil
-	}
-	// The refs are read once for the run (one git process, where a rev-parse per task was one
-	// each): a branch made by someone else after that is found by git, which refuses to create
-	// it (gitx.ErrBranchExists, unclaimBranch).
-	r.mu.Lock()
-	if r.refsAtStart == nil {
+	if !ahead && !made && r.refsAtStart == nil {
+		// The refs are read once for the run (one git process, where a rev-parse per task was
+		// one each): a branch made by someone else after that is found by git, which refuses
+		// to create it (gitx.ErrBranchExists, unclaimBranch).
 		repo := r.cfg.Repo
 		r.refsAtStart = sync.OnceValues(func() (map[string]bool, error) { return refNames(context.WithoutCancel(ctx), repo) })
 	}
 	refs := r.refsAtStart
 	r.mu.Unlock()
-	set, err := refs()
+	switch {
+	case ahead:
+		// Claimed with the task's assignment (claimAhead): the write that named the
+		// assignment names the branch too.
+		err = r.flushSince(at)
+	case made:
+		return false, nil
+	default:
+		set, rerr := refs()
+		if rerr != nil {
+			return false, rerr
+		}
+		if set["refs/heads/"+t.Branch] {
+			return false, userBranchError(t, execID)
+		}
+		r.mu.Lock()
+		r.refs = set
+		r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+		r.mu.Unlock()
+		err = r.flush()
+	}
 	if err != nil {
-		return false, err
-	}
-	if set["refs/heads/"+t.Branch] {
-		return false, userBranchError(t, execID)
-	}
-	r.mu.Lock()
-	r.refs = set
-	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
-	r.mu.Unlock()
-	if err := r.flush(); err != nil {
 		return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
 	}
 	return true, nil
@@ -267,7 +244,7 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 // both where each cost a write of the whole state before the task's branch could be made. A
 // branch the refs name is not claimed: claimBranch refuses it.
 func (r *runner) claimAhead(t *Task) {
-	if r.refs == nil || r.adopt[t.ID] > 0 || r.refs["refs/heads/"+t.Branch] || r.st.madeBranch(t.Branch) {
+	if r.refs == nil || r.adopt[t.ID] > 0 || r.refs["refs/heads/"+t.Branch] || slices.Contains(r.st.BranchesMade, t.Branch) {
 		return
 	}
 	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
@@ -283,13 +260,7 @@ func (r *runner) claimAhead(t *Task) {
 // else meanwhile (gitx.ErrBranchExists). It returns the error the task fails with.
 func (r *runner) unclaimBranch(t *Task, cause error) error {
 	r.mu.Lock()
-	kept := r.st.BranchesMade[:0]
-	for _, b := range r.st.BranchesMade {
-		if b != t.Branch {
-			kept = append(kept, b)
-		}
-	}
-	r.st.BranchesMade = kept
+	r.st.BranchesMade = slices.DeleteFunc(r.st.BranchesMade, func(b string) bool { return b == t.Branch })
 	execID := r.st.ExecutionID
 	r.mu.Unlock()
 	if err := r.flush(); err != nil {
@@ -301,14 +272,4 @@ func (r *runner) unclaimBranch(t *Task, cause error) error {
 // userBranchError is a task's branch that exists and that the execution did not make.
 func userBranchError(t *Task, execID string) error {
 	return fmt.Errorf("branch %q of task %q exists, and execution %s did not make it: it is left as it is; delete it (git branch -D %s) or give the task another branch, then 'swarm run --retry %s'", t.Branch, t.ID, execID, t.Branch, t.ID)
-}
-
-// madeBranch says whether the execution made branch b (under mu).
-func (s *State) madeBranch(b string) bool {
-	for _, m := range s.BranchesMade {
-		if m == b {
-			return true
-		}
-	}
-	return false
 }

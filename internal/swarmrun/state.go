@@ -1,13 +1,14 @@
 package swarmrun
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -311,11 +312,8 @@ func History(p Paths) ([]*State, error) {
 		}
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].StartedAt != out[j].StartedAt {
-			return out[i].StartedAt > out[j].StartedAt
-		}
-		return out[i].ExecutionID > out[j].ExecutionID
+	slices.SortFunc(out, func(a, b *State) int {
+		return cmp.Or(strings.Compare(b.StartedAt, a.StartedAt), strings.Compare(b.ExecutionID, a.ExecutionID))
 	})
 	return out, nil
 }

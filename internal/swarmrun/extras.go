@@ -69,9 +69,10 @@ type Forge struct {
 	Argv []string
 	Push []string
 	Env  []string
-	// Timeout bounds each command (default 2 minutes).
-	Timeout time.Duration
 }
+
+// forgeTimeout bounds each command of a forge.
+const forgeTimeout = 2 * time.Minute
 
 // GitHub is the forge of gh: the branch pushed to origin, then gh pr create.
 func GitHub(gh string, env []string) *Forge {
@@ -91,10 +92,6 @@ var lastNumberRE = regexp.MustCompile(`(\d+)\D*$`)
 
 // Open opens the pull request of req and returns its number (nil when its URL has none) and URL.
 func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
-	timeout := f.Timeout
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
 	rep := strings.NewReplacer("{branch}", req.Branch, "{base}", req.Base, "{title}", req.Title, "{body}", req.Body)
 	expand := func(argv []string) []string {
 		out := make([]string, len(argv))
@@ -106,7 +103,7 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 	env := append(append([]string{}, f.Env...), "SWARM_PR_BRANCH="+req.Branch, "SWARM_PR_BASE="+req.Base, "SWARM_PR_TITLE="+req.Title,
 		"SWARM_PR_BODY="+req.Body, "SWARM_TASK_ID="+req.TaskID, "SWARM_EXECUTION_ID="+req.Execution)
 	if len(f.Push) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
+		cctx, cancel := context.WithTimeout(ctx, forgeTimeout)
 		// The forge's environment is the process's (GitHub): git's is added to the process's.
 		_, err := gitx.Cmd{Dir: req.Dir, Env: env}.Run(cctx, expand(f.Push)...)
 		cancel()
@@ -115,7 +112,7 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 		}
 	}
 	argv := expand(f.Argv)
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(ctx, forgeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	cmd.Dir = req.Dir

@@ -27,12 +27,6 @@ func identityFor(ctx context.Context, dir string) []string {
 	return gitx.Repo{Dir: dir}.Identity(ctx, "swarm run", "swarm-run@localhost")
 }
 
-// branchExists says whether refs/heads/b exists.
-func branchExists(ctx context.Context, dir, b string) bool {
-	_, err := gitCmd(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+b)
-	return err == nil
-}
-
 // refNames is the set of the repository's refs, full names (refs/heads/main, refs/tags/v1),
 // from one git command: a run of thousands of tasks checks their branches against it, where a
 // rev-parse per branch took a process each.
@@ -48,9 +42,6 @@ func refNames(ctx context.Context, dir string) (map[string]bool, error) {
 	}
 	return set, nil
 }
-
-// conflictError is a merge of dependency branches that conflicts.
-type conflictError = gitx.ConflictError
 
 // Trailers are the commit trailers every task's commit carries.
 func trailers(execID, taskID, agentID string) []string {

@@ -48,10 +48,6 @@ func trailers(execID, taskID, agentID string) []string {
 	return []string{"Swarm-Execution-ID: " + execID, "Swarm-Task-ID: " + taskID, "Swarm-Agent: " + agentID}
 }
 
-// noMaintenance keeps git commit from starting git maintenance run --auto after each commit,
-// a process of its own per task: the repository's housekeeping is not the run's to do.
-var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
-
 // worktreeStatus is what one git status says of a task's worktree after its agent: HEAD's
 // commit and branch, whether the agent left changes, and whether files git ignores are there
 // (which the worktree's re-pointing for the slot's next task removes).
@@ -114,7 +110,9 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 		}
 	}
 	tr := trailers(execID, taskID, agentID)
-	pre := append(append([]string{}, ident...), noMaintenance...)
+	// No git maintenance run --auto after each commit, a process of its own per task: the
+	// repository's housekeeping is not the run's to do.
+	pre := append(append([]string{}, ident...), "-c", "maintenance.auto=false", "-c", "gc.auto=0")
 	trailerBlock := strings.Join(tr, "\n")
 	commit := func(args ...string) (string, error) {
 		if _, err := gitCmd(ctx, wt, append(pre, append([]string{"commit", "--quiet"}, args...)...)...); err != nil {
@@ -122,17 +120,16 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 		}
 		return gitCmd(ctx, wt, "rev-parse", "HEAD")
 	}
-	head := ws.head
 	switch {
 	case ws.changed:
 		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
 			return "", err
 		}
 		return commit("-m", title, "-m", trailerBlock)
-	case head != baseSHA:
+	case ws.head != baseSHA:
 		msg, _ := gitCmd(ctx, wt, "log", "-1", "--format=%B")
 		if strings.Contains(msg, "Swarm-Task-ID: "+taskID) {
-			return head, nil
+			return ws.head, nil
 		}
 		// The agent's own message: --trailer adds the trailers to its trailer block, as git
 		// formats them.
@@ -147,28 +144,26 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 	// Nothing changed: the empty commit is made from HEAD's tree (the index and the files
 	// stay as they are) and HEAD, through the branch it names, moved onto it, if it is still
 	// where status saw it.
-	sha, err := gitCmd(ctx, wt, append(append([]string{}, ident...), "commit-tree", head+"^{tree}", "-p", head, "-m", title+" (no change)", "-m", trailerBlock)...)
+	sha, err := gitCmd(ctx, wt, append(append([]string{}, ident...), "commit-tree", ws.head+"^{tree}", "-p", ws.head, "-m", title+" (no change)", "-m", trailerBlock)...)
 	if err != nil {
 		return "", err
 	}
-	if _, err := gitCmd(ctx, wt, "update-ref", "-m", "commit: "+title+" (no change)", "HEAD", sha, head); err != nil {
+	if _, err := gitCmd(ctx, wt, "update-ref", "-m", "commit: "+title+" (no change)", "HEAD", sha, ws.head); err != nil {
 		return "", err
 	}
 	return sha, nil
 }
 
-// commitHooks are the hooks git commit runs (githooks(5)); commit-tree runs none.
-var commitHooks = []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"}
-
 // commitAsks says whether the repository at dir asks of a commit what only git commit gives:
-// commit.gpgSign set, or one of commitHooks installed (an executable file in core.hooksPath,
+// commit.gpgSign set, or one of the hooks of git commit installed (an executable file in core.hooksPath,
 // taken from the worktree's top as git runs hooks there, or else the repository's hooks
 // directory). A run asks once; the task's worktrees share the repository's config and hooks.
 func commitAsks(ctx context.Context, dir string) bool {
 	if v, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign"); err == nil && v == "true" {
 		return true
 	}
-	return gitx.Repo{Dir: dir}.HasHook(ctx, commitHooks...)
+	// The hooks git commit runs (githooks(5)); commit-tree runs none.
+	return gitx.Repo{Dir: dir}.HasHook(ctx, "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 }
 
 // mergeOrder is a topological order of the tasks in order in which every branch merges cleanly

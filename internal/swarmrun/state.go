@@ -306,11 +306,10 @@ func History(p Paths) ([]*State, error) {
 	}
 	var out []*State
 	for _, id := range names {
-		s, err := ReadState(p.History(id))
-		if err != nil {
-			continue
+		// A history file that cannot be read is left out.
+		if s, err := ReadState(p.History(id)); err == nil {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b *State) int {
 		return cmp.Or(strings.Compare(b.StartedAt, a.StartedAt), strings.Compare(b.ExecutionID, a.ExecutionID))

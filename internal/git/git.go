@@ -85,7 +85,8 @@ func (r Repo) CheckBranch(ctx context.Context, name string) error {
 	return nil
 }
 
-func (r Repo) hasBranch(ctx context.Context, name string) bool {
+// HasBranch reports whether the local branch exists (refs/heads/name).
+func (r Repo) HasBranch(ctx context.Context, name string) bool {
 	_, err := r.git(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+name)
 	return err == nil
 }
@@ -95,7 +96,7 @@ func (r Repo) Checkout(ctx context.Context, branch string) error {
 	if err := r.CheckBranch(ctx, branch); err != nil {
 		return err
 	}
-	if r.hasBranch(ctx, branch) {
+	if r.HasBranch(ctx, branch) {
 		_, err := r.git(ctx, "checkout", branch, "--")
 		return err
 	}
@@ -125,7 +126,7 @@ func (r Repo) AddWorktree(ctx context.Context, path, branch string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if r.hasBranch(ctx, branch) {
+	if r.HasBranch(ctx, branch) {
 		_, err := r.git(ctx, "worktree", "add", path, branch)
 		return err
 	}

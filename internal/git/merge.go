@@ -327,7 +327,7 @@ func CheckedOut(ctx context.Context, path string) bool {
 
 // DeleteBranch deletes refs/heads/name, merged or not; a missing branch is no error.
 func (r Repo) DeleteBranch(ctx context.Context, name string) error {
-	if !r.hasBranch(ctx, name) {
+	if !r.HasBranch(ctx, name) {
 		return nil
 	}
 	_, err := r.git(ctx, "branch", "-D", "--", name)

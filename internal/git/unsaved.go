@@ -201,9 +201,6 @@ func (r Repo) Head(ctx context.Context) string {
 	return out
 }
 
-// HasBranch reports whether the local branch exists.
-func (r Repo) HasBranch(ctx context.Context, name string) bool { return r.hasBranch(ctx, name) }
-
 // empty reports whether commit changes nothing (its tree is its first parent's, or the empty
 // tree's for a root commit).
 func (r Repo) empty(ctx context.Context, commit string) bool {

@@ -238,12 +238,12 @@ func TestPrepareWorktreeAfterACutAdd(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	path := Paths{Root: w.repo}.Worktree("x")
-	if _, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{Beneath: w.repo}); err != nil {
+	if _, err := (gitx.Repo{Dir: w.repo}).PrepareWorktree(ctx, path, "x", gitx.MergeSpec{Base: git(t, w.repo, "rev-parse", "main"), Label: "swarm run", Beneath: w.repo}); err != nil {
 		t.Fatal(err)
 	}
 	git(t, w.repo, "worktree", "lock", "--reason", "initializing", path)
 	os.RemoveAll(path)
-	base, err := prepareWorktree(ctx, w.repo, path, "x", git(t, w.repo, "rev-parse", "main"), nil, nil, gitx.MergeSpec{Beneath: w.repo})
+	base, err := gitx.Repo{Dir: w.repo}.PrepareWorktree(ctx, path, "x", gitx.MergeSpec{Base: git(t, w.repo, "rev-parse", "main"), Label: "swarm run", Beneath: w.repo})
 	if err != nil || base != git(t, w.repo, "rev-parse", "main") {
 		t.Fatalf("prepareWorktree over a half-made worktree = %s, %v", base, err)
 	}

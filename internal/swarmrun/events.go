@@ -15,11 +15,6 @@ import (
 // waiting (runevents.Options.Drain).
 var eventDrain = runevents.DefaultDrain
 
-// openEvents opens the run's events (under mu), its consumer Config.Events.
-func (r *runner) openEvents() *runevents.Log {
-	return runevents.Open(r.paths.Root, r.st.ExecutionID, runevents.Options{Consumer: r.cfg.Events, Logf: r.logf, Drain: eventDrain})
-}
-
 // eventCounts counts the state's tasks, and their retries (under mu).
 func (r *runner) eventCounts() runevents.Counts {
 	c := r.st.counts()

@@ -13,7 +13,6 @@ type (
 	Slot     = executor.Slot
 	Job      = executor.Job
 	Outcome  = executor.Outcome
-	Offline  = executor.Offline
 )
 
 // Template is the template name the run records carry (executor.Local.Template), so that

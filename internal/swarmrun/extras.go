@@ -69,9 +69,10 @@ type Forge struct {
 	Argv []string
 	Push []string
 	Env  []string
-	// Timeout bounds each command (default 2 minutes).
-	Timeout time.Duration
 }
+
+// forgeTimeout bounds each command of a forge.
+const forgeTimeout = 2 * time.Minute
 
 // GitHub is the forge of gh: the branch pushed to origin, then gh pr create.
 func GitHub(gh string, env []string) *Forge {
@@ -91,12 +92,8 @@ var lastNumberRE = regexp.MustCompile(`(\d+)\D*$`)
 
 // Open opens the pull request of req and returns its number (nil when its URL has none) and URL.
 func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
-	timeout := f.Timeout
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
+	rep := strings.NewReplacer("{branch}", req.Branch, "{base}", req.Base, "{title}", req.Title, "{body}", req.Body)
 	expand := func(argv []string) []string {
-		rep := strings.NewReplacer("{branch}", req.Branch, "{base}", req.Base, "{title}", req.Title, "{body}", req.Body)
 		out := make([]string, len(argv))
 		for i, a := range argv {
 			out[i] = rep.Replace(a)
@@ -105,21 +102,8 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 	}
 	env := append(append([]string{}, f.Env...), "SWARM_PR_BRANCH="+req.Branch, "SWARM_PR_BASE="+req.Base, "SWARM_PR_TITLE="+req.Title,
 		"SWARM_PR_BODY="+req.Body, "SWARM_TASK_ID="+req.TaskID, "SWARM_EXECUTION_ID="+req.Execution)
-	run := func(argv []string) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-		cmd.Dir = req.Dir
-		cmd.Env = env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s: %v: %s", argv[0], err, firstLines(strings.TrimSpace(errb.String()), 2))
-		}
-		return out.String(), nil
-	}
 	if len(f.Push) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
+		cctx, cancel := context.WithTimeout(ctx, forgeTimeout)
 		// The forge's environment is the process's (GitHub): git's is added to the process's.
 		_, err := gitx.Cmd{Dir: req.Dir, Env: env}.Run(cctx, expand(f.Push)...)
 		cancel()
@@ -127,11 +111,20 @@ func (f *Forge) Open(ctx context.Context, req PRRequest) (*int, string, error) {
 			return nil, "", err
 		}
 	}
-	out, err := run(expand(f.Argv))
-	if err != nil {
-		return nil, "", err
+	argv := expand(f.Argv)
+	cctx, cancel := context.WithTimeout(ctx, forgeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	cmd.Dir = req.Dir
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		// The first two lines of what it said, on one line.
+		said := strings.SplitN(strings.TrimSpace(errb.String()), "\n", 3)
+		return nil, "", fmt.Errorf("%s: %v: %s", argv[0], err, strings.Join(said[:min(len(said), 2)], "; "))
 	}
-	urls := urlRE.FindAllString(out, -1)
+	urls := urlRE.FindAllString(out.String(), -1)
 	if len(urls) == 0 {
 		return nil, "", fmt.Errorf("%s printed no pull request URL", f.Argv[0])
 	}

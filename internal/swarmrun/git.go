@@ -3,6 +3,7 @@ package swarmrun
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -19,26 +20,11 @@ func gitCmd(ctx context.Context, dir string, args ...string) (string, error) {
 	return gitx.Cmd{Dir: dir, Env: []string{"GIT_TERMINAL_PROMPT=0"}}.Output(ctx, args...)
 }
 
-// firstLines is s's first n lines, joined on one line.
-func firstLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	return strings.Join(lines, "; ")
-}
-
 // identityFor is what a commit command in dir is prefixed with: nothing when the repository
 // has an identity configured, else swarm run's. A run asks once (worktrees share the
 // repository's config).
 func identityFor(ctx context.Context, dir string) []string {
 	return gitx.Repo{Dir: dir}.Identity(ctx, "swarm run", "swarm-run@localhost")
-}
-
-// branchExists says whether refs/heads/b exists.
-func branchExists(ctx context.Context, dir, b string) bool {
-	_, err := gitCmd(ctx, dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+b)
-	return err == nil
 }
 
 // refNames is the set of the repository's refs, full names (refs/heads/main, refs/tags/v1),
@@ -50,36 +36,17 @@ func refNames(ctx context.Context, dir string) (map[string]bool, error) {
 		return nil, err
 	}
 	set := map[string]bool{}
-	for _, ref := range strings.Split(out, "\n") {
-		if ref != "" {
-			set[ref] = true
-		}
+	// A ref's name holds no white space (git check-ref-format).
+	for _, ref := range strings.Fields(out) {
+		set[ref] = true
 	}
 	return set, nil
-}
-
-// conflictError is a merge of dependency branches that conflicts.
-type conflictError = gitx.ConflictError
-
-// prepareWorktree makes the task's worktree at path on branch, fresh from the commit base with
-// each of deps' branches merged in (in order); ident prefixes the merge commands
-// (identityFor). how gives the lock held while the worktree is registered, whether the
-// repository has a post-checkout hook, and the registration's crash point (gitx.MergeSpec).
-// It returns that commit; a conflict is a *conflictError (gitx.Repo.PrepareWorktree, shared
-// with ralph queue's worktrees).
-func prepareWorktree(ctx context.Context, repo, path, branch, base string, deps []string, ident []string, how gitx.MergeSpec) (string, error) {
-	how.Base, how.Deps, how.Ident, how.Label = base, deps, ident, "swarm run"
-	return gitx.Repo{Dir: repo}.PrepareWorktree(ctx, path, branch, how)
 }
 
 // Trailers are the commit trailers every task's commit carries.
 func trailers(execID, taskID, agentID string) []string {
 	return []string{"Swarm-Execution-ID: " + execID, "Swarm-Task-ID: " + taskID, "Swarm-Agent: " + agentID}
 }
-
-// noMaintenance keeps git commit from starting git maintenance run --auto after each commit,
-// a process of its own per task: the repository's housekeeping is not the run's to do.
-var noMaintenance = []string{"-c", "maintenance.auto=false", "-c", "gc.auto=0"}
 
 // worktreeStatus is what one git status says of a task's worktree after its agent: HEAD's
 // commit and branch, whether the agent left changes, and whether files git ignores are there
@@ -143,7 +110,9 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 		}
 	}
 	tr := trailers(execID, taskID, agentID)
-	pre := append(append([]string{}, ident...), noMaintenance...)
+	// No git maintenance run --auto after each commit, a process of its own per task: the
+	// repository's housekeeping is not the run's to do.
+	pre := append(append([]string{}, ident...), "-c", "maintenance.auto=false", "-c", "gc.auto=0")
 	trailerBlock := strings.Join(tr, "\n")
 	commit := func(args ...string) (string, error) {
 		if _, err := gitCmd(ctx, wt, append(pre, append([]string{"commit", "--quiet"}, args...)...)...); err != nil {
@@ -151,17 +120,16 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 		}
 		return gitCmd(ctx, wt, "rev-parse", "HEAD")
 	}
-	head := ws.head
 	switch {
 	case ws.changed:
 		if _, err := gitCmd(ctx, wt, "add", "-A"); err != nil {
 			return "", err
 		}
 		return commit("-m", title, "-m", trailerBlock)
-	case head != baseSHA:
+	case ws.head != baseSHA:
 		msg, _ := gitCmd(ctx, wt, "log", "-1", "--format=%B")
 		if strings.Contains(msg, "Swarm-Task-ID: "+taskID) {
-			return head, nil
+			return ws.head, nil
 		}
 		// The agent's own message: --trailer adds the trailers to its trailer block, as git
 		// formats them.
@@ -176,28 +144,26 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 	// Nothing changed: the empty commit is made from HEAD's tree (the index and the files
 	// stay as they are) and HEAD, through the branch it names, moved onto it, if it is still
 	// where status saw it.
-	sha, err := gitCmd(ctx, wt, append(append([]string{}, ident...), "commit-tree", head+"^{tree}", "-p", head, "-m", title+" (no change)", "-m", trailerBlock)...)
+	sha, err := gitCmd(ctx, wt, append(append([]string{}, ident...), "commit-tree", ws.head+"^{tree}", "-p", ws.head, "-m", title+" (no change)", "-m", trailerBlock)...)
 	if err != nil {
 		return "", err
 	}
-	if _, err := gitCmd(ctx, wt, "update-ref", "-m", "commit: "+title+" (no change)", "HEAD", sha, head); err != nil {
+	if _, err := gitCmd(ctx, wt, "update-ref", "-m", "commit: "+title+" (no change)", "HEAD", sha, ws.head); err != nil {
 		return "", err
 	}
 	return sha, nil
 }
 
-// commitHooks are the hooks git commit runs (githooks(5)); commit-tree runs none.
-var commitHooks = []string{"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"}
-
 // commitAsks says whether the repository at dir asks of a commit what only git commit gives:
-// commit.gpgSign set, or one of commitHooks installed (an executable file in core.hooksPath,
+// commit.gpgSign set, or one of the hooks of git commit installed (an executable file in core.hooksPath,
 // taken from the worktree's top as git runs hooks there, or else the repository's hooks
 // directory). A run asks once; the task's worktrees share the repository's config and hooks.
 func commitAsks(ctx context.Context, dir string) bool {
 	if v, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign"); err == nil && v == "true" {
 		return true
 	}
-	return gitx.Repo{Dir: dir}.HasHook(ctx, commitHooks...)
+	// The hooks git commit runs (githooks(5)); commit-tree runs none.
+	return gitx.Repo{Dir: dir}.HasHook(ctx, "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 }
 
 // mergeOrder is a topological order of the tasks in order in which every branch merges cleanly
@@ -221,42 +187,39 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 	r.mu.Lock()
 	at, ahead := r.claimedAt[t.ID]
 	delete(r.claimedAt, t.ID)
-	made := r.st.madeBranch(t.Branch)
+	made := slices.Contains(r.st.BranchesMade, t.Branch)
 	execID := r.st.ExecutionID
-	r.mu.Unlock()
-	if ahead {
-		// Claimed with the task's assignment (claimAhead): the write that named the
-		// assignment names the branch too.
-		if err := r.flushSince(at); err != nil {
-			return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
-		}
-		return true, nil
-	}
-	if made {
-		return false, nil
-	}
-	// The refs are read once for the run (one git process, where a rev-parse per task was one
-	// each): a branch made by someone else after that is found by git, which refuses to create
-	// it (gitx.ErrBranchExists, unclaimBranch).
-	r.mu.Lock()
-	if r.refsAtStart == nil {
+	if !ahead && !made && r.refsAtStart == nil {
+		// The refs are read once for the run (one git process, where a rev-parse per task was
+		// one each): a branch made by someone else after that is found by git, which refuses
+		// to create it (gitx.ErrBranchExists, unclaimBranch).
 		repo := r.cfg.Repo
 		r.refsAtStart = sync.OnceValues(func() (map[string]bool, error) { return refNames(context.WithoutCancel(ctx), repo) })
 	}
 	refs := r.refsAtStart
 	r.mu.Unlock()
-	set, err := refs()
+	switch {
+	case ahead:
+		// Claimed with the task's assignment (claimAhead): the write that named the
+		// assignment names the branch too.
+		err = r.flushSince(at)
+	case made:
+		return false, nil
+	default:
+		set, rerr := refs()
+		if rerr != nil {
+			return false, rerr
+		}
+		if set["refs/heads/"+t.Branch] {
+			return false, userBranchError(t, execID)
+		}
+		r.mu.Lock()
+		r.refs = set
+		r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+		r.mu.Unlock()
+		err = r.flush()
+	}
 	if err != nil {
-		return false, err
-	}
-	if set["refs/heads/"+t.Branch] {
-		return false, userBranchError(t, execID)
-	}
-	r.mu.Lock()
-	r.refs = set
-	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
-	r.mu.Unlock()
-	if err := r.flush(); err != nil {
 		return false, fmt.Errorf("writing the state before making branch %s: %w", t.Branch, err)
 	}
 	return true, nil
@@ -267,7 +230,7 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 // both where each cost a write of the whole state before the task's branch could be made. A
 // branch the refs name is not claimed: claimBranch refuses it.
 func (r *runner) claimAhead(t *Task) {
-	if r.refs == nil || r.adopt[t.ID] > 0 || r.refs["refs/heads/"+t.Branch] || r.st.madeBranch(t.Branch) {
+	if r.refs == nil || r.adopt[t.ID] > 0 || r.refs["refs/heads/"+t.Branch] || slices.Contains(r.st.BranchesMade, t.Branch) {
 		return
 	}
 	r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
@@ -283,13 +246,7 @@ func (r *runner) claimAhead(t *Task) {
 // else meanwhile (gitx.ErrBranchExists). It returns the error the task fails with.
 func (r *runner) unclaimBranch(t *Task, cause error) error {
 	r.mu.Lock()
-	kept := r.st.BranchesMade[:0]
-	for _, b := range r.st.BranchesMade {
-		if b != t.Branch {
-			kept = append(kept, b)
-		}
-	}
-	r.st.BranchesMade = kept
+	r.st.BranchesMade = slices.DeleteFunc(r.st.BranchesMade, func(b string) bool { return b == t.Branch })
 	execID := r.st.ExecutionID
 	r.mu.Unlock()
 	if err := r.flush(); err != nil {
@@ -301,14 +258,4 @@ func (r *runner) unclaimBranch(t *Task, cause error) error {
 // userBranchError is a task's branch that exists and that the execution did not make.
 func userBranchError(t *Task, execID string) error {
 	return fmt.Errorf("branch %q of task %q exists, and execution %s did not make it: it is left as it is; delete it (git branch -D %s) or give the task another branch, then 'swarm run --retry %s'", t.Branch, t.ID, execID, t.Branch, t.ID)
-}
-
-// madeBranch says whether the execution made branch b (under mu).
-func (s *State) madeBranch(b string) bool {
-	for _, m := range s.BranchesMade {
-		if m == b {
-			return true
-		}
-	}
-	return false
 }

@@ -13,7 +13,7 @@ import (
 // ("." by default), which says nothing once the state is read elsewhere.
 func RepoURL(ctx context.Context, dir string) string {
 	if u, err := gitCmd(ctx, dir, "config", "--get", "remote.origin.url"); err == nil {
-		if u = withoutSecret(strings.TrimSpace(u)); u != "" {
+		if u = withoutSecret(u); u != "" {
 			return u
 		}
 	}
@@ -34,13 +34,12 @@ func withoutSecret(raw string) string {
 	if err != nil {
 		return ""
 	}
-	if u.User != nil {
-		switch _, hasPassword := u.User.Password(); {
-		case u.Scheme == "http" || u.Scheme == "https":
-			u.User = nil
-		case hasPassword:
-			u.User = url.User(u.User.Username())
-		}
+	// Password and Username answer for a URL without a user part (nil) too: nothing to drop.
+	switch _, hasPassword := u.User.Password(); {
+	case u.Scheme == "http" || u.Scheme == "https":
+		u.User = nil
+	case hasPassword:
+		u.User = url.User(u.User.Username())
 	}
 	return u.String()
 }

@@ -391,7 +391,7 @@ func keepAgents(m map[string]*Agent) map[string]*Agent {
 
 // fresh makes a new execution's state; every task's branch must be new.
 func (r *runner) fresh(ctx context.Context) error {
-	if !branchExists(ctx, r.cfg.Repo, r.mf.BaseBranch) {
+	if !(gitx.Repo{Dir: r.cfg.Repo}).HasBranch(ctx, r.mf.BaseBranch) {
 		return usagef("base branch %q does not exist in %s", r.mf.BaseBranch, r.cfg.Repo)
 	}
 	refs, err := refNames(ctx, r.cfg.Repo)
@@ -444,7 +444,7 @@ func (r *runner) reconcileManifest(ctx context.Context) error {
 		switch {
 		case t != nil && t.Branch != mt.Branch:
 			return usagef("%s:%d: task %q has the branch %q in execution %s, not %q; put it back, or start afresh", r.mf.Path, mt.Line, mt.ID, t.Branch, r.st.ExecutionID, mt.Branch)
-		case t == nil && branchExists(ctx, r.cfg.Repo, mt.Branch):
+		case t == nil && gitx.Repo{Dir: r.cfg.Repo}.HasBranch(ctx, mt.Branch):
 			return usagef("%s:%d: branch %q of task %q (new to execution %s) exists already; delete it (git branch -D %s) or give the task another branch", r.mf.Path, mt.Line, mt.Branch, mt.ID, r.st.ExecutionID, mt.Branch)
 		}
 	}
@@ -581,7 +581,7 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 	stopWriter, writerDone := make(chan struct{}), make(chan struct{})
 	go r.writer(stopWriter, writerDone)
 	r.mu.Lock()
-	r.events = r.openEvents()
+	r.events = runevents.Open(r.paths.Root, r.st.ExecutionID, runevents.Options{Consumer: r.cfg.Events, Logf: r.logf, Drain: eventDrain})
 	r.events.RunStart(len(r.st.Tasks), len(r.slots), r.eventCounts())
 	r.openSet()
 	r.sched = taskgraph.NewScheduler(r.set, r.slots)
@@ -927,7 +927,7 @@ func (r *runner) prepareWorktree(ctx context.Context, tk *taskRun, deps []string
 	if errors.Is(err, gitx.ErrBranchExists) {
 		err = r.unclaimBranch(t, err)
 	}
-	var conflict *conflictError
+	var conflict *gitx.ConflictError
 	switch {
 	case errors.As(err, &conflict):
 		r.end(id, slot, Blocked, &TaskError{Type: ErrConflict, Message: conflict.Error(), Files: conflict.Files, Timestamp: now()})

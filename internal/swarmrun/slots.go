@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 
 	gitx "github.com/agentfleet/fleet/internal/git"
 )
@@ -98,7 +100,7 @@ func (r *runner) slotPath(slot Slot) string {
 
 // makeWorktree makes task t's worktree at path for slot, fresh from the run's base with deps
 // merged (see slotTrees): the slot's worktree re-pointed when a completed task left it clean,
-// else made anew (prepareWorktree). A worktree of the task's earlier attempt is removed first.
+// else made anew (gitx.Repo.PrepareWorktree; a conflict is a *gitx.ConflictError). A worktree of the task's earlier attempt is removed first.
 func (r *runner) makeWorktree(ctx context.Context, slot Slot, t *Task, path string, deps []string, newBranch bool) (string, error) {
 	r.mu.Lock()
 	prev := r.trees.prev[t.ID]
@@ -120,19 +122,19 @@ func (r *runner) makeWorktree(ctx context.Context, slot Slot, t *Task, path stri
 			}
 		}
 	}
-	spec := gitx.MergeSpec{Lock: &r.gitMu, Hooked: r.checkoutHook, Registered: func() { r.checkpoint("registered") },
-		Beneath: r.cfg.Repo, NewBranch: newBranch}
+	// ident prefixes the merge commands; the lock is held while a worktree is registered, the
+	// crash point called once it is (gitx.MergeSpec).
+	spec := gitx.MergeSpec{Base: r.baseSHA, Deps: deps, Ident: r.ident, Label: "swarm run", Lock: &r.gitMu, Hooked: r.checkoutHook,
+		Registered: func() { r.checkpoint("registered") }, Beneath: r.cfg.Repo, NewBranch: newBranch}
 	if repoint {
-		rs := spec
-		rs.Base, rs.Deps, rs.Ident, rs.Label = r.baseSHA, deps, r.ident, "swarm run"
-		base, err := repo.RepointWorktree(ctx, path, t.Branch, clean, rs)
-		var conflict *conflictError
+		base, err := repo.RepointWorktree(ctx, path, t.Branch, clean, spec)
+		var conflict *gitx.ConflictError
 		if err == nil || errors.As(err, &conflict) || ctx.Err() != nil {
 			return base, err
 		}
 		r.logf("%s: %s: re-pointing the slot's worktree: %v; making it anew", slot.ID, t.ID, oneLine(err))
 	}
-	return prepareWorktree(ctx, r.cfg.Repo, path, t.Branch, r.baseSHA, deps, r.ident, spec)
+	return repo.PrepareWorktree(ctx, path, t.Branch, spec)
 }
 
 // isSlotWorktree says whether path is a slot's worktree in this run (under mu or not: the
@@ -140,12 +142,7 @@ func (r *runner) makeWorktree(ctx context.Context, slot Slot, t *Task, path stri
 func (r *runner) isSlotWorktree(path string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.trees.path {
-		if p == path {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(slices.Collect(maps.Values(r.trees.path)), path)
 }
 
 // slotCommitted records that slot's task completed in worktree wt, its work committed
@@ -198,12 +195,11 @@ func (r *runner) keepWorktree(id string, slot Slot) {
 func (r *runner) releaseSlots(ctx context.Context) {
 	r.mu.Lock()
 	var paths []string
-	for id, ready := range r.trees.ready {
-		if ready {
-			paths = append(paths, r.trees.path[id])
-			delete(r.trees.ready, id)
-		}
+	// ready holds only true (slotCommitted), its slots' entries deleted when they are not.
+	for id := range r.trees.ready {
+		paths = append(paths, r.trees.path[id])
 	}
+	clear(r.trees.ready)
 	r.mu.Unlock()
 	for _, p := range paths {
 		if r.checkWorktree(p) != nil {

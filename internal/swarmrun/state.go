@@ -1,19 +1,19 @@
 package swarmrun
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/schema"
 	"github.com/agentfleet/fleet/internal/statedir"
 )
 
@@ -247,24 +247,6 @@ func ReadState(path string) (*State, error) {
 	return &s, nil
 }
 
-// Encode is the state as written: indented JSON, checked against the embedded execution
-// schema.
-func (s *State) Encode() ([]byte, error) {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, '\n')
-	sch, err := schema.Embedded("execution")
-	if err != nil {
-		return nil, err
-	}
-	if err := sch.Check(b); err != nil {
-		return nil, fmt.Errorf("the execution state would not be valid, so it is not written: %w", err)
-	}
-	return b, nil
-}
-
 // writeStateBytes writes an encoded and checked state (stateEncoder) to path: atomically, a
 // link there replaced, never written through, in a real directory of the user's.
 func writeStateBytes(path string, b []byte) error {
@@ -274,9 +256,12 @@ func writeStateBytes(path string, b []byte) error {
 	return fsx.WriteFileAtomic(path, b, 0o600)
 }
 
-// writeFile writes the state, encoded whole (Encode), to path as writeStateBytes does.
+// writeFile writes the state, encoded whole, to path as writeStateBytes does: the bytes and the
+// check of a stateEncoder's first write (every task encoded, the whole state checked against
+// the embedded execution schema).
 func (s *State) writeFile(path string) error {
-	b, err := s.Encode()
+	var e stateEncoder
+	b, err := e.encode(s)
 	if err != nil {
 		return err
 	}
@@ -305,17 +290,13 @@ func History(p Paths) ([]*State, error) {
 	}
 	var out []*State
 	for _, id := range names {
-		s, err := ReadState(p.History(id))
-		if err != nil {
-			continue
+		// A history file that cannot be read is left out.
+		if s, err := ReadState(p.History(id)); err == nil {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].StartedAt != out[j].StartedAt {
-			return out[i].StartedAt > out[j].StartedAt
-		}
-		return out[i].ExecutionID > out[j].ExecutionID
+	slices.SortFunc(out, func(a, b *State) int {
+		return cmp.Or(strings.Compare(b.StartedAt, a.StartedAt), strings.Compare(b.ExecutionID, a.ExecutionID))
 	})
 	return out, nil
 }

@@ -60,7 +60,7 @@ const (
 	tasksField    = "\n  \"tasks\": {}"
 )
 
-// encode returns the state's bytes as State.Encode makes them (json.MarshalIndent and a
+// encode returns the state's bytes as json.MarshalIndent makes them (and a
 // newline), checked against the execution schema as described above, re-encoding only the
 // tasks that are new or marked changed. On an error nothing of its cache changed, and the
 // tasks marked stay marked.

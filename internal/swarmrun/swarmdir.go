@@ -1,7 +1,6 @@
 package swarmrun
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -87,10 +86,8 @@ func addExclude(dir, line string) error {
 		return err
 	}
 	bare := bytes.Trim([]byte(line), "/")
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, maxExclude)
-	for sc.Scan() {
-		if bytes.Equal(bytes.Trim(bytes.TrimSpace(sc.Bytes()), "/"), bare) {
+	for l := range bytes.Lines(b) {
+		if bytes.Equal(bytes.Trim(bytes.TrimSpace(l), "/"), bare) {
 			return nil
 		}
 	}

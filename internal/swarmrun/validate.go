@@ -2,9 +2,10 @@ package swarmrun
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 
 	"github.com/agentfleet/fleet/internal/manifest"
 	"github.com/agentfleet/fleet/internal/statedir"
@@ -53,10 +54,7 @@ func (s *State) validate() error {
 		}
 	}
 	if len(s.Order) == 0 {
-		for id := range s.Tasks {
-			s.Order = append(s.Order, id)
-		}
-		sort.Strings(s.Order)
+		s.Order = slices.Sorted(maps.Keys(s.Tasks))
 	}
 	seen := map[string]bool{}
 	for _, id := range s.Order {

@@ -36,7 +36,7 @@ type Set struct {
 	state      []State
 	unfinished []int // dependencies not Done, those that are no node included
 	ready      taskHeap
-	held       timeHeap
+	held       taskHeap
 	notBefore  []time.Time
 	fresh      []int // tasks become ready since the last TakeFresh
 }
@@ -48,7 +48,10 @@ type Set struct {
 func NewSet(g *Graph, initial func(i int) State) (*Set, []Blocking) {
 	n := g.Len()
 	s := &Set{g: g, state: make([]State, n), unfinished: make([]int, n), notBefore: make([]time.Time, n)}
-	s.ready.init(g, n)
+	s.ready = taskHeap{at: make([]int, n), before: func(a, b int) bool {
+		return g.rank[a] < g.rank[b] || (g.rank[a] == g.rank[b] && a < b)
+	}}
+	s.held = taskHeap{at: make([]int, n), before: func(a, b int) bool { return s.notBefore[a].Before(s.notBefore[b]) }}
 	for i := 0; i < n; i++ {
 		st := initial(i)
 		if st == Ready || st == Held {
@@ -142,35 +145,26 @@ func (s *Set) Take(i int) { s.move(i, Taken) }
 func (s *Set) Hold(i int, until time.Time) {
 	s.move(i, Held)
 	s.notBefore[i] = until
-	s.held.push(heldTask{task: i, at: until})
+	s.held.push(i)
 }
 
 // NotBefore is the time task i was last held until (zero: never held).
 func (s *Set) NotBefore(i int) time.Time { return s.notBefore[i] }
 
-// Release makes ready the held tasks whose time has come at now.
+// Release makes ready the held tasks whose time has come at now (waiting, when a dependency
+// has not finished).
 func (s *Set) Release(now time.Time) {
-	for s.held.Len() > 0 && !now.Before(s.held.items[0].at) {
-		h := s.held.pop()
-		if s.state[h.task] == Held && s.notBefore[h.task].Equal(h.at) {
-			s.state[h.task] = Waiting
-			if s.unfinished[h.task] == 0 {
-				s.makeReady(h.task)
-			}
-		}
+	for s.held.Len() > 0 && !now.Before(s.notBefore[s.held.items[0]]) {
+		s.Requeue(s.held.items[0])
 	}
 }
 
 // NextRelease is the earliest time a held task may run, zero when none is held.
 func (s *Set) NextRelease() time.Time {
-	for s.held.Len() > 0 {
-		h := s.held.items[0]
-		if s.state[h.task] == Held && s.notBefore[h.task].Equal(h.at) {
-			return h.at
-		}
-		s.held.pop() // stale: the task left the held state since
+	if s.held.Len() == 0 {
+		return time.Time{}
 	}
-	return time.Time{}
+	return s.notBefore[s.held.items[0]]
 }
 
 // Done finishes task i (completed or skipped): the dependents whose last unfinished dependency
@@ -264,13 +258,15 @@ func (s *Set) propagate(i int, out []Blocking) []Blocking {
 	return out
 }
 
-// move puts task i in state st, out of the ready heap (a held task leaves its heap lazily: a
-// stale entry is skipped), and counted unfinished again by its dependents when it was done (a
-// task retried after it completed). A dependent made unfinished stays ready no longer.
+// move puts task i in state st, out of the ready or the held heap, and counted unfinished again
+// by its dependents when it was done (a task retried after it completed). A dependent made
+// unfinished stays ready no longer.
 func (s *Set) move(i int, st State) {
 	switch s.state[i] {
 	case Ready:
 		s.ready.remove(i)
+	case Held:
+		s.held.remove(i)
 	case Done:
 		for _, d := range s.g.dependents[i] {
 			if s.unfinished[d]++; s.state[d] == Ready {

@@ -52,31 +52,25 @@ func NewSet(g *Graph, initial func(i int) State) (*Set, []Blocking) {
 		return g.rank[a] < g.rank[b] || (g.rank[a] == g.rank[b] && a < b)
 	}}
 	s.held = taskHeap{at: make([]int, n), before: func(a, b int) bool { return s.notBefore[a].Before(s.notBefore[b]) }}
-	for i := 0; i < n; i++ {
-		st := initial(i)
-		if st == Ready || st == Held {
-			st = Waiting
+	for i := range n {
+		if st := initial(i); st != Ready && st != Held {
+			s.state[i] = st
 		}
-		s.state[i] = st
-	}
-	for i := 0; i < n; i++ {
-		s.unfinished[i] = g.missing[i]
-		for _, d := range g.deps[i] {
-			if s.state[d] != Done {
-				s.unfinished[i]++
+		s.unfinished[i] += g.missing[i] + len(g.deps[i])
+		if s.state[i] == Done {
+			for _, d := range g.dependents[i] {
+				s.unfinished[d]--
 			}
 		}
 	}
 	var blocked []Blocking
-	for i := 0; i < n; i++ {
+	for i := range n {
 		if s.state[i] == Failed || s.state[i] == Blocked {
 			blocked = s.propagate(i, blocked)
 		}
 	}
-	for i := 0; i < n; i++ {
-		if s.state[i] == Waiting && s.unfinished[i] == 0 {
-			s.makeReady(i)
-		}
+	for i := range n {
+		s.makeReady(i)
 	}
 	return s, blocked
 }
@@ -130,9 +124,7 @@ func (s *Set) Peek() (int, bool) {
 // A failed or blocked task's blocked dependents stay blocked: Unblock puts them back.
 func (s *Set) Requeue(i int) {
 	s.move(i, Waiting)
-	if s.unfinished[i] == 0 {
-		s.makeReady(i)
-	}
+	s.makeReady(i)
 }
 
 // Take takes task i out of the ready set without finishing it, from whatever state it was
@@ -176,9 +168,7 @@ func (s *Set) Done(i int) {
 	s.move(i, Done)
 	for _, d := range s.g.dependents[i] {
 		s.unfinished[d]--
-		if s.unfinished[d] == 0 && s.state[d] == Waiting {
-			s.makeReady(d)
-		}
+		s.makeReady(d)
 	}
 }
 
@@ -208,9 +198,7 @@ func (s *Set) Unblock(i int) []int {
 			continue
 		}
 		s.state[t] = Waiting
-		if s.unfinished[t] == 0 {
-			s.makeReady(t)
-		}
+		s.makeReady(t)
 		out = append(out, t)
 		for k := len(s.g.dependents[t]) - 1; k >= 0; k-- {
 			if d := s.g.dependents[t][k]; s.state[d] == Blocked {
@@ -278,8 +266,11 @@ func (s *Set) move(i int, st State) {
 	s.state[i] = st
 }
 
+// makeReady makes task i ready when it waits and none of its dependencies is unfinished.
 func (s *Set) makeReady(i int) {
-	s.state[i] = Ready
-	s.ready.push(i)
-	s.fresh = append(s.fresh, i)
+	if s.state[i] == Waiting && s.unfinished[i] == 0 {
+		s.state[i] = Ready
+		s.ready.push(i)
+		s.fresh = append(s.fresh, i)
+	}
 }

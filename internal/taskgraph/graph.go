@@ -61,11 +61,10 @@ type Graph struct {
 func New(nodes []Node) *Graph {
 	g := &Graph{ids: make([]string, len(nodes)), index: make(map[string]int, len(nodes)), rank: make([]int, len(nodes)),
 		deps: make([][]int, len(nodes)), missing: make([]int, len(nodes)), dependents: make([][]int, len(nodes))}
-	for i, n := range nodes {
+	// Backward, so that an id given twice names its first node.
+	for i, n := range slices.Backward(nodes) {
 		g.ids[i], g.rank[i] = n.ID, n.Rank
-		if _, dup := g.index[n.ID]; !dup {
-			g.index[n.ID] = i
-		}
+		g.index[n.ID] = i
 	}
 	for i, n := range nodes {
 		for _, d := range n.Deps {

@@ -46,6 +46,18 @@ func TestCycle(t *testing.T) {
 	}
 }
 
+// An id given to two nodes names the first; the second is a node still, and a dependency on the
+// id is one on the first.
+func TestDuplicateIDNamesFirst(t *testing.T) {
+	g := New(nodes("a:x b a:b c:a"))
+	if i, ok := g.Index("a"); !ok || i != 0 || g.Len() != 4 || g.ID(2) != "a" {
+		t.Fatalf("Index(a) = %d %v, Len %d", i, ok, g.Len())
+	}
+	if got := g.Deps(3); !reflect.DeepEqual(got, []int{0}) {
+		t.Fatalf("Deps(c) = %v, want [0]", got)
+	}
+}
+
 // A chain of 100,000 tasks is walked without recursion.
 func TestCycleLongChain(t *testing.T) {
 	n := 100000

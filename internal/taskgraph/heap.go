@@ -33,5 +33,4 @@ func (h *taskHeap) Pop() any {
 }
 
 func (h *taskHeap) push(task int)   { heap.Push(h, task) }
-func (h *taskHeap) pop() int        { return heap.Pop(h).(int) }
 func (h *taskHeap) remove(task int) { heap.Remove(h, h.at[task]) }

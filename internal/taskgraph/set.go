@@ -103,12 +103,11 @@ func (s *Set) Len() int { return s.ready.Len() }
 // Pop takes the ready task of the lowest rank (the first in node order among equals): it is
 // Taken. False when none is ready.
 func (s *Set) Pop() (int, bool) {
-	if s.ready.Len() == 0 {
-		return 0, false
+	i, ok := s.Peek()
+	if ok {
+		s.move(i, Taken)
 	}
-	i := s.ready.pop()
-	s.state[i] = Taken
-	return i, true
+	return i, ok
 }
 
 // Peek is the task Pop would take, without taking it.

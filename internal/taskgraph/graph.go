@@ -13,8 +13,8 @@
 //
 // A Set knows nothing of processes, slots, files or time beyond the not-before times it is
 // given: the engines decide what a task's end means (completed, failed, retried) and tell the
-// Set. A failed task blocks its transitive dependents; a retried one unblocks those that
-// nothing else blocks.
+// Set. A failed task blocks its transitive dependents; when it is retried, a Set made again
+// from the tasks' states unblocks those that nothing else blocks.
 //
 // A Scheduler owns the free slots (of every host: a slot is the Policy's type) and the count of
 // tasks at work, and loops: the best ready task goes to the first free slot the Policy's Place

@@ -120,7 +120,8 @@ func (s *Set) Peek() (int, bool) {
 
 // Requeue puts task i back to be run again: ready, or waiting when a dependency is unfinished
 // (a retry, a task given back unstarted, an interrupted one).
-// A failed or blocked task's blocked dependents stay blocked: Unblock puts them back.
+// A failed or blocked task's blocked dependents stay blocked: a Set made again from the tasks'
+// states (NewSet) unblocks them, as the queue's Reblock does.
 func (s *Set) Requeue(i int) {
 	s.move(i, Waiting)
 	s.makeReady(i)
@@ -182,40 +183,6 @@ func (s *Set) Block(i int) []Blocking { return s.end(i, Blocked) }
 func (s *Set) end(i int, st State) []Blocking {
 	s.move(i, st)
 	return s.propagate(i, nil)
-}
-
-// Unblock puts back a blocked or failed task i (retried, say) to wait for its dependencies,
-// unless one of them still blocks it, and then its blocked dependents that nothing else blocks,
-// transitively. It returns the tasks it unblocked, i first when it was.
-func (s *Set) Unblock(i int) []int {
-	var out []int
-	stack := []int{i}
-	for len(stack) > 0 {
-		t := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if (s.state[t] != Blocked && s.state[t] != Failed) || s.blockedBy(t) >= 0 {
-			continue
-		}
-		s.state[t] = Waiting
-		s.makeReady(t)
-		out = append(out, t)
-		for k := len(s.g.dependents[t]) - 1; k >= 0; k-- {
-			if d := s.g.dependents[t][k]; s.state[d] == Blocked {
-				stack = append(stack, d)
-			}
-		}
-	}
-	return out
-}
-
-// blockedBy is the first dependency of t that is failed or blocked, -1 when none is.
-func (s *Set) blockedBy(t int) int {
-	for _, d := range s.g.deps[t] {
-		if s.state[d] == Failed || s.state[d] == Blocked {
-			return d
-		}
-	}
-	return -1
 }
 
 // TakeFresh returns the tasks that became ready since the last call, in the order they did:

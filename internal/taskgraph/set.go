@@ -51,7 +51,8 @@ func NewSet(g *Graph, initial func(i int) State) (*Set, []Blocking) {
 	s.ready = taskHeap{at: make([]int, n), before: func(a, b int) bool {
 		return g.rank[a] < g.rank[b] || (g.rank[a] == g.rank[b] && a < b)
 	}}
-	s.held = taskHeap{at: make([]int, n), before: func(a, b int) bool { return s.notBefore[a].Before(s.notBefore[b]) }}
+	// A task is in one heap at most: they share at.
+	s.held = taskHeap{at: s.ready.at, before: func(a, b int) bool { return s.notBefore[a].Before(s.notBefore[b]) }}
 	for i := range n {
 		if st := initial(i); st != Ready && st != Held {
 			s.state[i] = st

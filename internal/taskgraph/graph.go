@@ -68,14 +68,12 @@ func New(nodes []Node) *Graph {
 	}
 	for i, n := range nodes {
 		for _, d := range n.Deps {
-			j, ok := g.index[d]
-			if !ok {
-				g.missing[i]++
-				continue
+			if j, ok := g.index[d]; ok {
+				g.deps[i] = append(g.deps[i], j)
+				g.dependents[j] = append(g.dependents[j], i)
 			}
-			g.deps[i] = append(g.deps[i], j)
-			g.dependents[j] = append(g.dependents[j], i)
 		}
+		g.missing[i] = len(n.Deps) - len(g.deps[i])
 	}
 	return g
 }

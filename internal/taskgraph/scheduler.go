@@ -186,12 +186,10 @@ func (s *Scheduler[S]) claim(c Claimer[S]) (placed []Placed[S], again time.Time)
 // start runs each task placed on a goroutine of its own, which wakes the loop when it ends.
 func (s *Scheduler[S]) start(wg *sync.WaitGroup, placed []Placed[S], run func(int, S)) {
 	for _, pl := range placed {
-		wg.Add(1)
-		go func(pl Placed[S]) {
-			defer wg.Done()
+		wg.Go(func() {
 			defer s.notify()
 			run(pl.Task, pl.Slot)
-		}(pl)
+		})
 	}
 }
 

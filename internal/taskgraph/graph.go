@@ -13,8 +13,8 @@
 //
 // A Set knows nothing of processes, slots, files or time beyond the not-before times it is
 // given: the engines decide what a task's end means (completed, failed, retried) and tell the
-// Set. A failed task blocks its transitive dependents; a retried one unblocks those that
-// nothing else blocks.
+// Set. A failed task blocks its transitive dependents; when it is retried, a Set made again
+// from the tasks' states unblocks those that nothing else blocks.
 //
 // A Scheduler owns the free slots (of every host: a slot is the Policy's type) and the count of
 // tasks at work, and loops: the best ready task goes to the first free slot the Policy's Place
@@ -33,6 +33,8 @@
 // runner killed outright (SIGKILL) stops nothing: the next run adopts the attempts it left, by
 // their records (package adopttest runs one test of it against both engines).
 package taskgraph
+
+import "slices"
 
 // Node is a task as the graph is made from it.
 type Node struct {
@@ -59,22 +61,19 @@ type Graph struct {
 func New(nodes []Node) *Graph {
 	g := &Graph{ids: make([]string, len(nodes)), index: make(map[string]int, len(nodes)), rank: make([]int, len(nodes)),
 		deps: make([][]int, len(nodes)), missing: make([]int, len(nodes)), dependents: make([][]int, len(nodes))}
-	for i, n := range nodes {
+	// Backward, so that an id given twice names its first node.
+	for i, n := range slices.Backward(nodes) {
 		g.ids[i], g.rank[i] = n.ID, n.Rank
-		if _, dup := g.index[n.ID]; !dup {
-			g.index[n.ID] = i
-		}
+		g.index[n.ID] = i
 	}
 	for i, n := range nodes {
 		for _, d := range n.Deps {
-			j, ok := g.index[d]
-			if !ok {
-				g.missing[i]++
-				continue
+			if j, ok := g.index[d]; ok {
+				g.deps[i] = append(g.deps[i], j)
+				g.dependents[j] = append(g.dependents[j], i)
 			}
-			g.deps[i] = append(g.deps[i], j)
-			g.dependents[j] = append(g.dependents[j], i)
 		}
+		g.missing[i] = len(n.Deps) - len(g.deps[i])
 	}
 	return g
 }
@@ -102,11 +101,6 @@ const (
 	black        // done: no cycle through it
 )
 
-type frame struct {
-	node int
-	next int // the next dependency to follow
-}
-
 // Cycle returns a cycle of dependencies as the path around it (its first id repeated last), or
 // nil. The walk is depth first, from the tasks in node order and through each task's
 // dependencies in the order given, so the cycle named is the same on every run; it is one walk
@@ -119,45 +113,40 @@ func (g *Graph) Cycle() []string { return g.CycleFrom(len(g.ids)) }
 // checked).
 func (g *Graph) CycleFrom(n int) []string {
 	color := make([]uint8, len(g.ids))
-	var stack []frame
+	next := make([]int, len(g.ids)) // next[task]: the next of its dependencies to follow
+	var path []int                  // the grey tasks, each a dependency of the one before
 	for start := range g.ids[:n] {
 		if color[start] != white {
 			continue
 		}
 		color[start] = grey
-		stack = append(stack[:0], frame{node: start})
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			ds := g.deps[top.node]
-			if top.next == len(ds) {
-				color[top.node] = black
-				stack = stack[:len(stack)-1]
+		path = append(path[:0], start)
+		for len(path) > 0 {
+			top := path[len(path)-1]
+			if next[top] == len(g.deps[top]) {
+				color[top] = black
+				path = path[:len(path)-1]
 				continue
 			}
-			d := ds[top.next]
-			top.next++
+			d := g.deps[top][next[top]]
+			next[top]++
 			switch color[d] {
 			case grey:
-				return g.path(stack, d)
+				return g.names(path[slices.Index(path, d):])
 			case white:
 				color[d] = grey
-				stack = append(stack, frame{node: d})
+				path = append(path, d)
 			}
 		}
 	}
 	return nil
 }
 
-// path is the cycle closed by the edge from the top of stack to d, which is on stack.
-func (g *Graph) path(stack []frame, d int) []string {
-	var out []string
-	for i := range stack {
-		if stack[i].node == d {
-			for _, f := range stack[i:] {
-				out = append(out, g.ids[f.node])
-			}
-			break
-		}
+// names is the cycle of tasks as its path of ids, the first repeated last.
+func (g *Graph) names(cycle []int) []string {
+	out := make([]string, 0, len(cycle)+1)
+	for _, i := range cycle {
+		out = append(out, g.ids[i])
 	}
-	return append(out, g.ids[d])
+	return append(out, out[0])
 }

@@ -46,6 +46,18 @@ func TestCycle(t *testing.T) {
 	}
 }
 
+// An id given to two nodes names the first; the second is a node still, and a dependency on the
+// id is one on the first.
+func TestDuplicateIDNamesFirst(t *testing.T) {
+	g := New(nodes("a:x b a:b c:a"))
+	if i, ok := g.Index("a"); !ok || i != 0 || g.Len() != 4 || g.ID(2) != "a" {
+		t.Fatalf("Index(a) = %d %v, Len %d", i, ok, g.Len())
+	}
+	if got := g.Deps(3); !reflect.DeepEqual(got, []int{0}) {
+		t.Fatalf("Deps(c) = %v, want [0]", got)
+	}
+}
+
 // A chain of 100,000 tasks is walked without recursion.
 func TestCycleLongChain(t *testing.T) {
 	n := 100000
@@ -83,7 +95,7 @@ func TestReadyOrderByRankThenPosition(t *testing.T) {
 	}
 }
 
-func TestFailBlocksTransitivelyAndUnblock(t *testing.T) {
+func TestFailBlocksTransitivelyAndRetry(t *testing.T) {
 	// b and c depend on a; d on b and c; e on nothing.
 	g := New(nodes("a b:a c:a d:b,c e"))
 	s, _ := NewSet(g, func(int) State { return Waiting })
@@ -102,17 +114,33 @@ func TestFailBlocksTransitivelyAndUnblock(t *testing.T) {
 	if i, _ := s.Pop(); g.ID(i) != "e" || s.Len() != 0 {
 		t.Fatalf("after the failure the ready set is %s and %d more, want e alone", g.ID(i), s.Len())
 	}
-	un := s.Unblock(a)
-	got = got[:0]
-	for _, i := range un {
-		got = append(got, g.ID(i))
+	s = reopen(s, a)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if i, _ := g.Index(id); s.State(i) == Blocked || s.State(i) == Failed {
+			t.Fatalf("after the retry of a, %s is %v", id, s.State(i))
+		}
 	}
-	if want := []string{"a", "b", "c", "d"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("Unblock(a) = %v, want %v", got, want)
+	if i, ok := s.Peek(); !ok || g.ID(i) != "a" || s.State(3) != Waiting || s.State(4) != Taken {
+		t.Fatalf("after the retry: peek %v %v, d %v, e %v", i, ok, s.State(3), s.State(4))
 	}
-	if i, ok := s.Peek(); !ok || g.ID(i) != "a" || s.State(3) != Waiting {
-		t.Fatalf("after Unblock: peek %v %v, d %v", i, ok, s.State(3))
+}
+
+// reopen is a new Set over s's graph in s's states but for task retried and the blocked tasks,
+// which wait again, and the held ones, held still: a failed task retried, as the queue's
+// Reblock makes its Set again from the tasks' states.
+func reopen(s *Set, retried int) *Set {
+	n, _ := NewSet(s.g, func(i int) State {
+		if st := s.State(i); st != Blocked && i != retried {
+			return st
+		}
+		return Waiting
+	})
+	for i := range s.g.Len() {
+		if s.State(i) == Held {
+			n.Hold(i, s.NotBefore(i))
+		}
 	}
+	return n
 }
 
 func TestHoldRelease(t *testing.T) {
@@ -285,7 +313,7 @@ func TestDifferential(t *testing.T) {
 			case op == 8: // retry a failed task
 				for i := range ns {
 					if ref.state[i] == Failed {
-						s.Unblock(i)
+						s = reopen(s, i)
 						// The rescan's Reblock: everything blocked is waiting again, then
 						// blocked again by what still fails.
 						for j := range ns {

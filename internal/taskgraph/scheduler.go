@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -67,16 +68,8 @@ func (s *Scheduler[S]) Running() int { return s.running }
 // Retire takes the free slots that match out of the schedule for good (a host gone offline),
 // and returns them.
 func (s *Scheduler[S]) Retire(match func(S) bool) []S {
-	var gone []S
-	free := s.free[:0]
-	for _, slot := range s.free {
-		if match(slot) {
-			gone = append(gone, slot)
-			continue
-		}
-		free = append(free, slot)
-	}
-	s.free = free
+	gone := slices.DeleteFunc(slices.Clone(s.free), func(slot S) bool { return !match(slot) })
+	s.free = slices.DeleteFunc(s.free, match)
 	return gone
 }
 
@@ -92,16 +85,15 @@ func (s *Scheduler[S]) notify() {
 // is left, or the policy stops (then it waits for the tasks at work to end). ctx ending wakes
 // it; the policy's Stopping should then say so. mu is the engine's lock.
 func (s *Scheduler[S]) Loop(ctx context.Context, mu sync.Locker, p Policy[S]) {
-	s.loop(ctx, mu, func() ([]Placed[S], time.Time, bool) {
+	s.loop(ctx, mu, func() (placed []Placed[S], held time.Time, idle bool) {
 		s.Set.Release(time.Now())
 		stopping := p.Stopping()
-		var placed []Placed[S]
 		if !stopping {
 			p.Queued(s.Set.TakeFresh())
 			placed = s.place(p)
 		}
 		p.Assign(placed)
-		held := s.Set.NextRelease()
+		held = s.Set.NextRelease()
 		// Idle: nothing runs and nothing can start (stopping, no task ready or held back, or no
 		// slot left).
 		return placed, held, s.running == 0 && (stopping || len(s.free) == 0 || (s.Set.Len() == 0 && held.IsZero()))
@@ -162,10 +154,8 @@ type Take struct {
 // slot is left: every free slot retired. ctx ending wakes it; the policy's Stopping should
 // then say so. mu is the engine's lock.
 func (s *Scheduler[S]) ClaimLoop(ctx context.Context, mu sync.Locker, c Claimer[S]) {
-	s.loop(ctx, mu, func() ([]Placed[S], time.Time, bool) {
+	s.loop(ctx, mu, func() (placed []Placed[S], again time.Time, idle bool) {
 		stopping := c.Stopping()
-		var placed []Placed[S]
-		var again time.Time
 		if !stopping {
 			placed, again = s.claim(c)
 		}
@@ -175,19 +165,15 @@ func (s *Scheduler[S]) ClaimLoop(ctx context.Context, mu sync.Locker, c Claimer[
 
 // claim offers each free slot, in order, to c: it returns the tasks taken, and the earliest
 // time a slot that took nothing asked to be offered again.
-func (s *Scheduler[S]) claim(c Claimer[S]) ([]Placed[S], time.Time) {
-	var placed []Placed[S]
-	var again time.Time
+func (s *Scheduler[S]) claim(c Claimer[S]) (placed []Placed[S], again time.Time) {
 	free := s.free
 	s.free = nil
 	for _, slot := range free {
-		t := c.Claim(slot)
-		switch {
+		switch t := c.Claim(slot); {
 		case t.Took:
 			placed = append(placed, Placed[S]{Task: t.Task, Slot: slot})
 			s.running++
-		case t.Retire:
-		default:
+		case !t.Retire:
 			s.free = append(s.free, slot)
 			if !t.Again.IsZero() && (again.IsZero() || t.Again.Before(again)) {
 				again = t.Again
@@ -200,12 +186,10 @@ func (s *Scheduler[S]) claim(c Claimer[S]) ([]Placed[S], time.Time) {
 // start runs each task placed on a goroutine of its own, which wakes the loop when it ends.
 func (s *Scheduler[S]) start(wg *sync.WaitGroup, placed []Placed[S], run func(int, S)) {
 	for _, pl := range placed {
-		wg.Add(1)
-		go func(pl Placed[S]) {
-			defer wg.Done()
+		wg.Go(func() {
 			defer s.notify()
 			run(pl.Task, pl.Slot)
-		}(pl)
+		})
 	}
 }
 
@@ -231,8 +215,7 @@ func (s *Scheduler[S]) wait(ctx context.Context, next time.Time, busy bool) {
 
 // place takes the ready tasks, best first, for the free slots the policy gives them; a task
 // that may start in none of them now goes back to the ready set (unless the policy held it).
-func (s *Scheduler[S]) place(p Policy[S]) []Placed[S] {
-	var placed []Placed[S]
+func (s *Scheduler[S]) place(p Policy[S]) (placed []Placed[S]) {
 	var back []int
 	for len(s.free) > 0 {
 		i, ok := s.Set.Pop()

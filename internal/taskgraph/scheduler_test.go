@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -226,5 +227,20 @@ func TestClaimLoop(t *testing.T) {
 	p.s.ClaimLoop(context.Background(), &p.mu, p)
 	if len(p.ran) != 8 || len(p.retired) != 3 {
 		t.Fatalf("ran %v, retired %v; want 8 tasks, 3 slots retired", p.ran, p.retired)
+	}
+}
+
+// Retire returns the free slots that match, in order, and keeps the others, in order.
+func TestSchedulerRetire(t *testing.T) {
+	s := NewScheduler[slot](nil, []slot{{"a1", "a"}, {"b1", "b"}, {"a2", "a"}, {"c1", "c"}})
+	gone := s.Retire(func(sl slot) bool { return sl.host == "a" })
+	if want := []slot{{"a1", "a"}, {"a2", "a"}}; !reflect.DeepEqual(gone, want) {
+		t.Fatalf("Retire = %v, want %v", gone, want)
+	}
+	if want := []slot{{"b1", "b"}, {"c1", "c"}}; !reflect.DeepEqual(s.free, want) {
+		t.Fatalf("free after Retire = %v, want %v", s.free, want)
+	}
+	if gone := s.Retire(func(slot) bool { return false }); len(gone) != 0 || len(s.free) != 2 {
+		t.Fatalf("Retire of nothing = %v, free %v", gone, s.free)
 	}
 }

@@ -36,7 +36,7 @@ type Set struct {
 	state      []State
 	unfinished []int // dependencies not Done, those that are no node included
 	ready      taskHeap
-	held       timeHeap
+	held       taskHeap
 	notBefore  []time.Time
 	fresh      []int // tasks become ready since the last TakeFresh
 }
@@ -48,32 +48,30 @@ type Set struct {
 func NewSet(g *Graph, initial func(i int) State) (*Set, []Blocking) {
 	n := g.Len()
 	s := &Set{g: g, state: make([]State, n), unfinished: make([]int, n), notBefore: make([]time.Time, n)}
-	s.ready.init(g, n)
-	for i := 0; i < n; i++ {
-		st := initial(i)
-		if st == Ready || st == Held {
-			st = Waiting
+	s.ready = taskHeap{at: make([]int, n), before: func(a, b int) bool {
+		return g.rank[a] < g.rank[b] || (g.rank[a] == g.rank[b] && a < b)
+	}}
+	// A task is in one heap at most: they share at.
+	s.held = taskHeap{at: s.ready.at, before: func(a, b int) bool { return s.notBefore[a].Before(s.notBefore[b]) }}
+	for i := range n {
+		if st := initial(i); st != Ready && st != Held {
+			s.state[i] = st
 		}
-		s.state[i] = st
-	}
-	for i := 0; i < n; i++ {
-		s.unfinished[i] = g.missing[i]
-		for _, d := range g.deps[i] {
-			if s.state[d] != Done {
-				s.unfinished[i]++
+		s.unfinished[i] += g.missing[i] + len(g.deps[i])
+		if s.state[i] == Done {
+			for _, d := range g.dependents[i] {
+				s.unfinished[d]--
 			}
 		}
 	}
 	var blocked []Blocking
-	for i := 0; i < n; i++ {
+	for i := range n {
 		if s.state[i] == Failed || s.state[i] == Blocked {
 			blocked = s.propagate(i, blocked)
 		}
 	}
-	for i := 0; i < n; i++ {
-		if s.state[i] == Waiting && s.unfinished[i] == 0 {
-			s.makeReady(i)
-		}
+	for i := range n {
+		s.makeReady(i)
 	}
 	return s, blocked
 }
@@ -106,12 +104,11 @@ func (s *Set) Len() int { return s.ready.Len() }
 // Pop takes the ready task of the lowest rank (the first in node order among equals): it is
 // Taken. False when none is ready.
 func (s *Set) Pop() (int, bool) {
-	if s.ready.Len() == 0 {
-		return 0, false
+	i, ok := s.Peek()
+	if ok {
+		s.move(i, Taken)
 	}
-	i := s.ready.pop()
-	s.state[i] = Taken
-	return i, true
+	return i, ok
 }
 
 // Peek is the task Pop would take, without taking it.
@@ -124,12 +121,11 @@ func (s *Set) Peek() (int, bool) {
 
 // Requeue puts task i back to be run again: ready, or waiting when a dependency is unfinished
 // (a retry, a task given back unstarted, an interrupted one).
-// A failed or blocked task's blocked dependents stay blocked: Unblock puts them back.
+// A failed or blocked task's blocked dependents stay blocked: a Set made again from the tasks'
+// states (NewSet) unblocks them, as the queue's Reblock does.
 func (s *Set) Requeue(i int) {
 	s.move(i, Waiting)
-	if s.unfinished[i] == 0 {
-		s.makeReady(i)
-	}
+	s.makeReady(i)
 }
 
 // Take takes task i out of the ready set without finishing it, from whatever state it was
@@ -142,35 +138,26 @@ func (s *Set) Take(i int) { s.move(i, Taken) }
 func (s *Set) Hold(i int, until time.Time) {
 	s.move(i, Held)
 	s.notBefore[i] = until
-	s.held.push(heldTask{task: i, at: until})
+	s.held.push(i)
 }
 
 // NotBefore is the time task i was last held until (zero: never held).
 func (s *Set) NotBefore(i int) time.Time { return s.notBefore[i] }
 
-// Release makes ready the held tasks whose time has come at now.
+// Release makes ready the held tasks whose time has come at now (waiting, when a dependency
+// has not finished).
 func (s *Set) Release(now time.Time) {
-	for s.held.Len() > 0 && !now.Before(s.held.items[0].at) {
-		h := s.held.pop()
-		if s.state[h.task] == Held && s.notBefore[h.task].Equal(h.at) {
-			s.state[h.task] = Waiting
-			if s.unfinished[h.task] == 0 {
-				s.makeReady(h.task)
-			}
-		}
+	for s.held.Len() > 0 && !now.Before(s.notBefore[s.held.items[0]]) {
+		s.Requeue(s.held.items[0])
 	}
 }
 
 // NextRelease is the earliest time a held task may run, zero when none is held.
 func (s *Set) NextRelease() time.Time {
-	for s.held.Len() > 0 {
-		h := s.held.items[0]
-		if s.state[h.task] == Held && s.notBefore[h.task].Equal(h.at) {
-			return h.at
-		}
-		s.held.pop() // stale: the task left the held state since
+	if s.held.Len() == 0 {
+		return time.Time{}
 	}
-	return time.Time{}
+	return s.notBefore[s.held.items[0]]
 }
 
 // Done finishes task i (completed or skipped): the dependents whose last unfinished dependency
@@ -182,9 +169,7 @@ func (s *Set) Done(i int) {
 	s.move(i, Done)
 	for _, d := range s.g.dependents[i] {
 		s.unfinished[d]--
-		if s.unfinished[d] == 0 && s.state[d] == Waiting {
-			s.makeReady(d)
-		}
+		s.makeReady(d)
 	}
 }
 
@@ -199,42 +184,6 @@ func (s *Set) Block(i int) []Blocking { return s.end(i, Blocked) }
 func (s *Set) end(i int, st State) []Blocking {
 	s.move(i, st)
 	return s.propagate(i, nil)
-}
-
-// Unblock puts back a blocked or failed task i (retried, say) to wait for its dependencies,
-// unless one of them still blocks it, and then its blocked dependents that nothing else blocks,
-// transitively. It returns the tasks it unblocked, i first when it was.
-func (s *Set) Unblock(i int) []int {
-	var out []int
-	stack := []int{i}
-	for len(stack) > 0 {
-		t := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if (s.state[t] != Blocked && s.state[t] != Failed) || s.blockedBy(t) >= 0 {
-			continue
-		}
-		s.state[t] = Waiting
-		if s.unfinished[t] == 0 {
-			s.makeReady(t)
-		}
-		out = append(out, t)
-		for k := len(s.g.dependents[t]) - 1; k >= 0; k-- {
-			if d := s.g.dependents[t][k]; s.state[d] == Blocked {
-				stack = append(stack, d)
-			}
-		}
-	}
-	return out
-}
-
-// blockedBy is the first dependency of t that is failed or blocked, -1 when none is.
-func (s *Set) blockedBy(t int) int {
-	for _, d := range s.g.deps[t] {
-		if s.state[d] == Failed || s.state[d] == Blocked {
-			return d
-		}
-	}
-	return -1
 }
 
 // TakeFresh returns the tasks that became ready since the last call, in the order they did:
@@ -264,13 +213,15 @@ func (s *Set) propagate(i int, out []Blocking) []Blocking {
 	return out
 }
 
-// move puts task i in state st, out of the ready heap (a held task leaves its heap lazily: a
-// stale entry is skipped), and counted unfinished again by its dependents when it was done (a
-// task retried after it completed). A dependent made unfinished stays ready no longer.
+// move puts task i in state st, out of the ready or the held heap, and counted unfinished again
+// by its dependents when it was done (a task retried after it completed). A dependent made
+// unfinished stays ready no longer.
 func (s *Set) move(i int, st State) {
 	switch s.state[i] {
 	case Ready:
 		s.ready.remove(i)
+	case Held:
+		s.held.remove(i)
 	case Done:
 		for _, d := range s.g.dependents[i] {
 			if s.unfinished[d]++; s.state[d] == Ready {
@@ -282,8 +233,11 @@ func (s *Set) move(i int, st State) {
 	s.state[i] = st
 }
 
+// makeReady makes task i ready when it waits and none of its dependencies is unfinished.
 func (s *Set) makeReady(i int) {
-	s.state[i] = Ready
-	s.ready.push(i)
-	s.fresh = append(s.fresh, i)
+	if s.state[i] == Waiting && s.unfinished[i] == 0 {
+		s.state[i] = Ready
+		s.ready.push(i)
+		s.fresh = append(s.fresh, i)
+	}
 }

@@ -370,10 +370,15 @@ func promptOf(planID string, t *store.Task) string {
 	return fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", t.Description, t.ID, planID)
 }
 
-// assess reads what an attempt's output says of its end: a failure that is a usage limit (held
-// until its reset), the no-progress breaker's observation of a failure (the working tree in
-// workdir, "" unknown), and the cost the agent reported.
-func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, tail []byte, exit *int64, finished time.Time, workdir string) {
+// assess is the queue's reading of an attempt's end as its executor reported it (end, with
+// the end of its output, how long it ran and when it finished): done or failed, a failure that
+// is a usage limit (held until its reset), the no-progress breaker's observation of a failure
+// (the working tree in workdir, "" unknown), and the cost the agent reported.
+func (r *runner) assess(ctx context.Context, end executor.Outcome, bead string, n int, tail []byte, duration float64, finished time.Time, workdir string) outcome {
+	out := outcome{status: outFailed, reason: end.Reason, duration: duration}
+	if end.Status == record.StatusDone {
+		out.status = outDone
+	}
 	if out.status == outFailed {
 		if limited, reset := r.cfg.Profile.UsageLimit(string(tail), finished); limited {
 			// Not the task's failure: it waits for the reset, its retries untouched.
@@ -386,8 +391,8 @@ func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, t
 			if workdir != "" {
 				o.Tree, _ = r.fingerprint(ctx, workdir)
 			}
-			if exit != nil {
-				o.Exit = *exit
+			if end.ExitCode != nil {
+				o.Exit = int64(*end.ExitCode)
 			}
 			out.obs = &o
 		}
@@ -402,6 +407,7 @@ func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, t
 		// would give the budget back): unknown, counted as 0.
 		r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, *u.RejectedCost)
 	}
+	return out
 }
 
 // branchOf is task id's branch when it runs in a worktree: agent/<plan>-<task>.

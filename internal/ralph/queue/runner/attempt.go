@@ -162,21 +162,17 @@ func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
 const interruptStop = "interrupted: its agent was stopped"
 
 // judged is the queue's reading of an attempt's end as the executor judged it by its run
-// record (end.Run; nil when it could not be read): done or failed, its duration as the record
-// keeps it, and what assess reads from its output.
+// record (end.Run; nil when it could not be read): its duration and end as the record keeps
+// them (the executor times a launched attempt by its own clock), its output's end from its log.
 func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, n int, workdir string) outcome {
 	run := end.Run
 	if run == nil {
 		return outcome{status: outFailed, reason: cause(end)}
 	}
-	out := outcome{status: outFailed, reason: end.Reason}
-	if end.Status == record.StatusDone {
-		out.status = outDone
-	}
+	duration := 0.0
 	if run.DurationSeconds != nil {
-		out.duration = float64(*run.DurationSeconds)
+		duration = float64(*run.DurationSeconds)
 	}
-	// The end as the record has it (the executor times a launched attempt by its own clock).
 	finished, ok := time.Time{}, false
 	if run.FinishedAt != nil {
 		finished, ok = record.ParseTime(*run.FinishedAt)
@@ -184,8 +180,7 @@ func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, 
 	if !ok {
 		finished = time.Now()
 	}
-	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), run.ExitCode, finished, workdir)
-	return out
+	return r.assess(ctx, end, bead, n, logTail(r.dir.Layout.LogPath(bead)), duration, finished, workdir)
 }
 
 // cause is why an attempt could not be launched or judged, as the queue words it: the error

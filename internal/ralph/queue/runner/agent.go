@@ -258,19 +258,11 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 			}
 			q.Put(task)
 			tx.ChangedQueue()
-			// The progress file names the agent's current task (it named none, or the last).
-			p, err := tx.Progress()
-			if err != nil {
-				return err
-			}
-			r.holdTotal(p)
-			id := task.ID
-			agentEntry(p, a.id).TaskID = &id
-			p.UpdatedAt = t
-			p.Phase = q.Phase()
-			tx.ChangedProgress()
 			tx.Lazy()
-			return nil
+			// The progress file names the agent's current task (it named none, or the last).
+			return a.entry(tx, t, func(p *store.Progress, e *store.Agent) {
+				e.TaskID, p.Phase = &task.ID, q.Phase()
+			})
 		}
 		if wait == 0 {
 			r.giveCall(callAt) // nothing claimed
@@ -594,55 +586,53 @@ func within(path, dir string) bool {
 // current names the task the agent is at work on in the progress file (an adopted one; a
 // claim names it in its own transaction).
 func (a *agentRun) current(ctx context.Context, id string) {
-	r := a.r
-	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		p, err := tx.Progress()
-		if err != nil {
-			return err
-		}
-		r.holdTotal(p)
-		agentEntry(p, a.id).TaskID = &id
-		p.UpdatedAt = now()
-		tx.ChangedProgress()
-		return nil
-	})
-	if err != nil {
-		r.failed("%s: %v", a.id, err)
-	}
+	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &id })
 }
 
 // end records the agent's end: completed (its state file removed, as the seed does), failed,
 // or stopped by the budget.
 func (a *agentRun) end(ctx context.Context, status string) {
-	r := a.r
-	t := now()
-	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		p, err := tx.Progress()
-		if err != nil {
-			return err
-		}
-		r.holdTotal(p)
-		e := agentEntry(p, a.id)
+	a.progress(ctx, func(p *store.Progress, e *store.Agent, t string) {
 		e.Status, e.CompletedAt = status, &t
 		if status == store.AgentCompleted {
 			e.TaskID = nil
 		}
-		p.UpdatedAt = t
 		recount(p)
-		tx.ChangedProgress()
-		return nil
 	})
-	if err != nil {
-		r.failed("%s: %v", a.id, err)
-	}
 	if status == store.AgentCompleted {
-		r.cfg.Store.RemoveAgentState(a.id)
+		a.r.cfg.Store.RemoveAgentState(a.id)
 	} else {
 		a.state(ctx, status, nil, 0)
 	}
 	if status == store.AgentBudget {
-		r.logf("%s: stopped: the budget is reached", a.id)
+		a.r.logf("%s: stopped: the budget is reached", a.id)
 	}
+}
+
+// progress changes the agent's entry of the progress file (at time t) in a transaction of its
+// own, which an interrupt does not cut short; what it cannot write is counted (failed).
+func (a *agentRun) progress(ctx context.Context, change func(p *store.Progress, e *store.Agent, t string)) {
+	t := now()
+	err := a.r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		return a.entry(tx, t, func(p *store.Progress, e *store.Agent) { change(p, e, t) })
+	})
+	if err != nil {
+		a.r.failed("%s: %v", a.id, err)
+	}
+}
+
+// entry changes the agent's entry of the progress file in tx, updated at t, the total the run
+// holds kept (holdTotal).
+func (a *agentRun) entry(tx *store.Tx, t string, change func(p *store.Progress, e *store.Agent)) error {
+	p, err := tx.Progress()
+	if err != nil {
+		return err
+	}
+	a.r.holdTotal(p)
+	change(p, agentEntry(p, a.id))
+	p.UpdatedAt = t
+	tx.ChangedProgress()
+	return nil
 }
 
 // stopAll stops every attempt of this run at work (--hard-budget), by its context: its

@@ -127,29 +127,24 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	}
 	if a.host != nil && a.host.exec.Offline() {
 		r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
-		a.end(ctx, store.AgentFailed)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentFailed)
 	}
 	if r.budgetReached() {
-		a.end(ctx, store.AgentBudget)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentBudget)
 	}
 	start := time.Now()
 	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
 	r.spent(&r.timing.Queue, time.Since(start))
 	switch {
 	case errors.Is(err, errBudget):
-		a.end(ctx, store.AgentBudget)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentBudget)
 	case err != nil && ctx.Err() != nil:
 		return taskgraph.Take{} // interrupted while waiting for the lock: nothing was claimed
 	case err != nil:
 		r.failed("%s: %v", a.id, err)
-		a.end(ctx, store.AgentFailed)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentFailed)
 	case c == nil && left == 0:
-		a.end(ctx, store.AgentCompleted)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentCompleted)
 	case c == nil && a.callWait > 0:
 		// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
 		resume := time.Now().Add(a.callWait)
@@ -239,32 +234,25 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 			a.callWait, left = wait, 1
 			return nil
 		}
-		var task store.Task
-		ok := false
 		if wait == 0 {
-			task, ok = q.Claim(a.id, t)
-		}
-		if ok {
-			// The attempt number it will run as goes in with the claim (attempt.Open numbers
-			// an attempt after the bead's last run record), so that a runner dying from here
-			// on is followed by one that knows which records are this claim's; run corrects it
-			// in the rare case Open numbers it otherwise.
-			task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
-			c = &claim{task: task, attempt: task.Attempt}
-			if r.cfg.Worktree {
-				task.Branch = branchOf(r.plan, task.ID)
-				c.task.Branch = task.Branch
-				c.deps = depBranches(r.plan, q, &task)
+			if task, ok := q.Claim(a.id, t); ok {
+				// The attempt number it will run as goes in with the claim (attempt.Open
+				// numbers an attempt after the bead's last run record), so that a runner dying
+				// from here on is followed by one that knows which records are this claim's;
+				// run corrects it in the rare case Open numbers it otherwise.
+				task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
+				if r.cfg.Worktree {
+					task.Branch = branchOf(r.plan, task.ID)
+				}
+				c = &claim{task: task, attempt: task.Attempt, deps: depBranches(r.plan, q, &task)}
+				q.Put(task)
+				tx.ChangedQueue()
+				tx.Lazy()
+				// The progress file names the agent's current task (it named none, or the last).
+				return a.entry(tx, t, func(p *store.Progress, e *store.Agent) {
+					e.TaskID, p.Phase = &task.ID, q.Phase()
+				})
 			}
-			q.Put(task)
-			tx.ChangedQueue()
-			tx.Lazy()
-			// The progress file names the agent's current task (it named none, or the last).
-			return a.entry(tx, t, func(p *store.Progress, e *store.Agent) {
-				e.TaskID, p.Phase = &task.ID, q.Phase()
-			})
-		}
-		if wait == 0 {
 			r.giveCall(callAt) // nothing claimed
 		}
 		if len(q.Reblock()) > 0 {
@@ -590,8 +578,8 @@ func (a *agentRun) current(ctx context.Context, id string) {
 }
 
 // end records the agent's end: completed (its state file removed, as the seed does), failed,
-// or stopped by the budget.
-func (a *agentRun) end(ctx context.Context, status string) {
+// or stopped by the budget; the agent takes no more tasks (Retire).
+func (a *agentRun) end(ctx context.Context, status string) taskgraph.Take {
 	a.progress(ctx, func(p *store.Progress, e *store.Agent, t string) {
 		e.Status, e.CompletedAt = status, &t
 		if status == store.AgentCompleted {
@@ -607,6 +595,7 @@ func (a *agentRun) end(ctx context.Context, status string) {
 	if status == store.AgentBudget {
 		a.r.logf("%s: stopped: the budget is reached", a.id)
 	}
+	return taskgraph.Take{Retire: true}
 }
 
 // progress changes the agent's entry of the progress file (at time t) in a transaction of its

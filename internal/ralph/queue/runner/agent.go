@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/executor"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
@@ -518,12 +518,6 @@ func (r *runner) headBefore(ctx context.Context, c *claim, dir string) string {
 // result is its last line.
 const maxTail = 1 << 20
 
-// logTail reads the end of an attempt's log, a regular file only, never through a link.
-func logTail(path string) []byte {
-	b, _ := fsx.ReadTail(path, maxTail)
-	return b
-}
-
 // oneLine is err's message on one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
@@ -550,18 +544,15 @@ func (a *agentRun) checkpoint(ctx context.Context, c *claim, out outcome) {
 	r := a.r
 	dir := r.workdir(plan.Bead(r.plan, c.task.ID))
 	commits, files := git.Repo{Dir: dir}.Since(ctx, c.head)
-	kept := files[:0]
-	for _, f := range files {
+	files = slices.DeleteFunc(files, func(f string) bool {
 		abs := filepath.Join(dir, f)
-		if !within(abs, r.cfg.Store.Dir.Root) && !within(abs, r.cfg.StateDir) {
-			kept = append(kept, f)
-		}
-	}
+		return within(abs, r.cfg.Store.Dir.Root) || within(abs, r.cfg.StateDir)
+	})
 	note := fmt.Sprintf("%s attempt %d: %s", c.task.ID, c.attempt, out.status)
 	if out.reason != "" {
 		note += " (" + out.reason + ")"
 	}
-	a.done = store.AgentContext{FilesModified: kept, CommitsMade: commits, Notes: note}
+	a.done = store.AgentContext{FilesModified: files, CommitsMade: commits, Notes: note}
 	a.state(ctx, store.AgentWorking, &c.task, c.attempt)
 }
 

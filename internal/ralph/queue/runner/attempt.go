@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/executor"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -180,7 +181,9 @@ func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, 
 	if !ok {
 		finished = time.Now()
 	}
-	return r.assess(ctx, end, bead, n, logTail(r.dir.Layout.LogPath(bead)), duration, finished, workdir)
+	// The end of its log, a regular file only, never read through a link.
+	tail, _ := fsx.ReadTail(r.dir.Layout.LogPath(bead), maxTail)
+	return r.assess(ctx, end, bead, n, tail, duration, finished, workdir)
 }
 
 // cause is why an attempt could not be launched or judged, as the queue words it: the error

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,10 +58,8 @@ func (r *runner) withHookSettings(argv []string, agentID, task, bead string, n i
 	if err != nil {
 		return nil, fmt.Errorf("writing the attempt's hook settings: %w", err)
 	}
-	for _, a := range argv {
-		if a == "--settings" || strings.HasPrefix(a, "--settings=") {
-			return argv, nil
-		}
+	if slices.ContainsFunc(argv, func(a string) bool { return a == "--settings" || strings.HasPrefix(a, "--settings=") }) {
+		return argv, nil
 	}
 	return append(append([]string{}, argv...), "--settings", path), nil
 }

@@ -188,13 +188,16 @@ func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
 	r := a.r
 	own := a.host
 	defer func() { a.host = own }()
+	if c.on == nil {
+		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
+	}
+	// The progress file names the task the agent is at work on (a claim names it in its own
+	// transaction).
+	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &c.task.ID })
 	if on := c.on; on != nil {
 		a.host = on
-		a.current(ctx, c.task.ID)
 		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
 	} else {
-		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
-		a.current(ctx, c.task.ID)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
 	}
 	return a.run(ctx, c, true)
@@ -344,11 +347,6 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 // Template is the template name the queue's run records carry, so that analyze-runs groups
 // the queue's attempts together.
 const Template = "ralph-queue"
-
-// promptOf is what the agent is asked: the task, with its plan and id for context.
-func promptOf(planID string, t *store.Task) string {
-	return fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", t.Description, t.ID, planID)
-}
 
 // assess is the queue's reading of an attempt's end as its executor reported it (end, with
 // the end of its output, how long it ran and when it finished): done or failed, a failure that
@@ -560,12 +558,6 @@ func (a *agentRun) checkpoint(ctx context.Context, c *claim, out outcome) {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// current names the task the agent is at work on in the progress file (an adopted one; a
-// claim names it in its own transaction).
-func (a *agentRun) current(ctx context.Context, id string) {
-	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &id })
 }
 
 // end records the agent's end: completed (its state file removed, as the seed does), failed,

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
@@ -26,8 +27,9 @@ func localExecutor(cfg Config) *executor.Local {
 // of its host with Config.Hosts), in the task's worktree (--worktree) or the repository.
 // Adopting, the attempt is the one an earlier runner started for the claim (Job.Adopt), where
 // it started it (on the host claim.on names, else here): the executor waits for it, or judges
-// its end, instead of starting another. The model is named only when the config names one:
-// the executor resolves it through the profile again, as Config.Model was.
+// its end, instead of starting another. The agent is asked the task, with its plan and id for
+// context. The model is named only when the config names one: the executor resolves it
+// through the profile again, as Config.Model was.
 func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
@@ -36,8 +38,8 @@ func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 		model = r.cfg.Model.Name
 	}
 	job := executor.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
-		Prompt: promptOf(r.plan, &c.task), Dir: r.workdir(bead), Repo: r.cfg.Repo, Timeout: r.cfg.Timeout,
-		Inactivity: r.cfg.Inactivity, MaxAttempts: r.cfg.MaxRetries,
+		Prompt: fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", c.task.Description, c.task.ID, r.plan),
+		Dir:    r.workdir(bead), Repo: r.cfg.Repo, Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, MaxAttempts: r.cfg.MaxRetries,
 		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id}}
 	if r.cfg.Worktree {
 		job.Branch = branchOf(r.plan, c.task.ID)

@@ -51,9 +51,8 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) ou
 		return outcome{status: outStopped, reason: fmt.Sprintf("interrupted: its agent on %s was stopped", a.host.exec.Host()),
 			resetAt: time.Now().Add(a.host.exec.StopGrace())}
 	case out.Offline != nil:
-		o := outcome{status: outOffline, resetAt: out.Offline.NotBefore,
+		return outcome{status: outOffline, resetAt: out.Offline.NotBefore,
 			reason: fmt.Sprintf("host %s went offline during attempt %d (%s)", out.Offline.Host, out.Attempt, out.Reason)}
-		return o
 	}
 	duration := 0.0
 	if !out.Started.IsZero() && out.Finished.After(out.Started) {

@@ -291,23 +291,6 @@ type outcome struct {
 	obs *breaker.Observation
 }
 
-// madeWorktree makes the claim's worktree (worktree) before its attempt is opened, whatever
-// happens to ctx (an interrupt) once claimed; when it cannot, the outcome says why: blocked by
-// its dependencies' conflict (it never ran), or failed, the reason after prefix.
-func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
-	start := time.Now()
-	err := r.worktree(context.WithoutCancel(ctx), c)
-	r.spent(&r.timing.Launch, time.Since(start))
-	var conflict *git.ConflictError
-	switch {
-	case errors.As(err, &conflict):
-		return outcome{status: outBlocked, reason: oneLine(err)}, false
-	case err != nil:
-		return outcome{status: outFailed, reason: prefix + oneLine(err)}, false
-	}
-	return outcome{}, true
-}
-
 var errNotMine = errors.New("the claim is no longer this agent's")
 
 // nextAttempt is the number attempt.Open gives bead's next attempt: its run record's + 1.
@@ -406,40 +389,47 @@ func depBranches(planID string, q *store.Queue, t *store.Task) []string {
 	return out
 }
 
-// worktree makes the claim's worktree on its branch: the run's base commit with its done
+// madeWorktree makes the claim's worktree on its branch before its attempt is opened, whatever
+// happens to ctx (an interrupt) once claimed: the run's base commit with its done
 // dependencies' branches merged in. A worktree its earlier attempt made is kept as that attempt
 // left it (a retry goes on from there), unless it was never checked out (a run killed between
-// its registration and its checkout): that one is made again. On a conflict
-// (*git.ConflictError) the half-made worktree and its branch are removed, so that a retry of
-// the task starts afresh.
-func (r *runner) worktree(ctx context.Context, c *claim) error {
+// its registration and its checkout): that one is made again. When it cannot be made, the
+// outcome says why: blocked by its dependencies' conflict (it never ran; the half-made worktree
+// and its branch are removed, so that a retry of the task starts afresh), or failed, the
+// reason after prefix.
+func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
+	start := time.Now()
+	defer func() { r.spent(&r.timing.Launch, time.Since(start)) }()
+	ctx = context.WithoutCancel(ctx)
 	repo := git.Repo{Dir: r.cfg.Repo}
-	bead := plan.Bead(r.plan, c.task.ID)
-	path, branch := repo.WorktreePath(bead), branchOf(r.plan, c.task.ID)
-	if err := repo.CheckBranch(ctx, branch); err != nil {
-		return err
+	path, branch := repo.WorktreePath(plan.Bead(r.plan, c.task.ID)), branchOf(r.plan, c.task.ID)
+	err := repo.CheckBranch(ctx, branch)
+	if fi, lerr := os.Lstat(path); err == nil && lerr == nil && fi.IsDir() && repo.HasBranch(ctx, branch) &&
+		(git.Repo{Dir: path}).OnBranch(ctx, branch) && git.CheckedOut(ctx, path) {
+		return outcome{}, true
 	}
-	if fi, err := os.Lstat(path); err == nil && fi.IsDir() && repo.HasBranch(ctx, branch) {
-		if (git.Repo{Dir: path}).OnBranch(ctx, branch) && git.CheckedOut(ctx, path) {
-			return nil
-		}
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(path), 0o755)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	if err == nil {
+		// Registered one at a time (gitMu: git worktree add reads every worktree's administrative
+		// files, and fails on one being written at the same moment), checked out and merged at once.
+		_, err = repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue",
+			Lock: &r.gitMu, Hooked: r.checkoutHook})
 	}
-	// Registered one at a time (gitMu: git worktree add reads every worktree's administrative
-	// files, and fails on one being written at the same moment), checked out and merged at once.
-	_, err := repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue",
-		Lock: &r.gitMu, Hooked: r.checkoutHook})
 	var conflict *git.ConflictError
-	if errors.As(err, &conflict) {
+	switch {
+	case errors.As(err, &conflict):
 		// Under gitMu too: both read every worktree's administrative files, as an add does.
 		r.gitMu.Lock()
 		repo.RemoveWorktree(ctx, path, true)
 		repo.DeleteBranch(ctx, branch)
 		r.gitMu.Unlock()
+		return outcome{status: outBlocked, reason: oneLine(err)}, false
+	case err != nil:
+		return outcome{status: outFailed, reason: prefix + oneLine(err)}, false
 	}
-	return err
+	return outcome{}, true
 }
 
 // returnToBranch brings the commits of an agent that switched to a branch of its own in the

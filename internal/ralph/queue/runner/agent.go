@@ -465,8 +465,7 @@ func (r *runner) workdir(bead string) string {
 // committed (the queue's files and the records left out) before the breaker looks at the tree,
 // so that a commit is the progress it is, once. A failure is a warning; the run goes on.
 func (r *runner) commitAttempt(ctx context.Context, bead string, n int) {
-	dir := r.workdir(bead)
-	head, err := rails.Commit(ctx, dir, []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
+	head, err := rails.Commit(ctx, r.workdir(bead), []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
 	switch {
 	case err != nil:
 		r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))

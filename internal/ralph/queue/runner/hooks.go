@@ -49,9 +49,8 @@ func (r *runner) withHookSettings(argv []string, agentID, task, bead string, n i
 			"hooks": []any{map[string]any{"type": "command", "command": shellWords(hook)}}}}
 	}
 	b, _ := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ") // strings only: no error
-	dir := filepath.Join(r.cfg.StateDir, "queue-hooks")
-	path := filepath.Join(dir, bead+".settings.json")
-	err := statedir.Mkdir(dir)
+	path := filepath.Join(r.cfg.StateDir, "queue-hooks", bead+".settings.json")
+	err := statedir.MkdirFor(path)
 	if err == nil {
 		err = fsx.WriteFileAtomic(path, append(b, '\n'), 0o600)
 	}

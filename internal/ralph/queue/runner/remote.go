@@ -11,7 +11,7 @@ import (
 )
 
 // runRemote runs job on the agent's host (Config.Hosts) through swarm run's executor, and
-// reads its outcome as judged reads a local one's. An attempt to adopt is looked for on the
+// reads its outcome as a local one's is read (assess). An attempt to adopt is looked for on the
 // host first, and followed there when it runs or has ended; started afresh only when it never
 // got there.
 func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) outcome {

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/executor"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
@@ -127,29 +127,24 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	}
 	if a.host != nil && a.host.exec.Offline() {
 		r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
-		a.end(ctx, store.AgentFailed)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentFailed)
 	}
 	if r.budgetReached() {
-		a.end(ctx, store.AgentBudget)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentBudget)
 	}
 	start := time.Now()
 	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
 	r.spent(&r.timing.Queue, time.Since(start))
 	switch {
 	case errors.Is(err, errBudget):
-		a.end(ctx, store.AgentBudget)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentBudget)
 	case err != nil && ctx.Err() != nil:
 		return taskgraph.Take{} // interrupted while waiting for the lock: nothing was claimed
 	case err != nil:
 		r.failed("%s: %v", a.id, err)
-		a.end(ctx, store.AgentFailed)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentFailed)
 	case c == nil && left == 0:
-		a.end(ctx, store.AgentCompleted)
-		return taskgraph.Take{Retire: true}
+		return a.end(ctx, store.AgentCompleted)
 	case c == nil && a.callWait > 0:
 		// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
 		resume := time.Now().Add(a.callWait)
@@ -193,13 +188,16 @@ func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
 	r := a.r
 	own := a.host
 	defer func() { a.host = own }()
+	if c.on == nil {
+		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
+	}
+	// The progress file names the task the agent is at work on (a claim names it in its own
+	// transaction).
+	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &c.task.ID })
 	if on := c.on; on != nil {
 		a.host = on
-		a.current(ctx, c.task.ID)
 		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
 	} else {
-		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
-		a.current(ctx, c.task.ID)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
 	}
 	return a.run(ctx, c, true)
@@ -239,40 +237,25 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 			a.callWait, left = wait, 1
 			return nil
 		}
-		var task store.Task
-		ok := false
 		if wait == 0 {
-			task, ok = q.Claim(a.id, t)
-		}
-		if ok {
-			// The attempt number it will run as goes in with the claim (attempt.Open numbers
-			// an attempt after the bead's last run record), so that a runner dying from here
-			// on is followed by one that knows which records are this claim's; run corrects it
-			// in the rare case Open numbers it otherwise.
-			task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
-			c = &claim{task: task, attempt: task.Attempt}
-			if r.cfg.Worktree {
-				task.Branch = branchOf(r.plan, task.ID)
-				c.task.Branch = task.Branch
-				c.deps = depBranches(r.plan, q, &task)
+			if task, ok := q.Claim(a.id, t); ok {
+				// The attempt number it will run as goes in with the claim (attempt.Open
+				// numbers an attempt after the bead's last run record), so that a runner dying
+				// from here on is followed by one that knows which records are this claim's;
+				// run corrects it in the rare case Open numbers it otherwise.
+				task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
+				if r.cfg.Worktree {
+					task.Branch = branchOf(r.plan, task.ID)
+				}
+				c = &claim{task: task, attempt: task.Attempt, deps: depBranches(r.plan, q, &task)}
+				q.Put(task)
+				tx.ChangedQueue()
+				tx.Lazy()
+				// The progress file names the agent's current task (it named none, or the last).
+				return a.entry(tx, t, func(p *store.Progress, e *store.Agent) {
+					e.TaskID, p.Phase = &task.ID, q.Phase()
+				})
 			}
-			q.Put(task)
-			tx.ChangedQueue()
-			// The progress file names the agent's current task (it named none, or the last).
-			p, err := tx.Progress()
-			if err != nil {
-				return err
-			}
-			r.holdTotal(p)
-			id := task.ID
-			agentEntry(p, a.id).TaskID = &id
-			p.UpdatedAt = t
-			p.Phase = q.Phase()
-			tx.ChangedProgress()
-			tx.Lazy()
-			return nil
-		}
-		if wait == 0 {
 			r.giveCall(callAt) // nothing claimed
 		}
 		if len(q.Reblock()) > 0 {
@@ -306,23 +289,6 @@ type outcome struct {
 	resetAt time.Time
 	// obs is a failed attempt as the no-progress breaker sees it (nil: the breaker is off).
 	obs *breaker.Observation
-}
-
-// madeWorktree makes the claim's worktree (worktree) before its attempt is opened, whatever
-// happens to ctx (an interrupt) once claimed; when it cannot, the outcome says why: blocked by
-// its dependencies' conflict (it never ran), or failed, the reason after prefix.
-func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
-	start := time.Now()
-	err := r.worktree(context.WithoutCancel(ctx), c)
-	r.spent(&r.timing.Launch, time.Since(start))
-	var conflict *git.ConflictError
-	switch {
-	case errors.As(err, &conflict):
-		return outcome{status: outBlocked, reason: oneLine(err)}, false
-	case err != nil:
-		return outcome{status: outFailed, reason: prefix + oneLine(err)}, false
-	}
-	return outcome{}, true
 }
 
 var errNotMine = errors.New("the claim is no longer this agent's")
@@ -365,15 +331,15 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 // the queue's attempts together.
 const Template = "ralph-queue"
 
-// promptOf is what the agent is asked: the task, with its plan and id for context.
-func promptOf(planID string, t *store.Task) string {
-	return fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", t.Description, t.ID, planID)
-}
-
-// assess reads what an attempt's output says of its end: a failure that is a usage limit (held
-// until its reset), the no-progress breaker's observation of a failure (the working tree in
-// workdir, "" unknown), and the cost the agent reported.
-func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, tail []byte, exit *int64, finished time.Time, workdir string) {
+// assess is the queue's reading of an attempt's end as its executor reported it (end, with
+// the end of its output, how long it ran and when it finished): done or failed, a failure that
+// is a usage limit (held until its reset), the no-progress breaker's observation of a failure
+// (the working tree in workdir, "" unknown), and the cost the agent reported.
+func (r *runner) assess(ctx context.Context, end executor.Outcome, bead string, n int, tail []byte, duration float64, finished time.Time, workdir string) outcome {
+	out := outcome{status: outFailed, reason: end.Reason, duration: duration}
+	if end.Status == record.StatusDone {
+		out.status = outDone
+	}
 	if out.status == outFailed {
 		if limited, reset := r.cfg.Profile.UsageLimit(string(tail), finished); limited {
 			// Not the task's failure: it waits for the reset, its retries untouched.
@@ -386,8 +352,8 @@ func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, t
 			if workdir != "" {
 				o.Tree, _ = r.fingerprint(ctx, workdir)
 			}
-			if exit != nil {
-				o.Exit = *exit
+			if end.ExitCode != nil {
+				o.Exit = int64(*end.ExitCode)
 			}
 			out.obs = &o
 		}
@@ -402,6 +368,7 @@ func (r *runner) assess(ctx context.Context, out *outcome, bead string, n int, t
 		// would give the budget back): unknown, counted as 0.
 		r.logf("%s: attempt %d reported a cost of %v, which is not a cost; counted as unknown ($0)", bead, n, *u.RejectedCost)
 	}
+	return out
 }
 
 // branchOf is task id's branch when it runs in a worktree: agent/<plan>-<task>.
@@ -422,40 +389,47 @@ func depBranches(planID string, q *store.Queue, t *store.Task) []string {
 	return out
 }
 
-// worktree makes the claim's worktree on its branch: the run's base commit with its done
+// madeWorktree makes the claim's worktree on its branch before its attempt is opened, whatever
+// happens to ctx (an interrupt) once claimed: the run's base commit with its done
 // dependencies' branches merged in. A worktree its earlier attempt made is kept as that attempt
 // left it (a retry goes on from there), unless it was never checked out (a run killed between
-// its registration and its checkout): that one is made again. On a conflict
-// (*git.ConflictError) the half-made worktree and its branch are removed, so that a retry of
-// the task starts afresh.
-func (r *runner) worktree(ctx context.Context, c *claim) error {
+// its registration and its checkout): that one is made again. When it cannot be made, the
+// outcome says why: blocked by its dependencies' conflict (it never ran; the half-made worktree
+// and its branch are removed, so that a retry of the task starts afresh), or failed, the
+// reason after prefix.
+func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
+	start := time.Now()
+	defer func() { r.spent(&r.timing.Launch, time.Since(start)) }()
+	ctx = context.WithoutCancel(ctx)
 	repo := git.Repo{Dir: r.cfg.Repo}
-	bead := plan.Bead(r.plan, c.task.ID)
-	path, branch := repo.WorktreePath(bead), branchOf(r.plan, c.task.ID)
-	if err := repo.CheckBranch(ctx, branch); err != nil {
-		return err
+	path, branch := repo.WorktreePath(plan.Bead(r.plan, c.task.ID)), branchOf(r.plan, c.task.ID)
+	err := repo.CheckBranch(ctx, branch)
+	if fi, lerr := os.Lstat(path); err == nil && lerr == nil && fi.IsDir() && repo.HasBranch(ctx, branch) &&
+		(git.Repo{Dir: path}).OnBranch(ctx, branch) && git.CheckedOut(ctx, path) {
+		return outcome{}, true
 	}
-	if fi, err := os.Lstat(path); err == nil && fi.IsDir() && repo.HasBranch(ctx, branch) {
-		if (git.Repo{Dir: path}).OnBranch(ctx, branch) && git.CheckedOut(ctx, path) {
-			return nil
-		}
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(path), 0o755)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	if err == nil {
+		// Registered one at a time (gitMu: git worktree add reads every worktree's administrative
+		// files, and fails on one being written at the same moment), checked out and merged at once.
+		_, err = repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue",
+			Lock: &r.gitMu, Hooked: r.checkoutHook})
 	}
-	// Registered one at a time (gitMu: git worktree add reads every worktree's administrative
-	// files, and fails on one being written at the same moment), checked out and merged at once.
-	_, err := repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue",
-		Lock: &r.gitMu, Hooked: r.checkoutHook})
 	var conflict *git.ConflictError
-	if errors.As(err, &conflict) {
+	switch {
+	case errors.As(err, &conflict):
 		// Under gitMu too: both read every worktree's administrative files, as an add does.
 		r.gitMu.Lock()
 		repo.RemoveWorktree(ctx, path, true)
 		repo.DeleteBranch(ctx, branch)
 		r.gitMu.Unlock()
+		return outcome{status: outBlocked, reason: oneLine(err)}, false
+	case err != nil:
+		return outcome{status: outFailed, reason: prefix + oneLine(err)}, false
 	}
-	return err
+	return outcome{}, true
 }
 
 // returnToBranch brings the commits of an agent that switched to a branch of its own in the
@@ -491,8 +465,7 @@ func (r *runner) workdir(bead string) string {
 // committed (the queue's files and the records left out) before the breaker looks at the tree,
 // so that a commit is the progress it is, once. A failure is a warning; the run goes on.
 func (r *runner) commitAttempt(ctx context.Context, bead string, n int) {
-	dir := r.workdir(bead)
-	head, err := rails.Commit(ctx, dir, []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
+	head, err := rails.Commit(ctx, r.workdir(bead), []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
 	switch {
 	case err != nil:
 		r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))
@@ -532,12 +505,6 @@ func (r *runner) headBefore(ctx context.Context, c *claim, dir string) string {
 // result is its last line.
 const maxTail = 1 << 20
 
-// logTail reads the end of an attempt's log, a regular file only, never through a link.
-func logTail(path string) []byte {
-	b, _ := fsx.ReadTail(path, maxTail)
-	return b
-}
-
 // oneLine is err's message on one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
@@ -564,18 +531,15 @@ func (a *agentRun) checkpoint(ctx context.Context, c *claim, out outcome) {
 	r := a.r
 	dir := r.workdir(plan.Bead(r.plan, c.task.ID))
 	commits, files := git.Repo{Dir: dir}.Since(ctx, c.head)
-	kept := files[:0]
-	for _, f := range files {
+	files = slices.DeleteFunc(files, func(f string) bool {
 		abs := filepath.Join(dir, f)
-		if !within(abs, r.cfg.Store.Dir.Root) && !within(abs, r.cfg.StateDir) {
-			kept = append(kept, f)
-		}
-	}
+		return within(abs, r.cfg.Store.Dir.Root) || within(abs, r.cfg.StateDir)
+	})
 	note := fmt.Sprintf("%s attempt %d: %s", c.task.ID, c.attempt, out.status)
 	if out.reason != "" {
 		note += " (" + out.reason + ")"
 	}
-	a.done = store.AgentContext{FilesModified: kept, CommitsMade: commits, Notes: note}
+	a.done = store.AgentContext{FilesModified: files, CommitsMade: commits, Notes: note}
 	a.state(ctx, store.AgentWorking, &c.task, c.attempt)
 }
 
@@ -585,58 +549,51 @@ func within(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// current names the task the agent is at work on in the progress file (an adopted one; a
-// claim names it in its own transaction).
-func (a *agentRun) current(ctx context.Context, id string) {
-	r := a.r
-	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		p, err := tx.Progress()
-		if err != nil {
-			return err
-		}
-		r.holdTotal(p)
-		agentEntry(p, a.id).TaskID = &id
-		p.UpdatedAt = now()
-		tx.ChangedProgress()
-		return nil
-	})
-	if err != nil {
-		r.failed("%s: %v", a.id, err)
-	}
-}
-
 // end records the agent's end: completed (its state file removed, as the seed does), failed,
-// or stopped by the budget.
-func (a *agentRun) end(ctx context.Context, status string) {
-	r := a.r
-	t := now()
-	err := r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		p, err := tx.Progress()
-		if err != nil {
-			return err
-		}
-		r.holdTotal(p)
-		e := agentEntry(p, a.id)
+// or stopped by the budget; the agent takes no more tasks (Retire).
+func (a *agentRun) end(ctx context.Context, status string) taskgraph.Take {
+	a.progress(ctx, func(p *store.Progress, e *store.Agent, t string) {
 		e.Status, e.CompletedAt = status, &t
 		if status == store.AgentCompleted {
 			e.TaskID = nil
 		}
-		p.UpdatedAt = t
 		recount(p)
-		tx.ChangedProgress()
-		return nil
 	})
-	if err != nil {
-		r.failed("%s: %v", a.id, err)
-	}
 	if status == store.AgentCompleted {
-		r.cfg.Store.RemoveAgentState(a.id)
+		a.r.cfg.Store.RemoveAgentState(a.id)
 	} else {
 		a.state(ctx, status, nil, 0)
 	}
 	if status == store.AgentBudget {
-		r.logf("%s: stopped: the budget is reached", a.id)
+		a.r.logf("%s: stopped: the budget is reached", a.id)
 	}
+	return taskgraph.Take{Retire: true}
+}
+
+// progress changes the agent's entry of the progress file (at time t) in a transaction of its
+// own, which an interrupt does not cut short; what it cannot write is counted (failed).
+func (a *agentRun) progress(ctx context.Context, change func(p *store.Progress, e *store.Agent, t string)) {
+	t := now()
+	err := a.r.cfg.Store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		return a.entry(tx, t, func(p *store.Progress, e *store.Agent) { change(p, e, t) })
+	})
+	if err != nil {
+		a.r.failed("%s: %v", a.id, err)
+	}
+}
+
+// entry changes the agent's entry of the progress file in tx, updated at t, the total the run
+// holds kept (holdTotal).
+func (a *agentRun) entry(tx *store.Tx, t string, change func(p *store.Progress, e *store.Agent)) error {
+	p, err := tx.Progress()
+	if err != nil {
+		return err
+	}
+	a.r.holdTotal(p)
+	change(p, agentEntry(p, a.id))
+	p.UpdatedAt = t
+	tx.ChangedProgress()
+	return nil
 }
 
 // stopAll stops every attempt of this run at work (--hard-budget), by its context: its

@@ -3,10 +3,12 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/executor"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
@@ -25,8 +27,9 @@ func localExecutor(cfg Config) *executor.Local {
 // of its host with Config.Hosts), in the task's worktree (--worktree) or the repository.
 // Adopting, the attempt is the one an earlier runner started for the claim (Job.Adopt), where
 // it started it (on the host claim.on names, else here): the executor waits for it, or judges
-// its end, instead of starting another. The model is named only when the config names one:
-// the executor resolves it through the profile again, as Config.Model was.
+// its end, instead of starting another. The agent is asked the task, with its plan and id for
+// context. The model is named only when the config names one: the executor resolves it
+// through the profile again, as Config.Model was.
 func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
@@ -35,8 +38,8 @@ func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 		model = r.cfg.Model.Name
 	}
 	job := executor.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
-		Prompt: promptOf(r.plan, &c.task), Dir: r.workdir(bead), Repo: r.cfg.Repo, Timeout: r.cfg.Timeout,
-		Inactivity: r.cfg.Inactivity, MaxAttempts: r.cfg.MaxRetries,
+		Prompt: fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", c.task.Description, c.task.ID, r.plan),
+		Dir:    r.workdir(bead), Repo: r.cfg.Repo, Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, MaxAttempts: r.cfg.MaxRetries,
 		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id}}
 	if r.cfg.Worktree {
 		job.Branch = branchOf(r.plan, c.task.ID)
@@ -162,21 +165,17 @@ func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
 const interruptStop = "interrupted: its agent was stopped"
 
 // judged is the queue's reading of an attempt's end as the executor judged it by its run
-// record (end.Run; nil when it could not be read): done or failed, its duration as the record
-// keeps it, and what assess reads from its output.
+// record (end.Run; nil when it could not be read): its duration and end as the record keeps
+// them (the executor times a launched attempt by its own clock), its output's end from its log.
 func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, n int, workdir string) outcome {
 	run := end.Run
 	if run == nil {
 		return outcome{status: outFailed, reason: cause(end)}
 	}
-	out := outcome{status: outFailed, reason: end.Reason}
-	if end.Status == record.StatusDone {
-		out.status = outDone
-	}
+	duration := 0.0
 	if run.DurationSeconds != nil {
-		out.duration = float64(*run.DurationSeconds)
+		duration = float64(*run.DurationSeconds)
 	}
-	// The end as the record has it (the executor times a launched attempt by its own clock).
 	finished, ok := time.Time{}, false
 	if run.FinishedAt != nil {
 		finished, ok = record.ParseTime(*run.FinishedAt)
@@ -184,8 +183,9 @@ func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, 
 	if !ok {
 		finished = time.Now()
 	}
-	r.assess(ctx, &out, bead, n, logTail(r.dir.Layout.LogPath(bead)), run.ExitCode, finished, workdir)
-	return out
+	// The end of its log, a regular file only, never read through a link.
+	tail, _ := fsx.ReadTail(r.dir.Layout.LogPath(bead), maxTail)
+	return r.assess(ctx, end, bead, n, tail, duration, finished, workdir)
 }
 
 // cause is why an attempt could not be launched or judged, as the queue words it: the error

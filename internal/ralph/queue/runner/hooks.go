@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,19 +49,16 @@ func (r *runner) withHookSettings(argv []string, agentID, task, bead string, n i
 			"hooks": []any{map[string]any{"type": "command", "command": shellWords(hook)}}}}
 	}
 	b, _ := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ") // strings only: no error
-	dir := filepath.Join(r.cfg.StateDir, "queue-hooks")
-	path := filepath.Join(dir, bead+".settings.json")
-	err := statedir.Mkdir(dir)
+	path := filepath.Join(r.cfg.StateDir, "queue-hooks", bead+".settings.json")
+	err := statedir.MkdirFor(path)
 	if err == nil {
 		err = fsx.WriteFileAtomic(path, append(b, '\n'), 0o600)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("writing the attempt's hook settings: %w", err)
 	}
-	for _, a := range argv {
-		if a == "--settings" || strings.HasPrefix(a, "--settings=") {
-			return argv, nil
-		}
+	if slices.ContainsFunc(argv, func(a string) bool { return a == "--settings" || strings.HasPrefix(a, "--settings=") }) {
+		return argv, nil
 	}
 	return append(append([]string{}, argv...), "--settings", path), nil
 }

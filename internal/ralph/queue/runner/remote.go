@@ -8,11 +8,10 @@ import (
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
-	"github.com/agentfleet/fleet/internal/record"
 )
 
 // runRemote runs job on the agent's host (Config.Hosts) through swarm run's executor, and
-// reads its outcome as judged reads a local one's. An attempt to adopt is looked for on the
+// reads its outcome as a local one's is read (assess). An attempt to adopt is looked for on the
 // host first, and followed there when it runs or has ended; started afresh only when it never
 // got there.
 func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) outcome {
@@ -52,24 +51,14 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) ou
 		return outcome{status: outStopped, reason: fmt.Sprintf("interrupted: its agent on %s was stopped", a.host.exec.Host()),
 			resetAt: time.Now().Add(a.host.exec.StopGrace())}
 	case out.Offline != nil:
-		o := outcome{status: outOffline, resetAt: out.Offline.NotBefore,
+		return outcome{status: outOffline, resetAt: out.Offline.NotBefore,
 			reason: fmt.Sprintf("host %s went offline during attempt %d (%s)", out.Offline.Host, out.Attempt, out.Reason)}
-		return o
 	}
-	res := outcome{status: outFailed, reason: out.Reason}
-	if out.Status == record.StatusDone {
-		res.status, res.reason = outDone, ""
-	}
+	duration := 0.0
 	if !out.Started.IsZero() && out.Finished.After(out.Started) {
-		res.duration = out.Finished.Sub(out.Started).Seconds()
-	}
-	var exit *int64
-	if out.ExitCode != nil {
-		e := int64(*out.ExitCode)
-		exit = &e
+		duration = out.Finished.Sub(out.Started).Seconds()
 	}
 	// The output's end as the host's result record keeps it (its log stays there); the
 	// working tree here is not the agent's, so the breaker sees no tree.
-	r.assess(lctx, &res, job.Bead, c.attempt, []byte(out.Logs), exit, out.Finished, "")
-	return res
+	return r.assess(lctx, out, job.Bead, c.attempt, []byte(out.Logs), duration, out.Finished, "")
 }

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/taskgraph"
 )
@@ -291,7 +289,7 @@ func (q *Queue) AppendEncode(b []byte) []byte {
 	size := 128
 	for i := range q.tasks {
 		if q.enc[i].b == nil {
-			q.enc[i].b = appendTask(nil, &q.tasks[i])
+			q.enc[i].b = encodeTask(q.tasks[i])
 		}
 		size += len(q.enc[i].b) + 6
 	}
@@ -342,81 +340,22 @@ func DecodeQueue(doc []byte) (*Queue, error) {
 	return NewQueue(f.PlanID, f.CreatedAt, f.Tasks), nil
 }
 
-// appendTask encodes a task on one line, in the seed's key order, as encoding/json would.
-func appendTask(b []byte, t *Task) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, t.ID)
-	b = append(b, `,"description":`...)
-	b = appendString(b, t.Description)
-	b = append(b, `,"status":`...)
-	b = appendString(b, t.Status)
-	b = append(b, `,"claimed_by":`...)
-	b = appendOptString(b, t.ClaimedBy)
-	b = append(b, `,"retries":`...)
-	b = strconv.AppendInt(b, int64(t.Retries), 10)
-	b = append(b, `,"dependencies":[`...)
-	for i, d := range t.Dependencies {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, d)
+// encodeTask encodes a task on one line, in the seed's key order (Task's fields): its cost only
+// when it is one (JSON cannot hold NaN or an infinity, see Cost), its dependencies a list even
+// when it has none.
+func encodeTask(t Task) []byte {
+	if !Cost(t.CostUSD) {
+		t.CostUSD = 0
 	}
-	b = append(b, `],"created_at":`...)
-	b = appendString(b, t.CreatedAt)
-	b = append(b, `,"claimed_at":`...)
-	b = appendOptString(b, t.ClaimedAt)
-	b = append(b, `,"completed_at":`...)
-	b = appendOptString(b, t.CompletedAt)
-	if t.Attempt != 0 {
-		b = append(b, `,"attempt":`...)
-		b = strconv.AppendInt(b, int64(t.Attempt), 10)
+	if t.Dependencies == nil {
+		t.Dependencies = []string{}
 	}
-	if t.Error != "" {
-		b = append(b, `,"error":`...)
-		b = appendString(b, t.Error)
-	}
-	if t.CostUSD != 0 && Cost(t.CostUSD) {
-		// Never NaN or an infinity: JSON cannot hold them (see Cost).
-		b = append(b, `,"cost_usd":`...)
-		b = strconv.AppendFloat(b, t.CostUSD, 'f', -1, 64)
-	}
-	if t.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = appendString(b, t.Reason)
-	}
-	if t.Branch != "" {
-		b = append(b, `,"branch":`...)
-		b = appendString(b, t.Branch)
-	}
-	if t.Breaker != nil {
-		e, _ := json.Marshal(t.Breaker) // strings and integers only
-		b = append(b, `,"breaker":`...)
-		b = append(b, e...)
-	}
-	if t.HeldUntil != "" {
-		b = append(b, `,"held_until":`...)
-		b = appendString(b, t.HeldUntil)
-	}
-	return append(b, '}')
+	b, _ := json.Marshal(&t) // strings, integers and finite floats only
+	return b
 }
 
-func appendOptString(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return appendString(b, *s)
-}
-
-// appendString appends s as a JSON string. Plain ASCII is copied as it is; anything else goes
-// through encoding/json, so control characters and invalid UTF-8 are escaped as it escapes them.
+// appendString appends s as a JSON string, as encoding/json writes it.
 func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
-			e, _ := json.Marshal(s)
-			return append(b, e...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	e, _ := json.Marshal(s)
+	return append(b, e...)
 }

@@ -14,8 +14,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -201,7 +202,7 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 	for _, t := range tasks {
 		nodes = append(nodes, taskgraph.Node{ID: t.ID, Deps: t.Dependencies})
 	}
-	for _, id := range sortedKeys(known) {
+	for _, id := range slices.Sorted(maps.Keys(known)) {
 		nodes = append(nodes, taskgraph.Node{ID: id, Deps: known[id].Dependencies})
 	}
 	if cycle := taskgraph.New(nodes).CycleFrom(len(tasks)); cycle != nil {
@@ -214,13 +215,4 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 		return errorf(file, line, "dependency cycle: %s; remove one of these dependencies", strings.Join(cycle, " -> "))
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]Known) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -150,12 +151,7 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 			return nil, errorf(file, lines.at(skipSpace(data, at)), "a task is an object {%s}", fields)
 		}
 		t := Task{Line: lines.at(skipSpace(data, at))}
-		keys := make([]string, 0, len(item))
-		for k := range item {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // the same error first, every time
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(item)) { // the same error first, every time
 			v := item[k]
 			var err error
 			switch k {
@@ -216,12 +212,4 @@ func (c *lineCounter) at(off int64) int {
 }
 
 // lineAt is the 1-based line of byte offset off.
-func lineAt(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	if off < 0 {
-		off = 0
-	}
-	return bytes.Count(data[:off], []byte{'\n'}) + 1
-}
+func lineAt(data []byte, off int64) int { return (&lineCounter{data: data, line: 1}).at(off) }

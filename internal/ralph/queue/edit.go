@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,12 +87,7 @@ func edit(ctx context.Context, dir store.Dir, id, task string, change func(q *st
 		if err != nil {
 			return err
 		}
-		kept := rq.Retries[:0]
-		for _, e := range rq.Retries {
-			if e.TaskID != t.ID {
-				kept = append(kept, e)
-			}
-		}
+		kept := slices.DeleteFunc(rq.Retries, func(e store.Retry) bool { return e.TaskID == t.ID })
 		if len(kept) != len(rq.Retries) {
 			rq.Retries = kept
 			tx.ChangedRetry()

@@ -165,16 +165,22 @@ func WriteStatus(w io.Writer, st *Status) error {
 		}
 	}
 	if len(st.Open) > 0 {
-		branches := len(st.Branches) > 0
+		// A column of branches when the tasks have them (--worktree).
+		branches, branchHead := len(st.Branches) > 0, ""
 		if branches {
-			fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tBRANCH\tDESCRIPTION")
-		} else {
-			fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tDESCRIPTION")
+			branchHead = "BRANCH\t"
 		}
+		fmt.Fprintf(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\t%sDESCRIPTION\n", branchHead)
 		for _, t := range st.Open {
-			who := "-"
+			who, branch := "-", ""
 			if t.ClaimedBy != nil {
 				who = clean(*t.ClaimedBy)
+			}
+			if branches {
+				branch = "-\t"
+				if t.Branch != "" {
+					branch = clean(t.Branch) + "\t"
+				}
 			}
 			desc := clean(t.Description)
 			if t.Error != "" {
@@ -183,15 +189,7 @@ func WriteStatus(w io.Writer, st *Status) error {
 			if len(desc) > 80 {
 				desc = desc[:77] + "..."
 			}
-			if branches {
-				b := "-"
-				if t.Branch != "" {
-					b = clean(t.Branch)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", clean(t.ID), clean(t.Status), t.Retries, who, b, desc)
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", clean(t.ID), clean(t.Status), t.Retries, who, desc)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s%s\n", clean(t.ID), clean(t.Status), t.Retries, who, branch, desc)
 		}
 	}
 	return tw.Flush()

@@ -329,8 +329,8 @@ type txFile struct {
 
 // encode encodes what tx changed and checks every document against its schema before the first
 // is written: the retry queue and the progress, when changed, in the order they are written,
-// then the task queue, into s.buf. changed are the tasks whose encoding is new, the ones the
-// transaction changed (with s.Guard; nil without).
+// then the task queue, into s.buf. changed are the tasks whose encoding is new (checked now),
+// the ones the transaction changed.
 func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	if tx.rDirty {
 		files = append(files, txFile{s.Dir.RetryQueue(s.Plan), KindRetryQueue, marshal(tx.r)})
@@ -345,14 +345,7 @@ func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	}
 	if tx.qDirty {
 		s.cached = nil
-		if s.Guard {
-			for i := range tx.q.enc {
-				if tx.q.enc[i].b == nil {
-					changed = append(changed, i)
-				}
-			}
-		}
-		if s.buf, err = tx.q.appendChecked(s.buf[:0]); err != nil {
+		if s.buf, changed, err = tx.q.appendChecked(s.buf[:0]); err != nil {
 			return nil, nil, fmt.Errorf("not writing %s: %w", s.Dir.TaskQueue(s.Plan), err)
 		}
 	}
@@ -489,8 +482,8 @@ func (s *Store) ArchiveQueue(ctx context.Context, at time.Time) (string, error) 
 		if err != nil {
 			return err
 		}
-		doc := q.Encode()
-		if err := Check(KindTaskQueue, doc); err != nil {
+		doc, _, err := q.appendChecked(nil)
+		if err != nil {
 			return err
 		}
 		if err := statedir.Mkdir(s.Dir.Archive()); err != nil {

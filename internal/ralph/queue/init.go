@@ -35,7 +35,6 @@ func Init(ctx context.Context, dir store.Dir, id string, tasks []plan.Task, forc
 			}
 		}
 		// --force replaces the queue unread: it may be the broken file being started over.
-		done = 0
 		q := store.NewQueue(id, now, nil)
 		for _, t := range tasks {
 			q.Put(queued(t, now))

@@ -37,22 +37,15 @@ type encoded struct {
 
 // NewQueue makes a queue of tasks.
 func NewQueue(plan, createdAt string, tasks []Task) *Queue {
-	q := &Queue{PlanID: plan, CreatedAt: createdAt}
-	q.reset(tasks)
-	return q
-}
-
-func (q *Queue) reset(tasks []Task) {
-	q.tasks = tasks
-	q.index = make(map[string]int, len(tasks))
-	q.enc = make([]encoded, len(tasks))
-	q.g, q.ready, q.limited = nil, nil, map[int]bool{}
+	q := &Queue{PlanID: plan, CreatedAt: createdAt, tasks: tasks, index: make(map[string]int, len(tasks)),
+		enc: make([]encoded, len(tasks)), limited: map[int]bool{}}
 	for i, t := range tasks {
 		q.index[t.ID] = i
 		if t.HeldUntil != "" {
 			q.limited[i] = true
 		}
 	}
+	return q
 }
 
 // Len is the number of tasks.

@@ -114,22 +114,15 @@ func complete(file string, t *Task) error {
 // read with encoding/json, not as YAML: JSON indented with tabs is not YAML. Each task's line is
 // where its object starts.
 func parseJSON(file string, data []byte) ([]Task, error) {
-	if !json.Valid(data) {
-		var v any
-		err := json.Unmarshal(data, &v)
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, errorf(file, lineAt(data, se.Offset), "not valid JSON: %v", se)
-		}
-		return nil, errorf(file, 1, "not valid JSON: %v", err)
+	var se *json.SyntaxError
+	if err := json.Unmarshal(data, new(json.RawMessage)); errors.As(err, &se) {
+		return nil, errorf(file, lineAt(data, se.Offset), "not valid JSON: %v", se)
 	}
 	start := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	offset := int64(len(data) - len(start))
 	if len(start) > 0 && start[0] == '{' {
 		var top map[string]json.RawMessage
-		if err := json.Unmarshal(data, &top); err != nil {
-			return nil, errorf(file, 1, "not valid JSON: %v", err)
-		}
+		json.Unmarshal(data, &top) // a valid object: nothing to fail
 		raw, ok := top["tasks"]
 		if !ok {
 			return nil, errorf(file, 1, "a plan is a list of tasks, or an object with a \"tasks\" list")

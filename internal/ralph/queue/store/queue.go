@@ -76,12 +76,14 @@ func (q *Queue) Put(t Task) {
 	if ok && !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
 		q.g, q.ready = nil, nil
 	}
-	q.tasks[i], q.enc[i] = t, encoded{}
+	q.tasks[i] = t
 	q.changed(i)
 }
 
-// changed keeps the ready set and the limited tasks in step with task i, which changed.
+// changed drops the encoding of task i, which changed, and keeps the ready set and the limited
+// tasks in step with it.
 func (q *Queue) changed(i int) {
+	q.enc[i] = encoded{}
 	t := &q.tasks[i]
 	if t.HeldUntil != "" {
 		q.limited[i] = true
@@ -162,7 +164,6 @@ func (q *Queue) Claim(agent, now string) (Task, bool) {
 	t := &q.tasks[i]
 	t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
 	t.HeldUntil = ""
-	q.enc[i] = encoded{}
 	q.changed(i)
 	return *t, true
 }
@@ -266,7 +267,6 @@ func (q *Queue) Reblock() []string {
 		default:
 			continue
 		}
-		q.enc[i] = encoded{}
 		q.changed(i)
 		changed = append(changed, t.ID)
 	}

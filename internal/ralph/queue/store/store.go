@@ -377,21 +377,19 @@ func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 		}
 		syncDir = sync
 	}
-	if !tx.qDirty {
-		s.keepRead(tx)
-		return nil
+	if tx.qDirty {
+		sync, err := s.writeQueue(tx, changed)
+		if err != nil {
+			return err
+		}
+		syncDir = sync
 	}
-	sync, err := s.writeQueue(tx, changed)
-	if err != nil {
-		return err
-	}
-	syncDir = sync
+	s.keep(tx)
 	return nil
 }
 
-// writeQueue writes the task queue encoded in s.buf, and keeps it in memory as the version of
-// the file just written; with s.Guard, the changed tasks are the ones the guard holds now.
-// sync is the directory's fsync, left to the caller.
+// writeQueue writes the task queue encoded in s.buf; with s.Guard, the changed tasks are the
+// ones the guard holds now. sync is the directory's fsync, left to the caller.
 func (s *Store) writeQueue(tx *Tx, changed []int) (sync func(), err error) {
 	path := s.Dir.TaskQueue(s.Plan)
 	release := s.holdOld(path)
@@ -408,20 +406,18 @@ func (s *Store) writeQueue(tx *Tx, changed []int) (sync func(), err error) {
 			s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
 		}
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		s.cached, s.stamp = tx.q, stampOf(fi)
-	}
 	return sync, nil
 }
 
-// keepRead keeps in memory a task queue tx read and did not change, when none is kept.
-func (s *Store) keepRead(tx *Tx) {
+// keep keeps in memory the task queue tx wrote, as the version of the file just written, or one
+// it read and did not change, when none is kept (a write drops the one kept).
+func (s *Store) keep(tx *Tx) {
 	if tx.q == nil || s.cached != nil {
 		return
 	}
 	if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
-		// Read and not changed: kept, as the version of the file it was read from, unless
-		// the file changed after it was read (the stamp would then be the newer one's).
+		// A queue read and not changed is kept as the version of the file it was read from,
+		// unless the file changed after it was read (the stamp would then be the newer one's).
 		s.cached, s.stamp = tx.q, stampOf(fi)
 	}
 }

@@ -94,20 +94,16 @@ func FormatOf(name string, data []byte) string {
 	return YAML
 }
 
+// parsers read a plan of each format.
+var parsers = map[string]func(file string, data []byte) ([]Task, error){
+	Markdown: parseMarkdown, JSON: parseJSON, YAML: parseYAML,
+}
+
 // Parse reads the tasks of the plan file named name (for errors and its format). It checks the
 // form of each task; Check holds the plan as a whole to the queue's rules.
 func Parse(name string, data []byte) ([]Task, error) {
 	data = fsx.StripBOM(data)
-	var tasks []Task
-	var err error
-	switch FormatOf(name, data) {
-	case Markdown:
-		tasks, err = parseMarkdown(name, data)
-	case JSON:
-		tasks, err = parseJSON(name, data)
-	default:
-		tasks, err = parseYAML(name, data)
-	}
+	tasks, err := parsers[FormatOf(name, data)](name, data)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func StatusOf(ctx context.Context, dir store.Dir, id string) (*Status, error) {
 // mergeOrder fills st's branches and the merge order of the done tasks' branches that exist.
 // A repository git cannot read gives no order (status is about the queue; the order is help).
 func mergeOrder(ctx context.Context, dir store.Dir, q *store.Queue, p *store.Progress, st *Status) {
-	st.BaseBranch = p.BaseBranch
+	st.BaseBranch, st.Branches = p.BaseBranch, map[string]string{} // none: omitted (omitempty)
 	repo := git.Repo{Dir: filepath.Dir(filepath.Dir(dir.Root))}
 	var order []string
 	branch, deps := map[string]string{}, map[string][]string{}
@@ -94,9 +94,6 @@ func mergeOrder(ctx context.Context, dir store.Dir, q *store.Queue, p *store.Pro
 	for _, t := range q.Tasks() {
 		if t.Branch == "" {
 			continue
-		}
-		if st.Branches == nil {
-			st.Branches = map[string]string{}
 		}
 		st.Branches[t.ID] = t.Branch
 		if t.Status != store.Done {

@@ -140,22 +140,20 @@ func splice(skeleton []byte, at int, ids []string, tasks map[string]*encodedTask
 	b := make([]byte, 0, size)
 	head := at + len(tasksField) - 1 // up to the tasks object's "{"
 	b = append(b, skeleton[:head]...)
-	if len(ids) == 0 {
-		b = append(b, '}')
-	} else {
-		for i, id := range ids {
-			c := tasks[id]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '\n')
-			b = append(b, taskKeyIndent...)
-			b = append(b, c.key...)
-			b = append(b, ": "...)
-			b = append(b, c.value...)
+	for i, id := range ids {
+		c := tasks[id]
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, "\n  }"...)
+		b = append(b, '\n')
+		b = append(b, taskKeyIndent...)
+		b = append(b, c.key...)
+		b = append(b, ": "...)
+		b = append(b, c.value...)
 	}
-	b = append(b, skeleton[head+1:]...)
+	if len(ids) > 0 {
+		b = append(b, "\n  "...) // the closing "}" at the depth of "tasks"
+	}
+	b = append(b, skeleton[head:]...)
 	return append(b, '\n')
 }

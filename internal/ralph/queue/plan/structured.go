@@ -114,9 +114,10 @@ func complete(file string, t *Task) error {
 // read with encoding/json, not as YAML: JSON indented with tabs is not YAML. Each task's line is
 // where its object starts.
 func parseJSON(file string, data []byte) ([]Task, error) {
+	lines := lineCounter{data: data, line: 1}
 	var se *json.SyntaxError
 	if err := json.Unmarshal(data, new(json.RawMessage)); errors.As(err, &se) {
-		return nil, errorf(file, lineAt(data, se.Offset), "not valid JSON: %v", se)
+		return nil, errorf(file, lines.at(se.Offset), "not valid JSON: %v", se)
 	}
 	start := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	offset := int64(len(data) - len(start))
@@ -133,10 +134,9 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 	dec := json.NewDecoder(bytes.NewReader(start))
 	tok, err := dec.Token()
 	if d, ok := tok.(json.Delim); err != nil || !ok || d != '[' {
-		return nil, errorf(file, lineAt(data, offset), "a plan is a list of tasks {%s}", fields)
+		return nil, errorf(file, lines.at(offset), "a plan is a list of tasks {%s}", fields)
 	}
 	var tasks []Task
-	lines := lineCounter{data: data, line: 1}
 	for dec.More() {
 		at := offset + dec.InputOffset()
 		var item map[string]json.RawMessage
@@ -189,8 +189,8 @@ func skipSpace(data []byte, at int64) int64 {
 	return at
 }
 
-// lineCounter gives the lines of increasing offsets, counting each byte once (lineAt for every
-// task of a large plan would count from the start each time).
+// lineCounter gives the 1-based lines of increasing offsets, counting each byte once (counting
+// from the start for every task of a large plan took time quadratic in its size).
 type lineCounter struct {
 	data []byte
 	off  int64
@@ -203,6 +203,3 @@ func (c *lineCounter) at(off int64) int {
 	c.off = off
 	return c.line
 }
-
-// lineAt is the 1-based line of byte offset off.
-func lineAt(data []byte, off int64) int { return (&lineCounter{data: data, line: 1}).at(off) }

@@ -424,20 +424,17 @@ func (s *Store) keep(tx *Tx) {
 
 // View reads the task queue without the lock (readers need none: every write is a rename).
 func (s *Store) View() (*Queue, error) {
-	tx := &Tx{s: &Store{Dir: s.Dir, Plan: s.Plan}}
-	return tx.Queue()
+	return (&Tx{s: &Store{Dir: s.Dir, Plan: s.Plan}}).Queue()
 }
 
 // ViewProgress reads the progress file without the lock.
 func (s *Store) ViewProgress() (*Progress, error) {
-	tx := &Tx{s: s}
-	return tx.Progress()
+	return (&Tx{s: s}).Progress()
 }
 
 // ViewRetry reads the retry queue without the lock.
 func (s *Store) ViewRetry() (*RetryQueue, error) {
-	tx := &Tx{s: s}
-	return tx.Retry()
+	return (&Tx{s: s}).Retry()
 }
 
 func marshal(v any) []byte {

@@ -42,7 +42,7 @@ func retry(q *store.Queue, t *store.Task, _ string) (string, error) {
 		}
 		return "", fmt.Errorf("task %s is blocked by a failed dependency (%s); retry that one", t.ID, failedDeps(q, t))
 	case store.Claimed:
-		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, holder(t.ClaimedBy))
+		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, orElse(t.ClaimedBy, "an agent"))
 	default:
 		return "", fmt.Errorf("task %s is %s; only a failed (or skipped) task is retried", t.ID, t.Status)
 	}
@@ -55,7 +55,7 @@ func skip(_ *store.Queue, t *store.Task, now string) (string, error) {
 	switch t.Status {
 	case store.Pending, store.Blocked, store.Failed:
 	case store.Claimed:
-		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end, then skip it", t.ID, holder(t.ClaimedBy))
+		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end, then skip it", t.ID, orElse(t.ClaimedBy, "an agent"))
 	default:
 		return "", fmt.Errorf("task %s is %s already", t.ID, t.Status)
 	}
@@ -110,10 +110,10 @@ func failedDeps(q *store.Queue, t *store.Task) string {
 	return strings.Join(ids, ", ")
 }
 
-// holder names a claim's agent.
-func holder(s *string) string {
+// orElse is *s, or none when s is nil (a task's agent, when it has one).
+func orElse(s *string, none string) string {
 	if s == nil {
-		return "an agent"
+		return none
 	}
 	return *s
 }

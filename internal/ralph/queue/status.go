@@ -154,11 +154,8 @@ func WriteStatus(w io.Writer, st *Status) error {
 	if len(st.Agents) > 0 {
 		fmt.Fprintln(tw, "\nAGENT\tSTATUS\tTASK\tTASKS RUN\tCOST\tTIME")
 		for _, a := range st.Agents {
-			task := "-"
-			if a.TaskID != nil {
-				task = clean(*a.TaskID)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), task, a.Tasks, rails.Dollars(a.CostUSD), duration(a.DurationSeconds))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), clean(orElse(a.TaskID, "-")),
+				a.Tasks, rails.Dollars(a.CostUSD), duration(a.DurationSeconds))
 		}
 	}
 	if len(st.Open) > 0 {
@@ -169,10 +166,7 @@ func WriteStatus(w io.Writer, st *Status) error {
 		}
 		fmt.Fprintf(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\t%sDESCRIPTION\n", branchHead)
 		for _, t := range st.Open {
-			who, branch := "-", ""
-			if t.ClaimedBy != nil {
-				who = clean(*t.ClaimedBy)
-			}
+			branch := ""
 			if branches {
 				branch = "-\t"
 				if t.Branch != "" {
@@ -186,7 +180,7 @@ func WriteStatus(w io.Writer, st *Status) error {
 			if len(desc) > 80 {
 				desc = desc[:77] + "..."
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s%s\n", clean(t.ID), clean(t.Status), t.Retries, who, branch, desc)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s%s\n", clean(t.ID), clean(t.Status), t.Retries, clean(orElse(t.ClaimedBy, "-")), branch, desc)
 		}
 	}
 	return tw.Flush()

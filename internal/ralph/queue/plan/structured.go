@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -154,17 +153,12 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 				err = json.Unmarshal(v, &t.Description)
 			case "dependencies":
 				var deps []*string
-				if err = json.Unmarshal(v, &deps); err == nil {
-					for _, d := range deps {
-						if d == nil || *d == "" {
-							err = io.ErrUnexpectedEOF
-							break
-						}
-						t.Dependencies = append(t.Dependencies, *d)
-					}
-				}
-				if err != nil {
+				notID := func(d *string) bool { return d == nil || *d == "" }
+				if json.Unmarshal(v, &deps) != nil || slices.ContainsFunc(deps, notID) {
 					return nil, errorf(file, t.Line, "dependencies must be a list of task ids, like [\"t1\", \"t2\"]")
+				}
+				for _, d := range deps {
+					t.Dependencies = append(t.Dependencies, *d)
 				}
 			default:
 				return nil, errorf(file, t.Line, "unknown key %q in a task; a task has %s", k, fields)

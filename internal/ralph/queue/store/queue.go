@@ -286,20 +286,15 @@ func (q *Queue) AppendEncode(b []byte) []byte {
 		}
 		size += len(q.enc[i].b) + 6
 	}
-	if cap(b)-len(b) < size {
-		b = append(make([]byte, 0, len(b)+size), b...)
-	}
-	return q.appendDoc(b, len(q.enc), func(i int) []byte { return q.enc[i].b })
+	return q.appendDoc(slices.Grow(b, size), len(q.enc), func(i int) []byte { return q.enc[i].b })
 }
 
 // appendDoc appends the document of the plan's fields and the n tasks whose encodings task
 // gives.
 func (q *Queue) appendDoc(b []byte, n int, task func(int) []byte) []byte {
-	b = append(b, "{\n  \"plan_id\": "...)
-	b = appendString(b, q.PlanID)
-	b = append(b, ",\n  \"created_at\": "...)
-	b = appendString(b, q.CreatedAt)
-	b = append(b, ",\n  \"tasks\": ["...)
+	plan, _ := json.Marshal(q.PlanID)
+	created, _ := json.Marshal(q.CreatedAt)
+	b = fmt.Appendf(b, "{\n  \"plan_id\": %s,\n  \"created_at\": %s,\n  \"tasks\": [", plan, created)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ',')
@@ -345,10 +340,4 @@ func encodeTask(t Task) []byte {
 	}
 	b, _ := json.Marshal(&t) // strings, integers and finite floats only
 	return b
-}
-
-// appendString appends s as a JSON string, as encoding/json writes it.
-func appendString(b []byte, s string) []byte {
-	e, _ := json.Marshal(s)
-	return append(b, e...)
 }

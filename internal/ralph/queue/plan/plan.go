@@ -183,13 +183,10 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 	}
 	for _, t := range tasks {
 		for _, d := range t.Dependencies {
-			if _, ok := lines[d]; ok {
-				continue
+			_, inPlan := lines[d]
+			if _, queued := known[d]; !inPlan && !queued {
+				return errorf(file, t.Line, "task %q depends on %q, which is not in the plan; add it, or fix the id", t.ID, d)
 			}
-			if _, ok := known[d]; ok {
-				continue
-			}
-			return errorf(file, t.Line, "task %q depends on %q, which is not in the plan; add it, or fix the id", t.ID, d)
 		}
 	}
 	// The walk starts from the new tasks and goes on through the known ones: a cycle among the

@@ -30,7 +30,8 @@ import (
 // checked when they were encoded, and the rest is checked at every write with the changed
 // tasks in it.
 type stateEncoder struct {
-	tasks map[string]*encodedTask
+	// tasks are the tasks' entries as last written (encodeTask).
+	tasks map[string][]byte
 	// changed are the tasks marked changed since the last write that succeeded.
 	changed map[string]bool
 	// encoded counts the tasks encoded by the last encode (tests).
@@ -40,11 +41,6 @@ type stateEncoder struct {
 // verifyWrites makes every encode check its bytes against the whole state's, and panic when
 // they differ (tests).
 var verifyWrites bool
-
-// encodedTask is a task's bytes as written: the key and the value, at their depth.
-type encodedTask struct {
-	key, value []byte
-}
 
 // mark says task id changed since the state was last written (under the lock of the state).
 func (e *stateEncoder) mark(id string) {
@@ -80,7 +76,7 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	ids := slices.Sorted(maps.Keys(st.Tasks))
 	// next is the cache once this write succeeds: the tasks of st, the unchanged ones' bytes
 	// from the cache (a task no longer in st leaves it).
-	next := make(map[string]*encodedTask, len(ids))
+	next := make(map[string][]byte, len(ids))
 	var changed []string
 	for _, id := range ids {
 		if c := e.tasks[id]; c != nil && !e.changed[id] {
@@ -116,40 +112,32 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	return b, nil
 }
 
-// encodeTask is task t's bytes in the state file, under key id.
-func encodeTask(id string, t *Task) (*encodedTask, error) {
-	key, err := json.Marshal(id)
-	if err != nil {
-		return nil, err
-	}
+// encodeTask is task t's entry in the state file's tasks object, under key id: a line break,
+// then the key and the value at their depth.
+func encodeTask(id string, t *Task) ([]byte, error) {
+	key, _ := json.Marshal(id) // a string: nothing to fail
 	value, err := json.MarshalIndent(t, taskKeyIndent, "  ")
 	if err != nil {
 		return nil, err
 	}
-	return &encodedTask{key: key, value: value}, nil
+	return fmt.Appendf(nil, "\n%s%s: %s", taskKeyIndent, key, value), nil
 }
 
 // splice is skeleton with the tasks ids (sorted) of tasks in its empty tasks object at at, and
 // the final newline.
-func splice(skeleton []byte, at int, ids []string, tasks map[string]*encodedTask) []byte {
+func splice(skeleton []byte, at int, ids []string, tasks map[string][]byte) []byte {
 	size := len(skeleton) + 16
 	for _, id := range ids {
-		c := tasks[id]
-		size += len(taskKeyIndent) + len(c.key) + len(c.value) + 4
+		size += len(tasks[id]) + 1
 	}
 	b := make([]byte, 0, size)
 	head := at + len(tasksField) - 1 // up to the tasks object's "{"
 	b = append(b, skeleton[:head]...)
 	for i, id := range ids {
-		c := tasks[id]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '\n')
-		b = append(b, taskKeyIndent...)
-		b = append(b, c.key...)
-		b = append(b, ": "...)
-		b = append(b, c.value...)
+		b = append(b, tasks[id]...)
 	}
 	if len(ids) > 0 {
 		b = append(b, "\n  "...) // the closing "}" at the depth of "tasks"

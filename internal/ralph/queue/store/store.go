@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -113,27 +112,18 @@ type Store struct {
 
 	mu     sync.Mutex
 	cached *Queue
-	stamp  stamp
-	buf    []byte // the last encoding's buffer, reused
-	olds   int    // old queue files held (holdOld)
+	stat   fs.FileInfo // the file's, as cached was read or written
+	buf    []byte      // the last encoding's buffer, reused
+	olds   int         // old queue files held (holdOld)
 	// dirSyncs counts the directory fsyncs of the transactions (tests).
 	dirSyncs int
 	held     map[string]Task
 }
 
-// stamp identifies a version of a file: a rename gives it a new inode.
-type stamp struct {
-	dev, ino uint64
-	size     int64
-	mtime    int64
-}
-
-func stampOf(fi fs.FileInfo) stamp {
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil {
-		return stamp{}
-	}
-	return stamp{dev: uint64(st.Dev), ino: uint64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+// sameVersion says whether a and b are stats of one version of a file: a rename gives it a new
+// inode. b is nil when there is none.
+func sameVersion(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // New returns the store of plan in d. (RALPH_QUEUE_VALIDATE=1 once turned the schema checks on;
@@ -185,7 +175,7 @@ func (tx *Tx) Queue() (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cached != nil && stampOf(fi) == s.stamp {
+	if s.cached != nil && sameVersion(fi, s.stat) {
 		tx.q = s.cached
 		return tx.q, nil
 	}
@@ -417,8 +407,8 @@ func (s *Store) keep(tx *Tx) {
 	}
 	if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
 		// A queue read and not changed is kept as the version of the file it was read from,
-		// unless the file changed after it was read (the stamp would then be the newer one's).
-		s.cached, s.stamp = tx.q, stampOf(fi)
+		// unless the file changed after it was read (the stat would then be the newer one's).
+		s.cached, s.stat = tx.q, fi
 	}
 }
 

@@ -206,17 +206,11 @@ func (tx *Tx) ChangedQueue() { tx.qDirty = true }
 
 // Retry returns the retry queue (empty when there is none); ChangedRetry marks it to be written.
 func (tx *Tx) Retry() (*RetryQueue, error) {
-	if tx.r == nil {
-		r := &RetryQueue{PlanID: tx.s.Plan, Retries: []Retry{}}
-		if err := readJSON(tx.s.Dir.RetryQueue(tx.s.Plan), r); err != nil {
-			return nil, err
-		}
-		if r.Retries == nil {
-			r.Retries = []Retry{}
-		}
-		tx.r = r
+	r, err := readOnce(&tx.r, tx.s.Dir.RetryQueue(tx.s.Plan), RetryQueue{PlanID: tx.s.Plan})
+	if err == nil && r.Retries == nil {
+		r.Retries = []Retry{}
 	}
-	return tx.r, nil
+	return r, err
 }
 
 // SetRetry replaces the retry queue, unread, to be written at the end of the transaction.
@@ -231,21 +225,27 @@ func (tx *Tx) ChangedRetry() { tx.rDirty = true }
 // Progress returns the progress file (nil Agents and a zero StartedAt when there is none);
 // ChangedProgress marks it to be written.
 func (tx *Tx) Progress() (*Progress, error) {
-	if tx.p == nil {
-		p := &Progress{PlanID: tx.s.Plan, Phase: PhaseImplementation, Agents: []Agent{}}
-		if err := readJSON(tx.s.Dir.Progress(tx.s.Plan), p); err != nil {
-			return nil, err
-		}
-		if p.Agents == nil {
-			p.Agents = []Agent{}
-		}
-		tx.p = p
+	p, err := readOnce(&tx.p, tx.s.Dir.Progress(tx.s.Plan), Progress{PlanID: tx.s.Plan, Phase: PhaseImplementation})
+	if err == nil && p.Agents == nil {
+		p.Agents = []Agent{}
 	}
-	return tx.p, nil
+	return p, err
 }
 
 // ChangedProgress marks the progress file to be written.
 func (tx *Tx) ChangedProgress() { tx.pDirty = true }
+
+// readOnce is *v, read from the file at path (def when there is none) unless the transaction
+// read it already.
+func readOnce[T any](v **T, path string, def T) (*T, error) {
+	if *v == nil {
+		if err := readJSON(path, &def); err != nil {
+			return nil, err
+		}
+		*v = &def
+	}
+	return *v, nil
+}
 
 // readJSON decodes the state file at path into v; a missing file leaves v as it is.
 func readJSON(path string, v any) error {

@@ -137,12 +137,11 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 	}
 	var tasks []Task
 	for dec.More() {
-		at := offset + dec.InputOffset()
+		t := Task{Line: lines.at(skipSpace(data, offset+dec.InputOffset()))}
 		var item map[string]json.RawMessage
 		if err := dec.Decode(&item); err != nil {
-			return nil, errorf(file, lines.at(skipSpace(data, at)), "a task is an object {%s}", fields)
+			return nil, errorf(file, t.Line, "a task is an object {%s}", fields)
 		}
-		t := Task{Line: lines.at(skipSpace(data, at))}
 		for _, k := range slices.Sorted(maps.Keys(item)) { // the same error first, every time
 			v := item[k]
 			var err error

@@ -311,16 +311,16 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 	return s.write(tx, files, changed)
 }
 
-// txFile is the retry queue or the progress as a transaction writes it.
+// txFile is a file as a transaction writes it.
 type txFile struct {
 	path, kind string
 	doc        []byte
 }
 
 // encode encodes what tx changed and checks every document against its schema before the first
-// is written: the retry queue and the progress, when changed, in the order they are written,
-// then the task queue, into s.buf. changed are the tasks whose encoding is new (checked now),
-// the ones the transaction changed.
+// is written: the retry queue and the progress, when changed, then the task queue (the truth,
+// into s.buf), in the order they are written. changed are the tasks whose encoding is new
+// (checked now), the ones the transaction changed.
 func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	if tx.rDirty {
 		files = append(files, txFile{s.Dir.RetryQueue(s.Plan), KindRetryQueue, marshal(tx.r)})
@@ -338,11 +338,12 @@ func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 		if s.buf, changed, err = tx.q.appendChecked(s.buf[:0]); err != nil {
 			return nil, nil, fmt.Errorf("not writing %s: %w", s.Dir.TaskQueue(s.Plan), err)
 		}
+		files = append(files, txFile{s.Dir.TaskQueue(s.Plan), KindTaskQueue, s.buf})
 	}
 	return files, changed, nil
 }
 
-// write writes files, then the task queue (the truth) last when tx changed it.
+// write writes files; with s.Guard, the tasks changed are then the ones the guard holds.
 func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 	// The files are written (each fsynced, then renamed into place) in this order, and their
 	// directory, where all three are, is fsynced once after the last rename: the transaction is
@@ -361,34 +362,18 @@ func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 		}
 	}()
 	for _, f := range files {
+		release := func() {}
+		if f.kind == KindTaskQueue {
+			release = s.holdOld(f.path)
+		}
 		sync, err := fsx.WriteFileAtomicLazy(f.path, f.doc, 0o600)
+		release()
 		if err != nil {
 			return err
 		}
 		syncDir = sync
 	}
-	if tx.qDirty {
-		sync, err := s.writeQueue(tx, changed)
-		if err != nil {
-			return err
-		}
-		syncDir = sync
-	}
-	s.keep(tx)
-	return nil
-}
-
-// writeQueue writes the task queue encoded in s.buf; with s.Guard, the changed tasks are the
-// ones the guard holds now. sync is the directory's fsync, left to the caller.
-func (s *Store) writeQueue(tx *Tx, changed []int) (sync func(), err error) {
-	path := s.Dir.TaskQueue(s.Plan)
-	release := s.holdOld(path)
-	sync, err = fsx.WriteFileAtomicLazy(path, s.buf, 0o600)
-	release()
-	if err != nil {
-		return nil, err
-	}
-	if s.Guard {
+	if tx.qDirty && s.Guard {
 		if s.held == nil {
 			s.hold(tx.q)
 		}
@@ -396,7 +381,8 @@ func (s *Store) writeQueue(tx *Tx, changed []int) (sync func(), err error) {
 			s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
 		}
 	}
-	return sync, nil
+	s.keep(tx)
+	return nil
 }
 
 // keep keeps in memory the task queue tx wrote, as the version of the file just written, or one

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -168,10 +169,7 @@ func WriteStatus(w io.Writer, st *Status) error {
 		for _, t := range st.Open {
 			branch := ""
 			if branches {
-				branch = "-\t"
-				if t.Branch != "" {
-					branch = clean(t.Branch) + "\t"
-				}
+				branch = clean(cmp.Or(t.Branch, "-")) + "\t"
 			}
 			desc := clean(t.Description)
 			if t.Error != "" {

@@ -41,9 +41,7 @@ func NewQueue(plan, createdAt string, tasks []Task) *Queue {
 		enc: make([]encoded, len(tasks)), limited: map[int]bool{}}
 	for i, t := range tasks {
 		q.index[t.ID] = i
-		if t.HeldUntil != "" {
-			q.limited[i] = true
-		}
+		q.changed(i)
 	}
 	return q
 }
@@ -66,15 +64,14 @@ func (q *Queue) Get(id string) (Task, bool) {
 // Put replaces the task of t's id, or appends t as a new task.
 func (q *Queue) Put(t Task) {
 	i, ok := q.index[t.ID]
+	if !ok || !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
+		q.g, q.ready = nil, nil // made again when asked
+	}
 	if !ok {
 		i = len(q.tasks)
 		q.index[t.ID] = i
 		q.tasks = append(q.tasks, Task{})
 		q.enc = append(q.enc, encoded{})
-		q.g, q.ready = nil, nil
-	}
-	if ok && !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
-		q.g, q.ready = nil, nil
 	}
 	q.tasks[i] = t
 	q.changed(i)

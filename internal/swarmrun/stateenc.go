@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/agentfleet/fleet/internal/schema"
 )
@@ -29,7 +30,8 @@ import (
 // checked when they were encoded, and the rest is checked at every write with the changed
 // tasks in it.
 type stateEncoder struct {
-	tasks map[string]*encodedTask
+	// tasks are the tasks' entries as last written (encodeTask).
+	tasks map[string][]byte
 	// changed are the tasks marked changed since the last write that succeeded.
 	changed map[string]bool
 	// encoded counts the tasks encoded by the last encode (tests).
@@ -39,11 +41,6 @@ type stateEncoder struct {
 // verifyWrites makes every encode check its bytes against the whole state's, and panic when
 // they differ (tests).
 var verifyWrites bool
-
-// encodedTask is a task's bytes as written: the key and the value, at their depth.
-type encodedTask struct {
-	key, value []byte
-}
 
 // mark says task id changed since the state was last written (under the lock of the state).
 func (e *stateEncoder) mark(id string) {
@@ -65,9 +62,6 @@ const (
 // tasks that are new or marked changed. On an error nothing of its cache changed, and the
 // tasks marked stay marked.
 func (e *stateEncoder) encode(st *State) ([]byte, error) {
-	if e.tasks == nil {
-		e.tasks = map[string]*encodedTask{}
-	}
 	// The state without its tasks: one "tasks": {} to splice them into.
 	rest := *st
 	rest.Tasks = map[string]*Task{}
@@ -79,33 +73,25 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	if at < 0 || bytes.Contains(skeleton[at+1:], []byte(tasksField)) {
 		return nil, fmt.Errorf("encoding the state: no single tasks field")
 	}
-	ids := make([]string, 0, len(st.Tasks))
-	for id := range st.Tasks {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	fresh := map[string]*encodedTask{}
+	ids := slices.Sorted(maps.Keys(st.Tasks))
+	// next is the cache once this write succeeds: the tasks of st, the unchanged ones' bytes
+	// from the cache (a task no longer in st leaves it).
+	next := make(map[string][]byte, len(ids))
 	var changed []string
 	for _, id := range ids {
-		t := st.Tasks[id]
 		if c := e.tasks[id]; c != nil && !e.changed[id] {
+			next[id] = c
 			continue
 		}
-		c, err := encodeTask(id, t)
+		c, err := encodeTask(id, st.Tasks[id])
 		if err != nil {
 			return nil, err
 		}
-		fresh[id] = c
+		next[id] = c
 		changed = append(changed, id)
 	}
-	task := func(id string) *encodedTask {
-		if c := fresh[id]; c != nil {
-			return c
-		}
-		return e.tasks[id]
-	}
 	// The check: the state with only its changed tasks.
-	check := splice(skeleton, at, changed, task)
+	check := splice(skeleton, at, changed, next)
 	sch, err := schema.Embedded("execution")
 	if err != nil {
 		return nil, err
@@ -113,68 +99,49 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	if err := sch.Check(check); err != nil {
 		return nil, fmt.Errorf("the execution state would not be valid, so it is not written: %w", err)
 	}
-	b := splice(skeleton, at, ids, task)
+	b := splice(skeleton, at, ids, next)
 	if verifyWrites {
 		// A panic: a failed write is only logged, and the test must not go on.
 		if whole, err := json.MarshalIndent(st, "", "  "); err != nil || !bytes.Equal(append(whole, '\n'), b) {
 			panic(fmt.Sprintf("the state encoded as its changed tasks is not the whole state's encoding: a task changed unmarked (%v)", err))
 		}
 	}
-	for id, c := range fresh {
-		e.tasks[id] = c
-	}
-	if len(e.tasks) > len(ids) {
-		for id := range e.tasks {
-			if _, ok := st.Tasks[id]; !ok {
-				delete(e.tasks, id)
-			}
-		}
-	}
+	e.tasks = next
 	clear(e.changed)
 	e.encoded = len(changed)
 	return b, nil
 }
 
-// encodeTask is task t's bytes in the state file, under key id.
-func encodeTask(id string, t *Task) (*encodedTask, error) {
-	key, err := json.Marshal(id)
-	if err != nil {
-		return nil, err
-	}
+// encodeTask is task t's entry in the state file's tasks object, under key id: a line break,
+// then the key and the value at their depth.
+func encodeTask(id string, t *Task) ([]byte, error) {
+	key, _ := json.Marshal(id) // a string: nothing to fail
 	value, err := json.MarshalIndent(t, taskKeyIndent, "  ")
 	if err != nil {
 		return nil, err
 	}
-	return &encodedTask{key: key, value: value}, nil
+	return fmt.Appendf(nil, "\n%s%s: %s", taskKeyIndent, key, value), nil
 }
 
-// splice is skeleton with the tasks ids (sorted) in its empty tasks object at at, and the
-// final newline.
-func splice(skeleton []byte, at int, ids []string, task func(string) *encodedTask) []byte {
+// splice is skeleton with the tasks ids (sorted) of tasks in its empty tasks object at at, and
+// the final newline.
+func splice(skeleton []byte, at int, ids []string, tasks map[string][]byte) []byte {
 	size := len(skeleton) + 16
 	for _, id := range ids {
-		c := task(id)
-		size += len(taskKeyIndent) + len(c.key) + len(c.value) + 4
+		size += len(tasks[id]) + 1
 	}
 	b := make([]byte, 0, size)
 	head := at + len(tasksField) - 1 // up to the tasks object's "{"
 	b = append(b, skeleton[:head]...)
-	if len(ids) == 0 {
-		b = append(b, '}')
-	} else {
-		for i, id := range ids {
-			c := task(id)
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '\n')
-			b = append(b, taskKeyIndent...)
-			b = append(b, c.key...)
-			b = append(b, ": "...)
-			b = append(b, c.value...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, "\n  }"...)
+		b = append(b, tasks[id]...)
 	}
-	b = append(b, skeleton[head+1:]...)
+	if len(ids) > 0 {
+		b = append(b, "\n  "...) // the closing "}" at the depth of "tasks"
+	}
+	b = append(b, skeleton[head:]...)
 	return append(b, '\n')
 }

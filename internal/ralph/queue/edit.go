@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +42,7 @@ func retry(q *store.Queue, t *store.Task, _ string) (string, error) {
 		}
 		return "", fmt.Errorf("task %s is blocked by a failed dependency (%s); retry that one", t.ID, failedDeps(q, t))
 	case store.Claimed:
-		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, holder(t.ClaimedBy))
+		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, orElse(t.ClaimedBy, "an agent"))
 	default:
 		return "", fmt.Errorf("task %s is %s; only a failed (or skipped) task is retried", t.ID, t.Status)
 	}
@@ -54,7 +55,7 @@ func skip(_ *store.Queue, t *store.Task, now string) (string, error) {
 	switch t.Status {
 	case store.Pending, store.Blocked, store.Failed:
 	case store.Claimed:
-		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end, then skip it", t.ID, holder(t.ClaimedBy))
+		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end, then skip it", t.ID, orElse(t.ClaimedBy, "an agent"))
 	default:
 		return "", fmt.Errorf("task %s is %s already", t.ID, t.Status)
 	}
@@ -86,12 +87,7 @@ func edit(ctx context.Context, dir store.Dir, id, task string, change func(q *st
 		if err != nil {
 			return err
 		}
-		kept := rq.Retries[:0]
-		for _, e := range rq.Retries {
-			if e.TaskID != t.ID {
-				kept = append(kept, e)
-			}
-		}
+		kept := slices.DeleteFunc(rq.Retries, func(e store.Retry) bool { return e.TaskID == t.ID })
 		if len(kept) != len(rq.Retries) {
 			rq.Retries = kept
 			tx.ChangedRetry()
@@ -114,10 +110,10 @@ func failedDeps(q *store.Queue, t *store.Task) string {
 	return strings.Join(ids, ", ")
 }
 
-// holder names a claim's agent.
-func holder(s *string) string {
+// orElse is *s, or none when s is nil (a task's agent, when it has one).
+func orElse(s *string, none string) string {
 	if s == nil {
-		return "an agent"
+		return none
 	}
 	return *s
 }

@@ -29,13 +29,11 @@ func Init(ctx context.Context, dir store.Dir, id string, tasks []plan.Task, forc
 				return err
 			}
 			if q.Len() > 0 {
-				counts := q.Counts()
 				return fmt.Errorf("plan %s already has a queue (%d tasks, %d done) in %s; pass --force to start it over, or add tasks with 'ralph queue add'",
-					id, q.Len(), counts[store.Done], dir.TaskQueue(id))
+					id, q.Len(), q.Counts()[store.Done], dir.TaskQueue(id))
 			}
 		}
 		// --force replaces the queue unread: it may be the broken file being started over.
-		done = 0
 		q := store.NewQueue(id, now, nil)
 		for _, t := range tasks {
 			q.Put(queued(t, now))

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ func StatusOf(ctx context.Context, dir store.Dir, id string) (*Status, error) {
 // mergeOrder fills st's branches and the merge order of the done tasks' branches that exist.
 // A repository git cannot read gives no order (status is about the queue; the order is help).
 func mergeOrder(ctx context.Context, dir store.Dir, q *store.Queue, p *store.Progress, st *Status) {
-	st.BaseBranch = p.BaseBranch
+	st.BaseBranch, st.Branches = p.BaseBranch, map[string]string{} // none: omitted (omitempty)
 	repo := git.Repo{Dir: filepath.Dir(filepath.Dir(dir.Root))}
 	var order []string
 	branch, deps := map[string]string{}, map[string][]string{}
@@ -94,9 +95,6 @@ func mergeOrder(ctx context.Context, dir store.Dir, q *store.Queue, p *store.Pro
 	for _, t := range q.Tasks() {
 		if t.Branch == "" {
 			continue
-		}
-		if st.Branches == nil {
-			st.Branches = map[string]string{}
 		}
 		st.Branches[t.ID] = t.Branch
 		if t.Status != store.Done {
@@ -157,24 +155,21 @@ func WriteStatus(w io.Writer, st *Status) error {
 	if len(st.Agents) > 0 {
 		fmt.Fprintln(tw, "\nAGENT\tSTATUS\tTASK\tTASKS RUN\tCOST\tTIME")
 		for _, a := range st.Agents {
-			task := "-"
-			if a.TaskID != nil {
-				task = clean(*a.TaskID)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), task, a.Tasks, rails.Dollars(a.CostUSD), duration(a.DurationSeconds))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%s\t%s\n", clean(a.ID), clean(a.Status), clean(orElse(a.TaskID, "-")),
+				a.Tasks, rails.Dollars(a.CostUSD), duration(a.DurationSeconds))
 		}
 	}
 	if len(st.Open) > 0 {
-		branches := len(st.Branches) > 0
+		// A column of branches when the tasks have them (--worktree).
+		branches, branchHead := len(st.Branches) > 0, ""
 		if branches {
-			fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tBRANCH\tDESCRIPTION")
-		} else {
-			fmt.Fprintln(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\tDESCRIPTION")
+			branchHead = "BRANCH\t"
 		}
+		fmt.Fprintf(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\t%sDESCRIPTION\n", branchHead)
 		for _, t := range st.Open {
-			who := "-"
-			if t.ClaimedBy != nil {
-				who = clean(*t.ClaimedBy)
+			branch := ""
+			if branches {
+				branch = clean(cmp.Or(t.Branch, "-")) + "\t"
 			}
 			desc := clean(t.Description)
 			if t.Error != "" {
@@ -183,15 +178,7 @@ func WriteStatus(w io.Writer, st *Status) error {
 			if len(desc) > 80 {
 				desc = desc[:77] + "..."
 			}
-			if branches {
-				b := "-"
-				if t.Branch != "" {
-					b = clean(t.Branch)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", clean(t.ID), clean(t.Status), t.Retries, who, b, desc)
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", clean(t.ID), clean(t.Status), t.Retries, who, desc)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s%s\n", clean(t.ID), clean(t.Status), t.Retries, clean(orElse(t.ClaimedBy, "-")), branch, desc)
 		}
 	}
 	return tw.Flush()

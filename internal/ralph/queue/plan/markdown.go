@@ -30,8 +30,7 @@ func parseMarkdown(file string, data []byte) ([]Task, error) {
 		if inCode || m == nil {
 			continue
 		}
-		rest := strings.TrimSpace(m[2])
-		id, desc, ok := strings.Cut(rest, ":")
+		id, desc, ok := strings.Cut(strings.TrimSpace(m[2]), ":")
 		id = strings.TrimSpace(id)
 		if !ok || id == "" || strings.ContainsAny(id, " \t") {
 			return nil, errorf(file, n, "task line %q has no id; write it as '- [ ] t1: description'", truncate(strings.TrimSpace(line)))

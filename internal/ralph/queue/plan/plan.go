@@ -14,8 +14,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,20 +94,16 @@ func FormatOf(name string, data []byte) string {
 	return YAML
 }
 
+// parsers read a plan of each format.
+var parsers = map[string]func(file string, data []byte) ([]Task, error){
+	Markdown: parseMarkdown, JSON: parseJSON, YAML: parseYAML,
+}
+
 // Parse reads the tasks of the plan file named name (for errors and its format). It checks the
 // form of each task; Check holds the plan as a whole to the queue's rules.
 func Parse(name string, data []byte) ([]Task, error) {
 	data = fsx.StripBOM(data)
-	var tasks []Task
-	var err error
-	switch FormatOf(name, data) {
-	case Markdown:
-		tasks, err = parseMarkdown(name, data)
-	case JSON:
-		tasks, err = parseJSON(name, data)
-	default:
-		tasks, err = parseYAML(name, data)
-	}
+	tasks, err := parsers[FormatOf(name, data)](name, data)
 	if err != nil {
 		return nil, err
 	}
@@ -186,13 +183,10 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 	}
 	for _, t := range tasks {
 		for _, d := range t.Dependencies {
-			if _, ok := lines[d]; ok {
-				continue
+			_, inPlan := lines[d]
+			if _, queued := known[d]; !inPlan && !queued {
+				return errorf(file, t.Line, "task %q depends on %q, which is not in the plan; add it, or fix the id", t.ID, d)
 			}
-			if _, ok := known[d]; ok {
-				continue
-			}
-			return errorf(file, t.Line, "task %q depends on %q, which is not in the plan; add it, or fix the id", t.ID, d)
 		}
 	}
 	// The walk starts from the new tasks and goes on through the known ones: a cycle among the
@@ -201,7 +195,7 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 	for _, t := range tasks {
 		nodes = append(nodes, taskgraph.Node{ID: t.ID, Deps: t.Dependencies})
 	}
-	for _, id := range sortedKeys(known) {
+	for _, id := range slices.Sorted(maps.Keys(known)) {
 		nodes = append(nodes, taskgraph.Node{ID: id, Deps: known[id].Dependencies})
 	}
 	if cycle := taskgraph.New(nodes).CycleFrom(len(tasks)); cycle != nil {
@@ -214,13 +208,4 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 		return errorf(file, line, "dependency cycle: %s; remove one of these dependencies", strings.Join(cycle, " -> "))
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]Known) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

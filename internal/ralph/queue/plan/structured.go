@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -113,22 +113,16 @@ func complete(file string, t *Task) error {
 // read with encoding/json, not as YAML: JSON indented with tabs is not YAML. Each task's line is
 // where its object starts.
 func parseJSON(file string, data []byte) ([]Task, error) {
-	if !json.Valid(data) {
-		var v any
-		err := json.Unmarshal(data, &v)
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, errorf(file, lineAt(data, se.Offset), "not valid JSON: %v", se)
-		}
-		return nil, errorf(file, 1, "not valid JSON: %v", err)
+	lines := lineCounter{data: data, line: 1}
+	var se *json.SyntaxError
+	if err := json.Unmarshal(data, new(json.RawMessage)); errors.As(err, &se) {
+		return nil, errorf(file, lines.at(se.Offset), "not valid JSON: %v", se)
 	}
 	start := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	offset := int64(len(data) - len(start))
 	if len(start) > 0 && start[0] == '{' {
 		var top map[string]json.RawMessage
-		if err := json.Unmarshal(data, &top); err != nil {
-			return nil, errorf(file, 1, "not valid JSON: %v", err)
-		}
+		json.Unmarshal(data, &top) // a valid object: nothing to fail
 		raw, ok := top["tasks"]
 		if !ok {
 			return nil, errorf(file, 1, "a plan is a list of tasks, or an object with a \"tasks\" list")
@@ -139,23 +133,16 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 	dec := json.NewDecoder(bytes.NewReader(start))
 	tok, err := dec.Token()
 	if d, ok := tok.(json.Delim); err != nil || !ok || d != '[' {
-		return nil, errorf(file, lineAt(data, offset), "a plan is a list of tasks {%s}", fields)
+		return nil, errorf(file, lines.at(offset), "a plan is a list of tasks {%s}", fields)
 	}
 	var tasks []Task
-	lines := lineCounter{data: data, line: 1}
 	for dec.More() {
-		at := offset + dec.InputOffset()
+		t := Task{Line: lines.at(skipSpace(data, offset+dec.InputOffset()))}
 		var item map[string]json.RawMessage
 		if err := dec.Decode(&item); err != nil {
-			return nil, errorf(file, lines.at(skipSpace(data, at)), "a task is an object {%s}", fields)
+			return nil, errorf(file, t.Line, "a task is an object {%s}", fields)
 		}
-		t := Task{Line: lines.at(skipSpace(data, at))}
-		keys := make([]string, 0, len(item))
-		for k := range item {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // the same error first, every time
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(item)) { // the same error first, every time
 			v := item[k]
 			var err error
 			switch k {
@@ -165,17 +152,12 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 				err = json.Unmarshal(v, &t.Description)
 			case "dependencies":
 				var deps []*string
-				if err = json.Unmarshal(v, &deps); err == nil {
-					for _, d := range deps {
-						if d == nil || *d == "" {
-							err = io.ErrUnexpectedEOF
-							break
-						}
-						t.Dependencies = append(t.Dependencies, *d)
-					}
-				}
-				if err != nil {
+				notID := func(d *string) bool { return d == nil || *d == "" }
+				if json.Unmarshal(v, &deps) != nil || slices.ContainsFunc(deps, notID) {
 					return nil, errorf(file, t.Line, "dependencies must be a list of task ids, like [\"t1\", \"t2\"]")
+				}
+				for _, d := range deps {
+					t.Dependencies = append(t.Dependencies, *d)
 				}
 			default:
 				return nil, errorf(file, t.Line, "unknown key %q in a task; a task has %s", k, fields)
@@ -200,8 +182,8 @@ func skipSpace(data []byte, at int64) int64 {
 	return at
 }
 
-// lineCounter gives the lines of increasing offsets, counting each byte once (lineAt for every
-// task of a large plan would count from the start each time).
+// lineCounter gives the 1-based lines of increasing offsets, counting each byte once (counting
+// from the start for every task of a large plan took time quadratic in its size).
 type lineCounter struct {
 	data []byte
 	off  int64
@@ -213,15 +195,4 @@ func (c *lineCounter) at(off int64) int {
 	c.line += bytes.Count(c.data[c.off:off], []byte{'\n'})
 	c.off = off
 	return c.line
-}
-
-// lineAt is the 1-based line of byte offset off.
-func lineAt(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	if off < 0 {
-		off = 0
-	}
-	return bytes.Count(data[:off], []byte{'\n'}) + 1
 }

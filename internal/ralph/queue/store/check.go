@@ -31,30 +31,30 @@ func Check(kind string, doc []byte) error {
 }
 
 // appendChecked is AppendEncode, after checking the queue against the task-queue schema: the
-// document with only the tasks whose encoding is new. A task that does not satisfy it is a
-// *schema.InvalidError whose pointers are the whole document's (/tasks/<i>/...).
-func (q *Queue) appendChecked(b []byte) ([]byte, error) {
+// document with only the tasks whose encoding is new, fresh (the tasks changed since the
+// queue's last check). A task that does not satisfy it is a *schema.InvalidError whose pointers
+// are the whole document's (/tasks/<i>/...).
+func (q *Queue) appendChecked(b []byte) (_ []byte, fresh []int, err error) {
 	whole, err := schema.Embedded(KindTaskQueue)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b = q.AppendEncode(b) // makes the encodings of changed tasks
 	if len(b) > fsx.MaxStateFile {
-		return nil, fmt.Errorf("the task queue would be %d MB, over the %d MB a queue file is read at; split the plan", len(b)>>20, fsx.MaxStateFile>>20)
+		return nil, nil, fmt.Errorf("the task queue would be %d MB, over the %d MB a queue file is read at; split the plan", len(b)>>20, fsx.MaxStateFile>>20)
 	}
-	var fresh []int
 	for i := range q.enc {
 		if !q.enc[i].checked {
 			fresh = append(fresh, i)
 		}
 	}
 	if err := whole.Check(q.appendDoc(nil, len(fresh), func(k int) []byte { return q.enc[fresh[k]].b })); err != nil {
-		return nil, atTasks(err, fresh)
+		return nil, nil, atTasks(err, fresh)
 	}
 	for _, i := range fresh {
 		q.enc[i].checked = true
 	}
-	return b, nil
+	return b, fresh, nil
 }
 
 // atTasks makes the problems of the check of the changed tasks (tasks, in order) the whole

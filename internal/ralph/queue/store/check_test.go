@@ -142,7 +142,7 @@ func TestQueueCheckedByTask(t *testing.T) {
 		{{ID: "x", Status: Done, Dependencies: []string{}, CostUSD: -2}},
 	} {
 		q := NewQueue("p", "now", tasks)
-		got, gerr := q.appendChecked(nil)
+		got, _, gerr := q.appendChecked(nil)
 		want := q.Encode()
 		if werr := whole.Check(want); (gerr == nil) != (werr == nil) || (gerr == nil && !bytes.Equal(got, want)) {
 			t.Errorf("appendChecked(%+v) = %v; the whole document's check: %v", tasks, gerr, werr)
@@ -154,7 +154,7 @@ func TestQueueCheckedByTask(t *testing.T) {
 // in the whole document, not in the document of the changed tasks that was checked.
 func TestQueueCheckNamesTheTask(t *testing.T) {
 	q := NewQueue("p", "now", newTasks(5, nil))
-	if _, err := q.appendChecked(nil); err != nil {
+	if _, _, err := q.appendChecked(nil); err != nil {
 		t.Fatal(err)
 	}
 	for id, status := range map[string]string{"t1": Done, "t3": "exploded"} {
@@ -163,7 +163,7 @@ func TestQueueCheckNamesTheTask(t *testing.T) {
 		q.Put(task)
 	}
 	var ie *schema.InvalidError
-	if _, err := q.appendChecked(nil); !errors.As(err, &ie) || len(ie.Problems) == 0 || !strings.HasPrefix(ie.Problems[0].Pointer, "/tasks/3/status") {
+	if _, _, err := q.appendChecked(nil); !errors.As(err, &ie) || len(ie.Problems) == 0 || !strings.HasPrefix(ie.Problems[0].Pointer, "/tasks/3/status") {
 		t.Fatalf("appendChecked with t3 exploded = %v, want its problem at /tasks/3/status", err)
 	}
 }
@@ -176,7 +176,7 @@ func BenchmarkQueueEncode(b *testing.B) {
 		name := map[bool]string{false: "plain", true: "checked"}[checked]
 		b.Run(name, func(b *testing.B) {
 			q := NewQueue("p", "2026-11-23T19:00:00Z", newTasks(10000, nil))
-			buf, err := q.appendChecked(nil)
+			buf, _, err := q.appendChecked(nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -186,7 +186,7 @@ func BenchmarkQueueEncode(b *testing.B) {
 				task.Retries = i
 				q.Put(task)
 				if checked {
-					if buf, err = q.appendChecked(buf[:0]); err != nil {
+					if buf, _, err = q.appendChecked(buf[:0]); err != nil {
 						b.Fatal(err)
 					}
 				} else {

@@ -1,9 +1,9 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
+	"regexp"
 )
 
 // Costs are figures an agent reports: NaN, an infinity or a negative amount is not a cost, and
@@ -18,59 +18,21 @@ func Cost(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0
 // which leaves the figure unknown (0). The fast path is json.Unmarshal alone.
 func decodeJSON(doc []byte, v any) error {
 	err := json.Unmarshal(doc, v)
-	if err == nil {
+	if err != nil && json.Unmarshal(nonFinite.ReplaceAllFunc(doc, nullUnlessString), v) == nil {
 		return nil
-	}
-	if fixed, ok := nullNonFinite(doc); ok {
-		if json.Unmarshal(fixed, v) == nil {
-			return nil
-		}
 	}
 	return err
 }
 
-// nonFinite are the spellings of the numbers JSON cannot hold, longest first.
-var nonFinite = [][]byte{[]byte("-Infinity"), []byte("+Infinity"), []byte("Infinity"),
-	[]byte("-Inf"), []byte("+Inf"), []byte("Inf"), []byte("-NaN"), []byte("+NaN"), []byte("NaN")}
+// nonFinite matches a JSON string (to its end when it has none), or a number JSON cannot hold
+// (longest spelling first): the strings are matched so that the numbers are looked for outside
+// them only.
+var nonFinite = regexp.MustCompile(`(?s)"(?:[^"\\]|\\.)*"?|[-+]?(?:Infinity|Inf|NaN)`)
 
-// nullNonFinite replaces each non-JSON number outside strings in doc by null; false when there
-// is none.
-func nullNonFinite(doc []byte) ([]byte, bool) {
-	var out []byte
-	last, found := 0, false
-	inString := false
-	for i := 0; i < len(doc); i++ {
-		c := doc[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-			continue
-		case '-', '+', 'I', 'N':
-		default:
-			continue
-		}
-		for _, tok := range nonFinite {
-			if bytes.HasPrefix(doc[i:], tok) {
-				out = append(out, doc[last:i]...)
-				out = append(out, "null"...)
-				i += len(tok) - 1
-				last = i + 1
-				found = true
-				break
-			}
-		}
+// nullUnlessString is null for a non-JSON number nonFinite matched, and a string as it is.
+func nullUnlessString(m []byte) []byte {
+	if m[0] == '"' {
+		return m
 	}
-	if !found {
-		return nil, false
-	}
-	return append(out, doc[last:]...), true
+	return []byte("null")
 }

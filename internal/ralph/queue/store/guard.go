@@ -16,19 +16,16 @@ import "fmt"
 func (s *Store) guard(q *Queue) bool {
 	changed := false
 	for id, h := range s.held {
-		i, ok := q.index[id]
-		if !ok {
-			s.warn(fmt.Sprintf("task %s was removed from %s behind the runner's back; put back as %s", id, s.Dir.TaskQueue(s.Plan), h.Status))
-			q.Put(h)
-			changed = true
+		var msg string
+		if i, ok := q.index[id]; !ok {
+			msg = fmt.Sprintf("task %s was removed from %s behind the runner's back; put back as %s", id, s.Dir.TaskQueue(s.Plan), h.Status)
+		} else if t := &q.tasks[i]; !allowedChange(&h, t) {
+			msg = fmt.Sprintf("task %s was changed in %s behind the runner's back (%s, retries %d, attempt %d → %s, retries %d, attempt %d), which ralph queue add, retry and skip never do; put back as %s",
+				id, s.Dir.TaskQueue(s.Plan), h.Status, h.Retries, h.Attempt, t.Status, t.Retries, t.Attempt, h.Status)
+		} else {
 			continue
 		}
-		t := &q.tasks[i]
-		if allowedChange(&h, t) {
-			continue
-		}
-		s.warn(fmt.Sprintf("task %s was changed in %s behind the runner's back (%s, retries %d, attempt %d → %s, retries %d, attempt %d), which ralph queue add, retry and skip never do; put back as %s",
-			id, s.Dir.TaskQueue(s.Plan), h.Status, h.Retries, h.Attempt, t.Status, t.Retries, t.Attempt, h.Status))
+		s.warn(msg)
 		q.Put(h)
 		changed = true
 	}

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentfleet/fleet/internal/taskgraph"
 )
@@ -39,22 +37,13 @@ type encoded struct {
 
 // NewQueue makes a queue of tasks.
 func NewQueue(plan, createdAt string, tasks []Task) *Queue {
-	q := &Queue{PlanID: plan, CreatedAt: createdAt}
-	q.reset(tasks)
-	return q
-}
-
-func (q *Queue) reset(tasks []Task) {
-	q.tasks = tasks
-	q.index = make(map[string]int, len(tasks))
-	q.enc = make([]encoded, len(tasks))
-	q.g, q.ready, q.limited = nil, nil, map[int]bool{}
+	q := &Queue{PlanID: plan, CreatedAt: createdAt, tasks: tasks, index: make(map[string]int, len(tasks)),
+		enc: make([]encoded, len(tasks)), limited: map[int]bool{}}
 	for i, t := range tasks {
 		q.index[t.ID] = i
-		if t.HeldUntil != "" {
-			q.limited[i] = true
-		}
+		q.changed(i)
 	}
+	return q
 }
 
 // Len is the number of tasks.
@@ -75,22 +64,23 @@ func (q *Queue) Get(id string) (Task, bool) {
 // Put replaces the task of t's id, or appends t as a new task.
 func (q *Queue) Put(t Task) {
 	i, ok := q.index[t.ID]
+	if !ok || !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
+		q.g, q.ready = nil, nil // made again when asked
+	}
 	if !ok {
 		i = len(q.tasks)
 		q.index[t.ID] = i
 		q.tasks = append(q.tasks, Task{})
 		q.enc = append(q.enc, encoded{})
-		q.g, q.ready = nil, nil
 	}
-	if ok && !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
-		q.g, q.ready = nil, nil
-	}
-	q.tasks[i], q.enc[i] = t, encoded{}
+	q.tasks[i] = t
 	q.changed(i)
 }
 
-// changed keeps the ready set and the limited tasks in step with task i, which changed.
+// changed drops the encoding of task i, which changed, and keeps the ready set and the limited
+// tasks in step with it.
 func (q *Queue) changed(i int) {
+	q.enc[i] = encoded{}
 	t := &q.tasks[i]
 	if t.HeldUntil != "" {
 		q.limited[i] = true
@@ -171,7 +161,6 @@ func (q *Queue) Claim(agent, now string) (Task, bool) {
 	t := &q.tasks[i]
 	t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
 	t.HeldUntil = ""
-	q.enc[i] = encoded{}
 	q.changed(i)
 	return *t, true
 }
@@ -275,7 +264,6 @@ func (q *Queue) Reblock() []string {
 		default:
 			continue
 		}
-		q.enc[i] = encoded{}
 		q.changed(i)
 		changed = append(changed, t.ID)
 	}
@@ -291,24 +279,19 @@ func (q *Queue) AppendEncode(b []byte) []byte {
 	size := 128
 	for i := range q.tasks {
 		if q.enc[i].b == nil {
-			q.enc[i].b = appendTask(nil, &q.tasks[i])
+			q.enc[i].b = encodeTask(q.tasks[i])
 		}
 		size += len(q.enc[i].b) + 6
 	}
-	if cap(b)-len(b) < size {
-		b = append(make([]byte, 0, len(b)+size), b...)
-	}
-	return q.appendDoc(b, len(q.enc), func(i int) []byte { return q.enc[i].b })
+	return q.appendDoc(slices.Grow(b, size), len(q.enc), func(i int) []byte { return q.enc[i].b })
 }
 
 // appendDoc appends the document of the plan's fields and the n tasks whose encodings task
 // gives.
 func (q *Queue) appendDoc(b []byte, n int, task func(int) []byte) []byte {
-	b = append(b, "{\n  \"plan_id\": "...)
-	b = appendString(b, q.PlanID)
-	b = append(b, ",\n  \"created_at\": "...)
-	b = appendString(b, q.CreatedAt)
-	b = append(b, ",\n  \"tasks\": ["...)
+	plan, _ := json.Marshal(q.PlanID)
+	created, _ := json.Marshal(q.CreatedAt)
+	b = fmt.Appendf(b, "{\n  \"plan_id\": %s,\n  \"created_at\": %s,\n  \"tasks\": [", plan, created)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ',')
@@ -342,81 +325,16 @@ func DecodeQueue(doc []byte) (*Queue, error) {
 	return NewQueue(f.PlanID, f.CreatedAt, f.Tasks), nil
 }
 
-// appendTask encodes a task on one line, in the seed's key order, as encoding/json would.
-func appendTask(b []byte, t *Task) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, t.ID)
-	b = append(b, `,"description":`...)
-	b = appendString(b, t.Description)
-	b = append(b, `,"status":`...)
-	b = appendString(b, t.Status)
-	b = append(b, `,"claimed_by":`...)
-	b = appendOptString(b, t.ClaimedBy)
-	b = append(b, `,"retries":`...)
-	b = strconv.AppendInt(b, int64(t.Retries), 10)
-	b = append(b, `,"dependencies":[`...)
-	for i, d := range t.Dependencies {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, d)
+// encodeTask encodes a task on one line, in the seed's key order (Task's fields): its cost only
+// when it is one (JSON cannot hold NaN or an infinity, see Cost), its dependencies a list even
+// when it has none.
+func encodeTask(t Task) []byte {
+	if !Cost(t.CostUSD) {
+		t.CostUSD = 0
 	}
-	b = append(b, `],"created_at":`...)
-	b = appendString(b, t.CreatedAt)
-	b = append(b, `,"claimed_at":`...)
-	b = appendOptString(b, t.ClaimedAt)
-	b = append(b, `,"completed_at":`...)
-	b = appendOptString(b, t.CompletedAt)
-	if t.Attempt != 0 {
-		b = append(b, `,"attempt":`...)
-		b = strconv.AppendInt(b, int64(t.Attempt), 10)
+	if t.Dependencies == nil {
+		t.Dependencies = []string{}
 	}
-	if t.Error != "" {
-		b = append(b, `,"error":`...)
-		b = appendString(b, t.Error)
-	}
-	if t.CostUSD != 0 && Cost(t.CostUSD) {
-		// Never NaN or an infinity: JSON cannot hold them (see Cost).
-		b = append(b, `,"cost_usd":`...)
-		b = strconv.AppendFloat(b, t.CostUSD, 'f', -1, 64)
-	}
-	if t.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = appendString(b, t.Reason)
-	}
-	if t.Branch != "" {
-		b = append(b, `,"branch":`...)
-		b = appendString(b, t.Branch)
-	}
-	if t.Breaker != nil {
-		e, _ := json.Marshal(t.Breaker) // strings and integers only
-		b = append(b, `,"breaker":`...)
-		b = append(b, e...)
-	}
-	if t.HeldUntil != "" {
-		b = append(b, `,"held_until":`...)
-		b = appendString(b, t.HeldUntil)
-	}
-	return append(b, '}')
-}
-
-func appendOptString(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return appendString(b, *s)
-}
-
-// appendString appends s as a JSON string. Plain ASCII is copied as it is; anything else goes
-// through encoding/json, so control characters and invalid UTF-8 are escaped as it escapes them.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
-			e, _ := json.Marshal(s)
-			return append(b, e...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	b, _ := json.Marshal(&t) // strings, integers and finite floats only
+	return b
 }

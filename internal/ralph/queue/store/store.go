@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/fsx"
@@ -113,27 +112,18 @@ type Store struct {
 
 	mu     sync.Mutex
 	cached *Queue
-	stamp  stamp
-	buf    []byte // the last encoding's buffer, reused
-	olds   int    // old queue files held (holdOld)
+	stat   fs.FileInfo // the file's, as cached was read or written
+	buf    []byte      // the last encoding's buffer, reused
+	olds   int         // old queue files held (holdOld)
 	// dirSyncs counts the directory fsyncs of the transactions (tests).
 	dirSyncs int
 	held     map[string]Task
 }
 
-// stamp identifies a version of a file: a rename gives it a new inode.
-type stamp struct {
-	dev, ino uint64
-	size     int64
-	mtime    int64
-}
-
-func stampOf(fi fs.FileInfo) stamp {
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil {
-		return stamp{}
-	}
-	return stamp{dev: uint64(st.Dev), ino: uint64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+// sameVersion says whether a and b are stats of one version of a file: a rename gives it a new
+// inode. b is nil when there is none.
+func sameVersion(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // New returns the store of plan in d. (RALPH_QUEUE_VALIDATE=1 once turned the schema checks on;
@@ -185,7 +175,7 @@ func (tx *Tx) Queue() (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cached != nil && stampOf(fi) == s.stamp {
+	if s.cached != nil && sameVersion(fi, s.stat) {
 		tx.q = s.cached
 		return tx.q, nil
 	}
@@ -216,17 +206,11 @@ func (tx *Tx) ChangedQueue() { tx.qDirty = true }
 
 // Retry returns the retry queue (empty when there is none); ChangedRetry marks it to be written.
 func (tx *Tx) Retry() (*RetryQueue, error) {
-	if tx.r == nil {
-		r := &RetryQueue{PlanID: tx.s.Plan, Retries: []Retry{}}
-		if err := readJSON(tx.s.Dir.RetryQueue(tx.s.Plan), r); err != nil {
-			return nil, err
-		}
-		if r.Retries == nil {
-			r.Retries = []Retry{}
-		}
-		tx.r = r
+	r, err := readOnce(&tx.r, tx.s.Dir.RetryQueue(tx.s.Plan), RetryQueue{PlanID: tx.s.Plan})
+	if err == nil && r.Retries == nil {
+		r.Retries = []Retry{}
 	}
-	return tx.r, nil
+	return r, err
 }
 
 // SetRetry replaces the retry queue, unread, to be written at the end of the transaction.
@@ -241,21 +225,27 @@ func (tx *Tx) ChangedRetry() { tx.rDirty = true }
 // Progress returns the progress file (nil Agents and a zero StartedAt when there is none);
 // ChangedProgress marks it to be written.
 func (tx *Tx) Progress() (*Progress, error) {
-	if tx.p == nil {
-		p := &Progress{PlanID: tx.s.Plan, Phase: PhaseImplementation, Agents: []Agent{}}
-		if err := readJSON(tx.s.Dir.Progress(tx.s.Plan), p); err != nil {
-			return nil, err
-		}
-		if p.Agents == nil {
-			p.Agents = []Agent{}
-		}
-		tx.p = p
+	p, err := readOnce(&tx.p, tx.s.Dir.Progress(tx.s.Plan), Progress{PlanID: tx.s.Plan, Phase: PhaseImplementation})
+	if err == nil && p.Agents == nil {
+		p.Agents = []Agent{}
 	}
-	return tx.p, nil
+	return p, err
 }
 
 // ChangedProgress marks the progress file to be written.
 func (tx *Tx) ChangedProgress() { tx.pDirty = true }
+
+// readOnce is *v, read from the file at path (def when there is none) unless the transaction
+// read it already.
+func readOnce[T any](v **T, path string, def T) (*T, error) {
+	if *v == nil {
+		if err := readJSON(path, &def); err != nil {
+			return nil, err
+		}
+		*v = &def
+	}
+	return *v, nil
+}
 
 // readJSON decodes the state file at path into v; a missing file leaves v as it is.
 func readJSON(path string, v any) error {
@@ -321,16 +311,16 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 	return s.write(tx, files, changed)
 }
 
-// txFile is the retry queue or the progress as a transaction writes it.
+// txFile is a file as a transaction writes it.
 type txFile struct {
 	path, kind string
 	doc        []byte
 }
 
 // encode encodes what tx changed and checks every document against its schema before the first
-// is written: the retry queue and the progress, when changed, in the order they are written,
-// then the task queue, into s.buf. changed are the tasks whose encoding is new, the ones the
-// transaction changed (with s.Guard; nil without).
+// is written: the retry queue and the progress, when changed, then the task queue (the truth,
+// into s.buf), in the order they are written. changed are the tasks whose encoding is new
+// (checked now), the ones the transaction changed.
 func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	if tx.rDirty {
 		files = append(files, txFile{s.Dir.RetryQueue(s.Plan), KindRetryQueue, marshal(tx.r)})
@@ -345,21 +335,15 @@ func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	}
 	if tx.qDirty {
 		s.cached = nil
-		if s.Guard {
-			for i := range tx.q.enc {
-				if tx.q.enc[i].b == nil {
-					changed = append(changed, i)
-				}
-			}
-		}
-		if s.buf, err = tx.q.appendChecked(s.buf[:0]); err != nil {
+		if s.buf, changed, err = tx.q.appendChecked(s.buf[:0]); err != nil {
 			return nil, nil, fmt.Errorf("not writing %s: %w", s.Dir.TaskQueue(s.Plan), err)
 		}
+		files = append(files, txFile{s.Dir.TaskQueue(s.Plan), KindTaskQueue, s.buf})
 	}
 	return files, changed, nil
 }
 
-// write writes files, then the task queue (the truth) last when tx changed it.
+// write writes files; with s.Guard, the tasks changed are then the ones the guard holds.
 func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 	// The files are written (each fsynced, then renamed into place) in this order, and their
 	// directory, where all three are, is fsynced once after the last rename: the transaction is
@@ -378,36 +362,18 @@ func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 		}
 	}()
 	for _, f := range files {
+		release := func() {}
+		if f.kind == KindTaskQueue {
+			release = s.holdOld(f.path)
+		}
 		sync, err := fsx.WriteFileAtomicLazy(f.path, f.doc, 0o600)
+		release()
 		if err != nil {
 			return err
 		}
 		syncDir = sync
 	}
-	if !tx.qDirty {
-		s.keepRead(tx)
-		return nil
-	}
-	sync, err := s.writeQueue(tx, changed)
-	if err != nil {
-		return err
-	}
-	syncDir = sync
-	return nil
-}
-
-// writeQueue writes the task queue encoded in s.buf, and keeps it in memory as the version of
-// the file just written; with s.Guard, the changed tasks are the ones the guard holds now.
-// sync is the directory's fsync, left to the caller.
-func (s *Store) writeQueue(tx *Tx, changed []int) (sync func(), err error) {
-	path := s.Dir.TaskQueue(s.Plan)
-	release := s.holdOld(path)
-	sync, err = fsx.WriteFileAtomicLazy(path, s.buf, 0o600)
-	release()
-	if err != nil {
-		return nil, err
-	}
-	if s.Guard {
+	if tx.qDirty && s.Guard {
 		if s.held == nil {
 			s.hold(tx.q)
 		}
@@ -415,40 +381,36 @@ func (s *Store) writeQueue(tx *Tx, changed []int) (sync func(), err error) {
 			s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
 		}
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		s.cached, s.stamp = tx.q, stampOf(fi)
-	}
-	return sync, nil
+	s.keep(tx)
+	return nil
 }
 
-// keepRead keeps in memory a task queue tx read and did not change, when none is kept.
-func (s *Store) keepRead(tx *Tx) {
+// keep keeps in memory the task queue tx wrote, as the version of the file just written, or one
+// it read and did not change, when none is kept (a write drops the one kept).
+func (s *Store) keep(tx *Tx) {
 	if tx.q == nil || s.cached != nil {
 		return
 	}
 	if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
-		// Read and not changed: kept, as the version of the file it was read from, unless
-		// the file changed after it was read (the stamp would then be the newer one's).
-		s.cached, s.stamp = tx.q, stampOf(fi)
+		// A queue read and not changed is kept as the version of the file it was read from,
+		// unless the file changed after it was read (the stat would then be the newer one's).
+		s.cached, s.stat = tx.q, fi
 	}
 }
 
 // View reads the task queue without the lock (readers need none: every write is a rename).
 func (s *Store) View() (*Queue, error) {
-	tx := &Tx{s: &Store{Dir: s.Dir, Plan: s.Plan}}
-	return tx.Queue()
+	return (&Tx{s: &Store{Dir: s.Dir, Plan: s.Plan}}).Queue()
 }
 
 // ViewProgress reads the progress file without the lock.
 func (s *Store) ViewProgress() (*Progress, error) {
-	tx := &Tx{s: s}
-	return tx.Progress()
+	return (&Tx{s: s}).Progress()
 }
 
 // ViewRetry reads the retry queue without the lock.
 func (s *Store) ViewRetry() (*RetryQueue, error) {
-	tx := &Tx{s: s}
-	return tx.Retry()
+	return (&Tx{s: s}).Retry()
 }
 
 func marshal(v any) []byte {
@@ -489,8 +451,8 @@ func (s *Store) ArchiveQueue(ctx context.Context, at time.Time) (string, error) 
 		if err != nil {
 			return err
 		}
-		doc := q.Encode()
-		if err := Check(KindTaskQueue, doc); err != nil {
+		doc, _, err := q.appendChecked(nil)
+		if err != nil {
 			return err
 		}
 		if err := statedir.Mkdir(s.Dir.Archive()); err != nil {

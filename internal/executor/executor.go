@@ -179,7 +179,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		// agent: it is closed (supervisor-lost, archived) by the next Open, and the task
 		// launches its next attempt, not counted as a try.
 		if run, err := record.ReadRun(d.Store.RunPath(job.Bead)); err == nil && run.Attempt == job.Adopt && !LaunchCut(ctx, d, job.Bead, job.Adopt) {
-			return l.await(ctx, job.Bead, job.Adopt)
+			return l.await(ctx, slot, nil, job.Bead, job.Adopt)
 		}
 	}
 	// Once numbered, the attempt is launched whole whatever happens to ctx: a half launch would
@@ -189,7 +189,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if err != nil {
 		if job.Adopt > 0 && errors.Is(err, attempt.ErrRunning) {
 			// Judged cut short, but its serving supervisor claimed it meanwhile: adopted.
-			return l.await(ctx, job.Bead, job.Adopt)
+			return l.await(ctx, slot, nil, job.Bead, job.Adopt)
 		}
 		return failed(0, "launch-failed", err)
 	}
@@ -217,12 +217,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if job.Checkpoint != nil {
 		job.Checkpoint("launched")
 	}
-	var out Outcome
-	if srv != nil {
-		out = l.awaitServed(ctx, slot, srv, job.Bead, n)
-	} else {
-		out = l.await(ctx, job.Bead, n)
-	}
+	out := l.await(ctx, slot, srv, job.Bead, n)
 	// The records keep whole seconds (dispatch.sh's format): a task of 0.4 s would last 0 s
 	// and a run of such tasks report no parallel speedup. An attempt launched here is timed by
 	// this clock, from its launch to its judged end.
@@ -312,25 +307,6 @@ func (l *Local) Close() {
 	}
 }
 
-// awaitServed waits for the attempt slot's serving supervisor srv runs to be recorded, and
-// judges it. When ctx ends first, the supervisor is stopped (SIGTERM: it stops the agent,
-// records the end and exits) and the attempt reported Interrupted. A supervisor lost meanwhile
-// is forgotten: its attempt is judged by its records (supervisor-lost).
-func (l *Local) awaitServed(ctx context.Context, slot Slot, srv *attempt.Server, bead string, n int) Outcome {
-	err := srv.Wait(ctx)
-	interrupted := err != nil && ctx.Err() != nil
-	if interrupted {
-		syscall.Kill(srv.Pid, syscall.SIGTERM)
-		err = srv.Wait(context.Background())
-	}
-	if err != nil || interrupted {
-		l.drop(slot, srv)
-	}
-	out := l.judge(context.WithoutCancel(ctx), bead, n)
-	out.Interrupted = interrupted
-	return out
-}
-
 // LaunchCut says whether attempt n of bead in d was registered but never handed to a
 // supervisor: its registry entry still says launching (pid 0) and no supervisor of the bead is
 // alive. A supervisor of the bead found alive (it took its spec as its starter died) is waited
@@ -414,16 +390,50 @@ func (l *Local) task(slot Slot, job Job, n int) (*attempt.Task, error) {
 		Env: append(env, "SWARM_AGENT_ID="+slot.ID)}, nil
 }
 
-// await waits for bead's supervisor to end and judges attempt n by its records. When ctx ends
-// first, the attempt is stopped (its supervisor records the end) and reported Interrupted.
-func (l *Local) await(ctx context.Context, bead string, n int) Outcome {
-	interrupted := Await(ctx, l.dir(), l.where(), bead) != nil
-	if interrupted {
-		Halt(l.dir(), l.where(), bead)
+// await waits for attempt n of bead to be recorded, and judges it. The attempt is run by slot's
+// serving supervisor srv or, when srv is nil, by a supervisor of its own (awaitOwn). When ctx
+// ends first, the supervisor is stopped (SIGTERM: it stops the agent, records the end and
+// exits) and the attempt reported Interrupted. A serving supervisor lost meanwhile is
+// forgotten: its attempt is judged by its records (supervisor-lost).
+func (l *Local) await(ctx context.Context, slot Slot, srv *attempt.Server, bead string, n int) Outcome {
+	interrupted := false
+	if srv == nil {
+		interrupted = l.awaitOwn(ctx, bead)
+	} else {
+		err := srv.Wait(ctx)
+		if interrupted = err != nil && ctx.Err() != nil; interrupted {
+			syscall.Kill(srv.Pid, syscall.SIGTERM)
+			err = srv.Wait(context.Background())
+		}
+		if err != nil || interrupted {
+			l.drop(slot, srv)
+		}
 	}
 	out := l.judge(context.WithoutCancel(ctx), bead, n)
 	out.Interrupted = interrupted
 	return out
+}
+
+// awaitOwn waits until the supervisor of bead's attempt has ended. When ctx ends first, the
+// attempt runs on until it is stopped: its supervisor gets SIGTERM (it stops the agent, giving
+// it the kill grace, and records the end), is waited for until it has ended, and interrupted is
+// true (taskgraph's meaning of interrupted).
+func (l *Local) awaitOwn(ctx context.Context, bead string) (interrupted bool) {
+	d, w := l.dir(), l.where()
+	for {
+		live, entry := attempt.Alive(context.Background(), d, w, bead)
+		if !live {
+			return interrupted
+		}
+		wctx, limit := ctx, time.Duration(0)
+		if ctx.Err() != nil {
+			if !interrupted {
+				attempt.Stop(context.Background(), nil, entry, "", syscall.SIGTERM)
+			}
+			interrupted, wctx, limit = true, context.Background(), w.KillGrace+10*time.Second
+		}
+		supervise.WaitExit(wctx, entry, limit)
+	}
 }
 
 // judge reads the end of bead's attempt n from its records (Judge), and the end of its output.

@@ -4,10 +4,12 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,29 +347,12 @@ func supervisorOf(bead string) int {
 	return 0
 }
 
-// spec is the job's attempt n as its supervisor is handed it (attempt.Machine.Spec, as a
-// dispatch's), with the job's Prepare applied to the agent's command line.
+// spec is the job's attempt n as its supervisor is handed it: a task of its own (its agent
+// looked up with its model, the prompt sent as it is (no dispatch additions) asking claude for
+// its JSON result, the records' max_retries never below n, and the agents' environment with the
+// job's and the slot's (SWARM_AGENT_ID)) made a spec by attempt.Machine.Spec, as a dispatch's
+// is, with the job's Prepare applied to the agent's command line.
 func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
-	t, err := l.task(slot, job, n)
-	if err != nil {
-		return nil, err
-	}
-	m := attempt.Machine{Dir: l.dir(), StateDir: l.StateDir, Backend: supervise.BackendProcess,
-		KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB}
-	spec := m.Spec(t, n, job.Dir, job.Branch)
-	if job.Prepare != nil {
-		if spec.Attempt.Argv, err = job.Prepare(n, spec.Attempt.Argv); err != nil {
-			return nil, err
-		}
-	}
-	return spec, nil
-}
-
-// task is the job's attempt n as a task of its own: its agent looked up with its model, the
-// prompt sent as it is (no dispatch additions) asking claude for its JSON result, the
-// records' max_retries never below n, and the agents' environment with the job's and the
-// slot's (SWARM_AGENT_ID).
-func (l *Local) task(slot Slot, job Job, n int) (*attempt.Task, error) {
 	if l.Agents == nil {
 		return nil, errors.New("no agents config")
 	}
@@ -379,15 +364,19 @@ func (l *Local) task(slot Slot, job Job, n int) (*attempt.Task, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	repo := job.Repo
-	if repo == "" {
-		repo = job.Dir
-	}
-	env := append(append([]string{}, l.Env...), job.Env...)
-	return &attempt.Task{Bead: job.Bead, Profile: profile, Config: l.Agents, Model: profile.Model(job.Model, getenv),
-		Repo: repo, Prompt: job.Prompt, Template: l.Template, MaxRetries: max(job.MaxAttempts, n), Bare: true,
+	t := &attempt.Task{Bead: job.Bead, Profile: profile, Config: l.Agents, Model: profile.Model(job.Model, getenv),
+		Repo: cmp.Or(job.Repo, job.Dir), Prompt: job.Prompt, Template: l.Template, MaxRetries: max(job.MaxAttempts, n), Bare: true,
 		JSONOutput: true, Timeout: job.Timeout, Inactivity: job.Inactivity,
-		Env: append(env, "SWARM_AGENT_ID="+slot.ID)}, nil
+		Env: slices.Concat(l.Env, job.Env, []string{"SWARM_AGENT_ID=" + slot.ID})}
+	m := attempt.Machine{Dir: l.dir(), StateDir: l.StateDir, Backend: supervise.BackendProcess,
+		KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB}
+	spec := m.Spec(t, n, job.Dir, job.Branch)
+	if job.Prepare != nil {
+		if spec.Attempt.Argv, err = job.Prepare(n, spec.Attempt.Argv); err != nil {
+			return nil, err
+		}
+	}
+	return spec, nil
 }
 
 // await waits for attempt n of bead to be recorded, and judges it. The attempt is run by slot's

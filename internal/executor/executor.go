@@ -331,16 +331,13 @@ func LaunchCut(ctx context.Context, d attempt.Dir, bead string, n int) bool {
 
 // supervisorOf is the pid of a live supervisor of bead found in /proc, or 0.
 func supervisorOf(bead string) int {
-	names, err := fsx.Names("/proc", func(name string) (string, bool) {
-		_, err := strconv.Atoi(name)
-		return name, err == nil
-	})
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
 	}
-	for _, n := range names {
-		pid, _ := strconv.Atoi(n)
-		if pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
 			return pid
 		}
 	}

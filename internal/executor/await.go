@@ -24,20 +24,28 @@ func Judge(ctx context.Context, d attempt.Dir, bead string, n int) (Outcome, *re
 		return failed(n, "no-run-record", err), nil, err
 	}
 	run := v.Run
-	out := Outcome{Attempt: n, Status: run.Status, Reason: v.Reason, Run: run}
+	out := recorded(n, run.Status, run.ExitCode, run.StartedAt, run.FinishedAt)
+	out.Reason, out.Run = v.Reason, run
 	if run.Status == record.StatusRunning {
 		out.Status = record.StatusFailed
 	}
-	if run.ExitCode != nil {
-		c := int(*run.ExitCode)
+	return out, run, nil
+}
+
+// recorded is attempt n's Outcome with a record's status, exit code and times (finished now
+// when the record names no end): a run record's here (Judge), a host's result record
+// (outcomeOf).
+func recorded(n int, status string, exit *int64, started string, finished *string) Outcome {
+	out := Outcome{Attempt: n, Status: status, Finished: time.Now()}
+	if exit != nil {
+		c := int(*exit)
 		out.ExitCode = &c
 	}
-	out.Started, _ = record.ParseTime(run.StartedAt)
-	if run.FinishedAt != nil {
-		out.Finished, _ = record.ParseTime(*run.FinishedAt)
+	out.Started, _ = record.ParseTime(started)
+	if finished != nil {
+		if f, ok := record.ParseTime(*finished); ok {
+			out.Finished = f
+		}
 	}
-	if out.Finished.IsZero() {
-		out.Finished = time.Now()
-	}
-	return out, run, nil
+	return out
 }

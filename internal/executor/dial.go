@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -45,9 +46,7 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 	errs := make([]error, len(hosts.Hosts))
 	var wg sync.WaitGroup
 	for i := range hosts.Hosts {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			h := &hosts.Hosts[i]
 			conn, err := d.Dial(ctx, h)
 			if err == nil {
@@ -66,14 +65,13 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 				log = hostLog{w: o.Log, prefix: o.LogPrefix + h.Name + ": "}
 			}
 			execs[i] = &Remote{Conn: conn, Repo: o.Repo, StateDir: o.StateDir, OfflineAfter: offline, KillGrace: grace, Log: log}
-		}(i)
+		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			d.Close()
-			return nil, nil, err
-		}
+	// The first host's error, in hosts' order.
+	if err := cmp.Or(errs...); err != nil {
+		d.Close()
+		return nil, nil, err
 	}
 	return execs, func() { d.Close() }, nil
 }

@@ -71,8 +71,7 @@ func (r *Remote) Slots() []Slot {
 	h := r.Conn.Host
 	var port *int
 	if h.Port != 0 {
-		p := h.Port
-		port = &p
+		port = new(h.Port)
 	}
 	out := make([]Slot, h.MaxAgents)
 	for i := range out {
@@ -129,9 +128,7 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 			return adopted
 		}
 	}
-	n := 0
 	a.Numbered = func(num int) []string {
-		n = num
 		if job.Launched != nil {
 			job.Launched(num)
 		}
@@ -153,11 +150,13 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 	}
 	run, err := r.Conn.RunAttempt(ctx, a)
 	unlock()
+	// RunAttempt returns the run once the attempt is numbered, whatever its error.
+	n, sent := 0, time.Time{}
+	var snap *remote.Snapshot
 	if run != nil {
-		n = run.Number
+		n, sent, snap = run.Number, run.Sent, run.Snapshot
 	}
-	var refused *remote.StartError
-	if errors.As(err, &refused) {
+	if refused, ok := errors.AsType[*remote.StartError](err); ok {
 		return failed(n, "launch-failed", refused)
 	}
 	if errors.Is(err, remote.ErrNotStarted) {
@@ -165,11 +164,6 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 		// offline for the run, as a connection lost before the start is, and the task runs
 		// elsewhere at once (no agent of it is at work there).
 		return r.offlineOutcome(n, at.lastBeat(), time.Now(), err)
-	}
-	sent := time.Time{}
-	var snap *remote.Snapshot
-	if run != nil {
-		sent, snap = run.Sent, run.Snapshot
 	}
 	out = r.settle(ctx, at, n, snap, err, sent)
 	// The host's records keep whole seconds, on the host's clock: a task of 0.4 s would last
@@ -307,11 +301,10 @@ func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remot
 			kind = "branch-not-brought-back"
 			err = r.bringBranch(bctx, job, at.hostWT)
 		}
-		var stray *fgit.StrayError
-		switch {
+		switch _, stray := errors.AsType[*fgit.StrayError](err); {
 		case err == nil:
 			return out
-		case errors.As(err, &stray):
+		case stray:
 			// The agent's work is on a branch of its own there that the task's cannot take
 			// by a fast-forward: no try changes that. It stays there, as a local one stays
 			// in its worktree, and the attempt fails as a local one does.

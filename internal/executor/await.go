@@ -3,15 +3,19 @@ package executor
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/screen"
 )
 
 // Judge reads the end of bead's attempt n in d from its run record (attempt.Judge: one whose
 // supervisor was lost is closed as supervisor-lost first), and returns it as an Outcome with
-// the record it was read from. When it cannot be read, the Outcome is failed with a reason
+// the record it was read from and the end of the agent's output (its last 2000 bytes, its
+// control sequences stripped). When it cannot be read, the Outcome is failed with a reason
 // naming why (reconcile-failed, records-replaced, no-run-record), and the error is returned.
 func Judge(ctx context.Context, d attempt.Dir, bead string, n int) (Outcome, *record.Run, error) {
 	v, err := attempt.Judge(ctx, d, bead, n)
@@ -29,6 +33,10 @@ func Judge(ctx context.Context, d attempt.Dir, bead string, n int) (Outcome, *re
 	if run.Status == record.StatusRunning {
 		out.Status = record.StatusFailed
 	}
+	if b, err := fsx.ReadTail(d.Layout.LogPath(bead), 4096); err == nil {
+		logs := strings.TrimSpace(screen.Strip(string(b)))
+		out.Logs = logs[max(0, len(logs)-2000):]
+	}
 	return out, run, nil
 }
 
@@ -38,8 +46,7 @@ func Judge(ctx context.Context, d attempt.Dir, bead string, n int) (Outcome, *re
 func recorded(n int, status string, exit *int64, started string, finished *string) Outcome {
 	out := Outcome{Attempt: n, Status: status, Finished: time.Now()}
 	if exit != nil {
-		c := int(*exit)
-		out.ExitCode = &c
+		out.ExitCode = new(int(*exit))
 	}
 	out.Started, _ = record.ParseTime(started)
 	if finished != nil {

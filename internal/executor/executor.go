@@ -18,9 +18,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/screen"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
@@ -207,7 +205,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	launched := time.Now()
 	srv, err := l.launch(lctx, slot, opened, spec)
 	if err != nil {
-		out := l.judge(lctx, job.Bead, n)
+		out, _, _ := Judge(lctx, l.dir(), job.Bead, n)
 		if out.Reason == "" {
 			out.Reason = oneLine(err)
 		}
@@ -395,7 +393,7 @@ func (l *Local) await(ctx context.Context, slot Slot, srv *attempt.Server, bead 
 			l.drop(slot, srv)
 		}
 	}
-	out := l.judge(context.WithoutCancel(ctx), bead, n)
+	out, _, _ := Judge(context.WithoutCancel(ctx), l.dir(), bead, n)
 	out.Interrupted = interrupted
 	return out
 }
@@ -420,22 +418,6 @@ func (l *Local) awaitOwn(ctx context.Context, bead string) (interrupted bool) {
 		}
 		supervise.WaitExit(wctx, entry, limit)
 	}
-}
-
-// judge reads the end of bead's attempt n from its records (Judge), and the end of its output.
-func (l *Local) judge(ctx context.Context, bead string, n int) Outcome {
-	d := l.dir()
-	out, _, err := Judge(ctx, d, bead, n)
-	if err != nil {
-		return out
-	}
-	if b, err := fsx.ReadTail(d.Layout.LogPath(bead), 4096); err == nil {
-		out.Logs = strings.TrimSpace(screen.Strip(string(b)))
-		if len(out.Logs) > 2000 {
-			out.Logs = out.Logs[len(out.Logs)-2000:]
-		}
-	}
-	return out
 }
 
 // failed is an attempt that could not run.

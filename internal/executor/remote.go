@@ -88,13 +88,6 @@ func (r *Remote) StopGrace() time.Duration { return orDur(r.KillGrace, 10*time.S
 // Offline says whether the host stopped answering during the run.
 func (r *Remote) Offline() bool { return r.offline.Load() }
 
-func (r *Remote) lease(job Job) time.Duration {
-	if job.Timeout > 0 {
-		return job.Timeout
-	}
-	return orDur(r.Lease, time.Hour)
-}
-
 func orDur(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
@@ -121,7 +114,9 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 		// run there, started at the first and again if it dies.
 		r.Conn.Serve()
 	}
-	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: r.Conn.Host.Repo}.WorktreePath(job.Bead), lease: r.lease(job)}
+	// Its deadline there: the task's timeout, else Lease.
+	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: r.Conn.Host.Repo}.WorktreePath(job.Bead),
+		lease: orDur(job.Timeout, orDur(r.Lease, time.Hour))}
 	a := r.attempt(slot, at)
 	if job.Adopt > 0 && !r.offline.Load() {
 		if adopted, ok := r.adopt(ctx, at, a.Watch); ok {

@@ -206,12 +206,9 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	srv, err := l.launch(lctx, slot, opened, spec)
 	if err != nil {
 		out, _, _ := Judge(lctx, l.dir(), job.Bead, n)
-		if out.Reason == "" {
-			out.Reason = oneLine(err)
-		}
-		if out.Err == nil {
-			out.Err = err
-		}
+		// What the records say first, else the launch's error.
+		out.Reason = cmp.Or(out.Reason, oneLine(err))
+		out.Err = cmp.Or(out.Err, err)
 		return out
 	}
 	if job.Checkpoint != nil {

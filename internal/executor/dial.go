@@ -37,7 +37,7 @@ type DialOptions struct {
 // (remote.ErrVersion). A host's kill grace is o.KillGrace's.
 // swarm run --hosts and ralph queue run --hosts both dial this way.
 func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remote, func(), error) {
-	offline := orDur(o.OfflineAfter, 30*time.Second)
+	offline := remote.OrDefault(o.OfflineAfter, 30*time.Second)
 	d, err := remote.NewDialer(remote.Options{ConnectTimeout: min(10*time.Second, offline/2), AliveInterval: max(time.Second, offline/4)})
 	if err != nil {
 		return nil, nil, err

@@ -83,17 +83,12 @@ func (r *Remote) Slots() []Slot {
 // StopGrace is how long after its deadline there (or after it was told to stop) an attempt on
 // the host may still run: the host's kill grace (0: 10 s) and LeaseMargin. Its task must not
 // run elsewhere before.
-func (r *Remote) StopGrace() time.Duration { return orDur(r.KillGrace, 10*time.Second) + LeaseMargin }
+func (r *Remote) StopGrace() time.Duration {
+	return remote.OrDefault(r.KillGrace, 10*time.Second) + LeaseMargin
+}
 
 // Offline says whether the host stopped answering during the run.
 func (r *Remote) Offline() bool { return r.offline.Load() }
-
-func orDur(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
 
 // Run runs one attempt of job on the host. An attempt to adopt (job.Adopt, after --resume)
 // is looked for there first: one the host's records name is followed to its end (or judged
@@ -116,7 +111,7 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 	}
 	// Its deadline there: the task's timeout, else Lease.
 	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: r.Conn.Host.Repo}.WorktreePath(job.Bead),
-		lease: orDur(job.Timeout, orDur(r.Lease, time.Hour))}
+		lease: remote.OrDefault(job.Timeout, remote.OrDefault(r.Lease, time.Hour))}
 	a := r.attempt(slot, at)
 	if job.Adopt > 0 && !r.offline.Load() {
 		if adopted, ok := r.adopt(ctx, at, a.Watch); ok {
@@ -240,7 +235,7 @@ func (r *Remote) adopt(ctx context.Context, at *hostAttempt, w remote.Watch) (Ou
 	// Its start was sent before now (by the earlier run): a deadline counted from now, on this
 	// machine's clock, is later than the host's own.
 	sent := time.Now()
-	snap, err := r.Conn.Snapshot(ctx, job.Bead, orDur(r.OfflineAfter, 30*time.Second))
+	snap, err := r.Conn.Snapshot(ctx, job.Bead, remote.OrDefault(r.OfflineAfter, 30*time.Second))
 	if err != nil {
 		// Not known whether it runs there: held until its deadline could have passed.
 		return r.settle(ctx, at, job.Adopt, nil, err, sent), true
@@ -308,7 +303,7 @@ func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remot
 		case errors.Is(err, remote.ErrNoMaster) && try < bringTries:
 			// The master closed (its ServerAlive checks gave up): a host that answers again
 			// is not offline, and its finished attempt is brought back, not run elsewhere.
-			rctx, cancel := context.WithTimeout(bctx, orDur(r.OfflineAfter, 30*time.Second))
+			rctx, cancel := context.WithTimeout(bctx, remote.OrDefault(r.OfflineAfter, 30*time.Second))
 			rerr := r.Conn.Reconnect(rctx)
 			cancel()
 			if rerr != nil {

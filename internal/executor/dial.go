@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -36,7 +37,7 @@ type DialOptions struct {
 // (remote.ErrVersion). A host's kill grace is o.KillGrace's.
 // swarm run --hosts and ralph queue run --hosts both dial this way.
 func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remote, func(), error) {
-	offline := orDur(o.OfflineAfter, 30*time.Second)
+	offline := remote.OrDefault(o.OfflineAfter, 30*time.Second)
 	d, err := remote.NewDialer(remote.Options{ConnectTimeout: min(10*time.Second, offline/2), AliveInterval: max(time.Second, offline/4)})
 	if err != nil {
 		return nil, nil, err
@@ -45,9 +46,7 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 	errs := make([]error, len(hosts.Hosts))
 	var wg sync.WaitGroup
 	for i := range hosts.Hosts {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			h := &hosts.Hosts[i]
 			conn, err := d.Dial(ctx, h)
 			if err == nil {
@@ -66,14 +65,13 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 				log = hostLog{w: o.Log, prefix: o.LogPrefix + h.Name + ": "}
 			}
 			execs[i] = &Remote{Conn: conn, Repo: o.Repo, StateDir: o.StateDir, OfflineAfter: offline, KillGrace: grace, Log: log}
-		}(i)
+		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			d.Close()
-			return nil, nil, err
-		}
+	// The first host's error, in hosts' order.
+	if err := cmp.Or(errs...); err != nil {
+		d.Close()
+		return nil, nil, err
 	}
 	return execs, func() { d.Close() }, nil
 }

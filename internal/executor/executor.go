@@ -4,10 +4,12 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +18,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
-	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/screen"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
 
@@ -179,7 +179,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 		// agent: it is closed (supervisor-lost, archived) by the next Open, and the task
 		// launches its next attempt, not counted as a try.
 		if run, err := record.ReadRun(d.Store.RunPath(job.Bead)); err == nil && run.Attempt == job.Adopt && !LaunchCut(ctx, d, job.Bead, job.Adopt) {
-			return l.await(ctx, job.Bead, job.Adopt)
+			return l.await(ctx, slot, nil, job.Bead, job.Adopt)
 		}
 	}
 	// Once numbered, the attempt is launched whole whatever happens to ctx: a half launch would
@@ -189,7 +189,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	if err != nil {
 		if job.Adopt > 0 && errors.Is(err, attempt.ErrRunning) {
 			// Judged cut short, but its serving supervisor claimed it meanwhile: adopted.
-			return l.await(ctx, job.Bead, job.Adopt)
+			return l.await(ctx, slot, nil, job.Bead, job.Adopt)
 		}
 		return failed(0, "launch-failed", err)
 	}
@@ -205,24 +205,16 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	launched := time.Now()
 	srv, err := l.launch(lctx, slot, opened, spec)
 	if err != nil {
-		out := l.judge(lctx, job.Bead, n)
-		if out.Reason == "" {
-			out.Reason = oneLine(err)
-		}
-		if out.Err == nil {
-			out.Err = err
-		}
+		out, _, _ := Judge(lctx, l.dir(), job.Bead, n)
+		// What the records say first, else the launch's error.
+		out.Reason = cmp.Or(out.Reason, oneLine(err))
+		out.Err = cmp.Or(out.Err, err)
 		return out
 	}
 	if job.Checkpoint != nil {
 		job.Checkpoint("launched")
 	}
-	var out Outcome
-	if srv != nil {
-		out = l.awaitServed(ctx, slot, srv, job.Bead, n)
-	} else {
-		out = l.await(ctx, job.Bead, n)
-	}
+	out := l.await(ctx, slot, srv, job.Bead, n)
 	// The records keep whole seconds (dispatch.sh's format): a task of 0.4 s would last 0 s
 	// and a run of such tasks report no parallel speedup. An attempt launched here is timed by
 	// this clock, from its launch to its judged end.
@@ -312,25 +304,6 @@ func (l *Local) Close() {
 	}
 }
 
-// awaitServed waits for the attempt slot's serving supervisor srv runs to be recorded, and
-// judges it. When ctx ends first, the supervisor is stopped (SIGTERM: it stops the agent,
-// records the end and exits) and the attempt reported Interrupted. A supervisor lost meanwhile
-// is forgotten: its attempt is judged by its records (supervisor-lost).
-func (l *Local) awaitServed(ctx context.Context, slot Slot, srv *attempt.Server, bead string, n int) Outcome {
-	err := srv.Wait(ctx)
-	interrupted := err != nil && ctx.Err() != nil
-	if interrupted {
-		syscall.Kill(srv.Pid, syscall.SIGTERM)
-		err = srv.Wait(context.Background())
-	}
-	if err != nil || interrupted {
-		l.drop(slot, srv)
-	}
-	out := l.judge(context.WithoutCancel(ctx), bead, n)
-	out.Interrupted = interrupted
-	return out
-}
-
 // LaunchCut says whether attempt n of bead in d was registered but never handed to a
 // supervisor: its registry entry still says launching (pid 0) and no supervisor of the bead is
 // alive. A supervisor of the bead found alive (it took its spec as its starter died) is waited
@@ -353,45 +326,25 @@ func LaunchCut(ctx context.Context, d attempt.Dir, bead string, n int) bool {
 
 // supervisorOf is the pid of a live supervisor of bead found in /proc, or 0.
 func supervisorOf(bead string) int {
-	names, err := fsx.Names("/proc", func(name string) (string, bool) {
-		_, err := strconv.Atoi(name)
-		return name, err == nil
-	})
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
 	}
-	for _, n := range names {
-		pid, _ := strconv.Atoi(n)
-		if pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
 			return pid
 		}
 	}
 	return 0
 }
 
-// spec is the job's attempt n as its supervisor is handed it (attempt.Machine.Spec, as a
-// dispatch's), with the job's Prepare applied to the agent's command line.
+// spec is the job's attempt n as its supervisor is handed it: a task of its own (its agent
+// looked up with its model, the prompt sent as it is (no dispatch additions) asking claude for
+// its JSON result, the records' max_retries never below n, and the agents' environment with the
+// job's and the slot's (SWARM_AGENT_ID)) made a spec by attempt.Machine.Spec, as a dispatch's
+// is, with the job's Prepare applied to the agent's command line.
 func (l *Local) spec(slot Slot, job Job, n int) (*attempt.Spec, error) {
-	t, err := l.task(slot, job, n)
-	if err != nil {
-		return nil, err
-	}
-	m := attempt.Machine{Dir: l.dir(), StateDir: l.StateDir, Backend: supervise.BackendProcess,
-		KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB}
-	spec := m.Spec(t, n, job.Dir, job.Branch)
-	if job.Prepare != nil {
-		if spec.Attempt.Argv, err = job.Prepare(n, spec.Attempt.Argv); err != nil {
-			return nil, err
-		}
-	}
-	return spec, nil
-}
-
-// task is the job's attempt n as a task of its own: its agent looked up with its model, the
-// prompt sent as it is (no dispatch additions) asking claude for its JSON result, the
-// records' max_retries never below n, and the agents' environment with the job's and the
-// slot's (SWARM_AGENT_ID).
-func (l *Local) task(slot Slot, job Job, n int) (*attempt.Task, error) {
 	if l.Agents == nil {
 		return nil, errors.New("no agents config")
 	}
@@ -403,43 +356,65 @@ func (l *Local) task(slot Slot, job Job, n int) (*attempt.Task, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	repo := job.Repo
-	if repo == "" {
-		repo = job.Dir
-	}
-	env := append(append([]string{}, l.Env...), job.Env...)
-	return &attempt.Task{Bead: job.Bead, Profile: profile, Config: l.Agents, Model: profile.Model(job.Model, getenv),
-		Repo: repo, Prompt: job.Prompt, Template: l.Template, MaxRetries: max(job.MaxAttempts, n), Bare: true,
+	t := &attempt.Task{Bead: job.Bead, Profile: profile, Config: l.Agents, Model: profile.Model(job.Model, getenv),
+		Repo: cmp.Or(job.Repo, job.Dir), Prompt: job.Prompt, Template: l.Template, MaxRetries: max(job.MaxAttempts, n), Bare: true,
 		JSONOutput: true, Timeout: job.Timeout, Inactivity: job.Inactivity,
-		Env: append(env, "SWARM_AGENT_ID="+slot.ID)}, nil
+		Env: slices.Concat(l.Env, job.Env, []string{"SWARM_AGENT_ID=" + slot.ID})}
+	m := attempt.Machine{Dir: l.dir(), StateDir: l.StateDir, Backend: supervise.BackendProcess,
+		KillGrace: l.KillGrace, MinFreeMB: l.MinFreeMB}
+	spec := m.Spec(t, n, job.Dir, job.Branch)
+	if job.Prepare != nil {
+		if spec.Attempt.Argv, err = job.Prepare(n, spec.Attempt.Argv); err != nil {
+			return nil, err
+		}
+	}
+	return spec, nil
 }
 
-// await waits for bead's supervisor to end and judges attempt n by its records. When ctx ends
-// first, the attempt is stopped (its supervisor records the end) and reported Interrupted.
-func (l *Local) await(ctx context.Context, bead string, n int) Outcome {
-	interrupted := Await(ctx, l.dir(), l.where(), bead) != nil
-	if interrupted {
-		Halt(l.dir(), l.where(), bead)
+// await waits for attempt n of bead to be recorded, and judges it. The attempt is run by slot's
+// serving supervisor srv or, when srv is nil, by a supervisor of its own (awaitOwn). When ctx
+// ends first, the supervisor is stopped (SIGTERM: it stops the agent, records the end and
+// exits) and the attempt reported Interrupted. A serving supervisor lost meanwhile is
+// forgotten: its attempt is judged by its records (supervisor-lost).
+func (l *Local) await(ctx context.Context, slot Slot, srv *attempt.Server, bead string, n int) Outcome {
+	interrupted := false
+	if srv == nil {
+		interrupted = l.awaitOwn(ctx, bead)
+	} else {
+		err := srv.Wait(ctx)
+		if interrupted = err != nil && ctx.Err() != nil; interrupted {
+			syscall.Kill(srv.Pid, syscall.SIGTERM)
+			err = srv.Wait(context.Background())
+		}
+		if err != nil || interrupted {
+			l.drop(slot, srv)
+		}
 	}
-	out := l.judge(context.WithoutCancel(ctx), bead, n)
+	out, _, _ := Judge(context.WithoutCancel(ctx), l.dir(), bead, n)
 	out.Interrupted = interrupted
 	return out
 }
 
-// judge reads the end of bead's attempt n from its records (Judge), and the end of its output.
-func (l *Local) judge(ctx context.Context, bead string, n int) Outcome {
-	d := l.dir()
-	out, _, err := Judge(ctx, d, bead, n)
-	if err != nil {
-		return out
-	}
-	if b, err := fsx.ReadTail(d.Layout.LogPath(bead), 4096); err == nil {
-		out.Logs = strings.TrimSpace(screen.Strip(string(b)))
-		if len(out.Logs) > 2000 {
-			out.Logs = out.Logs[len(out.Logs)-2000:]
+// awaitOwn waits until the supervisor of bead's attempt has ended. When ctx ends first, the
+// attempt runs on until it is stopped: its supervisor gets SIGTERM (it stops the agent, giving
+// it the kill grace, and records the end), is waited for until it has ended, and interrupted is
+// true (taskgraph's meaning of interrupted).
+func (l *Local) awaitOwn(ctx context.Context, bead string) (interrupted bool) {
+	d, w := l.dir(), l.where()
+	for {
+		live, entry := attempt.Alive(context.Background(), d, w, bead)
+		if !live {
+			return interrupted
 		}
+		wctx, limit := ctx, time.Duration(0)
+		if ctx.Err() != nil {
+			if !interrupted {
+				attempt.Stop(context.Background(), nil, entry, "", syscall.SIGTERM)
+			}
+			interrupted, wctx, limit = true, context.Background(), w.KillGrace+10*time.Second
+		}
+		supervise.WaitExit(wctx, entry, limit)
 	}
-	return out
 }
 
 // failed is an attempt that could not run.

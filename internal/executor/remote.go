@@ -71,8 +71,7 @@ func (r *Remote) Slots() []Slot {
 	h := r.Conn.Host
 	var port *int
 	if h.Port != 0 {
-		p := h.Port
-		port = &p
+		port = new(h.Port)
 	}
 	out := make([]Slot, h.MaxAgents)
 	for i := range out {
@@ -84,24 +83,12 @@ func (r *Remote) Slots() []Slot {
 // StopGrace is how long after its deadline there (or after it was told to stop) an attempt on
 // the host may still run: the host's kill grace (0: 10 s) and LeaseMargin. Its task must not
 // run elsewhere before.
-func (r *Remote) StopGrace() time.Duration { return orDur(r.KillGrace, 10*time.Second) + LeaseMargin }
+func (r *Remote) StopGrace() time.Duration {
+	return remote.OrDefault(r.KillGrace, 10*time.Second) + LeaseMargin
+}
 
 // Offline says whether the host stopped answering during the run.
 func (r *Remote) Offline() bool { return r.offline.Load() }
-
-func (r *Remote) lease(job Job) time.Duration {
-	if job.Timeout > 0 {
-		return job.Timeout
-	}
-	return orDur(r.Lease, time.Hour)
-}
-
-func orDur(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
 
 // Run runs one attempt of job on the host. An attempt to adopt (job.Adopt, after --resume)
 // is looked for there first: one the host's records name is followed to its end (or judged
@@ -109,15 +96,11 @@ func orDur(d, def time.Duration) time.Duration {
 // The Outcome's reason and logs, which hold the host's text (a reason from its records, a
 // line of its output in an error), are made printable: swarm run prints them and keeps
 // them in its report.
-func (r *Remote) Run(ctx context.Context, slot Slot, job Job) Outcome {
-	out := r.run(ctx, slot, job)
-	out.Reason = remote.Printable(out.Reason)
-	out.Logs = strings.TrimSpace(screen.Strip(out.Logs))
-	return out
-}
-
-func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
-	h := r.Conn.Host
+func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
+	defer func() {
+		out.Reason = remote.Printable(out.Reason)
+		out.Logs = strings.TrimSpace(screen.Strip(out.Logs))
+	}()
 	if r.offline.Load() {
 		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
 	}
@@ -126,16 +109,16 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 		// run there, started at the first and again if it dies.
 		r.Conn.Serve()
 	}
-	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: h.Repo}.WorktreePath(job.Bead), lease: r.lease(job)}
+	// Its deadline there: the task's timeout, else Lease.
+	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: r.Conn.Host.Repo}.WorktreePath(job.Bead),
+		lease: remote.OrDefault(job.Timeout, remote.OrDefault(r.Lease, time.Hour))}
 	a := r.attempt(slot, at)
 	if job.Adopt > 0 && !r.offline.Load() {
-		if out, ok := r.adopt(ctx, at, a.Watch); ok {
-			return out
+		if adopted, ok := r.adopt(ctx, at, a.Watch); ok {
+			return adopted
 		}
 	}
-	n := 0
 	a.Numbered = func(num int) []string {
-		n = num
 		if job.Launched != nil {
 			job.Launched(num)
 		}
@@ -148,13 +131,7 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 		return r.lost(ctx, 0, time.Time{}, err)
 	}
 	r.mu.Lock()
-	unlocked := false
-	unlock := func() {
-		if !unlocked {
-			unlocked = true
-			r.mu.Unlock()
-		}
-	}
+	unlock := sync.OnceFunc(r.mu.Unlock)
 	a.Started = func() {
 		unlock()
 		if job.Checkpoint != nil {
@@ -163,25 +140,22 @@ func (r *Remote) run(ctx context.Context, slot Slot, job Job) Outcome {
 	}
 	run, err := r.Conn.RunAttempt(ctx, a)
 	unlock()
+	// RunAttempt returns the run once the attempt is numbered, whatever its error.
+	n, sent := 0, time.Time{}
+	var snap *remote.Snapshot
 	if run != nil {
-		n = run.Number
+		n, sent, snap = run.Number, run.Sent, run.Snapshot
 	}
-	var refused *remote.StartError
-	if errors.As(err, &refused) {
+	if refused, ok := errors.AsType[*remote.StartError](err); ok {
 		return failed(n, "launch-failed", refused)
 	}
 	if errors.Is(err, remote.ErrNotStarted) {
 		// Its start was lost with the connection and it never began there: the host is
 		// offline for the run, as a connection lost before the start is, and the task runs
 		// elsewhere at once (no agent of it is at work there).
-		return r.offlineOutcome(n, at.beat.get(), time.Now(), err)
+		return r.offlineOutcome(n, at.lastBeat(), time.Now(), err)
 	}
-	sent := time.Time{}
-	var snap *remote.Snapshot
-	if run != nil {
-		sent, snap = run.Sent, run.Snapshot
-	}
-	out := r.settle(ctx, at, n, snap, err, sent)
+	out = r.settle(ctx, at, n, snap, err, sent)
 	// The host's records keep whole seconds, on the host's clock: a task of 0.4 s would last
 	// 0 s and the run report no parallel speedup. An attempt started by this run is timed
 	// here, from its start sent to its end brought back, as a local one is.
@@ -197,28 +171,15 @@ type hostAttempt struct {
 	// hostWT is the task's worktree on the host, lease the attempt's deadline there.
 	hostWT string
 	lease  time.Duration
-	// beat is the last successful read of its records there, the heartbeat an offline
-	// Outcome reports.
-	beat heartbeat
+	// beat is the last successful read of its records there (a time.Time), set by the watch
+	// as it reads them: the heartbeat an offline Outcome reports.
+	beat atomic.Value
 }
 
-// heartbeat is a time the watch of an attempt sets as it reads the records, and Run reads when
-// the host is found offline.
-type heartbeat struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (h *heartbeat) set(t time.Time) {
-	h.mu.Lock()
-	h.t = t
-	h.mu.Unlock()
-}
-
-func (h *heartbeat) get() time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.t
+// lastBeat is the last successful read of the attempt's records there (zero: none).
+func (at *hostAttempt) lastBeat() time.Time {
+	t, _ := at.beat.Load().(time.Time)
+	return t
 }
 
 // attempt is how the host's dispatch is asked to run the attempt: in a worktree of its own on
@@ -237,7 +198,7 @@ func (r *Remote) attempt(slot Slot, at *hostAttempt) remote.Attempt {
 	return remote.Attempt{Args: args, Prompt: job.Prompt, Out: screen.NewStripWriter(log), ErrOut: screen.NewStripWriter(log),
 		Env: append(append([]string{}, job.Env...), "SWARM_AGENT_ID="+slot.ID),
 		Watch: remote.Watch{Every: r.Every, OfflineAfter: r.OfflineAfter, Heartbeat: func(t time.Time, _ *remote.Snapshot) {
-			at.beat.set(t)
+			at.beat.Store(t)
 			if job.Heartbeat != nil {
 				job.Heartbeat(t)
 			}
@@ -274,14 +235,12 @@ func (r *Remote) adopt(ctx context.Context, at *hostAttempt, w remote.Watch) (Ou
 	// Its start was sent before now (by the earlier run): a deadline counted from now, on this
 	// machine's clock, is later than the host's own.
 	sent := time.Now()
-	snap, err := r.Conn.Snapshot(ctx, job.Bead, orDur(r.OfflineAfter, 30*time.Second))
+	snap, err := r.Conn.Snapshot(ctx, job.Bead, remote.OrDefault(r.OfflineAfter, 30*time.Second))
 	if err != nil {
 		// Not known whether it runs there: held until its deadline could have passed.
 		return r.settle(ctx, at, job.Adopt, nil, err, sent), true
 	}
-	if w.Heartbeat != nil {
-		w.Heartbeat(time.Now(), snap)
-	}
+	w.Heartbeat(time.Now(), snap)
 	run, derr := record.DecodeRun(snap.Run)
 	switch {
 	case len(snap.Run) == 0 || derr != nil || run.Attempt < job.Adopt:
@@ -313,14 +272,11 @@ func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remot
 	case err != nil && ctx.Err() != nil:
 		r.stop(job.Bead)
 		return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "interrupted", Interrupted: true, Started: time.Now(), Finished: time.Now()}
+	case err != nil && sent.IsZero():
+		return r.lost(ctx, n, at.lastBeat(), err)
+	case errors.Is(err, remote.ErrUnreachable):
+		return r.offlineOutcome(n, at.lastBeat(), sent.Add(at.lease+r.StopGrace()), err)
 	case err != nil:
-		hb := at.beat.get()
-		if sent.IsZero() {
-			return r.lost(ctx, n, hb, err)
-		}
-		if errors.Is(err, remote.ErrUnreachable) {
-			return r.offlineOutcome(n, hb, sent.Add(at.lease+r.StopGrace()), err)
-		}
 		return failed(n, "remote-failed", err)
 	}
 	out := outcomeOf(n, snap)
@@ -335,11 +291,10 @@ func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remot
 			kind = "branch-not-brought-back"
 			err = r.bringBranch(bctx, job, at.hostWT)
 		}
-		var stray *fgit.StrayError
-		switch {
+		switch _, stray := errors.AsType[*fgit.StrayError](err); {
 		case err == nil:
 			return out
-		case errors.As(err, &stray):
+		case stray:
 			// The agent's work is on a branch of its own there that the task's cannot take
 			// by a fast-forward: no try changes that. It stays there, as a local one stays
 			// in its worktree, and the attempt fails as a local one does.
@@ -348,7 +303,7 @@ func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remot
 		case errors.Is(err, remote.ErrNoMaster) && try < bringTries:
 			// The master closed (its ServerAlive checks gave up): a host that answers again
 			// is not offline, and its finished attempt is brought back, not run elsewhere.
-			rctx, cancel := context.WithTimeout(bctx, orDur(r.OfflineAfter, 30*time.Second))
+			rctx, cancel := context.WithTimeout(bctx, remote.OrDefault(r.OfflineAfter, 30*time.Second))
 			rerr := r.Conn.Reconnect(rctx)
 			cancel()
 			if rerr != nil {
@@ -478,24 +433,13 @@ func (r *Remote) stop(bead string) {
 
 // outcomeOf is the Outcome of attempt n by its final snapshot.
 func outcomeOf(n int, s *remote.Snapshot) Outcome {
-	out := Outcome{Attempt: n, Status: record.StatusFailed, Reason: "no final result", Finished: time.Now()}
 	res, ok := s.Final(n)
 	if !ok {
-		return out
+		return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "no final result", Finished: time.Now()}
 	}
-	out.Attempt, out.Status, out.Reason = res.Attempt, res.Status, res.Reason
-	if res.Status == record.StatusDone {
-		out.Reason = ""
-	}
-	if res.ExitCode != nil {
-		c := int(*res.ExitCode)
-		out.ExitCode = &c
-	}
-	out.Started, _ = record.ParseTime(res.StartedAt)
-	if res.FinishedAt != nil {
-		if f, ok := record.ParseTime(*res.FinishedAt); ok {
-			out.Finished = f
-		}
+	out := recorded(res.Attempt, res.Status, res.ExitCode, res.StartedAt, res.FinishedAt)
+	if res.Status != record.StatusDone {
+		out.Reason = res.Reason
 	}
 	if res.OutputSummary != nil {
 		out.Logs = *res.OutputSummary

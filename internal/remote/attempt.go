@@ -93,7 +93,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // attempt is numbered.
 func (c *Conn) RunAttempt(ctx context.Context, a Attempt) (*AttemptRun, error) {
 	bead := a.Args.Bead
-	before, err := c.Snapshot(ctx, bead, orDefault(a.Watch.OfflineAfter, 30*time.Second))
+	before, err := c.Snapshot(ctx, bead, OrDefault(a.Watch.OfflineAfter, 30*time.Second))
 	if err != nil {
 		return nil, err
 	}

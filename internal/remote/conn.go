@@ -60,7 +60,9 @@ func (o Options) ssh() string {
 	return o.SSH
 }
 
-func orDefault(d, def time.Duration) time.Duration {
+// OrDefault is d, or def when d is not above 0: how the layer's duration settings (and its
+// users', executor.Remote's) take 0 for their default.
+func OrDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
 	}
@@ -160,8 +162,8 @@ func (c *Conn) Options() []string {
 	args := []string{
 		"-o", "BatchMode=yes", // never a password or passphrase prompt: a fleet has no one to type it
 		"-o", "ControlPath=" + c.control,
-		"-o", fmt.Sprintf("ConnectTimeout=%d", int(orDefault(c.opts.ConnectTimeout, 10*time.Second).Seconds()+0.5)),
-		"-o", fmt.Sprintf("ServerAliveInterval=%d", int(orDefault(c.opts.AliveInterval, 5*time.Second).Seconds()+0.5)),
+		"-o", fmt.Sprintf("ConnectTimeout=%d", int(OrDefault(c.opts.ConnectTimeout, 10*time.Second).Seconds()+0.5)),
+		"-o", fmt.Sprintf("ServerAliveInterval=%d", int(OrDefault(c.opts.AliveInterval, 5*time.Second).Seconds()+0.5)),
 		"-o", "ServerAliveCountMax=3",
 	}
 	if h.Port != 0 {
@@ -222,7 +224,7 @@ func (c *Conn) connect(ctx context.Context) error {
 	}
 	c.stopMaster()
 	os.Remove(c.log)
-	persist := int(orDefault(c.opts.Persist, 60*time.Second).Seconds() + 0.5)
+	persist := int(OrDefault(c.opts.Persist, 60*time.Second).Seconds() + 0.5)
 	args := append(c.Options(), "-o", "ControlMaster=yes", "-o", fmt.Sprintf("ControlPersist=%d", persist),
 		"-E", c.log, "-f", "-N", "--", c.Host.SSH)
 	cmd := exec.CommandContext(ctx, c.opts.ssh(), args...)

@@ -154,8 +154,8 @@ const startSettle = 5 * time.Second
 // read startSettle later that shows it never began there ends the wait with ErrNotStarted
 // (Wait alone would read for ever: nothing of the attempt is ever final).
 func (c *Conn) wait(ctx context.Context, bead string, number int, w Watch, lost time.Time) (*Snapshot, error) {
-	every := orDefault(w.Every, time.Second)
-	offline := orDefault(w.OfflineAfter, 30*time.Second)
+	every := OrDefault(w.Every, time.Second)
+	offline := OrDefault(w.OfflineAfter, 30*time.Second)
 	last := time.Now()
 	began := last
 	pause := min(firstRead, every)

@@ -24,8 +24,6 @@ type Queue struct {
 	// instead of scanning the queue.
 	g     *taskgraph.Graph
 	ready *taskgraph.Set
-	// limited are the tasks a usage limit may hold (held_until set), for Held.
-	limited map[int]bool
 }
 
 // encoded is a task's encoding (nil until it is made), and whether it was checked against the
@@ -38,10 +36,9 @@ type encoded struct {
 // NewQueue makes a queue of tasks.
 func NewQueue(plan, createdAt string, tasks []Task) *Queue {
 	q := &Queue{PlanID: plan, CreatedAt: createdAt, tasks: tasks, index: make(map[string]int, len(tasks)),
-		enc: make([]encoded, len(tasks)), limited: map[int]bool{}}
+		enc: make([]encoded, len(tasks))}
 	for i, t := range tasks {
 		q.index[t.ID] = i
-		q.changed(i)
 	}
 	return q
 }
@@ -77,20 +74,13 @@ func (q *Queue) Put(t Task) {
 	q.changed(i)
 }
 
-// changed drops the encoding of task i, which changed, and keeps the ready set and the limited
-// tasks in step with it.
+// changed drops the encoding of task i, which changed, and keeps the ready set in step with it.
 func (q *Queue) changed(i int) {
 	q.enc[i] = encoded{}
-	t := &q.tasks[i]
-	if t.HeldUntil != "" {
-		q.limited[i] = true
-	} else {
-		delete(q.limited, i)
-	}
 	if q.ready == nil {
 		return
 	}
-	switch st, until := readyState(t); {
+	switch st, until := readyState(&q.tasks[i]); {
 	case st == taskgraph.Done:
 		q.ready.Done(i)
 	case st == taskgraph.Taken:
@@ -142,8 +132,9 @@ func (q *Queue) readySet() *taskgraph.Set {
 		st, _ := readyState(&q.tasks[i])
 		return st
 	})
-	for i := range q.limited {
-		if st, until := readyState(&q.tasks[i]); st == taskgraph.Waiting && !until.IsZero() {
+	// The set holds what a usage limit holds: only a pending task has a time (readyState).
+	for i := range q.tasks {
+		if _, until := readyState(&q.tasks[i]); !until.IsZero() {
 			q.ready.Hold(i, until)
 		}
 	}
@@ -192,10 +183,11 @@ func (q *Queue) AnyReady(now time.Time) bool {
 	return ok
 }
 
-// Held is how many pending tasks a usage limit holds at now: they will be ready again.
+// Held is how many pending tasks a usage limit holds at now: they will be ready again. A scan
+// of the tasks: it is asked when nothing was claimed, after Reblock and Counts scanned them.
 func (q *Queue) Held(now time.Time) int {
 	n := 0
-	for i := range q.limited {
+	for i := range q.tasks {
 		if q.tasks[i].Status == Pending && q.tasks[i].Held(now) {
 			n++
 		}

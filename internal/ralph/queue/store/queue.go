@@ -167,8 +167,7 @@ func (q *Queue) nextReady(at time.Time) (int, bool) {
 			return 0, false
 		}
 		// Released by a later clock than at (AnyReady's): held again until its time.
-		if t := &q.tasks[i]; t.Held(at) {
-			_, until := readyState(t)
+		if _, until := readyState(&q.tasks[i]); at.Before(until) {
 			s.Hold(i, until)
 			continue
 		}
@@ -188,7 +187,7 @@ func (q *Queue) AnyReady(now time.Time) bool {
 func (q *Queue) Held(now time.Time) int {
 	n := 0
 	for i := range q.tasks {
-		if q.tasks[i].Status == Pending && q.tasks[i].Held(now) {
+		if _, until := readyState(&q.tasks[i]); now.Before(until) { // a pending task's only
 			n++
 		}
 	}

@@ -25,7 +25,9 @@ func (s *Store) guard(q *Queue) bool {
 		} else {
 			continue
 		}
-		s.warn(msg)
+		if s.Warn != nil {
+			s.Warn(msg)
+		}
 		q.Put(h)
 		changed = true
 	}
@@ -62,11 +64,5 @@ func (s *Store) hold(q *Queue) {
 	s.held = make(map[string]Task, len(q.tasks))
 	for _, t := range q.tasks {
 		s.held[t.ID] = t
-	}
-}
-
-func (s *Store) warn(msg string) {
-	if s.Warn != nil {
-		s.Warn(msg)
 	}
 }

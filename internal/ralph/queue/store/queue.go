@@ -18,11 +18,10 @@ type Queue struct {
 	tasks     []Task
 	index     map[string]int
 	enc       []encoded
-	// g is the tasks' graph, and ready the ready set over it (taskgraph), made when first asked
-	// and kept in step by every change of a task's status; nil when they must be made again (a
-	// task added, its dependencies changed). A claim takes its next task from the ready set
-	// instead of scanning the queue.
-	g     *taskgraph.Graph
+	// ready is the ready set over the tasks' graph (taskgraph), made when first asked and kept
+	// in step by every change of a task's status; nil when it must be made again (a task added,
+	// its dependencies changed). A claim takes its next task from it instead of scanning the
+	// queue, and Reblock blocks over its graph.
 	ready *taskgraph.Set
 }
 
@@ -62,7 +61,7 @@ func (q *Queue) Get(id string) (Task, bool) {
 func (q *Queue) Put(t Task) {
 	i, ok := q.index[t.ID]
 	if !ok || !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
-		q.g, q.ready = nil, nil // made again when asked
+		q.ready = nil // made again when asked
 	}
 	if !ok {
 		i = len(q.tasks)
@@ -109,26 +108,17 @@ func readyState(t *Task) (st taskgraph.State, until time.Time) {
 	return taskgraph.Taken, time.Time{}
 }
 
-// graph is the tasks as a taskgraph.Graph, in queue order, all of one rank: the queue has no
-// priorities.
-func (q *Queue) graph() *taskgraph.Graph {
-	if q.g != nil {
-		return q.g
+// readySet is the ready set, made when there is none over the tasks' graph, in queue order,
+// all of one rank: the queue has no priorities.
+func (q *Queue) readySet() *taskgraph.Set {
+	if q.ready != nil {
+		return q.ready
 	}
 	nodes := make([]taskgraph.Node, len(q.tasks))
 	for i := range q.tasks {
 		nodes[i] = taskgraph.Node{ID: q.tasks[i].ID, Deps: q.tasks[i].Dependencies}
 	}
-	q.g = taskgraph.New(nodes)
-	return q.g
-}
-
-// readySet is the ready set, made when there is none.
-func (q *Queue) readySet() *taskgraph.Set {
-	if q.ready != nil {
-		return q.ready
-	}
-	q.ready, _ = taskgraph.NewSet(q.graph(), func(i int) taskgraph.State {
+	q.ready, _ = taskgraph.NewSet(taskgraph.New(nodes), func(i int) taskgraph.State {
 		st, _ := readyState(&q.tasks[i])
 		return st
 	})
@@ -231,7 +221,7 @@ func (q *Queue) Reblock() []string {
 	// doomed: failed, or depending on a doomed task, as the ready set blocks them; a claimed
 	// task is not changed, but blocks its dependents as a pending one would.
 	doomed := make([]bool, len(q.tasks))
-	_, blocked := taskgraph.NewSet(q.graph(), func(i int) taskgraph.State {
+	_, blocked := taskgraph.NewSet(q.readySet().Graph(), func(i int) taskgraph.State {
 		switch t := &q.tasks[i]; {
 		case t.Status == Failed || (t.Status == Blocked && t.Reason == ReasonConflict):
 			doomed[i] = true

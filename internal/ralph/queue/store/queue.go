@@ -218,29 +218,26 @@ func (q *Queue) Counts() map[string]int {
 // by a merge conflict (ReasonConflict), which blocks its dependents as a failed one does. It
 // returns the ids it changed.
 func (q *Queue) Reblock() []string {
-	// doomed: failed, or depending on a doomed task, as the ready set blocks them; a claimed
-	// task is not changed, but blocks its dependents as a pending one would.
-	doomed := make([]bool, len(q.tasks))
-	_, blocked := taskgraph.NewSet(q.readySet().Graph(), func(i int) taskgraph.State {
+	// A task is doomed when failed, or depending on a doomed task: failed or blocked in a ready
+	// set of the tasks made now. A claimed task is not changed, but blocks its dependents as a
+	// pending one would.
+	set, _ := taskgraph.NewSet(q.readySet().Graph(), func(i int) taskgraph.State {
 		switch t := &q.tasks[i]; {
 		case t.Status == Failed || (t.Status == Blocked && t.Reason == ReasonConflict):
-			doomed[i] = true
 			return taskgraph.Failed
 		case t.Status == Done || t.Status == Skipped:
 			return taskgraph.Done // it ran (or need not): what it depended on no longer matters
 		}
 		return taskgraph.Waiting
 	})
-	for _, b := range blocked {
-		doomed[b.Task] = true
-	}
 	var changed []string
 	for i := range q.tasks {
-		t := &q.tasks[i]
+		t, st := &q.tasks[i], set.State(i)
+		doomed := st == taskgraph.Failed || st == taskgraph.Blocked
 		switch {
-		case t.Status == Pending && doomed[i]:
+		case t.Status == Pending && doomed:
 			t.Status = Blocked
-		case t.Status == Blocked && !doomed[i]:
+		case t.Status == Blocked && !doomed:
 			t.Status = Pending
 		default:
 			continue

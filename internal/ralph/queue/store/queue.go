@@ -76,13 +76,21 @@ func (q *Queue) Put(t Task) {
 // changed drops the encoding of task i, which changed, and keeps the ready set in step with it.
 func (q *Queue) changed(i int) {
 	q.enc[i] = encoded{}
-	if q.ready == nil {
-		return
+	if q.ready != nil {
+		q.place(i)
 	}
-	switch st, until := readyState(&q.tasks[i]); {
-	case st == taskgraph.Done:
+}
+
+// place puts task i in the ready set where its status says: a pending task waits for its
+// dependencies (and for the end of a usage limit that holds it); done and skipped tasks are
+// done; the claimed, failed and blocked ones are out of it (Taken): they are not claimed, and
+// their dependents never become ready through them (Reblock blocks those in the file).
+func (q *Queue) place(i int) {
+	t := &q.tasks[i]
+	switch until := heldUntil(t); {
+	case t.Status == Done || t.Status == Skipped:
 		q.ready.Done(i)
-	case st == taskgraph.Taken:
+	case t.Status != Pending:
 		q.ready.Take(i)
 	case !until.IsZero():
 		q.ready.Hold(i, until)
@@ -91,41 +99,27 @@ func (q *Queue) changed(i int) {
 	}
 }
 
-// readyState is task t's state in the ready set: a pending task waits for its dependencies
-// (and for the end of a usage limit that holds it: until); done and skipped tasks are done;
-// the claimed, failed and blocked ones are out of it (Taken): they are not claimed, and their
-// dependents never become ready through them (Reblock blocks those in the file).
-func readyState(t *Task) (st taskgraph.State, until time.Time) {
-	switch t.Status {
-	case Pending:
-		if t.HeldUntil != "" {
-			until, _ = time.Parse(time.RFC3339Nano, t.HeldUntil)
-		}
-		return taskgraph.Waiting, until
-	case Done, Skipped:
-		return taskgraph.Done, time.Time{}
+// heldUntil is the end of the usage limit that holds task t: zero unless t is pending with a
+// held_until.
+func heldUntil(t *Task) (until time.Time) {
+	if t.Status == Pending && t.HeldUntil != "" {
+		until, _ = time.Parse(time.RFC3339Nano, t.HeldUntil)
 	}
-	return taskgraph.Taken, time.Time{}
+	return until
 }
 
 // readySet is the ready set, made when there is none over the tasks' graph, in queue order,
-// all of one rank: the queue has no priorities.
+// all of one rank (the queue has no priorities), each task placed from out of the set (Taken)
+// as a change places it.
 func (q *Queue) readySet() *taskgraph.Set {
-	if q.ready != nil {
-		return q.ready
-	}
-	nodes := make([]taskgraph.Node, len(q.tasks))
-	for i := range q.tasks {
-		nodes[i] = taskgraph.Node{ID: q.tasks[i].ID, Deps: q.tasks[i].Dependencies}
-	}
-	q.ready, _ = taskgraph.NewSet(taskgraph.New(nodes), func(i int) taskgraph.State {
-		st, _ := readyState(&q.tasks[i])
-		return st
-	})
-	// The set holds what a usage limit holds: only a pending task has a time (readyState).
-	for i := range q.tasks {
-		if _, until := readyState(&q.tasks[i]); !until.IsZero() {
-			q.ready.Hold(i, until)
+	if q.ready == nil {
+		nodes := make([]taskgraph.Node, len(q.tasks))
+		for i := range q.tasks {
+			nodes[i] = taskgraph.Node{ID: q.tasks[i].ID, Deps: q.tasks[i].Dependencies}
+		}
+		q.ready, _ = taskgraph.NewSet(taskgraph.New(nodes), func(int) taskgraph.State { return taskgraph.Taken })
+		for i := range q.tasks {
+			q.place(i)
 		}
 	}
 	return q.ready
@@ -157,7 +151,7 @@ func (q *Queue) nextReady(at time.Time) (int, bool) {
 			return 0, false
 		}
 		// Released by a later clock than at (AnyReady's): held again until its time.
-		if _, until := readyState(&q.tasks[i]); at.Before(until) {
+		if until := heldUntil(&q.tasks[i]); at.Before(until) {
 			s.Hold(i, until)
 			continue
 		}
@@ -177,7 +171,7 @@ func (q *Queue) AnyReady(now time.Time) bool {
 func (q *Queue) Held(now time.Time) int {
 	n := 0
 	for i := range q.tasks {
-		if _, until := readyState(&q.tasks[i]); now.Before(until) { // a pending task's only
+		if now.Before(heldUntil(&q.tasks[i])) {
 			n++
 		}
 	}

@@ -52,11 +52,9 @@ func allowedChange(h, t *Task) bool {
 	return false
 }
 
+// sameString says whether a and b are both nil, or point to equal strings.
 func sameString(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // hold makes q's tasks the ones held.

@@ -128,9 +128,9 @@ func Add(ctx context.Context, dir store.Dir, id, from string, tasks []plan.Task)
 		if err != nil {
 			return err
 		}
-		known := make(map[string]plan.Known, q.Len())
+		known := make(map[string][]string, q.Len())
 		for _, t := range q.Tasks() {
-			known[t.ID] = plan.Known{Dependencies: t.Dependencies}
+			known[t.ID] = t.Dependencies
 		}
 		if err := plan.Check(from, id, tasks, known); err != nil {
 			return err

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,13 +23,13 @@ func Init(ctx context.Context, dir store.Dir, id string, tasks []plan.Task, forc
 	defer unlock()
 	s := store.New(dir, id)
 	now := record.FormatTime(time.Now())
-	err = s.Create(ctx, func(tx *store.Tx) error {
+	err = s.Update(ctx, func(tx *store.Tx) error {
 		if !force {
-			q, err := tx.Queue()
-			if err != nil {
+			switch q, err := tx.Queue(); {
+			case errors.Is(err, store.ErrNoQueue): // the plan's first queue
+			case err != nil:
 				return err
-			}
-			if q.Len() > 0 {
+			case q.Len() > 0:
 				return fmt.Errorf("plan %s already has a queue (%d tasks, %d done) in %s; pass --force to start it over, or add tasks with 'ralph queue add'",
 					id, q.Len(), q.Counts()[store.Done], dir.TaskQueue(id))
 			}

@@ -159,15 +159,11 @@ func CheckTaskID(plan, id string) error {
 	return nil
 }
 
-// Known is a task already in a queue, as Check sees it when tasks are added to it.
-type Known struct {
-	Dependencies []string
-}
-
-// Check holds tasks to the queue's rules, given the tasks already queued (nil for a new queue):
-// every id a safe task id of plan, unique (among tasks and against known), every dependency a
-// task of either, and no cycle through the new tasks. Errors carry the file and line of the task.
-func Check(file, plan string, tasks []Task, known map[string]Known) error {
+// Check holds tasks to the queue's rules, given the tasks already queued (known: each one's
+// dependencies by its id; nil for a new queue): every id a safe task id of plan, unique (among
+// tasks and against known), every dependency a task of either, and no cycle through the new
+// tasks. Errors carry the file and line of the task.
+func Check(file, plan string, tasks []Task, known map[string][]string) error {
 	lines := map[string]int{}
 	for _, t := range tasks {
 		if err := CheckTaskID(plan, t.ID); err != nil {
@@ -196,7 +192,7 @@ func Check(file, plan string, tasks []Task, known map[string]Known) error {
 		nodes = append(nodes, taskgraph.Node{ID: t.ID, Deps: t.Dependencies})
 	}
 	for _, id := range slices.Sorted(maps.Keys(known)) {
-		nodes = append(nodes, taskgraph.Node{ID: id, Deps: known[id].Dependencies})
+		nodes = append(nodes, taskgraph.Node{ID: id, Deps: known[id]})
 	}
 	if cycle := taskgraph.New(nodes).CycleFrom(len(tasks)); cycle != nil {
 		line := lines[cycle[0]]

@@ -79,7 +79,7 @@ func TestCheck(t *testing.T) {
 	}
 	tests := []struct {
 		tasks []Task
-		known map[string]Known
+		known map[string][]string
 		want  string
 	}{
 		{[]Task{task("t1", 1), task("t1", 4)}, nil, "p.md:4: task id \"t1\" is used twice (first at line 1)"},
@@ -90,8 +90,8 @@ func TestCheck(t *testing.T) {
 		{[]Task{task("x;rm", 2)}, nil, "p.md:2: task id"},
 		{[]Task{task("..", 2)}, nil, "p.md:2: task id"},
 		{[]Task{task("t-verify", 2)}, nil, "p.md:2: task id \"t-verify\" ends in"},
-		{[]Task{task("t1", 3)}, map[string]Known{"t1": {}}, "p.md:3: task id \"t1\" is already in the queue"},
-		{[]Task{task("t2", 3, "t1")}, map[string]Known{"t1": {}}, ""},
+		{[]Task{task("t1", 3)}, map[string][]string{"t1": nil}, "p.md:3: task id \"t1\" is already in the queue"},
+		{[]Task{task("t2", 3, "t1")}, map[string][]string{"t1": nil}, ""},
 		{[]Task{task(strings.Repeat("t", 127), 1)}, nil, "p.md:1: task \"ttt"},
 	}
 	for _, tt := range tests {

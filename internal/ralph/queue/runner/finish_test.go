@@ -24,7 +24,7 @@ func testRunner(t *testing.T, maxRetries int, tasks []store.Task, retries []stor
 	}
 	s := store.New(store.In(tmp), "p")
 	at := record.FormatTime(time.Now())
-	err := s.Create(context.Background(), func(tx *store.Tx) error {
+	err := s.Update(context.Background(), func(tx *store.Tx) error {
 		q := store.NewQueue("p", at, nil)
 		for _, task := range tasks {
 			if task.Description == "" {

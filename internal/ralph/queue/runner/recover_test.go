@@ -56,7 +56,7 @@ func TestRecoverSettlesWhatADeadRunnerLeft(t *testing.T) {
 		{ID: "alive", ClaimedBy: &a4, Attempt: 1},
 		{ID: "cut", ClaimedBy: &a5, Attempt: 1},
 	}
-	err := s.Create(ctx, func(tx *store.Tx) error {
+	err := s.Update(ctx, func(tx *store.Tx) error {
 		q := store.NewQueue("p", at, nil)
 		for _, task := range tasks {
 			task.Description, task.Status, task.Dependencies, task.CreatedAt, task.ClaimedAt = "d", store.Claimed, []string{}, at, &at
@@ -157,7 +157,7 @@ func TestRecoverHoldsARemoteClaim(t *testing.T) {
 	a1, a2 := "agent-1", "agent-2"
 	claimed := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	recent, old := record.FormatTime(claimed), record.FormatTime(claimed.Add(-2*time.Hour))
-	err := s.Create(ctx, func(tx *store.Tx) error {
+	err := s.Update(ctx, func(tx *store.Tx) error {
 		q := store.NewQueue("p", old, nil)
 		for _, task := range []store.Task{{ID: "recent", ClaimedBy: &a1, Attempt: 1, ClaimedAt: &recent},
 			{ID: "old", ClaimedBy: &a2, Attempt: 1, ClaimedAt: &old}} {

@@ -138,7 +138,7 @@ func newWorld(t *testing.T, tasks ...string) *world {
 	}
 	w.store = store.New(store.In(w.repo), "p")
 	now := record.FormatTime(time.Now())
-	err = w.store.Create(context.Background(), func(tx *store.Tx) error {
+	err = w.store.Update(context.Background(), func(tx *store.Tx) error {
 		q := store.NewQueue("p", now, nil)
 		for _, task := range parsed {
 			q.Put(store.Task{ID: task.ID, Description: task.Description, Status: store.Pending,

@@ -35,10 +35,6 @@ func Check(kind string, doc []byte) error {
 // queue's last check). A task that does not satisfy it is a *schema.InvalidError whose pointers
 // are the whole document's (/tasks/<i>/...).
 func (q *Queue) appendChecked(b []byte) (_ []byte, fresh []int, err error) {
-	whole, err := schema.Embedded(KindTaskQueue)
-	if err != nil {
-		return nil, nil, err
-	}
 	b = q.AppendEncode(b) // makes the encodings of changed tasks
 	if len(b) > fsx.MaxStateFile {
 		return nil, nil, fmt.Errorf("the task queue would be %d MB, over the %d MB a queue file is read at; split the plan", len(b)>>20, fsx.MaxStateFile>>20)
@@ -48,7 +44,7 @@ func (q *Queue) appendChecked(b []byte) (_ []byte, fresh []int, err error) {
 			fresh = append(fresh, i)
 		}
 	}
-	if err := whole.Check(q.appendDoc(nil, len(fresh), func(k int) []byte { return q.enc[fresh[k]].b })); err != nil {
+	if err := Check(KindTaskQueue, q.appendDoc(nil, len(fresh), func(k int) []byte { return q.enc[fresh[k]].b })); err != nil {
 		return nil, nil, atTasks(err, fresh)
 	}
 	for _, i := range fresh {

@@ -25,7 +25,9 @@ func (s *Store) guard(q *Queue) bool {
 		} else {
 			continue
 		}
-		s.warn(msg)
+		if s.Warn != nil {
+			s.Warn(msg)
+		}
 		q.Put(h)
 		changed = true
 	}
@@ -50,11 +52,9 @@ func allowedChange(h, t *Task) bool {
 	return false
 }
 
+// sameString says whether a and b are both nil, or point to equal strings.
 func sameString(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // hold makes q's tasks the ones held.
@@ -62,11 +62,5 @@ func (s *Store) hold(q *Queue) {
 	s.held = make(map[string]Task, len(q.tasks))
 	for _, t := range q.tasks {
 		s.held[t.ID] = t
-	}
-}
-
-func (s *Store) warn(msg string) {
-	if s.Warn != nil {
-		s.Warn(msg)
 	}
 }

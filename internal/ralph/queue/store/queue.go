@@ -18,14 +18,11 @@ type Queue struct {
 	tasks     []Task
 	index     map[string]int
 	enc       []encoded
-	// g is the tasks' graph, and ready the ready set over it (taskgraph), made when first asked
-	// and kept in step by every change of a task's status; nil when they must be made again (a
-	// task added, its dependencies changed). A claim takes its next task from the ready set
-	// instead of scanning the queue.
-	g     *taskgraph.Graph
+	// ready is the ready set over the tasks' graph (taskgraph), made when first asked and kept
+	// in step by every change of a task's status; nil when it must be made again (a task added,
+	// its dependencies changed). A claim takes its next task from it instead of scanning the
+	// queue, and Reblock blocks over its graph.
 	ready *taskgraph.Set
-	// limited are the tasks a usage limit may hold (held_until set), for Held.
-	limited map[int]bool
 }
 
 // encoded is a task's encoding (nil until it is made), and whether it was checked against the
@@ -38,10 +35,9 @@ type encoded struct {
 // NewQueue makes a queue of tasks.
 func NewQueue(plan, createdAt string, tasks []Task) *Queue {
 	q := &Queue{PlanID: plan, CreatedAt: createdAt, tasks: tasks, index: make(map[string]int, len(tasks)),
-		enc: make([]encoded, len(tasks)), limited: map[int]bool{}}
+		enc: make([]encoded, len(tasks))}
 	for i, t := range tasks {
 		q.index[t.ID] = i
-		q.changed(i)
 	}
 	return q
 }
@@ -65,7 +61,7 @@ func (q *Queue) Get(id string) (Task, bool) {
 func (q *Queue) Put(t Task) {
 	i, ok := q.index[t.ID]
 	if !ok || !slices.Equal(q.tasks[i].Dependencies, t.Dependencies) {
-		q.g, q.ready = nil, nil // made again when asked
+		q.ready = nil // made again when asked
 	}
 	if !ok {
 		i = len(q.tasks)
@@ -77,23 +73,24 @@ func (q *Queue) Put(t Task) {
 	q.changed(i)
 }
 
-// changed drops the encoding of task i, which changed, and keeps the ready set and the limited
-// tasks in step with it.
+// changed drops the encoding of task i, which changed, and keeps the ready set in step with it.
 func (q *Queue) changed(i int) {
 	q.enc[i] = encoded{}
+	if q.ready != nil {
+		q.place(i)
+	}
+}
+
+// place puts task i in the ready set where its status says: a pending task waits for its
+// dependencies (and for the end of a usage limit that holds it); done and skipped tasks are
+// done; the claimed, failed and blocked ones are out of it (Taken): they are not claimed, and
+// their dependents never become ready through them (Reblock blocks those in the file).
+func (q *Queue) place(i int) {
 	t := &q.tasks[i]
-	if t.HeldUntil != "" {
-		q.limited[i] = true
-	} else {
-		delete(q.limited, i)
-	}
-	if q.ready == nil {
-		return
-	}
-	switch st, until := readyState(t); {
-	case st == taskgraph.Done:
+	switch until := heldUntil(t); {
+	case t.Status == Done || t.Status == Skipped:
 		q.ready.Done(i)
-	case st == taskgraph.Taken:
+	case t.Status != Pending:
 		q.ready.Take(i)
 	case !until.IsZero():
 		q.ready.Hold(i, until)
@@ -102,49 +99,27 @@ func (q *Queue) changed(i int) {
 	}
 }
 
-// readyState is task t's state in the ready set: a pending task waits for its dependencies
-// (and for the end of a usage limit that holds it: until); done and skipped tasks are done;
-// the claimed, failed and blocked ones are out of it (Taken): they are not claimed, and their
-// dependents never become ready through them (Reblock blocks those in the file).
-func readyState(t *Task) (st taskgraph.State, until time.Time) {
-	switch t.Status {
-	case Pending:
-		if t.HeldUntil != "" {
-			until, _ = time.Parse(time.RFC3339Nano, t.HeldUntil)
-		}
-		return taskgraph.Waiting, until
-	case Done, Skipped:
-		return taskgraph.Done, time.Time{}
+// heldUntil is the end of the usage limit that holds task t: zero unless t is pending with a
+// held_until.
+func heldUntil(t *Task) (until time.Time) {
+	if t.Status == Pending && t.HeldUntil != "" {
+		until, _ = time.Parse(time.RFC3339Nano, t.HeldUntil)
 	}
-	return taskgraph.Taken, time.Time{}
+	return until
 }
 
-// graph is the tasks as a taskgraph.Graph, in queue order, all of one rank: the queue has no
-// priorities.
-func (q *Queue) graph() *taskgraph.Graph {
-	if q.g != nil {
-		return q.g
-	}
-	nodes := make([]taskgraph.Node, len(q.tasks))
-	for i := range q.tasks {
-		nodes[i] = taskgraph.Node{ID: q.tasks[i].ID, Deps: q.tasks[i].Dependencies}
-	}
-	q.g = taskgraph.New(nodes)
-	return q.g
-}
-
-// readySet is the ready set, made when there is none.
+// readySet is the ready set, made when there is none over the tasks' graph, in queue order,
+// all of one rank (the queue has no priorities), each task placed from out of the set (Taken)
+// as a change places it.
 func (q *Queue) readySet() *taskgraph.Set {
-	if q.ready != nil {
-		return q.ready
-	}
-	q.ready, _ = taskgraph.NewSet(q.graph(), func(i int) taskgraph.State {
-		st, _ := readyState(&q.tasks[i])
-		return st
-	})
-	for i := range q.limited {
-		if st, until := readyState(&q.tasks[i]); st == taskgraph.Waiting && !until.IsZero() {
-			q.ready.Hold(i, until)
+	if q.ready == nil {
+		nodes := make([]taskgraph.Node, len(q.tasks))
+		for i := range q.tasks {
+			nodes[i] = taskgraph.Node{ID: q.tasks[i].ID, Deps: q.tasks[i].Dependencies}
+		}
+		q.ready, _ = taskgraph.NewSet(taskgraph.New(nodes), func(int) taskgraph.State { return taskgraph.Taken })
+		for i := range q.tasks {
+			q.place(i)
 		}
 	}
 	return q.ready
@@ -176,8 +151,7 @@ func (q *Queue) nextReady(at time.Time) (int, bool) {
 			return 0, false
 		}
 		// Released by a later clock than at (AnyReady's): held again until its time.
-		if t := &q.tasks[i]; t.Held(at) {
-			_, until := readyState(t)
+		if until := heldUntil(&q.tasks[i]); at.Before(until) {
 			s.Hold(i, until)
 			continue
 		}
@@ -192,11 +166,12 @@ func (q *Queue) AnyReady(now time.Time) bool {
 	return ok
 }
 
-// Held is how many pending tasks a usage limit holds at now: they will be ready again.
+// Held is how many pending tasks a usage limit holds at now: they will be ready again. A scan
+// of the tasks: it is asked when nothing was claimed, after Reblock and Counts scanned them.
 func (q *Queue) Held(now time.Time) int {
 	n := 0
-	for i := range q.limited {
-		if q.tasks[i].Status == Pending && q.tasks[i].Held(now) {
+	for i := range q.tasks {
+		if now.Before(heldUntil(&q.tasks[i])) {
 			n++
 		}
 	}
@@ -237,29 +212,26 @@ func (q *Queue) Counts() map[string]int {
 // by a merge conflict (ReasonConflict), which blocks its dependents as a failed one does. It
 // returns the ids it changed.
 func (q *Queue) Reblock() []string {
-	// doomed: failed, or depending on a doomed task, as the ready set blocks them; a claimed
-	// task is not changed, but blocks its dependents as a pending one would.
-	doomed := make([]bool, len(q.tasks))
-	_, blocked := taskgraph.NewSet(q.graph(), func(i int) taskgraph.State {
+	// A task is doomed when failed, or depending on a doomed task: failed or blocked in a ready
+	// set of the tasks made now. A claimed task is not changed, but blocks its dependents as a
+	// pending one would.
+	set, _ := taskgraph.NewSet(q.readySet().Graph(), func(i int) taskgraph.State {
 		switch t := &q.tasks[i]; {
 		case t.Status == Failed || (t.Status == Blocked && t.Reason == ReasonConflict):
-			doomed[i] = true
 			return taskgraph.Failed
 		case t.Status == Done || t.Status == Skipped:
 			return taskgraph.Done // it ran (or need not): what it depended on no longer matters
 		}
 		return taskgraph.Waiting
 	})
-	for _, b := range blocked {
-		doomed[b.Task] = true
-	}
 	var changed []string
 	for i := range q.tasks {
-		t := &q.tasks[i]
+		t, st := &q.tasks[i], set.State(i)
+		doomed := st == taskgraph.Failed || st == taskgraph.Blocked
 		switch {
-		case t.Status == Pending && doomed[i]:
+		case t.Status == Pending && doomed:
 			t.Status = Blocked
-		case t.Status == Blocked && !doomed[i]:
+		case t.Status == Blocked && !doomed:
 			t.Status = Pending
 		default:
 			continue

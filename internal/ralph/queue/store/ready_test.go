@@ -21,6 +21,15 @@ func (r *rescanQueue) index(id string) int {
 	return -1
 }
 
+// held says whether a usage limit holds task t at now.
+func held(t *Task, now time.Time) bool {
+	if t.HeldUntil == "" {
+		return false
+	}
+	until, err := time.Parse(time.RFC3339Nano, t.HeldUntil)
+	return err == nil && now.Before(until)
+}
+
 func (r *rescanQueue) ready(t *Task) bool {
 	if t.Status != Pending {
 		return false
@@ -39,7 +48,7 @@ func (r *rescanQueue) claim(agent, now string) (Task, bool) {
 	at, _ := time.Parse(time.RFC3339Nano, now)
 	for i := range r.tasks {
 		t := &r.tasks[i]
-		if !r.ready(t) || t.Held(at) {
+		if !r.ready(t) || held(t, at) {
 			continue
 		}
 		t.Status, t.ClaimedBy, t.ClaimedAt, t.CompletedAt, t.Attempt = Claimed, &agent, &now, nil, 0
@@ -51,7 +60,7 @@ func (r *rescanQueue) claim(agent, now string) (Task, bool) {
 
 func (r *rescanQueue) anyReady(now time.Time) bool {
 	for i := range r.tasks {
-		if r.ready(&r.tasks[i]) && !r.tasks[i].Held(now) {
+		if r.ready(&r.tasks[i]) && !held(&r.tasks[i], now) {
 			return true
 		}
 	}
@@ -61,7 +70,7 @@ func (r *rescanQueue) anyReady(now time.Time) bool {
 func (r *rescanQueue) held(now time.Time) int {
 	n := 0
 	for i := range r.tasks {
-		if r.tasks[i].Status == Pending && r.tasks[i].Held(now) {
+		if r.tasks[i].Status == Pending && held(&r.tasks[i], now) {
 			n++
 		}
 	}

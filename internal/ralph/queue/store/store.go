@@ -142,7 +142,6 @@ type Tx struct {
 	r                      *RetryQueue
 	p                      *Progress
 	qDirty, rDirty, pDirty bool
-	create                 bool
 	lazy                   bool
 }
 
@@ -157,7 +156,7 @@ type Tx struct {
 func (tx *Tx) Lazy() { tx.lazy = true }
 
 // Queue returns the task queue, read from its file (or the copy in memory when the file is the
-// one written last). ErrNoQueue when there is none, unless the transaction creates it.
+// one written last). ErrNoQueue when there is none.
 func (tx *Tx) Queue() (*Queue, error) {
 	if tx.q != nil {
 		return tx.q, nil
@@ -166,10 +165,6 @@ func (tx *Tx) Queue() (*Queue, error) {
 	path := s.Dir.TaskQueue(s.Plan)
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if tx.create {
-			tx.q = NewQueue(s.Plan, "", nil)
-			return tx.q, nil
-		}
 		return nil, fmt.Errorf("plan %s: %w (%s); run 'ralph queue init PLAN_FILE' first", s.Plan, ErrNoQueue, path)
 	}
 	if err != nil {
@@ -269,16 +264,7 @@ func readJSON(path string, v any) error {
 // file once, atomically: the retry queue and the progress first, the task queue (the truth) last.
 // fn's error is returned and nothing is written; so is the error of a document that does not
 // satisfy its schema (every one is checked before the first is written).
-func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.update(ctx, false, fn)
-}
-
-// Create is Update for a transaction that may create the task queue (init).
-func (s *Store) Create(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.update(ctx, true, fn)
-}
-
-func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) (err error) {
+func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer func() {
@@ -298,7 +284,7 @@ func (s *Store) update(ctx context.Context, create bool, fn func(tx *Tx) error) 
 		return fmt.Errorf("taking %s: %w", s.Dir.Lock(), err)
 	}
 	defer unlock()
-	tx := &Tx{s: s, create: create}
+	tx := &Tx{s: s}
 	if err := fn(tx); err != nil {
 		return err
 	}

@@ -28,16 +28,12 @@ func newTasks(n int, deps func(i int) []string) []Task {
 
 func initQueue(t testing.TB, dir Dir, plan string, tasks []Task) *Store {
 	s := New(dir, plan)
-	err := s.Create(context.Background(), func(tx *Tx) error {
-		q, err := tx.Queue()
-		if err != nil {
-			return err
-		}
-		q.CreatedAt = "2026-11-23T19:00:00Z"
+	err := s.Update(context.Background(), func(tx *Tx) error {
+		q := NewQueue(plan, "2026-11-23T19:00:00Z", nil)
 		for _, task := range tasks {
 			q.Put(task)
 		}
-		tx.ChangedQueue()
+		tx.SetQueue(q)
 		return nil
 	})
 	if err != nil {

@@ -6,11 +6,7 @@
 // write, and two agents can never claim one task.
 package store
 
-import (
-	"time"
-
-	"github.com/agentfleet/fleet/internal/ralph/breaker"
-)
+import "github.com/agentfleet/fleet/internal/ralph/breaker"
 
 // Task statuses. The seed has pending, claimed, done and failed; blocked (a dependency failed,
 // so it cannot run) and skipped (a user said so: it counts as done for its dependents) are
@@ -65,15 +61,6 @@ type Task struct {
 // when merged into its worktree: it stays blocked (its dependents too) until it is retried or
 // skipped.
 const ReasonConflict = "merge-conflict"
-
-// Held says whether a usage limit holds the task at now.
-func (t *Task) Held(now time.Time) bool {
-	if t.HeldUntil == "" {
-		return false
-	}
-	until, err := time.Parse(time.RFC3339Nano, t.HeldUntil)
-	return err == nil && now.Before(until)
-}
 
 // RetryQueue is retry-queue-<plan>.json: the failures waiting for their retry.
 type RetryQueue struct {

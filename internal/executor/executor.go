@@ -32,8 +32,7 @@ type Slot struct {
 
 // Job is one attempt of a task, as the scheduler hands it to an executor.
 type Job struct {
-	Execution string
-	Task      string
+	Task string
 	// Bead is <execution>-<task>: the attempt's run and result records.
 	Bead string
 	// Agent and Model name the agent profile and model the task runs with.
@@ -205,7 +204,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	launched := time.Now()
 	srv, err := l.launch(lctx, slot, opened, spec)
 	if err != nil {
-		out, _, _ := Judge(lctx, l.dir(), job.Bead, n)
+		out := Judge(lctx, l.dir(), job.Bead, n)
 		// What the records say first, else the launch's error.
 		out.Reason = cmp.Or(out.Reason, oneLine(err))
 		out.Err = cmp.Or(out.Err, err)
@@ -390,7 +389,7 @@ func (l *Local) await(ctx context.Context, slot Slot, srv *attempt.Server, bead 
 			l.drop(slot, srv)
 		}
 	}
-	out, _, _ := Judge(context.WithoutCancel(ctx), l.dir(), bead, n)
+	out := Judge(context.WithoutCancel(ctx), l.dir(), bead, n)
 	out.Interrupted = interrupted
 	return out
 }

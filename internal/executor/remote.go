@@ -142,22 +142,21 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 	// RunAttempt returns the run once the attempt is numbered, whatever its error: before, the
 	// attempt is number 0, never sent.
 	run = cmp.Or(run, &remote.AttemptRun{})
-	n, sent := run.Number, run.Sent
 	if refused, ok := errors.AsType[*remote.StartError](err); ok {
-		return failed(n, "launch-failed", refused)
+		return failed(run.Number, "launch-failed", refused)
 	}
 	if errors.Is(err, remote.ErrNotStarted) {
 		// Its start was lost with the connection and it never began there: the host is
 		// offline for the run, as a connection lost before the start is, and the task runs
 		// elsewhere at once (no agent of it is at work there).
-		return r.offlineOutcome(n, at.lastBeat(), time.Now(), err)
+		return r.offlineOutcome(run.Number, at.lastBeat(), time.Now(), err)
 	}
-	out = r.settle(ctx, at, n, run.Snapshot, err, sent)
+	out = r.settle(ctx, at, run.Number, run.Snapshot, err, run.Sent)
 	// The host's records keep whole seconds, on the host's clock: a task of 0.4 s would last
 	// 0 s and the run report no parallel speedup. An attempt started by this run is timed
 	// here, from its start sent to its end brought back, as a local one is.
-	if !sent.IsZero() && !out.Interrupted && out.Offline == nil {
-		out.Started, out.Finished = sent, time.Now()
+	if !run.Sent.IsZero() && !out.Interrupted && out.Offline == nil {
+		out.Started, out.Finished = run.Sent, time.Now()
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -325,13 +325,8 @@ func LaunchCut(ctx context.Context, d attempt.Dir, bead string, n int) bool {
 
 // supervisorOf is the pid of a live supervisor of bead found in /proc, or 0.
 func supervisorOf(bead string) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err == nil && pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
+	for _, pid := range proc.PIDs() {
+		if supervise.SupervisorAlive(pid, bead) {
 			return pid
 		}
 	}

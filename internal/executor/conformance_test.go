@@ -392,7 +392,7 @@ type jobSpec struct {
 }
 
 func (j jobSpec) job() executor.Job {
-	return executor.Job{Execution: "x", Task: j.Task, Bead: "x-" + j.Task, Agent: "fake", Prompt: j.Prompt, Dir: j.Dir,
+	return executor.Job{Task: j.Task, Bead: "x-" + j.Task, Agent: "fake", Prompt: j.Prompt, Dir: j.Dir,
 		Branch: j.Branch, MaxAttempts: 1, Env: []string{"SWARM_TASK_ID=" + j.Task}}
 }
 

@@ -23,9 +23,9 @@ type DialOptions struct {
 	// OfflineAfter is how long a host may not answer before it is offline (0: 30 s).
 	OfflineAfter time.Duration
 	// KillGrace is a host's kill grace, as its dispatch reads it from its env
-	// (dispatchenv.HostKillGrace); nil: 10 s, dispatch's default.
+	// (dispatchenv.HostKillGrace).
 	KillGrace func(*remote.Host) time.Duration
-	// Log, if set, gets each host's dispatch's lines as "<LogPrefix><host>: <line>".
+	// Log gets each host's dispatch's lines as "<LogPrefix><host>: <line>".
 	Log       io.Writer
 	LogPrefix string
 }
@@ -56,15 +56,8 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 				errs[i] = err
 				return
 			}
-			grace := 10 * time.Second
-			if o.KillGrace != nil {
-				grace = o.KillGrace(h)
-			}
-			var log io.Writer
-			if o.Log != nil {
-				log = hostLog{w: o.Log, prefix: o.LogPrefix + h.Name + ": "}
-			}
-			execs[i] = &Remote{Conn: conn, Repo: o.Repo, StateDir: o.StateDir, OfflineAfter: offline, KillGrace: grace, Log: log}
+			execs[i] = &Remote{Conn: conn, Repo: o.Repo, StateDir: o.StateDir, OfflineAfter: offline, KillGrace: o.KillGrace(h),
+				Log: hostLog{w: o.Log, prefix: o.LogPrefix + h.Name + ": "}}
 		})
 	}
 	wg.Wait()

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/attempt"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/supervise"
 )
@@ -32,8 +32,7 @@ type Slot struct {
 
 // Job is one attempt of a task, as the scheduler hands it to an executor.
 type Job struct {
-	Execution string
-	Task      string
+	Task string
 	// Bead is <execution>-<task>: the attempt's run and result records.
 	Bead string
 	// Agent and Model name the agent profile and model the task runs with.
@@ -205,7 +204,7 @@ func (l *Local) Run(ctx context.Context, slot Slot, job Job) Outcome {
 	launched := time.Now()
 	srv, err := l.launch(lctx, slot, opened, spec)
 	if err != nil {
-		out, _, _ := Judge(lctx, l.dir(), job.Bead, n)
+		out := Judge(lctx, l.dir(), job.Bead, n)
 		// What the records say first, else the launch's error.
 		out.Reason = cmp.Or(out.Reason, oneLine(err))
 		out.Err = cmp.Or(out.Err, err)
@@ -326,13 +325,8 @@ func LaunchCut(ctx context.Context, d attempt.Dir, bead string, n int) bool {
 
 // supervisorOf is the pid of a live supervisor of bead found in /proc, or 0.
 func supervisorOf(bead string) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err == nil && pid != os.Getpid() && supervise.SupervisorAlive(pid, bead) {
+	for _, pid := range proc.PIDs() {
+		if supervise.SupervisorAlive(pid, bead) {
 			return pid
 		}
 	}
@@ -390,7 +384,7 @@ func (l *Local) await(ctx context.Context, slot Slot, srv *attempt.Server, bead 
 			l.drop(slot, srv)
 		}
 	}
-	out, _, _ := Judge(context.WithoutCancel(ctx), l.dir(), bead, n)
+	out := Judge(context.WithoutCancel(ctx), l.dir(), bead, n)
 	out.Interrupted = interrupted
 	return out
 }

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ import (
 // as dispatch --host runs it): the task's branch (the base with its dependencies' branches
 // merged in, made here by the scheduler) is pushed to the host's clone, the host's dispatch
 // runs the agent in a worktree of its own there (--worktree --no-tmux) with a deadline
-// (--timeout: the task's timeout, else Lease), the bead is followed there until its result is
+// (--timeout: the task's timeout, else an hour), the bead is followed there until its result is
 // final, the records are brought back into StateDir, and the branch (what the agent left
 // uncommitted committed there first, and the agent's commits on a branch of its own brought
 // onto it) comes back with git fetch and becomes the task's branch here, in its worktree,
@@ -40,8 +41,6 @@ type Remote struct {
 	// Every is the time between two reads of the bead's records there (0: 1 s);
 	// OfflineAfter is how long the host may not answer before it is offline (0: 30 s).
 	Every, OfflineAfter time.Duration
-	// Lease is the deadline an attempt gets there when its task has no timeout (0: 1 h).
-	Lease time.Duration
 	// KillGrace is the host's supervisor's grace between SIGTERM and SIGKILL at its deadline
 	// (its DISPATCH_KILL_GRACE; 0: 10 s).
 	KillGrace time.Duration
@@ -109,9 +108,9 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 		// run there, started at the first and again if it dies.
 		r.Conn.Serve()
 	}
-	// Its deadline there: the task's timeout, else Lease.
+	// Its deadline there: the task's timeout, else an hour.
 	at := &hostAttempt{job: job, hostWT: fgit.Repo{Dir: r.Conn.Host.Repo}.WorktreePath(job.Bead),
-		lease: remote.OrDefault(job.Timeout, remote.OrDefault(r.Lease, time.Hour))}
+		lease: remote.OrDefault(job.Timeout, time.Hour)}
 	a := r.attempt(slot, at)
 	if job.Adopt > 0 && !r.offline.Load() {
 		if adopted, ok := r.adopt(ctx, at, a.Watch); ok {
@@ -140,27 +139,24 @@ func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
 	}
 	run, err := r.Conn.RunAttempt(ctx, a)
 	unlock()
-	// RunAttempt returns the run once the attempt is numbered, whatever its error.
-	n, sent := 0, time.Time{}
-	var snap *remote.Snapshot
-	if run != nil {
-		n, sent, snap = run.Number, run.Sent, run.Snapshot
-	}
+	// RunAttempt returns the run once the attempt is numbered, whatever its error: before, the
+	// attempt is number 0, never sent.
+	run = cmp.Or(run, &remote.AttemptRun{})
 	if refused, ok := errors.AsType[*remote.StartError](err); ok {
-		return failed(n, "launch-failed", refused)
+		return failed(run.Number, "launch-failed", refused)
 	}
 	if errors.Is(err, remote.ErrNotStarted) {
 		// Its start was lost with the connection and it never began there: the host is
 		// offline for the run, as a connection lost before the start is, and the task runs
 		// elsewhere at once (no agent of it is at work there).
-		return r.offlineOutcome(n, at.lastBeat(), time.Now(), err)
+		return r.offlineOutcome(run.Number, at.lastBeat(), time.Now(), err)
 	}
-	out = r.settle(ctx, at, n, snap, err, sent)
+	out = r.settle(ctx, at, run.Number, run.Snapshot, err, run.Sent)
 	// The host's records keep whole seconds, on the host's clock: a task of 0.4 s would last
 	// 0 s and the run report no parallel speedup. An attempt started by this run is timed
 	// here, from its start sent to its end brought back, as a local one is.
-	if !sent.IsZero() && !out.Interrupted && out.Offline == nil {
-		out.Started, out.Finished = sent, time.Now()
+	if !run.Sent.IsZero() && !out.Interrupted && out.Offline == nil {
+		out.Started, out.Finished = run.Sent, time.Now()
 	}
 	return out
 }
@@ -255,12 +251,7 @@ func (r *Remote) adopt(ctx context.Context, at *hostAttempt, w remote.Watch) (Ou
 	return r.settle(ctx, at, job.Adopt, snap, err, sent), true
 }
 
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
-}
+func orDiscard(w io.Writer) io.Writer { return cmp.Or(w, io.Discard) }
 
 // settle is the end of attempt n on the host, as its wait left it (snap final, or err): the
 // records and the branch brought back, or the host found offline (the task held until the
@@ -390,11 +381,8 @@ func (r *Remote) returned(job Job, out []byte) error {
 	if len(lines) < 2 || (lines[0] != "moved" && lines[0] != "stray") || !commitID.MatchString(lines[1]) {
 		return fmt.Errorf("host %s: bringing the agent's work onto %s in %s: unexpected answer %q", r.Conn.Host.Name, job.Branch, job.Dir, remote.Printable(string(out)))
 	}
-	ref := ""
-	if len(lines) == 3 {
-		ref = remote.Printable(lines[2])
-	}
-	stray := fgit.NewStrayError(job.Branch, ref, lines[1])
+	// HEAD's ref, the third line, is empty when detached (then the line may be missing).
+	stray := fgit.NewStrayError(job.Branch, remote.Printable(append(lines, "")[2]), lines[1])
 	if lines[0] == "stray" {
 		return stray
 	}

@@ -52,7 +52,7 @@ func (a *AgentResolver) Resolve(ctx context.Context, c Conflict) (string, error)
 	if err := record.CheckBead(bead); err != nil {
 		return a.Agent, err
 	}
-	job := executor.Job{Execution: c.Owner, Task: "merge-" + c.ID, Bead: bead, Agent: a.Agent, Model: a.Model,
+	job := executor.Job{Task: "merge-" + c.ID, Bead: bead, Agent: a.Agent, Model: a.Model,
 		Prompt: Prompt(c), Dir: c.Dir, Timeout: a.Timeout, MaxAttempts: 1, Env: a.Env}
 	out := a.Exec.Run(ctx, slots[0], job)
 	if out.Status != record.StatusDone {

@@ -52,14 +52,9 @@ func KillMarked(holds func(entry []byte) bool, passes int) []Marked {
 }
 
 func killPass(holds func([]byte) bool, done map[int]bool) []Marked {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var killed []Marked
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 1 || pid == os.Getpid() || done[pid] {
+	for _, pid := range PIDs() {
+		if pid <= 1 || done[pid] {
 			continue
 		}
 		if p, ok := killIfMarked(pid, holds); ok {
@@ -67,6 +62,22 @@ func killPass(holds func([]byte) bool, done map[int]bool) []Marked {
 		}
 	}
 	return killed
+}
+
+// PIDs are the processes /proc lists but this one, in its order (os.ReadDir's, by name); none
+// when it cannot be read. What finds a process by its command line or its environment walks it.
+func PIDs() []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // killIfMarked kills pid if an entry of its environment holds; false when none does, or pid is

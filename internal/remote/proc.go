@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/agentfleet/fleet/internal/proc"
 )
 
 // The processes of ssh we start are found by their command line: every one names its
@@ -38,16 +40,7 @@ func killIfNaming(pid int, names ...string) {
 
 // killNaming kills every process of ours whose command line holds one of names.
 func killNaming(names ...string) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
+	for _, pid := range proc.PIDs() {
 		killIfNaming(pid, names...)
 	}
 }

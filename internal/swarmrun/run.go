@@ -946,7 +946,7 @@ func (r *runner) prepareWorktree(ctx context.Context, tk *taskRun, deps []string
 // waited for (0: none), its hooks recording the launch and the heartbeats in the state.
 func (r *runner) taskJob(tk *taskRun, adopt int) Job {
 	id, slot, t, mt := tk.id, tk.slot, tk.t, tk.mt
-	job := Job{Execution: tk.execID, Task: id, Bead: tk.trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: tk.trace.Worktree,
+	job := Job{Task: id, Bead: tk.trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: tk.trace.Worktree,
 		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt,
 		Env: []string{"SWARM_EXECUTION_ID=" + tk.execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
 	job.Launched = func(n int) {

@@ -90,10 +90,6 @@ func (g *Graph) Index(id string) (int, bool) {
 	return i, ok
 }
 
-// Deps are the positions of task i's dependencies that are tasks of the graph, in the order
-// its node gave them (shared: not to be changed).
-func (g *Graph) Deps(i int) []int { return g.deps[i] }
-
 // Colours of the depth-first walk.
 const (
 	white = iota // not seen

@@ -53,7 +53,7 @@ func TestDuplicateIDNamesFirst(t *testing.T) {
 	if i, ok := g.Index("a"); !ok || i != 0 || g.Len() != 4 || g.ID(2) != "a" {
 		t.Fatalf("Index(a) = %d %v, Len %d", i, ok, g.Len())
 	}
-	if got := g.Deps(3); !reflect.DeepEqual(got, []int{0}) {
+	if got := g.deps[3]; !reflect.DeepEqual(got, []int{0}) {
 		t.Fatalf("Deps(c) = %v, want [0]", got)
 	}
 }

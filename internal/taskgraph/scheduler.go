@@ -73,14 +73,6 @@ func (s *Scheduler[S]) Retire(match func(S) bool) []S {
 	return gone
 }
 
-// notify wakes Loop.
-func (s *Scheduler[S]) notify() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Loop schedules until nothing runs and nothing can start: no task is ready or held, no slot
 // is left, or the policy stops (then it waits for the tasks at work to end). ctx ending wakes
 // it; the policy's Stopping should then say so. mu is the engine's lock.
@@ -183,12 +175,16 @@ func (s *Scheduler[S]) claim(c Claimer[S]) (placed []Placed[S], again time.Time)
 	return placed, again
 }
 
-// start runs each task placed on a goroutine of its own, which wakes the loop when it ends.
+// start runs each task placed on a goroutine of its own, which wakes the loop when it ends
+// (a wake already pending does).
 func (s *Scheduler[S]) start(wg *sync.WaitGroup, placed []Placed[S], run func(int, S)) {
 	for _, pl := range placed {
 		wg.Go(func() {
-			defer s.notify()
 			run(pl.Task, pl.Slot)
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
 		})
 	}
 }
@@ -199,9 +195,9 @@ func (s *Scheduler[S]) start(wg *sync.WaitGroup, placed []Placed[S], run func(in
 func (s *Scheduler[S]) wait(ctx context.Context, next time.Time, busy bool) {
 	var release <-chan time.Time
 	if !next.IsZero() {
-		tm := time.NewTimer(time.Until(next))
-		defer tm.Stop()
-		release = tm.C
+		// Left unstopped when the loop wakes first: a timer nothing refers to is collected
+		// (Go 1.23).
+		release = time.After(time.Until(next))
 	}
 	select {
 	case <-release:

@@ -47,7 +47,7 @@ func (p *testPolicy) Assign(placed []Placed[slot]) {
 		if !p.queued[pl.Task] {
 			p.t.Errorf("task %d assigned without being told ready", pl.Task)
 		}
-		for _, d := range p.s.Set.Graph().Deps(pl.Task) {
+		for _, d := range p.s.Set.Graph().deps[pl.Task] {
 			if p.s.Set.State(d) != Done {
 				p.t.Errorf("task %d assigned before its dependency %d is done", pl.Task, d)
 			}

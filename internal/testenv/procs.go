@@ -1,9 +1,7 @@
 package testenv
 
 import (
-	"os"
 	"slices"
-	"strconv"
 
 	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/supervise"
@@ -14,12 +12,7 @@ import (
 // --swarm-dir): what a test checks is gone once the loop or run it started says it ended.
 func Supervisors(dir string) []int {
 	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range proc.PIDs() {
 		if args, err := proc.Args(pid); err == nil && slices.Contains(args, supervise.SuperviseVerb) && slices.Contains(args, dir) {
 			pids = append(pids, pid)
 		}

@@ -37,7 +37,7 @@ func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 	if r.cfg.Model.Resolved != "" {
 		model = r.cfg.Model.Name
 	}
-	job := executor.Job{Execution: r.plan, Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
+	job := executor.Job{Task: c.task.ID, Bead: bead, Agent: r.cfg.AgentName, Model: model,
 		Prompt: fmt.Sprintf("%s\n\n(ralph queue: task %s of plan %s)\n", c.task.Description, c.task.ID, r.plan),
 		Dir:    r.workdir(bead), Repo: r.cfg.Repo, Timeout: r.cfg.Timeout, Inactivity: r.cfg.Inactivity, MaxAttempts: r.cfg.MaxRetries,
 		Env: []string{"RALPH_PLAN=" + r.plan, "RALPH_TASK=" + c.task.ID, "RALPH_AGENT=" + a.id}}

@@ -201,7 +201,7 @@ func (queueEngine) store(w *world) *store.Store { return store.New(store.In(w.re
 func (e queueEngine) prepare(t *testing.T, w *world) {
 	a, b := w.prompts()
 	now := record.FormatTime(time.Now())
-	err := e.store(w).Create(context.Background(), func(tx *store.Tx) error {
+	err := e.store(w).Update(context.Background(), func(tx *store.Tx) error {
 		q := store.NewQueue("p", now, nil)
 		q.Put(store.Task{ID: "a", Description: a, Status: store.Pending, Dependencies: []string{}, CreatedAt: now})
 		q.Put(store.Task{ID: "b", Description: b, Status: store.Pending, Dependencies: []string{"a"}, CreatedAt: now})

@@ -15,6 +15,7 @@ import (
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
@@ -147,8 +148,16 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 		return a.end(ctx, store.AgentCompleted)
 	case c == nil && a.callWait > 0:
 		// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
+		// Told once (the log and the hook) until a start is free again; a wait is no failure.
 		resume := time.Now().Add(a.callWait)
-		r.waitCalls(a.id, resume)
+		if !r.callsWaiting {
+			r.callsWaiting = true
+			until := record.FormatTime(resume)
+			r.logf("%s: %d attempts started in the last %s (--max-calls-per-hour %d): waiting until %s", a.id,
+				r.cfg.MaxCallsPerHour, r.cfg.CallWindow, r.cfg.MaxCallsPerHour, until)
+			r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Limit, Plan: r.plan, Status: "running",
+				Reason: "max-calls-per-hour, waiting until " + until})
+		}
 		return taskgraph.Take{Again: resume}
 	case c == nil:
 		return taskgraph.Take{Again: time.Now().Add(pollEvery)}
@@ -231,7 +240,8 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 		}
 		a.callWait = 0
 		callAt := time.Now()
-		wait := r.takeCall(callAt)
+		wait := r.calls.Take(callAt)
+		r.callsWaiting = r.callsWaiting && wait > 0 // a start taken: the next wait is told again
 		if wait > 0 && q.AnyReady(callAt) {
 			// Ready work, but the calls of the window are spent: no claim; the agent waits.
 			a.callWait, left = wait, 1
@@ -256,7 +266,7 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 					e.TaskID, p.Phase = &task.ID, q.Phase()
 				})
 			}
-			r.giveCall(callAt) // nothing claimed
+			r.calls.Give(callAt) // nothing claimed
 		}
 		if len(q.Reblock()) > 0 {
 			tx.ChangedQueue()

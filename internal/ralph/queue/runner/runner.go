@@ -172,7 +172,8 @@ type runner struct {
 	gitMu  sync.Mutex
 	timing Timing // under mu
 	// calls are the start times of the attempts this run started within the last CallWindow
-	// (--max-calls-per-hour); callsWaiting says the limit's wait was told.
+	// (--max-calls-per-hour); callsWaiting says the limit's wait was told. Both are the
+	// claims' alone, under the scheduler's lock (queue.mu: Claim is called with it held).
 	calls        rails.Calls
 	callsWaiting bool
 	// stuckOnce tells once of the tasks pending behind claims no agent holds.
@@ -373,42 +374,6 @@ func (r *runner) logf(format string, args ...any) {
 		fmt.Fprintf(r.cfg.Log, format+"\n", args...)
 		r.mu.Unlock()
 	}
-}
-
-// takeCall reserves a start under --max-calls-per-hour: 0 when one is free (taken now), else
-// how long until the oldest start leaves the window.
-func (r *runner) takeCall(now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	wait := r.calls.Take(now)
-	if wait == 0 {
-		r.callsWaiting = false
-	}
-	return wait
-}
-
-// giveCall gives back the start takeCall reserved at t (no task was claimed).
-func (r *runner) giveCall(t time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls.Give(t)
-}
-
-// waitCalls tells once (the log and the hook) that the calls per hour are spent until
-// resume; a wait is not a failure.
-func (r *runner) waitCalls(agentID string, resume time.Time) {
-	r.mu.Lock()
-	told := r.callsWaiting
-	r.callsWaiting = true
-	r.mu.Unlock()
-	if told {
-		return
-	}
-	until := record.FormatTime(resume)
-	r.logf("%s: %d attempts started in the last %s (--max-calls-per-hour %d): waiting until %s", agentID,
-		r.cfg.MaxCallsPerHour, r.cfg.CallWindow, r.cfg.MaxCallsPerHour, until)
-	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Limit, Plan: r.plan, Status: "running",
-		Reason: "max-calls-per-hour, waiting until " + until})
 }
 
 // budgetReached says whether no agent may start a task any more.

@@ -606,15 +606,9 @@ func (a *agentRun) entry(tx *store.Tx, t string, change func(p *store.Progress, 
 	return nil
 }
 
-// stopAll stops every attempt of this run at work (--hard-budget), by its context: its
-// executor stops the agent (its supervisor records the end), and its task goes back to pending.
-func (r *runner) stopAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, cancel := range r.stop {
-		cancel(errHardBudget)
-	}
-}
-
-// errHardBudget is the cause of the end of an attempt's context that stopAll stopped.
+// errHardBudget is the cause of the end of the attempts' context that stopAll ended.
 var errHardBudget = errors.New(budgetStop)
+
+// hardStopped says whether --hard-budget ended the attempts' context (an interrupt ended it
+// first otherwise).
+func (r *runner) hardStopped() bool { return errors.Is(context.Cause(r.attempts), errHardBudget) }

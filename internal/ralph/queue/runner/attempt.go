@@ -95,7 +95,7 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 		r.event(hook.Start, c.task.ID, c.attempt, store.Claimed, "", c.task.CostUSD)
 	}
 	start := time.Now()
-	end, stopped := r.execute(ctx, r.local, a.slot, job)
+	end := r.local.Run(r.attempts, a.slot, job)
 	r.spendRun(start, launched, queued)
 	if !adopt && !launching {
 		// Never launched: the attempt could not be opened or prepared.
@@ -120,31 +120,16 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 	if stray != nil && out.status == outDone {
 		out.status, out.reason = outFailed, oneLine(stray)
 	}
-	switch {
-	case stopped && out.status == outFailed:
-		out.status, out.reason = outStopped, budgetStop
-	case end.Interrupted && out.status == outFailed:
+	if end.Interrupted && out.status == outFailed {
 		out.status, out.reason = outStopped, interruptStop
+		if r.hardStopped() {
+			out.reason = budgetStop
+		}
 	}
 	if !adopt {
 		a.checkpoint(lctx, c, out)
 	}
 	return out
-}
-
-// execute runs job in slot of ex, stopped by its context when --hard-budget stops the
-// attempts at work (stopAll), and says whether that stopped it.
-func (r *runner) execute(ctx context.Context, ex executor.Executor, slot executor.Slot, job executor.Job) (executor.Outcome, bool) {
-	tctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	r.mu.Lock()
-	r.stop[job.Bead] = cancel
-	r.mu.Unlock()
-	out := ex.Run(tctx, slot, job)
-	r.mu.Lock()
-	delete(r.stop, job.Bead)
-	r.mu.Unlock()
-	return out, errors.Is(context.Cause(tctx), errHardBudget)
 }
 
 // spendRun adds an attempt's time in the executor, from start, to the run's timing: its

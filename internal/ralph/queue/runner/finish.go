@@ -62,7 +62,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		}
 	}
 	if r.budgetReached() && r.cfg.HardBudget {
-		r.stopAll()
+		r.stopAll(errHardBudget)
 	}
 }
 

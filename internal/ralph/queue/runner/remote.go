@@ -37,13 +37,13 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) ou
 	// Each successful read of the records there is the agent's sign of life.
 	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
 	start := time.Now()
-	out, stopped := r.execute(ctx, a.host.exec, slot, job)
+	out := a.host.exec.Run(r.attempts, slot, job)
 	r.spent(&r.timing.Wait, time.Since(start))
 	if out.Attempt > 0 && out.Attempt != c.attempt && out.Offline == nil {
 		c.attempt = out.Attempt
 	}
 	switch {
-	case out.Interrupted && stopped:
+	case out.Interrupted && r.hardStopped():
 		return outcome{status: outStopped, reason: budgetStop}
 	case out.Interrupted:
 		// Its agent is being stopped there (dispatch kill): held until the host's kill grace

@@ -162,8 +162,11 @@ type runner struct {
 
 	// local runs the attempts on this machine (without Config.Hosts).
 	local *executor.Local
-	// stop stops the attempt of a bead at work, by its context (--hard-budget: errHardBudget).
-	stop map[string]context.CancelCauseFunc
+	// attempts is the context the attempts run in, the run's: --hard-budget ends it (stopAll,
+	// cause errHardBudget), which stops the attempts at work and any that starts after (their
+	// executors stop the agents, their supervisors record the ends; the tasks go back to pending).
+	attempts context.Context
+	stopAll  context.CancelCauseFunc
 	// slots are the host slots of Config.Hosts in order: agent-N works in the Nth.
 	slots []hostSlot
 	// gitMu registers and removes the tasks' worktrees here one at a time (--worktree, Hosts):
@@ -204,6 +207,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.attempts, r.stopAll = context.WithCancelCause(ctx)
+	defer r.stopAll(nil)
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		return nil, err
@@ -242,7 +247,7 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	// A host's task works on its branch, fetched back into its worktree here.
 	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
-		local: localExecutor(cfg), stop: map[string]context.CancelCauseFunc{},
+		local: localExecutor(cfg),
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	for _, h := range cfg.Hosts {
 		for _, s := range h.Slots() {

@@ -26,10 +26,6 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		if err != nil {
 			return err
 		}
-		p, err := tx.Progress()
-		if err != nil {
-			return err
-		}
 		task, ok := q.Get(c.task.ID)
 		// Still the claim this attempt ran for (a skip, or init --force, may have taken it).
 		mine := ok && task.Status == store.Claimed && task.ClaimedBy != nil && c.task.ClaimedBy != nil &&
@@ -44,14 +40,15 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		}
 		// The task failed for good (out of retries, or the breaker opened) when settling its
 		// claim left it failed: only settleFailure makes a task failed.
-		a.charge(p, out, mine && task.Status == store.Failed, t)
-		p.Phase = q.Phase()
-		recount(p)
-		tx.ChangedProgress()
-		r.mu.Lock()
-		r.res.CostUSD = p.TotalCostUSD
-		r.mu.Unlock()
-		return nil
+		failedForGood := mine && task.Status == store.Failed
+		return a.entry(tx, t, func(p *store.Progress, e *store.Agent) {
+			charge(p, e, out, failedForGood)
+			p.Phase = q.Phase()
+			recount(p)
+			r.mu.Lock()
+			r.res.CostUSD = p.TotalCostUSD
+			r.mu.Unlock()
+		})
 	})
 	if err != nil {
 		r.failed("%s: recording %s: %v", a.id, c.task.ID, err)
@@ -160,12 +157,10 @@ func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store
 	return line, ev
 }
 
-// charge adds the attempt to the progress file: the plan's cost, and the agent's cost, turns,
-// time and counts; the agent is at work on no task until its next claim.
-func (a *agentRun) charge(p *store.Progress, out outcome, failedForGood bool, t string) {
-	a.r.holdTotal(p)
+// charge adds the attempt to the progress file: the plan's cost, and the agent's (its entry e)
+// cost, turns, time and counts; the agent is at work on no task until its next claim.
+func charge(p *store.Progress, e *store.Agent, out outcome, failedForGood bool) {
 	p.TotalCostUSD += out.cost
-	e := agentEntry(p, a.id)
 	e.CostUSD += out.cost
 	e.NumTurns += out.turns
 	e.DurationSeconds += out.duration
@@ -176,7 +171,6 @@ func (a *agentRun) charge(p *store.Progress, out outcome, failedForGood bool, t 
 		e.Tasks++ // an attempt ran
 	}
 	e.TaskID = nil // at work on no task until its next claim
-	p.UpdatedAt = t
 }
 
 // budgetStop is the reason of an attempt --hard-budget stopped.

@@ -317,11 +317,7 @@ func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 	if n == c.attempt {
 		return nil
 	}
-	err := a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
-		q, err := tx.Queue()
-		if err != nil {
-			return err
-		}
+	err := a.r.updateQueue(ctx, func(tx *store.Tx, q *store.Queue) error {
 		t, ok := q.Get(c.task.ID)
 		if !ok || t.Status != store.Claimed || t.ClaimedBy == nil || *t.ClaimedBy != a.id {
 			return errNotMine

@@ -98,17 +98,6 @@ type queue struct {
 // may add or retry tasks.
 const pollEvery = 500 * time.Millisecond
 
-// run schedules the agents until none may take a task any more, or ctx ends.
-func (q *queue) run(agents []*agentRun) {
-	for _, a := range agents {
-		if a.adopted != nil {
-			q.adopting++
-		}
-	}
-	q.sched = taskgraph.NewScheduler[*agentRun](nil, agents)
-	q.sched.ClaimLoop(q.ctx, &q.mu, q)
-}
-
 func (q *queue) Stopping() bool { return q.ctx.Err() != nil }
 
 // Claim gives agent a its next task: the attempt an earlier run left it first, else a claim.
@@ -135,7 +124,7 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	}
 	start := time.Now()
 	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
-	r.spent(&r.timing.Queue, time.Since(start))
+	r.spent(&r.res.Timing.Queue, time.Since(start))
 	switch {
 	case errors.Is(err, errBudget):
 		return a.end(ctx, store.AgentBudget)
@@ -179,9 +168,9 @@ func (q *queue) Run(_ int, a *agentRun) {
 	start := time.Now()
 	a.finish(q.ctx, c, out)
 	if !a.resumed {
-		r.spent(&r.timing.Queue, time.Since(start))
+		r.spent(&r.res.Timing.Queue, time.Since(start))
 		r.mu.Lock()
-		r.timing.Tasks++
+		r.res.Timing.Tasks++
 		r.mu.Unlock()
 	}
 	a.cur = nil
@@ -197,9 +186,6 @@ func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
 	r := a.r
 	own := a.host
 	defer func() { a.host = own }()
-	if c.on == nil {
-		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
-	}
 	// The progress file names the task the agent is at work on (a claim names it in its own
 	// transaction).
 	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &c.task.ID })
@@ -207,6 +193,7 @@ func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
 		a.host = on
 		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
 	} else {
+		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
 		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
 	}
 	return a.run(ctx, c, true)
@@ -405,7 +392,7 @@ func depBranches(planID string, q *store.Queue, t *store.Task) []string {
 // reason after prefix.
 func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
 	start := time.Now()
-	defer func() { r.spent(&r.timing.Launch, time.Since(start)) }()
+	defer func() { r.spent(&r.res.Timing.Launch, time.Since(start)) }()
 	ctx = context.WithoutCancel(ctx)
 	repo := git.Repo{Dir: r.cfg.Repo}
 	path, branch := repo.WorktreePath(plan.Bead(r.plan, c.task.ID)), branchOf(r.plan, c.task.ID)

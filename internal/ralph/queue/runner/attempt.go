@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
@@ -14,14 +13,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/record"
 )
-
-// localExecutor is this machine as the run's executor: each attempt one of dispatch's
-// (executor.Local), with the queue's records, its agent and model as Config chose them.
-func localExecutor(cfg Config) *executor.Local {
-	return &executor.Local{N: cfg.Agents, StateDir: cfg.StateDir, Self: cfg.Self,
-		Agents: &agent.Config{Agents: map[string]*agent.Profile{cfg.AgentName: cfg.Profile}},
-		Env:    cfg.Env, KillGrace: cfg.KillGrace, MinFreeMB: cfg.MinFreeMB, Template: Template}
-}
 
 // run runs the claim's attempt in the agent's executor (executor.Local, or the executor.Remote
 // of its host with Config.Hosts), in the task's worktree (--worktree) or the repository.
@@ -108,7 +99,7 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 		r.logf("%s: %s: %v", a.id, c.task.ID, end.Err)
 	}
 	start = time.Now()
-	defer func() { r.spent(&r.timing.Queue, time.Since(start)) }()
+	defer func() { r.spent(&r.res.Timing.Queue, time.Since(start)) }()
 	var stray error
 	if r.cfg.Worktree {
 		stray = r.returnToBranch(lctx, bead, c)
@@ -140,10 +131,10 @@ func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
 	defer r.mu.Unlock()
 	if !launched.IsZero() {
 		launch = launched.Sub(start)
-		r.timing.Wait += time.Since(launched)
+		r.res.Timing.Wait += time.Since(launched)
 	}
-	r.timing.Queue += queued
-	r.timing.Launch += launch - queued
+	r.res.Timing.Queue += queued
+	r.res.Timing.Launch += launch - queued
 }
 
 // interruptStop is the reason of an attempt an interrupt stopped.

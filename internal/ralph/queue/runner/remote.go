@@ -38,7 +38,7 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) ou
 	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
 	start := time.Now()
 	out := a.host.exec.Run(r.attempts, slot, job)
-	r.spent(&r.timing.Wait, time.Since(start))
+	r.spent(&r.res.Timing.Wait, time.Since(start))
 	if out.Attempt > 0 && out.Attempt != c.attempt && out.Offline == nil {
 		c.attempt = out.Attempt
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/taskgraph"
 )
 
 // Config is what a run needs.
@@ -149,8 +150,8 @@ type runner struct {
 	mu sync.Mutex
 	// res is the run's result as it goes (under mu): CostUSD the plan's total this run holds,
 	// BudgetReached once the budget (Config.Budget, as internal/ralph/rails applies it to every
-	// loop) was found reached, Errors and LastError what could not be recorded. The timing is
-	// kept apart; the tasks are counted at the end.
+	// loop) was found reached, Errors and LastError what could not be recorded, Timing where
+	// the time went. The tasks are counted at the end.
 	res Result
 	// base is the branch the worktrees start from, baseSHA its commit when the run started,
 	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
@@ -172,8 +173,7 @@ type runner struct {
 	// gitMu registers and removes the tasks' worktrees here one at a time (--worktree, Hosts):
 	// git worktree add fails on one being made at the same moment. The checkouts and the
 	// merges run outside it (git.MergeSpec).
-	gitMu  sync.Mutex
-	timing Timing // under mu
+	gitMu sync.Mutex
 	// calls are the start times of the attempts this run started within the last CallWindow
 	// (--max-calls-per-hour); callsWaiting says the limit's wait was told. Both are the
 	// claims' alone, under the scheduler's lock (queue.mu: Claim is called with it held).
@@ -218,7 +218,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer cfg.Hook.Close()
 	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
-	(&queue{r: r, ctx: ctx}).run(r.agents(ctx, adopted))
+	// The agents are scheduled until none may take a task any more, or ctx ends; each adopted
+	// claim is an agent's (agents), not yet given it.
+	q := &queue{r: r, ctx: ctx, adopting: len(adopted)}
+	q.sched = taskgraph.NewScheduler[*agentRun](nil, r.agents(ctx, adopted))
+	q.sched.ClaimLoop(ctx, &q.mu, q)
 	// The slots' supervisors, idle now, are let go (an attempt still at work, interrupted, is
 	// recorded by its supervisor before it exits).
 	r.local.Close()
@@ -247,7 +251,11 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	// A host's task works on its branch, fetched back into its worktree here.
 	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
-		local: localExecutor(cfg),
+		// This machine as the run's executor: each attempt one of dispatch's, with the queue's
+		// records, its agent and model as Config chose them.
+		local: &executor.Local{N: cfg.Agents, StateDir: cfg.StateDir, Self: cfg.Self,
+			Agents: &agent.Config{Agents: map[string]*agent.Profile{cfg.AgentName: cfg.Profile}},
+			Env:    cfg.Env, KillGrace: cfg.KillGrace, MinFreeMB: cfg.MinFreeMB, Template: Template},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	for _, h := range cfg.Hosts {
 		for _, s := range h.Slots() {
@@ -300,7 +308,6 @@ func (r *runner) agents(ctx context.Context, adopted map[string]*claim) []*agent
 func (r *runner) result(ctx context.Context) (*Result, error) {
 	r.mu.Lock()
 	res := r.res
-	res.Timing = r.timing
 	r.mu.Unlock()
 	res.Interrupted = ctx.Err() != nil
 	// Counted under the guard: a queue an agent rewrote after the last task is put back first.

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
@@ -217,7 +216,7 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 	r := a.r
 	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		// The total this run holds (every end adds to it under the same lock), not the
-		// progress file's, which the agents can write (holdTotal).
+		// progress file's, which the agents can write (entry).
 		if r.budgetReached() {
 			return errBudget
 		}
@@ -240,7 +239,10 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 				// numbers an attempt after the bead's last run record), so that a runner dying
 				// from here on is followed by one that knows which records are this claim's;
 				// run corrects it in the rare case Open numbers it otherwise.
-				task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
+				task.Attempt = 1
+				if run, err := record.ReadRun(r.dir.Store.RunPath(plan.Bead(r.plan, task.ID))); err == nil {
+					task.Attempt = run.Attempt + 1 // what attempt.Open numbers it: the last run's + 1
+				}
 				if r.cfg.Worktree {
 					task.Branch = branchOf(r.plan, task.ID)
 				}
@@ -289,14 +291,6 @@ type outcome struct {
 }
 
 var errNotMine = errors.New("the claim is no longer this agent's")
-
-// nextAttempt is the number attempt.Open gives bead's next attempt: its run record's + 1.
-func nextAttempt(d attempt.Dir, bead string) int {
-	if run, err := record.ReadRun(d.Store.RunPath(bead)); err == nil {
-		return run.Attempt + 1
-	}
-	return 1
-}
 
 // setAttempt makes attempt n the claim's, in the queue too, when the executor numbered it
 // otherwise than the claim did (someone dispatched the bead since, or a host numbers its own).
@@ -575,14 +569,24 @@ func (a *agentRun) progress(ctx context.Context, change func(p *store.Progress, 
 	}
 }
 
-// entry changes the agent's entry of the progress file in tx, updated at t, the total the run
-// holds kept (holdTotal).
+// entry changes the agent's entry of the progress file in tx, updated at t. The file's total is
+// first made the one this run holds (res.CostUSD: the total at its start, plus every cost it
+// recorded since), saying so when someone else changed it: the agents work in the repository,
+// and a total they lower would give the budget back. r.mu is free.
 func (a *agentRun) entry(tx *store.Tx, t string, change func(p *store.Progress, e *store.Agent)) error {
 	p, err := tx.Progress()
 	if err != nil {
 		return err
 	}
-	a.r.holdTotal(p)
+	r := a.r
+	r.mu.Lock()
+	held := r.res.CostUSD
+	r.mu.Unlock()
+	if p.TotalCostUSD != held {
+		r.logf("warning: %s's total_cost_usd was changed behind the runner's back ($%v); kept the run's $%v",
+			r.cfg.Store.Dir.Progress(r.plan), p.TotalCostUSD, held)
+		p.TotalCostUSD = held
+	}
 	change(p, agentEntry(p, a.id))
 	p.UpdatedAt = t
 	tx.ChangedProgress()

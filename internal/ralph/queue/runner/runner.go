@@ -446,21 +446,6 @@ func (r *runner) updateQueue(ctx context.Context, fn func(tx *store.Tx, q *store
 	})
 }
 
-// holdTotal makes the progress file's total the one this run holds (res.CostUSD: the total at its
-// start, plus every cost it recorded since), saying so when someone else changed it: the
-// agents work in the repository, and a total they lower would give the budget back. The
-// caller holds the store's lock; r.mu is free.
-func (r *runner) holdTotal(p *store.Progress) {
-	r.mu.Lock()
-	held := r.res.CostUSD
-	r.mu.Unlock()
-	if p.TotalCostUSD != held {
-		r.logf("warning: %s's total_cost_usd was changed behind the runner's back ($%v); kept the run's $%v",
-			r.cfg.Store.Dir.Progress(r.plan), p.TotalCostUSD, held)
-		p.TotalCostUSD = held
-	}
-}
-
 // agentEntry returns the progress entry of agent id, adding it when there is none.
 func agentEntry(p *store.Progress, id string) *store.Agent {
 	for i := range p.Agents {

@@ -154,16 +154,12 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	return taskgraph.Take{Took: true}
 }
 
-// Run runs the task Claim gave agent a (an adopted one: resume) and records its end; an agent
-// of an earlier run is done then. The run's timing counts the tasks this run claimed.
+// Run runs the task Claim gave agent a (an adopted one: its attempt waited for) and records its
+// end; an agent of an earlier run is done then. The run's timing counts the tasks this run
+// claimed.
 func (q *queue) Run(_ int, a *agentRun) {
 	r, c := q.r, a.cur
-	var out outcome
-	if a.resumed {
-		out = a.resume(q.ctx, c)
-	} else {
-		out = a.run(q.ctx, c, false)
-	}
+	out := a.run(q.ctx, c, a.resumed)
 	start := time.Now()
 	a.finish(q.ctx, c, out)
 	if !a.resumed {
@@ -176,26 +172,6 @@ func (q *queue) Run(_ int, a *agentRun) {
 	q.mu.Lock()
 	q.sched.Free(a, a.extra)
 	q.mu.Unlock()
-}
-
-// resume waits for the attempt an earlier runner started for c, here or on the host its
-// agent's state names (claim.on: on that host's slot while it lasts), and returns its end
-// (interrupted, it is stopped, as runLocal says).
-func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
-	r := a.r
-	own := a.host
-	defer func() { a.host = own }()
-	// The progress file names the task the agent is at work on (a claim names it in its own
-	// transaction).
-	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &c.task.ID })
-	if on := c.on; on != nil {
-		a.host = on
-		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
-	} else {
-		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
-		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
-	}
-	return a.run(ctx, c, true)
 }
 
 // errBudget is claim's error once the budget is reached.

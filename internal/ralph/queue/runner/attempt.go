@@ -20,7 +20,9 @@ import (
 // it started it (on the host claim.on names, else here): the executor waits for it, or judges
 // its end, instead of starting another. The agent is asked the task, with its plan and id for
 // context. The model is named only when the config names one: the executor resolves it
-// through the profile again, as Config.Model was.
+// through the profile again, as Config.Model was. An adopted attempt is found on the host its
+// agent's state names (claim.on: on that host's slot while it lasts), else here; interrupted,
+// it is stopped, as runLocal says.
 func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
@@ -36,12 +38,25 @@ func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 		job.Branch = branchOf(r.plan, c.task.ID)
 		job.Env = append(job.Env, "RALPH_BRANCH="+job.Branch)
 	}
-	if adopt {
-		job.Adopt = c.attempt
-	}
-	if a.host == nil || (adopt && c.on == nil) {
+	if !adopt && a.host == nil {
 		return a.runLocal(ctx, c, job)
 	}
+	if !adopt {
+		return a.runRemote(ctx, c, job)
+	}
+	job.Adopt = c.attempt
+	// The progress file names the task the agent is at work on (a claim names it in its own
+	// transaction).
+	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &c.task.ID })
+	if c.on == nil {
+		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
+		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
+		return a.runLocal(ctx, c, job)
+	}
+	own := a.host
+	defer func() { a.host = own }()
+	a.host = c.on
+	r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, c.on.exec.Host())
 	return a.runRemote(ctx, c, job)
 }
 

@@ -299,11 +299,9 @@ const Template = "ralph-queue"
 // is a usage limit (held until its reset), the no-progress breaker's observation of a failure
 // (the working tree in workdir, "" unknown), and the cost the agent reported.
 func (r *runner) assess(ctx context.Context, end executor.Outcome, bead string, n int, tail []byte, duration float64, finished time.Time, workdir string) outcome {
-	out := outcome{status: outFailed, reason: end.Reason, duration: duration}
-	if end.Status == record.StatusDone {
-		out.status = outDone
-	}
-	if out.status == outFailed {
+	out := outcome{status: outDone, reason: end.Reason, duration: duration}
+	if end.Status != record.StatusDone {
+		out.status = outFailed
 		if limited, reset := r.cfg.Profile.UsageLimit(string(tail), finished); limited {
 			// Not the task's failure: it waits for the reset, its retries untouched.
 			if reset.IsZero() || reset.Before(finished) {

@@ -40,9 +40,8 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		}
 		// The task failed for good (out of retries, or the breaker opened) when settling its
 		// claim left it failed: only settleFailure makes a task failed.
-		failedForGood := mine && task.Status == store.Failed
 		return a.entry(tx, t, func(p *store.Progress, e *store.Agent) {
-			charge(p, e, out, failedForGood)
+			charge(p, e, out, mine && task.Status == store.Failed)
 			p.Phase = q.Phase()
 			recount(p)
 			r.mu.Lock()

@@ -392,9 +392,8 @@ func (r *runner) logf(format string, args ...any) {
 func (r *runner) budgetReached() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if (&rails.Rails{BudgetUSD: r.cfg.Budget}).Reached(r.res.CostUSD) {
-		r.res.BudgetReached = true
-	}
+	// Once reached, it stays reached.
+	r.res.BudgetReached = r.res.BudgetReached || (&rails.Rails{BudgetUSD: r.cfg.Budget}).Reached(r.res.CostUSD)
 	return r.res.BudgetReached
 }
 

@@ -118,9 +118,7 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 		r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
 		return a.end(ctx, store.AgentFailed)
 	}
-	if r.budgetReached() {
-		return a.end(ctx, store.AgentBudget)
-	}
+	// A budget reached is claim's errBudget: it is checked in the claim's transaction.
 	start := time.Now()
 	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
 	r.spent(&r.res.Timing.Queue, time.Since(start))
@@ -473,8 +471,7 @@ func oneLine(err error) string { return strings.Join(strings.Fields(err.Error())
 func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n int) {
 	st := &store.AgentState{AgentID: a.id, PlanID: a.r.plan, Status: status, LastCheckpoint: now(), Context: a.done}
 	if t != nil {
-		id := t.ID
-		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
+		st.TaskID, st.Bead, st.Attempt = &t.ID, plan.Bead(a.r.plan, t.ID), n
 		if a.host != nil {
 			st.Host = a.host.exec.Host()
 		}

@@ -376,9 +376,8 @@ func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (out
 		_, err = repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue",
 			Lock: &r.gitMu, Hooked: r.checkoutHook})
 	}
-	var conflict *git.ConflictError
-	switch {
-	case errors.As(err, &conflict):
+	switch _, conflict := errors.AsType[*git.ConflictError](err); {
+	case conflict:
 		// Under gitMu too: both read every worktree's administrative files, as an add does.
 		r.gitMu.Lock()
 		repo.RemoveWorktree(ctx, path, true)
@@ -400,9 +399,8 @@ func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (out
 func (r *runner) returnToBranch(ctx context.Context, bead string, c *claim) error {
 	branch := branchOf(r.plan, c.task.ID)
 	from, err := git.Repo{Dir: r.workdir(bead)}.ReturnToBranch(context.WithoutCancel(ctx), branch)
-	var stray *git.StrayError
-	switch {
-	case errors.As(err, &stray):
+	switch _, stray := errors.AsType[*git.StrayError](err); {
+	case stray:
 		return err
 	case err != nil:
 		r.logf("warning: %s: attempt %d: %s", bead, c.attempt, oneLine(err))

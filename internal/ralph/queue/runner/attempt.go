@@ -167,12 +167,11 @@ func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, 
 	if run.DurationSeconds != nil {
 		duration = float64(*run.DurationSeconds)
 	}
-	finished, ok := time.Time{}, false
+	finished := time.Now() // unless the record says when
 	if run.FinishedAt != nil {
-		finished, ok = record.ParseTime(*run.FinishedAt)
-	}
-	if !ok {
-		finished = time.Now()
+		if at, ok := record.ParseTime(*run.FinishedAt); ok {
+			finished = at
+		}
 	}
 	// The end of its log, a regular file only, never read through a link.
 	tail, _ := fsx.ReadTail(r.dir.Layout.LogPath(bead), maxTail)

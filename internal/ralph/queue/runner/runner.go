@@ -305,10 +305,9 @@ func (r *runner) agents(ctx context.Context, adopted map[string]*claim) []*agent
 }
 
 // result is the run's result once its agents are done: its cost, errors and the tasks counted.
+// Nothing else reads or writes r.res any more (the scheduler waited for every agent): no lock.
 func (r *runner) result(ctx context.Context) (*Result, error) {
-	r.mu.Lock()
 	res := r.res
-	r.mu.Unlock()
 	res.Interrupted = ctx.Err() != nil
 	// Counted under the guard: a queue an agent rewrote after the last task is put back first.
 	err := r.updateQueue(context.WithoutCancel(ctx), func(_ *store.Tx, q *store.Queue) error {

@@ -80,31 +80,30 @@ func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, 
 		task.Reason, task.Error = store.ReasonConflict, out.reason
 		line = "blocked: " + out.reason + " (not run; 'ralph queue retry' once the branches agree)"
 		ev = &hook.Event{Event: hook.Failure, Reason: store.ReasonConflict}
-	case outStopped:
+	case outStopped, outOffline, outLimited:
+		// Not the task's failure: pending again, no retry counted, held until a usage limit's
+		// reset, or while its agent may still run on its host (an offline host's task runs
+		// elsewhere once its attempt there cannot run any more: its deadline there has passed).
+		held := out.status == outLimited || out.resetAt.After(time.Now())
 		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-		line = "stopped by the budget, pending again"
-		if out.reason != budgetStop {
-			line = out.reason + "; pending again"
-		}
-		if out.resetAt.After(time.Now()) {
+		if held {
 			task.HeldUntil = record.FormatTime(out.resetAt)
 		}
-	case outOffline:
-		// Not the task's failure: it runs elsewhere, once its attempt there cannot run
-		// any more (its deadline on the host has passed).
-		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-		line = out.reason + "; pending again (no retry counted)"
-		if out.resetAt.After(time.Now()) {
-			task.HeldUntil = record.FormatTime(out.resetAt)
+		switch {
+		case out.status == outLimited:
+			task.Error = "usage limit, held until " + task.HeldUntil
+			line = task.Error + " (no retry counted)"
+			ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
+		case out.status == outOffline && held:
 			task.Error += "; held until " + task.HeldUntil + ", the attempt's deadline there"
 			line = out.reason + "; pending, held until " + task.HeldUntil + " (the attempt's deadline there; no retry counted)"
+		case out.status == outOffline:
+			line = out.reason + "; pending again (no retry counted)"
+		case out.reason == budgetStop:
+			line = "stopped by the budget, pending again"
+		default:
+			line = out.reason + "; pending again"
 		}
-	case outLimited:
-		until := record.FormatTime(out.resetAt)
-		task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
-		task.Error = "usage limit, held until " + until
-		line = "usage limit, held until " + until + " (no retry counted)"
-		ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
 	default:
 		line, ev = a.settleFailure(tx, rq, task, c, out, t)
 	}

@@ -458,9 +458,8 @@ func agentEntry(p *store.Progress, id string) *store.Agent {
 // recount derives the progress file's counters and averages from its agents.
 func recount(p *store.Progress) {
 	p.AgentsActive, p.AgentsCompleted, p.AgentsFailed = 0, 0, 0
-	var tasks int
+	var tasks, turns int
 	var cost, secs float64
-	turns := 0
 	for _, a := range p.Agents {
 		switch a.Status {
 		case store.AgentActive:

@@ -127,7 +127,8 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 		out.status, out.reason = outFailed, oneLine(stray)
 	}
 	if end.Interrupted && out.status == outFailed {
-		out.status, out.reason = outStopped, interruptStop
+		// Stopped by an interrupt, or by --hard-budget: pending again, no retry counted.
+		out.status, out.reason = outStopped, "interrupted: its agent was stopped"
 		if r.hardStopped() {
 			out.reason = budgetStop
 		}
@@ -151,9 +152,6 @@ func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
 	r.res.Timing.Queue += queued
 	r.res.Timing.Launch += launch - queued
 }
-
-// interruptStop is the reason of an attempt an interrupt stopped.
-const interruptStop = "interrupted: its agent was stopped"
 
 // judged is the queue's reading of an attempt's end as the executor judged it by its run
 // record (end.Run; nil when it could not be read): its duration and end as the record keeps

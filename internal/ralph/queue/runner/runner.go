@@ -370,9 +370,8 @@ func (r *runner) resolveBase(ctx context.Context) error {
 
 // event tells the hook of a task's transition.
 func (r *runner) event(name, task string, attempt int, status, reason string, cost float64) {
-	bead := plan.Bead(r.plan, task)
 	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: name, Plan: r.plan, Task: task, Iteration: attempt, Status: status,
-		Reason: reason, CostUSD: &cost, Log: r.dir.Layout.LogPath(bead)})
+		Reason: reason, CostUSD: &cost, Log: r.dir.Layout.LogPath(plan.Bead(r.plan, task))})
 }
 
 // AgentID is the id of the run's agent i (1-based): agent-i, as the seed names agents.

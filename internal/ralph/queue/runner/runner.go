@@ -226,11 +226,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The slots' supervisors, idle now, are let go (an attempt still at work, interrupted, is
 	// recorded by its supervisor before it exits).
 	r.local.Close()
-	res, err := r.result(ctx)
+	// The run's result: its cost and errors, read without r.mu (nothing else touches it once
+	// the scheduler waited for every agent), and the tasks counted under the guard (a queue an
+	// agent rewrote after the last task is put back first).
+	res := r.res
+	res.Interrupted = ctx.Err() != nil
+	err = r.updateQueue(context.WithoutCancel(ctx), func(_ *store.Tx, q *store.Queue) error {
+		res.Counts = q.Counts()
+		return nil
+	})
 	if err == nil && !res.Interrupted {
-		r.end(ctx, res)
+		r.end(ctx, &res)
 	}
-	return res, err
+	return &res, err
 }
 
 // newRunner checks cfg and fills in what it leaves at zero, makes the run's runner, with the
@@ -302,19 +310,6 @@ func (r *runner) agents(ctx context.Context, adopted map[string]*claim) []*agent
 		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true, slot: executor.Slot{ID: id}})
 	}
 	return agents
-}
-
-// result is the run's result once its agents are done: its cost, errors and the tasks counted.
-// Nothing else reads or writes r.res any more (the scheduler waited for every agent): no lock.
-func (r *runner) result(ctx context.Context) (*Result, error) {
-	res := r.res
-	res.Interrupted = ctx.Err() != nil
-	// Counted under the guard: a queue an agent rewrote after the last task is put back first.
-	err := r.updateQueue(context.WithoutCancel(ctx), func(_ *store.Tx, q *store.Queue) error {
-		res.Counts = q.Counts()
-		return nil
-	})
-	return &res, err
 }
 
 // end closes a run that was not interrupted: the queue is archived when every task is done,

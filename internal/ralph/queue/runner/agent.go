@@ -17,7 +17,6 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
-	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/taskgraph"
 )
@@ -183,12 +182,10 @@ var errBudget = errors.New("the budget is reached")
 // held, a pending task that is not ready never will be. The Scheduler counts it, and offers
 // its agents to Claim one at a time: a claim is counted before another agent looks (an agent
 // that counted it unheld in between took its dependents for stuck and ended, issue 19).
-func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
-	var c *claim
-	left := 0
+func (a *agentRun) claim(ctx context.Context, held int) (c *claim, left int, err error) {
 	t := now()
 	r := a.r
-	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+	err = r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		// The total this run holds (every end adds to it under the same lock), not the
 		// progress file's, which the agents can write (entry).
 		if r.budgetReached() {
@@ -416,19 +413,6 @@ func (r *runner) workdir(bead string) string {
 		return git.Repo{Dir: r.cfg.Repo}.WorktreePath(bead)
 	}
 	return r.cfg.Repo
-}
-
-// commitAttempt is --commit-each: what attempt n changed in the task's working tree,
-// committed (the queue's files and the records left out) before the breaker looks at the tree,
-// so that a commit is the progress it is, once. A failure is a warning; the run goes on.
-func (r *runner) commitAttempt(ctx context.Context, bead string, n int) {
-	head, err := rails.Commit(ctx, r.workdir(bead), []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
-	switch {
-	case err != nil:
-		r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))
-	case head != "":
-		r.logf("%s: attempt %d committed as %s", bead, n, head)
-	}
 }
 
 // fingerprint is the no-progress breaker's view of the working tree dir, the queue's own files

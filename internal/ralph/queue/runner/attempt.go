@@ -11,6 +11,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 )
 
@@ -120,7 +121,16 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 		stray = r.returnToBranch(lctx, bead, c)
 	}
 	if r.cfg.CommitEach {
-		r.commitAttempt(lctx, bead, c.attempt)
+		// What the attempt changed in the task's working tree, committed (the queue's files and
+		// the records left out) before the breaker looks at the tree, so that a commit is the
+		// progress it is, once. A failure is a warning; the run goes on.
+		head, err := rails.Commit(lctx, job.Dir, []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, c.attempt)
+		switch {
+		case err != nil:
+			r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))
+		case head != "":
+			r.logf("%s: attempt %d committed as %s", bead, c.attempt, head)
+		}
 	}
 	out := r.judged(lctx, end, bead, c.attempt, r.workdir(bead))
 	if stray != nil && out.status == outDone {

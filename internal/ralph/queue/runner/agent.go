@@ -11,13 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/attempt"
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/git"
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
+	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
-	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/taskgraph"
 )
@@ -97,17 +96,6 @@ type queue struct {
 // may add or retry tasks.
 const pollEvery = 500 * time.Millisecond
 
-// run schedules the agents until none may take a task any more, or ctx ends.
-func (q *queue) run(agents []*agentRun) {
-	for _, a := range agents {
-		if a.adopted != nil {
-			q.adopting++
-		}
-	}
-	q.sched = taskgraph.NewScheduler[*agentRun](nil, agents)
-	q.sched.ClaimLoop(q.ctx, &q.mu, q)
-}
-
 func (q *queue) Stopping() bool { return q.ctx.Err() != nil }
 
 // Claim gives agent a its next task: the attempt an earlier run left it first, else a claim.
@@ -129,12 +117,10 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 		r.logf("%s: host %s is offline: the agent ends", a.id, a.host.exec.Host())
 		return a.end(ctx, store.AgentFailed)
 	}
-	if r.budgetReached() {
-		return a.end(ctx, store.AgentBudget)
-	}
+	// A budget reached is claim's errBudget: it is checked in the claim's transaction.
 	start := time.Now()
 	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
-	r.spent(&r.timing.Queue, time.Since(start))
+	r.spent(&r.res.Timing.Queue, time.Since(start))
 	switch {
 	case errors.Is(err, errBudget):
 		return a.end(ctx, store.AgentBudget)
@@ -147,8 +133,16 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 		return a.end(ctx, store.AgentCompleted)
 	case c == nil && a.callWait > 0:
 		// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
+		// Told once (the log and the hook) until a start is free again; a wait is no failure.
 		resume := time.Now().Add(a.callWait)
-		r.waitCalls(a.id, resume)
+		if !r.callsWaiting {
+			r.callsWaiting = true
+			until := record.FormatTime(resume)
+			r.logf("%s: %d attempts started in the last %s (--max-calls-per-hour %d): waiting until %s", a.id,
+				r.cfg.MaxCallsPerHour, r.cfg.CallWindow, r.cfg.MaxCallsPerHour, until)
+			r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Limit, Plan: r.plan, Status: "running",
+				Reason: "max-calls-per-hour, waiting until " + until})
+		}
 		return taskgraph.Take{Again: resume}
 	case c == nil:
 		return taskgraph.Take{Again: time.Now().Add(pollEvery)}
@@ -157,50 +151,24 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	return taskgraph.Take{Took: true}
 }
 
-// Run runs the task Claim gave agent a (an adopted one: resume) and records its end; an agent
-// of an earlier run is done then. The run's timing counts the tasks this run claimed.
+// Run runs the task Claim gave agent a (an adopted one: its attempt waited for) and records its
+// end; an agent of an earlier run is done then. The run's timing counts the tasks this run
+// claimed.
 func (q *queue) Run(_ int, a *agentRun) {
 	r, c := q.r, a.cur
-	var out outcome
-	if a.resumed {
-		out = a.resume(q.ctx, c)
-	} else {
-		out = a.run(q.ctx, c, false)
-	}
+	out := a.run(q.ctx, c, a.resumed)
 	start := time.Now()
 	a.finish(q.ctx, c, out)
 	if !a.resumed {
-		r.spent(&r.timing.Queue, time.Since(start))
+		r.spent(&r.res.Timing.Queue, time.Since(start))
 		r.mu.Lock()
-		r.timing.Tasks++
+		r.res.Timing.Tasks++
 		r.mu.Unlock()
 	}
 	a.cur = nil
 	q.mu.Lock()
 	q.sched.Free(a, a.extra)
 	q.mu.Unlock()
-}
-
-// resume waits for the attempt an earlier runner started for c, here or on the host its
-// agent's state names (claim.on: on that host's slot while it lasts), and returns its end
-// (interrupted, it is stopped, as runLocal says).
-func (a *agentRun) resume(ctx context.Context, c *claim) outcome {
-	r := a.r
-	own := a.host
-	defer func() { a.host = own }()
-	if c.on == nil {
-		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
-	}
-	// The progress file names the task the agent is at work on (a claim names it in its own
-	// transaction).
-	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &c.task.ID })
-	if on := c.on; on != nil {
-		a.host = on
-		r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, on.exec.Host())
-	} else {
-		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
-	}
-	return a.run(ctx, c, true)
 }
 
 // errBudget is claim's error once the budget is reached.
@@ -214,14 +182,12 @@ var errBudget = errors.New("the budget is reached")
 // held, a pending task that is not ready never will be. The Scheduler counts it, and offers
 // its agents to Claim one at a time: a claim is counted before another agent looks (an agent
 // that counted it unheld in between took its dependents for stuck and ended, issue 19).
-func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
-	var c *claim
-	left := 0
+func (a *agentRun) claim(ctx context.Context, held int) (c *claim, left int, err error) {
 	t := now()
 	r := a.r
-	err := r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
+	err = r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
 		// The total this run holds (every end adds to it under the same lock), not the
-		// progress file's, which the agents can write (holdTotal).
+		// progress file's, which the agents can write (entry).
 		if r.budgetReached() {
 			return errBudget
 		}
@@ -231,7 +197,8 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 		}
 		a.callWait = 0
 		callAt := time.Now()
-		wait := r.takeCall(callAt)
+		wait := r.calls.Take(callAt)
+		r.callsWaiting = r.callsWaiting && wait > 0 // a start taken: the next wait is told again
 		if wait > 0 && q.AnyReady(callAt) {
 			// Ready work, but the calls of the window are spent: no claim; the agent waits.
 			a.callWait, left = wait, 1
@@ -243,7 +210,10 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 				// numbers an attempt after the bead's last run record), so that a runner dying
 				// from here on is followed by one that knows which records are this claim's;
 				// run corrects it in the rare case Open numbers it otherwise.
-				task.Attempt = nextAttempt(r.dir, plan.Bead(r.plan, task.ID))
+				task.Attempt = 1
+				if run, err := record.ReadRun(r.dir.Store.RunPath(plan.Bead(r.plan, task.ID))); err == nil {
+					task.Attempt = run.Attempt + 1 // what attempt.Open numbers it: the last run's + 1
+				}
 				if r.cfg.Worktree {
 					task.Branch = branchOf(r.plan, task.ID)
 				}
@@ -256,7 +226,7 @@ func (a *agentRun) claim(ctx context.Context, held int) (*claim, int, error) {
 					e.TaskID, p.Phase = &task.ID, q.Phase()
 				})
 			}
-			r.giveCall(callAt) // nothing claimed
+			r.calls.Give(callAt) // nothing claimed
 		}
 		if len(q.Reblock()) > 0 {
 			tx.ChangedQueue()
@@ -293,25 +263,13 @@ type outcome struct {
 
 var errNotMine = errors.New("the claim is no longer this agent's")
 
-// nextAttempt is the number attempt.Open gives bead's next attempt: its run record's + 1.
-func nextAttempt(d attempt.Dir, bead string) int {
-	if run, err := record.ReadRun(d.Store.RunPath(bead)); err == nil {
-		return run.Attempt + 1
-	}
-	return 1
-}
-
 // setAttempt makes attempt n the claim's, in the queue too, when the executor numbered it
 // otherwise than the claim did (someone dispatched the bead since, or a host numbers its own).
 func (a *agentRun) setAttempt(ctx context.Context, c *claim, n int) error {
 	if n == c.attempt {
 		return nil
 	}
-	err := a.r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
-		q, err := tx.Queue()
-		if err != nil {
-			return err
-		}
+	err := a.r.updateQueue(ctx, func(tx *store.Tx, q *store.Queue) error {
 		t, ok := q.Get(c.task.ID)
 		if !ok || t.Status != store.Claimed || t.ClaimedBy == nil || *t.ClaimedBy != a.id {
 			return errNotMine
@@ -336,11 +294,9 @@ const Template = "ralph-queue"
 // is a usage limit (held until its reset), the no-progress breaker's observation of a failure
 // (the working tree in workdir, "" unknown), and the cost the agent reported.
 func (r *runner) assess(ctx context.Context, end executor.Outcome, bead string, n int, tail []byte, duration float64, finished time.Time, workdir string) outcome {
-	out := outcome{status: outFailed, reason: end.Reason, duration: duration}
-	if end.Status == record.StatusDone {
-		out.status = outDone
-	}
-	if out.status == outFailed {
+	out := outcome{status: outDone, reason: end.Reason, duration: duration}
+	if end.Status != record.StatusDone {
+		out.status = outFailed
 		if limited, reset := r.cfg.Profile.UsageLimit(string(tail), finished); limited {
 			// Not the task's failure: it waits for the reset, its retries untouched.
 			if reset.IsZero() || reset.Before(finished) {
@@ -399,7 +355,7 @@ func depBranches(planID string, q *store.Queue, t *store.Task) []string {
 // reason after prefix.
 func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (outcome, bool) {
 	start := time.Now()
-	defer func() { r.spent(&r.timing.Launch, time.Since(start)) }()
+	defer func() { r.spent(&r.res.Timing.Launch, time.Since(start)) }()
 	ctx = context.WithoutCancel(ctx)
 	repo := git.Repo{Dir: r.cfg.Repo}
 	path, branch := repo.WorktreePath(plan.Bead(r.plan, c.task.ID)), branchOf(r.plan, c.task.ID)
@@ -417,9 +373,8 @@ func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (out
 		_, err = repo.PrepareWorktree(ctx, path, branch, git.MergeSpec{Base: r.baseSHA, Deps: c.deps, Ident: r.ident, Label: "ralph queue",
 			Lock: &r.gitMu, Hooked: r.checkoutHook})
 	}
-	var conflict *git.ConflictError
-	switch {
-	case errors.As(err, &conflict):
+	switch _, conflict := errors.AsType[*git.ConflictError](err); {
+	case conflict:
 		// Under gitMu too: both read every worktree's administrative files, as an add does.
 		r.gitMu.Lock()
 		repo.RemoveWorktree(ctx, path, true)
@@ -441,9 +396,8 @@ func (r *runner) madeWorktree(ctx context.Context, c *claim, prefix string) (out
 func (r *runner) returnToBranch(ctx context.Context, bead string, c *claim) error {
 	branch := branchOf(r.plan, c.task.ID)
 	from, err := git.Repo{Dir: r.workdir(bead)}.ReturnToBranch(context.WithoutCancel(ctx), branch)
-	var stray *git.StrayError
-	switch {
-	case errors.As(err, &stray):
+	switch _, stray := errors.AsType[*git.StrayError](err); {
+	case stray:
 		return err
 	case err != nil:
 		r.logf("warning: %s: attempt %d: %s", bead, c.attempt, oneLine(err))
@@ -459,19 +413,6 @@ func (r *runner) workdir(bead string) string {
 		return git.Repo{Dir: r.cfg.Repo}.WorktreePath(bead)
 	}
 	return r.cfg.Repo
-}
-
-// commitAttempt is --commit-each: what attempt n changed in the task's working tree,
-// committed (the queue's files and the records left out) before the breaker looks at the tree,
-// so that a commit is the progress it is, once. A failure is a warning; the run goes on.
-func (r *runner) commitAttempt(ctx context.Context, bead string, n int) {
-	head, err := rails.Commit(ctx, r.workdir(bead), []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, n)
-	switch {
-	case err != nil:
-		r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))
-	case head != "":
-		r.logf("%s: attempt %d committed as %s", bead, n, head)
-	}
 }
 
 // fingerprint is the no-progress breaker's view of the working tree dir, the queue's own files
@@ -512,8 +453,7 @@ func oneLine(err error) string { return strings.Join(strings.Fields(err.Error())
 func (a *agentRun) state(ctx context.Context, status string, t *store.Task, n int) {
 	st := &store.AgentState{AgentID: a.id, PlanID: a.r.plan, Status: status, LastCheckpoint: now(), Context: a.done}
 	if t != nil {
-		id := t.ID
-		st.TaskID, st.Bead, st.Attempt = &id, plan.Bead(a.r.plan, t.ID), n
+		st.TaskID, st.Bead, st.Attempt = &t.ID, plan.Bead(a.r.plan, t.ID), n
 		if a.host != nil {
 			st.Host = a.host.exec.Host()
 		}
@@ -582,29 +522,33 @@ func (a *agentRun) progress(ctx context.Context, change func(p *store.Progress, 
 	}
 }
 
-// entry changes the agent's entry of the progress file in tx, updated at t, the total the run
-// holds kept (holdTotal).
+// entry changes the agent's entry of the progress file in tx, updated at t. The file's total is
+// first made the one this run holds (res.CostUSD: the total at its start, plus every cost it
+// recorded since), saying so when someone else changed it: the agents work in the repository,
+// and a total they lower would give the budget back. r.mu is free.
 func (a *agentRun) entry(tx *store.Tx, t string, change func(p *store.Progress, e *store.Agent)) error {
 	p, err := tx.Progress()
 	if err != nil {
 		return err
 	}
-	a.r.holdTotal(p)
+	r := a.r
+	r.mu.Lock()
+	held := r.res.CostUSD
+	r.mu.Unlock()
+	if p.TotalCostUSD != held {
+		r.logf("warning: %s's total_cost_usd was changed behind the runner's back ($%v); kept the run's $%v",
+			r.cfg.Store.Dir.Progress(r.plan), p.TotalCostUSD, held)
+		p.TotalCostUSD = held
+	}
 	change(p, agentEntry(p, a.id))
 	p.UpdatedAt = t
 	tx.ChangedProgress()
 	return nil
 }
 
-// stopAll stops every attempt of this run at work (--hard-budget), by its context: its
-// executor stops the agent (its supervisor records the end), and its task goes back to pending.
-func (r *runner) stopAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, cancel := range r.stop {
-		cancel(errHardBudget)
-	}
-}
-
-// errHardBudget is the cause of the end of an attempt's context that stopAll stopped.
+// errHardBudget is the cause of the end of the attempts' context that stopAll ended.
 var errHardBudget = errors.New(budgetStop)
+
+// hardStopped says whether --hard-budget ended the attempts' context (an interrupt ended it
+// first otherwise).
+func (r *runner) hardStopped() bool { return errors.Is(context.Cause(r.attempts), errHardBudget) }

@@ -6,22 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentfleet/fleet/internal/agent"
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/fsx"
 	"github.com/agentfleet/fleet/internal/ralph/hook"
 	"github.com/agentfleet/fleet/internal/ralph/queue/plan"
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
+	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
 )
-
-// localExecutor is this machine as the run's executor: each attempt one of dispatch's
-// (executor.Local), with the queue's records, its agent and model as Config chose them.
-func localExecutor(cfg Config) *executor.Local {
-	return &executor.Local{N: cfg.Agents, StateDir: cfg.StateDir, Self: cfg.Self,
-		Agents: &agent.Config{Agents: map[string]*agent.Profile{cfg.AgentName: cfg.Profile}},
-		Env:    cfg.Env, KillGrace: cfg.KillGrace, MinFreeMB: cfg.MinFreeMB, Template: Template}
-}
 
 // run runs the claim's attempt in the agent's executor (executor.Local, or the executor.Remote
 // of its host with Config.Hosts), in the task's worktree (--worktree) or the repository.
@@ -29,7 +21,9 @@ func localExecutor(cfg Config) *executor.Local {
 // it started it (on the host claim.on names, else here): the executor waits for it, or judges
 // its end, instead of starting another. The agent is asked the task, with its plan and id for
 // context. The model is named only when the config names one: the executor resolves it
-// through the profile again, as Config.Model was.
+// through the profile again, as Config.Model was. An adopted attempt is found on the host its
+// agent's state names (claim.on: on that host's slot while it lasts), else here; interrupted,
+// it is stopped, as runLocal says.
 func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 	r := a.r
 	bead := plan.Bead(r.plan, c.task.ID)
@@ -45,12 +39,25 @@ func (a *agentRun) run(ctx context.Context, c *claim, adopt bool) outcome {
 		job.Branch = branchOf(r.plan, c.task.ID)
 		job.Env = append(job.Env, "RALPH_BRANCH="+job.Branch)
 	}
-	if adopt {
-		job.Adopt = c.attempt
-	}
-	if a.host == nil || (adopt && c.on == nil) {
+	if !adopt && a.host == nil {
 		return a.runLocal(ctx, c, job)
 	}
+	if !adopt {
+		return a.runRemote(ctx, c, job)
+	}
+	job.Adopt = c.attempt
+	// The progress file names the task the agent is at work on (a claim names it in its own
+	// transaction).
+	a.progress(ctx, func(_ *store.Progress, e *store.Agent, _ string) { e.TaskID = &c.task.ID })
+	if c.on == nil {
+		a.state(ctx, store.AgentWorking, &c.task, c.attempt)
+		r.logf("%s: still running %s (attempt %d), from the last run", a.id, c.task.ID, c.attempt)
+		return a.runLocal(ctx, c, job)
+	}
+	own := a.host
+	defer func() { a.host = own }()
+	a.host = c.on
+	r.logf("%s: %s (attempt %d) was started on %s by the last run: looking for it there", a.id, c.task.ID, c.attempt, c.on.exec.Host())
 	return a.runRemote(ctx, c, job)
 }
 
@@ -95,7 +102,7 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 		r.event(hook.Start, c.task.ID, c.attempt, store.Claimed, "", c.task.CostUSD)
 	}
 	start := time.Now()
-	end, stopped := r.execute(ctx, r.local, a.slot, job)
+	end := r.local.Run(r.attempts, a.slot, job)
 	r.spendRun(start, launched, queued)
 	if !adopt && !launching {
 		// Never launched: the attempt could not be opened or prepared.
@@ -108,43 +115,38 @@ func (a *agentRun) runLocal(ctx context.Context, c *claim, job executor.Job) out
 		r.logf("%s: %s: %v", a.id, c.task.ID, end.Err)
 	}
 	start = time.Now()
-	defer func() { r.spent(&r.timing.Queue, time.Since(start)) }()
+	defer func() { r.spent(&r.res.Timing.Queue, time.Since(start)) }()
 	var stray error
 	if r.cfg.Worktree {
 		stray = r.returnToBranch(lctx, bead, c)
 	}
 	if r.cfg.CommitEach {
-		r.commitAttempt(lctx, bead, c.attempt)
+		// What the attempt changed in the task's working tree, committed (the queue's files and
+		// the records left out) before the breaker looks at the tree, so that a commit is the
+		// progress it is, once. A failure is a warning; the run goes on.
+		head, err := rails.Commit(lctx, job.Dir, []string{r.cfg.Store.Dir.Root, r.cfg.StateDir}, bead, c.attempt)
+		switch {
+		case err != nil:
+			r.logf("warning: %s: --commit-each: %s", bead, oneLine(err))
+		case head != "":
+			r.logf("%s: attempt %d committed as %s", bead, c.attempt, head)
+		}
 	}
 	out := r.judged(lctx, end, bead, c.attempt, r.workdir(bead))
 	if stray != nil && out.status == outDone {
 		out.status, out.reason = outFailed, oneLine(stray)
 	}
-	switch {
-	case stopped && out.status == outFailed:
-		out.status, out.reason = outStopped, budgetStop
-	case end.Interrupted && out.status == outFailed:
-		out.status, out.reason = outStopped, interruptStop
+	if end.Interrupted && out.status == outFailed {
+		// Stopped by an interrupt, or by --hard-budget: pending again, no retry counted.
+		out.status, out.reason = outStopped, "interrupted: its agent was stopped"
+		if r.hardStopped() {
+			out.reason = budgetStop
+		}
 	}
 	if !adopt {
 		a.checkpoint(lctx, c, out)
 	}
 	return out
-}
-
-// execute runs job in slot of ex, stopped by its context when --hard-budget stops the
-// attempts at work (stopAll), and says whether that stopped it.
-func (r *runner) execute(ctx context.Context, ex executor.Executor, slot executor.Slot, job executor.Job) (executor.Outcome, bool) {
-	tctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	r.mu.Lock()
-	r.stop[job.Bead] = cancel
-	r.mu.Unlock()
-	out := ex.Run(tctx, slot, job)
-	r.mu.Lock()
-	delete(r.stop, job.Bead)
-	r.mu.Unlock()
-	return out, errors.Is(context.Cause(tctx), errHardBudget)
 }
 
 // spendRun adds an attempt's time in the executor, from start, to the run's timing: its
@@ -155,14 +157,11 @@ func (r *runner) spendRun(start, launched time.Time, queued time.Duration) {
 	defer r.mu.Unlock()
 	if !launched.IsZero() {
 		launch = launched.Sub(start)
-		r.timing.Wait += time.Since(launched)
+		r.res.Timing.Wait += time.Since(launched)
 	}
-	r.timing.Queue += queued
-	r.timing.Launch += launch - queued
+	r.res.Timing.Queue += queued
+	r.res.Timing.Launch += launch - queued
 }
-
-// interruptStop is the reason of an attempt an interrupt stopped.
-const interruptStop = "interrupted: its agent was stopped"
 
 // judged is the queue's reading of an attempt's end as the executor judged it by its run
 // record (end.Run; nil when it could not be read): its duration and end as the record keeps
@@ -176,12 +175,11 @@ func (r *runner) judged(ctx context.Context, end executor.Outcome, bead string, 
 	if run.DurationSeconds != nil {
 		duration = float64(*run.DurationSeconds)
 	}
-	finished, ok := time.Time{}, false
+	finished := time.Now() // unless the record says when
 	if run.FinishedAt != nil {
-		finished, ok = record.ParseTime(*run.FinishedAt)
-	}
-	if !ok {
-		finished = time.Now()
+		if at, ok := record.ParseTime(*run.FinishedAt); ok {
+			finished = at
+		}
 	}
 	// The end of its log, a regular file only, never read through a link.
 	tail, _ := fsx.ReadTail(r.dir.Layout.LogPath(bead), maxTail)

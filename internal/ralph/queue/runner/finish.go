@@ -26,10 +26,6 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		if err != nil {
 			return err
 		}
-		p, err := tx.Progress()
-		if err != nil {
-			return err
-		}
 		task, ok := q.Get(c.task.ID)
 		// Still the claim this attempt ran for (a skip, or init --force, may have taken it).
 		mine := ok && task.Status == store.Claimed && task.ClaimedBy != nil && c.task.ClaimedBy != nil &&
@@ -44,14 +40,14 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		}
 		// The task failed for good (out of retries, or the breaker opened) when settling its
 		// claim left it failed: only settleFailure makes a task failed.
-		a.charge(p, out, mine && task.Status == store.Failed, t)
-		p.Phase = q.Phase()
-		recount(p)
-		tx.ChangedProgress()
-		r.mu.Lock()
-		r.res.CostUSD = p.TotalCostUSD
-		r.mu.Unlock()
-		return nil
+		return a.entry(tx, t, func(p *store.Progress, e *store.Agent) {
+			charge(p, e, out, mine && task.Status == store.Failed)
+			p.Phase = q.Phase()
+			recount(p)
+			r.mu.Lock()
+			r.res.CostUSD = p.TotalCostUSD
+			r.mu.Unlock()
+		})
 	})
 	if err != nil {
 		r.failed("%s: recording %s: %v", a.id, c.task.ID, err)
@@ -62,7 +58,7 @@ func (a *agentRun) finish(ctx context.Context, c *claim, out outcome) {
 		}
 	}
 	if r.budgetReached() && r.cfg.HardBudget {
-		r.stopAll()
+		r.stopAll(errHardBudget)
 	}
 }
 
@@ -84,31 +80,30 @@ func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, 
 		task.Reason, task.Error = store.ReasonConflict, out.reason
 		line = "blocked: " + out.reason + " (not run; 'ralph queue retry' once the branches agree)"
 		ev = &hook.Event{Event: hook.Failure, Reason: store.ReasonConflict}
-	case outStopped:
+	case outStopped, outOffline, outLimited:
+		// Not the task's failure: pending again, no retry counted, held until a usage limit's
+		// reset, or while its agent may still run on its host (an offline host's task runs
+		// elsewhere once its attempt there cannot run any more: its deadline there has passed).
+		held := out.status == outLimited || out.resetAt.After(time.Now())
 		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-		line = "stopped by the budget, pending again"
-		if out.reason != budgetStop {
-			line = out.reason + "; pending again"
-		}
-		if out.resetAt.After(time.Now()) {
+		if held {
 			task.HeldUntil = record.FormatTime(out.resetAt)
 		}
-	case outOffline:
-		// Not the task's failure: it runs elsewhere, once its attempt there cannot run
-		// any more (its deadline on the host has passed).
-		task.Status, task.ClaimedBy, task.ClaimedAt, task.Error = store.Pending, nil, nil, out.reason
-		line = out.reason + "; pending again (no retry counted)"
-		if out.resetAt.After(time.Now()) {
-			task.HeldUntil = record.FormatTime(out.resetAt)
+		switch {
+		case out.status == outLimited:
+			task.Error = "usage limit, held until " + task.HeldUntil
+			line = task.Error + " (no retry counted)"
+			ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
+		case out.status == outOffline && held:
 			task.Error += "; held until " + task.HeldUntil + ", the attempt's deadline there"
 			line = out.reason + "; pending, held until " + task.HeldUntil + " (the attempt's deadline there; no retry counted)"
+		case out.status == outOffline:
+			line = out.reason + "; pending again (no retry counted)"
+		case out.reason == budgetStop:
+			line = "stopped by the budget, pending again"
+		default:
+			line = out.reason + "; pending again"
 		}
-	case outLimited:
-		until := record.FormatTime(out.resetAt)
-		task.Status, task.ClaimedBy, task.ClaimedAt, task.HeldUntil = store.Pending, nil, nil, until
-		task.Error = "usage limit, held until " + until
-		line = "usage limit, held until " + until + " (no retry counted)"
-		ev = &hook.Event{Event: hook.Limit, Reason: task.Error}
 	default:
 		line, ev = a.settleFailure(tx, rq, task, c, out, t)
 	}
@@ -160,12 +155,10 @@ func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store
 	return line, ev
 }
 
-// charge adds the attempt to the progress file: the plan's cost, and the agent's cost, turns,
-// time and counts; the agent is at work on no task until its next claim.
-func (a *agentRun) charge(p *store.Progress, out outcome, failedForGood bool, t string) {
-	a.r.holdTotal(p)
+// charge adds the attempt to the progress file: the plan's cost, and the agent's (its entry e)
+// cost, turns, time and counts; the agent is at work on no task until its next claim.
+func charge(p *store.Progress, e *store.Agent, out outcome, failedForGood bool) {
 	p.TotalCostUSD += out.cost
-	e := agentEntry(p, a.id)
 	e.CostUSD += out.cost
 	e.NumTurns += out.turns
 	e.DurationSeconds += out.duration
@@ -176,7 +169,6 @@ func (a *agentRun) charge(p *store.Progress, out outcome, failedForGood bool, t 
 		e.Tasks++ // an attempt ran
 	}
 	e.TaskID = nil // at work on no task until its next claim
-	p.UpdatedAt = t
 }
 
 // budgetStop is the reason of an attempt --hard-budget stopped.

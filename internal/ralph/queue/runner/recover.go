@@ -74,11 +74,10 @@ func (r *runner) recover(ctx context.Context) (map[string]*claim, error) {
 			}
 			continue
 		}
-		a := &agentRun{r: r, id: agentID}
 		end := executor.Judge(ctx, r.dir, bead, t.Attempt)
 		out := r.judged(ctx, end, bead, t.Attempt, r.workdir(bead))
 		r.logf("recovered: %s (attempt %d) ended while no runner watched it", t.ID, t.Attempt)
-		a.finish(ctx, c, out)
+		(&agentRun{r: r, id: agentID}).finish(ctx, c, out)
 	}
 	return adopted, nil
 }

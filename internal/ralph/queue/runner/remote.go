@@ -24,26 +24,25 @@ func (a *agentRun) runRemote(ctx context.Context, c *claim, job executor.Job) ou
 	if r.cfg.NoProgress > 0 {
 		c.before, _ = r.fingerprint(lctx, job.Dir)
 	}
-	slot := a.host.slot
 	job.Launched = func(n int) {
 		// The host numbers its own attempts: the claim names the one started there.
 		if err := a.setAttempt(lctx, c, n); err != nil {
 			r.logf("%s: %s: naming attempt %d in the queue: %v", a.id, c.task.ID, n, err)
 		}
 		a.state(lctx, store.AgentWorking, &c.task, n)
-		r.logf("%s: started %s (attempt %d) on %s", a.id, c.task.ID, n, slot.ID)
+		r.logf("%s: started %s (attempt %d) on %s", a.id, c.task.ID, n, a.host.slot.ID)
 		r.event(hook.Start, c.task.ID, n, store.Claimed, "", c.task.CostUSD)
 	}
 	// Each successful read of the records there is the agent's sign of life.
 	job.Heartbeat = func(time.Time) { a.state(lctx, store.AgentWorking, &c.task, c.attempt) }
 	start := time.Now()
-	out, stopped := r.execute(ctx, a.host.exec, slot, job)
-	r.spent(&r.timing.Wait, time.Since(start))
+	out := a.host.exec.Run(r.attempts, a.host.slot, job)
+	r.spent(&r.res.Timing.Wait, time.Since(start))
 	if out.Attempt > 0 && out.Attempt != c.attempt && out.Offline == nil {
 		c.attempt = out.Attempt
 	}
 	switch {
-	case out.Interrupted && stopped:
+	case out.Interrupted && r.hardStopped():
 		return outcome{status: outStopped, reason: budgetStop}
 	case out.Interrupted:
 		// Its agent is being stopped there (dispatch kill): held until the host's kill grace

@@ -32,6 +32,7 @@ import (
 	"github.com/agentfleet/fleet/internal/ralph/queue/store"
 	"github.com/agentfleet/fleet/internal/ralph/rails"
 	"github.com/agentfleet/fleet/internal/record"
+	"github.com/agentfleet/fleet/internal/taskgraph"
 )
 
 // Config is what a run needs.
@@ -149,8 +150,8 @@ type runner struct {
 	mu sync.Mutex
 	// res is the run's result as it goes (under mu): CostUSD the plan's total this run holds,
 	// BudgetReached once the budget (Config.Budget, as internal/ralph/rails applies it to every
-	// loop) was found reached, Errors and LastError what could not be recorded. The timing is
-	// kept apart; the tasks are counted at the end.
+	// loop) was found reached, Errors and LastError what could not be recorded, Timing where
+	// the time went. The tasks are counted at the end.
 	res Result
 	// base is the branch the worktrees start from, baseSHA its commit when the run started,
 	// ident what the merge commits are prefixed with (git.Repo.Identity) (--worktree).
@@ -162,17 +163,20 @@ type runner struct {
 
 	// local runs the attempts on this machine (without Config.Hosts).
 	local *executor.Local
-	// stop stops the attempt of a bead at work, by its context (--hard-budget: errHardBudget).
-	stop map[string]context.CancelCauseFunc
+	// attempts is the context the attempts run in, the run's: --hard-budget ends it (stopAll,
+	// cause errHardBudget), which stops the attempts at work and any that starts after (their
+	// executors stop the agents, their supervisors record the ends; the tasks go back to pending).
+	attempts context.Context
+	stopAll  context.CancelCauseFunc
 	// slots are the host slots of Config.Hosts in order: agent-N works in the Nth.
 	slots []hostSlot
 	// gitMu registers and removes the tasks' worktrees here one at a time (--worktree, Hosts):
 	// git worktree add fails on one being made at the same moment. The checkouts and the
 	// merges run outside it (git.MergeSpec).
-	gitMu  sync.Mutex
-	timing Timing // under mu
+	gitMu sync.Mutex
 	// calls are the start times of the attempts this run started within the last CallWindow
-	// (--max-calls-per-hour); callsWaiting says the limit's wait was told.
+	// (--max-calls-per-hour); callsWaiting says the limit's wait was told. Both are the
+	// claims' alone, under the scheduler's lock (queue.mu: Claim is called with it held).
 	calls        rails.Calls
 	callsWaiting bool
 	// stuckOnce tells once of the tasks pending behind claims no agent holds.
@@ -203,6 +207,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.attempts, r.stopAll = context.WithCancelCause(ctx)
+	defer r.stopAll(nil)
 	adopted, err := r.recover(ctx)
 	if err != nil {
 		return nil, err
@@ -212,15 +218,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer cfg.Hook.Close()
 	cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Start, Plan: r.plan, Status: "running"})
-	(&queue{r: r, ctx: ctx}).run(r.agents(ctx, adopted))
+	// The agents are scheduled until none may take a task any more, or ctx ends; each adopted
+	// claim is an agent's (agents), not yet given it.
+	q := &queue{r: r, ctx: ctx, adopting: len(adopted)}
+	q.sched = taskgraph.NewScheduler[*agentRun](nil, r.agents(ctx, adopted))
+	q.sched.ClaimLoop(ctx, &q.mu, q)
 	// The slots' supervisors, idle now, are let go (an attempt still at work, interrupted, is
 	// recorded by its supervisor before it exits).
 	r.local.Close()
-	res, err := r.result(ctx)
+	// The run's result: its cost and errors, read without r.mu (nothing else touches it once
+	// the scheduler waited for every agent), and the tasks counted under the guard (a queue an
+	// agent rewrote after the last task is put back first).
+	res := r.res
+	res.Interrupted = ctx.Err() != nil
+	err = r.updateQueue(context.WithoutCancel(ctx), func(_ *store.Tx, q *store.Queue) error {
+		res.Counts = q.Counts()
+		return nil
+	})
 	if err == nil && !res.Interrupted {
-		r.end(ctx, res)
+		r.end(ctx, &res)
 	}
-	return res, err
+	return &res, err
 }
 
 // newRunner checks cfg and fills in what it leaves at zero, makes the run's runner, with the
@@ -241,7 +259,11 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	// A host's task works on its branch, fetched back into its worktree here.
 	cfg.Worktree = cfg.Worktree || len(cfg.Hosts) > 0
 	r := &runner{cfg: cfg, plan: cfg.Store.Plan, dir: attempt.NewDir(cfg.StateDir),
-		local: localExecutor(cfg), stop: map[string]context.CancelCauseFunc{},
+		// This machine as the run's executor: each attempt one of dispatch's, with the queue's
+		// records, its agent and model as Config chose them.
+		local: &executor.Local{N: cfg.Agents, StateDir: cfg.StateDir, Self: cfg.Self,
+			Agents: &agent.Config{Agents: map[string]*agent.Profile{cfg.AgentName: cfg.Profile}},
+			Env:    cfg.Env, KillGrace: cfg.KillGrace, MinFreeMB: cfg.MinFreeMB, Template: Template},
 		calls: rails.Calls{Max: cfg.MaxCallsPerHour, Window: cfg.CallWindow}}
 	for _, h := range cfg.Hosts {
 		for _, s := range h.Slots() {
@@ -288,21 +310,6 @@ func (r *runner) agents(ctx context.Context, adopted map[string]*claim) []*agent
 		agents = append(agents, &agentRun{r: r, id: id, adopted: c, extra: true, slot: executor.Slot{ID: id}})
 	}
 	return agents
-}
-
-// result is the run's result once its agents are done: its cost, errors and the tasks counted.
-func (r *runner) result(ctx context.Context) (*Result, error) {
-	r.mu.Lock()
-	res := r.res
-	res.Timing = r.timing
-	r.mu.Unlock()
-	res.Interrupted = ctx.Err() != nil
-	// Counted under the guard: a queue an agent rewrote after the last task is put back first.
-	err := r.updateQueue(context.WithoutCancel(ctx), func(_ *store.Tx, q *store.Queue) error {
-		res.Counts = q.Counts()
-		return nil
-	})
-	return &res, err
 }
 
 // end closes a run that was not interrupted: the queue is archived when every task is done,
@@ -358,9 +365,8 @@ func (r *runner) resolveBase(ctx context.Context) error {
 
 // event tells the hook of a task's transition.
 func (r *runner) event(name, task string, attempt int, status, reason string, cost float64) {
-	bead := plan.Bead(r.plan, task)
 	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: name, Plan: r.plan, Task: task, Iteration: attempt, Status: status,
-		Reason: reason, CostUSD: &cost, Log: r.dir.Layout.LogPath(bead)})
+		Reason: reason, CostUSD: &cost, Log: r.dir.Layout.LogPath(plan.Bead(r.plan, task))})
 }
 
 // AgentID is the id of the run's agent i (1-based): agent-i, as the seed names agents.
@@ -375,49 +381,12 @@ func (r *runner) logf(format string, args ...any) {
 	}
 }
 
-// takeCall reserves a start under --max-calls-per-hour: 0 when one is free (taken now), else
-// how long until the oldest start leaves the window.
-func (r *runner) takeCall(now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	wait := r.calls.Take(now)
-	if wait == 0 {
-		r.callsWaiting = false
-	}
-	return wait
-}
-
-// giveCall gives back the start takeCall reserved at t (no task was claimed).
-func (r *runner) giveCall(t time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls.Give(t)
-}
-
-// waitCalls tells once (the log and the hook) that the calls per hour are spent until
-// resume; a wait is not a failure.
-func (r *runner) waitCalls(agentID string, resume time.Time) {
-	r.mu.Lock()
-	told := r.callsWaiting
-	r.callsWaiting = true
-	r.mu.Unlock()
-	if told {
-		return
-	}
-	until := record.FormatTime(resume)
-	r.logf("%s: %d attempts started in the last %s (--max-calls-per-hour %d): waiting until %s", agentID,
-		r.cfg.MaxCallsPerHour, r.cfg.CallWindow, r.cfg.MaxCallsPerHour, until)
-	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.Limit, Plan: r.plan, Status: "running",
-		Reason: "max-calls-per-hour, waiting until " + until})
-}
-
 // budgetReached says whether no agent may start a task any more.
 func (r *runner) budgetReached() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if (&rails.Rails{BudgetUSD: r.cfg.Budget}).Reached(r.res.CostUSD) {
-		r.res.BudgetReached = true
-	}
+	// Once reached, it stays reached.
+	r.res.BudgetReached = r.res.BudgetReached || (&rails.Rails{BudgetUSD: r.cfg.Budget}).Reached(r.res.CostUSD)
 	return r.res.BudgetReached
 }
 
@@ -469,21 +438,6 @@ func (r *runner) updateQueue(ctx context.Context, fn func(tx *store.Tx, q *store
 	})
 }
 
-// holdTotal makes the progress file's total the one this run holds (res.CostUSD: the total at its
-// start, plus every cost it recorded since), saying so when someone else changed it: the
-// agents work in the repository, and a total they lower would give the budget back. The
-// caller holds the store's lock; r.mu is free.
-func (r *runner) holdTotal(p *store.Progress) {
-	r.mu.Lock()
-	held := r.res.CostUSD
-	r.mu.Unlock()
-	if p.TotalCostUSD != held {
-		r.logf("warning: %s's total_cost_usd was changed behind the runner's back ($%v); kept the run's $%v",
-			r.cfg.Store.Dir.Progress(r.plan), p.TotalCostUSD, held)
-		p.TotalCostUSD = held
-	}
-}
-
 // agentEntry returns the progress entry of agent id, adding it when there is none.
 func agentEntry(p *store.Progress, id string) *store.Agent {
 	for i := range p.Agents {
@@ -498,9 +452,8 @@ func agentEntry(p *store.Progress, id string) *store.Agent {
 // recount derives the progress file's counters and averages from its agents.
 func recount(p *store.Progress) {
 	p.AgentsActive, p.AgentsCompleted, p.AgentsFailed = 0, 0, 0
-	var tasks int
+	var tasks, turns int
 	var cost, secs float64
-	turns := 0
 	for _, a := range p.Agents {
 		switch a.Status {
 		case store.AgentActive:

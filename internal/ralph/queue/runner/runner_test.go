@@ -413,6 +413,45 @@ func TestRunBudget(t *testing.T) {
 	})
 }
 
+// TestHardBudgetStopsALaterAttempt: --hard-budget stops an attempt that starts after the budget
+// stopped the run's attempts: its task was claimed before the budget was reached, and its
+// attempt was still being prepared then. (Before, it was not at work at the stop, so it ran to
+// its end.) t2's worktree merges t0's commit; the repository's post-merge hook, in t2's
+// worktree only, lets t1 end (its cost reaches the budget) and waits until t1's agent ended
+// stopped by the budget, which it does after the stop: t2's attempt starts after it. t2's agent
+// waits for a file no one makes (30 s at most, then fails): stopped, it never ends on its own.
+func TestHardBudgetStopsALaterAttempt(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	w := gitWorld(t, "t0: base commit:zero.txt", "t1: spends until:"+release+" cost:2 (after t0)", "t2: later until:"+release+".never (after t0)")
+	hook := fmt.Sprintf(`#!/bin/sh
+case "$PWD" in */p-t2) ;; *) exit 0 ;; esac
+: > %q
+i=0
+until grep -q '"status": *"budget"' %q 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 600 ] && exit 0
+	sleep 0.05
+done
+`, release, w.store.Dir.Progress("p"))
+	if err := os.WriteFile(filepath.Join(w.repo, ".git", "hooks", "post-merge"), []byte(hook), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := newLogWatch()
+	cfg := w.config(2, 3, log)
+	budget := 1.0
+	cfg.Budget, cfg.HardBudget, cfg.Worktree = &budget, true, true
+	res := w.run(context.Background(), cfg)
+	if !res.BudgetReached || res.CostUSD != 2 {
+		t.Errorf("Run = %+v, want the budget reached at $2\n%s", res, log)
+	}
+	t2 := w.task("t2")
+	if t2.Status != store.Pending || t2.Retries != 0 || !strings.Contains(t2.Error, "budget") {
+		t.Errorf("t2: %s with %d retries (%q), want pending with 0, stopped by the budget\n%s", t2.Status, t2.Retries, t2.Error, log)
+	}
+	w.valid()
+	w.noSupervisors()
+}
+
 // TestRunInterruptedStopsItsAgents: a run interrupted while its agent works stops the agent (its
 // supervisor records the end) and puts its task back to pending, no retry counted, as swarm run
 // does (taskgraph's meaning of interrupted; the queue left the agent at work for the next run to

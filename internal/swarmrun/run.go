@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,25 +93,13 @@ func ParseHalt(s string) (Halt, error) {
 	if s == "" || s == "never" {
 		return Halt{}, nil
 	}
-	when, cond, ok := strings.Cut(s, ",")
-	var h Halt
-	switch when {
-	case "soon":
-	case "now":
-		h.Now = true
-	default:
-		ok = false
-	}
-	if ok && strings.HasPrefix(cond, "fail=") {
-		v := strings.TrimPrefix(cond, "fail=")
-		if strings.HasSuffix(v, "%") {
-			h.Percent, v = true, strings.TrimSuffix(v, "%")
-		}
-		n := 0
-		if _, err := fmt.Sscanf(v, "%d", &n); err == nil && fmt.Sprint(n) == v && n > 0 && (!h.Percent || n <= 100) {
-			h.Fail = n
-			return h, nil
-		}
+	when, v, _ := strings.Cut(s, ",fail=")
+	h := Halt{Now: when == "now"}
+	v, h.Percent = strings.CutSuffix(v, "%")
+	// N as written: no sign, no leading zero.
+	if n, err := strconv.Atoi(v); (h.Now || when == "soon") && err == nil && strconv.Itoa(n) == v && n > 0 && (!h.Percent || n <= 100) {
+		h.Fail = n
+		return h, nil
 	}
 	return Halt{}, fmt.Errorf("--halt %q: give never, soon,fail=N, soon,fail=N%%, now,fail=N or now,fail=N%%", s)
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -173,14 +174,17 @@ type runner struct {
 	st    *State
 	tries map[string]int // attempts of this run per task
 	adopt map[string]int
-	// sched schedules the tasks on the slots (taskgraph.Scheduler, this run its Policy:
-	// schedule) over set, the ready set of the state's tasks (sched.Set): which tasks wait,
+	// sched schedules the tasks on the slots (taskgraph.Scheduler, the runner its Policy:
+	// loop) over set, the ready set of the state's tasks (sched.Set): which tasks wait,
 	// which are ready and in what order, which are held until a time (a task re-queued from an
 	// offline host, until the attempt's deadline there has passed), and the blocked ones.
 	// slots are the slots it starts with.
 	sched *taskgraph.Scheduler[Slot]
 	set   *taskgraph.Set
 	slots []Slot
+	// ctx is the run's; the attempts run under tasks, which stopTasks (a halt now) ends.
+	ctx, tasks context.Context
+	stopTasks  func()
 	// gone are the executors whose host went offline: their slots get no more tasks.
 	gone    map[Executor]bool
 	failed  int
@@ -563,10 +567,14 @@ func (r *runner) logf(format string, args ...any) {
 	}
 }
 
-// loop schedules the tasks until none can run any more.
+// loop schedules the tasks until none can run any more: the runner is swarm run's part in
+// the scheduling (taskgraph.Policy): the halt rules, the state's queued and assigned tasks
+// (written as they change), an adopted attempt's host, and the attempts, run under r.tasks,
+// which a halt now stops.
 func (r *runner) loop(ctx context.Context) (*Result, error) {
-	tctx, stopTasks := context.WithCancel(ctx)
-	defer stopTasks()
+	r.ctx = ctx
+	r.tasks, r.stopTasks = context.WithCancel(ctx)
+	defer r.stopTasks()
 	stopWriter, writerDone := make(chan struct{}), make(chan struct{})
 	go r.writer(stopWriter, writerDone)
 	r.mu.Lock()
@@ -575,58 +583,27 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 	r.openSet()
 	r.sched = taskgraph.NewScheduler(r.set, r.slots)
 	r.mu.Unlock()
-	r.sched.Loop(ctx, &r.mu, &schedule{r: r, ctx: ctx, tasks: tctx, stopTasks: stopTasks})
+	r.sched.Loop(ctx, &r.mu, r)
 	close(stopWriter)
 	<-writerDone
 	defer r.events.Close()
 	return r.finish(ctx)
 }
 
-// schedule is swarm run's part in the scheduling (taskgraph.Policy): the halt rules, the
-// state's queued and assigned tasks (written as they change), an adopted attempt's host, and
-// the attempts, run under tasks, which a halt now stops.
-type schedule struct {
-	r         *runner
-	ctx       context.Context
-	tasks     context.Context
-	stopTasks func()
-	changed   bool
-}
-
-func (p *schedule) Stopping() bool {
-	r := p.r
-	stopping := p.ctx.Err() != nil || r.halted
+// Stopping: no task starts once ctx ended or the halt condition was met; a halt now stops the
+// attempts at work too.
+func (r *runner) Stopping() bool {
 	if r.halted && r.cfg.Halt.Now {
-		p.stopTasks()
+		r.stopTasks()
 	}
-	return stopping
+	return r.ctx.Err() != nil || r.halted
 }
 
-func (p *schedule) Queued(tasks []int) {
-	if p.r.markQueued(tasks) {
-		p.changed = true
-	}
-}
+// Launched is the "assigned" checkpoint: the state names the tasks assigned.
+func (r *runner) Launched([]taskgraph.Placed[Slot]) { r.checkpoint("assigned") }
 
-func (p *schedule) Place(i int, free []Slot) int {
-	return p.r.slotFor(p.r.st.Tasks[p.r.set.Graph().ID(i)], i, free)
-}
-
-func (p *schedule) Assign(placed []taskgraph.Placed[Slot]) {
-	ts := now()
-	for _, pl := range placed {
-		p.r.assigned(p.r.st.Tasks[p.r.set.Graph().ID(pl.Task)], pl.Slot, ts)
-		p.changed = true
-	}
-	if p.changed {
-		p.r.writeOrLog()
-	}
-	p.changed = false
-}
-
-func (p *schedule) Launched([]taskgraph.Placed[Slot]) { p.r.checkpoint("assigned") }
-
-func (p *schedule) Run(i int, slot Slot) { p.r.runTask(p.tasks, p.r.set.Graph().ID(i), slot) }
+// Run runs task i in slot (runTask).
+func (r *runner) Run(i int, slot Slot) { r.runTask(r.tasks, r.set.Graph().ID(i), slot) }
 
 // openSet makes the ready set of the state's tasks, in the state's order and ranked by
 // priority (under mu). open made every task that did not complete or was not skipped pending.
@@ -679,63 +656,58 @@ func (r *runner) markBlocked(blocked []taskgraph.Blocking) {
 	}
 }
 
-// markQueued marks queued the pending tasks among those that became ready (under mu); it says
-// whether it changed any.
-func (r *runner) markQueued(ready []int) bool {
-	changed := false
+// Queued marks queued the pending tasks among those that became ready (under mu).
+func (r *runner) Queued(ready []int) {
 	for _, i := range ready {
 		if t := r.st.Tasks[r.set.Graph().ID(i)]; t.Status == Pending {
-			t.Status, changed = Queued, true
+			t.Status = Queued
 			r.enc.mark(t.ID)
+			r.writeOrLog()
 		}
 	}
-	return changed
 }
 
-// assigned records task t assigned to slot at ts (under mu).
-func (r *runner) assigned(t *Task, slot Slot, ts string) {
-	a := r.st.Agents[slot.ID]
-	a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
-	retries, base := 0, ""
-	var requeued []Requeue
-	if t.Trace != nil {
-		retries, requeued = t.Trace.RetryCount, t.Trace.Requeued
+// Assign records each task placed assigned to its slot (under mu).
+func (r *runner) Assign(placed []taskgraph.Placed[Slot]) {
+	ts := now()
+	for _, pl := range placed {
+		t, slot := r.st.Tasks[r.set.Graph().ID(pl.Task)], pl.Slot
+		a := r.st.Agents[slot.ID]
+		a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
+		prev := t.Trace
+		if prev == nil {
+			prev = &Trace{}
+		}
 		// An adopted attempt works in the worktree made from base_sha: kept, never made again
 		// under it.
+		base := ""
 		if r.adopt[t.ID] > 0 {
-			base = t.Trace.BaseSHA
+			base = prev.BaseSHA
 		}
+		// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is not
+		// the task's any more: seed 001's error is null unless the task failed.
+		t.Status, t.Error = Assigned, nil
+		r.enc.mark(t.ID)
+		r.claimAhead(t)
+		t.Trace = &Trace{AgentID: slot.ID, AgentHost: strp(slot.Host), AgentPort: slot.Port, AssignedAt: strp(ts),
+			RetryCount: prev.RetryCount, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.worktreeFor(slot, t), BaseSHA: base,
+			Requeued: prev.Requeued}
+		r.writeOrLog()
 	}
-	// The error of an earlier attempt (or of an interrupt, a halt, an offline host) is not the
-	// task's any more: seed 001's error is null unless the task failed.
-	t.Status, t.Error = Assigned, nil
-	r.enc.mark(t.ID)
-	r.claimAhead(t)
-	t.Trace = &Trace{AgentID: slot.ID, AgentHost: strp(slot.Host), AgentPort: slot.Port, AssignedAt: strp(ts),
-		RetryCount: retries, Bead: r.st.ExecutionID + "-" + t.ID, Attempt: r.adopt[t.ID], Worktree: r.worktreeFor(slot, t), BaseSHA: base,
-		Requeued: requeued}
 }
 
-// slotFor is the index in free of the slot task t (the ready set's i, taken) starts in, -1
-// when none may now (under mu). An attempt an earlier run left at work on a host is adopted
-// there: the task waits for a slot of that host (its own first), unless this run reaches that
-// host no more.
-func (r *runner) slotFor(t *Task, i int, free []Slot) int {
+// Place is the index in free of the slot task i (taken) starts in, -1 when none may now
+// (under mu). An attempt an earlier run left at work on a host is adopted there: the task
+// waits for a slot of that host (its own first), unless this run reaches that host no more.
+func (r *runner) Place(i int, free []Slot) int {
+	t := r.st.Tasks[r.set.Graph().ID(i)]
 	if r.adopt[t.ID] == 0 || t.Trace == nil || t.Trace.AgentHost == nil {
 		return 0
 	}
 	host := *t.Trace.AgentHost
 	reached := false
 	for _, e := range r.cfg.Executors {
-		if r.gone[e] {
-			continue
-		}
-		for _, s := range e.Slots() {
-			if s.Host == host {
-				reached = true
-				break
-			}
-		}
+		reached = reached || !r.gone[e] && slices.ContainsFunc(e.Slots(), func(s Slot) bool { return s.Host == host })
 	}
 	if !reached {
 		// This run does not reach where the attempt ran (hosts.yaml changed, or --hosts given

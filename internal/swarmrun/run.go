@@ -606,28 +606,20 @@ func (r *runner) Launched([]taskgraph.Placed[Slot]) { r.checkpoint("assigned") }
 func (r *runner) Run(i int, slot Slot) { r.runTask(r.tasks, r.set.Graph().ID(i), slot) }
 
 // openSet makes the ready set of the state's tasks, in the state's order and ranked by
-// priority (under mu). open made every task that did not complete or was not skipped pending.
+// priority (under mu). open made every task that did not complete or was not skipped pending:
+// none is failed, blocked or at work, so none is blocked at the start.
 func (r *runner) openSet() {
 	nodes := make([]taskgraph.Node, len(r.st.Order))
 	for i, id := range r.st.Order {
 		t := r.st.Tasks[id]
 		nodes[i] = taskgraph.Node{ID: id, Deps: t.DependsOn, Rank: manifest.Rank(t.Priority)}
 	}
-	var blocked []taskgraph.Blocking
-	r.set, blocked = taskgraph.NewSet(taskgraph.New(nodes), func(i int) taskgraph.State {
-		switch r.st.Tasks[r.st.Order[i]].Status {
-		case Completed, Skipped:
+	r.set, _ = taskgraph.NewSet(taskgraph.New(nodes), func(i int) taskgraph.State {
+		if s := r.st.Tasks[r.st.Order[i]].Status; s == Completed || s == Skipped {
 			return taskgraph.Done
-		case Failed:
-			return taskgraph.Failed
-		case Blocked:
-			return taskgraph.Blocked
-		case Assigned, Running:
-			return taskgraph.Taken
 		}
 		return taskgraph.Waiting
 	})
-	r.markBlocked(blocked)
 }
 
 // index is task id's position in the ready set.

@@ -185,7 +185,9 @@ type runner struct {
 	// ctx is the run's; the attempts run under tasks, which stopTasks (a halt now) ends.
 	ctx, tasks context.Context
 	stopTasks  func()
-	// gone are the executors whose host went offline: their slots get no more tasks.
+	// execOf is each slot's executor (by agent id); gone are the executors whose host went
+	// offline: their slots get no more tasks.
+	execOf  map[string]Executor
 	gone    map[Executor]bool
 	failed  int
 	halted  bool
@@ -207,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("no executor")
 	}
 	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, mf: cfg.Manifest, tries: map[string]int{}, adopt: map[string]int{},
-		gone: map[Executor]bool{},
+		execOf: map[string]Executor{}, gone: map[Executor]bool{},
 		kick: make(chan struct{}, 1), started: time.Now()}
 	if err := statedir.Mkdir(r.paths.Dir()); err != nil {
 		return nil, err
@@ -320,6 +322,7 @@ func (r *runner) open(ctx context.Context) error {
 				r.st.Agents[s.ID] = a
 			}
 			a.Host, a.Port, a.Status, a.CurrentTask = s.Host, s.Port, AgentIdle, nil
+			r.execOf[s.ID] = e
 			if max <= 0 || len(r.slots) < max {
 				r.slots = append(r.slots, s)
 			}
@@ -748,7 +751,7 @@ func (r *runner) leaseEnd(t *Task) time.Time {
 func (r *runner) release(slot Slot, status string) {
 	a := r.st.Agents[slot.ID]
 	a.Status, a.CurrentTask = status, nil
-	gone := r.gone[r.executorOf(slot)]
+	gone := r.gone[r.execOf[slot.ID]]
 	if gone {
 		a.Status = AgentOffline
 	}
@@ -791,7 +794,7 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	if hb != nil {
 		a.LastHeartbeat = hb
 	}
-	for _, s := range r.sched.Retire(func(s Slot) bool { return r.executorOf(s) == exec }) {
+	for _, s := range r.sched.Retire(func(s Slot) bool { return r.execOf[s.ID] == exec }) {
 		r.st.Agents[s.ID].Status = AgentOffline
 	}
 	r.logTransition("%s: %s: %s", slot.ID, id, msg)
@@ -811,7 +814,7 @@ type taskRun struct {
 
 // runTask runs task id in slot until it completes, fails for good, is blocked, or ctx ends.
 func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
-	exec := r.executorOf(slot)
+	exec := r.execOf[slot.ID]
 	r.mu.Lock()
 	t := r.st.Tasks[id]
 	tk := &taskRun{id: id, slot: slot, t: t, trace: t.Trace, mt: r.mf.Task(id), execID: r.st.ExecutionID, base: t.Trace.BaseSHA}
@@ -1030,18 +1033,6 @@ func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, bra
 		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", slot.ID, id, from, branch)
 	}
 	return out, ws
-}
-
-// executorOf is the executor a slot belongs to.
-func (r *runner) executorOf(slot Slot) Executor {
-	for _, e := range r.cfg.Executors {
-		for _, s := range e.Slots() {
-			if s.ID == slot.ID {
-				return e
-			}
-		}
-	}
-	return r.cfg.Executors[0]
 }
 
 // depBranches are the branches merged into t's: its completed dependencies' (under mu).

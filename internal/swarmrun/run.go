@@ -14,6 +14,7 @@
 package swarmrun
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -731,19 +732,16 @@ func (r *runner) Place(i int, free []Slot) int {
 
 // leaseEnd is when task t's attempt of an earlier run has surely ended where it ran: its start
 // (the state's, else now) plus its timeout (else a remote attempt's default lease), the
-// default kill grace and the margin (under mu).
+// default kill grace and the margin (under mu; t is adopted, so it has a trace).
 func (r *runner) leaseEnd(t *Task) time.Time {
 	start := time.Now()
-	if t.Trace != nil && t.Trace.StartedAt != nil {
+	if t.Trace.StartedAt != nil {
 		if s, ok := record.ParseTime(*t.Trace.StartedAt); ok {
 			start = s
 		}
 	}
-	lease := time.Hour
-	if mt := r.mf.Task(t.ID); mt != nil && mt.Timeout > 0 {
-		lease = mt.Timeout
-	}
-	return start.Add(lease + 10*time.Second + leaseMargin)
+	// A manifest's timeout is positive, or 0 for none.
+	return start.Add(cmp.Or(r.mf.Task(t.ID).Timeout, time.Hour) + 10*time.Second + leaseMargin)
 }
 
 // release gives slot back to the scheduler, its agent's status status and its task none,
@@ -770,6 +768,7 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	var hb *string
 	if !o.LastHeartbeat.IsZero() {
 		hb = strp(record.FormatTime(o.LastHeartbeat))
+		r.st.Agents[slot.ID].LastHeartbeat = hb
 	}
 	msg := fmt.Sprintf("host %s went offline during attempt %d (%s); re-queued", o.Host, out.Attempt, out.Reason)
 	if time.Now().Before(o.NotBefore) {
@@ -778,22 +777,16 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	} else {
 		r.set.Requeue(r.index(id))
 	}
-	t.Status = Queued
+	t.Status, t.Error = Queued, &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
 	r.enc.mark(id)
-	t.Error = &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
 	t.Trace.Requeued = append(t.Trace.Requeued, Requeue{AgentID: slot.ID, AgentHost: o.Host, Attempt: out.Attempt, At: now(),
 		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
-	r.sched.Free(slot, true)
 	if !r.gone[exec] {
 		r.events.HostOffline(o.Host, out.Reason)
 	}
-	r.events.TaskRequeued(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: o.Host}, msg)
 	r.gone[exec] = true
-	a := r.st.Agents[slot.ID]
-	a.Status, a.CurrentTask = AgentOffline, nil
-	if hb != nil {
-		a.LastHeartbeat = hb
-	}
+	r.release(slot, AgentOffline)
+	r.events.TaskRequeued(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: o.Host}, msg)
 	for _, s := range r.sched.Retire(func(s Slot) bool { return r.execOf[s.ID] == exec }) {
 		r.st.Agents[s.ID].Status = AgentOffline
 	}
@@ -802,14 +795,14 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 }
 
 // taskRun is what runTask's steps share about the task it runs: read under mu when it starts.
+// The task's id and trace, and the execution's id, do not change while it runs; nor does its
+// worktree until the task ends (keepWorktree).
 type taskRun struct {
-	id     string
-	slot   Slot
-	t      *Task
-	trace  *Trace
-	mt     *manifest.Task
-	execID string
-	base   string // the commit the task's branch starts from
+	t    *Task
+	slot Slot
+	mt   *manifest.Task
+	wt   string // the task's worktree
+	base string // the commit the task's branch starts from
 }
 
 // runTask runs task id in slot until it completes, fails for good, is blocked, or ctx ends.
@@ -817,26 +810,21 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	exec := r.execOf[slot.ID]
 	r.mu.Lock()
 	t := r.st.Tasks[id]
-	tk := &taskRun{id: id, slot: slot, t: t, trace: t.Trace, mt: r.mf.Task(id), execID: r.st.ExecutionID, base: t.Trace.BaseSHA}
+	tk := &taskRun{t: t, slot: slot, mt: r.mf.Task(id), wt: t.Trace.Worktree, base: t.Trace.BaseSHA}
 	adopt := r.adopt[id]
 	delete(r.adopt, id)
 	deps := r.depBranches(t)
 	r.mu.Unlock()
 
-	if adopt == 0 || tk.base == "" {
-		if !r.prepareWorktree(ctx, tk, deps) {
-			return
-		}
+	if (adopt == 0 || tk.base == "") && !r.prepareWorktree(ctx, tk, deps) {
+		return
 	}
 	job := r.taskJob(tk, adopt)
 	if adopt > 0 {
 		r.adopted(tk, adopt)
-	}
-	if adopt == 0 {
-		if err := r.checkWorktree(tk.trace.Worktree); err != nil {
-			r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "starting the agent: " + oneLine(err), Timestamp: now()})
-			return
-		}
+	} else if err := r.checkWorktree(tk.wt); err != nil {
+		r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "starting the agent: " + oneLine(err), Timestamp: now()})
+		return
 	}
 	out := exec.Run(ctx, slot, job)
 	r.checkpoint("ended")
@@ -849,29 +837,25 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 		r.offline(id, slot, exec, out)
 		return
 	}
-	r.mu.Lock()
-	r.tries[id]++
-	tries := r.tries[id]
-	r.mu.Unlock()
-	tr := r.traceEnd(t, out)
+	tries := r.traceEnd(t, out)
 	// The agent (or another task's) may have put a link in place of the worktree: git -C would
 	// bring branches and commit wherever it points.
-	worktreeErr := r.checkWorktree(tk.trace.Worktree)
+	worktreeErr := r.checkWorktree(tk.wt)
 	var ws worktreeStatus
 	if out.Status == record.StatusDone && worktreeErr == nil {
-		out, ws = r.onTaskBranch(ctx, id, slot, tk.trace.Worktree, t.Branch, out)
+		out, ws = r.onTaskBranch(ctx, tk, out)
 	}
 	if out.Status == record.StatusDone {
-		r.completed(ctx, tk, tr, out, ws, worktreeErr)
+		r.completed(ctx, tk, out, ws, worktreeErr)
 		return
 	}
-	r.attemptFailed(tk, tr, out, tries)
+	r.attemptFailed(tk, out, tries)
 }
 
 // prepareWorktree claims the task's branch and makes its worktree, setting tk.base; when it
 // cannot, it ends the task (failed, blocked on a conflict, or interrupted) and says false.
 func (r *runner) prepareWorktree(ctx context.Context, tk *taskRun, deps []string) bool {
-	id, slot, t := tk.id, tk.slot, tk.t
+	id, slot, t := tk.t.ID, tk.slot, tk.t
 	newBranch, err := r.claimBranch(ctx, t)
 	if err != nil {
 		r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: oneLine(err), Timestamp: now()})
@@ -879,7 +863,7 @@ func (r *runner) prepareWorktree(ctx context.Context, tk *taskRun, deps []string
 	}
 	// The slot's worktree re-pointed, or registered one at a time (gitMu), checked out and
 	// merged at once; nothing below the repository's top is resolved through a link.
-	tk.base, err = r.makeWorktree(ctx, slot, t, tk.trace.Worktree, deps, newBranch)
+	tk.base, err = r.makeWorktree(ctx, slot, t, tk.wt, deps, newBranch)
 	if errors.Is(err, gitx.ErrBranchExists) {
 		err = r.unclaimBranch(t, err)
 	}
@@ -887,24 +871,21 @@ func (r *runner) prepareWorktree(ctx context.Context, tk *taskRun, deps []string
 	switch {
 	case errors.As(err, &conflict):
 		r.end(id, slot, Blocked, &TaskError{Type: ErrConflict, Message: conflict.Error(), Files: conflict.Files, Timestamp: now()})
-		return false
 	case err != nil && ctx.Err() != nil:
 		r.interrupted(id, slot)
-		return false
 	case err != nil:
 		r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "making the task's worktree: " + oneLine(err), Timestamp: now()})
-		return false
 	}
-	return true
+	return err == nil
 }
 
 // taskJob is the job the executor runs for the task, attempt adopt of an earlier run to be
 // waited for (0: none), its hooks recording the launch and the heartbeats in the state.
 func (r *runner) taskJob(tk *taskRun, adopt int) Job {
-	id, slot, t, mt := tk.id, tk.slot, tk.t, tk.mt
-	job := Job{Task: id, Bead: tk.trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: tk.trace.Worktree,
-		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt,
-		Env: []string{"SWARM_EXECUTION_ID=" + tk.execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
+	id, slot, t, mt, execID := tk.t.ID, tk.slot, tk.t, tk.mt, r.st.ExecutionID
+	job := Job{Task: id, Bead: t.Trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: tk.wt,
+		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt, Checkpoint: r.cfg.Checkpoint,
+		Env: []string{"SWARM_EXECUTION_ID=" + execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
 	job.Launched = func(n int) {
 		r.mu.Lock()
 		t.Status = Running
@@ -918,7 +899,6 @@ func (r *runner) taskJob(tk *taskRun, adopt int) Job {
 		}
 		r.checkpoint("launching")
 	}
-	job.Checkpoint = r.cfg.Checkpoint
 	job.Heartbeat = func(at time.Time) {
 		r.mu.Lock()
 		r.st.Agents[slot.ID].LastHeartbeat = strp(record.FormatTime(at))
@@ -930,36 +910,37 @@ func (r *runner) taskJob(tk *taskRun, adopt int) Job {
 
 // adopted marks the task running again, waiting for attempt adopt that an earlier run started.
 func (r *runner) adopted(tk *taskRun, adopt int) {
+	id, slot := tk.t.ID, tk.slot
 	r.mu.Lock()
 	tk.t.Status, tk.t.Trace.BaseSHA = Running, tk.base
-	r.enc.mark(tk.id)
-	r.events.TaskStart(runevents.At{Task: tk.id, Attempt: adopt, Agent: tk.slot.ID, Host: tk.slot.Host}, "adopted: started by an earlier run")
+	r.enc.mark(id)
+	r.events.TaskStart(runevents.At{Task: id, Attempt: adopt, Agent: slot.ID, Host: slot.Host}, "adopted: started by an earlier run")
 	r.writeOrLog()
 	r.mu.Unlock()
-	r.logTransition("%s: %s: waiting for attempt %d, from an earlier run", tk.slot.ID, tk.id, adopt)
+	r.logTransition("%s: %s: waiting for attempt %d, from an earlier run", slot.ID, id, adopt)
 }
 
 // completed commits the work of an attempt that ended well (failing the task when it cannot,
 // or when worktreeErr says the worktree is not one to commit in), opens its pull request when
 // a forge is set, and ends the task completed.
-func (r *runner) completed(ctx context.Context, tk *taskRun, tr *Trace, out Outcome, ws worktreeStatus, worktreeErr error) {
-	id, slot, wt := tk.id, tk.slot, tk.trace.Worktree
+func (r *runner) completed(ctx context.Context, tk *taskRun, out Outcome, ws worktreeStatus, worktreeErr error) {
+	id, slot := tk.t.ID, tk.slot
 	sha, err := "", worktreeErr
 	if err == nil {
-		sha, err = commitTask(context.WithoutCancel(ctx), wt, ws, tk.base, tk.execID, id, slot.ID, commitTitle(id, tk.mt.Prompt), r.ident, r.fullCommit)
+		sha, err = commitTask(context.WithoutCancel(ctx), tk.wt, ws, tk.base, r.st.ExecutionID, id, slot.ID, commitTitle(id, tk.mt.Prompt), r.ident, r.fullCommit)
 	}
 	if err != nil {
 		r.end(id, slot, Failed, &TaskError{Type: ErrSetup, Message: "committing the task's work: " + oneLine(err), Timestamp: now()})
 		return
 	}
-	r.slotCommitted(slot, wt, ws.ignored)
+	r.slotCommitted(slot, tk.wt, ws.ignored)
 	r.checkpoint("committed")
 	r.mu.Lock()
-	tr.CommitSHA = &sha
+	tk.t.Trace.CommitSHA = &sha
 	r.enc.mark(id)
 	r.mu.Unlock()
 	if r.cfg.Forge != nil {
-		r.openPR(ctx, tk, tr)
+		r.openPR(ctx, tk)
 	}
 	r.logTransition("%s: %s: completed (attempt %d, %s)", slot.ID, id, out.Attempt, sha)
 	r.end(id, slot, Completed, nil)
@@ -967,26 +948,26 @@ func (r *runner) completed(ctx context.Context, tk *taskRun, tr *Trace, out Outc
 
 // openPR opens the task's pull request on the forge and records it in the trace; a forge's
 // error is logged and leaves the task completed.
-func (r *runner) openPR(ctx context.Context, tk *taskRun, tr *Trace) {
-	id, t, mt := tk.id, tk.t, tk.mt
-	n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: tk.trace.Worktree, Branch: t.Branch, Base: r.mf.BaseBranch,
-		Title: commitTitle(id, mt.Prompt), Body: prBody(tk.execID, id, tk.slot.ID, mt.Prompt), TaskID: id, Execution: tk.execID})
+func (r *runner) openPR(ctx context.Context, tk *taskRun) {
+	id, t, mt, execID := tk.t.ID, tk.t, tk.mt, r.st.ExecutionID
+	body := fmt.Sprintf("%s\n\n%s\n", strings.TrimSpace(mt.Prompt), strings.Join(trailers(execID, id, tk.slot.ID), "\n"))
+	n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: tk.wt, Branch: t.Branch, Base: r.mf.BaseBranch,
+		Title: commitTitle(id, mt.Prompt), Body: body, TaskID: id, Execution: execID})
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err != nil {
 		r.logf("%s: pull request: %v", id, err)
-	} else {
-		tr.PRNumber, tr.PRURL = n, &url
-		r.enc.mark(id)
+		return
 	}
-	r.mu.Unlock()
+	t.Trace.PRNumber, t.Trace.PRURL = n, &url
+	r.enc.mark(id)
 }
 
 // attemptFailed puts the task back in the queue when it has tries left (its worktree kept,
 // its slot freed), else ends it failed.
-func (r *runner) attemptFailed(tk *taskRun, tr *Trace, out Outcome, tries int) {
-	id, slot, t, mt := tk.id, tk.slot, tk.t, tk.mt
+func (r *runner) attemptFailed(tk *taskRun, out Outcome, tries int) {
+	id, slot, t := tk.t.ID, tk.slot, tk.t
 	kind := ErrExecution
-	msg := fmt.Sprintf("attempt %d: %s", out.Attempt, out.Reason)
 	if out.Status == record.StatusTimeout {
 		kind = ErrTimeout
 	}
@@ -994,23 +975,24 @@ func (r *runner) attemptFailed(tk *taskRun, tr *Trace, out Outcome, tries int) {
 	if out.Logs != "" {
 		logs = &out.Logs
 	}
-	te := &TaskError{Type: kind, Message: msg, AgentLogs: logs, Timestamp: now(), Recoverable: tries < mt.Retries+1}
-	if tries < mt.Retries+1 {
-		r.keepWorktree(id, slot)
-		r.mu.Lock()
-		t.Status, t.Error = Queued, te
-		r.enc.mark(id)
-		r.set.Requeue(r.index(id))
-		tr.RetryCount++
-		r.release(slot, AgentFailed)
-		r.events.TaskRetry(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host}, msg, seconds(tr.DurationSeconds))
-		r.writeOrLog()
-		r.mu.Unlock()
-		r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
+	msg, retry := fmt.Sprintf("attempt %d: %s", out.Attempt, out.Reason), tries < tk.mt.Retries+1
+	te := &TaskError{Type: kind, Message: msg, AgentLogs: logs, Timestamp: now(), Recoverable: retry}
+	if !retry {
+		r.logTransition("%s: %s: failed: %s", slot.ID, id, msg)
+		r.end(id, slot, Failed, te)
 		return
 	}
-	r.logTransition("%s: %s: failed: %s", slot.ID, id, msg)
-	r.end(id, slot, Failed, te)
+	r.keepWorktree(id, slot)
+	r.mu.Lock()
+	t.Status, t.Error = Queued, te
+	r.enc.mark(id)
+	r.set.Requeue(r.index(id))
+	t.Trace.RetryCount++
+	r.release(slot, AgentFailed)
+	r.events.TaskRetry(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host}, msg, seconds(t.Trace.DurationSeconds))
+	r.writeOrLog()
+	r.mu.Unlock()
+	r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
 }
 
 // onTaskBranch brings the commits of an agent that switched to a branch of its own back onto
@@ -1020,17 +1002,17 @@ func (r *runner) attemptFailed(tk *taskRun, tr *Trace, out Outcome, tries int) {
 // naming both branches. It returns the worktree's status (one git status, which the commit
 // uses; none when git status failed): an agent that stayed on the task's branch costs nothing
 // more.
-func (r *runner) onTaskBranch(ctx context.Context, id string, slot Slot, wt, branch string, out Outcome) (Outcome, worktreeStatus) {
-	ws, err := readStatus(context.WithoutCancel(ctx), wt)
-	if err == nil && ws.onBranch(branch) {
+func (r *runner) onTaskBranch(ctx context.Context, tk *taskRun, out Outcome) (Outcome, worktreeStatus) {
+	ws, err := readStatus(context.WithoutCancel(ctx), tk.wt)
+	if err == nil && ws.onBranch(tk.t.Branch) {
 		return out, ws
 	}
-	from, err := gitx.Repo{Dir: wt}.ReturnToBranch(context.WithoutCancel(ctx), branch)
+	from, err := gitx.Repo{Dir: tk.wt}.ReturnToBranch(context.WithoutCancel(ctx), tk.t.Branch)
 	switch {
 	case err != nil:
 		out.Status, out.Reason = record.StatusFailed, oneLine(err)
 	case from != "":
-		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", slot.ID, id, from, branch)
+		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", tk.slot.ID, tk.t.ID, from, tk.t.Branch)
 	}
 	return out, ws
 }
@@ -1046,28 +1028,25 @@ func (r *runner) depBranches(t *Task) []string {
 	return out
 }
 
-// traceEnd fills the trace with the attempt's end.
-func (r *runner) traceEnd(t *Task, out Outcome) *Trace {
+// traceEnd fills the trace with the attempt's end, and counts it among the task's tries in
+// this run: it returns how many there were.
+func (r *runner) traceEnd(t *Task, out Outcome) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tr := t.Trace
 	r.enc.mark(t.ID)
-	if !out.Started.IsZero() {
-		tr.StartedAt = strp(record.FormatTime(out.Started))
-	}
 	tr.CompletedAt = strp(record.FormatTime(out.Finished))
 	if !out.Started.IsZero() {
-		d := out.Finished.Sub(out.Started).Seconds()
-		if d < 0 {
-			d = 0
-		}
+		tr.StartedAt = strp(record.FormatTime(out.Started))
+		d := max(out.Finished.Sub(out.Started).Seconds(), 0)
 		tr.DurationSeconds = &d
 	}
 	tr.ExitCode = out.ExitCode
 	if out.Attempt > 0 {
 		tr.Attempt = out.Attempt
 	}
-	return tr
+	r.tries[t.ID]++
+	return r.tries[t.ID]
 }
 
 // end records a task's final status and frees its slot.
@@ -1081,38 +1060,27 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	t.Status, t.Error = status, te
 	r.enc.mark(id)
 	r.taskEnded(t, slot)
+	a := r.st.Agents[slot.ID]
+	a.LastHeartbeat = strp(now())
+	a.TotalExecutionTime += seconds(t.Trace.DurationSeconds)
+	agent := AgentIdle
 	switch status {
 	case Completed:
 		r.set.Done(r.index(id))
+		a.TasksCompleted = append(a.TasksCompleted, id)
 	case Failed:
 		r.markBlocked(r.set.Fail(r.index(id)))
-	case Blocked:
-		r.markBlocked(r.set.Block(r.index(id)))
-	}
-	a := r.st.Agents[slot.ID]
-	a.LastHeartbeat = strp(now())
-	if status == Failed {
-		r.release(slot, AgentFailed) // until it takes its next task
-	} else {
-		r.release(slot, AgentIdle)
-	}
-	if t.Trace != nil && t.Trace.DurationSeconds != nil {
-		a.TotalExecutionTime += *t.Trace.DurationSeconds
-	}
-	if status == Completed {
-		a.TasksCompleted = append(a.TasksCompleted, id)
-	}
-	if status == Failed {
+		agent = AgentFailed // until it takes its next task
 		r.failed++
-		h := r.cfg.Halt
-		if h.Fail > 0 && ((h.Percent && r.failed*100 >= h.Fail*len(r.st.Tasks)) || (!h.Percent && r.failed >= h.Fail)) && !r.halted {
+		if h := r.cfg.Halt; !r.halted && h.Fail > 0 && ((h.Percent && r.failed*100 >= h.Fail*len(r.st.Tasks)) || (!h.Percent && r.failed >= h.Fail)) {
 			r.halted = true
 			r.logf("halting: %d tasks failed (--halt)", r.failed)
 		}
-	}
-	if status == Blocked {
+	case Blocked:
+		r.markBlocked(r.set.Block(r.index(id)))
 		r.logTransition("%s: blocked: %s", id, te.Message)
 	}
+	r.release(slot, agent)
 	r.writeOrLog()
 }
 
@@ -1122,8 +1090,7 @@ func (r *runner) interrupted(id string, slot Slot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]
-	why := "stopped by an interrupt (SIGINT or SIGTERM); 'swarm run --resume' runs it again"
-	kind := ErrStopped
+	why, kind := "stopped by an interrupt (SIGINT or SIGTERM); 'swarm run --resume' runs it again", ErrStopped
 	if r.halted {
 		why, kind = "stopped by --halt now", ErrHalted
 	}
@@ -1141,10 +1108,6 @@ func commitTitle(id, prompt string) string {
 		line = line[:57] + "..."
 	}
 	return fmt.Sprintf("%s: %s", id, line)
-}
-
-func prBody(execID, id, agentID, prompt string) string {
-	return fmt.Sprintf("%s\n\n%s\n", strings.TrimSpace(prompt), strings.Join(trailers(execID, id, agentID), "\n"))
 }
 
 // finish ends the run: paused when interrupted; else the summary, the history file and the

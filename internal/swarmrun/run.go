@@ -265,21 +265,29 @@ func (r *runner) open(ctx context.Context) error {
 	switch {
 	case resume && cur == nil:
 		return usagef("no execution to resume in %s; start one without --resume", r.paths.Dir())
+	case resume && cur.ManifestName != r.mf.Name:
+		return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.mf.Name)
 	case resume:
-		if cur.ManifestName != r.mf.Name {
-			return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.mf.Name)
-		}
-		r.st = cur
-		r.activeBefore = activeSoFar(cur)
-		if err := r.reconcileManifest(ctx); err != nil {
-			return err
-		}
+		r.st, r.activeBefore = cur, activeSoFar(cur)
+		err = r.reconcileManifest(ctx)
 	case cur != nil && (cur.Status == ExecRunning || cur.Status == ExecPaused):
 		return usagef("execution %s is unfinished (%s); continue it with --resume, or end it with --abort", cur.ExecutionID, cur.Status)
 	default:
-		if err := r.fresh(ctx); err != nil {
-			return err
+		err = r.fresh(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	// The manifest's tasks: the execution's take its prompt, priority and dependencies, the
+	// new ones are added.
+	for _, mt := range r.mf.Tasks {
+		deps := append([]string{}, mt.DependsOn...)
+		if t := r.st.Tasks[mt.ID]; t != nil {
+			t.Prompt, t.Priority, t.DependsOn = mt.Prompt, mt.Priority, deps
+			continue
 		}
+		r.st.Tasks[mt.ID] = &Task{ID: mt.ID, Prompt: mt.Prompt, Branch: mt.Branch, Priority: mt.Priority, DependsOn: deps, Status: Pending}
+		r.st.Order = append(r.st.Order, mt.ID)
 	}
 	for _, id := range r.cfg.Skip {
 		t := r.st.Tasks[id]
@@ -313,7 +321,14 @@ func (r *runner) open(ctx context.Context) error {
 		}
 	}
 	r.st.Status, r.st.CompletedAt, r.st.Summary, r.st.RunnerPID = ExecRunning, nil, nil, r.cfg.PID
-	r.st.Agents = keepAgents(r.st.Agents)
+	// The agents of an earlier run (their completed tasks) are kept, offline until this run's
+	// executors name them again.
+	if r.st.Agents == nil {
+		r.st.Agents = map[string]*Agent{}
+	}
+	for _, a := range r.st.Agents {
+		a.Status, a.CurrentTask = AgentOffline, nil
+	}
 	max := r.cfg.MaxParallel
 	for _, e := range r.cfg.Executors {
 		for _, s := range e.Slots() {
@@ -343,14 +358,11 @@ func (r *runner) stampActive() {
 // or for a state written before it was kept, the time from its start to the last end it
 // records.
 func activeSoFar(st *State) float64 {
-	if st.ActiveSeconds > 0 {
-		return st.ActiveSeconds
-	}
 	start, ok := record.ParseTime(st.StartedAt)
-	if !ok {
-		return 0
+	if st.ActiveSeconds > 0 || !ok {
+		return max(st.ActiveSeconds, 0)
 	}
-	var last time.Time
+	last := start
 	for _, t := range st.Tasks {
 		if t.Trace == nil || t.Trace.CompletedAt == nil {
 			continue
@@ -358,9 +370,6 @@ func activeSoFar(st *State) float64 {
 		if end, ok := record.ParseTime(*t.Trace.CompletedAt); ok && end.After(last) {
 			last = end
 		}
-	}
-	if last.Before(start) {
-		return 0
 	}
 	return last.Sub(start).Seconds()
 }
@@ -372,18 +381,6 @@ func countRetry(t *Task) {
 	if t.Status != Pending && t.Trace != nil && t.Trace.Attempt > 0 {
 		t.Trace.RetryCount++
 	}
-}
-
-// keepAgents keeps the agents of an earlier run (their completed tasks), offline until this
-// run's executors name them again.
-func keepAgents(m map[string]*Agent) map[string]*Agent {
-	if m == nil {
-		return map[string]*Agent{}
-	}
-	for _, a := range m {
-		a.Status, a.CurrentTask = AgentOffline, nil
-	}
-	return m
 }
 
 // fresh makes a new execution's state; every task's branch must be new.
@@ -411,22 +408,13 @@ func (r *runner) fresh(ctx context.Context) error {
 	r.st = &State{ExecutionID: newID(r.mf, t), ManifestName: r.mf.Name, ManifestPath: r.cfg.ManifestPath, Repo: r.cfg.RepoName,
 		BaseBranch: r.mf.BaseBranch, StartedAt: record.FormatTime(t), Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{},
 		BranchesMade: []string{}}
-	for _, mt := range r.mf.Tasks {
-		r.st.Tasks[mt.ID] = newTask(mt)
-		r.st.Order = append(r.st.Order, mt.ID)
-	}
 	return nil
 }
 
-func newTask(mt manifest.Task) *Task {
-	deps := append([]string{}, mt.DependsOn...)
-	return &Task{ID: mt.ID, Prompt: mt.Prompt, Branch: mt.Branch, Priority: mt.Priority, DependsOn: deps, Status: Pending}
-}
-
-// reconcileManifest brings a resumed execution's tasks in line with the manifest: new tasks are
-// added, each given the start's check (its branch must not exist yet); a task the manifest no
-// longer has, a task whose branch changed and a changed base branch are refused (the
-// execution's branches and commits are those it started with).
+// reconcileManifest checks a resumed execution's tasks against the manifest: new tasks are
+// each given the start's check (its branch must not exist yet); a task the manifest no longer
+// has, a task whose branch changed and a changed base branch are refused (the execution's
+// branches and commits are those it started with).
 func (r *runner) reconcileManifest(ctx context.Context) error {
 	if r.st.BaseBranch != r.mf.BaseBranch {
 		return usagef("%s: base_branch is %q, but execution %s started from %q; put it back, or start afresh", r.mf.Path, r.mf.BaseBranch, r.st.ExecutionID, r.st.BaseBranch)
@@ -446,14 +434,6 @@ func (r *runner) reconcileManifest(ctx context.Context) error {
 		}
 	}
 	r.adoptOldBranches()
-	for _, mt := range r.mf.Tasks {
-		if t := r.st.Tasks[mt.ID]; t != nil {
-			t.Prompt, t.Priority, t.DependsOn = mt.Prompt, mt.Priority, append([]string{}, mt.DependsOn...)
-			continue
-		}
-		r.st.Tasks[mt.ID] = newTask(mt)
-		r.st.Order = append(r.st.Order, mt.ID)
-	}
 	return nil
 }
 

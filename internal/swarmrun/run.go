@@ -21,9 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,7 +154,8 @@ type runner struct {
 	dirty   bool
 	kick    chan struct{}
 	// gen counts the changes asked to be written (under mu); written is the gen of the last
-	// state written, writeErr that write's error, writes how many writes were made. A flush
+	// state written, writeErr that write's error, writes how many writes were made (under
+	// writeMu: set by the write, read by the next one or after it). A flush
 	// whose change a write that began after it has written already returns at once: changes
 	// made while a write is under way share the next one (group commit).
 	gen, written uint64
@@ -458,14 +459,6 @@ func (r *runner) checkpoint(step string) {
 	}
 }
 
-// write writes the state now (under mu): the writes the state must hold before the run goes
-// on (an attempt named before its supervisor starts, the run's start and end).
-func (r *runner) write() error {
-	r.mu.Unlock()
-	defer r.mu.Lock()
-	return r.flush()
-}
-
 // flush writes the state as it is now (not under mu). It returns once a write that began
 // after the call has ended: when one did while this call waited for the previous write to end,
 // its result is this call's, and nothing is written again. So the writes asked for while one
@@ -477,24 +470,19 @@ func (r *runner) flush() error {
 	r.mu.Unlock()
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	r.mu.Lock()
 	if r.written >= want {
-		err := r.writeErr
-		r.mu.Unlock()
-		return err
+		return r.writeErr
 	}
+	r.mu.Lock()
 	r.stampActive()
 	b, err := r.enc.encode(r.st)
-	snap := r.gen
-	r.dirty = false
+	r.written, r.dirty = r.gen, false
 	r.mu.Unlock()
 	if err == nil {
 		err = writeStateBytes(r.paths.State(), b)
 	}
-	r.mu.Lock()
-	r.written, r.writeErr = snap, err
+	r.writeErr = err
 	r.writes++
-	r.mu.Unlock()
 	return err
 }
 
@@ -503,9 +491,7 @@ func (r *runner) flush() error {
 // written by the writer already.
 func (r *runner) flushSince(gen uint64) error {
 	r.writeMu.Lock()
-	r.mu.Lock()
 	done := r.written >= gen && r.writeErr == nil
-	r.mu.Unlock()
 	r.writeMu.Unlock()
 	if done {
 		return nil
@@ -1091,25 +1077,20 @@ func commitTitle(id, prompt string) string {
 }
 
 // finish ends the run: paused when interrupted; else the summary, the history file and the
-// report.
+// report. Every task that ran has freed its agent (release): none is busy any more.
 func (r *runner) finish(ctx context.Context) (*Result, error) {
 	r.releaseSlots(context.WithoutCancel(ctx))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := &Result{State: r.st, Halted: r.halted}
-	for _, a := range r.st.Agents {
-		if a.Status == AgentBusy {
-			a.Status = AgentIdle // offline and failed agents stay so
-		}
-		a.CurrentTask = nil
-	}
+	res := &Result{State: r.st, Halted: r.halted, Interrupted: ctx.Err() != nil}
 	r.st.RunnerPID = 0
 	r.stampActive()
 	var err error
-	if ctx.Err() != nil {
-		res.Interrupted = true
+	if res.Interrupted {
 		r.st.Status = ExecPaused
-		err = r.write()
+		r.mu.Unlock()
+		err = r.flush()
+		r.mu.Lock()
 	} else {
 		err = finalize(context.WithoutCancel(ctx), r.paths, r.cfg.Repo, r.st, r.checkpoint)
 	}
@@ -1144,9 +1125,7 @@ func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint f
 		if task.Trace == nil {
 			continue
 		}
-		if task.Trace.DurationSeconds != nil {
-			busy += *task.Trace.DurationSeconds
-		}
+		busy += seconds(task.Trace.DurationSeconds)
 		if task.Status == Completed || task.Status == Failed {
 			used[task.Trace.AgentID] = true
 		}
@@ -1154,10 +1133,7 @@ func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint f
 			sum.PRsCreated = append(sum.PRsCreated, PR{TaskID: id, PRNumber: task.Trace.PRNumber, PRURL: *task.Trace.PRURL})
 		}
 	}
-	for id := range used {
-		sum.AgentsUsed = append(sum.AgentsUsed, id)
-	}
-	sort.Strings(sum.AgentsUsed)
+	sum.AgentsUsed = append(sum.AgentsUsed, slices.Sorted(maps.Keys(used))...)
 	// The wall time is the time the runs were at work: an execution continued later (--resume,
 	// --retry) did not work while no run was there. A state of before ActiveSeconds has only
 	// its duration.
@@ -1168,13 +1144,11 @@ func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint f
 	if wall > 0 {
 		sum.ParallelSpeedup = float64(int(busy/wall*100+0.5)) / 100
 	}
-	var order []string
-	branch, deps := map[string]string{}, map[string][]string{}
-	for _, id := range mergeCandidates(st) {
-		order = append(order, id)
-		branch[id], deps[id] = st.Tasks[id].Branch, st.Tasks[id].DependsOn
-	}
-	if len(order) > 0 {
+	if order := mergeCandidates(st); len(order) > 0 {
+		branch, deps := map[string]string{}, map[string][]string{}
+		for _, id := range order {
+			branch[id], deps[id] = st.Tasks[id].Branch, st.Tasks[id].DependsOn
+		}
 		mo, conflict, err := mergeOrder(ctx, repo, st.BaseBranch, order, branch, deps)
 		if err != nil {
 			return fmt.Errorf("checking the merge order: %w", err)
@@ -1198,17 +1172,10 @@ func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint f
 func mergeCandidates(st *State) []string {
 	var nodes []taskgraph.Node
 	for _, id := range st.Order {
-		t := st.Tasks[id]
-		if t.Status != Completed {
-			continue
+		if t := st.Tasks[id]; t.Status == Completed {
+			deps := slices.DeleteFunc(slices.Clone(t.DependsOn), func(d string) bool { return st.Tasks[d].Status != Completed })
+			nodes = append(nodes, taskgraph.Node{ID: id, Deps: deps, Rank: manifest.Rank(t.Priority)})
 		}
-		var deps []string
-		for _, d := range t.DependsOn {
-			if st.Tasks[d].Status == Completed {
-				deps = append(deps, d)
-			}
-		}
-		nodes = append(nodes, taskgraph.Node{ID: id, Deps: deps, Rank: manifest.Rank(t.Priority)})
 	}
 	var out []string
 	for _, i := range taskgraph.New(nodes).Order() {

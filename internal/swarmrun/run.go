@@ -184,9 +184,9 @@ type runner struct {
 	sched *taskgraph.Scheduler[Slot]
 	set   *taskgraph.Set
 	slots []Slot
-	// ctx is the run's; the attempts run under tasks, which stopTasks (a halt now) ends.
-	ctx, tasks context.Context
-	stopTasks  func()
+	// tasks is the attempts' context: the run's, which stopTasks (a halt now) ends too.
+	tasks     context.Context
+	stopTasks func()
 	// execOf is each slot's executor (by agent id); gone are the executors whose host went
 	// offline: their slots get no more tasks.
 	execOf  map[string]Executor
@@ -323,10 +323,7 @@ func (r *runner) open(ctx context.Context) error {
 	}
 	r.st.Status, r.st.CompletedAt, r.st.Summary, r.st.RunnerPID = ExecRunning, nil, nil, r.cfg.PID
 	// The agents of an earlier run (their completed tasks) are kept, offline until this run's
-	// executors name them again.
-	if r.st.Agents == nil {
-		r.st.Agents = map[string]*Agent{}
-	}
+	// executors name them again (ReadState and fresh give the map).
 	for _, a := range r.st.Agents {
 		a.Status, a.CurrentTask = AgentOffline, nil
 	}
@@ -542,7 +539,6 @@ func (r *runner) logf(format string, args ...any) {
 // (written as they change), an adopted attempt's host, and the attempts, run under r.tasks,
 // which a halt now stops.
 func (r *runner) loop(ctx context.Context) (*Result, error) {
-	r.ctx = ctx
 	r.tasks, r.stopTasks = context.WithCancel(ctx)
 	defer r.stopTasks()
 	stopWriter, writerDone := make(chan struct{}), make(chan struct{})
@@ -560,13 +556,13 @@ func (r *runner) loop(ctx context.Context) (*Result, error) {
 	return r.finish(ctx)
 }
 
-// Stopping: no task starts once ctx ended or the halt condition was met; a halt now stops the
-// attempts at work too.
+// Stopping: no task starts once the run's context ended or the halt condition was met; a halt
+// now stops the attempts at work too (tasks ends with the run's context, or by a halt).
 func (r *runner) Stopping() bool {
 	if r.halted && r.cfg.Halt.Now {
 		r.stopTasks()
 	}
-	return r.ctx.Err() != nil || r.halted
+	return r.tasks.Err() != nil || r.halted
 }
 
 // Launched is the "assigned" checkpoint: the state names the tasks assigned.
@@ -684,16 +680,10 @@ func (r *runner) Place(i int, free []Slot) int {
 		delete(r.adopt, t.ID) // not to be looked for here: the task starts afresh
 		return 0
 	}
-	at := -1
-	for i, s := range free {
-		if s.ID == t.Trace.AgentID {
-			return i
-		}
-		if s.Host == host && at < 0 {
-			at = i
-		}
+	if at := slices.IndexFunc(free, func(s Slot) bool { return s.ID == t.Trace.AgentID }); at >= 0 {
+		return at
 	}
-	return at
+	return slices.IndexFunc(free, func(s Slot) bool { return s.Host == host })
 }
 
 // leaseEnd is when task t's attempt of an earlier run has surely ended where it ran: its start

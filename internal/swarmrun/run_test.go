@@ -93,10 +93,15 @@ func newWorld(t testing.TB) *world {
 	return w
 }
 
+// local is this machine as an executor of n slots. Its slots' supervisors outlive a run, to
+// serve the next one: the test lets them go at its end (Close), as swarm run's binary does,
+// instead of leaving them to the sweep.
 func (w *world) local(n int) *executor.Local {
 	self, _ := os.Executable()
-	return &executor.Local{N: n, StateDir: w.stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir},
+	l := &executor.Local{N: n, StateDir: w.stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir},
 		Agents: w.agents, KillGrace: 2 * time.Second, HostName: "testhost", Template: Template}
+	w.t.Cleanup(l.Close)
+	return l
 }
 
 func (w *world) config(t testing.TB, doc string, n int) Config {

@@ -16,12 +16,11 @@ package swarmrun
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -251,9 +250,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // newID is YYYY-MM-DD-<slug>-<4 hex>.
 func newID(m *manifest.Manifest, t time.Time) string {
-	b := make([]byte, 2)
-	rand.Read(b)
-	return fmt.Sprintf("%s-%s-%s", t.UTC().Format("2006-01-02"), m.Slug(), hex.EncodeToString(b))
+	return fmt.Sprintf("%s-%s-%04x", t.UTC().Format("2006-01-02"), m.Slug(), rand.N(1<<16))
 }
 
 // open reads or makes the execution's state and sets the tasks up for this run.

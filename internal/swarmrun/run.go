@@ -266,7 +266,8 @@ func (r *runner) open(ctx context.Context) error {
 	case resume && cur.ManifestName != r.mf.Name:
 		return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.mf.Name)
 	case resume:
-		r.st, r.activeBefore = cur, activeSoFar(cur)
+		r.st = cur
+		r.activeBefore = activeSoFar(cur)
 		err = r.reconcileManifest(ctx)
 	case cur != nil && (cur.Status == ExecRunning || cur.Status == ExecPaused):
 		return usagef("execution %s is unfinished (%s); continue it with --resume, or end it with --abort", cur.ExecutionID, cur.Status)
@@ -470,7 +471,8 @@ func (r *runner) flush() error {
 	r.mu.Lock()
 	r.stampActive()
 	b, err := r.enc.encode(r.st)
-	r.written, r.dirty = r.gen, false
+	r.written = r.gen
+	r.dirty = false
 	r.mu.Unlock()
 	if err == nil {
 		err = writeStateBytes(r.paths.State(), b)
@@ -629,10 +631,7 @@ func (r *runner) Assign(placed []taskgraph.Placed[Slot]) {
 		t, slot := r.st.Tasks[r.set.Graph().ID(pl.Task)], pl.Slot
 		a := r.st.Agents[slot.ID]
 		a.Status, a.CurrentTask, a.LastHeartbeat = AgentBusy, strp(t.ID), strp(ts)
-		prev := t.Trace
-		if prev == nil {
-			prev = &Trace{}
-		}
+		prev := cmp.Or(t.Trace, &Trace{})
 		// An adopted attempt works in the worktree made from base_sha: kept, never made again
 		// under it.
 		base := ""
@@ -730,8 +729,9 @@ func (r *runner) offline(id string, slot Slot, exec Executor, out Outcome) {
 	} else {
 		r.set.Requeue(r.index(id))
 	}
-	t.Status, t.Error = Queued, &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
+	t.Status = Queued
 	r.enc.mark(id)
+	t.Error = &TaskError{Type: ErrOffline, Message: msg, Timestamp: now(), Recoverable: true}
 	t.Trace.Requeued = append(t.Trace.Requeued, Requeue{AgentID: slot.ID, AgentHost: o.Host, Attempt: out.Attempt, At: now(),
 		LastHeartbeat: hb, NotBefore: record.FormatTime(o.NotBefore), Reason: out.Reason})
 	if !r.gone[exec] {
@@ -837,7 +837,7 @@ func (r *runner) prepareWorktree(ctx context.Context, tk *taskRun, deps []string
 func (r *runner) taskJob(tk *taskRun, adopt int) Job {
 	id, slot, t, mt, execID := tk.t.ID, tk.slot, tk.t, tk.mt, r.st.ExecutionID
 	job := Job{Task: id, Bead: t.Trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: tk.wt,
-		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt, Checkpoint: r.cfg.Checkpoint,
+		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt,
 		Env: []string{"SWARM_EXECUTION_ID=" + execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
 	job.Launched = func(n int) {
 		r.mu.Lock()
@@ -852,6 +852,7 @@ func (r *runner) taskJob(tk *taskRun, adopt int) Job {
 		}
 		r.checkpoint("launching")
 	}
+	job.Checkpoint = r.cfg.Checkpoint
 	job.Heartbeat = func(at time.Time) {
 		r.mu.Lock()
 		r.st.Agents[slot.ID].LastHeartbeat = strp(record.FormatTime(at))
@@ -928,7 +929,8 @@ func (r *runner) attemptFailed(tk *taskRun, out Outcome, tries int) {
 	if out.Logs != "" {
 		logs = &out.Logs
 	}
-	msg, retry := fmt.Sprintf("attempt %d: %s", out.Attempt, out.Reason), tries < tk.mt.Retries+1
+	msg := fmt.Sprintf("attempt %d: %s", out.Attempt, out.Reason)
+	retry := tries < tk.mt.Retries+1
 	te := &TaskError{Type: kind, Message: msg, AgentLogs: logs, Timestamp: now(), Recoverable: retry}
 	if !retry {
 		r.logTransition("%s: %s: failed: %s", slot.ID, id, msg)
@@ -994,10 +996,9 @@ func (r *runner) traceEnd(t *Task, out Outcome) int {
 		d := max(out.Finished.Sub(out.Started).Seconds(), 0)
 		tr.DurationSeconds = &d
 	}
+	// An attempt numbered (never below 0) is the one that ended; 0: none was launched.
 	tr.ExitCode = out.ExitCode
-	if out.Attempt > 0 {
-		tr.Attempt = out.Attempt
-	}
+	tr.Attempt = cmp.Or(out.Attempt, tr.Attempt)
 	r.tries[t.ID]++
 	return r.tries[t.ID]
 }
@@ -1025,7 +1026,8 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 		r.markBlocked(r.set.Fail(r.index(id)))
 		agent = AgentFailed // until it takes its next task
 		r.failed++
-		if h := r.cfg.Halt; !r.halted && h.Fail > 0 && ((h.Percent && r.failed*100 >= h.Fail*len(r.st.Tasks)) || (!h.Percent && r.failed >= h.Fail)) {
+		h := r.cfg.Halt
+		if h.Fail > 0 && ((h.Percent && r.failed*100 >= h.Fail*len(r.st.Tasks)) || (!h.Percent && r.failed >= h.Fail)) && !r.halted {
 			r.halted = true
 			r.logf("halting: %d tasks failed (--halt)", r.failed)
 		}
@@ -1043,7 +1045,8 @@ func (r *runner) interrupted(id string, slot Slot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.st.Tasks[id]
-	why, kind := "stopped by an interrupt (SIGINT or SIGTERM); 'swarm run --resume' runs it again", ErrStopped
+	why := "stopped by an interrupt (SIGINT or SIGTERM); 'swarm run --resume' runs it again"
+	kind := ErrStopped
 	if r.halted {
 		why, kind = "stopped by --halt now", ErrHalted
 	}

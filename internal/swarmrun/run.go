@@ -506,8 +506,8 @@ func (r *runner) writeOrLog() {
 	}
 }
 
-// writer writes the state whenever it changed, until stop is closed; then it writes what is
-// left.
+// writer writes the state whenever it changed, until stop is closed (finish then writes the
+// state the run ends with).
 func (r *runner) writer(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {

@@ -64,46 +64,31 @@ func errorf(file string, line int, format string, args ...any) *Error {
 // MaxSize bounds a plan file: thousands of tasks fit in a few megabytes.
 const MaxSize = 16 << 20
 
-// Formats a plan is written in.
-const (
-	Markdown = "markdown"
-	YAML     = "yaml"
-	JSON     = "json"
-)
-
-// FormatOf tells a plan's format from its file name, else from its content: JSON starts with
-// '[' or '{', a markdown plan has a task line, anything else is read as YAML.
-func FormatOf(name string, data []byte) string {
+// parserOf picks the parser of a plan's format from its file name, else from its content: JSON
+// starts with '[' or '{', a markdown plan has a task line, anything else is read as YAML.
+func parserOf(name string, data []byte) func(file string, data []byte) ([]Task, error) {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".md", ".markdown", ".txt":
-		return Markdown
+		return parseMarkdown
 	case ".yaml", ".yml":
-		return YAML
+		return parseYAML
 	case ".json":
-		return JSON
+		return parseJSON
 	}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') {
-		return JSON
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') {
+		return parseJSON
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if taskLine.MatchString(line) {
-			return Markdown
-		}
+	if slices.ContainsFunc(strings.Split(string(data), "\n"), taskLine.MatchString) {
+		return parseMarkdown
 	}
-	return YAML
-}
-
-// parsers read a plan of each format.
-var parsers = map[string]func(file string, data []byte) ([]Task, error){
-	Markdown: parseMarkdown, JSON: parseJSON, YAML: parseYAML,
+	return parseYAML
 }
 
 // Parse reads the tasks of the plan file named name (for errors and its format). It checks the
 // form of each task; Check holds the plan as a whole to the queue's rules.
 func Parse(name string, data []byte) ([]Task, error) {
 	data = fsx.StripBOM(data)
-	tasks, err := parsers[FormatOf(name, data)](name, data)
+	tasks, err := parserOf(name, data)(name, data)
 	if err != nil {
 		return nil, err
 	}

@@ -132,18 +132,6 @@ func checkName(what, name string) error {
 // Bead is the bead of task in plan: every attempt at it is dispatched, and recorded, under it.
 func Bead(plan, task string) string { return plan + "-" + task }
 
-// CheckTaskID checks a task id of plan: a safe name of its own, and with the plan id before it a
-// safe bead id (statedir.CheckName, KindBead).
-func CheckTaskID(plan, id string) error {
-	if err := checkName("task id", id); err != nil {
-		return err
-	}
-	if err := statedir.CheckName(statedir.KindBead, Bead(plan, id)); err != nil {
-		return fmt.Errorf("task %q makes the bead id %q: %v", id, Bead(plan, id), err)
-	}
-	return nil
-}
-
 // Check holds tasks to the queue's rules, given the tasks already queued (known: each one's
 // dependencies by its id; nil for a new queue): every id a safe task id of plan, unique (among
 // tasks and against known), every dependency a task of either, and no cycle through the new
@@ -151,8 +139,12 @@ func CheckTaskID(plan, id string) error {
 func Check(file, plan string, tasks []Task, known map[string][]string) error {
 	lines := map[string]int{}
 	for _, t := range tasks {
-		if err := CheckTaskID(plan, t.ID); err != nil {
+		// A safe name of its own, and with the plan id before it a safe bead id.
+		if err := checkName("task id", t.ID); err != nil {
 			return errorf(file, t.Line, "%v", err)
+		}
+		if err := statedir.CheckName(statedir.KindBead, Bead(plan, t.ID)); err != nil {
+			return errorf(file, t.Line, "task %q makes the bead id %q: %v", t.ID, Bead(plan, t.ID), err)
 		}
 		if first, ok := lines[t.ID]; ok {
 			return errorf(file, t.Line, "task id %q is used twice (first at line %d); give each task its own id", t.ID, first)

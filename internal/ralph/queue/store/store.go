@@ -234,7 +234,7 @@ func (tx *Tx) ChangedProgress() { tx.pDirty = true }
 // read it already.
 func readOnce[T any](v **T, path string, def T) (*T, error) {
 	if *v == nil {
-		if err := readJSON(path, &def); err != nil {
+		if _, err := readJSON(path, &def); err != nil {
 			return nil, err
 		}
 		*v = &def
@@ -242,22 +242,23 @@ func readOnce[T any](v **T, path string, def T) (*T, error) {
 	return *v, nil
 }
 
-// readJSON decodes the state file at path into v; a missing file leaves v as it is.
-func readJSON(path string, v any) error {
+// readJSON decodes the state file at path into v, and says whether it read one: a missing file
+// leaves v as it is, and so does an empty one (read).
+func readJSON(path string, v any) (read bool, err error) {
 	doc, err := statedir.ReadFile(path, fsx.MaxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading a queue file: %w", err) // err names the file
+		return false, fmt.Errorf("reading a queue file: %w", err) // err names the file
 	}
 	if doc = bytes.TrimSpace(fsx.StripBOM(doc)); len(doc) == 0 {
-		return nil
+		return true, nil
 	}
 	if err := decodeJSON(doc, v); err != nil {
-		return fmt.Errorf("reading %s: %w; repair it or move it away", path, err)
+		return false, fmt.Errorf("reading %s: %w; repair it or move it away", path, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Update runs fn in a transaction under the directory's lock and writes what it changed, each
@@ -483,11 +484,7 @@ func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
 // ReadAgentState reads an agent's state file; nil when there is none.
 func (s *Store) ReadAgentState(agent string) (*AgentState, error) {
 	var a AgentState
-	path := s.Dir.AgentState(agent)
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err := readJSON(path, &a); err != nil {
+	if read, err := readJSON(s.Dir.AgentState(agent), &a); !read {
 		return nil, err
 	}
 	return &a, nil

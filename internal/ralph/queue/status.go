@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -63,21 +64,17 @@ func StatusOf(ctx context.Context, dir store.Dir, id string) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	open := slices.DeleteFunc(append([]store.Task{}, q.Tasks()...), func(t store.Task) bool { return t.Status == store.Done })
 	st := &Status{PlanID: id, Tasks: q.Len(), Counts: q.Counts(), TotalCostUSD: p.TotalCostUSD,
-		BudgetLimitUSD: p.BudgetLimitUSD, Agents: p.Agents, Open: []store.Task{}}
+		BudgetLimitUSD: p.BudgetLimitUSD, Agents: p.Agents, Open: open}
 	if unlock, err := dir.LockRunner(ctx); err == nil {
 		unlock()
 	} else if errors.Is(err, store.ErrRunnerActive) {
 		st.RunnerActive = true
 	}
-	for _, t := range q.Tasks() {
-		if t.Status != store.Done {
-			st.Open = append(st.Open, t)
-		}
-	}
 	mergeOrder(ctx, dir, q, p, st)
-	left := st.Counts[store.Pending] + st.Counts[store.Claimed]
 	if st.RunnerActive && p.AgentsActive > 0 && p.Performance.AvgDurationSeconds > 0 {
+		left := st.Counts[store.Pending] + st.Counts[store.Claimed]
 		eta := math.Ceil(float64(left) * p.Performance.AvgDurationSeconds / float64(p.AgentsActive))
 		st.ETASeconds = &eta
 	}

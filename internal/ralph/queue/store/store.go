@@ -338,14 +338,13 @@ func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 	// transaction leaves that fsync to a goroutine (see Lazy).
 	var syncDir func()
 	defer func() {
-		switch {
-		case syncDir == nil:
-		case tx.lazy:
+		if syncDir != nil {
 			s.dirSyncs++
-			go syncDir()
-		default:
-			s.dirSyncs++
-			syncDir()
+			if tx.lazy {
+				go syncDir()
+			} else {
+				syncDir()
+			}
 		}
 	}()
 	for _, f := range files {

@@ -131,8 +131,7 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 		start = raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(start))
-	tok, err := dec.Token()
-	if d, ok := tok.(json.Delim); err != nil || !ok || d != '[' {
+	if tok, _ := dec.Token(); tok != json.Delim('[') { // nil on an error
 		return nil, errorf(file, lines.at(offset), "a plan is a list of tasks {%s}", fields)
 	}
 	var tasks []Task

@@ -48,9 +48,6 @@ func (d Dir) AgentState(agent string) string { return d.join("agent-state-" + ag
 // files of any plan is made holding it.
 func (d Dir) Lock() string { return d.join("task-queue.lock") }
 
-// AgentLock guards an agent's state file.
-func (d Dir) AgentLock(agent string) string { return d.join("agent-state-" + agent + ".lock") }
-
 // RunnerLock is held by the runner working in this directory for its whole life (an flock: it
 // goes with the runner, however it dies).
 func (d Dir) RunnerLock() string { return d.join("runner.lock") }
@@ -330,7 +327,8 @@ func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	return files, changed, nil
 }
 
-// write writes files; with s.Guard, the tasks changed are then the ones the guard holds.
+// write writes files; with s.Guard, the tasks changed are then the ones the guard holds, and the
+// task queue is kept in memory.
 func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 	// The files are written (each fsynced, then renamed into place) in this order, and their
 	// directory, where all three are, is fsynced once after the last rename: the transaction is
@@ -367,21 +365,16 @@ func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 			s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
 		}
 	}
-	s.keep(tx)
+	// The task queue tx wrote is kept in memory as the version of the file just written, and one
+	// it read and did not change when none is kept (a write drops the one kept) as the version of
+	// the file it was read from, unless the file changed after it was read (the stat would then
+	// be the newer one's).
+	if tx.q != nil && s.cached == nil {
+		if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
+			s.cached, s.stat = tx.q, fi
+		}
+	}
 	return nil
-}
-
-// keep keeps in memory the task queue tx wrote, as the version of the file just written, or one
-// it read and did not change, when none is kept (a write drops the one kept).
-func (s *Store) keep(tx *Tx) {
-	if tx.q == nil || s.cached != nil {
-		return
-	}
-	if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
-		// A queue read and not changed is kept as the version of the file it was read from,
-		// unless the file changed after it was read (the stat would then be the newer one's).
-		s.cached, s.stat = tx.q, fi
-	}
 }
 
 // View reads the task queue without the lock (readers need none: every write is a rename).
@@ -452,7 +445,7 @@ func (s *Store) ArchiveQueue(ctx context.Context, at time.Time) (string, error) 
 	return path, nil
 }
 
-// WriteAgentState writes an agent's state file under its own lock.
+// WriteAgentState writes an agent's state file under its own lock, agent-state-<agent>.lock.
 func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
 	if err := s.Dir.Mkdir(); err != nil {
 		return err
@@ -472,7 +465,7 @@ func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
 	// the agent is doing for the tools that look, and a power cut that undid its last rename
 	// leaves the one before, which the agent's next write replaces. An agent writes it twice a
 	// task.
-	syncDir, err := fsx.WriteLockedByLazy(ctx, s.Dir.AgentLock(a.AgentID), s.Dir.AgentState(a.AgentID), doc, 0o600)
+	syncDir, err := fsx.WriteLockedByLazy(ctx, s.Dir.join("agent-state-"+a.AgentID+".lock"), s.Dir.AgentState(a.AgentID), doc, 0o600)
 	if err != nil {
 		return err
 	}

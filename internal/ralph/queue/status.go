@@ -158,16 +158,15 @@ func WriteStatus(w io.Writer, st *Status) error {
 	}
 	if len(st.Open) > 0 {
 		// A column of branches when the tasks have them (--worktree).
-		branches, branchHead := len(st.Branches) > 0, ""
-		if branches {
-			branchHead = "BRANCH\t"
-		}
-		fmt.Fprintf(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\t%sDESCRIPTION\n", branchHead)
-		for _, t := range st.Open {
-			branch := ""
-			if branches {
-				branch = clean(cmp.Or(t.Branch, "-")) + "\t"
+		branchCell := func(s string) string {
+			if len(st.Branches) == 0 {
+				return ""
 			}
+			return s + "\t"
+		}
+		fmt.Fprintf(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\t%sDESCRIPTION\n", branchCell("BRANCH"))
+		for _, t := range st.Open {
+			branch := branchCell(clean(cmp.Or(t.Branch, "-")))
 			desc := clean(t.Description)
 			if t.Error != "" {
 				desc += " [" + clean(t.Error) + "]"

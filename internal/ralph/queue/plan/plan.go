@@ -89,13 +89,10 @@ func parserOf(name string, data []byte) func(file string, data []byte) ([]Task, 
 func Parse(name string, data []byte) ([]Task, error) {
 	data = fsx.StripBOM(data)
 	tasks, err := parserOf(name, data)(name, data)
-	if err != nil {
-		return nil, err
+	if err == nil && len(tasks) == 0 { // every parser's tasks are nil with an error, or none
+		err = errorf(name, 0, "no tasks found; write them as '- [ ] t1: description (after t0)' or as a YAML/JSON list of {id, description, dependencies}")
 	}
-	if len(tasks) == 0 {
-		return nil, errorf(name, 0, "no tasks found; write them as '- [ ] t1: description (after t0)' or as a YAML/JSON list of {id, description, dependencies}")
-	}
-	return tasks, nil
+	return tasks, err
 }
 
 // ID is the plan id of the plan file at path: its name without the extension. It must be a

@@ -36,11 +36,10 @@ func Skip(ctx context.Context, dir store.Dir, id, task string) (*Edited, error) 
 func retry(q *store.Queue, t *store.Task, _ string) (string, error) {
 	switch t.Status {
 	case store.Failed, store.Skipped:
-	case store.Blocked:
-		if t.Reason == store.ReasonConflict {
-			break // its worktree is made again from its dependencies' branches
+	case store.Blocked: // by a merge conflict, it is retried: its worktree is made again from its dependencies' branches
+		if t.Reason != store.ReasonConflict {
+			return "", fmt.Errorf("task %s is blocked by a failed dependency (%s); retry that one", t.ID, failedDeps(q, t))
 		}
-		return "", fmt.Errorf("task %s is blocked by a failed dependency (%s); retry that one", t.ID, failedDeps(q, t))
 	case store.Claimed:
 		return "", fmt.Errorf("task %s is being worked on by %s; wait for its end", t.ID, orElse(t.ClaimedBy, "an agent"))
 	default:

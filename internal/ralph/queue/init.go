@@ -38,10 +38,8 @@ func Init(ctx context.Context, dir store.Dir, id string, tasks []plan.Task, forc
 		q := store.NewQueue(id, now, nil)
 		for _, t := range tasks {
 			q.Put(queued(t, now))
-			if t.Done {
-				done++
-			}
 		}
+		done = q.Counts()[store.Done] // the ticked tasks: a checked plan has no id twice
 		tx.SetQueue(q)
 		if force {
 			tx.SetRetry(&store.RetryQueue{PlanID: id, Retries: []store.Retry{}})

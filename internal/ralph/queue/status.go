@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -63,21 +64,17 @@ func StatusOf(ctx context.Context, dir store.Dir, id string) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	open := slices.DeleteFunc(append([]store.Task{}, q.Tasks()...), func(t store.Task) bool { return t.Status == store.Done })
 	st := &Status{PlanID: id, Tasks: q.Len(), Counts: q.Counts(), TotalCostUSD: p.TotalCostUSD,
-		BudgetLimitUSD: p.BudgetLimitUSD, Agents: p.Agents, Open: []store.Task{}}
+		BudgetLimitUSD: p.BudgetLimitUSD, Agents: p.Agents, Open: open}
 	if unlock, err := dir.LockRunner(ctx); err == nil {
 		unlock()
 	} else if errors.Is(err, store.ErrRunnerActive) {
 		st.RunnerActive = true
 	}
-	for _, t := range q.Tasks() {
-		if t.Status != store.Done {
-			st.Open = append(st.Open, t)
-		}
-	}
 	mergeOrder(ctx, dir, q, p, st)
-	left := st.Counts[store.Pending] + st.Counts[store.Claimed]
 	if st.RunnerActive && p.AgentsActive > 0 && p.Performance.AvgDurationSeconds > 0 {
+		left := st.Counts[store.Pending] + st.Counts[store.Claimed]
 		eta := math.Ceil(float64(left) * p.Performance.AvgDurationSeconds / float64(p.AgentsActive))
 		st.ETASeconds = &eta
 	}
@@ -161,16 +158,15 @@ func WriteStatus(w io.Writer, st *Status) error {
 	}
 	if len(st.Open) > 0 {
 		// A column of branches when the tasks have them (--worktree).
-		branches, branchHead := len(st.Branches) > 0, ""
-		if branches {
-			branchHead = "BRANCH\t"
-		}
-		fmt.Fprintf(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\t%sDESCRIPTION\n", branchHead)
-		for _, t := range st.Open {
-			branch := ""
-			if branches {
-				branch = clean(cmp.Or(t.Branch, "-")) + "\t"
+		branchCell := func(s string) string {
+			if len(st.Branches) == 0 {
+				return ""
 			}
+			return s + "\t"
+		}
+		fmt.Fprintf(tw, "\nTASK\tSTATUS\tRETRIES\tAGENT\t%sDESCRIPTION\n", branchCell("BRANCH"))
+		for _, t := range st.Open {
+			branch := branchCell(clean(cmp.Or(t.Branch, "-")))
 			desc := clean(t.Description)
 			if t.Error != "" {
 				desc += " [" + clean(t.Error) + "]"

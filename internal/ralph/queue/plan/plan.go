@@ -64,53 +64,35 @@ func errorf(file string, line int, format string, args ...any) *Error {
 // MaxSize bounds a plan file: thousands of tasks fit in a few megabytes.
 const MaxSize = 16 << 20
 
-// Formats a plan is written in.
-const (
-	Markdown = "markdown"
-	YAML     = "yaml"
-	JSON     = "json"
-)
-
-// FormatOf tells a plan's format from its file name, else from its content: JSON starts with
-// '[' or '{', a markdown plan has a task line, anything else is read as YAML.
-func FormatOf(name string, data []byte) string {
+// parserOf picks the parser of a plan's format from its file name, else from its content: JSON
+// starts with '[' or '{', a markdown plan has a task line, anything else is read as YAML.
+func parserOf(name string, data []byte) func(file string, data []byte) ([]Task, error) {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".md", ".markdown", ".txt":
-		return Markdown
+		return parseMarkdown
 	case ".yaml", ".yml":
-		return YAML
+		return parseYAML
 	case ".json":
-		return JSON
+		return parseJSON
 	}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') {
-		return JSON
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') {
+		return parseJSON
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if taskLine.MatchString(line) {
-			return Markdown
-		}
+	if slices.ContainsFunc(strings.Split(string(data), "\n"), taskLine.MatchString) {
+		return parseMarkdown
 	}
-	return YAML
-}
-
-// parsers read a plan of each format.
-var parsers = map[string]func(file string, data []byte) ([]Task, error){
-	Markdown: parseMarkdown, JSON: parseJSON, YAML: parseYAML,
+	return parseYAML
 }
 
 // Parse reads the tasks of the plan file named name (for errors and its format). It checks the
 // form of each task; Check holds the plan as a whole to the queue's rules.
 func Parse(name string, data []byte) ([]Task, error) {
 	data = fsx.StripBOM(data)
-	tasks, err := parsers[FormatOf(name, data)](name, data)
-	if err != nil {
-		return nil, err
+	tasks, err := parserOf(name, data)(name, data)
+	if err == nil && len(tasks) == 0 { // every parser's tasks are nil with an error, or none
+		err = errorf(name, 0, "no tasks found; write them as '- [ ] t1: description (after t0)' or as a YAML/JSON list of {id, description, dependencies}")
 	}
-	if len(tasks) == 0 {
-		return nil, errorf(name, 0, "no tasks found; write them as '- [ ] t1: description (after t0)' or as a YAML/JSON list of {id, description, dependencies}")
-	}
-	return tasks, nil
+	return tasks, err
 }
 
 // ID is the plan id of the plan file at path: its name without the extension. It must be a
@@ -147,18 +129,6 @@ func checkName(what, name string) error {
 // Bead is the bead of task in plan: every attempt at it is dispatched, and recorded, under it.
 func Bead(plan, task string) string { return plan + "-" + task }
 
-// CheckTaskID checks a task id of plan: a safe name of its own, and with the plan id before it a
-// safe bead id (statedir.CheckName, KindBead).
-func CheckTaskID(plan, id string) error {
-	if err := checkName("task id", id); err != nil {
-		return err
-	}
-	if err := statedir.CheckName(statedir.KindBead, Bead(plan, id)); err != nil {
-		return fmt.Errorf("task %q makes the bead id %q: %v", id, Bead(plan, id), err)
-	}
-	return nil
-}
-
 // Check holds tasks to the queue's rules, given the tasks already queued (known: each one's
 // dependencies by its id; nil for a new queue): every id a safe task id of plan, unique (among
 // tasks and against known), every dependency a task of either, and no cycle through the new
@@ -166,8 +136,12 @@ func CheckTaskID(plan, id string) error {
 func Check(file, plan string, tasks []Task, known map[string][]string) error {
 	lines := map[string]int{}
 	for _, t := range tasks {
-		if err := CheckTaskID(plan, t.ID); err != nil {
+		// A safe name of its own, and with the plan id before it a safe bead id.
+		if err := checkName("task id", t.ID); err != nil {
 			return errorf(file, t.Line, "%v", err)
+		}
+		if err := statedir.CheckName(statedir.KindBead, Bead(plan, t.ID)); err != nil {
+			return errorf(file, t.Line, "task %q makes the bead id %q: %v", t.ID, Bead(plan, t.ID), err)
 		}
 		if first, ok := lines[t.ID]; ok {
 			return errorf(file, t.Line, "task id %q is used twice (first at line %d); give each task its own id", t.ID, first)

@@ -131,8 +131,7 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 		start = raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(start))
-	tok, err := dec.Token()
-	if d, ok := tok.(json.Delim); err != nil || !ok || d != '[' {
+	if tok, _ := dec.Token(); tok != json.Delim('[') { // nil on an error
 		return nil, errorf(file, lines.at(offset), "a plan is a list of tasks {%s}", fields)
 	}
 	var tasks []Task
@@ -151,14 +150,11 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 			case "description":
 				err = json.Unmarshal(v, &t.Description)
 			case "dependencies":
-				var deps []*string
-				notID := func(d *string) bool { return d == nil || *d == "" }
-				if json.Unmarshal(v, &deps) != nil || slices.ContainsFunc(deps, notID) {
+				var deps []string // a null id is decoded as "", refused as an empty one
+				if json.Unmarshal(v, &deps) != nil || slices.Contains(deps, "") {
 					return nil, errorf(file, t.Line, "dependencies must be a list of task ids, like [\"t1\", \"t2\"]")
 				}
-				for _, d := range deps {
-					t.Dependencies = append(t.Dependencies, *d)
-				}
+				t.Dependencies = append(t.Dependencies, deps...)
 			default:
 				return nil, errorf(file, t.Line, "unknown key %q in a task; a task has %s", k, fields)
 			}
@@ -176,10 +172,7 @@ func parseJSON(file string, data []byte) ([]Task, error) {
 
 // skipSpace moves past the separators before a value (the decoder's offset is before them).
 func skipSpace(data []byte, at int64) int64 {
-	for at < int64(len(data)) && strings.IndexByte(" \t\r\n,", data[at]) >= 0 {
-		at++
-	}
-	return at
+	return int64(len(data) - len(bytes.TrimLeft(data[at:], " \t\r\n,")))
 }
 
 // lineCounter gives the 1-based lines of increasing offsets, counting each byte once (counting

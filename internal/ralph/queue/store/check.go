@@ -56,19 +56,15 @@ func (q *Queue) appendChecked(b []byte) (_ []byte, fresh []int, err error) {
 // atTasks makes the problems of the check of the changed tasks (tasks, in order) the whole
 // document's: /tasks/k is /tasks/tasks[k].
 func atTasks(err error, tasks []int) error {
-	ie, ok := err.(*schema.InvalidError)
-	if !ok {
-		return err
-	}
-	out := &schema.InvalidError{Kind: ie.Kind, Err: ie.Err}
-	for _, p := range ie.Problems {
-		if rest, ok := strings.CutPrefix(p.Pointer, "/tasks/"); ok {
-			num, after, _ := strings.Cut(rest, "/")
-			if k, err := strconv.Atoi(num); err == nil && k >= 0 && k < len(tasks) {
-				p.Pointer = "/tasks/" + strconv.Itoa(tasks[k]) + strings.TrimSuffix("/"+after, "/")
+	if ie, ok := err.(*schema.InvalidError); ok { // made by this check: its problems are changed in place
+		for i, p := range ie.Problems {
+			if rest, ok := strings.CutPrefix(p.Pointer, "/tasks/"); ok {
+				num, after, _ := strings.Cut(rest, "/")
+				if k, err := strconv.Atoi(num); err == nil && k >= 0 && k < len(tasks) {
+					ie.Problems[i].Pointer = "/tasks/" + strconv.Itoa(tasks[k]) + strings.TrimSuffix("/"+after, "/")
+				}
 			}
 		}
-		out.Problems = append(out.Problems, p)
 	}
-	return out
+	return err
 }

@@ -36,12 +36,10 @@ func (s *Store) guard(q *Queue) bool {
 
 // allowedChange reports whether held task h may have become t by another process's hand.
 func allowedChange(h, t *Task) bool {
-	if h.Status == t.Status {
-		return t.Retries == h.Retries && t.Attempt == h.Attempt && sameString(t.ClaimedBy, h.ClaimedBy) &&
-			sameString(t.CompletedAt, h.CompletedAt) && t.CostUSD == h.CostUSD
-	}
 	same := t.Attempt == h.Attempt && t.CostUSD == h.CostUSD
 	switch {
+	case t.Status == h.Status:
+		return same && t.Retries == h.Retries && sameString(t.ClaimedBy, h.ClaimedBy) && sameString(t.CompletedAt, h.CompletedAt)
 	case t.Status == Pending && (h.Status == Failed || h.Status == Skipped): // retry
 		return same && t.Retries == 0 && t.ClaimedBy == nil
 	case t.Status == Skipped && (h.Status == Pending || h.Status == Blocked || h.Status == Failed): // skip

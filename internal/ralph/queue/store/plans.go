@@ -25,13 +25,10 @@ func (d Dir) Plans() ([]string, error) {
 	}
 	var plans []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if id, ok := strings.CutPrefix(e.Name(), "task-queue-"); ok {
-			if id, ok = strings.CutSuffix(id, ".json"); ok && id != "" {
-				plans = append(plans, id)
-			}
+		// A plan's id is what a queue's name has between its prefix and its suffix.
+		id := strings.TrimSuffix(strings.TrimPrefix(e.Name(), "task-queue-"), ".json")
+		if e.Type().IsRegular() && id != "" && e.Name() == "task-queue-"+id+".json" {
+			plans = append(plans, id)
 		}
 	}
 	return plans, nil

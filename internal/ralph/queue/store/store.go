@@ -48,9 +48,6 @@ func (d Dir) AgentState(agent string) string { return d.join("agent-state-" + ag
 // files of any plan is made holding it.
 func (d Dir) Lock() string { return d.join("task-queue.lock") }
 
-// AgentLock guards an agent's state file.
-func (d Dir) AgentLock(agent string) string { return d.join("agent-state-" + agent + ".lock") }
-
 // RunnerLock is held by the runner working in this directory for its whole life (an flock: it
 // goes with the runner, however it dies).
 func (d Dir) RunnerLock() string { return d.join("runner.lock") }
@@ -234,7 +231,7 @@ func (tx *Tx) ChangedProgress() { tx.pDirty = true }
 // read it already.
 func readOnce[T any](v **T, path string, def T) (*T, error) {
 	if *v == nil {
-		if err := readJSON(path, &def); err != nil {
+		if _, err := readJSON(path, &def); err != nil {
 			return nil, err
 		}
 		*v = &def
@@ -242,22 +239,23 @@ func readOnce[T any](v **T, path string, def T) (*T, error) {
 	return *v, nil
 }
 
-// readJSON decodes the state file at path into v; a missing file leaves v as it is.
-func readJSON(path string, v any) error {
+// readJSON decodes the state file at path into v, and says whether it read one: a missing file
+// leaves v as it is, and so does an empty one (read).
+func readJSON(path string, v any) (read bool, err error) {
 	doc, err := statedir.ReadFile(path, fsx.MaxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading a queue file: %w", err) // err names the file
+		return false, fmt.Errorf("reading a queue file: %w", err) // err names the file
 	}
 	if doc = bytes.TrimSpace(fsx.StripBOM(doc)); len(doc) == 0 {
-		return nil
+		return true, nil
 	}
 	if err := decodeJSON(doc, v); err != nil {
-		return fmt.Errorf("reading %s: %w; repair it or move it away", path, err)
+		return false, fmt.Errorf("reading %s: %w; repair it or move it away", path, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Update runs fn in a transaction under the directory's lock and writes what it changed, each
@@ -329,7 +327,8 @@ func (s *Store) encode(tx *Tx) (files []txFile, changed []int, err error) {
 	return files, changed, nil
 }
 
-// write writes files; with s.Guard, the tasks changed are then the ones the guard holds.
+// write writes files; with s.Guard, the tasks changed are then the ones the guard holds, and the
+// task queue is kept in memory.
 func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 	// The files are written (each fsynced, then renamed into place) in this order, and their
 	// directory, where all three are, is fsynced once after the last rename: the transaction is
@@ -337,14 +336,13 @@ func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 	// transaction leaves that fsync to a goroutine (see Lazy).
 	var syncDir func()
 	defer func() {
-		switch {
-		case syncDir == nil:
-		case tx.lazy:
+		if syncDir != nil {
 			s.dirSyncs++
-			go syncDir()
-		default:
-			s.dirSyncs++
-			syncDir()
+			if tx.lazy {
+				go syncDir()
+			} else {
+				syncDir()
+			}
 		}
 	}()
 	for _, f := range files {
@@ -367,21 +365,16 @@ func (s *Store) write(tx *Tx, files []txFile, changed []int) error {
 			s.held[tx.q.tasks[i].ID] = tx.q.tasks[i]
 		}
 	}
-	s.keep(tx)
+	// The task queue tx wrote is kept in memory as the version of the file just written, and one
+	// it read and did not change when none is kept (a write drops the one kept) as the version of
+	// the file it was read from, unless the file changed after it was read (the stat would then
+	// be the newer one's).
+	if tx.q != nil && s.cached == nil {
+		if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
+			s.cached, s.stat = tx.q, fi
+		}
+	}
 	return nil
-}
-
-// keep keeps in memory the task queue tx wrote, as the version of the file just written, or one
-// it read and did not change, when none is kept (a write drops the one kept).
-func (s *Store) keep(tx *Tx) {
-	if tx.q == nil || s.cached != nil {
-		return
-	}
-	if fi, err := os.Lstat(s.Dir.TaskQueue(s.Plan)); err == nil {
-		// A queue read and not changed is kept as the version of the file it was read from,
-		// unless the file changed after it was read (the stat would then be the newer one's).
-		s.cached, s.stat = tx.q, fi
-	}
 }
 
 // View reads the task queue without the lock (readers need none: every write is a rename).
@@ -452,7 +445,7 @@ func (s *Store) ArchiveQueue(ctx context.Context, at time.Time) (string, error) 
 	return path, nil
 }
 
-// WriteAgentState writes an agent's state file under its own lock.
+// WriteAgentState writes an agent's state file under its own lock, agent-state-<agent>.lock.
 func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
 	if err := s.Dir.Mkdir(); err != nil {
 		return err
@@ -472,7 +465,7 @@ func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
 	// the agent is doing for the tools that look, and a power cut that undid its last rename
 	// leaves the one before, which the agent's next write replaces. An agent writes it twice a
 	// task.
-	syncDir, err := fsx.WriteLockedByLazy(ctx, s.Dir.AgentLock(a.AgentID), s.Dir.AgentState(a.AgentID), doc, 0o600)
+	syncDir, err := fsx.WriteLockedByLazy(ctx, s.Dir.join("agent-state-"+a.AgentID+".lock"), s.Dir.AgentState(a.AgentID), doc, 0o600)
 	if err != nil {
 		return err
 	}
@@ -483,11 +476,7 @@ func (s *Store) WriteAgentState(ctx context.Context, a *AgentState) error {
 // ReadAgentState reads an agent's state file; nil when there is none.
 func (s *Store) ReadAgentState(agent string) (*AgentState, error) {
 	var a AgentState
-	path := s.Dir.AgentState(agent)
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err := readJSON(path, &a); err != nil {
+	if read, err := readJSON(s.Dir.AgentState(agent), &a); !read {
 		return nil, err
 	}
 	return &a, nil

@@ -314,23 +314,15 @@ func LaunchCut(ctx context.Context, d attempt.Dir, bead string, n int) bool {
 		if e == nil || e.Attempt != n || e.PID != 0 {
 			return false
 		}
-		pid := supervisorOf(bead)
-		if pid == 0 {
+		// A live supervisor of bead, found in /proc.
+		pids := proc.PIDs()
+		i := slices.IndexFunc(pids, func(pid int) bool { return supervise.SupervisorAlive(pid, bead) })
+		if i < 0 {
 			return true
 		}
-		supervise.WaitExit(ctx, &supervise.Entry{PID: pid, Name: bead}, 100*time.Millisecond)
+		supervise.WaitExit(ctx, &supervise.Entry{PID: pids[i], Name: bead}, 100*time.Millisecond)
 	}
 	return false
-}
-
-// supervisorOf is the pid of a live supervisor of bead found in /proc, or 0.
-func supervisorOf(bead string) int {
-	for _, pid := range proc.PIDs() {
-		if supervise.SupervisorAlive(pid, bead) {
-			return pid
-		}
-	}
-	return 0
 }
 
 // spec is the job's attempt n as its supervisor is handed it: a task of its own (its agent

@@ -262,7 +262,7 @@ func (r *Remote) settle(ctx context.Context, at *hostAttempt, n int, snap *remot
 	switch {
 	case err != nil && ctx.Err() != nil:
 		r.stop(job.Bead)
-		return Outcome{Attempt: n, Status: record.StatusFailed, Reason: "interrupted", Interrupted: true, Started: time.Now(), Finished: time.Now()}
+		fallthrough // lost reports it interrupted
 	case err != nil && sent.IsZero():
 		return r.lost(ctx, n, at.lastBeat(), err)
 	case errors.Is(err, remote.ErrUnreachable):

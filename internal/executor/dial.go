@@ -52,12 +52,10 @@ func DialHosts(ctx context.Context, hosts *remote.Hosts, o DialOptions) ([]*Remo
 			if err == nil {
 				err = conn.CheckVersion(ctx, "dispatch", o.Version)
 			}
-			if err != nil {
-				errs[i] = err
-				return
+			if errs[i] = err; err == nil {
+				execs[i] = &Remote{Conn: conn, Repo: o.Repo, StateDir: o.StateDir, OfflineAfter: offline, KillGrace: o.KillGrace(h),
+					Log: hostLog{w: o.Log, prefix: o.LogPrefix + h.Name + ": "}}
 			}
-			execs[i] = &Remote{Conn: conn, Repo: o.Repo, StateDir: o.StateDir, OfflineAfter: offline, KillGrace: o.KillGrace(h),
-				Log: hostLog{w: o.Log, prefix: o.LogPrefix + h.Name + ": "}}
 		})
 	}
 	wg.Wait()

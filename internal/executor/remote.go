@@ -96,10 +96,7 @@ func (r *Remote) Offline() bool { return r.offline.Load() }
 // line of its output in an error), are made printable: swarm run prints them and keeps
 // them in its report.
 func (r *Remote) Run(ctx context.Context, slot Slot, job Job) (out Outcome) {
-	defer func() {
-		out.Reason = remote.Printable(out.Reason)
-		out.Logs = strings.TrimSpace(screen.Strip(out.Logs))
-	}()
+	defer func() { out.Reason = remote.Printable(out.Reason) }()
 	if r.offline.Load() {
 		return r.offlineOutcome(0, time.Time{}, time.Now(), errors.New("the host is offline"))
 	}
@@ -419,7 +416,8 @@ func (r *Remote) stop(bead string) {
 	r.Conn.Run(ctx, remote.Cmd{Argv: []string{r.Conn.Program("dispatch"), "--state-dir", r.Conn.Host.StateDir, "kill", bead}, Env: r.Conn.Env()})
 }
 
-// outcomeOf is the Outcome of attempt n by its final snapshot.
+// outcomeOf is the Outcome of attempt n by its final snapshot, its logs (the host's text) stripped
+// of their control sequences.
 func outcomeOf(n int, s *remote.Snapshot) Outcome {
 	res, ok := s.Final(n)
 	if !ok {
@@ -430,7 +428,7 @@ func outcomeOf(n int, s *remote.Snapshot) Outcome {
 		out.Reason = res.Reason
 	}
 	if res.OutputSummary != nil {
-		out.Logs = *res.OutputSummary
+		out.Logs = strings.TrimSpace(screen.Strip(*res.OutputSummary))
 	}
 	return out
 }

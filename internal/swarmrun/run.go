@@ -428,22 +428,17 @@ func (r *runner) reconcileManifest(ctx context.Context) error {
 			return usagef("%s:%d: branch %q of task %q (new to execution %s) exists already; delete it (git branch -D %s) or give the task another branch", r.cfg.Manifest.Path, mt.Line, mt.Branch, mt.ID, r.st.ExecutionID, mt.Branch)
 		}
 	}
-	r.adoptOldBranches()
-	return nil
-}
-
-// adoptOldBranches fills branches_made for a state an older version wrote, which had none: the
-// branches of the tasks that were ever assigned are the execution's (it made them with -B then).
-func (r *runner) adoptOldBranches() {
-	if r.st.BranchesMade != nil {
-		return
-	}
-	r.st.BranchesMade = []string{}
-	for _, id := range r.st.Order {
-		if t := r.st.Tasks[id]; t.Trace != nil {
-			r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+	// A state an older version wrote has no branches_made: the branches of the tasks that were
+	// ever assigned are the execution's (it made them with -B then).
+	if r.st.BranchesMade == nil {
+		r.st.BranchesMade = []string{}
+		for _, id := range r.st.Order {
+			if t := r.st.Tasks[id]; t.Trace != nil {
+				r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+			}
 		}
 	}
+	return nil
 }
 
 // checkpoint calls cfg.Checkpoint.
@@ -765,7 +760,13 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	tk := &taskRun{t: t, slot: slot, mt: r.cfg.Manifest.Task(id), wt: t.Trace.Worktree, base: t.Trace.BaseSHA}
 	adopt := r.adopt[id]
 	delete(r.adopt, id)
-	deps := r.depBranches(t)
+	// The branches merged into the task's: its completed dependencies'.
+	var deps []string
+	for _, d := range t.DependsOn {
+		if dt := r.st.Tasks[d]; dt.Status == Completed {
+			deps = append(deps, dt.Branch)
+		}
+	}
 	r.mu.Unlock()
 
 	if (adopt == 0 || tk.base == "") && !r.prepareWorktree(ctx, tk, deps) {
@@ -969,17 +970,6 @@ func (r *runner) onTaskBranch(ctx context.Context, tk *taskRun, out Outcome) (Ou
 		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", tk.slot.ID, tk.t.ID, from, tk.t.Branch)
 	}
 	return out, ws
-}
-
-// depBranches are the branches merged into t's: its completed dependencies' (under mu).
-func (r *runner) depBranches(t *Task) []string {
-	var out []string
-	for _, d := range t.DependsOn {
-		if dt := r.st.Tasks[d]; dt.Status == Completed {
-			out = append(out, dt.Branch)
-		}
-	}
-	return out
 }
 
 // traceEnd fills the trace with the attempt's end, and counts it among the task's tries in

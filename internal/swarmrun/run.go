@@ -302,15 +302,13 @@ func (r *runner) open(ctx context.Context) error {
 		if t == nil {
 			return usagef("--retry %s: no such task in execution %s", id, r.st.ExecutionID)
 		}
-		countRetry(t)
-		t.Status, t.Error = Pending, nil
+		rerun(t)
 	}
 	// What did not complete runs again; an attempt an earlier run left at work is adopted.
 	for _, t := range r.st.Tasks {
 		switch t.Status {
 		case Failed, Blocked:
-			countRetry(t)
-			t.Status, t.Error = Pending, nil
+			rerun(t)
 		case Queued, Assigned, Running:
 			if t.Trace != nil && t.Trace.Attempt > 0 {
 				r.adopt[t.ID] = t.Trace.Attempt
@@ -369,13 +367,15 @@ func activeSoFar(st *State) float64 {
 	return last.Sub(start).Seconds()
 }
 
-// countRetry counts a retry of task t, about to run again by --retry or a resume, when an
-// attempt of it ran (a task blocked before it ever ran is not retried: it runs for the first
-// time). Seed 001's retry_count is how many times the task was retried, by hand or not.
-func countRetry(t *Task) {
+// rerun makes task t pending with no error, to run again by --retry or a resume, counting a
+// retry when an attempt of it ran (a task blocked before it ever ran is not retried: it runs
+// for the first time). Seed 001's retry_count is how many times the task was retried, by hand
+// or not.
+func rerun(t *Task) {
 	if t.Status != Pending && t.Trace != nil && t.Trace.Attempt > 0 {
 		t.Trace.RetryCount++
 	}
+	t.Status, t.Error = Pending, nil
 }
 
 // fresh makes a new execution's state; every task's branch must be new.

@@ -939,13 +939,9 @@ func (r *runner) attemptFailed(tk *taskRun, out Outcome, tries int) {
 	}
 	r.keepWorktree(id, slot)
 	r.mu.Lock()
-	t.Status, t.Error = Queued, te
-	r.enc.mark(id)
-	r.set.Requeue(r.index(id))
 	t.Trace.RetryCount++
-	r.release(slot, AgentFailed)
+	r.requeue(t, slot, Queued, te, AgentFailed)
 	r.events.TaskRetry(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host}, msg, seconds(t.Trace.DurationSeconds))
-	r.writeOrLog()
 	r.mu.Unlock()
 	r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
 }
@@ -1039,10 +1035,16 @@ func (r *runner) interrupted(id string, slot Slot) {
 	if r.halted {
 		why, kind = "stopped by --halt now", ErrHalted
 	}
-	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
-	r.enc.mark(id)
-	r.set.Requeue(r.index(id))
-	r.release(slot, AgentIdle)
+	r.requeue(t, slot, Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}, AgentIdle)
+}
+
+// requeue puts task t back in the ready set, its status and error those given, and frees its
+// slot, its agent's status agent (under mu): a retry and an interrupted task run again.
+func (r *runner) requeue(t *Task, slot Slot, status string, te *TaskError, agent string) {
+	t.Status, t.Error = status, te
+	r.enc.mark(t.ID)
+	r.set.Requeue(r.index(t.ID))
+	r.release(slot, agent)
 	r.writeOrLog()
 }
 

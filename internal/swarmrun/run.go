@@ -340,13 +340,6 @@ func (r *runner) open(ctx context.Context) error {
 	return r.flush()
 }
 
-// stampActive records in the state how long the execution's runs have been at work, this one
-// until now (under mu). Each write stamps it, so a run killed outright has its time counted up
-// to its last write.
-func (r *runner) stampActive() {
-	r.st.ActiveSeconds = r.activeBefore + time.Since(r.started).Seconds()
-}
-
 // activeSoFar is how long the runs of a state written earlier were at work: its ActiveSeconds,
 // or for a state written before it was kept, the time from its start to the last end it
 // records.
@@ -463,7 +456,9 @@ func (r *runner) flush() error {
 		return r.writeErr
 	}
 	r.mu.Lock()
-	r.stampActive()
+	// How long the execution's runs have been at work, this one until now: each write stamps
+	// it, so a run killed outright has its time counted up to its last write.
+	r.st.ActiveSeconds = r.activeBefore + time.Since(r.started).Seconds()
 	b, err := r.enc.encode(r.st)
 	r.written = r.gen
 	r.dirty = false
@@ -653,10 +648,9 @@ func (r *runner) Place(i int, free []Slot) int {
 		return 0
 	}
 	host := *t.Trace.AgentHost
-	reached := false
-	for _, e := range r.cfg.Executors {
-		reached = reached || !r.gone[e] && slices.ContainsFunc(e.Slots(), func(s Slot) bool { return s.Host == host })
-	}
+	reached := slices.ContainsFunc(r.cfg.Executors, func(e Executor) bool {
+		return !r.gone[e] && slices.ContainsFunc(e.Slots(), func(s Slot) bool { return s.Host == host })
+	})
 	if !reached {
 		// This run does not reach where the attempt ran (hosts.yaml changed, or --hosts given
 		// or dropped): it may still run there until its deadline, counted from its start.
@@ -1065,7 +1059,7 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	defer r.mu.Unlock()
 	res := &Result{State: r.st, Halted: r.halted, Interrupted: ctx.Err() != nil}
 	r.st.RunnerPID = 0
-	r.stampActive()
+	r.st.ActiveSeconds = r.activeBefore + time.Since(r.started).Seconds()
 	var err error
 	if res.Interrupted {
 		r.st.Status = ExecPaused

@@ -128,7 +128,6 @@ func usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Spri
 type runner struct {
 	cfg   Config
 	paths Paths
-	mf    *manifest.Manifest
 
 	// gitMu serializes the registrations of the tasks' worktrees (git worktree add): one add
 	// reads every worktree's administrative files, and fails on one being written at the same
@@ -209,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if len(cfg.Executors) == 0 {
 		return nil, errors.New("no executor")
 	}
-	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, mf: cfg.Manifest, tries: map[string]int{}, adopt: map[string]int{},
+	r := &runner{cfg: cfg, paths: Paths{Root: cfg.Repo}, tries: map[string]int{}, adopt: map[string]int{},
 		execOf: map[string]Executor{}, gone: map[Executor]bool{},
 		kick: make(chan struct{}, 1), started: time.Now()}
 	if err := statedir.Mkdir(r.paths.Dir()); err != nil {
@@ -233,8 +232,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r.excludeSwarmDir(ctx)
 	r.checkpoint("opened")
-	if r.baseSHA, err = gitCmd(ctx, cfg.Repo, "rev-parse", "--verify", "refs/heads/"+r.mf.BaseBranch+"^{commit}"); err != nil {
-		return nil, fmt.Errorf("reading the base branch %s: %w", r.mf.BaseBranch, err)
+	if r.baseSHA, err = gitCmd(ctx, cfg.Repo, "rev-parse", "--verify", "refs/heads/"+r.cfg.Manifest.BaseBranch+"^{commit}"); err != nil {
+		return nil, fmt.Errorf("reading the base branch %s: %w", r.cfg.Manifest.BaseBranch, err)
 	}
 	r.ident = identityFor(ctx, cfg.Repo)
 	r.fullCommit = commitAsks(ctx, cfg.Repo)
@@ -263,8 +262,8 @@ func (r *runner) open(ctx context.Context) error {
 	switch {
 	case resume && cur == nil:
 		return usagef("no execution to resume in %s; start one without --resume", r.paths.Dir())
-	case resume && cur.ManifestName != r.mf.Name:
-		return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.mf.Name)
+	case resume && cur.ManifestName != r.cfg.Manifest.Name:
+		return usagef("the current execution %s is of manifest %q, not %q; run that manifest, or start afresh without --resume", cur.ExecutionID, cur.ManifestName, r.cfg.Manifest.Name)
 	case resume:
 		r.st = cur
 		r.activeBefore = activeSoFar(cur)
@@ -279,7 +278,7 @@ func (r *runner) open(ctx context.Context) error {
 	}
 	// The manifest's tasks: the execution's take its prompt, priority and dependencies, the
 	// new ones are added.
-	for _, mt := range r.mf.Tasks {
+	for _, mt := range r.cfg.Manifest.Tasks {
 		deps := append([]string{}, mt.DependsOn...)
 		if t := r.st.Tasks[mt.ID]; t != nil {
 			t.Prompt, t.Priority, t.DependsOn = mt.Prompt, mt.Priority, deps
@@ -303,15 +302,13 @@ func (r *runner) open(ctx context.Context) error {
 		if t == nil {
 			return usagef("--retry %s: no such task in execution %s", id, r.st.ExecutionID)
 		}
-		countRetry(t)
-		t.Status, t.Error = Pending, nil
+		rerun(t)
 	}
 	// What did not complete runs again; an attempt an earlier run left at work is adopted.
 	for _, t := range r.st.Tasks {
 		switch t.Status {
 		case Failed, Blocked:
-			countRetry(t)
-			t.Status, t.Error = Pending, nil
+			rerun(t)
 		case Queued, Assigned, Running:
 			if t.Trace != nil && t.Trace.Attempt > 0 {
 				r.adopt[t.ID] = t.Trace.Attempt
@@ -343,13 +340,6 @@ func (r *runner) open(ctx context.Context) error {
 	return r.flush()
 }
 
-// stampActive records in the state how long the execution's runs have been at work, this one
-// until now (under mu). Each write stamps it, so a run killed outright has its time counted up
-// to its last write.
-func (r *runner) stampActive() {
-	r.st.ActiveSeconds = r.activeBefore + time.Since(r.started).Seconds()
-}
-
 // activeSoFar is how long the runs of a state written earlier were at work: its ActiveSeconds,
 // or for a state written before it was kept, the time from its start to the last end it
 // records.
@@ -370,39 +360,41 @@ func activeSoFar(st *State) float64 {
 	return last.Sub(start).Seconds()
 }
 
-// countRetry counts a retry of task t, about to run again by --retry or a resume, when an
-// attempt of it ran (a task blocked before it ever ran is not retried: it runs for the first
-// time). Seed 001's retry_count is how many times the task was retried, by hand or not.
-func countRetry(t *Task) {
+// rerun makes task t pending with no error, to run again by --retry or a resume, counting a
+// retry when an attempt of it ran (a task blocked before it ever ran is not retried: it runs
+// for the first time). Seed 001's retry_count is how many times the task was retried, by hand
+// or not.
+func rerun(t *Task) {
 	if t.Status != Pending && t.Trace != nil && t.Trace.Attempt > 0 {
 		t.Trace.RetryCount++
 	}
+	t.Status, t.Error = Pending, nil
 }
 
 // fresh makes a new execution's state; every task's branch must be new.
 func (r *runner) fresh(ctx context.Context) error {
-	if !(gitx.Repo{Dir: r.cfg.Repo}).HasBranch(ctx, r.mf.BaseBranch) {
-		return usagef("base branch %q does not exist in %s", r.mf.BaseBranch, r.cfg.Repo)
+	if !(gitx.Repo{Dir: r.cfg.Repo}).HasBranch(ctx, r.cfg.Manifest.BaseBranch) {
+		return usagef("base branch %q does not exist in %s", r.cfg.Manifest.BaseBranch, r.cfg.Repo)
 	}
 	refs, err := refNames(ctx, r.cfg.Repo)
 	if err != nil {
 		return err
 	}
-	for _, t := range r.mf.Tasks {
+	for _, t := range r.cfg.Manifest.Tasks {
 		if refs["refs/heads/"+t.Branch] {
-			return usagef("%s:%d: branch %q of task %q exists already; delete it (git branch -D %s) or give the task another branch", r.mf.Path, t.Line, t.Branch, t.ID, t.Branch)
+			return usagef("%s:%d: branch %q of task %q exists already; delete it (git branch -D %s) or give the task another branch", r.cfg.Manifest.Path, t.Line, t.Branch, t.ID, t.Branch)
 		}
 		// The run names the branch in full; a person or a forge that types the name gets
 		// what git reads first: refs/<name>, then the tag, then the branch.
 		for _, other := range []string{"refs/" + t.Branch, "refs/tags/" + t.Branch} {
 			if refs[other] {
-				return usagef("%s:%d: branch %q of task %q is also the name of %s, which git reads first; give the task another branch", r.mf.Path, t.Line, t.Branch, t.ID, other)
+				return usagef("%s:%d: branch %q of task %q is also the name of %s, which git reads first; give the task another branch", r.cfg.Manifest.Path, t.Line, t.Branch, t.ID, other)
 			}
 		}
 	}
 	t := time.Now()
-	r.st = &State{ExecutionID: newID(r.mf, t), ManifestName: r.mf.Name, ManifestPath: r.cfg.ManifestPath, Repo: r.cfg.RepoName,
-		BaseBranch: r.mf.BaseBranch, StartedAt: record.FormatTime(t), Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{},
+	r.st = &State{ExecutionID: newID(r.cfg.Manifest, t), ManifestName: r.cfg.Manifest.Name, ManifestPath: r.cfg.ManifestPath, Repo: r.cfg.RepoName,
+		BaseBranch: r.cfg.Manifest.BaseBranch, StartedAt: record.FormatTime(t), Status: ExecRunning, Tasks: map[string]*Task{}, Agents: map[string]*Agent{},
 		BranchesMade: []string{}}
 	return nil
 }
@@ -412,39 +404,34 @@ func (r *runner) fresh(ctx context.Context) error {
 // has, a task whose branch changed and a changed base branch are refused (the execution's
 // branches and commits are those it started with).
 func (r *runner) reconcileManifest(ctx context.Context) error {
-	if r.st.BaseBranch != r.mf.BaseBranch {
-		return usagef("%s: base_branch is %q, but execution %s started from %q; put it back, or start afresh", r.mf.Path, r.mf.BaseBranch, r.st.ExecutionID, r.st.BaseBranch)
+	if r.st.BaseBranch != r.cfg.Manifest.BaseBranch {
+		return usagef("%s: base_branch is %q, but execution %s started from %q; put it back, or start afresh", r.cfg.Manifest.Path, r.cfg.Manifest.BaseBranch, r.st.ExecutionID, r.st.BaseBranch)
 	}
 	for _, id := range r.st.Order {
-		if r.mf.Task(id) == nil {
-			return usagef("task %q of execution %s is no longer in %s; put it back, or start afresh", id, r.st.ExecutionID, r.mf.Path)
+		if r.cfg.Manifest.Task(id) == nil {
+			return usagef("task %q of execution %s is no longer in %s; put it back, or start afresh", id, r.st.ExecutionID, r.cfg.Manifest.Path)
 		}
 	}
-	for _, mt := range r.mf.Tasks {
+	for _, mt := range r.cfg.Manifest.Tasks {
 		t := r.st.Tasks[mt.ID]
 		switch {
 		case t != nil && t.Branch != mt.Branch:
-			return usagef("%s:%d: task %q has the branch %q in execution %s, not %q; put it back, or start afresh", r.mf.Path, mt.Line, mt.ID, t.Branch, r.st.ExecutionID, mt.Branch)
+			return usagef("%s:%d: task %q has the branch %q in execution %s, not %q; put it back, or start afresh", r.cfg.Manifest.Path, mt.Line, mt.ID, t.Branch, r.st.ExecutionID, mt.Branch)
 		case t == nil && gitx.Repo{Dir: r.cfg.Repo}.HasBranch(ctx, mt.Branch):
-			return usagef("%s:%d: branch %q of task %q (new to execution %s) exists already; delete it (git branch -D %s) or give the task another branch", r.mf.Path, mt.Line, mt.Branch, mt.ID, r.st.ExecutionID, mt.Branch)
+			return usagef("%s:%d: branch %q of task %q (new to execution %s) exists already; delete it (git branch -D %s) or give the task another branch", r.cfg.Manifest.Path, mt.Line, mt.Branch, mt.ID, r.st.ExecutionID, mt.Branch)
 		}
 	}
-	r.adoptOldBranches()
+	// A state an older version wrote has no branches_made: the branches of the tasks that were
+	// ever assigned are the execution's (it made them with -B then).
+	if r.st.BranchesMade == nil {
+		r.st.BranchesMade = []string{}
+		for _, id := range r.st.Order {
+			if t := r.st.Tasks[id]; t.Trace != nil {
+				r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
+			}
+		}
+	}
 	return nil
-}
-
-// adoptOldBranches fills branches_made for a state an older version wrote, which had none: the
-// branches of the tasks that were ever assigned are the execution's (it made them with -B then).
-func (r *runner) adoptOldBranches() {
-	if r.st.BranchesMade != nil {
-		return
-	}
-	r.st.BranchesMade = []string{}
-	for _, id := range r.st.Order {
-		if t := r.st.Tasks[id]; t.Trace != nil {
-			r.st.BranchesMade = append(r.st.BranchesMade, t.Branch)
-		}
-	}
 }
 
 // checkpoint calls cfg.Checkpoint.
@@ -469,7 +456,9 @@ func (r *runner) flush() error {
 		return r.writeErr
 	}
 	r.mu.Lock()
-	r.stampActive()
+	// How long the execution's runs have been at work, this one until now: each write stamps
+	// it, so a run killed outright has its time counted up to its last write.
+	r.st.ActiveSeconds = r.activeBefore + time.Since(r.started).Seconds()
 	b, err := r.enc.encode(r.st)
 	r.written = r.gen
 	r.dirty = false
@@ -659,10 +648,9 @@ func (r *runner) Place(i int, free []Slot) int {
 		return 0
 	}
 	host := *t.Trace.AgentHost
-	reached := false
-	for _, e := range r.cfg.Executors {
-		reached = reached || !r.gone[e] && slices.ContainsFunc(e.Slots(), func(s Slot) bool { return s.Host == host })
-	}
+	reached := slices.ContainsFunc(r.cfg.Executors, func(e Executor) bool {
+		return !r.gone[e] && slices.ContainsFunc(e.Slots(), func(s Slot) bool { return s.Host == host })
+	})
 	if !reached {
 		// This run does not reach where the attempt ran (hosts.yaml changed, or --hosts given
 		// or dropped): it may still run there until its deadline, counted from its start.
@@ -693,7 +681,7 @@ func (r *runner) leaseEnd(t *Task) time.Time {
 		}
 	}
 	// A manifest's timeout is positive, or 0 for none.
-	return start.Add(cmp.Or(r.mf.Task(t.ID).Timeout, time.Hour) + 10*time.Second + leaseMargin)
+	return start.Add(cmp.Or(r.cfg.Manifest.Task(t.ID).Timeout, time.Hour) + 10*time.Second + leaseMargin)
 }
 
 // release gives slot back to the scheduler, its agent's status status and its task none,
@@ -763,10 +751,16 @@ func (r *runner) runTask(ctx context.Context, id string, slot Slot) {
 	exec := r.execOf[slot.ID]
 	r.mu.Lock()
 	t := r.st.Tasks[id]
-	tk := &taskRun{t: t, slot: slot, mt: r.mf.Task(id), wt: t.Trace.Worktree, base: t.Trace.BaseSHA}
+	tk := &taskRun{t: t, slot: slot, mt: r.cfg.Manifest.Task(id), wt: t.Trace.Worktree, base: t.Trace.BaseSHA}
 	adopt := r.adopt[id]
 	delete(r.adopt, id)
-	deps := r.depBranches(t)
+	// The branches merged into the task's: its completed dependencies'.
+	var deps []string
+	for _, d := range t.DependsOn {
+		if dt := r.st.Tasks[d]; dt.Status == Completed {
+			deps = append(deps, dt.Branch)
+		}
+	}
 	r.mu.Unlock()
 
 	if (adopt == 0 || tk.base == "") && !r.prepareWorktree(ctx, tk, deps) {
@@ -838,7 +832,7 @@ func (r *runner) taskJob(tk *taskRun, adopt int) Job {
 	id, slot, t, mt, execID := tk.t.ID, tk.slot, tk.t, tk.mt, r.st.ExecutionID
 	job := Job{Task: id, Bead: t.Trace.Bead, Agent: mt.Agent, Model: mt.Model, Prompt: mt.Prompt, Dir: tk.wt,
 		Branch: t.Branch, Timeout: mt.Timeout, MaxAttempts: mt.Retries + 1, Adopt: adopt,
-		Env: []string{"SWARM_EXECUTION_ID=" + execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.mf.BaseBranch}}
+		Env: []string{"SWARM_EXECUTION_ID=" + execID, "SWARM_TASK_ID=" + id, "SWARM_BRANCH=" + t.Branch, "SWARM_BASE_BRANCH=" + r.cfg.Manifest.BaseBranch}}
 	job.Launched = func(n int) {
 		r.mu.Lock()
 		t.Status = Running
@@ -905,7 +899,7 @@ func (r *runner) completed(ctx context.Context, tk *taskRun, out Outcome, ws wor
 func (r *runner) openPR(ctx context.Context, tk *taskRun) {
 	id, t, mt, execID := tk.t.ID, tk.t, tk.mt, r.st.ExecutionID
 	body := fmt.Sprintf("%s\n\n%s\n", strings.TrimSpace(mt.Prompt), strings.Join(trailers(execID, id, tk.slot.ID), "\n"))
-	n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: tk.wt, Branch: t.Branch, Base: r.mf.BaseBranch,
+	n, url, err := r.cfg.Forge.Open(context.WithoutCancel(ctx), PRRequest{Dir: tk.wt, Branch: t.Branch, Base: r.cfg.Manifest.BaseBranch,
 		Title: commitTitle(id, mt.Prompt), Body: body, TaskID: id, Execution: execID})
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -939,13 +933,9 @@ func (r *runner) attemptFailed(tk *taskRun, out Outcome, tries int) {
 	}
 	r.keepWorktree(id, slot)
 	r.mu.Lock()
-	t.Status, t.Error = Queued, te
-	r.enc.mark(id)
-	r.set.Requeue(r.index(id))
 	t.Trace.RetryCount++
-	r.release(slot, AgentFailed)
+	r.requeue(t, slot, Queued, te, AgentFailed)
 	r.events.TaskRetry(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host}, msg, seconds(t.Trace.DurationSeconds))
-	r.writeOrLog()
 	r.mu.Unlock()
 	r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
 }
@@ -970,17 +960,6 @@ func (r *runner) onTaskBranch(ctx context.Context, tk *taskRun, out Outcome) (Ou
 		r.logf("%s: %s: the agent worked on %s; its commits are brought onto %s", tk.slot.ID, tk.t.ID, from, tk.t.Branch)
 	}
 	return out, ws
-}
-
-// depBranches are the branches merged into t's: its completed dependencies' (under mu).
-func (r *runner) depBranches(t *Task) []string {
-	var out []string
-	for _, d := range t.DependsOn {
-		if dt := r.st.Tasks[d]; dt.Status == Completed {
-			out = append(out, dt.Branch)
-		}
-	}
-	return out
 }
 
 // traceEnd fills the trace with the attempt's end, and counts it among the task's tries in
@@ -1050,10 +1029,16 @@ func (r *runner) interrupted(id string, slot Slot) {
 	if r.halted {
 		why, kind = "stopped by --halt now", ErrHalted
 	}
-	t.Status, t.Error = Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}
-	r.enc.mark(id)
-	r.set.Requeue(r.index(id))
-	r.release(slot, AgentIdle)
+	r.requeue(t, slot, Pending, &TaskError{Type: kind, Message: why, Timestamp: now(), Recoverable: true}, AgentIdle)
+}
+
+// requeue puts task t back in the ready set, its status and error those given, and frees its
+// slot, its agent's status agent (under mu): a retry and an interrupted task run again.
+func (r *runner) requeue(t *Task, slot Slot, status string, te *TaskError, agent string) {
+	t.Status, t.Error = status, te
+	r.enc.mark(t.ID)
+	r.set.Requeue(r.index(t.ID))
+	r.release(slot, agent)
 	r.writeOrLog()
 }
 
@@ -1074,7 +1059,7 @@ func (r *runner) finish(ctx context.Context) (*Result, error) {
 	defer r.mu.Unlock()
 	res := &Result{State: r.st, Halted: r.halted, Interrupted: ctx.Err() != nil}
 	r.st.RunnerPID = 0
-	r.stampActive()
+	r.st.ActiveSeconds = r.activeBefore + time.Since(r.started).Seconds()
 	var err error
 	if res.Interrupted {
 		r.st.Status = ExecPaused

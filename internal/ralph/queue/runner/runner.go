@@ -247,9 +247,7 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	if cfg.Agents < 1 {
 		return nil, errors.New("at least one agent is needed")
 	}
-	if cfg.MaxRetries < 1 {
-		cfg.MaxRetries = 1
-	}
+	cfg.MaxRetries = max(cfg.MaxRetries, 1)
 	if cfg.LimitWait <= 0 {
 		cfg.LimitWait = DefaultLimitWait
 	}

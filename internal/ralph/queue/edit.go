@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -86,9 +85,7 @@ func edit(ctx context.Context, dir store.Dir, id, task string, change func(q *st
 		if err != nil {
 			return err
 		}
-		kept := slices.DeleteFunc(rq.Retries, func(e store.Retry) bool { return e.TaskID == t.ID })
-		if len(kept) != len(rq.Retries) {
-			rq.Retries = kept
+		if rq.Drop(t.ID) {
 			tx.ChangedRetry()
 		}
 		return nil

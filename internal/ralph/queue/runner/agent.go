@@ -30,8 +30,6 @@ type agentRun struct {
 	adopted *claim
 	// extra is an agent of an earlier run beyond this run's N: it finishes its task, no more.
 	extra bool
-	// callWait is how long its last claim found the calls per hour spent, a task ready.
-	callWait time.Duration
 	// done is its state file's context (seed 004): what its last attempt did (the commits
 	// made, the files changed, a note of the outcome); empty while an attempt runs.
 	done store.AgentContext
@@ -119,7 +117,7 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 	}
 	// A budget reached is claim's errBudget: it is checked in the claim's transaction.
 	start := time.Now()
-	c, left, err := a.claim(ctx, q.sched.Running()+q.adopting)
+	c, left, callWait, err := a.claim(ctx, q.sched.Running()+q.adopting)
 	r.spent(&r.res.Timing.Queue, time.Since(start))
 	switch {
 	case errors.Is(err, errBudget):
@@ -131,10 +129,10 @@ func (q *queue) Claim(a *agentRun) taskgraph.Take {
 		return a.end(ctx, store.AgentFailed)
 	case c == nil && left == 0:
 		return a.end(ctx, store.AgentCompleted)
-	case c == nil && a.callWait > 0:
+	case c == nil && callWait > 0:
 		// --max-calls-per-hour: a task is ready, and waits, pending, for the window.
 		// Told once (the log and the hook) until a start is free again; a wait is no failure.
-		resume := time.Now().Add(a.callWait)
+		resume := time.Now().Add(callWait)
 		if !r.callsWaiting {
 			r.callsWaiting = true
 			until := record.FormatTime(resume)
@@ -175,14 +173,15 @@ func (q *queue) Run(_ int, a *agentRun) {
 var errBudget = errors.New("the budget is reached")
 
 // claim takes the next ready task; without one, it returns how many tasks may still become
-// ready (pending or claimed). The budget is checked in the same transaction, against the cost
+// ready (pending or claimed), and how long a ready task waits for the calls per hour when they
+// are spent (--max-calls-per-hour; then it claims none). The budget is checked in the same transaction, against the cost
 // the progress file holds, which every task's end adds to under the same lock: so the agents at
 // work when the budget is reached are exactly those whose claims came before. held is how many
 // tasks this run's other agents hold (claimed or adopted, not yet recorded): while none is
 // held, a pending task that is not ready never will be. The Scheduler counts it, and offers
 // its agents to Claim one at a time: a claim is counted before another agent looks (an agent
 // that counted it unheld in between took its dependents for stuck and ended, issue 19).
-func (a *agentRun) claim(ctx context.Context, held int) (c *claim, left int, err error) {
+func (a *agentRun) claim(ctx context.Context, held int) (c *claim, left int, callWait time.Duration, err error) {
 	t := now()
 	r := a.r
 	err = r.cfg.Store.Update(ctx, func(tx *store.Tx) error {
@@ -195,13 +194,12 @@ func (a *agentRun) claim(ctx context.Context, held int) (c *claim, left int, err
 		if err != nil {
 			return err
 		}
-		a.callWait = 0
 		callAt := time.Now()
 		wait := r.calls.Take(callAt)
 		r.callsWaiting = r.callsWaiting && wait > 0 // a start taken: the next wait is told again
 		if wait > 0 && q.AnyReady(callAt) {
 			// Ready work, but the calls of the window are spent: no claim; the agent waits.
-			a.callWait, left = wait, 1
+			callWait, left = wait, 1
 			return nil
 		}
 		if wait == 0 {
@@ -244,7 +242,7 @@ func (a *agentRun) claim(ctx context.Context, held int) (c *claim, left int, err
 		}
 		return nil
 	})
-	return c, left, err
+	return c, left, callWait, err
 }
 
 // outcome is how an attempt ended.

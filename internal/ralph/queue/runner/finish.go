@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/agentfleet/fleet/internal/ralph/breaker"
@@ -70,7 +69,7 @@ func (a *agentRun) settle(tx *store.Tx, rq *store.RetryQueue, task *store.Task, 
 	switch out.status {
 	case outDone:
 		task.Status, task.CompletedAt, task.Error = store.Done, &t, ""
-		if dropRetries(rq, task.ID) {
+		if rq.Drop(task.ID) {
 			tx.ChangedRetry()
 		}
 		line = "done"
@@ -151,7 +150,7 @@ func (a *agentRun) settleFailure(tx *store.Tx, rq *store.RetryQueue, task *store
 	}
 	// Failed for good: its retries are done with.
 	task.Status, task.CompletedAt = store.Failed, &t
-	dropRetries(rq, task.ID)
+	rq.Drop(task.ID)
 	return line, ev
 }
 
@@ -173,11 +172,3 @@ func charge(p *store.Progress, e *store.Agent, out outcome, failedForGood bool) 
 
 // budgetStop is the reason of an attempt --hard-budget stopped.
 const budgetStop = "stopped: the budget was reached (--hard-budget)"
-
-// dropRetries clears a task's entries from the retry queue (it succeeded, or is out of
-// retries) and says whether there were any.
-func dropRetries(rq *store.RetryQueue, id string) bool {
-	n := len(rq.Retries)
-	rq.Retries = slices.DeleteFunc(rq.Retries, func(e store.Retry) bool { return e.TaskID == id })
-	return len(rq.Retries) != n
-}

@@ -16,6 +16,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -247,9 +248,7 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	if cfg.Agents < 1 {
 		return nil, errors.New("at least one agent is needed")
 	}
-	if cfg.MaxRetries < 1 {
-		cfg.MaxRetries = 1
-	}
+	cfg.MaxRetries = max(cfg.MaxRetries, 1)
 	if cfg.LimitWait <= 0 {
 		cfg.LimitWait = DefaultLimitWait
 	}
@@ -331,8 +330,7 @@ func (r *runner) end(ctx context.Context, res *Result) {
 			r.logf("plan %s completed: its task queue is archived in %s", r.plan, path)
 		}
 	}
-	cost := res.CostUSD
-	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: &cost})
+	r.cfg.Hook.Send(hook.Event{Kind: "queue", Event: hook.End, Plan: r.plan, Status: status, Reason: reason, CostUSD: new(res.CostUSD)})
 }
 
 // resolveBase finds the branch the worktrees start from, and its commit now: every task's
@@ -402,15 +400,11 @@ func (r *runner) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p.StartedAt == "" {
-			p.StartedAt = t
-		}
+		p.StartedAt = cmp.Or(p.StartedAt, t)
 		p.PlanID, p.UpdatedAt = r.plan, t
 		p.AgentsTotal = r.cfg.Agents
 		p.BudgetLimitUSD = r.cfg.Budget
-		if r.base != "" {
-			p.BaseBranch = r.base
-		}
+		p.BaseBranch = cmp.Or(r.base, p.BaseBranch)
 		p.Phase = q.Phase()
 		for i := 1; i <= r.cfg.Agents; i++ {
 			a := agentEntry(p, AgentID(i))

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,6 +204,14 @@ func (tx *Tx) Retry() (*RetryQueue, error) {
 		r.Retries = []Retry{}
 	}
 	return r, err
+}
+
+// Drop clears task id's entries from the retry queue (it succeeded, is out of retries, or was
+// retried or skipped by hand) and says whether there were any.
+func (rq *RetryQueue) Drop(id string) bool {
+	n := len(rq.Retries)
+	rq.Retries = slices.DeleteFunc(rq.Retries, func(e Retry) bool { return e.TaskID == id })
+	return len(rq.Retries) != n
 }
 
 // SetRetry replaces the retry queue, unread, to be written at the end of the transaction.

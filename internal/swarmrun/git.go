@@ -188,13 +188,11 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 	at, ahead := r.claimedAt[t.ID]
 	delete(r.claimedAt, t.ID)
 	made := slices.Contains(r.st.BranchesMade, t.Branch)
-	execID := r.st.ExecutionID
 	if !ahead && !made && r.refsAtStart == nil {
 		// The refs are read once for the run (one git process, where a rev-parse per task was
 		// one each): a branch made by someone else after that is found by git, which refuses
 		// to create it (gitx.ErrBranchExists, unclaimBranch).
-		repo := r.cfg.Repo
-		r.refsAtStart = sync.OnceValues(func() (map[string]bool, error) { return refNames(context.WithoutCancel(ctx), repo) })
+		r.refsAtStart = sync.OnceValues(func() (map[string]bool, error) { return refNames(context.WithoutCancel(ctx), r.cfg.Repo) })
 	}
 	refs := r.refsAtStart
 	r.mu.Unlock()
@@ -211,7 +209,7 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 			return false, rerr
 		}
 		if set["refs/heads/"+t.Branch] {
-			return false, userBranchError(t, execID)
+			return false, r.userBranchError(t)
 		}
 		r.mu.Lock()
 		r.refs = set
@@ -247,15 +245,15 @@ func (r *runner) claimAhead(t *Task) {
 func (r *runner) unclaimBranch(t *Task, cause error) error {
 	r.mu.Lock()
 	r.st.BranchesMade = slices.DeleteFunc(r.st.BranchesMade, func(b string) bool { return b == t.Branch })
-	execID := r.st.ExecutionID
 	r.mu.Unlock()
 	if err := r.flush(); err != nil {
 		return fmt.Errorf("%v; writing the state: %w", cause, err)
 	}
-	return userBranchError(t, execID)
+	return r.userBranchError(t)
 }
 
-// userBranchError is a task's branch that exists and that the execution did not make.
-func userBranchError(t *Task, execID string) error {
-	return fmt.Errorf("branch %q of task %q exists, and execution %s did not make it: it is left as it is; delete it (git branch -D %s) or give the task another branch, then 'swarm run --retry %s'", t.Branch, t.ID, execID, t.Branch, t.ID)
+// userBranchError is a task's branch that exists and that the execution did not make. Not
+// under mu: the state's execution id is set before any task runs, and never changes.
+func (r *runner) userBranchError(t *Task) error {
+	return fmt.Errorf("branch %q of task %q exists, and execution %s did not make it: it is left as it is; delete it (git branch -D %s) or give the task another branch, then 'swarm run --retry %s'", t.Branch, t.ID, r.st.ExecutionID, t.Branch, t.ID)
 }

@@ -35,10 +35,7 @@ func (r *runner) taskEnded(t *Task, slot Slot) {
 	var commit, reason string
 	var took float64
 	if tr := t.Trace; tr != nil {
-		at.Attempt, took = tr.Attempt, seconds(tr.DurationSeconds)
-		if tr.CommitSHA != nil {
-			commit = *tr.CommitSHA
-		}
+		at.Attempt, took, commit = tr.Attempt, deref(tr.DurationSeconds), deref(tr.CommitSHA)
 	}
 	if t.Error != nil {
 		reason = t.Error.Message
@@ -46,12 +43,13 @@ func (r *runner) taskEnded(t *Task, slot Slot) {
 	r.events.TaskEnd(at, t.Status, commit, reason, took)
 }
 
-// seconds is an optional duration's value (0: not known).
-func seconds(d *float64) float64 {
-	if d == nil {
-		return 0
+// deref is an optional value of the state (its zero value when not known: a duration of 0,
+// no commit).
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
 	}
-	return *d
+	return v
 }
 
 // logTransition logs a line of a task's transition, unless Config.Events is told them: then

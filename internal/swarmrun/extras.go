@@ -155,15 +155,12 @@ func Report(st *State) string {
 		t := st.Tasks[id]
 		agentID, attempt, retries, dur, sha, pr := "", "", "", "", "", ""
 		if tr := t.Trace; tr != nil {
-			agentID, attempt, retries = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount)
+			agentID, attempt, retries, pr = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount), deref(tr.PRURL)
 			if tr.DurationSeconds != nil {
 				dur = fmt.Sprintf("%.1f s", *tr.DurationSeconds)
 			}
 			if tr.CommitSHA != nil && len(*tr.CommitSHA) >= 12 {
 				sha = "`" + (*tr.CommitSHA)[:12] + "`"
-			}
-			if tr.PRURL != nil {
-				pr = *tr.PRURL
 			}
 		}
 		msg := ""

@@ -59,9 +59,6 @@ func (r *runner) worktreeFor(slot Slot, t *Task) string {
 		path = r.paths.Worktree(t.ID)
 	}
 	if prev != "" && prev != path {
-		if r.trees.prev == nil {
-			r.trees.prev = map[string]string{}
-		}
 		r.trees.prev[t.ID] = prev
 	}
 	return path
@@ -70,8 +67,12 @@ func (r *runner) worktreeFor(slot Slot, t *Task) string {
 // slotPath is slot's worktree (under mu), "" when its agent id cannot name one. It is
 // .swarm/worktrees/.slot-<agent>, or -2, -3… after it when that one is held: named by a task
 // that did not complete (an attempt of an earlier run at work there, adopted; a task's work
-// kept there by a run killed before it moved it out), or by another slot.
+// kept there by a run killed before it moved it out), or by another slot. Its first call makes
+// the maps of slotTrees (worktreeFor's first).
 func (r *runner) slotPath(slot Slot) string {
+	if r.trees.path == nil {
+		r.trees = slotTrees{path: map[string]string{}, ready: map[string]bool{}, clean: map[string]bool{}, owner: map[string]string{}, prev: map[string]string{}}
+	}
 	if p, ok := r.trees.path[slot.ID]; ok {
 		return p
 	}
@@ -90,9 +91,6 @@ func (r *runner) slotPath(slot Slot) string {
 	path := filepath.Join(r.paths.Worktrees(), ".slot-"+slot.ID)
 	for n := 2; held[path]; n++ {
 		path = filepath.Join(r.paths.Worktrees(), fmt.Sprintf(".slot-%s-%d", slot.ID, n))
-	}
-	if r.trees.path == nil {
-		r.trees.path, r.trees.ready, r.trees.clean, r.trees.owner = map[string]string{}, map[string]bool{}, map[string]bool{}, map[string]string{}
 	}
 	r.trees.path[slot.ID] = path
 	return path

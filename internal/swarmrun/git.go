@@ -50,16 +50,12 @@ func trailers(execID, taskID, agentID string) []string {
 
 // worktreeStatus is what one git status says of a task's worktree after its agent: HEAD's
 // commit and branch, whether the agent left changes, and whether files git ignores are there
-// (which the worktree's re-pointing for the slot's next task removes).
+// (which the worktree's re-pointing for the slot's next task removes). branch is HEAD's branch
+// by its name below refs/heads/, or "(detached)", which no task's branch can be named
+// (manifest.CheckBranch allows no parentheses).
 type worktreeStatus struct {
 	head, branch     string
 	changed, ignored bool
-}
-
-// onBranch says whether HEAD is refs/heads/<branch> (status names a branch by its name below
-// refs/heads/, and a detached HEAD "(detached)", which no branch of a task is named).
-func (ws worktreeStatus) onBranch(branch string) bool {
-	return ws.branch == branch && branch != "(detached)"
 }
 
 // readStatus is one git status of the worktree wt: "# branch.oid SHA", "# branch.head NAME",

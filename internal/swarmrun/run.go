@@ -949,7 +949,7 @@ func (r *runner) attemptFailed(tk *taskRun, out Outcome, tries int) {
 // more.
 func (r *runner) onTaskBranch(ctx context.Context, tk *taskRun, out Outcome) (Outcome, worktreeStatus) {
 	ws, err := readStatus(context.WithoutCancel(ctx), tk.wt)
-	if err == nil && ws.onBranch(tk.t.Branch) {
+	if err == nil && ws.branch == tk.t.Branch {
 		return out, ws
 	}
 	from, err := gitx.Repo{Dir: tk.wt}.ReturnToBranch(context.WithoutCancel(ctx), tk.t.Branch)

@@ -35,7 +35,7 @@ func (r *runner) taskEnded(t *Task, slot Slot) {
 	var commit, reason string
 	var took float64
 	if tr := t.Trace; tr != nil {
-		at.Attempt, took, commit = tr.Attempt, deref(tr.DurationSeconds), deref(tr.CommitSHA)
+		at.Attempt, took, commit = tr.Attempt, valueOr(tr.DurationSeconds, 0), valueOr(tr.CommitSHA, "")
 	}
 	if t.Error != nil {
 		reason = t.Error.Message
@@ -43,13 +43,12 @@ func (r *runner) taskEnded(t *Task, slot Slot) {
 	r.events.TaskEnd(at, t.Status, commit, reason, took)
 }
 
-// deref is an optional value of the state (its zero value when not known: a duration of 0,
-// no commit).
-func deref[T any](p *T) (v T) {
-	if p != nil {
-		v = *p
+// valueOr is an optional value of the state, or none when it is not known.
+func valueOr[T any](p *T, none T) T {
+	if p == nil {
+		return none
 	}
-	return v
+	return *p
 }
 
 // logTransition logs a line of a task's transition, unless Config.Events is told them: then

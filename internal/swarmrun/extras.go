@@ -44,10 +44,7 @@ func (r *runner) jobline(host, id string, out Outcome) {
 		return
 	}
 	r.seq++
-	code := -1
-	if out.ExitCode != nil {
-		code = *out.ExitCode
-	}
+	code := valueOr(out.ExitCode, -1)
 	sig := 0
 	if strings.HasPrefix(out.Reason, "agent-signal-") {
 		sig = 15
@@ -155,7 +152,7 @@ func Report(st *State) string {
 		t := st.Tasks[id]
 		agentID, attempt, retries, dur, sha, pr := "", "", "", "", "", ""
 		if tr := t.Trace; tr != nil {
-			agentID, attempt, retries, pr = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount), deref(tr.PRURL)
+			agentID, attempt, retries, pr = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount), valueOr(tr.PRURL, "")
 			if tr.DurationSeconds != nil {
 				dur = fmt.Sprintf("%.1f s", *tr.DurationSeconds)
 			}

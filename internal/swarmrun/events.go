@@ -20,9 +20,7 @@ func (r *runner) eventCounts() runevents.Counts {
 	c := r.st.counts()
 	retries := 0
 	for _, t := range r.st.Tasks {
-		if t.Trace != nil {
-			retries += t.Trace.RetryCount
-		}
+		retries += valueOr(t.Trace, Trace{}).RetryCount
 	}
 	return runevents.Counts{Completed: c[Completed], Failed: c[Failed], Blocked: c[Blocked], Skipped: c[Skipped],
 		Pending: c[Pending] + c[Queued] + c[Assigned] + c[Running], Retries: retries}
@@ -31,16 +29,9 @@ func (r *runner) eventCounts() runevents.Counts {
 // taskEnded tells the events of task t's end with its status (under mu): completed, failed or
 // blocked.
 func (r *runner) taskEnded(t *Task, slot Slot) {
-	at := runevents.At{Task: t.ID, Agent: slot.ID, Host: slot.Host}
-	var commit, reason string
-	var took float64
-	if tr := t.Trace; tr != nil {
-		at.Attempt, took, commit = tr.Attempt, valueOr(tr.DurationSeconds, 0), valueOr(tr.CommitSHA, "")
-	}
-	if t.Error != nil {
-		reason = t.Error.Message
-	}
-	r.events.TaskEnd(at, t.Status, commit, reason, took)
+	tr := valueOr(t.Trace, Trace{})
+	at := runevents.At{Task: t.ID, Agent: slot.ID, Host: slot.Host, Attempt: tr.Attempt}
+	r.events.TaskEnd(at, t.Status, valueOr(tr.CommitSHA, ""), valueOr(t.Error, TaskError{}).Message, valueOr(tr.DurationSeconds, 0))
 }
 
 // valueOr is an optional value of the state, or none when it is not known.

@@ -160,22 +160,17 @@ func Report(st *State) string {
 				sha = "`" + (*tr.CommitSHA)[:12] + "`"
 			}
 		}
-		msg := ""
-		if t.Error != nil {
-			// A task's error may hold a host's text or an agent's: it is made printable
-			// before the markdown (which swarm run history prints on a terminal).
-			msg = strings.ReplaceAll(remote.Printable(t.Error.Message), "|", "\\|")
-		}
+		// A task's error may hold a host's text or an agent's: it is made printable before
+		// the markdown (which swarm run history prints on a terminal).
+		msg := strings.ReplaceAll(remote.Printable(valueOr(t.Error, TaskError{}).Message), "|", "\\|")
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p(id), p(t.Status), p(agentID), attempt, retries, dur, p(sha), p(pr), p(msg))
 	}
 	if s := st.Summary; s != nil {
 		b.WriteString("\n## Suggested merge order\n\n")
 		for i, id := range s.SuggestedMergeOrder {
-			branch := ""
-			if t := st.Tasks[id]; t != nil {
-				branch = t.Branch
-			}
-			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, p(branch), p(id))
+			// The summary's ids are not checked against the tasks (validate): one that is none
+			// has no branch.
+			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, p(valueOr(st.Tasks[id], Task{}).Branch), p(id))
 		}
 		if c := s.MergeConflict; c != nil {
 			fmt.Fprintf(&b, "\nThen `%s` (%s) does not merge cleanly: %s.\n", p(c.Branch), p(c.TaskID), p(remote.Printable(c.Message)))

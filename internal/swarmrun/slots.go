@@ -47,10 +47,7 @@ var slotWorktreeRE = regexp.MustCompile(`^\.slot-[A-Za-z0-9][A-Za-z0-9._-]{0,110
 // worktreeFor is the worktree task t works in when assigned to slot (under mu): an attempt of
 // an earlier run that is adopted keeps the one it works in; else the slot's.
 func (r *runner) worktreeFor(slot Slot, t *Task) string {
-	var prev string
-	if t.Trace != nil {
-		prev = t.Trace.Worktree
-	}
+	prev := valueOr(t.Trace, Trace{}).Worktree
 	if r.adopt[t.ID] > 0 && prev != "" {
 		return prev
 	}

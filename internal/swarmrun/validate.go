@@ -107,10 +107,8 @@ func (s *State) validateTask(id string, t *Task) error {
 			return fmt.Errorf("task %q depends on %q, which is no task", id, d)
 		}
 	}
-	tr := t.Trace
-	if tr == nil {
-		return nil
-	}
+	// A task without a trace has nothing more to check.
+	tr := valueOr(t.Trace, Trace{})
 	for _, sha := range []*string{&tr.BaseSHA, tr.CommitSHA} {
 		if sha != nil && *sha != "" && !shaRE.MatchString(*sha) {
 			return fmt.Errorf("task %q: %q is not a commit id", id, *sha)

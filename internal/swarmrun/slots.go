@@ -1,6 +1,7 @@
 package swarmrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,16 +46,14 @@ var slotNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 var slotWorktreeRE = regexp.MustCompile(`^\.slot-[A-Za-z0-9][A-Za-z0-9._-]{0,110}$`)
 
 // worktreeFor is the worktree task t works in when assigned to slot (under mu): an attempt of
-// an earlier run that is adopted keeps the one it works in; else the slot's.
+// an earlier run that is adopted keeps the one it works in; else the slot's, or the task's own
+// when the slot's agent id cannot name one (slotPath "").
 func (r *runner) worktreeFor(slot Slot, t *Task) string {
 	prev := valueOr(t.Trace, Trace{}).Worktree
 	if r.adopt[t.ID] > 0 && prev != "" {
 		return prev
 	}
-	path := r.slotPath(slot)
-	if path == "" {
-		path = r.paths.Worktree(t.ID)
-	}
+	path := cmp.Or(r.slotPath(slot), r.paths.Worktree(t.ID))
 	if prev != "" && prev != path {
 		r.trees.prev[t.ID] = prev
 	}

@@ -155,11 +155,10 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 // taken from the worktree's top as git runs hooks there, or else the repository's hooks
 // directory). A run asks once; the task's worktrees share the repository's config and hooks.
 func commitAsks(ctx context.Context, dir string) bool {
-	if v, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign"); err == nil && v == "true" {
-		return true
-	}
-	// The hooks git commit runs (githooks(5)); commit-tree runs none.
-	return gitx.Repo{Dir: dir}.HasHook(ctx, "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
+	sign, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign")
+	// The hooks git commit runs (githooks(5)), looked for when it does not sign; commit-tree
+	// runs none.
+	return err == nil && sign == "true" || gitx.Repo{Dir: dir}.HasHook(ctx, "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 }
 
 // mergeOrder is a topological order of the tasks in order in which every branch merges cleanly

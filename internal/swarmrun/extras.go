@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	gitx "github.com/agentfleet/fleet/internal/git"
-	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 )
@@ -193,7 +192,8 @@ func Abort(ctx context.Context, p Paths, repo string) (*State, error) {
 	if st.Status != ExecRunning && st.Status != ExecPaused {
 		return nil, usagef("execution %s is %s already; nothing to abort", st.ExecutionID, st.Status)
 	}
-	if st.RunnerPID > 0 && proc.Alive(st.RunnerPID) {
+	// A runner no longer there (or not the user's) refuses the signal: nothing to ask first.
+	if st.RunnerPID > 0 {
 		syscall.Kill(st.RunnerPID, syscall.SIGTERM)
 	}
 	// The run lets go of its lock once its agents are stopped and recorded.

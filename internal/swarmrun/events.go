@@ -20,9 +20,7 @@ func (r *runner) eventCounts() runevents.Counts {
 	c := r.st.counts()
 	retries := 0
 	for _, t := range r.st.Tasks {
-		if t.Trace != nil {
-			retries += t.Trace.RetryCount
-		}
+		retries += valueOr(t.Trace, Trace{}).RetryCount
 	}
 	return runevents.Counts{Completed: c[Completed], Failed: c[Failed], Blocked: c[Blocked], Skipped: c[Skipped],
 		Pending: c[Pending] + c[Queued] + c[Assigned] + c[Running], Retries: retries}
@@ -31,27 +29,17 @@ func (r *runner) eventCounts() runevents.Counts {
 // taskEnded tells the events of task t's end with its status (under mu): completed, failed or
 // blocked.
 func (r *runner) taskEnded(t *Task, slot Slot) {
-	at := runevents.At{Task: t.ID, Agent: slot.ID, Host: slot.Host}
-	var commit, reason string
-	var took float64
-	if tr := t.Trace; tr != nil {
-		at.Attempt, took = tr.Attempt, seconds(tr.DurationSeconds)
-		if tr.CommitSHA != nil {
-			commit = *tr.CommitSHA
-		}
-	}
-	if t.Error != nil {
-		reason = t.Error.Message
-	}
-	r.events.TaskEnd(at, t.Status, commit, reason, took)
+	tr := valueOr(t.Trace, Trace{})
+	at := runevents.At{Task: t.ID, Agent: slot.ID, Host: slot.Host, Attempt: tr.Attempt}
+	r.events.TaskEnd(at, t.Status, valueOr(tr.CommitSHA, ""), valueOr(t.Error, TaskError{}).Message, valueOr(tr.DurationSeconds, 0))
 }
 
-// seconds is an optional duration's value (0: not known).
-func seconds(d *float64) float64 {
-	if d == nil {
-		return 0
+// valueOr is an optional value of the state, or none when it is not known.
+func valueOr[T any](p *T, none T) T {
+	if p == nil {
+		return none
 	}
-	return *d
+	return *p
 }
 
 // logTransition logs a line of a task's transition, unless Config.Events is told them: then

@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	gitx "github.com/agentfleet/fleet/internal/git"
-	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 )
@@ -44,10 +43,7 @@ func (r *runner) jobline(host, id string, out Outcome) {
 		return
 	}
 	r.seq++
-	code := -1
-	if out.ExitCode != nil {
-		code = *out.ExitCode
-	}
+	code := valueOr(out.ExitCode, -1)
 	sig := 0
 	if strings.HasPrefix(out.Reason, "agent-signal-") {
 		sig = 15
@@ -155,33 +151,25 @@ func Report(st *State) string {
 		t := st.Tasks[id]
 		agentID, attempt, retries, dur, sha, pr := "", "", "", "", "", ""
 		if tr := t.Trace; tr != nil {
-			agentID, attempt, retries = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount)
+			agentID, attempt, retries, pr = tr.AgentID, strconv.Itoa(tr.Attempt), strconv.Itoa(tr.RetryCount), valueOr(tr.PRURL, "")
 			if tr.DurationSeconds != nil {
 				dur = fmt.Sprintf("%.1f s", *tr.DurationSeconds)
 			}
 			if tr.CommitSHA != nil && len(*tr.CommitSHA) >= 12 {
 				sha = "`" + (*tr.CommitSHA)[:12] + "`"
 			}
-			if tr.PRURL != nil {
-				pr = *tr.PRURL
-			}
 		}
-		msg := ""
-		if t.Error != nil {
-			// A task's error may hold a host's text or an agent's: it is made printable
-			// before the markdown (which swarm run history prints on a terminal).
-			msg = strings.ReplaceAll(remote.Printable(t.Error.Message), "|", "\\|")
-		}
+		// A task's error may hold a host's text or an agent's: it is made printable before
+		// the markdown (which swarm run history prints on a terminal).
+		msg := strings.ReplaceAll(remote.Printable(valueOr(t.Error, TaskError{}).Message), "|", "\\|")
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p(id), p(t.Status), p(agentID), attempt, retries, dur, p(sha), p(pr), p(msg))
 	}
 	if s := st.Summary; s != nil {
 		b.WriteString("\n## Suggested merge order\n\n")
 		for i, id := range s.SuggestedMergeOrder {
-			branch := ""
-			if t := st.Tasks[id]; t != nil {
-				branch = t.Branch
-			}
-			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, p(branch), p(id))
+			// The summary's ids are not checked against the tasks (validate): one that is none
+			// has no branch.
+			fmt.Fprintf(&b, "%d. `%s` (%s)\n", i+1, p(valueOr(st.Tasks[id], Task{}).Branch), p(id))
 		}
 		if c := s.MergeConflict; c != nil {
 			fmt.Fprintf(&b, "\nThen `%s` (%s) does not merge cleanly: %s.\n", p(c.Branch), p(c.TaskID), p(remote.Printable(c.Message)))
@@ -204,7 +192,8 @@ func Abort(ctx context.Context, p Paths, repo string) (*State, error) {
 	if st.Status != ExecRunning && st.Status != ExecPaused {
 		return nil, usagef("execution %s is %s already; nothing to abort", st.ExecutionID, st.Status)
 	}
-	if st.RunnerPID > 0 && proc.Alive(st.RunnerPID) {
+	// A runner no longer there (or not the user's) refuses the signal: nothing to ask first.
+	if st.RunnerPID > 0 {
 		syscall.Kill(st.RunnerPID, syscall.SIGTERM)
 	}
 	// The run lets go of its lock once its agents are stopped and recorded.

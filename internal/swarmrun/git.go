@@ -50,16 +50,12 @@ func trailers(execID, taskID, agentID string) []string {
 
 // worktreeStatus is what one git status says of a task's worktree after its agent: HEAD's
 // commit and branch, whether the agent left changes, and whether files git ignores are there
-// (which the worktree's re-pointing for the slot's next task removes).
+// (which the worktree's re-pointing for the slot's next task removes). branch is HEAD's branch
+// by its name below refs/heads/, or "(detached)", which no task's branch can be named
+// (manifest.CheckBranch allows no parentheses).
 type worktreeStatus struct {
 	head, branch     string
 	changed, ignored bool
-}
-
-// onBranch says whether HEAD is refs/heads/<branch> (status names a branch by its name below
-// refs/heads/, and a detached HEAD "(detached)", which no branch of a task is named).
-func (ws worktreeStatus) onBranch(branch string) bool {
-	return ws.branch == branch && branch != "(detached)"
 }
 
 // readStatus is one git status of the worktree wt: "# branch.oid SHA", "# branch.head NAME",
@@ -159,11 +155,10 @@ func commitTask(ctx context.Context, wt string, ws worktreeStatus, baseSHA, exec
 // taken from the worktree's top as git runs hooks there, or else the repository's hooks
 // directory). A run asks once; the task's worktrees share the repository's config and hooks.
 func commitAsks(ctx context.Context, dir string) bool {
-	if v, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign"); err == nil && v == "true" {
-		return true
-	}
-	// The hooks git commit runs (githooks(5)); commit-tree runs none.
-	return gitx.Repo{Dir: dir}.HasHook(ctx, "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
+	sign, err := gitCmd(ctx, dir, "config", "--type=bool", "--get", "commit.gpgSign")
+	// The hooks git commit runs (githooks(5)), looked for when it does not sign; commit-tree
+	// runs none.
+	return err == nil && sign == "true" || gitx.Repo{Dir: dir}.HasHook(ctx, "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 }
 
 // mergeOrder is a topological order of the tasks in order in which every branch merges cleanly
@@ -188,13 +183,11 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 	at, ahead := r.claimedAt[t.ID]
 	delete(r.claimedAt, t.ID)
 	made := slices.Contains(r.st.BranchesMade, t.Branch)
-	execID := r.st.ExecutionID
 	if !ahead && !made && r.refsAtStart == nil {
 		// The refs are read once for the run (one git process, where a rev-parse per task was
 		// one each): a branch made by someone else after that is found by git, which refuses
 		// to create it (gitx.ErrBranchExists, unclaimBranch).
-		repo := r.cfg.Repo
-		r.refsAtStart = sync.OnceValues(func() (map[string]bool, error) { return refNames(context.WithoutCancel(ctx), repo) })
+		r.refsAtStart = sync.OnceValues(func() (map[string]bool, error) { return refNames(context.WithoutCancel(ctx), r.cfg.Repo) })
 	}
 	refs := r.refsAtStart
 	r.mu.Unlock()
@@ -211,7 +204,7 @@ func (r *runner) claimBranch(ctx context.Context, t *Task) (newBranch bool, err 
 			return false, rerr
 		}
 		if set["refs/heads/"+t.Branch] {
-			return false, userBranchError(t, execID)
+			return false, r.userBranchError(t)
 		}
 		r.mu.Lock()
 		r.refs = set
@@ -247,15 +240,15 @@ func (r *runner) claimAhead(t *Task) {
 func (r *runner) unclaimBranch(t *Task, cause error) error {
 	r.mu.Lock()
 	r.st.BranchesMade = slices.DeleteFunc(r.st.BranchesMade, func(b string) bool { return b == t.Branch })
-	execID := r.st.ExecutionID
 	r.mu.Unlock()
 	if err := r.flush(); err != nil {
 		return fmt.Errorf("%v; writing the state: %w", cause, err)
 	}
-	return userBranchError(t, execID)
+	return r.userBranchError(t)
 }
 
-// userBranchError is a task's branch that exists and that the execution did not make.
-func userBranchError(t *Task, execID string) error {
-	return fmt.Errorf("branch %q of task %q exists, and execution %s did not make it: it is left as it is; delete it (git branch -D %s) or give the task another branch, then 'swarm run --retry %s'", t.Branch, t.ID, execID, t.Branch, t.ID)
+// userBranchError is a task's branch that exists and that the execution did not make. Not
+// under mu: the state's execution id is set before any task runs, and never changes.
+func (r *runner) userBranchError(t *Task) error {
+	return fmt.Errorf("branch %q of task %q exists, and execution %s did not make it: it is left as it is; delete it (git branch -D %s) or give the task another branch, then 'swarm run --retry %s'", t.Branch, t.ID, r.st.ExecutionID, t.Branch, t.ID)
 }

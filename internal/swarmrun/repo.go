@@ -1,6 +1,7 @@
 package swarmrun
 
 import (
+	"cmp"
 	"context"
 	"net/url"
 	"path/filepath"
@@ -17,10 +18,9 @@ func RepoURL(ctx context.Context, dir string) string {
 			return u
 		}
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		return abs
-	}
-	return dir
+	// Abs is "" when it fails.
+	abs, _ := filepath.Abs(dir)
+	return cmp.Or(abs, dir)
 }
 
 // withoutSecret drops what a URL's user part may hide: a password always, and the user too

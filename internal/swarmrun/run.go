@@ -935,7 +935,7 @@ func (r *runner) attemptFailed(tk *taskRun, out Outcome, tries int) {
 	r.mu.Lock()
 	t.Trace.RetryCount++
 	r.requeue(t, slot, Queued, te, AgentFailed)
-	r.events.TaskRetry(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host}, msg, seconds(t.Trace.DurationSeconds))
+	r.events.TaskRetry(runevents.At{Task: id, Attempt: out.Attempt, Agent: slot.ID, Host: slot.Host}, msg, valueOr(t.Trace.DurationSeconds, 0))
 	r.mu.Unlock()
 	r.logTransition("%s: %s: %s; retrying", slot.ID, id, msg)
 }
@@ -949,7 +949,7 @@ func (r *runner) attemptFailed(tk *taskRun, out Outcome, tries int) {
 // more.
 func (r *runner) onTaskBranch(ctx context.Context, tk *taskRun, out Outcome) (Outcome, worktreeStatus) {
 	ws, err := readStatus(context.WithoutCancel(ctx), tk.wt)
-	if err == nil && ws.onBranch(tk.t.Branch) {
+	if err == nil && ws.branch == tk.t.Branch {
 		return out, ws
 	}
 	from, err := gitx.Repo{Dir: tk.wt}.ReturnToBranch(context.WithoutCancel(ctx), tk.t.Branch)
@@ -995,7 +995,7 @@ func (r *runner) end(id string, slot Slot, status string, te *TaskError) {
 	r.taskEnded(t, slot)
 	a := r.st.Agents[slot.ID]
 	a.LastHeartbeat = strp(now())
-	a.TotalExecutionTime += seconds(t.Trace.DurationSeconds)
+	a.TotalExecutionTime += valueOr(t.Trace.DurationSeconds, 0)
 	agent := AgentIdle
 	switch status {
 	case Completed:
@@ -1100,7 +1100,7 @@ func finalize(ctx context.Context, p Paths, repo string, st *State, checkpoint f
 		if task.Trace == nil {
 			continue
 		}
-		busy += seconds(task.Trace.DurationSeconds)
+		busy += valueOr(task.Trace.DurationSeconds, 0)
 		if task.Status == Completed || task.Status == Failed {
 			used[task.Trace.AgentID] = true
 		}

@@ -1,6 +1,7 @@
 package swarmrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,23 +46,15 @@ var slotNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 var slotWorktreeRE = regexp.MustCompile(`^\.slot-[A-Za-z0-9][A-Za-z0-9._-]{0,110}$`)
 
 // worktreeFor is the worktree task t works in when assigned to slot (under mu): an attempt of
-// an earlier run that is adopted keeps the one it works in; else the slot's.
+// an earlier run that is adopted keeps the one it works in; else the slot's, or the task's own
+// when the slot's agent id cannot name one (slotPath "").
 func (r *runner) worktreeFor(slot Slot, t *Task) string {
-	var prev string
-	if t.Trace != nil {
-		prev = t.Trace.Worktree
-	}
+	prev := valueOr(t.Trace, Trace{}).Worktree
 	if r.adopt[t.ID] > 0 && prev != "" {
 		return prev
 	}
-	path := r.slotPath(slot)
-	if path == "" {
-		path = r.paths.Worktree(t.ID)
-	}
+	path := cmp.Or(r.slotPath(slot), r.paths.Worktree(t.ID))
 	if prev != "" && prev != path {
-		if r.trees.prev == nil {
-			r.trees.prev = map[string]string{}
-		}
 		r.trees.prev[t.ID] = prev
 	}
 	return path
@@ -70,8 +63,12 @@ func (r *runner) worktreeFor(slot Slot, t *Task) string {
 // slotPath is slot's worktree (under mu), "" when its agent id cannot name one. It is
 // .swarm/worktrees/.slot-<agent>, or -2, -3… after it when that one is held: named by a task
 // that did not complete (an attempt of an earlier run at work there, adopted; a task's work
-// kept there by a run killed before it moved it out), or by another slot.
+// kept there by a run killed before it moved it out), or by another slot. Its first call makes
+// the maps of slotTrees (worktreeFor's first).
 func (r *runner) slotPath(slot Slot) string {
+	if r.trees.path == nil {
+		r.trees = slotTrees{path: map[string]string{}, ready: map[string]bool{}, clean: map[string]bool{}, owner: map[string]string{}, prev: map[string]string{}}
+	}
 	if p, ok := r.trees.path[slot.ID]; ok {
 		return p
 	}
@@ -90,9 +87,6 @@ func (r *runner) slotPath(slot Slot) string {
 	path := filepath.Join(r.paths.Worktrees(), ".slot-"+slot.ID)
 	for n := 2; held[path]; n++ {
 		path = filepath.Join(r.paths.Worktrees(), fmt.Sprintf(".slot-%s-%d", slot.ID, n))
-	}
-	if r.trees.path == nil {
-		r.trees.path, r.trees.ready, r.trees.clean, r.trees.owner = map[string]string{}, map[string]bool{}, map[string]bool{}, map[string]string{}
 	}
 	r.trees.path[slot.ID] = path
 	return path

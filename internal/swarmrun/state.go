@@ -260,8 +260,7 @@ func writeStateBytes(path string, b []byte) error {
 // check of a stateEncoder's first write (every task encoded, the whole state checked against
 // the embedded execution schema).
 func (s *State) writeFile(path string) error {
-	var e stateEncoder
-	b, err := e.encode(s)
+	b, err := new(stateEncoder).encode(s)
 	if err != nil {
 		return err
 	}

@@ -79,16 +79,14 @@ func (e *stateEncoder) encode(st *State) ([]byte, error) {
 	next := make(map[string][]byte, len(ids))
 	var changed []string
 	for _, id := range ids {
-		if c := e.tasks[id]; c != nil && !e.changed[id] {
-			next[id] = c
-			continue
-		}
-		c, err := encodeTask(id, st.Tasks[id])
-		if err != nil {
-			return nil, err
+		c := e.tasks[id]
+		if c == nil || e.changed[id] {
+			if c, err = encodeTask(id, st.Tasks[id]); err != nil {
+				return nil, err
+			}
+			changed = append(changed, id)
 		}
 		next[id] = c
-		changed = append(changed, id)
 	}
 	// The check: the state with only its changed tasks.
 	check := splice(skeleton, at, changed, next)

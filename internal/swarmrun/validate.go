@@ -22,9 +22,6 @@ var executionIDRE = regexp.MustCompile(ExecutionIDPattern)
 // with room to spare; the bead <execution>-<task> is a file name.
 const maxExecutionID = 64
 
-// taskKind is how CheckName names a task id (the manifest's rule: no dots).
-const taskKind = statedir.Kind("task id")
-
 // shaRE is a commit id, full or abbreviated (the seed's example has 12 digits).
 var shaRE = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
@@ -93,7 +90,8 @@ func (s *State) validateTask(id string, t *Task) error {
 	if t == nil {
 		return fmt.Errorf("task %q is null", id)
 	}
-	if err := statedir.CheckName(taskKind, id); err != nil {
+	// A task id as CheckName names it (the manifest's rule: no dots).
+	if err := statedir.CheckName(statedir.Kind("task id"), id); err != nil {
 		return err
 	}
 	if t.ID != id {
@@ -107,10 +105,8 @@ func (s *State) validateTask(id string, t *Task) error {
 			return fmt.Errorf("task %q depends on %q, which is no task", id, d)
 		}
 	}
-	tr := t.Trace
-	if tr == nil {
-		return nil
-	}
+	// A task without a trace has nothing more to check.
+	tr := valueOr(t.Trace, Trace{})
 	for _, sha := range []*string{&tr.BaseSHA, tr.CommitSHA} {
 		if sha != nil && *sha != "" && !shaRE.MatchString(*sha) {
 			return fmt.Errorf("task %q: %q is not a commit id", id, *sha)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentfleet/fleet/internal/fsx"
 	gitx "github.com/agentfleet/fleet/internal/git"
+	"github.com/agentfleet/fleet/internal/proc"
 	"github.com/agentfleet/fleet/internal/record"
 	"github.com/agentfleet/fleet/internal/remote"
 )
@@ -192,8 +193,9 @@ func Abort(ctx context.Context, p Paths, repo string) (*State, error) {
 	if st.Status != ExecRunning && st.Status != ExecPaused {
 		return nil, usagef("execution %s is %s already; nothing to abort", st.ExecutionID, st.Status)
 	}
-	// A runner no longer there (or not the user's) refuses the signal: nothing to ask first.
-	if st.RunnerPID > 0 {
+	// The pid is read back from a file an agent can write: only a run is signalled (its command
+	// line holds "run"; a pid gone or not the user's is none), never whatever process it names.
+	if proc.Holds(st.RunnerPID, []string{"run"}) {
 		syscall.Kill(st.RunnerPID, syscall.SIGTERM)
 	}
 	// The run lets go of its lock once its agents are stopped and recorded.

@@ -555,7 +555,7 @@ func BenchmarkRunHosts(b *testing.B) {
 	b.ReportMetric(perTask(walls["served"]), "ms/task")
 	b.ReportMetric(perTask(walls["per-command"]), "per-command-ms/task")
 	for _, p := range []string{"parallel-work", "parallel-M"} {
-		if walls[p] == 0 {
+		if walls[p] == 0 || walls[p+" failed"] != 0 {
 			continue
 		}
 		b.ReportMetric(perTask(walls[p]), p+"-ms/task")
@@ -636,27 +636,40 @@ func hostsRun(b *testing.B, lab *sshlab.Lab, perCommand, par bool, walls map[str
 	}
 	work := append([]string{"--will-cite", "-j", fmt.Sprint(2 * len(lab.Hosts)), script + " {} {%}", ":::"}, tasks...)
 	workEnv := []string{"BENCH_REPO=" + w.repo, "BENCH_HOSTS=" + strings.Join(targets, " "), "BENCH_SSH=" + mux}
-	walls["parallel-work"] += runParallel(b, work, workEnv)
-	walls["parallel-M"] += runParallel(b, bare, nil)
+	parWall, err := runParallel(work, workEnv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	walls["parallel-work"] += parWall
+	// The bare command is a reference, not the target's comparison (that is the work above).
+	// GNU parallel (20221122) with --controlmaster fails here at times on its own check of its
+	// temp directory ("Cannot append to buffer file … Is the disk full?", the disk a third full),
+	// with the tree before a change as with the one after: its figures are then left out, said.
+	if parWall, err = runParallel(bare, nil); err != nil {
+		b.Logf("the bare command's figures are left out: %v", err)
+		walls["parallel-M failed"] = 1
+	} else {
+		walls["parallel-M"] += parWall
+	}
 	return wall, res
 }
 
 // runParallel runs GNU parallel with args (env added) and returns its wall time.
-func runParallel(b *testing.B, args, env []string) time.Duration {
+func runParallel(args, env []string) (time.Duration, error) {
 	// Its own process group, its output to a file: --controlmaster leaves processes behind
 	// that hold its output open (a pipe would never close); they go with the group.
 	// A short temp directory: --controlmaster's sockets go there, and a socket's path must
 	// fit in 108 bytes (in b.TempDir() they did not, and every job connected anew).
 	tmp, err := os.MkdirTemp("", "fbp-")
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	defer os.RemoveAll(tmp)
 	cmd := exec.Command("parallel", append([]string{"--tmpdir", tmp}, args...)...)
 	cmd.Env = append(append(os.Environ(), "HOME="+tmp), env...)
 	out, err := os.Create(filepath.Join(tmp, "parallel.out"))
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -666,9 +679,9 @@ func runParallel(b *testing.B, args, env []string) time.Duration {
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	out.Close()
 	if err != nil {
-		b.Fatalf("parallel: %v: %s", err, readFile(out.Name()))
+		return 0, fmt.Errorf("parallel: %v: %s", err, readFile(out.Name()))
 	}
-	return wall
+	return wall, nil
 }
 
 // notCompleted is, for a benchmark's failure message, one line per task of st that did not

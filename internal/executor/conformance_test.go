@@ -32,10 +32,7 @@ import (
 
 // TestLocalConformance runs the suite against this machine's executor.
 func TestLocalConformance(t *testing.T) {
-	w := newWorld(t)
-	self, _ := os.Executable()
-	w.setup = setup{Kind: "local", StateDir: w.stateDir, Repo: w.repo, Agents: w.agents,
-		Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir}}
+	w := newLocalWorld(t)
 	conformance(t, w)
 }
 
@@ -282,6 +279,19 @@ func waitFor(t *testing.T, path, text string) {
 type world struct {
 	repo, stateDir, agents string
 	setup                  setup
+}
+
+// newLocalWorld is a world whose executor under test is this machine's.
+func newLocalWorld(t *testing.T) *world {
+	w := newWorld(t)
+	w.setup = setup{Kind: "local", StateDir: w.stateDir, Repo: w.repo, Agents: w.agents, Self: w.self()}
+	return w
+}
+
+// self is the supervisor verb's command line of this test binary, on the world's records.
+func (w *world) self() []string {
+	exe, _ := os.Executable()
+	return []string{exe, supervise.SuperviseVerb, "--state-dir", w.stateDir}
 }
 
 func newWorld(t *testing.T) *world {

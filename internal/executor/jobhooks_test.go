@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentfleet/fleet/internal/executor"
 	"github.com/agentfleet/fleet/internal/record"
-	"github.com/agentfleet/fleet/internal/supervise"
 )
 
 // TestLocalJobHooks: what a policy asks of a local attempt besides the suite's cases (ralph
@@ -19,10 +18,7 @@ import (
 // launches nothing, the run record names Job.Repo, an agent silent for Inactivity is stopped,
 // and the Outcome carries the record it was judged by.
 func TestLocalJobHooks(t *testing.T) {
-	w := newWorld(t)
-	self, _ := os.Executable()
-	w.setup = setup{Kind: "local", StateDir: w.stateDir, Repo: w.repo, Agents: w.agents,
-		Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir}}
+	w := newLocalWorld(t)
 	e, err := w.setup.open()
 	if err != nil {
 		t.Fatal(err)

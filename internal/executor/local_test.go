@@ -31,8 +31,7 @@ func newLocal(t *testing.T, w *world) *executor.Local {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, _ := os.Executable()
-	l := &executor.Local{N: 1, StateDir: w.stateDir, Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir},
+	l := &executor.Local{N: 1, StateDir: w.stateDir, Self: w.self(),
 		Agents: agents, KillGrace: time.Second, HostName: "testhost"}
 	t.Cleanup(l.Close)
 	return l
@@ -197,10 +196,7 @@ func TestLocalFilesPerAttempt(t *testing.T) {
 // TestLocalSupervisorOutlivesItsRunner SIGKILLs a runner once its slot's supervisor has the
 // attempt: the supervisor runs it to its recorded end, then exits, having no runner to serve.
 func TestLocalSupervisorOutlivesItsRunner(t *testing.T) {
-	w := newWorld(t)
-	self, _ := os.Executable()
-	w.setup = setup{Kind: "local", StateDir: w.stateDir, Repo: w.repo, Agents: w.agents,
-		Self: []string{self, supervise.SuperviseVerb, "--state-dir", w.stateDir}}
+	w := newLocalWorld(t)
 	tmp := t.TempDir()
 	ppids, gate := filepath.Join(tmp, "ppids"), filepath.Join(tmp, "gate")
 	j := w.job(t, "orphan", "ppid:"+ppids+" waitfor:"+gate)

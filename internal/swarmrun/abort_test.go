@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+
+	gitx "github.com/agentfleet/fleet/internal/git"
 )
 
 // TestAbortSignalsOnlyARunner: a state's runner_pid is read back from .swarm/state.json, a file
@@ -14,7 +16,7 @@ import (
 // the user's, is not killed, and the execution is still aborted.
 func TestAbortSignalsOnlyARunner(t *testing.T) {
 	repo := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+	if out, err := gitx.Run(context.Background(), repo, "", "init", "-q"); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
 	p := Paths{Root: repo}
